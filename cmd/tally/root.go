@@ -1,0 +1,150 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/spf13/cobra"
+)
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version = "dev"
+
+// Exit codes of INTERFACE.md.
+const (
+	exitOK      = 0
+	exitFailed  = 1 // the run failed; nothing half-written
+	exitUsage   = 2 // bad usage or config; nothing was touched
+	exitPartial = 3 // some windows failed after all retries, the rest loaded
+)
+
+// usageError marks an error the user caused with flags, arguments or config:
+// exit 2, nothing touched.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+func usageErr(format string, args ...any) error {
+	return usageError{fmt.Errorf(format, args...)}
+}
+
+// partialError is what a command returns when some work failed after all
+// retries and the rest was kept: exit 3.
+type partialError interface {
+	error
+	Partial() bool
+}
+
+// exitCode maps a command's error to its exit code and prints it; the one
+// place that does.
+func exitCode(err error) int {
+	if err == nil {
+		return exitOK
+	}
+	fmt.Fprintln(os.Stderr, "tally: "+err.Error())
+	var ue usageError
+	var pe partialError
+	switch {
+	case errors.As(err, &ue):
+		return exitUsage
+	case errors.As(err, &pe) && pe.Partial():
+		return exitPartial
+	}
+	return exitFailed
+}
+
+type globalFlags struct {
+	logFormat string
+	logLevel  string
+}
+
+// run executes the command line. An error raised before any command starts
+// (unknown command or flag, wrong arguments) is bad usage: exit 2.
+func run(ctx context.Context) error {
+	started := false
+	root := newRootCmd(&started)
+	err := root.ExecuteContext(ctx)
+	if err != nil && !started {
+		var ue usageError
+		if !errors.As(err, &ue) {
+			err = usageError{err}
+		}
+	}
+	return err
+}
+
+func newRootCmd(started *bool) *cobra.Command {
+	g := &globalFlags{}
+	root := &cobra.Command{
+		Use:           "tally",
+		Short:         "Turn a media cloud's usage interface into numbers finance signs off",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			*started = true
+			_, err := newLogger(g, io.Discard)
+			return err
+		},
+	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.PersistentFlags().StringVar(&g.logFormat, "log-format", "auto", "log format: auto, console or json")
+	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	root.AddCommand(newVersionCmd())
+	for _, add := range commands {
+		root.AddCommand(add(g))
+	}
+	return root
+}
+
+// commands holds the constructors of the commands beyond version; each
+// command file registers its own in init, so adding a command touches one
+// file.
+var commands []func(*globalFlags) *cobra.Command
+
+func newVersionCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print Tally's version",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			_, err := fmt.Fprintf(cmd.OutOrStdout(), "tally %s\n", version)
+			return err
+		},
+	}
+}
+
+// isTerminal reports whether f is a character device (a person is watching).
+func isTerminal(f *os.File) bool {
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// newLogger builds the zerolog logger the flags ask for: console output on a
+// terminal, JSON lines otherwise (cron, systemd, Kubernetes).
+func newLogger(g *globalFlags, w io.Writer) (zerolog.Logger, error) {
+	level, err := zerolog.ParseLevel(g.logLevel)
+	if err != nil || g.logLevel == "" || level > zerolog.ErrorLevel || level < zerolog.DebugLevel {
+		return zerolog.Nop(), usageErr("--log-level %q is not one of debug, info, warn, error", g.logLevel)
+	}
+	format := g.logFormat
+	switch format {
+	case "auto":
+		format = "json"
+		if f, ok := w.(*os.File); ok && isTerminal(f) {
+			format = "console"
+		}
+	case "console", "json":
+	default:
+		return zerolog.Nop(), usageErr("--log-format %q is not one of auto, console, json", g.logFormat)
+	}
+	if format == "console" {
+		w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.TimeOnly}
+	}
+	return zerolog.New(w).Level(level).With().Timestamp().Logger(), nil
+}

@@ -1,0 +1,22 @@
+// Package sql owns Tally's SQL text, embedded in the binary: schema
+// migrations (schema/, numbered, applied in order), analyst views (views/),
+// one query per workbook sheet (reports/) and named analyst queries
+// (queries/). It holds no Go logic beyond giving the files out.
+package sql
+
+import "embed"
+
+// Schema holds the numbered migrations, NNNN_name.sql, applied in order.
+//
+//go:embed schema/*.sql
+var Schema embed.FS
+
+// Views holds the analyst views, created (or replaced) after migrations.
+//
+//go:embed views/*.sql
+var Views embed.FS
+
+// Queries holds the named analyst queries of `tally query --name`.
+//
+//go:embed queries/*.sql
+var Queries embed.FS
