@@ -78,8 +78,18 @@ func (d *Decimal) parse(s string) error {
 	return nil
 }
 
-// UnmarshalText lets encoding/json and CSV decoding fill a Decimal.
-func (d *Decimal) UnmarshalText(b []byte) error { return d.parse(string(b)) }
+// UnmarshalText lets encoding/json and CSV decoding fill a Decimal. It
+// parses into a fresh value: a Decimal copied by value shares its digits
+// with the original, and parsing in place would change both (and would
+// leave d half-written on an error).
+func (d *Decimal) UnmarshalText(b []byte) error {
+	var n Decimal
+	if err := n.parse(string(b)); err != nil {
+		return err
+	}
+	*d = n
+	return nil
+}
 
 // MarshalText writes the exact decimal text.
 func (d Decimal) MarshalText() ([]byte, error) { return []byte(d.String()), nil }

@@ -1,0 +1,329 @@
+package fetch
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// Client talks to the management interface. It is safe for concurrent use;
+// every method takes the context that bounds its requests and retries.
+type Client struct {
+	base      *url.URL // scheme, host and path prefix; no query
+	baseStr   string   // base without a trailing slash, paths are appended
+	token     string
+	hc        *http.Client
+	retry     RetryPolicy
+	log       zerolog.Logger
+	paths     map[string]string
+	userAgent string
+	errs      []error // from options, reported by NewClient
+}
+
+// Option configures a Client.
+type Option func(*Client)
+
+// WithHTTPClient sets the HTTP client; its timeouts are the caller's. Without
+// it the client uses its own transport, never http.DefaultClient.
+func WithHTTPClient(hc *http.Client) Option {
+	return func(c *Client) {
+		if hc == nil {
+			c.errs = append(c.errs, errors.New("http client must not be nil"))
+			return
+		}
+		c.hc = hc
+	}
+}
+
+// WithRetry sets the retry policy; zero durations take DefaultRetry's.
+func WithRetry(p RetryPolicy) Option {
+	return func(c *Client) {
+		np, err := p.normalize()
+		if err != nil {
+			c.errs = append(c.errs, err)
+			return
+		}
+		c.retry = np
+	}
+}
+
+// WithLogger sets the logger: requests at debug, retries at warn. The token
+// is never logged.
+func WithLogger(l zerolog.Logger) Option {
+	return func(c *Client) { c.log = l }
+}
+
+// WithPaths overrides entries of DefaultPaths (config api.paths). An unknown
+// key or a malformed path makes NewClient fail, naming it.
+func WithPaths(paths map[string]string) Option {
+	return func(c *Client) {
+		for k, v := range paths {
+			if err := checkPath(k, v); err != nil {
+				c.errs = append(c.errs, err)
+				continue
+			}
+			c.paths[k] = v
+		}
+	}
+}
+
+// WithUserAgent sets the User-Agent to "tally/<version>"; the default is
+// "tally/dev".
+func WithUserAgent(version string) Option {
+	return func(c *Client) {
+		if version = strings.TrimSpace(version); version != "" {
+			c.userAgent = "tally/" + version
+		}
+	}
+}
+
+// NewClient builds a client for the interface at baseURL. The base URL must
+// be https; plain http is accepted only for a loopback host (a local
+// simulation), so the token never crosses a network in clear text.
+func NewClient(baseURL, token string, opts ...Option) (*Client, error) {
+	base, err := checkBaseURL(baseURL)
+	if err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(token) == "" {
+		return nil, errors.New("api token is empty: set the environment variable or file the config's api.token_env / api.token_file names")
+	}
+	if strings.ContainsAny(token, "\r\n") {
+		return nil, errors.New("api token holds a line break: check the token file for a stray newline inside it")
+	}
+	c := &Client{
+		base:      base,
+		baseStr:   strings.TrimRight(base.String(), "/"),
+		token:     token,
+		retry:     DefaultRetry(),
+		log:       zerolog.Nop(),
+		paths:     make(map[string]string, len(DefaultPaths)),
+		userAgent: "tally/dev",
+	}
+	c.retry.Sleep = sleepCtx
+	for k, v := range DefaultPaths {
+		c.paths[k] = v
+	}
+	for _, o := range opts {
+		o(c)
+	}
+	if len(c.errs) > 0 {
+		return nil, fmt.Errorf("new client: %w", errors.Join(c.errs...))
+	}
+	if c.hc == nil {
+		c.hc = defaultHTTPClient(base)
+	}
+	return c, nil
+}
+
+func checkBaseURL(raw string) (*url.URL, error) {
+	u, err := url.Parse(strings.TrimSpace(raw))
+	if err != nil {
+		return nil, fmt.Errorf("base url %q is not a URL: %v", raw, err)
+	}
+	if u.User != nil {
+		return nil, fmt.Errorf("base url %s must not carry a user or password: the token is the only credential", redactURL(raw))
+	}
+	if u.Host == "" || u.Hostname() == "" {
+		return nil, fmt.Errorf("base url %q has no host; expected e.g. https://app.mk.io", raw)
+	}
+	if u.RawQuery != "" || u.Fragment != "" {
+		return nil, fmt.Errorf("base url %q must not carry a query or fragment; expected e.g. https://app.mk.io", raw)
+	}
+	u.Scheme = strings.ToLower(u.Scheme)
+	switch u.Scheme {
+	case "https":
+	case "http":
+		if !isLoopback(u.Hostname()) {
+			return nil, fmt.Errorf("base url %q: http is allowed only for a loopback host (127.0.0.0/8, ::1, localhost); use https", raw)
+		}
+	default:
+		return nil, fmt.Errorf("base url %q: scheme %q is not https (or http for a loopback host)", raw, u.Scheme)
+	}
+	return u, nil
+}
+
+func isLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// defaultHTTPClient bounds the wait for answer headers but not the body: a
+// usage answer may stream for minutes. It follows a redirect only within the
+// base URL's origin.
+func defaultHTTPClient(base *url.URL) *http.Client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.ResponseHeaderTimeout = 60 * time.Second
+	return &http.Client{
+		Transport: tr,
+		CheckRedirect: func(req *http.Request, via []*http.Request) error {
+			if len(via) >= 5 {
+				return errors.New("stopped after 5 redirects")
+			}
+			if !sameOrigin(base, req.URL) {
+				return fmt.Errorf("redirect to %s refused: not the base url's origin", redactURL(req.URL.String()))
+			}
+			return nil
+		},
+	}
+}
+
+// sameOrigin reports whether u has the scheme, host and port of base.
+func sameOrigin(base, u *url.URL) bool {
+	return strings.EqualFold(base.Scheme, u.Scheme) &&
+		strings.EqualFold(base.Hostname(), u.Hostname()) &&
+		effectivePort(base) == effectivePort(u)
+}
+
+func effectivePort(u *url.URL) string {
+	if p := u.Port(); p != "" {
+		return p
+	}
+	switch strings.ToLower(u.Scheme) {
+	case "https":
+		return "443"
+	case "http":
+		return "80"
+	}
+	return ""
+}
+
+// endpoint returns the URL of a resource path with its placeholders filled.
+func (c *Client) endpoint(key string, vars map[string]string) string {
+	return c.baseStr + expandPath(c.paths[key], vars)
+}
+
+// nextURL resolves a next link and checks that it stays on the base URL's
+// origin: the token is never sent anywhere else.
+func (c *Client) nextURL(from, link string) (string, error) {
+	ref, err := url.Parse(link)
+	if err != nil {
+		return "", fmt.Errorf("next link is not a URL: %v", err)
+	}
+	cur, err := url.Parse(from)
+	if err != nil {
+		return "", fmt.Errorf("next link: current url: %v", err)
+	}
+	u := cur.ResolveReference(ref)
+	if !sameOrigin(c.base, u) {
+		return "", fmt.Errorf("next link %s is not on the base url's origin %s://%s: refused, the token is sent nowhere else",
+			redactURL(u.String()), c.base.Scheme, c.base.Host)
+	}
+	u.Fragment, u.RawFragment = "", ""
+	return u.String(), nil
+}
+
+// request is one HTTP request of the interface.
+type request struct {
+	method string
+	url    string
+	body   []byte // nil: no body
+	accept string // "" means application/json
+	stats  *Stats
+}
+
+// send makes one attempt at r. A non-2xx answer becomes an *APIError with
+// the body read and closed; a 2xx answer is returned with a body that
+// counts bytes and remembers read errors.
+func (c *Client) send(ctx context.Context, r request) (*http.Response, *body, error) {
+	var rd io.Reader
+	if r.body != nil {
+		rd = bytes.NewReader(r.body)
+	}
+	req, err := http.NewRequestWithContext(ctx, r.method, r.url, rd)
+	if err != nil {
+		return nil, nil, fmt.Errorf("build request %s %s: %w", r.method, redactURL(r.url), err)
+	}
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	accept := r.accept
+	if accept == "" {
+		accept = "application/json"
+	}
+	req.Header.Set("Accept", accept)
+	if r.body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("User-Agent", c.userAgent)
+	if r.stats != nil {
+		r.stats.Requests.Add(1)
+	}
+	start := time.Now()
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		if cerr := ctx.Err(); cerr != nil {
+			return nil, nil, cerr
+		}
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		c.log.Debug().Str("method", r.method).Str("url", redactURL(r.url)).AnErr("error", err).Msg("request failed")
+		return nil, nil, &transportError{Method: r.method, URL: redactURL(r.url), Err: err}
+	}
+	b := &body{rc: resp.Body, stats: r.stats}
+	resp.Body = b
+	c.log.Debug().Str("method", r.method).Str("url", redactURL(r.url)).Int("status", resp.StatusCode).
+		Str("content_type", resp.Header.Get("Content-Type")).Dur("wait", time.Since(start)).Msg("answer")
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		ae := newAPIError(resp, r.method, r.url, c.token, time.Now())
+		resp.Body.Close()
+		return nil, nil, ae
+	}
+	return resp, b, nil
+}
+
+// body wraps an answer's body: it counts bytes into Stats and keeps the
+// first read error other than EOF, so a decoder's "unexpected end" can be
+// told apart from a cut connection.
+type body struct {
+	rc    io.ReadCloser
+	stats *Stats
+	err   error
+	last  byte // last byte read, to tell a CSV that ends on a line break
+	n     int64
+}
+
+func (b *body) Read(p []byte) (int, error) {
+	n, err := b.rc.Read(p)
+	if n > 0 {
+		b.n += int64(n)
+		b.last = p[n-1]
+		if b.stats != nil {
+			b.stats.Bytes.Add(int64(n))
+		}
+	}
+	if err != nil && err != io.EOF && b.err == nil {
+		b.err = err
+	}
+	return n, err
+}
+
+func (b *body) Close() error { return b.rc.Close() }
+
+// readFailure turns a decoding error into what the caller should see: the
+// context's error when it was cancelled, ErrTruncated when the body was cut
+// (a read error, or a document that ends early), or err itself.
+func readFailure(ctx context.Context, b *body, err error) error {
+	if cerr := ctx.Err(); cerr != nil {
+		return cerr
+	}
+	if b != nil && b.err != nil {
+		return fmt.Errorf("%w: %w", ErrTruncated, b.err)
+	}
+	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+		return fmt.Errorf("%w: %w", ErrTruncated, io.ErrUnexpectedEOF)
+	}
+	return err
+}

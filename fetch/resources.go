@@ -1,0 +1,510 @@
+package fetch
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// maxDocument bounds a single-resource answer (a payment method, a rate
+// card, the organization): such answers are small, and one that is not is
+// not what was asked for.
+const maxDocument = 32 << 20
+
+// PaymentMethods lists the organization's payment methods, every page.
+func (c *Client) PaymentMethods(ctx context.Context) ([]PaymentMethod, error) {
+	return listAll(ctx, c, "payment_methods", "payment methods", decodePaymentMethod)
+}
+
+// PaymentMethod reads one payment method.
+func (c *Client) PaymentMethod(ctx context.Context, id string) (PaymentMethod, error) {
+	if err := checkID("payment method id", id); err != nil {
+		return PaymentMethod{}, fmt.Errorf("get payment method: %w", err)
+	}
+	var pm PaymentMethod
+	err := c.getDocument(ctx, "payment_method", map[string]string{"id": id}, "payment method "+id, func(raw []byte) error {
+		var err error
+		pm, err = decodePaymentMethod(raw, 0)
+		return err
+	})
+	if err != nil {
+		return PaymentMethod{}, fmt.Errorf("get payment method %s: %w", id, err)
+	}
+	return pm, nil
+}
+
+// RateCard reads a payment method's rate card. Prices are exact: JSON
+// numbers are read as their text.
+func (c *Client) RateCard(ctx context.Context, paymentMethodID string) (RateCard, error) {
+	if err := checkID("payment method id", paymentMethodID); err != nil {
+		return RateCard{}, fmt.Errorf("get rate card: %w", err)
+	}
+	var rc RateCard
+	err := c.getDocument(ctx, "rate_card", map[string]string{"id": paymentMethodID}, "rate card "+paymentMethodID, func(raw []byte) error {
+		var err error
+		rc, err = decodeRateCard(raw)
+		return err
+	})
+	if err != nil {
+		return RateCard{}, fmt.Errorf("get rate card of payment method %s: %w", paymentMethodID, err)
+	}
+	return rc, nil
+}
+
+// Projects lists the projects the token can see, every page.
+func (c *Client) Projects(ctx context.Context) ([]Project, error) {
+	return listAll(ctx, c, "projects", "projects", decodeProject)
+}
+
+// Locations lists the locations projects can be created in.
+func (c *Client) Locations(ctx context.Context) ([]Location, error) {
+	return listAll(ctx, c, "locations", "locations", decodeLocation)
+}
+
+// Organization reads the token's organization.
+func (c *Client) Organization(ctx context.Context) (Organization, error) {
+	var org Organization
+	err := c.getDocument(ctx, "organization", nil, "organization", func(raw []byte) error {
+		var err error
+		org, err = decodeOrganization(raw)
+		return err
+	})
+	if err != nil {
+		return Organization{}, fmt.Errorf("get organization: %w", err)
+	}
+	return org, nil
+}
+
+// checkID refuses an id that would not name one resource in a path.
+func checkID(what, id string) error {
+	if strings.TrimSpace(id) == "" || id == "." || id == ".." {
+		return fmt.Errorf("%s %q is not an id", what, id)
+	}
+	return nil
+}
+
+// getDocument GETs one resource and hands its whole body to decode; a body
+// cut mid-way is retried like a failed request.
+func (c *Client) getDocument(ctx context.Context, key string, vars map[string]string, what string, decode func([]byte) error) error {
+	u := c.endpoint(key, vars)
+	return c.withRetry(ctx, nil, what, func(ctx context.Context, _ int) error {
+		resp, b, err := c.send(ctx, request{method: http.MethodGet, url: u})
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		data, err := io.ReadAll(io.LimitReader(resp.Body, maxDocument+1))
+		if err != nil {
+			return readFailure(ctx, b, err)
+		}
+		if len(data) > maxDocument {
+			return fmt.Errorf("GET %s: answer larger than %d bytes", urlPath(u), maxDocument)
+		}
+		// A decoder, unlike json.Valid, says io.ErrUnexpectedEOF for a
+		// document that stops early, which is a cut answer.
+		var raw json.RawMessage
+		if err := json.NewDecoder(bytes.NewReader(data)).Decode(&raw); err != nil {
+			return readFailure(ctx, b, fmt.Errorf("GET %s: %w", urlPath(u), err))
+		}
+		return decode(raw)
+	})
+}
+
+// listAll reads every page of a list: it follows @odata.nextLink (same
+// origin only, never twice), and also stops once the running count reaches
+// supplemental.pagination.total, the seed's fallback rule.
+func listAll[T any](ctx context.Context, c *Client, key, what string, decode func(json.RawMessage, int) (T, error)) ([]T, error) {
+	link := c.endpoint(key, nil)
+	seen := map[string]bool{link: true}
+	var out []T
+	for page := 1; ; page++ {
+		var lp listPage[T]
+		err := c.withRetry(ctx, nil, what, func(ctx context.Context, _ int) error {
+			resp, b, err := c.send(ctx, request{method: http.MethodGet, url: link})
+			if err != nil {
+				return err
+			}
+			defer resp.Body.Close()
+			lp, err = decodeListPage(resp.Body, len(out), decode)
+			if err != nil && !isDecodeFault(err) {
+				return readFailure(ctx, b, err)
+			}
+			return err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("list %s: page %d: %w", what, page, err)
+		}
+		out = append(out, lp.items...)
+		if lp.next == "" || lp.total > 0 && int64(len(out)) >= lp.total {
+			return out, nil
+		}
+		if page >= maxPages {
+			return nil, fmt.Errorf("list %s: more than %d pages: stopped", what, maxPages)
+		}
+		nu, err := c.nextURL(link, lp.next)
+		if err != nil {
+			return nil, fmt.Errorf("list %s: page %d: %w", what, page, err)
+		}
+		if seen[nu] {
+			return nil, fmt.Errorf("list %s: page %d: next link %s was already followed: the interface is paging in a loop", what, page, redactURL(nu))
+		}
+		seen[nu] = true
+		link = nu
+	}
+}
+
+// listPage is one decoded page of a list.
+type listPage[T any] struct {
+	items []T
+	next  string
+	total int64
+}
+
+// decodeListPage decodes one list envelope, item by item; before is the
+// number of items of earlier pages, for error messages.
+func decodeListPage[T any](r io.Reader, before int, decode func(json.RawMessage, int) (T, error)) (listPage[T], error) {
+	var lp listPage[T]
+	env := newEnvelope(r)
+	for {
+		ok, err := env.more()
+		if err != nil {
+			return listPage[T]{}, err
+		}
+		if !ok {
+			break
+		}
+		var raw json.RawMessage
+		if err := env.dec.Decode(&raw); err != nil {
+			return listPage[T]{}, err
+		}
+		n := before + len(lp.items) + 1
+		it, err := decode(raw, n)
+		if err != nil {
+			return listPage[T]{}, err
+		}
+		lp.items = append(lp.items, it)
+	}
+	lp.next, lp.total = env.next, env.total
+	return lp, nil
+}
+
+// itemError is an item of a list or a document that does not decode.
+func itemError(what string, n int, id string, err error) error {
+	var where string
+	switch {
+	case n > 0 && id != "":
+		where = fmt.Sprintf("%s %d (id %s)", what, n, id)
+	case n > 0:
+		where = fmt.Sprintf("%s %d", what, n)
+	case id != "":
+		where = fmt.Sprintf("%s %s", what, id)
+	default:
+		where = what
+	}
+	return shapef("%s: %v", where, err)
+}
+
+type paymentMethodJSON struct {
+	Metadata struct {
+		ID             string `json:"id"`
+		OrganizationID string `json:"organizationId"`
+		Created        string `json:"created"`
+		DisplayName    string `json:"displayName"`
+	} `json:"metadata"`
+	Spec    json.RawMessage `json:"spec"`
+	Related struct {
+		Projects []string `json:"projects"`
+	} `json:"related"`
+	Status struct {
+		IsActive                   bool `json:"isActive"`
+		TermsAndConditionsAccepted bool `json:"termsAndConditionsAccepted"`
+	} `json:"status"`
+}
+
+// paymentMethodSpecJSON holds the fields common to every spec variant.
+type paymentMethodSpecJSON struct {
+	Type                   string `json:"type"`
+	StartDate              string `json:"startDate"`
+	EndDate                string `json:"endDate"`
+	ProductPublicationName string `json:"productPublicationName"`
+	SalesOrderNumber       string `json:"salesOrderNumber"`
+	Notes                  string `json:"notes"`
+}
+
+// decodePaymentMethod decodes one PaymentMethodSummary; n is its position in
+// a list (0 for a single one). A spec type Tally does not know is kept.
+func decodePaymentMethod(raw json.RawMessage, n int) (PaymentMethod, error) {
+	var j paymentMethodJSON
+	if err := json.Unmarshal(raw, &j); err != nil {
+		return PaymentMethod{}, itemError("payment method", n, "", err)
+	}
+	id := j.Metadata.ID
+	fail := func(format string, args ...any) (PaymentMethod, error) {
+		return PaymentMethod{}, itemError("payment method", n, id, fmt.Errorf(format, args...))
+	}
+	if id == "" {
+		return fail("metadata.id is missing")
+	}
+	pm := PaymentMethod{
+		ID:                         id,
+		OrganizationID:             j.Metadata.OrganizationID,
+		DisplayName:                j.Metadata.DisplayName,
+		Projects:                   j.Related.Projects,
+		IsActive:                   j.Status.IsActive,
+		TermsAndConditionsAccepted: j.Status.TermsAndConditionsAccepted,
+		Type:                       "direct",
+		Raw:                        append(json.RawMessage(nil), raw...),
+	}
+	var err error
+	if pm.Created, err = optionalTime(j.Metadata.Created); err != nil {
+		return fail("metadata.created %q is not a date-time", j.Metadata.Created)
+	}
+	if len(j.Spec) > 0 && string(j.Spec) != "null" {
+		pm.Spec = append(json.RawMessage(nil), j.Spec...)
+		var s paymentMethodSpecJSON
+		if err := json.Unmarshal(j.Spec, &s); err != nil {
+			return fail("spec: %v", err)
+		}
+		if s.Type != "" {
+			pm.Type = s.Type
+		}
+		pm.ProductPublicationName = s.ProductPublicationName
+		pm.SalesOrderNumber = s.SalesOrderNumber
+		pm.Notes = s.Notes
+		if pm.StartDate, err = optionalTime(s.StartDate); err != nil {
+			return fail("spec.startDate %q is not a date", s.StartDate)
+		}
+		if pm.EndDate, err = optionalTime(s.EndDate); err != nil {
+			return fail("spec.endDate %q is not a date", s.EndDate)
+		}
+		if pm.AutoPurchaseStreamLicenses, err = autoPurchase(j.Spec); err != nil {
+			return fail("spec: %v", err)
+		}
+	}
+	return pm, nil
+}
+
+// autoPurchase reads autoPurchaseStreamLicenses. The live interface puts a
+// product name where the seed writes "Stream", so any
+// autoPurchase…StreamLicenses key is taken.
+func autoPurchase(spec json.RawMessage) (bool, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(spec, &m); err != nil {
+		return false, err
+	}
+	for k, v := range m {
+		if !strings.HasPrefix(k, "autoPurchase") || !strings.HasSuffix(k, "StreamLicenses") {
+			continue
+		}
+		var b *bool
+		if err := json.Unmarshal(v, &b); err != nil {
+			return false, fmt.Errorf("%s %s is not a boolean", k, v)
+		}
+		return b != nil && *b, nil
+	}
+	return false, nil
+}
+
+// optionalTime parses a nullable date or date-time; "" (null) is nil.
+func optionalTime(s string) (*time.Time, error) {
+	if s == "" {
+		return nil, nil
+	}
+	t, err := parseTimestamp(s)
+	if err != nil {
+		return nil, err
+	}
+	return &t, nil
+}
+
+type rateCardJSON struct {
+	Metadata struct {
+		PaymentMethodID        string `json:"paymentMethodId"`
+		ProductPublicationID   string `json:"productPublicationId"`
+		ProductPublicationName string `json:"productPublicationName"`
+		IsPrivateOffer         bool   `json:"isPrivateOffer"`
+	} `json:"metadata"`
+	Spec struct {
+		Currency string `json:"currency"`
+		RateCard []struct {
+			Family   string `json:"family"`
+			Solution string `json:"solution"`
+			Prices   []struct {
+				Name           string       `json:"name"`
+				DisplayName    string       `json:"displayName"`
+				Sku            string       `json:"sku"`
+				Unit           string       `json:"unit"`
+				Price          *json.Number `json:"price"`
+				LocationPrices []struct {
+					LocationGroup string       `json:"locationGroup"`
+					Sku           string       `json:"sku"`
+					Price         *json.Number `json:"price"`
+				} `json:"locationPrices"`
+			} `json:"prices"`
+		} `json:"rateCard"`
+	} `json:"spec"`
+}
+
+// decodeRateCard decodes a PaymentsMethodRateCard; every price is exact.
+func decodeRateCard(raw json.RawMessage) (RateCard, error) {
+	var j rateCardJSON
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(&j); err != nil {
+		return RateCard{}, itemError("rate card", 0, "", err)
+	}
+	rc := RateCard{
+		PaymentMethodID:        j.Metadata.PaymentMethodID,
+		ProductPublicationID:   j.Metadata.ProductPublicationID,
+		ProductPublicationName: j.Metadata.ProductPublicationName,
+		IsPrivateOffer:         j.Metadata.IsPrivateOffer,
+		Currency:               j.Spec.Currency,
+		Raw:                    append(json.RawMessage(nil), raw...),
+	}
+	price := func(where string, n *json.Number) (Decimal, error) {
+		if n == nil {
+			return Decimal{}, itemError("rate card", 0, rc.PaymentMethodID, fmt.Errorf("%s: price is missing", where))
+		}
+		d, err := ParseDecimal(string(*n))
+		if err != nil {
+			return Decimal{}, itemError("rate card", 0, rc.PaymentMethodID, fmt.Errorf("%s: price %q is not a decimal number", where, string(*n)))
+		}
+		return d, nil
+	}
+	for i, e := range j.Spec.RateCard {
+		entry := RateCardEntry{Family: e.Family, Solution: e.Solution}
+		for k, p := range e.Prices {
+			where := fmt.Sprintf("entry %d (%s/%s) price %d (%s)", i+1, e.Family, e.Solution, k+1, p.Name)
+			v, err := price(where, p.Price)
+			if err != nil {
+				return RateCard{}, err
+			}
+			rp := RateCardPrice{Name: p.Name, DisplayName: p.DisplayName, Sku: p.Sku, Unit: p.Unit, Price: v}
+			for m, lp := range p.LocationPrices {
+				lv, err := price(fmt.Sprintf("%s location price %d (%s)", where, m+1, lp.LocationGroup), lp.Price)
+				if err != nil {
+					return RateCard{}, err
+				}
+				rp.LocationPrices = append(rp.LocationPrices, LocationPrice{LocationGroup: lp.LocationGroup, Sku: lp.Sku, Price: lv})
+			}
+			entry.Prices = append(entry.Prices, rp)
+		}
+		rc.Entries = append(rc.Entries, entry)
+	}
+	return rc, nil
+}
+
+type projectJSON struct {
+	Metadata struct {
+		ID          string `json:"id"`
+		Name        string `json:"name"`
+		DisplayName string `json:"displayName"`
+	} `json:"metadata"`
+	Spec struct {
+		Name                    string `json:"name"`
+		DisplayName             string `json:"displayName"`
+		IsActive                bool   `json:"isActive"`
+		LocationID              string `json:"locationId"`
+		LocationName            string `json:"locationName"`
+		AssignedPaymentMethodID string `json:"assignedPaymentMethodId"`
+	} `json:"spec"`
+}
+
+// decodeProject decodes a ProjectGet. The spec's name is required by the
+// schema, the metadata's optional: spec first.
+func decodeProject(raw json.RawMessage, n int) (Project, error) {
+	var j projectJSON
+	if err := json.Unmarshal(raw, &j); err != nil {
+		return Project{}, itemError("project", n, "", err)
+	}
+	if j.Metadata.ID == "" {
+		return Project{}, itemError("project", n, "", fmt.Errorf("metadata.id is missing"))
+	}
+	return Project{
+		ID:                      j.Metadata.ID,
+		Name:                    firstOf(j.Spec.Name, j.Metadata.Name),
+		DisplayName:             firstOf(j.Spec.DisplayName, j.Metadata.DisplayName),
+		IsActive:                j.Spec.IsActive,
+		LocationID:              j.Spec.LocationID,
+		LocationName:            j.Spec.LocationName,
+		AssignedPaymentMethodID: j.Spec.AssignedPaymentMethodID,
+		Raw:                     append(json.RawMessage(nil), raw...),
+	}, nil
+}
+
+type locationJSON struct {
+	Metadata struct {
+		ID          string `json:"id"`
+		Name        string `json:"name"`
+		DisplayName string `json:"displayName"`
+	} `json:"metadata"`
+	Spec struct {
+		Type  string `json:"type"`
+		Cloud struct {
+			Name   string `json:"name"`
+			Region struct {
+				Name string `json:"name"`
+			} `json:"region"`
+		} `json:"cloud"`
+	} `json:"spec"`
+}
+
+// decodeLocation decodes a LocationSchema_v1.
+func decodeLocation(raw json.RawMessage, n int) (Location, error) {
+	var j locationJSON
+	if err := json.Unmarshal(raw, &j); err != nil {
+		return Location{}, itemError("location", n, "", err)
+	}
+	if j.Metadata.ID == "" && j.Metadata.Name == "" {
+		return Location{}, itemError("location", n, "", fmt.Errorf("metadata.id and metadata.name are both missing"))
+	}
+	return Location{
+		ID:          j.Metadata.ID,
+		Name:        j.Metadata.Name,
+		DisplayName: j.Metadata.DisplayName,
+		Type:        j.Spec.Type,
+		CloudName:   j.Spec.Cloud.Name,
+		RegionName:  j.Spec.Cloud.Region.Name,
+		Raw:         append(json.RawMessage(nil), raw...),
+	}, nil
+}
+
+type organizationJSON struct {
+	Metadata struct {
+		ID   string `json:"id"`
+		Name string `json:"name"`
+	} `json:"metadata"`
+	Spec struct {
+		Name string `json:"name"`
+	} `json:"spec"`
+}
+
+// decodeOrganization decodes an OrganizationSchema.
+func decodeOrganization(raw json.RawMessage) (Organization, error) {
+	var j organizationJSON
+	if err := json.Unmarshal(raw, &j); err != nil {
+		return Organization{}, itemError("organization", 0, "", err)
+	}
+	if j.Metadata.ID == "" {
+		return Organization{}, itemError("organization", 0, "", fmt.Errorf("metadata.id is missing"))
+	}
+	return Organization{
+		ID:   j.Metadata.ID,
+		Name: firstOf(j.Spec.Name, j.Metadata.Name),
+		Raw:  append(json.RawMessage(nil), raw...),
+	}, nil
+}
+
+func firstOf(vals ...string) string {
+	for _, v := range vals {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}

@@ -1,0 +1,288 @@
+package fetch
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"mime"
+	"net/http"
+)
+
+// maxPages bounds one listing, against a server whose next links never end
+// without ever repeating.
+const maxPages = 100000
+
+// errStopped unwinds a usage fetch whose consumer stopped iterating.
+var errStopped = errors.New("consumer stopped")
+
+// usageBody is the interface's CustomerUsageQueryData.
+type usageBody struct {
+	StartDate            string      `json:"startDate"`
+	EndDate              string      `json:"endDate"`
+	Granularity          Granularity `json:"granularity"`
+	Format               Format      `json:"format"`
+	FilterOnReportedDate bool        `json:"filterOnReportedDate"`
+	GroupBy              []string    `json:"groupBy"`
+	ProjectNames         []string    `json:"projectNames,omitempty"`
+	PaymentMethodIDs     []string    `json:"paymentMethodIds,omitempty"`
+	MeterNames           []string    `json:"meterNames,omitempty"`
+}
+
+// checkUsageQuery rejects a query the interface would refuse, before
+// anything is sent.
+func checkUsageQuery(q UsageQuery) error {
+	if err := q.Window.Validate(); err != nil {
+		return err
+	}
+	switch q.Format {
+	case "", FormatJSON, FormatCSV:
+	default:
+		return fmt.Errorf("format %q is not json or csv", q.Format)
+	}
+	if len(q.ProjectNames) > 0 && len(q.PaymentMethodIDs) > 0 {
+		return fmt.Errorf("project names %q and payment method ids %q are mutually exclusive: the interface accepts one filter or the other", q.ProjectNames, q.PaymentMethodIDs)
+	}
+	for _, l := range []struct {
+		name string
+		vals []string
+	}{{"project names", q.ProjectNames}, {"payment method ids", q.PaymentMethodIDs}, {"meter names", q.MeterNames}} {
+		for i, v := range l.vals {
+			if v == "" {
+				return fmt.Errorf("%s: entry %d is empty", l.name, i+1)
+			}
+		}
+	}
+	return nil
+}
+
+func newUsageBody(q UsageQuery, w Window) usageBody {
+	f := q.Format
+	if f == "" {
+		f = FormatJSON
+	}
+	return usageBody{
+		StartDate:            w.Start.Format(DateLayout),
+		EndDate:              w.End.Format(DateLayout),
+		Granularity:          w.Granularity,
+		Format:               f,
+		FilterOnReportedDate: q.ReportedDate,
+		GroupBy:              []string{"meter"},
+		ProjectNames:         q.ProjectNames,
+		PaymentMethodIDs:     q.PaymentMethodIDs,
+		MeterNames:           q.MeterNames,
+	}
+}
+
+// Usage streams the usage rows of q's window: rows are yielded as they are
+// decoded, page after page, and no page is held whole.
+//
+// Each request is retried (429, 5xx, connection failures, a body cut before
+// any of its rows was yielded). A window the interface refuses with 400 is
+// split in two and its halves fetched in order, down to one day (or week,
+// month, year). A failure after rows were yielded is yielded as an error,
+// and the iteration ends: for a cut body it wraps ErrTruncated, and the
+// caller restarts the window (see Client.Retry). The iterator never ends
+// quietly on a partial answer.
+func (c *Client) Usage(ctx context.Context, q UsageQuery) iter.Seq2[MeterData, error] {
+	return func(yield func(MeterData, error) bool) {
+		if err := checkUsageQuery(q); err != nil {
+			yield(MeterData{}, fmt.Errorf("usage query: %w", err))
+			return
+		}
+		r := &usageRun{c: c, q: q, yield: yield}
+		if err := r.window(ctx, q.Window); err != nil && !errors.Is(err, errStopped) {
+			yield(MeterData{}, err)
+		}
+	}
+}
+
+// usageRun is one Usage iteration.
+type usageRun struct {
+	c        *Client
+	q        UsageQuery
+	yield    func(MeterData, error) bool
+	getLinks bool // the server answered 405 to a POST of a next link: GET them
+}
+
+func (r *usageRun) describe(w Window) string {
+	if w == r.q.Window {
+		return "fetch usage " + w.String()
+	}
+	return "fetch usage " + r.q.Window.String() + " (part " + w.String() + ")"
+}
+
+// window fetches every page of w, splitting w when the interface refuses
+// its range.
+func (r *usageRun) window(ctx context.Context, w Window) error {
+	c := r.c
+	desc := r.describe(w)
+	payload, err := json.Marshal(newUsageBody(r.q, w))
+	if err != nil {
+		return fmt.Errorf("%s: encode query: %w", desc, err)
+	}
+	accept := "application/json"
+	if r.q.Format == FormatCSV {
+		accept = "text/csv, application/json"
+	}
+	link := c.endpoint("usage", nil)
+	seen := map[string]bool{link: true}
+	rows := 0 // rows of w yielded so far
+	for page := 1; ; page++ {
+		var (
+			pg    *usagePage
+			row   MeterData
+			exist bool
+		)
+		err := c.withRetry(ctx, r.q.Stats, "usage "+w.String(), func(ctx context.Context, _ int) error {
+			req := request{method: http.MethodPost, url: link, body: payload, accept: accept, stats: r.q.Stats}
+			if page > 1 && r.getLinks {
+				req.method, req.body = http.MethodGet, nil
+			}
+			resp, b, err := c.send(ctx, req)
+			var ae *APIError
+			if page > 1 && req.method == http.MethodPost && errors.As(err, &ae) && ae.Status == http.StatusMethodNotAllowed {
+				// The link carries the query itself: ask for it as is.
+				r.getLinks = true
+				req.method, req.body = http.MethodGet, nil
+				resp, b, err = c.send(ctx, req)
+			}
+			if err != nil {
+				return err
+			}
+			p := openUsagePage(ctx, resp, b)
+			// Read up to the first row: a cut before it is retried
+			// here, since nothing of this answer was yielded yet.
+			md, ok, err := p.next()
+			if err != nil {
+				p.close()
+				return fmt.Errorf("row %d: %w", rows+1, err)
+			}
+			pg, row, exist = p, md, ok
+			return nil
+		})
+		if err != nil {
+			var ae *APIError
+			if page == 1 && rows == 0 && errors.As(err, &ae) && ae.Status == http.StatusBadRequest {
+				if a, b, ok := w.Split(); ok {
+					c.log.Info().Str("window", w.String()).Str("code", ae.Code).Str("ref", ae.Ref).
+						Str("halves", a.String()+" "+b.String()).Msg("usage range refused, splitting")
+					if err := r.window(ctx, a); err != nil {
+						return err
+					}
+					return r.window(ctx, b)
+				}
+			}
+			return fmt.Errorf("%s: %w", desc, err)
+		}
+		for exist {
+			if err := ctx.Err(); err != nil {
+				pg.close()
+				return fmt.Errorf("%s: %w", desc, err)
+			}
+			if !r.yield(row, nil) {
+				pg.close()
+				return errStopped
+			}
+			rows++
+			if row, exist, err = pg.next(); err != nil {
+				pg.close()
+				return fmt.Errorf("%s: row %d: %w", desc, rows+1, err)
+			}
+		}
+		next := pg.nextLink()
+		pg.close()
+		if next == "" {
+			return nil
+		}
+		if page >= maxPages {
+			return fmt.Errorf("%s: more than %d pages: stopped", desc, maxPages)
+		}
+		nu, err := c.nextURL(link, next)
+		if err != nil {
+			return fmt.Errorf("%s: page %d: %w", desc, page, err)
+		}
+		if seen[nu] {
+			return fmt.Errorf("%s: page %d: next link %s was already followed: the interface is paging in a loop", desc, page, redactURL(nu))
+		}
+		seen[nu] = true
+		link = nu
+	}
+}
+
+// usagePage is one usage answer, read row by row: JSON or CSV according to
+// what the server sent, whatever was asked.
+type usagePage struct {
+	ctx  context.Context
+	rc   io.Closer
+	body *body // nil when not read from HTTP
+	csv  *csvRows
+	env  *envelope
+	b    rowBuilder
+}
+
+func openUsagePage(ctx context.Context, resp *http.Response, b *body) *usagePage {
+	return newUsagePage(ctx, resp.Body, b, isCSV(resp.Header.Get("Content-Type")))
+}
+
+func newUsagePage(ctx context.Context, r io.ReadCloser, b *body, csv bool) *usagePage {
+	p := &usagePage{ctx: ctx, rc: r, body: b}
+	if csv {
+		p.csv = newCSVRows(r)
+	} else {
+		p.env = newEnvelope(r)
+	}
+	return p
+}
+
+func isCSV(contentType string) bool {
+	mt, _, err := mime.ParseMediaType(contentType)
+	return err == nil && (mt == "text/csv" || mt == "application/csv")
+}
+
+// next returns the next row, false at the end of the answer.
+func (p *usagePage) next() (MeterData, bool, error) {
+	if p.csv != nil {
+		md, ok, err := p.csv.next()
+		if err != nil {
+			return MeterData{}, false, p.failure(err)
+		}
+		return md, ok, nil
+	}
+	ok, err := p.env.more()
+	if err != nil {
+		return MeterData{}, false, p.failure(err)
+	}
+	if !ok {
+		return MeterData{}, false, nil
+	}
+	md, err := decodeMeterDataJSON(p.env.dec, &p.b)
+	if err != nil {
+		return MeterData{}, false, p.failure(err)
+	}
+	return md, true, nil
+}
+
+// failure tells the answer's own faults from a cut or cancelled read.
+func (p *usagePage) failure(err error) error {
+	if cerr := p.ctx.Err(); cerr != nil {
+		return cerr
+	}
+	if isDecodeFault(err) || errors.Is(err, ErrTruncated) {
+		return err
+	}
+	return readFailure(p.ctx, p.body, err)
+}
+
+// nextLink is the answer's @odata.nextLink, known once next returned false.
+// A CSV answer has none.
+func (p *usagePage) nextLink() string {
+	if p.env != nil {
+		return p.env.next
+	}
+	return ""
+}
+
+func (p *usagePage) close() { p.rc.Close() }
