@@ -1,0 +1,605 @@
+package fetch
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// pagedUsage serves usage rows 0..14 in three pages of five. Page 2 puts its
+// next link before its value, and that link is relative.
+type pagedUsage struct {
+	mu      sync.Mutex
+	methods []string
+	bodies  []string
+	bytes   atomic.Int64
+	url     string // the server's own URL, for absolute links
+	// status, when set, answers a request for page p (1-based) with a method.
+	status func(page int, method string) int
+}
+
+func (s *pagedUsage) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	cr := (&headerCapture{}).record(r)
+	page := 1
+	fmt.Sscan(r.URL.Query().Get("$skiptoken"), &page)
+	s.mu.Lock()
+	s.methods = append(s.methods, fmt.Sprintf("%s %d", r.Method, page))
+	s.bodies = append(s.bodies, string(cr.body))
+	s.mu.Unlock()
+	if s.status != nil {
+		if st := s.status(page, r.Method); st != 0 {
+			writeAPIError(w, st, "Nope", "refused", "ref-1")
+			return
+		}
+	}
+	rows, _ := json.Marshal(rowsFrom((page-1)*5, page*5))
+	var body string
+	switch page {
+	case 1:
+		body = `{"value":` + string(rows) + `,"supplemental":{"records":5},"@odata.nextLink":"` + s.url + r.URL.Path + `?$skiptoken=2"}`
+	case 2:
+		body = `{"@odata.nextLink":"` + r.URL.Path + `?$skiptoken=3","supplemental":{"records":5},"value":` + string(rows) + `}`
+	default:
+		body = `{"supplemental":{"records":5},"value":` + string(rows) + `}`
+	}
+	w.Header().Set("Content-Type", "application/json")
+	n, _ := w.Write([]byte(body))
+	s.bytes.Add(int64(n))
+}
+
+func (s *pagedUsage) calls() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.methods...)
+}
+
+func newPagedUsage(t *testing.T) (*pagedUsage, *httptest.Server) {
+	s := &pagedUsage{}
+	srv := httptest.NewServer(s)
+	s.url = srv.URL
+	t.Cleanup(srv.Close)
+	return s, srv
+}
+
+func TestUsageThreePages(t *testing.T) {
+	s, srv := newPagedUsage(t)
+	c, _ := newTestClient(t, srv)
+	stats := &Stats{}
+	rows, err := collect(c.Usage(context.Background(), UsageQuery{Window: window(t, "2026-10-01", "2026-11-01", Day), Stats: stats}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRows(t, rows, 0, 15)
+	if got := strings.Join(s.calls(), ","); got != "POST 1,POST 2,POST 3" {
+		t.Errorf("requests %s", got)
+	}
+	// The next links get the same query body: a server that needs it has it.
+	for i, b := range s.bodies {
+		if b != s.bodies[0] || !strings.Contains(b, `"startDate":"2026-10-01"`) {
+			t.Errorf("request %d body %s, want %s", i+1, b, s.bodies[0])
+		}
+	}
+	if stats.Requests.Load() != 3 || stats.Retries.Load() != 0 || stats.Bytes.Load() != s.bytes.Load() {
+		t.Errorf("stats: requests %d retries %d bytes %d (served %d)", stats.Requests.Load(), stats.Retries.Load(), stats.Bytes.Load(), s.bytes.Load())
+	}
+}
+
+// A server that refuses a POST of its next link gets a GET of it, and of
+// every later link.
+func TestUsageNextLink405FallsBackToGET(t *testing.T) {
+	s, srv := newPagedUsage(t)
+	s.status = func(page int, method string) int {
+		if page > 1 && method == http.MethodPost {
+			return http.StatusMethodNotAllowed
+		}
+		return 0
+	}
+	c, rec := newTestClient(t, srv)
+	stats := &Stats{}
+	rows, err := collect(c.Usage(context.Background(), UsageQuery{Window: window(t, "2026-10-01", "2026-11-01", Day), Stats: stats}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRows(t, rows, 0, 15)
+	if got := strings.Join(s.calls(), ","); got != "POST 1,POST 2,GET 2,GET 3" {
+		t.Errorf("requests %s", got)
+	}
+	if len(rec.get()) != 0 || stats.Retries.Load() != 0 {
+		t.Errorf("a 405 fallback is not a retry: delays %v, retries %d", rec.get(), stats.Retries.Load())
+	}
+}
+
+func TestUsageConsumerStopsEarly(t *testing.T) {
+	s, srv := newPagedUsage(t)
+	c, _ := newTestClient(t, srv)
+	n := 0
+	for _, err := range c.Usage(context.Background(), UsageQuery{Window: window(t, "2026-10-01", "2026-11-01", Day)}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n++; n == 2 {
+			break
+		}
+	}
+	if got := strings.Join(s.calls(), ","); got != "POST 1" {
+		t.Errorf("requests after the consumer stopped: %s", got)
+	}
+}
+
+// A next link seen before in the same listing is a loop: an error, after
+// the rows of the pages before it.
+func TestUsageLoopGuard(t *testing.T) {
+	for _, tt := range []struct{ name, link string }{
+		{"links to itself", "?$skiptoken=2"},
+		{"links to the first page", ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var hits atomic.Int64
+			var srv *httptest.Server
+			srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				hits.Add(1)
+				page := 1
+				fmt.Sscan(r.URL.Query().Get("$skiptoken"), &page)
+				next := srv.URL + DefaultPaths["usage"] + "?$skiptoken=2"
+				if page == 2 {
+					next = srv.URL + DefaultPaths["usage"] + tt.link
+				}
+				writeJSON(w, 200, usageJSON(rowsFrom((page-1)*2, page*2), next))
+			}))
+			defer srv.Close()
+			c, _ := newTestClient(t, srv)
+			rows, err := collect(c.Usage(context.Background(), UsageQuery{Window: window(t, "2026-10-01", "2026-11-01", Day)}))
+			if err == nil || !strings.Contains(err.Error(), "already followed") || !strings.Contains(err.Error(), "2026-10-01..2026-11-01") {
+				t.Fatalf("err = %v, want a loop error naming the window", err)
+			}
+			if Retryable(err) {
+				t.Errorf("a paging loop must not be retried: %v", err)
+			}
+			checkRows(t, rows, 0, 4)
+			if hits.Load() != 2 {
+				t.Errorf("%d requests, want 2", hits.Load())
+			}
+		})
+	}
+}
+
+// A next link to another origin is refused and nothing is sent there: the
+// token goes nowhere but the base URL's origin.
+func TestUsageForeignNextLinkRefused(t *testing.T) {
+	var otherHits atomic.Int64
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		otherHits.Add(1)
+		writeJSON(w, 200, usageJSON(nil, ""))
+	}))
+	defer other.Close()
+	var hits atomic.Int64
+	var link atomic.Value
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		writeJSON(w, 200, usageJSON(rowsFrom(0, 3), link.Load().(string)))
+	}))
+	defer srv.Close()
+	port := srv.URL[strings.LastIndex(srv.URL, ":")+1:]
+	tests := []struct{ name, link string }{
+		{"other server", other.URL + DefaultPaths["usage"] + "?$skiptoken=2"},
+		{"other scheme", "https://127.0.0.1:" + port + DefaultPaths["usage"] + "?$skiptoken=2"},
+		{"other host name, same port", "http://localhost:" + port + DefaultPaths["usage"] + "?$skiptoken=2"},
+		{"scheme-relative to the other server", "//" + strings.TrimPrefix(other.URL, "http://") + "/x"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			hits.Store(0)
+			link.Store(tt.link)
+			c, _ := newTestClient(t, srv)
+			rows, err := collect(c.Usage(context.Background(), UsageQuery{Window: window(t, "2026-10-01", "2026-11-01", Day)}))
+			if err == nil || !strings.Contains(err.Error(), "not on the base url's origin") {
+				t.Fatalf("err = %v, want a refused next link", err)
+			}
+			if strings.Contains(err.Error(), "skiptoken") {
+				t.Errorf("error carries the link's query: %v", err)
+			}
+			checkRows(t, rows, 0, 3)
+			if hits.Load() != 1 {
+				t.Errorf("%d requests to the base server, want 1", hits.Load())
+			}
+		})
+	}
+	if n := otherHits.Load(); n != 0 {
+		t.Errorf("%d requests reached the other origin", n)
+	}
+}
+
+// dayServer answers a usage query with one row per day of its range, and
+// refuses (400) a range longer than maxDays.
+type dayServer struct {
+	maxDays  int
+	mu       sync.Mutex
+	answered []string
+	refused  []string
+}
+
+func (s *dayServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var q usageBody
+	if err := json.NewDecoder(r.Body).Decode(&q); err != nil {
+		writeAPIError(w, 400, "BadBody", err.Error(), "r")
+		return
+	}
+	start, _ := ParseDate(q.StartDate)
+	end, _ := ParseDate(q.EndDate)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if end.Sub(start) > time.Duration(s.maxDays)*24*time.Hour {
+		s.refused = append(s.refused, q.StartDate+".."+q.EndDate)
+		writeAPIError(w, 400, "InvalidRange", fmt.Sprintf("range longer than %d days", s.maxDays), "ref-range")
+		return
+	}
+	s.answered = append(s.answered, q.StartDate+".."+q.EndDate)
+	var rows []map[string]any
+	for d := start; d.Before(end); d = d.AddDate(0, 0, 1) {
+		rows = append(rows, map[string]any{"date": d.Format(time.RFC3339), "meterName": "m", "cost": "1.00", "currency": "USD", "quantity": 1})
+	}
+	writeJSON(w, 200, usageJSON(rows, ""))
+}
+
+func TestUsageSplitsRefusedRange(t *testing.T) {
+	ds := &dayServer{maxDays: 10}
+	srv := httptest.NewServer(ds)
+	defer srv.Close()
+	c, _ := newTestClient(t, srv)
+	w := window(t, "2026-10-01", "2026-11-01", Day)
+	rows, err := collect(c.Usage(context.Background(), UsageQuery{Window: w}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 31 {
+		t.Fatalf("%d rows, want 31", len(rows))
+	}
+	for i, r := range rows {
+		if want := w.Start.AddDate(0, 0, i); !r.Date.Equal(want) {
+			t.Fatalf("row %d date %s, want %s (all days, in order, once)", i, r.Date, want)
+		}
+	}
+	// The answered parts tile the window, in order.
+	next := w.Start.Format(DateLayout)
+	for _, a := range ds.answered {
+		s, e, _ := strings.Cut(a, "..")
+		if s != next {
+			t.Fatalf("answered parts %v do not tile the window", ds.answered)
+		}
+		next = e
+	}
+	if next != "2026-11-01" || len(ds.refused) == 0 {
+		t.Errorf("answered %v, refused %v", ds.answered, ds.refused)
+	}
+}
+
+// A server that refuses every range gets halves down to one day, then the
+// 400 surfaces with the part that failed.
+func TestUsageSplitStopsAtOneUnit(t *testing.T) {
+	ds := &dayServer{maxDays: 0}
+	srv := httptest.NewServer(ds)
+	defer srv.Close()
+	c, _ := newTestClient(t, srv)
+	_, err := collect(c.Usage(context.Background(), UsageQuery{Window: window(t, "2026-10-01", "2026-11-01", Day)}))
+	var ae *APIError
+	if !errors.As(err, &ae) || ae.Status != 400 || ae.Code != "InvalidRange" || ae.Ref != "ref-range" {
+		t.Fatalf("err = %v, want the 400 APIError", err)
+	}
+	if !strings.Contains(err.Error(), "(part 2026-10-01..2026-10-02)") {
+		t.Errorf("error %q does not name the part", err)
+	}
+	want := []string{"2026-10-01..2026-11-01", "2026-10-01..2026-10-16", "2026-10-01..2026-10-08", "2026-10-01..2026-10-04", "2026-10-01..2026-10-02"}
+	if fmt.Sprint(ds.refused) != fmt.Sprint(want) {
+		t.Errorf("refused %v, want %v", ds.refused, want)
+	}
+}
+
+// Cancelling the context while rows stream stops the iteration promptly
+// with the context's error, whether the iterator is between rows or waiting
+// on the body.
+func TestUsageCancelMidStream(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		delay time.Duration // cancel this long after row 2 arrives
+	}{{"between rows", 0}, {"while reading the body", 20 * time.Millisecond}} {
+		t.Run(tt.name, func(t *testing.T) {
+			handlerDone := make(chan struct{})
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				defer close(handlerDone)
+				w.Header().Set("Content-Type", "application/json")
+				rows, _ := json.Marshal(rowsFrom(0, 2))
+				w.Write([]byte(`{"value":` + strings.TrimSuffix(string(rows), "]") + ","))
+				w.(http.Flusher).Flush()
+				<-r.Context().Done() // stall until the client goes away
+			}))
+			defer srv.Close()
+			c, _ := newTestClient(t, srv)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			var got []MeterData
+			var gotErr error
+			for md, err := range c.Usage(ctx, UsageQuery{Window: window(t, "2026-10-01", "2026-11-01", Day)}) {
+				if err != nil {
+					gotErr = err
+					continue // the iterator must end by itself after an error
+				}
+				got = append(got, md)
+				if len(got) == 2 {
+					if tt.delay == 0 {
+						cancel()
+					} else {
+						time.AfterFunc(tt.delay, cancel)
+					}
+				}
+			}
+			if !errors.Is(gotErr, context.Canceled) {
+				t.Fatalf("err = %v, want context.Canceled", gotErr)
+			}
+			if Retryable(gotErr) {
+				t.Errorf("a cancel is not retryable")
+			}
+			checkRows(t, got, 0, 2)
+			select {
+			case <-handlerDone:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the request was not cancelled: the server is still sending")
+			}
+		})
+	}
+}
+
+// cutServer answers attempt n (from 1) with cuts[n-1] when there is one,
+// otherwise in full. A cut sends the first bytes of the answer and breaks
+// the connection.
+type cutServer struct {
+	body  []byte
+	ctype string
+	cuts  []func(w http.ResponseWriter, body []byte)
+	hits  atomic.Int64
+}
+
+func (s *cutServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	n := int(s.hits.Add(1))
+	ct := s.ctype
+	if ct == "" {
+		ct = "application/json"
+	}
+	w.Header().Set("Content-Type", ct)
+	if n <= len(s.cuts) && s.cuts[n-1] != nil {
+		s.cuts[n-1](w, s.body)
+		return
+	}
+	w.Write(s.body)
+}
+
+// abortAfter sends the first n bytes, chunked, then breaks the connection.
+func abortAfter(n int) func(w http.ResponseWriter, body []byte) {
+	return func(w http.ResponseWriter, body []byte) {
+		w.Write(body[:n])
+		w.(http.Flusher).Flush()
+		panic(http.ErrAbortHandler)
+	}
+}
+
+// shortLength declares the full length but sends only n bytes.
+func shortLength(n int) func(w http.ResponseWriter, body []byte) {
+	return func(w http.ResponseWriter, body []byte) {
+		w.Header().Set("Content-Length", fmt.Sprint(len(body)))
+		w.Write(body[:n])
+	}
+}
+
+func TestUsageCutBeforeAnyRowIsRetried(t *testing.T) {
+	full := usageJSON(rowsFrom(0, 6), "")
+	inFirstRow := strings.Index(string(full), `"meter-000"`)
+	csvBody := []byte("date,meterName,cost,currency,quantity\n2026-10-01,meter-000,0.0000,USD,0\n2026-10-01,meter-001,1.0001,USD,1\n")
+	tests := []struct {
+		name  string
+		body  []byte
+		ctype string
+		cuts  []func(http.ResponseWriter, []byte)
+		rows  int
+	}{
+		{"cut in the envelope", full, "", []func(http.ResponseWriter, []byte){abortAfter(5)}, 6},
+		{"cut inside the first row", full, "", []func(http.ResponseWriter, []byte){abortAfter(inFirstRow)}, 6},
+		{"short content length, twice", full, "", []func(http.ResponseWriter, []byte){shortLength(12), shortLength(30)}, 6},
+		{"empty body", full, "", []func(http.ResponseWriter, []byte){shortLength(0)}, 6},
+		{"csv cut in the header", csvBody, "text/csv", []func(http.ResponseWriter, []byte){abortAfter(10)}, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cs := &cutServer{body: tt.body, ctype: tt.ctype, cuts: tt.cuts}
+			srv := httptest.NewServer(cs)
+			defer srv.Close()
+			c, rec := newTestClient(t, srv)
+			stats := &Stats{}
+			rows, err := collect(c.Usage(context.Background(), UsageQuery{Window: window(t, "2026-10-01", "2026-11-01", Day), Stats: stats}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkRows(t, rows, 0, tt.rows)
+			wantAttempts := int64(len(tt.cuts) + 1)
+			if cs.hits.Load() != wantAttempts || stats.Requests.Load() != wantAttempts || stats.Retries.Load() != wantAttempts-1 || len(rec.get()) != int(wantAttempts-1) {
+				t.Errorf("hits %d requests %d retries %d delays %v, want %d attempts", cs.hits.Load(), stats.Requests.Load(), stats.Retries.Load(), rec.get(), wantAttempts)
+			}
+		})
+	}
+}
+
+// A cut before any row of page 2 is retried inside the iteration: the rows
+// of page 1 are not yielded twice.
+func TestUsageCutOnSecondPageBeforeItsRows(t *testing.T) {
+	var p2 atomic.Int64
+	var srv *httptest.Server
+	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("$skiptoken") == "" {
+			writeJSON(w, 200, usageJSON(rowsFrom(0, 3), srv.URL+DefaultPaths["usage"]+"?$skiptoken=2"))
+			return
+		}
+		body := usageJSON(rowsFrom(3, 6), "")
+		if p2.Add(1) == 1 {
+			abortAfter(12)(w, body)
+			return
+		}
+		writeJSON(w, 200, body)
+	}))
+	defer srv.Close()
+	c, _ := newTestClient(t, srv)
+	rows, err := collect(c.Usage(context.Background(), UsageQuery{Window: window(t, "2026-10-01", "2026-11-01", Day)}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRows(t, rows, 0, 6)
+}
+
+// A cut after rows were yielded is yielded as ErrTruncated, never a quiet
+// end; the consumer restarts the window with Client.Retry and ends exact.
+func TestUsageCutAfterRowsRestartsWithRetry(t *testing.T) {
+	full := usageJSON(rowsFrom(0, 5), "")
+	jsonCut := strings.Index(string(full), `"meter-003"`) // inside row 4
+	csvFull := []byte("date,meterName,cost,currency,quantity\n")
+	for i := 0; i < 5; i++ {
+		csvFull = fmt.Appendf(csvFull, "2026-10-01,meter-%03d,%d.%04d,USD,%d\n", i, i, i, i)
+	}
+	csvCut := strings.Index(string(csvFull), "meter-003") + 3
+	for _, tt := range []struct {
+		name  string
+		body  []byte
+		ctype string
+		cut   func(http.ResponseWriter, []byte)
+		seen  int // rows yielded before the cut
+	}{
+		{"json, connection broken", full, "", abortAfter(jsonCut), 3},
+		{"json, short content length", full, "", shortLength(jsonCut), 3},
+		{"csv, cut mid-row", csvFull, "text/csv", abortAfter(csvCut), 3},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cs := &cutServer{body: tt.body, ctype: tt.ctype, cuts: []func(http.ResponseWriter, []byte){tt.cut}}
+			srv := httptest.NewServer(cs)
+			defer srv.Close()
+			c, rec := newTestClient(t, srv)
+			q := UsageQuery{Window: window(t, "2026-10-01", "2026-11-01", Day)}
+			var committed []MeterData
+			var attempts []error
+			var yielded []int
+			err := c.Retry(context.Background(), func(ctx context.Context) error {
+				var tx []MeterData // rolled back unless the window ends cleanly
+				for md, err := range c.Usage(ctx, q) {
+					if err != nil {
+						attempts = append(attempts, err)
+						yielded = append(yielded, len(tx))
+						return err
+					}
+					tx = append(tx, md)
+				}
+				attempts = append(attempts, nil)
+				committed = tx
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkRows(t, committed, 0, 5)
+			if len(attempts) != 2 || !errors.Is(attempts[0], ErrTruncated) || !Retryable(attempts[0]) || attempts[1] != nil {
+				t.Fatalf("attempts %v, want a truncation then success", attempts)
+			}
+			if yielded[0] != tt.seen {
+				t.Errorf("%d rows yielded before the cut, want %d", yielded[0], tt.seen)
+			}
+			if !strings.Contains(attempts[0].Error(), "2026-10-01..2026-11-01") || !strings.Contains(attempts[0].Error(), fmt.Sprintf("row %d", tt.seen+1)) {
+				t.Errorf("error %q does not name the window and row", attempts[0])
+			}
+			if len(rec.get()) != 1 {
+				t.Errorf("delays %v, want one backoff before the restart", rec.get())
+			}
+		})
+	}
+}
+
+func TestUsageCSVAndJSONByContentType(t *testing.T) {
+	csvBody := "meterName,date,quantity,currency,cost,project\nmeter-000,2026-10-01,0,USD,0.0000,alpha\nmeter-001,2026-10-01,1,USD,1.0001,\n"
+	tests := []struct {
+		name, ctype, body string
+		format            Format
+	}{
+		{"csv asked and sent", "text/csv; charset=utf-8", csvBody, FormatCSV},
+		{"csv asked, json sent", "application/json", string(usageJSON(rowsFrom(0, 2), "")), FormatCSV},
+		{"json asked, csv sent", "text/csv", csvBody, FormatJSON},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", tt.ctype)
+				w.Write([]byte(tt.body))
+			}))
+			defer srv.Close()
+			c, _ := newTestClient(t, srv)
+			rows, err := collect(c.Usage(context.Background(), UsageQuery{Window: window(t, "2026-10-01", "2026-11-01", Day), Format: tt.format}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkRows(t, rows, 0, 2)
+		})
+	}
+}
+
+// Row errors name the window, the row number within it (across pages), the
+// field and the value.
+func TestUsageRowErrorsNameWindowAndRow(t *testing.T) {
+	bad := rowsFrom(2, 4)
+	bad[1]["cost"] = "twelve"
+	missing := rowsFrom(2, 4)
+	delete(missing[1], "quantity")
+	tests := []struct {
+		name    string
+		page2   []byte
+		ctype   string
+		wantErr []string
+	}{
+		{"bad cost on page 2", usageJSON(bad, ""), "", []string{"fetch usage 2026-10-01..2026-11-01", "row 4", `"cost"`, `"twelve"`}},
+		{"missing quantity on page 2", usageJSON(missing, ""), "", []string{"2026-10-01..2026-11-01", "row 4", `"quantity"`, "missing"}},
+		{"csv unknown column", []byte("date,meterName,cost,currency,quantity,colour\n"), "text/csv", []string{"2026-10-01..2026-11-01", `"colour"`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var srv *httptest.Server
+			srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.RawQuery == "" {
+					writeJSON(w, 200, usageJSON(rowsFrom(0, 2), srv.URL+DefaultPaths["usage"]+"?p=2"))
+					return
+				}
+				ct := tt.ctype
+				if ct == "" {
+					ct = "application/json"
+				}
+				w.Header().Set("Content-Type", ct)
+				w.Write(tt.page2)
+			}))
+			defer srv.Close()
+			c, rec := newTestClient(t, srv)
+			rows, err := collect(c.Usage(context.Background(), UsageQuery{Window: window(t, "2026-10-01", "2026-11-01", Day)}))
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, s := range tt.wantErr {
+				if !strings.Contains(err.Error(), s) {
+					t.Errorf("error %q does not contain %q", err, s)
+				}
+			}
+			if Retryable(err) || len(rec.get()) != 0 {
+				t.Errorf("a bad row must not be retried: %v, delays %v", err, rec.get())
+			}
+			if len(rows) < 2 {
+				t.Errorf("rows before the bad one: %d", len(rows))
+			}
+		})
+	}
+}
