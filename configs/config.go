@@ -1,0 +1,188 @@
+package configs
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/tally-dev/tally/fetch"
+)
+
+// Config is a loaded, validated configuration. Paths are resolved; every
+// field holds its default when the file left it out.
+type Config struct {
+	API      APIConfig
+	Usage    UsageConfig
+	Store    StoreConfig
+	Reports  ReportsConfig
+	Schedule ScheduleConfig
+
+	// Path is the file the config came from, absolute; "" when parsed from
+	// bytes.
+	Path string
+	// Warnings are problems that do not stop a run but deserve a log line,
+	// such as a token file others can read.
+	Warnings []string
+}
+
+// APIConfig is the management interface's address and how to talk to it.
+type APIConfig struct {
+	BaseURL     string // https, or http to a loopback host; no trailing slash
+	TokenEnv    string // environment variable holding the bearer token; "" when TokenFile is set
+	TokenFile   string // file holding the token, absolute; "" when TokenEnv is set
+	Timeout     time.Duration
+	Concurrency int // windows in flight
+	MaxRetries  int
+	// Paths overrides resource paths by fetch.DefaultPaths key; only the
+	// overrides are here, the client keeps the defaults.
+	Paths map[string]string
+}
+
+// UsageConfig is what usage to fetch.
+type UsageConfig struct {
+	Granularity      fetch.Granularity
+	Start            time.Time // first day to backfill, midnight UTC
+	Lookback         time.Duration
+	Window           fetch.WindowSize // zero: the largest the granularity allows
+	Format           fetch.Format
+	ReportedDate     bool // filterOnReportedDate
+	ProjectNames     []string
+	PaymentMethodIDs []string
+	MeterNames       []string
+}
+
+// StoreConfig is where the data lives.
+type StoreConfig struct {
+	Path string // DuckDB file
+}
+
+// ReportsConfig is where workbooks go and what they flag.
+type ReportsConfig struct {
+	Dir       string
+	Tolerance float64 // rate card variance flagged, as a fraction (0.005 = 0.5 %)
+	// Months lists which months `tally run` reports: "previous" and/or
+	// "current", relative to the run's UTC date. Empty: none.
+	Months []string
+}
+
+// ScheduleConfig is what `tally schedule` runs and when.
+type ScheduleConfig struct {
+	Jobs     []Job
+	LockWait time.Duration // how long a run waits for another run's lock
+	Grace    time.Duration // how long a cancelled run may take to stop cleanly
+}
+
+// Job is one scheduled job.
+type Job struct {
+	Name string
+	Cron string   // cron spec, optionally prefixed CRON_TZ=<zone>
+	Run  []string // steps in order: fetch, report, export
+}
+
+// Defaults that INTERFACE.md documents.
+const (
+	DefaultBaseURL     = "https://app.mk.io"
+	DefaultTokenEnv    = "TALLY_API_TOKEN"
+	DefaultTimeout     = 60 * time.Second
+	DefaultConcurrency = 4
+	DefaultMaxRetries  = 8
+	DefaultGranularity = fetch.Day
+	DefaultLookback    = 7 * 24 * time.Hour
+	DefaultFormat      = fetch.FormatJSON
+	DefaultStorePath   = "data/tally.duckdb"
+	DefaultReportsDir  = "reports"
+	DefaultTolerance   = 0.005
+	DefaultLockWait    = 10 * time.Minute
+	DefaultGrace       = 30 * time.Second
+)
+
+// Environment variables that override the file.
+const (
+	EnvBaseURL = "TALLY_BASE_URL" // api.base_url
+	EnvDB      = "TALLY_DB"       // store.path
+)
+
+// DefaultMonths are the months `tally run` reports when reports.months is
+// left out: last month (now final) and the current one (so far).
+var DefaultMonths = []string{"previous", "current"}
+
+// DefaultJobs is the schedule when schedule.jobs is left out.
+func DefaultJobs() []Job {
+	return []Job{{Name: "nightly", Cron: "CRON_TZ=UTC 30 2 * * *", Run: []string{"fetch", "report"}}}
+}
+
+// Error is an invalid or unreadable configuration: every problem found, one
+// a line, each naming the field, the value and what is allowed.
+type Error struct {
+	Path     string // the file; "" when parsed from bytes
+	Problems []string
+}
+
+func (e *Error) Error() string {
+	head := "invalid config"
+	if e.Path != "" {
+		head += " " + e.Path
+	}
+	return head + ":\n  " + strings.Join(e.Problems, "\n  ")
+}
+
+// maxConfigSize bounds what Load reads: a config is a page of YAML.
+const maxConfigSize = 1 << 20
+
+// Load reads, decodes, defaults, overrides from the environment (through
+// getenv, so tests need no real environment) and validates the config at
+// path. Relative paths in the file are resolved against the file's folder.
+// Every error is a *Error.
+func Load(path string, getenv func(string) string) (*Config, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, &Error{Path: path, Problems: []string{fmt.Sprintf("resolve path: %v", err)}}
+	}
+	f, err := os.Open(abs)
+	if err != nil {
+		return nil, &Error{Path: abs, Problems: []string{fmt.Sprintf("read config: %v; pass --config with the path of a config file (see configs/tally.example.yaml)", err)}}
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxConfigSize+1))
+	if err != nil {
+		return nil, &Error{Path: abs, Problems: []string{fmt.Sprintf("read config: %v", err)}}
+	}
+	cfg, err := Parse(data, filepath.Dir(abs), getenv)
+	if err != nil {
+		if ce, ok := err.(*Error); ok {
+			ce.Path = abs
+		}
+		return nil, err
+	}
+	cfg.Path = abs
+	return cfg, nil
+}
+
+// Parse is Load for config text: dir is the folder relative paths are
+// resolved against.
+func Parse(data []byte, dir string, getenv func(string) string) (*Config, error) {
+	if getenv == nil {
+		getenv = func(string) string { return "" }
+	}
+	p := &parser{dir: dir, getenv: getenv}
+	cfg := p.parse(data)
+	if len(p.problems) > 0 {
+		return nil, &Error{Problems: p.problems}
+	}
+	return cfg, nil
+}
+
+// UsageQueryBase returns the usage query the config asks for, without a
+// window: format, basis and filters.
+func (c *Config) UsageQueryBase() fetch.UsageQuery {
+	return fetch.UsageQuery{
+		Format:           c.Usage.Format,
+		ReportedDate:     c.Usage.ReportedDate,
+		ProjectNames:     append([]string(nil), c.Usage.ProjectNames...),
+		PaymentMethodIDs: append([]string(nil), c.Usage.PaymentMethodIDs...),
+		MeterNames:       append([]string(nil), c.Usage.MeterNames...),
+	}
+}

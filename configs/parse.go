@@ -1,0 +1,730 @@
+package configs
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/tally-dev/tally/fetch"
+)
+
+// The file's shape. Leaves are yaml.Nodes so that every value is converted
+// here, with errors that name the field, and so a wrong type in one field
+// does not hide the problems of the others. The yaml tags are the only list
+// of keys: the walk that refuses unknown keys reads them.
+type rawConfig struct {
+	API      rawAPI      `yaml:"api"`
+	Usage    rawUsage    `yaml:"usage"`
+	Store    rawStore    `yaml:"store"`
+	Reports  rawReports  `yaml:"reports"`
+	Schedule rawSchedule `yaml:"schedule"`
+}
+
+type rawAPI struct {
+	BaseURL     yaml.Node `yaml:"base_url"`
+	TokenEnv    yaml.Node `yaml:"token_env"`
+	TokenFile   yaml.Node `yaml:"token_file"`
+	Timeout     yaml.Node `yaml:"timeout"`
+	Concurrency yaml.Node `yaml:"concurrency"`
+	MaxRetries  yaml.Node `yaml:"max_retries"`
+	Paths       yaml.Node `yaml:"paths"`
+}
+
+type rawUsage struct {
+	Granularity      yaml.Node `yaml:"granularity"`
+	Start            yaml.Node `yaml:"start"`
+	Lookback         yaml.Node `yaml:"lookback"`
+	Window           yaml.Node `yaml:"window"`
+	Format           yaml.Node `yaml:"format"`
+	ReportedDate     yaml.Node `yaml:"reported_date"`
+	ProjectNames     yaml.Node `yaml:"project_names"`
+	PaymentMethodIDs yaml.Node `yaml:"payment_method_ids"`
+	MeterNames       yaml.Node `yaml:"meter_names"`
+}
+
+type rawStore struct {
+	Path yaml.Node `yaml:"path"`
+}
+
+type rawReports struct {
+	Dir       yaml.Node `yaml:"dir"`
+	Tolerance yaml.Node `yaml:"tolerance"`
+	Months    yaml.Node `yaml:"months"`
+}
+
+type rawSchedule struct {
+	Jobs     *[]rawJob `yaml:"jobs"` // nil: left out, so the default job
+	LockWait yaml.Node `yaml:"lock_wait"`
+	Grace    yaml.Node `yaml:"grace"`
+}
+
+type rawJob struct {
+	Name yaml.Node `yaml:"name"`
+	Cron yaml.Node `yaml:"cron"`
+	Run  yaml.Node `yaml:"run"`
+}
+
+var nodeType = reflect.TypeOf(yaml.Node{})
+
+// parser collects every problem rather than stopping at the first, so one
+// edit fixes a config.
+type parser struct {
+	dir      string
+	getenv   func(string) string
+	problems []string
+	warnings []string
+	// dropped holds the paths of list items of the wrong shape, reported
+	// already, so their missing fields are not reported again.
+	dropped map[string]bool
+}
+
+// addf records a problem with field path, adding the line when known.
+func (p *parser) addf(n *yaml.Node, path, format string, args ...any) {
+	msg := path + ": " + fmt.Sprintf(format, args...)
+	if n != nil && n.Line > 0 {
+		msg += fmt.Sprintf(" (line %d)", n.Line)
+	}
+	p.problems = append(p.problems, msg)
+}
+
+func (p *parser) parse(data []byte) *Config {
+	if len(data) > maxConfigSize {
+		p.addf(nil, "config", "is %d bytes, more than the %d a config may have", len(data), maxConfigSize)
+		return nil
+	}
+	var root yaml.Node
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&root); err != nil && !errors.Is(err, io.EOF) {
+		p.addf(nil, "config", "not valid YAML: %v", err)
+		return nil
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+		p.addf(&extra, "config", "holds more than one YAML document; keep one")
+		return nil
+	}
+	var raw rawConfig
+	doc := &root
+	if doc.Kind == yaml.DocumentNode && len(doc.Content) == 1 {
+		doc = doc.Content[0]
+	}
+	if doc.Kind != 0 && !isNull(doc) {
+		before := len(p.problems)
+		p.walk(doc, reflect.TypeOf(raw), "")
+		if err := doc.Decode(&raw); err != nil {
+			p.addf(nil, "config", "%v", err)
+			return nil
+		}
+		if len(p.problems) == before {
+			// The walk above refuses unknown keys with the field's path;
+			// the decoder's own check must agree with it.
+			strict := yaml.NewDecoder(bytes.NewReader(data))
+			strict.KnownFields(true)
+			if err := strict.Decode(new(rawConfig)); err != nil {
+				p.addf(nil, "config", "%v", err)
+			}
+		}
+	}
+	cfg := &Config{}
+	p.api(&raw.API, &cfg.API)
+	p.usage(&raw.Usage, &cfg.Usage)
+	p.store(&raw.Store, &cfg.Store)
+	p.reports(&raw.Reports, &cfg.Reports)
+	p.schedule(&raw.Schedule, &cfg.Schedule)
+	cfg.Warnings = p.warnings
+	return cfg
+}
+
+// walk checks a mapping against the struct type t: it reports and removes
+// unknown keys, keys given twice and values of the wrong shape, so the
+// decode that follows cannot fail and the rest of the file is still
+// checked.
+func (p *parser) walk(n *yaml.Node, t reflect.Type, path string) {
+	n = deref(n)
+	if isNull(n) {
+		return
+	}
+	fields := map[string]reflect.Type{}
+	var keys []string
+	for i := 0; i < t.NumField(); i++ {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ",")
+		fields[name] = t.Field(i).Type
+		keys = append(keys, name)
+	}
+	where := "the top level"
+	if path != "" {
+		where = path
+	}
+	if n.Kind != yaml.MappingNode {
+		p.addf(n, orTop(path), "must be a mapping with keys %s, not %s", strings.Join(keys, ", "), describe(n))
+		*n = yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Line: n.Line, Column: n.Column}
+		return
+	}
+	seen := map[string]int{}
+	kept := n.Content[:0:0]
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		name := k.Value
+		full := join(path, name)
+		ft, known := fields[name]
+		switch {
+		case k.Kind != yaml.ScalarNode:
+			p.addf(k, orTop(path), "keys must be plain names, not %s", describe(k))
+			continue
+		case name == "<<":
+			p.addf(k, full, "merge keys are not supported; write the keys out")
+			continue
+		case !known:
+			msg := fmt.Sprintf("unknown key; known keys in %s: %s", where, strings.Join(keys, ", "))
+			if s := suggest(name, keys); s != "" {
+				msg += "; did you mean " + s + "?"
+			}
+			p.addf(k, full, "%s", msg)
+			continue
+		case seen[name] > 0:
+			p.addf(k, full, "given twice (first on line %d)", seen[name])
+			continue
+		}
+		seen[name] = k.Line
+		if !p.walkValue(v, ft, full) {
+			continue
+		}
+		kept = append(kept, k, v)
+	}
+	n.Content = kept
+}
+
+// walkValue checks a value against its field type and reports whether to
+// keep it.
+func (p *parser) walkValue(v *yaml.Node, ft reflect.Type, path string) bool {
+	switch {
+	case ft == nodeType:
+		return true
+	case ft.Kind() == reflect.Struct:
+		p.walk(v, ft, path)
+		return true
+	case ft.Kind() == reflect.Pointer && ft.Elem().Kind() == reflect.Slice:
+		d := deref(v)
+		if isNull(d) {
+			return true
+		}
+		if d.Kind != yaml.SequenceNode {
+			p.addf(d, path, "must be a list, not %s", describe(d))
+			return false
+		}
+		for i, item := range d.Content {
+			ip := fmt.Sprintf("%s[%d]", path, i)
+			if it := deref(item); !isNull(it) && it.Kind != yaml.MappingNode {
+				if p.dropped == nil {
+					p.dropped = map[string]bool{}
+				}
+				p.dropped[ip] = true
+			}
+			p.walk(item, ft.Elem().Elem(), ip)
+		}
+		return true
+	}
+	panic("configs: no walk for field type " + ft.String())
+}
+
+func orTop(path string) string {
+	if path == "" {
+		return "config"
+	}
+	return path
+}
+
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+// deref follows an alias to the node it names.
+func deref(n *yaml.Node) *yaml.Node {
+	for i := 0; n != nil && n.Kind == yaml.AliasNode && n.Alias != nil && i < 10; i++ {
+		n = n.Alias
+	}
+	return n
+}
+
+func isNull(n *yaml.Node) bool {
+	n = deref(n)
+	return n == nil || n.Kind == 0 || (n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null")
+}
+
+func describe(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.ScalarNode:
+		return strconv.Quote(n.Value)
+	case yaml.AliasNode:
+		return "an alias"
+	}
+	return "nothing"
+}
+
+// suggest returns the known key closest to a misspelt one, if close.
+func suggest(name string, keys []string) string {
+	best, bestD := "", 3
+	for _, k := range keys {
+		if d := editDistance(name, k); d < bestD {
+			best, bestD = k, d
+		}
+	}
+	return best
+}
+
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// scalar returns a leaf's text; ok is false when it is left out, null or
+// not a single value (reported).
+func (p *parser) scalar(n *yaml.Node, path string) (string, bool) {
+	n = deref(n)
+	if isNull(n) {
+		return "", false
+	}
+	if n.Kind != yaml.ScalarNode {
+		p.addf(n, path, "must be a single value, not %s", describe(n))
+		return "", false
+	}
+	return n.Value, true
+}
+
+// text returns a string leaf, or def when it is left out or empty.
+func (p *parser) text(n *yaml.Node, path, def string) string {
+	if s, ok := p.scalar(n, path); ok && s != "" {
+		return s
+	}
+	return def
+}
+
+func (p *parser) integer(n *yaml.Node, path string, def, lo, hi int) int {
+	s, ok := p.scalar(n, path)
+	if !ok {
+		return def
+	}
+	v, err := strconv.Atoi(s)
+	if err != nil || v < lo || v > hi {
+		p.addf(deref(n), path, "%q is not a whole number from %d to %d", s, lo, hi)
+		return def
+	}
+	return v
+}
+
+// duration reads a Go duration from 0 (or above 0 when positive) to hi.
+func (p *parser) duration(n *yaml.Node, path string, def time.Duration, positive bool, hi time.Duration, example string) time.Duration {
+	s, ok := p.scalar(n, path)
+	if !ok || s == "" {
+		return def
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 || (positive && d == 0) || d > hi {
+		lo := "from 0"
+		if positive {
+			lo = "above 0 and"
+		}
+		p.addf(deref(n), path, "%q is not a duration %s up to %s, e.g. %s", s, lo, fmtDuration(hi), example)
+		return def
+	}
+	return d
+}
+
+// fmtDuration prints 1h0m0s as 1h, the way a person writes it.
+func fmtDuration(d time.Duration) string {
+	s := d.String()
+	s = strings.TrimSuffix(s, "0s")
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
+func (p *parser) boolean(n *yaml.Node, path string) bool {
+	s, ok := p.scalar(n, path)
+	if !ok {
+		return false
+	}
+	var b bool
+	if d := deref(n); d.ShortTag() == "!!bool" && d.Decode(&b) == nil {
+		return b
+	}
+	p.addf(deref(n), path, "%q is not true or false", s)
+	return false
+}
+
+// list returns a list of strings; nil when left out. Items must be
+// non-empty and distinct (a repeated filter would change the query's scope
+// without changing its rows); check, when set, says what else is wrong with
+// an item.
+func (p *parser) list(n *yaml.Node, path string, check func(string) string) []string {
+	n = deref(n)
+	if isNull(n) {
+		return nil
+	}
+	if n.Kind != yaml.SequenceNode {
+		p.addf(n, path, "must be a list, not %s", describe(n))
+		return nil
+	}
+	var out []string
+	seen := map[string]bool{}
+	for i, item := range n.Content {
+		ip := fmt.Sprintf("%s[%d]", path, i)
+		s, ok := p.scalar(item, ip)
+		switch {
+		case !ok && isNull(item):
+			p.addf(deref(item), ip, "must not be empty")
+		case !ok:
+		case strings.TrimSpace(s) == "":
+			p.addf(deref(item), ip, "%q must not be empty", s)
+		case seen[s]:
+			p.addf(deref(item), ip, "%q is listed twice", s)
+		case check != nil && check(s) != "":
+			p.addf(deref(item), ip, "%q %s", s, check(s))
+		default:
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// path resolves a file path from the config against the config's folder.
+func (p *parser) path(s string) string {
+	if s == "" || filepath.IsAbs(s) {
+		return filepath.Clean(s)
+	}
+	return filepath.Join(p.dir, s)
+}
+
+var (
+	envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	uuidRE    = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+	lookRE    = regexp.MustCompile(`^([0-9]{1,6})([dh])$`)
+	braceRE   = regexp.MustCompile(`\{[^{}]*\}`)
+)
+
+func (p *parser) api(r *rawAPI, c *APIConfig) {
+	c.BaseURL = p.text(&r.BaseURL, "api.base_url", DefaultBaseURL)
+	field, from := "api.base_url", &r.BaseURL
+	if env := p.getenv(EnvBaseURL); env != "" {
+		c.BaseURL, field, from = env, "api.base_url (from "+EnvBaseURL+")", nil
+	}
+	c.BaseURL = p.baseURL(from, field, c.BaseURL)
+
+	c.TokenEnv = p.text(&r.TokenEnv, "api.token_env", "")
+	if c.TokenEnv != "" && !envNameRE.MatchString(c.TokenEnv) {
+		p.addf(deref(&r.TokenEnv), "api.token_env", "%q is not an environment variable name (letters, digits and _, not starting with a digit)", c.TokenEnv)
+	}
+	if f := p.text(&r.TokenFile, "api.token_file", ""); f != "" {
+		c.TokenFile = p.path(f)
+		if fi, err := os.Stat(c.TokenFile); err == nil && fi.Mode().Perm()&0o044 != 0 {
+			p.warnings = append(p.warnings, fmt.Sprintf("api.token_file: %s is readable by group or others (mode %04o); chmod 600 it", c.TokenFile, fi.Mode().Perm()))
+		}
+	}
+	switch {
+	case c.TokenEnv != "" && c.TokenFile != "":
+		p.addf(deref(&r.TokenFile), "api.token_env and api.token_file", "set one, not both")
+	case c.TokenEnv == "" && c.TokenFile == "":
+		c.TokenEnv = DefaultTokenEnv
+	}
+
+	c.Timeout = p.duration(&r.Timeout, "api.timeout", DefaultTimeout, true, time.Hour, "60s")
+	c.Concurrency = p.integer(&r.Concurrency, "api.concurrency", DefaultConcurrency, 1, 32)
+	c.MaxRetries = p.integer(&r.MaxRetries, "api.max_retries", DefaultMaxRetries, 0, 50)
+	c.Paths = p.paths(&r.Paths)
+}
+
+// baseURL checks the interface's address: the token goes there, so plain
+// http is only for this machine (tests, the simulator).
+func (p *parser) baseURL(n *yaml.Node, field, s string) string {
+	n = deref(n)
+	shown := redactUserinfo(s)
+	allowed := "an https:// address such as https://app.mk.io (http:// only for a loopback host such as http://127.0.0.1:8080)"
+	u, err := url.Parse(s)
+	switch {
+	case err != nil:
+		p.addf(n, field, "%q is not a URL: use %s", shown, allowed)
+	case u.User != nil:
+		p.addf(n, field, "%q must not carry a user or password (left out here); the token comes from api.token_env or api.token_file", shown)
+	case u.Scheme != "https" && u.Scheme != "http", u.Host == "", u.Opaque != "":
+		p.addf(n, field, "%q is not %s", shown, allowed)
+	case u.Scheme == "http" && !isLoopback(u.Hostname()):
+		p.addf(n, field, "%q uses http to a host that is not loopback, so the token would cross the network in clear: use %s", shown, allowed)
+	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || strings.Contains(s, "#"):
+		p.addf(n, field, "%q must not have a query or fragment: use %s", shown, allowed)
+	default:
+		return strings.TrimRight(s, "/")
+	}
+	return s
+}
+
+// redactUserinfo hides a user and password written into an address, so an
+// error never repeats a secret.
+func redactUserinfo(s string) string {
+	scheme, rest, ok := strings.Cut(s, "://")
+	if !ok {
+		return s
+	}
+	authority, path, hasPath := rest, "", false
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		authority, path, hasPath = rest[:i], rest[i:], true
+	}
+	at := strings.LastIndex(authority, "@")
+	if at < 0 {
+		return s
+	}
+	out := scheme + "://…@" + authority[at+1:]
+	if hasPath {
+		out += path
+	}
+	return out
+}
+
+func isLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func (p *parser) paths(n *yaml.Node) map[string]string {
+	n = deref(n)
+	out := map[string]string{}
+	if isNull(n) {
+		return out
+	}
+	keys := make([]string, 0, len(fetch.DefaultPaths))
+	for k := range fetch.DefaultPaths {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	if n.Kind != yaml.MappingNode {
+		p.addf(n, "api.paths", "must be a mapping of resource to path (resources: %s), not %s", strings.Join(keys, ", "), describe(n))
+		return out
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := deref(n.Content[i]), n.Content[i+1]
+		field := "api.paths." + k.Value
+		def, known := fetch.DefaultPaths[k.Value]
+		if k.Kind != yaml.ScalarNode || !known {
+			msg := fmt.Sprintf("unknown resource; known: %s", strings.Join(keys, ", "))
+			if s := suggest(k.Value, keys); s != "" {
+				msg += "; did you mean " + s + "?"
+			}
+			p.addf(k, field, "%s", msg)
+			continue
+		}
+		if _, dup := out[k.Value]; dup {
+			p.addf(k, field, "given twice")
+			continue
+		}
+		s, ok := p.scalar(v, field)
+		if !ok {
+			if isNull(v) {
+				p.addf(deref(v), field, "must be a path, e.g. %q", def)
+			}
+			continue
+		}
+		if !strings.HasPrefix(s, "/") || strings.HasPrefix(s, "//") || strings.ContainsAny(s, "?# \t\r\n") {
+			p.addf(deref(v), field, "%q must be a path on the base address starting with a single /, without query or spaces, e.g. %q", s, def)
+			continue
+		}
+		want, got := braceRE.FindAllString(def, -1), braceRE.FindAllString(s, -1)
+		slices.Sort(want)
+		slices.Sort(got)
+		if !slices.Equal(want, got) {
+			carry := "no placeholders"
+			if len(want) > 0 {
+				carry = "the placeholders " + strings.Join(want, ", ")
+			}
+			p.addf(deref(v), field, "%q must carry %s, like %q", s, carry, def)
+			continue
+		}
+		out[k.Value] = s
+	}
+	return out
+}
+
+func (p *parser) usage(r *rawUsage, c *UsageConfig) {
+	gs := p.text(&r.Granularity, "usage.granularity", string(DefaultGranularity))
+	c.Granularity = DefaultGranularity
+	if g := fetch.Granularity(gs); g.Valid() {
+		c.Granularity = g
+	} else {
+		p.addf(deref(&r.Granularity), "usage.granularity", "%q is not one of hour, day, week, month, year", gs)
+	}
+
+	s, ok := p.scalar(&r.Start, "usage.start")
+	switch t, err := fetch.ParseDate(s); {
+	case (!ok && isNull(&r.Start)) || (ok && s == ""):
+		p.addf(deref(&r.Start), "usage.start", "missing; set the first day to backfill as YYYY-MM-DD, e.g. 2026-01-01")
+	case !ok: // not a single value: reported
+	case err != nil:
+		p.addf(deref(&r.Start), "usage.start", "%q is not a YYYY-MM-DD date, e.g. 2026-01-01", s)
+	default:
+		c.Start = t
+	}
+
+	c.Lookback = DefaultLookback
+	if s, ok := p.scalar(&r.Lookback, "usage.lookback"); ok {
+		m := lookRE.FindStringSubmatch(s)
+		n := 0
+		if m != nil {
+			n, _ = strconv.Atoi(m[1])
+		}
+		switch {
+		case m == nil:
+			p.addf(deref(&r.Lookback), "usage.lookback", "%q is not <n>d or <n>h with n ≥ 0, e.g. 7d, 36h, 0d", s)
+		case (m[2] == "d" && n > 3660) || (m[2] == "h" && n > 3660*24):
+			p.addf(deref(&r.Lookback), "usage.lookback", "%q is longer than ten years (3660d); older data is a backfill: set usage.start", s)
+		case m[2] == "d":
+			c.Lookback = time.Duration(n) * 24 * time.Hour
+		default:
+			c.Lookback = time.Duration(n) * time.Hour
+		}
+	}
+
+	if s, ok := p.scalar(&r.Window, "usage.window"); ok {
+		if w, err := fetch.ParseWindowSize(s); err != nil {
+			p.addf(deref(&r.Window), "usage.window", "%v", err)
+		} else if err := fetch.CheckWindowSize(c.Granularity, w); err != nil {
+			p.addf(deref(&r.Window), "usage.window", "%v", err)
+		} else {
+			c.Window = w
+		}
+	}
+
+	c.Format = DefaultFormat
+	switch f := p.text(&r.Format, "usage.format", string(DefaultFormat)); fetch.Format(f) {
+	case fetch.FormatJSON, fetch.FormatCSV:
+		c.Format = fetch.Format(f)
+	default:
+		p.addf(deref(&r.Format), "usage.format", "%q is not one of json, csv", f)
+	}
+	c.ReportedDate = p.boolean(&r.ReportedDate, "usage.reported_date")
+	c.ProjectNames = p.list(&r.ProjectNames, "usage.project_names", nil)
+	c.PaymentMethodIDs = p.list(&r.PaymentMethodIDs, "usage.payment_method_ids", func(s string) string {
+		if !uuidRE.MatchString(s) {
+			return "is not a UUID such as 0b6f2a4e-5c1d-4e8f-9a3b-7c2d1e0f4a5b"
+		}
+		return ""
+	})
+	c.MeterNames = p.list(&r.MeterNames, "usage.meter_names", nil)
+	if len(c.ProjectNames) > 0 && len(c.PaymentMethodIDs) > 0 {
+		p.addf(deref(&r.PaymentMethodIDs), "usage.project_names and usage.payment_method_ids", "set one, not both: the interface refuses the two filters together")
+	}
+}
+
+func (p *parser) store(r *rawStore, c *StoreConfig) {
+	c.Path = p.path(p.text(&r.Path, "store.path", DefaultStorePath))
+	if env := p.getenv(EnvDB); env != "" {
+		// A path typed at a shell is relative to where it was typed.
+		c.Path = filepath.Clean(env)
+	}
+}
+
+func (p *parser) reports(r *rawReports, c *ReportsConfig) {
+	c.Dir = p.path(p.text(&r.Dir, "reports.dir", DefaultReportsDir))
+	c.Tolerance = DefaultTolerance
+	if s, ok := p.scalar(&r.Tolerance, "reports.tolerance"); ok {
+		v, err := strconv.ParseFloat(s, 64)
+		if err != nil || math.IsNaN(v) || v < 0 || v > 1 {
+			p.addf(deref(&r.Tolerance), "reports.tolerance", "%q is not a fraction from 0 to 1, e.g. 0.005 for 0.5 %%", s)
+		} else {
+			c.Tolerance = v
+		}
+	}
+	if isNull(&r.Months) {
+		c.Months = slices.Clone(DefaultMonths)
+		return
+	}
+	c.Months = p.list(&r.Months, "reports.months", func(s string) string {
+		if !slices.Contains(DefaultMonths, s) {
+			return "is not one of previous, current"
+		}
+		return ""
+	})
+}
+
+var jobSteps = []string{"fetch", "report", "export"}
+
+func (p *parser) schedule(r *rawSchedule, c *ScheduleConfig) {
+	c.LockWait = p.duration(&r.LockWait, "schedule.lock_wait", DefaultLockWait, false, 24*time.Hour, "10m")
+	c.Grace = p.duration(&r.Grace, "schedule.grace", DefaultGrace, false, time.Hour, "30s")
+	if r.Jobs == nil {
+		c.Jobs = DefaultJobs()
+		return
+	}
+	c.Jobs = []Job{}
+	names := map[string]bool{}
+	for i := range *r.Jobs {
+		rj := &(*r.Jobs)[i]
+		path := fmt.Sprintf("schedule.jobs[%d]", i)
+		if p.dropped[path] {
+			continue
+		}
+		j := Job{
+			Name: p.text(&rj.Name, path+".name", ""),
+			Cron: strings.TrimSpace(p.text(&rj.Cron, path+".cron", "")),
+		}
+		switch {
+		case j.Name == "":
+			p.addf(deref(&rj.Name), path+".name", "missing; give the job a name, e.g. nightly")
+		case names[j.Name]:
+			p.addf(deref(&rj.Name), path+".name", "%q is the name of another job; names must be unique", j.Name)
+		}
+		names[j.Name] = true
+		if j.Cron == "" {
+			p.addf(deref(&rj.Cron), path+".cron", `missing; give a cron spec, e.g. "CRON_TZ=UTC 30 2 * * *"`)
+		}
+		j.Run = p.list(&rj.Run, path+".run", func(s string) string {
+			if !slices.Contains(jobSteps, s) {
+				return "is not one of " + strings.Join(jobSteps, ", ")
+			}
+			return ""
+		})
+		if run := deref(&rj.Run); isNull(run) || (run.Kind == yaml.SequenceNode && len(run.Content) == 0) {
+			p.addf(run, path+".run", "missing; list the steps, e.g. [fetch, report]")
+		}
+		c.Jobs = append(c.Jobs, j)
+	}
+}

@@ -1,0 +1,59 @@
+package configs
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+)
+
+// maxTokenSize bounds what is read from a token file: a bearer token is a
+// line, not a file's worth.
+const maxTokenSize = 64 << 10
+
+// Token returns the API bearer token from api.token_env (through getenv) or
+// api.token_file, trimmed of surrounding whitespace. Errors say where the
+// token was looked for and what to do; they never contain the token. A
+// token file others can read is reported in Config.Warnings by Load.
+func (c *Config) Token(getenv func(string) string) (string, error) {
+	var tok, from string
+	if c.API.TokenFile != "" {
+		from = "api.token_file " + c.API.TokenFile
+		f, err := os.Open(c.API.TokenFile)
+		if err != nil {
+			return "", fmt.Errorf("read api token: %w; put the token in that file (mode 600) or set api.token_env", err)
+		}
+		defer f.Close()
+		b, err := io.ReadAll(io.LimitReader(f, maxTokenSize+1))
+		if err != nil {
+			return "", fmt.Errorf("read api token: %w", err)
+		}
+		if len(b) > maxTokenSize {
+			return "", fmt.Errorf("read api token: %s is larger than %d bytes; it must hold the token alone", from, maxTokenSize)
+		}
+		tok = strings.TrimSpace(string(b))
+		if tok == "" {
+			return "", fmt.Errorf("read api token: %s is empty; put the token in it", from)
+		}
+	} else {
+		name := c.API.TokenEnv
+		if name == "" {
+			name = DefaultTokenEnv
+		}
+		from = "environment variable " + name
+		if getenv != nil {
+			tok = strings.TrimSpace(getenv(name))
+		}
+		if tok == "" {
+			return "", fmt.Errorf("read api token: %s is not set or empty; export the token in it, or point api.token_file at a file holding it", from)
+		}
+	}
+	// A token with a line break or control character would corrupt the
+	// Authorization header; say so without showing it.
+	for _, r := range tok {
+		if r < 0x21 || r == 0x7f {
+			return "", fmt.Errorf("read api token: the token in %s contains spaces, line breaks or control characters; it must be a single word", from)
+		}
+	}
+	return tok, nil
+}
