@@ -1,0 +1,263 @@
+package sim
+
+import (
+	"bytes"
+	"crypto/subtle"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// DefaultToken is the bearer token the sim accepts when Options.Token is
+// empty.
+const DefaultToken = "sim-token"
+
+// Options configures a simulated interface.
+type Options struct {
+	// Token is the bearer token every request must carry; "" is DefaultToken.
+	Token string
+	// Seed decides the data: same seed, same data.
+	Seed int64
+	// Start is the first day with usage (default 2025-01-01), truncated to
+	// midnight UTC.
+	Start time.Time
+	// Now is the sim's clock (default time.Now). It decides which hours
+	// exist and which are charged.
+	Now func() time.Time
+	// PageSize is the list page size when a request sets no $top, and the
+	// usage page size in rows when UsagePaging is set (default 100).
+	PageSize int
+	// UsagePaging pages JSON usage answers with @odata.nextLink every
+	// PageSize rows.
+	UsagePaging bool
+	// Faults are injected into answers; see Faults.
+	Faults Faults
+}
+
+// Server is the simulated management interface, an http.Handler. It is
+// safe for concurrent use.
+type Server struct {
+	opts     Options
+	cat      *catalog
+	requests atomic.Int64
+
+	mu       sync.Mutex // guards faults, rng and the Retry-After alternation
+	faults   Faults
+	rng      *rand.Rand
+	retryN   int
+	bareN    int
+	errorRef atomic.Int64
+}
+
+// New returns a simulated interface with opts' data, clock and faults.
+func New(opts Options) *Server {
+	if opts.Token == "" {
+		opts.Token = DefaultToken
+	}
+	if opts.Start.IsZero() {
+		opts.Start = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	}
+	st := opts.Start.UTC()
+	opts.Start = time.Date(st.Year(), st.Month(), st.Day(), 0, 0, 0, 0, time.UTC)
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.PageSize <= 0 {
+		opts.PageSize = 100
+	}
+	s := &Server{opts: opts, cat: newCatalog(opts.Seed, opts.Start)}
+	s.SetFaults(opts.Faults)
+	return s
+}
+
+// Token returns the bearer token the sim accepts.
+func (s *Server) Token() string { return s.opts.Token }
+
+// Requests returns the number of requests served so far, faulty or not.
+func (s *Server) Requests() int64 { return s.requests.Load() }
+
+// SetFaults replaces the faults and restarts their generator from f.Seed.
+func (s *Server) SetFaults(f Faults) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults = f
+	s.rng = rand.New(rand.NewPCG(uint64(f.Seed), 0x5eed_fa17))
+	s.retryN, s.bareN = 0, 0
+}
+
+const apiPrefix = "/api/v1/"
+
+// ServeHTTP answers one request: authentication first, then a fault if one
+// is drawn, then the resource.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.requests.Add(1)
+	if !s.authorized(w, r) {
+		return
+	}
+	route, params, ok := s.route(r.URL.Path)
+	if !ok {
+		s.writeError(w, http.StatusNotFound, "NotFound", fmt.Sprintf("no resource at %s", r.URL.Path), nil)
+		return
+	}
+	if !route.allows(r) {
+		w.Header().Set("Allow", strings.Join(route.methods, ", "))
+		s.writeError(w, http.StatusMethodNotAllowed, "MethodNotAllowed",
+			fmt.Sprintf("%s is not allowed on %s; allowed: %s", r.Method, r.URL.Path, strings.Join(route.methods, ", ")), nil)
+		return
+	}
+	f := s.draw()
+	if f.delay > 0 {
+		t := time.NewTimer(f.delay)
+		select {
+		case <-t.C:
+		case <-r.Context().Done():
+			t.Stop()
+			return
+		}
+	}
+	if f.status != 0 {
+		s.writeFault(w, f)
+		return
+	}
+	route.handle(s, &exchange{w: w, r: r, params: params, cut: f.cut, cutAt: f.cutAt})
+}
+
+func (s *Server) authorized(w http.ResponseWriter, r *http.Request) bool {
+	h := r.Header.Get("Authorization")
+	scheme, tok, found := strings.Cut(h, " ")
+	switch {
+	case h == "":
+		s.writeError(w, http.StatusUnauthorized, "Unauthorized", "the request carries no Authorization header; send Authorization: Bearer <token>", nil)
+		return false
+	case !found || !strings.EqualFold(scheme, "Bearer"):
+		s.writeError(w, http.StatusUnauthorized, "Unauthorized", "the Authorization header is not a bearer token; send Authorization: Bearer <token>", nil)
+		return false
+	case subtle.ConstantTimeCompare([]byte(strings.TrimSpace(tok)), []byte(s.opts.Token)) != 1:
+		s.writeError(w, http.StatusUnauthorized, "Unauthorized", "the bearer token is not valid", nil)
+		return false
+	}
+	return true
+}
+
+// exchange is one request being answered.
+type exchange struct {
+	w      http.ResponseWriter
+	r      *http.Request
+	params []string
+	cut    bool // answer only part of the body, then drop the connection
+	cutAt  int  // for usage: the row the cut falls in
+}
+
+type route struct {
+	pattern []string // "*" matches one segment
+	methods []string
+	handle  func(*Server, *exchange)
+}
+
+func (rt *route) allows(r *http.Request) bool {
+	for _, m := range rt.methods {
+		if r.Method == m {
+			// A usage GET is only the continuation of a paged answer.
+			return m != http.MethodGet || rt.pattern[len(rt.pattern)-1] != "usage" || rt.pattern[0] != "organization" ||
+				r.URL.Query().Has("$skiptoken")
+		}
+	}
+	return false
+}
+
+var routes = []route{
+	{[]string{"organization"}, []string{http.MethodGet}, (*Server).handleOrganization},
+	{[]string{"organization", "paymentMethods"}, []string{http.MethodGet}, (*Server).handlePaymentMethods},
+	{[]string{"organization", "paymentMethods", "*"}, []string{http.MethodGet}, (*Server).handlePaymentMethod},
+	{[]string{"organization", "paymentMethods", "*", "rateCard"}, []string{http.MethodGet}, (*Server).handleRateCard},
+	{[]string{"organization", "reports", "usage"}, []string{http.MethodPost, http.MethodGet}, (*Server).handleUsage},
+	{[]string{"projects"}, []string{http.MethodGet}, (*Server).handleProjects},
+	{[]string{"projects", "*", "usage"}, []string{http.MethodGet}, (*Server).handleProjectUsage},
+	{[]string{"locations"}, []string{http.MethodGet}, (*Server).handleLocations},
+}
+
+func (s *Server) route(path string) (*route, []string, bool) {
+	rest, ok := strings.CutPrefix(path, apiPrefix)
+	if !ok {
+		return nil, nil, false
+	}
+	segs := strings.Split(rest, "/")
+	for i := range routes {
+		rt := &routes[i]
+		if len(rt.pattern) != len(segs) {
+			continue
+		}
+		var params []string
+		match := true
+		for j, p := range rt.pattern {
+			switch {
+			case p == "*" && segs[j] != "":
+				params = append(params, segs[j])
+			case p != segs[j]:
+				match = false
+			}
+		}
+		if match {
+			return rt, params, true
+		}
+	}
+	return nil, nil, false
+}
+
+// errorBody is the interface's Error.
+type errorBody struct {
+	Error  errorDetail `json:"error"`
+	Ref    string      `json:"ref"`
+	Status int         `json:"status"`
+}
+
+type errorDetail struct {
+	Code        string         `json:"code"`
+	Detail      string         `json:"detail"`
+	ExtraDetail map[string]any `json:"extraDetail,omitempty"`
+}
+
+// writeError answers with the Error body; every error carries a ref of its
+// own, as support would ask for.
+func (s *Server) writeError(w http.ResponseWriter, status int, code, detail string, extra map[string]any) {
+	n := s.errorRef.Add(1)
+	ref := fmt.Sprintf("sim-%06d-%08x", n, mix(s.cat.seed^uint64(n))&0xffffffff)
+	body, _ := json.Marshal(errorBody{errorDetail{code, detail, extra}, ref, status})
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", fmt.Sprint(len(body)+1))
+	w.WriteHeader(status)
+	w.Write(append(body, '\n'))
+}
+
+// writeJSON answers 200 with v, or with its first half when the exchange is
+// to be cut.
+func (s *Server) writeJSON(x *exchange, v any) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		s.writeError(x.w, http.StatusInternalServerError, "InternalError", "encode answer: "+err.Error(), nil)
+		return
+	}
+	x.w.Header().Set("Content-Type", "application/json")
+	x.w.Header().Set("Content-Length", fmt.Sprint(buf.Len()))
+	if x.cut {
+		x.w.Write(buf.Bytes()[:buf.Len()/2])
+		abort(x.w)
+	}
+	x.w.Write(buf.Bytes())
+}
+
+// abort sends what was written so far and drops the connection, so the
+// client sees a body that ends early.
+func abort(w http.ResponseWriter) {
+	if f, ok := w.(http.Flusher); ok {
+		f.Flush()
+	}
+	panic(http.ErrAbortHandler)
+}
