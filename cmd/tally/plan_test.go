@@ -1,0 +1,180 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tally-dev/tally/configs"
+	"github.com/tally-dev/tally/fetch"
+)
+
+// execPlanCLI runs the command line in-process through the cobra root, the
+// way run does, and returns what it printed.
+func execPlanCLI(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	started := false
+	root := newRootCmd(&started)
+	var out bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(io.Discard)
+	root.SetArgs(args)
+	err := root.ExecuteContext(context.Background())
+	if err != nil && !started {
+		var ue usageError
+		if !errors.As(err, &ue) {
+			err = usageError{err}
+		}
+	}
+	return out.String(), err
+}
+
+// setPlanClock fixes "now" for the test and restores the real clock.
+func setPlanClock(t *testing.T, now time.Time) {
+	t.Helper()
+	old := planNow
+	planNow = func() time.Time { return now }
+	t.Cleanup(func() { planNow = old })
+}
+
+func writePlanConfig(t *testing.T, yml string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "tally.yaml")
+	if err := os.WriteFile(path, []byte(yml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+const planHourConfig = "usage:\n  granularity: hour\n  start: 2026-01-01\n  lookback: 7d\n"
+
+func TestPlanJSON81HourlyDays(t *testing.T) {
+	setPlanClock(t, time.Date(2026, 3, 22, 10, 0, 0, 0, time.UTC))
+	cfg := writePlanConfig(t, planHourConfig)
+	want := `[
+  {"start":"2026-01-01","end":"2026-02-01","granularity":"hour","reason":"backfill"},
+  {"start":"2026-02-01","end":"2026-03-04","granularity":"hour","reason":"backfill"},
+  {"start":"2026-03-04","end":"2026-03-23","granularity":"hour","reason":"backfill"}
+]
+`
+	// --from and --to given, and left to their defaults (usage.start and
+	// tomorrow): the same 81 days.
+	for _, args := range [][]string{
+		{"plan", "--config", cfg, "--from", "2026-01-01", "--to", "2026-03-23", "--format", "json"},
+		{"plan", "--config", cfg, "--format", "json"},
+	} {
+		out, err := execPlanCLI(t, args...)
+		if err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		if out != want {
+			t.Errorf("%v printed\n%s\nwant\n%s", args, out, want)
+		}
+		var decoded []map[string]string
+		if err := json.Unmarshal([]byte(out), &decoded); err != nil || len(decoded) != 3 {
+			t.Errorf("output is not a JSON array of 3 windows: %v", err)
+		}
+	}
+}
+
+func TestPlanTable(t *testing.T) {
+	setPlanClock(t, time.Date(2026, 3, 22, 10, 0, 0, 0, time.UTC))
+	cfg := writePlanConfig(t, planHourConfig)
+	out, err := execPlanCLI(t, "plan", "--config", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `START       END         GRANULARITY  DAYS  REASON
+2026-01-01  2026-02-01  hour         31    backfill
+2026-02-01  2026-03-04  hour         31    backfill
+2026-03-04  2026-03-23  hour         19    backfill
+total: 3 windows, 81 days
+`
+	if out != want {
+		t.Errorf("table:\n%s\nwant\n%s", out, want)
+	}
+}
+
+// The ledger source is one function; a loaded ledger changes the plan.
+func TestPlanUsesLedger(t *testing.T) {
+	setPlanClock(t, time.Date(2026, 3, 22, 10, 0, 0, 0, time.UTC))
+	cfg := writePlanConfig(t, planHourConfig)
+	d := func(s string) time.Time { t, _ := fetch.ParseDate(s); return t }
+	old := planLedger
+	t.Cleanup(func() { planLedger = old })
+	planLedger = func(_ context.Context, c *configs.Config) ([]fetch.LoadedWindow, error) {
+		if c.Usage.Granularity != fetch.Hour {
+			t.Errorf("ledger asked for %s", c.Usage.Granularity)
+		}
+		return []fetch.LoadedWindow{
+			{Window: fetch.Window{Start: d("2026-01-01"), End: d("2026-02-01"), Granularity: fetch.Hour}, FetchedAt: d("2026-02-02")},
+			{Window: fetch.Window{Start: d("2026-02-10"), End: d("2026-03-20"), Granularity: fetch.Hour}, FetchedAt: d("2026-03-21")},
+		}, nil
+	}
+	out, err := execPlanCLI(t, "plan", "--config", cfg, "--format", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `[
+  {"start":"2026-02-01","end":"2026-02-10","granularity":"hour","reason":"missing"},
+  {"start":"2026-03-15","end":"2026-03-23","granularity":"hour","reason":"missing"}
+]
+`
+	if out != want {
+		t.Errorf("printed\n%s\nwant\n%s", out, want)
+	}
+
+	planLedger = func(context.Context, *configs.Config) ([]fetch.LoadedWindow, error) {
+		return nil, errors.New("database is locked")
+	}
+	_, err = execPlanCLI(t, "plan", "--config", cfg)
+	var ue usageError
+	if err == nil || errors.As(err, &ue) || !strings.Contains(err.Error(), "database is locked") {
+		t.Errorf("ledger failure: %v, want a run failure (exit 1)", err)
+	}
+}
+
+func TestPlanUsageErrors(t *testing.T) {
+	setPlanClock(t, time.Date(2026, 3, 22, 10, 0, 0, 0, time.UTC))
+	cfg := writePlanConfig(t, planHourConfig)
+	bad := writePlanConfig(t, "usage:\n  granularity: hourly\n  start: 2026-01-01\n")
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"bad from", []string{"plan", "--config", cfg, "--from", "2026-1-1"}, `--from: date "2026-1-1" is not a YYYY-MM-DD calendar date`},
+		{"bad to", []string{"plan", "--config", cfg, "--to", "2026-02-30"}, `--to: date "2026-02-30" is not a YYYY-MM-DD`},
+		{"to before from", []string{"plan", "--config", cfg, "--from", "2026-03-01", "--to", "2026-02-01"}, "--to 2026-02-01 must be after --from 2026-03-01"},
+		{"to equals from", []string{"plan", "--config", cfg, "--from", "2026-03-01", "--to", "2026-03-01"}, "must be after"},
+		{"default from after to", []string{"plan", "--config", cfg, "--to", "2025-12-01"}, "--to 2025-12-01 must be after --from 2026-01-01"},
+		{"format", []string{"plan", "--config", cfg, "--format", "csv"}, `--format "csv" is not one of table, json`},
+		{"no config", []string{"plan"}, "--config is required"},
+		{"missing config", []string{"plan", "--config", filepath.Join(t.TempDir(), "nope.yaml")}, "no such file"},
+		{"invalid config", []string{"plan", "--config", bad}, `usage.granularity: "hourly" is not one of hour, day, week, month, year`},
+		{"unknown flag", []string{"plan", "--config", cfg, "--granularity", "day"}, "unknown flag"},
+		{"argument", []string{"plan", "--config", cfg, "extra"}, "unknown command"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := execPlanCLI(t, tc.args...)
+			var ue usageError
+			if !errors.As(err, &ue) {
+				t.Fatalf("error %v is not a usage error (exit 2)", err)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %q, want it to contain %q", err, tc.want)
+			}
+			if out != "" {
+				t.Errorf("printed %q on a usage error", out)
+			}
+		})
+	}
+}
