@@ -335,15 +335,15 @@ type rateCardJSON struct {
 			Family   string `json:"family"`
 			Solution string `json:"solution"`
 			Prices   []struct {
-				Name           string       `json:"name"`
-				DisplayName    string       `json:"displayName"`
-				Sku            string       `json:"sku"`
-				Unit           string       `json:"unit"`
-				Price          *json.Number `json:"price"`
+				Name           string          `json:"name"`
+				DisplayName    string          `json:"displayName"`
+				Sku            string          `json:"sku"`
+				Unit           string          `json:"unit"`
+				Price          json.RawMessage `json:"price"`
 				LocationPrices []struct {
-					LocationGroup string       `json:"locationGroup"`
-					Sku           string       `json:"sku"`
-					Price         *json.Number `json:"price"`
+					LocationGroup string          `json:"locationGroup"`
+					Sku           string          `json:"sku"`
+					Price         json.RawMessage `json:"price"`
 				} `json:"locationPrices"`
 			} `json:"prices"`
 		} `json:"rateCard"`
@@ -353,9 +353,7 @@ type rateCardJSON struct {
 // decodeRateCard decodes a PaymentsMethodRateCard; every price is exact.
 func decodeRateCard(raw json.RawMessage) (RateCard, error) {
 	var j rateCardJSON
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	if err := dec.Decode(&j); err != nil {
+	if err := json.Unmarshal(raw, &j); err != nil {
 		return RateCard{}, itemError("rate card", 0, "", err)
 	}
 	rc := RateCard{
@@ -366,13 +364,24 @@ func decodeRateCard(raw json.RawMessage) (RateCard, error) {
 		Currency:               j.Spec.Currency,
 		Raw:                    append(json.RawMessage(nil), raw...),
 	}
-	price := func(where string, n *json.Number) (Decimal, error) {
-		if n == nil {
-			return Decimal{}, itemError("rate card", 0, rc.PaymentMethodID, fmt.Errorf("%s: price is missing", where))
+	// A price is a JSON number, read as its exact text; a number sent
+	// as a string is taken too.
+	price := func(where string, raw json.RawMessage) (Decimal, error) {
+		fail := func(format string, args ...any) (Decimal, error) {
+			return Decimal{}, itemError("rate card", 0, rc.PaymentMethodID, fmt.Errorf("%s: %s", where, fmt.Sprintf(format, args...)))
 		}
-		d, err := ParseDecimal(string(*n))
+		text := string(bytes.TrimSpace(raw))
+		if text == "" || text == "null" {
+			return fail("price is missing")
+		}
+		if strings.HasPrefix(text, `"`) {
+			if err := json.Unmarshal(raw, &text); err != nil {
+				return fail("price %s is not a number", raw)
+			}
+		}
+		d, err := ParseDecimal(text)
 		if err != nil {
-			return Decimal{}, itemError("rate card", 0, rc.PaymentMethodID, fmt.Errorf("%s: price %q is not a decimal number", where, string(*n)))
+			return fail("price %q is not a decimal number", text)
 		}
 		return d, nil
 	}
