@@ -13,8 +13,8 @@ import (
 // exclude one another and are drawn in that order from one number, so their
 // sum should not exceed 1 (beyond it the later ones happen less often than
 // asked). Slow is drawn on its own and delays any answer, faulty or not.
-// Faults are drawn after authentication and routing: a 401, 404 or 405 is
-// never replaced by a fault.
+// Faults are drawn after authentication and routing: a 401, or a 404 or
+// 405 for an unknown path or method, is never replaced by a fault.
 type Faults struct {
 	Seed          int64   // seeds the fault generator; same seed, same faults in the same request order
 	RateLimit     float64 // 429 with Retry-After, alternating the seconds and HTTP-date forms

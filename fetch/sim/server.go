@@ -104,10 +104,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, http.StatusNotFound, "NotFound", fmt.Sprintf("no resource at %s", r.URL.Path), nil)
 		return
 	}
-	if !route.allows(r) {
+	if !route.allows(r.Method) {
 		w.Header().Set("Allow", strings.Join(route.methods, ", "))
 		s.writeError(w, http.StatusMethodNotAllowed, "MethodNotAllowed",
 			fmt.Sprintf("%s is not allowed on %s; allowed: %s", r.Method, r.URL.Path, strings.Join(route.methods, ", ")), nil)
+		return
+	}
+	if route.pagedGet && r.Method == http.MethodGet && !r.URL.Query().Has("$skiptoken") {
+		w.Header().Set("Allow", strings.Join(route.methods, ", "))
+		s.writeError(w, http.StatusMethodNotAllowed, "MethodNotAllowed",
+			fmt.Sprintf("GET on %s only follows an @odata.nextLink; ask for usage with POST", r.URL.Path), nil)
 		return
 	}
 	f := s.draw()
@@ -157,28 +163,29 @@ type route struct {
 	pattern []string // "*" matches one segment
 	methods []string
 	handle  func(*Server, *exchange)
+	// pagedGet allows GET only with a $skiptoken: usage is asked for by
+	// POST, and a GET only follows its @odata.nextLink.
+	pagedGet bool
 }
 
-func (rt *route) allows(r *http.Request) bool {
+func (rt *route) allows(method string) bool {
 	for _, m := range rt.methods {
-		if r.Method == m {
-			// A usage GET is only the continuation of a paged answer.
-			return m != http.MethodGet || rt.pattern[len(rt.pattern)-1] != "usage" || rt.pattern[0] != "organization" ||
-				r.URL.Query().Has("$skiptoken")
+		if method == m {
+			return true
 		}
 	}
 	return false
 }
 
 var routes = []route{
-	{[]string{"organization"}, []string{http.MethodGet}, (*Server).handleOrganization},
-	{[]string{"organization", "paymentMethods"}, []string{http.MethodGet}, (*Server).handlePaymentMethods},
-	{[]string{"organization", "paymentMethods", "*"}, []string{http.MethodGet}, (*Server).handlePaymentMethod},
-	{[]string{"organization", "paymentMethods", "*", "rateCard"}, []string{http.MethodGet}, (*Server).handleRateCard},
-	{[]string{"organization", "reports", "usage"}, []string{http.MethodPost, http.MethodGet}, (*Server).handleUsage},
-	{[]string{"projects"}, []string{http.MethodGet}, (*Server).handleProjects},
-	{[]string{"projects", "*", "usage"}, []string{http.MethodGet}, (*Server).handleProjectUsage},
-	{[]string{"locations"}, []string{http.MethodGet}, (*Server).handleLocations},
+	{[]string{"organization"}, []string{http.MethodGet}, (*Server).handleOrganization, false},
+	{[]string{"organization", "paymentMethods"}, []string{http.MethodGet}, (*Server).handlePaymentMethods, false},
+	{[]string{"organization", "paymentMethods", "*"}, []string{http.MethodGet}, (*Server).handlePaymentMethod, false},
+	{[]string{"organization", "paymentMethods", "*", "rateCard"}, []string{http.MethodGet}, (*Server).handleRateCard, false},
+	{[]string{"organization", "reports", "usage"}, []string{http.MethodPost, http.MethodGet}, (*Server).handleUsage, true},
+	{[]string{"projects"}, []string{http.MethodGet}, (*Server).handleProjects, false},
+	{[]string{"projects", "*", "usage"}, []string{http.MethodGet}, (*Server).handleProjectUsage, false},
+	{[]string{"locations"}, []string{http.MethodGet}, (*Server).handleLocations, false},
 }
 
 func (s *Server) route(path string) (*route, []string, bool) {
