@@ -136,18 +136,20 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (s *Server) authorized(w http.ResponseWriter, r *http.Request) bool {
 	h := r.Header.Get("Authorization")
 	scheme, tok, found := strings.Cut(h, " ")
+	var detail string
 	switch {
 	case h == "":
-		s.writeError(w, http.StatusUnauthorized, "Unauthorized", "the request carries no Authorization header; send Authorization: Bearer <token>", nil)
-		return false
+		detail = "the request carries no Authorization header; send Authorization: Bearer <token>"
 	case !found || !strings.EqualFold(scheme, "Bearer"):
-		s.writeError(w, http.StatusUnauthorized, "Unauthorized", "the Authorization header is not a bearer token; send Authorization: Bearer <token>", nil)
-		return false
+		detail = "the Authorization header is not a bearer token; send Authorization: Bearer <token>"
 	case subtle.ConstantTimeCompare([]byte(strings.TrimSpace(tok)), []byte(s.opts.Token)) != 1:
-		s.writeError(w, http.StatusUnauthorized, "Unauthorized", "the bearer token is not valid", nil)
-		return false
+		detail = "the bearer token is not valid"
+	default:
+		return true
 	}
-	return true
+	w.Header().Set("WWW-Authenticate", "Bearer")
+	s.writeError(w, http.StatusUnauthorized, "Unauthorized", detail, nil)
+	return false
 }
 
 // exchange is one request being answered.

@@ -123,7 +123,11 @@ func TestUnauthorized(t *testing.T) {
 	refs := map[string]bool{}
 	for name, auth := range cases {
 		t.Run(name, func(t *testing.T) {
-			e := wantError(t, do(t, http.MethodGet, url, "", auth), http.StatusUnauthorized, "Unauthorized")
+			resp := do(t, http.MethodGet, url, "", auth)
+			if resp.Header.Get("WWW-Authenticate") != "Bearer" {
+				t.Errorf("WWW-Authenticate %q, want Bearer", resp.Header.Get("WWW-Authenticate"))
+			}
+			e := wantError(t, resp, http.StatusUnauthorized, "Unauthorized")
 			if strings.Contains(e.Error.Detail, testToken) {
 				t.Errorf("detail %q repeats the token", e.Error.Detail)
 			}

@@ -260,8 +260,7 @@ func (s *Server) streamUsage(x *exchange, req usageRequest, q query, format stri
 	})
 	next := ""
 	if more {
-		req2 := req
-		next = fmt.Sprintf("%s://%s%s?$skiptoken=%s", scheme(x.r), x.r.Host, x.r.URL.Path, encodeToken(pageToken{req2, offset + n}))
+		next = fmt.Sprintf("%s://%s%s?$skiptoken=%s", scheme(x.r), x.r.Host, x.r.URL.Path, encodeToken(pageToken{req, offset + n}))
 	}
 	tail := enc.tail(req, q, format, n, next)
 	if x.cut {
