@@ -1,0 +1,15 @@
+-- last_runs: the 20 latest runs of a Tally command that writes, newest
+-- first. `tally status` reads this query by position: keep its columns and
+-- their order.
+SELECT id,
+       command,
+       job,
+       started,
+       finished,
+       status,
+       error,
+       rows,
+       windows
+FROM runs
+ORDER BY started DESC, id DESC
+LIMIT 20;

@@ -1,0 +1,183 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"iter"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tally-dev/tally/fetch"
+)
+
+// openTemp opens a new store in a temporary folder and closes it when the
+// test ends.
+func openTemp(t *testing.T) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), filepath.Join(t.TempDir(), "tally.duckdb"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func date(t testing.TB, s string) time.Time {
+	t.Helper()
+	d, err := fetch.ParseDate(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func window(t testing.TB, g fetch.Granularity, start, end string) fetch.Window {
+	return fetch.Window{Start: date(t, start), End: date(t, end), Granularity: g}
+}
+
+// row builds a usage row; cost is decimal text.
+func row(d time.Time, meter, project, cost string) fetch.MeterData {
+	price := 0.25
+	return fetch.MeterData{
+		Date: d, MeterName: meter, MeterSku: "sku-" + meter, Family: "fam", Solution: "sol",
+		Unit: "minutes", Quantity: 4, Price: &price, Cost: fetch.MustDecimal(cost), Currency: "USD",
+		PaymentMethod: "pm-" + project, PaymentMethodName: "PM " + project, Project: project,
+	}
+}
+
+func rowsOf(rows ...fetch.MeterData) iter.Seq2[fetch.MeterData, error] {
+	return func(yield func(fetch.MeterData, error) bool) {
+		for _, r := range rows {
+			if !yield(r, nil) {
+				return
+			}
+		}
+	}
+}
+
+// failingAfter yields rows, then the error.
+func failingAfter(err error, rows ...fetch.MeterData) iter.Seq2[fetch.MeterData, error] {
+	return func(yield func(fetch.MeterData, error) bool) {
+		for _, r := range rows {
+			if !yield(r, nil) {
+				return
+			}
+		}
+		yield(fetch.MeterData{}, err)
+	}
+}
+
+func load(t *testing.T, s *Store, q fetch.UsageQuery, rows ...fetch.MeterData) LoadResult {
+	t.Helper()
+	res, err := s.LoadWindow(context.Background(), q, NewRunID(), rowsOf(rows...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// dump renders the whole usage table, every column but run_id and
+// fetched_at, in a fixed order: the content a reload must reproduce.
+func dump(t *testing.T, s *Store) []string {
+	t.Helper()
+	res, err := s.Query(context.Background(), `SELECT * EXCLUDE (run_id, fetched_at) FROM usage ORDER BY ALL`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, r := range res.Rows {
+		var b strings.Builder
+		for i, v := range r {
+			s, ok := text(v, res.Types[i])
+			if !ok {
+				s = "NULL"
+			}
+			b.WriteString(s + "|")
+		}
+		out = append(out, b.String())
+	}
+	return out
+}
+
+// ledger renders the fetch_windows table in a fixed order.
+func ledger(t *testing.T, s *Store) []string {
+	t.Helper()
+	res, err := s.Query(context.Background(), `SELECT granularity, basis, scope, start, "end", rows FROM fetch_windows ORDER BY ALL`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, r := range res.Rows {
+		var parts []string
+		for i, v := range r {
+			s, _ := text(v, res.Types[i])
+			parts = append(parts, s)
+		}
+		out = append(out, strings.Join(parts, " "))
+	}
+	return out
+}
+
+// scalar runs a one-value query.
+func scalar(t *testing.T, s *Store, query string, args ...any) any {
+	t.Helper()
+	res, err := s.Query(context.Background(), query, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Rows) != 1 || len(res.Rows[0]) != 1 {
+		t.Fatalf("%s: got %d rows, want one value", query, len(res.Rows))
+	}
+	return res.Rows[0][0]
+}
+
+func count(t *testing.T, s *Store, query string, args ...any) int64 {
+	t.Helper()
+	switch v := scalar(t, s, query, args...).(type) {
+	case int64:
+		return v
+	default:
+		t.Fatalf("%s: got %T, want int64", query, v)
+		return 0
+	}
+}
+
+func equalLines(t *testing.T, what string, got, want []string) {
+	t.Helper()
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("%s differ:\ngot:\n%s\nwant:\n%s", what, strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+func mustContain(t *testing.T, err error, parts ...string) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("got no error, want one containing %q", parts)
+	}
+	for _, p := range parts {
+		if !strings.Contains(err.Error(), p) {
+			t.Fatalf("error %q does not contain %q", err, p)
+		}
+	}
+}
+
+var errBoom = errors.New("connection reset by peer")
+
+func decimalSum(ds ...fetch.Decimal) fetch.Decimal {
+	sum := fetch.MustDecimal("0")
+	for _, d := range ds {
+		sum = sum.Add(d)
+	}
+	return sum
+}
+
+func mustDecimal(t *testing.T, v any) fetch.Decimal {
+	t.Helper()
+	d, ok := v.(fetch.Decimal)
+	if !ok {
+		t.Fatalf("got %T %v, want fetch.Decimal", v, v)
+	}
+	return d
+}

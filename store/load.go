@@ -1,0 +1,339 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"iter"
+	"math/big"
+	"strings"
+	"time"
+
+	duckdb "github.com/duckdb/duckdb-go/v2"
+	"github.com/google/uuid"
+
+	"github.com/tally-dev/tally/fetch"
+)
+
+// costScale and costWidth are usage.cost's DECIMAL(38, 12).
+const (
+	costScale = 12
+	costWidth = 38
+)
+
+// maxCost bounds the unscaled value DECIMAL(38, 12) holds: 10^38 - 1.
+var maxCost = new(big.Int).Sub(new(big.Int).Exp(big.NewInt(10), big.NewInt(costWidth), nil), big.NewInt(1))
+
+// LoadResult says what one LoadWindow did.
+type LoadResult struct {
+	Rows     int64         // rows inserted
+	Replaced int64         // rows of the window and scope deleted first
+	Duration time.Duration // from the call to the commit, fetching included
+}
+
+// usageColumns are the columns LoadWindow appends, in append order. Naming
+// them keeps the appender working when a later migration adds a column
+// with a default.
+var usageColumns = []string{
+	"granularity", "basis", "date", "date_processed", "meter_name", "meter_sku",
+	"family", "solution", "unit", "quantity", "price", "cost", "currency",
+	"entitlement", "entitlement_type", "payment_method", "payment_method_name",
+	"project", "run_id", "fetched_at",
+}
+
+// LoadWindow replaces, in one transaction, every usage row of q's window,
+// granularity, basis and scope with rows, and records the window in the
+// ledger (fetch_windows), replacing the ledger entries of the same
+// granularity, basis and scope that lie wholly inside it.
+//
+// The scope's rows are those q's filters select: with no filter every row
+// of the granularity and basis in the window, otherwise the rows of the
+// listed projects, payment methods and meters. The window applies to
+// `date` for basis usage and to `date_processed` for basis reported.
+//
+// Rows stream into DuckDB's appender as rows yields them; memory does not
+// grow with their number. When rows yields an error, a row falls outside
+// the window or the scope, a cost has more than 12 decimals or does not fit
+// DECIMAL(38, 12), or ctx is cancelled, the transaction is rolled back and
+// the window stays as it was. Concurrent calls each use their own
+// connection and transaction.
+func (s *Store) LoadWindow(ctx context.Context, q fetch.UsageQuery, runID uuid.UUID, rows iter.Seq2[fetch.MeterData, error]) (LoadResult, error) {
+	began := time.Now()
+	w := q.Window
+	label := fmt.Sprintf("load window %s (%s, %s, %s)", w, w.Granularity, q.Basis(), q.Scope())
+	if err := s.writable(label); err != nil {
+		return LoadResult{}, err
+	}
+	if err := checkWindow(w); err != nil {
+		return LoadResult{}, fmt.Errorf("%s: %w", label, err)
+	}
+	var res LoadResult
+	err := s.inTx(ctx, func(conn *sql.Conn) error {
+		del, args := scopeDelete(q)
+		r, err := conn.ExecContext(ctx, del, args...)
+		if err != nil {
+			return fmt.Errorf("delete old rows: %w", err)
+		}
+		if res.Replaced, err = r.RowsAffected(); err != nil {
+			return err
+		}
+		fetchedAt := time.Now().UTC()
+		if err := conn.Raw(func(dc any) error {
+			n, err := appendUsage(ctx, dc, q, runID, fetchedAt, rows)
+			res.Rows = n
+			return err
+		}); err != nil {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		var requests, retries, bytes int64
+		if q.Stats != nil {
+			requests, retries, bytes = q.Stats.Requests.Load(), q.Stats.Retries.Load(), q.Stats.Bytes.Load()
+		}
+		g, basis, scope := string(w.Granularity), string(q.Basis()), q.Scope()
+		if _, err := conn.ExecContext(ctx, `DELETE FROM fetch_windows
+WHERE granularity = ? AND basis = ? AND scope = ? AND start >= ?::DATE AND "end" <= ?::DATE`,
+			g, basis, scope, w.Start, w.End); err != nil {
+			return fmt.Errorf("update ledger: %w", err)
+		}
+		res.Duration = time.Since(began)
+		if _, err := conn.ExecContext(ctx, `INSERT INTO fetch_windows
+(granularity, basis, scope, start, "end", rows, run_id, fetched_at, requests, retries, bytes, duration_ms)
+VALUES (?, ?, ?, ?::DATE, ?::DATE, ?, ?::UUID, ?, ?, ?, ?, ?)`,
+			g, basis, scope, w.Start, w.End, res.Rows, runID.String(), fetchedAt,
+			requests, retries, bytes, res.Duration.Milliseconds()); err != nil {
+			return fmt.Errorf("update ledger: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return LoadResult{}, fmt.Errorf("%s: %w", label, err)
+	}
+	res.Duration = time.Since(began)
+	return res, nil
+}
+
+// checkWindow accepts any non-empty window of whole UTC days: the ledger
+// stores dates, and a window the interface would refuse is the fetcher's
+// concern, not the store's.
+func checkWindow(w fetch.Window) error {
+	if !w.Granularity.Valid() {
+		return fmt.Errorf("granularity %q is not one of hour, day, week, month, year", w.Granularity)
+	}
+	for _, t := range []time.Time{w.Start, w.End} {
+		if u := t.UTC(); !u.Equal(time.Date(u.Year(), u.Month(), u.Day(), 0, 0, 0, 0, time.UTC)) {
+			return fmt.Errorf("window edge %s is not midnight UTC", t.Format(time.RFC3339))
+		}
+	}
+	if !w.End.After(w.Start) {
+		return errors.New("end must be after start")
+	}
+	return nil
+}
+
+// scopeDelete builds the DELETE of the rows q's window and scope own. Only
+// placeholders are built; the values travel as parameters.
+func scopeDelete(q fetch.UsageQuery) (string, []any) {
+	dateCol := "date"
+	if q.Basis() == fetch.BasisReported {
+		dateCol = "date_processed"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "DELETE FROM usage WHERE granularity = ? AND basis = ? AND %s >= ? AND %s < ?", dateCol, dateCol)
+	args := []any{string(q.Window.Granularity), string(q.Basis()), q.Window.Start, q.Window.End}
+	in := func(col string, vals []string) {
+		if len(vals) == 0 {
+			return
+		}
+		fmt.Fprintf(&b, " AND %s IN (%s)", col, strings.TrimSuffix(strings.Repeat("?, ", len(vals)), ", "))
+		for _, v := range vals {
+			args = append(args, v)
+		}
+	}
+	in("project", q.ProjectNames)
+	in("payment_method", q.PaymentMethodIDs)
+	in("meter_name", q.MeterNames)
+	return b.String(), args
+}
+
+// appendUsage streams rows into the usage table through DuckDB's appender on
+// the transaction's connection and returns how many it appended. It checks
+// every row before appending it.
+func appendUsage(ctx context.Context, dc any, q fetch.UsageQuery, runID uuid.UUID, fetchedAt time.Time, rows iter.Seq2[fetch.MeterData, error]) (n int64, err error) {
+	conn, ok := dc.(driver.Conn)
+	if !ok {
+		return 0, fmt.Errorf("append usage: unexpected driver connection %T", dc)
+	}
+	app, err := duckdb.NewAppenderWithColumns(conn, "", "", "usage", usageColumns)
+	if err != nil {
+		return 0, fmt.Errorf("append usage: %w", err)
+	}
+	defer func() {
+		// Close flushes what is buffered; on failure the transaction is
+		// rolled back anyway, so only the success path needs its error.
+		if cerr := app.CloseWithCancel(ctx); err == nil && cerr != nil {
+			err = fmt.Errorf("append usage: %w", cerr)
+		}
+	}()
+	w := q.Window
+	reported := q.Basis() == fetch.BasisReported
+	scope := newScopeCheck(q)
+	g, basis, run := string(w.Granularity), string(q.Basis()), duckdb.UUID(runID)
+	vals := make([]driver.Value, len(usageColumns))
+	for md, rerr := range rows {
+		if rerr != nil {
+			return n, fmt.Errorf("after %d rows: %w", n, rerr)
+		}
+		if n%1024 == 0 {
+			if err := ctx.Err(); err != nil {
+				return n, err
+			}
+		}
+		if err := checkRow(w, reported, md); err != nil {
+			return n, fmt.Errorf("%s: %w", rowLabel(n+1, md), err)
+		}
+		if err := scope.check(md); err != nil {
+			return n, fmt.Errorf("%s: %w", rowLabel(n+1, md), err)
+		}
+		cost, err := md.Cost.Scaled(costScale)
+		if err == nil && cost.CmpAbs(maxCost) > 0 {
+			err = fmt.Errorf("%s does not fit DECIMAL(%d, %d)", md.Cost, costWidth, costScale)
+		}
+		if err != nil {
+			return n, fmt.Errorf("%s: cost: %w", rowLabel(n+1, md), err)
+		}
+		vals[0] = g
+		vals[1] = basis
+		vals[2] = md.Date
+		vals[3] = timeOrNull(md.DateProcessed)
+		vals[4] = md.MeterName
+		vals[5] = textOrNull(md.MeterSku)
+		vals[6] = textOrNull(md.Family)
+		vals[7] = textOrNull(md.Solution)
+		vals[8] = textOrNull(md.Unit)
+		vals[9] = md.Quantity
+		vals[10] = floatOrNull(md.Price)
+		vals[11] = duckdb.Decimal{Width: costWidth, Scale: costScale, Value: cost}
+		vals[12] = md.Currency
+		vals[13] = textOrNull(md.Entitlement)
+		vals[14] = textOrNull(md.EntitlementType)
+		vals[15] = textOrNull(md.PaymentMethod)
+		vals[16] = textOrNull(md.PaymentMethodName)
+		vals[17] = textOrNull(md.Project)
+		vals[18] = run
+		vals[19] = fetchedAt
+		if err := app.AppendRow(vals...); err != nil {
+			return n, fmt.Errorf("append usage row %d: %w", n+1, err)
+		}
+		n++
+	}
+	return n, nil
+}
+
+func rowLabel(i int64, md fetch.MeterData) string {
+	return fmt.Sprintf("row %d (meter %q, project %q, date %s)", i, md.MeterName, md.Project, md.Date.UTC().Format(time.RFC3339))
+}
+
+// checkRow refuses a row the query could not have returned: one whose
+// filtered date lies outside the window. Loading it would put a row where
+// no later load of its own window replaces it.
+func checkRow(w fetch.Window, reported bool, md fetch.MeterData) error {
+	if reported {
+		if md.DateProcessed == nil {
+			return fmt.Errorf("date_processed is null, but the window filters on the reported date %s", w)
+		}
+		if !w.Contains(*md.DateProcessed) {
+			return fmt.Errorf("date_processed %s is outside the window %s", md.DateProcessed.UTC().Format(time.RFC3339), w)
+		}
+		return nil
+	}
+	if !w.Contains(md.Date) {
+		return fmt.Errorf("date is outside the window %s", w)
+	}
+	return nil
+}
+
+// scopeCheck refuses a row the query's filters exclude, for the same reason
+// checkRow refuses one outside the window: a later load of the same scope
+// would not replace it, and it would be counted twice.
+type scopeCheck struct {
+	projects, paymentMethods, meters map[string]bool
+	q                                fetch.UsageQuery
+}
+
+func newScopeCheck(q fetch.UsageQuery) scopeCheck {
+	set := func(vals []string) map[string]bool {
+		if len(vals) == 0 {
+			return nil
+		}
+		m := make(map[string]bool, len(vals))
+		for _, v := range vals {
+			m[v] = true
+		}
+		return m
+	}
+	return scopeCheck{set(q.ProjectNames), set(q.PaymentMethodIDs), set(q.MeterNames), q}
+}
+
+func (c scopeCheck) check(md fetch.MeterData) error {
+	switch {
+	case c.projects != nil && !c.projects[md.Project]:
+		return fmt.Errorf("project %q is not one of the query's projects (%s)", md.Project, strings.Join(c.q.ProjectNames, ", "))
+	case c.paymentMethods != nil && !c.paymentMethods[md.PaymentMethod]:
+		return fmt.Errorf("payment method %q is not one of the query's payment methods (%s)", md.PaymentMethod, strings.Join(c.q.PaymentMethodIDs, ", "))
+	case c.meters != nil && !c.meters[md.MeterName]:
+		return fmt.Errorf("meter %q is not one of the query's meters (%s)", md.MeterName, strings.Join(c.q.MeterNames, ", "))
+	}
+	return nil
+}
+
+func textOrNull(s string) driver.Value {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+func timeOrNull(t *time.Time) driver.Value {
+	if t == nil {
+		return nil
+	}
+	return *t
+}
+
+func floatOrNull(f *float64) driver.Value {
+	if f == nil {
+		return nil
+	}
+	return *f
+}
+
+// Ledger returns the windows loaded for a granularity, basis and scope,
+// ordered by start (then end).
+func (s *Store) Ledger(ctx context.Context, g fetch.Granularity, basis fetch.Basis, scope string) ([]fetch.LoadedWindow, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT start, "end", fetched_at FROM fetch_windows
+WHERE granularity = ? AND basis = ? AND scope = ?
+ORDER BY start, "end"`, string(g), string(basis), scope)
+	if err != nil {
+		return nil, fmt.Errorf("read ledger: %w", err)
+	}
+	defer rows.Close()
+	var out []fetch.LoadedWindow
+	for rows.Next() {
+		var lw fetch.LoadedWindow
+		if err := rows.Scan(&lw.Start, &lw.End, &lw.FetchedAt); err != nil {
+			return nil, fmt.Errorf("read ledger: %w", err)
+		}
+		lw.Granularity = g
+		lw.Start, lw.End, lw.FetchedAt = lw.Start.UTC(), lw.End.UTC(), lw.FetchedAt.UTC()
+		out = append(out, lw)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read ledger: %w", err)
+	}
+	return out, nil
+}

@@ -1,0 +1,447 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/csv"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"math/big"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	duckdb "github.com/duckdb/duckdb-go/v2"
+	"github.com/google/uuid"
+
+	"github.com/tally-dev/tally/fetch"
+	tallysql "github.com/tally-dev/tally/sql"
+)
+
+// Result is a query's answer, whole in memory: meant for analyst-sized
+// results, not for exports.
+type Result struct {
+	Columns []string
+	Types   []string // DuckDB type names: DECIMAL(38,12), DATE, TIMESTAMP, …
+	// Rows hold nil for NULL, fetch.Decimal for DECIMAL, uuid.UUID for
+	// UUID, time.Time (UTC) for dates and times, and the driver's Go value
+	// otherwise.
+	Rows [][]any
+}
+
+// Query runs query with args and returns its answer. It never changes the
+// database: on a read-only store DuckDB refuses writes, and on a read-write
+// store the query runs in a transaction that is rolled back.
+func (s *Store) Query(ctx context.Context, query string, args ...any) (*Result, error) {
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("run query: %w", err)
+	}
+	defer conn.Close()
+	if !s.readOnly {
+		if _, err := conn.ExecContext(ctx, "BEGIN TRANSACTION"); err != nil {
+			return nil, fmt.Errorf("run query: %w", err)
+		}
+		defer rollback(conn, nil)
+	}
+	rows, err := conn.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("run query: %w", err)
+	}
+	defer rows.Close()
+	res, err := readResult(rows)
+	if err != nil {
+		return nil, fmt.Errorf("run query: %w", err)
+	}
+	return res, nil
+}
+
+func readResult(rows *sql.Rows) (*Result, error) {
+	cts, err := rows.ColumnTypes()
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Rows: [][]any{}}
+	for _, ct := range cts {
+		res.Columns = append(res.Columns, ct.Name())
+		res.Types = append(res.Types, ct.DatabaseTypeName())
+	}
+	for rows.Next() {
+		vals := make([]any, len(cts))
+		ptrs := make([]any, len(cts))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			return nil, err
+		}
+		for i, v := range vals {
+			vals[i] = normalize(v, res.Types[i])
+		}
+		res.Rows = append(res.Rows, vals)
+	}
+	return res, rows.Err()
+}
+
+// normalize turns the driver's values into the types Result documents.
+func normalize(v any, typ string) any {
+	switch x := v.(type) {
+	case duckdb.Decimal:
+		return fetch.NewDecimal(x.Value, int(x.Scale))
+	case []byte:
+		if typ == "UUID" && len(x) == 16 {
+			return uuid.UUID(x)
+		}
+		return x
+	case time.Time:
+		return x.UTC()
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = normalize(e, "")
+		}
+		return out
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = normalize(e, "")
+		}
+		return out
+	}
+	return v
+}
+
+// NamedQuery is one analyst query of sql/queries.
+type NamedQuery struct {
+	Name        string // the file's base name: cost_by_project_month
+	Description string // the file's header comment
+	SQL         string
+}
+
+// NamedQueries lists the named analyst queries, by name.
+func NamedQueries() ([]NamedQuery, error) {
+	return readNamed(tallysql.Queries, "queries")
+}
+
+// FindNamedQuery returns the named query name; the error lists the names
+// there are.
+func FindNamedQuery(name string) (NamedQuery, error) {
+	qs, err := NamedQueries()
+	if err != nil {
+		return NamedQuery{}, err
+	}
+	var names []string
+	for _, q := range qs {
+		if q.Name == name {
+			return q, nil
+		}
+		names = append(names, q.Name)
+	}
+	return NamedQuery{}, fmt.Errorf("no named query %q; the named queries are %s", name, strings.Join(names, ", "))
+}
+
+// Views lists the analyst views of sql/views, by name, with their header
+// comments; SQL is the statement that creates the view.
+func Views() ([]NamedQuery, error) {
+	return readNamed(tallysql.Views, "views")
+}
+
+func readNamed(fsys fs.FS, dir string) ([]NamedQuery, error) {
+	names, err := fs.Glob(fsys, dir+"/*.sql")
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(names)
+	var out []NamedQuery
+	for _, name := range names {
+		b, err := fs.ReadFile(fsys, name)
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", name, err)
+		}
+		base := strings.TrimSuffix(path.Base(name), ".sql")
+		out = append(out, NamedQuery{Name: base, Description: headerComment(string(b), base), SQL: string(b)})
+	}
+	return out, nil
+}
+
+// headerComment joins the leading "--" comment lines of a SQL file into one
+// line, without the "name:" they start with.
+func headerComment(text, name string) string {
+	var parts []string
+	for _, line := range strings.Split(text, "\n") {
+		line = strings.TrimSpace(line)
+		if !strings.HasPrefix(line, "--") {
+			break
+		}
+		if line = strings.TrimSpace(strings.TrimPrefix(line, "--")); line != "" {
+			parts = append(parts, line)
+		}
+	}
+	d := strings.Join(parts, " ")
+	d = strings.TrimPrefix(d, name+":")
+	return strings.TrimSpace(d)
+}
+
+// Output formats of WriteResult.
+const (
+	FormatTable = "table"
+	FormatCSV   = "csv"
+	FormatJSON  = "json"
+)
+
+// WriteResult writes res to w as format:
+//
+//   - csv: RFC 4180 (CRLF line ends) with one header row; NULL is an empty
+//     field.
+//   - json: one array of objects, keys in column order. DECIMAL values are
+//     JSON strings holding the exact value (a JSON number would be read as
+//     a float by most consumers), as the interface itself sends cost.
+//   - table: aligned columns for people, NULL written as NULL.
+//
+// Dates are YYYY-MM-DD, timestamps RFC 3339 in UTC, DECIMAL exact at its
+// column's scale.
+func WriteResult(w io.Writer, format string, res *Result) error {
+	switch format {
+	case FormatCSV:
+		return writeCSV(w, res)
+	case FormatJSON:
+		return writeJSON(w, res)
+	case FormatTable:
+		return writeTable(w, res)
+	}
+	return fmt.Errorf("format %q is not one of table, csv, json", format)
+}
+
+func writeCSV(w io.Writer, res *Result) error {
+	cw := csv.NewWriter(w)
+	cw.UseCRLF = true
+	if err := cw.Write(res.Columns); err != nil {
+		return err
+	}
+	rec := make([]string, len(res.Columns))
+	for _, row := range res.Rows {
+		for i, v := range row {
+			rec[i], _ = text(v, res.Types[i])
+		}
+		if err := cw.Write(rec); err != nil {
+			return err
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+func writeJSON(w io.Writer, res *Result) error {
+	keys := make([][]byte, len(res.Columns))
+	for i, c := range res.Columns {
+		k, err := json.Marshal(c)
+		if err != nil {
+			return err
+		}
+		keys[i] = k
+	}
+	var b []byte
+	b = append(b, '[')
+	for r, row := range res.Rows {
+		if r > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, "\n{"...)
+		for i, v := range row {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, keys[i]...)
+			b = append(b, ':')
+			j, err := json.Marshal(jsonValue(v, res.Types[i]))
+			if err != nil {
+				return fmt.Errorf("column %s: %w", res.Columns[i], err)
+			}
+			b = append(b, j...)
+		}
+		b = append(b, '}')
+		if len(b) > 1<<16 {
+			if _, err := w.Write(b); err != nil {
+				return err
+			}
+			b = b[:0]
+		}
+	}
+	if len(res.Rows) > 0 {
+		b = append(b, '\n')
+	}
+	b = append(b, "]\n"...)
+	_, err := w.Write(b)
+	return err
+}
+
+func writeTable(w io.Writer, res *Result) error {
+	cells := make([][]string, len(res.Rows))
+	widths := make([]int, len(res.Columns))
+	right := make([]bool, len(res.Columns))
+	for i, c := range res.Columns {
+		widths[i] = utf8.RuneCountInString(c)
+		right[i] = numericType(res.Types[i])
+	}
+	escape := strings.NewReplacer("\n", `\n`, "\r", `\r`, "\t", `\t`)
+	for r, row := range res.Rows {
+		cells[r] = make([]string, len(row))
+		for i, v := range row {
+			s, ok := text(v, res.Types[i])
+			if !ok {
+				s = "NULL"
+			}
+			s = escape.Replace(s)
+			cells[r][i] = s
+			widths[i] = max(widths[i], utf8.RuneCountInString(s))
+		}
+	}
+	var b strings.Builder
+	line := func(vals []string, alignRight func(int) bool) {
+		for i, v := range vals {
+			if i > 0 {
+				b.WriteString("  ")
+			}
+			pad := strings.Repeat(" ", widths[i]-utf8.RuneCountInString(v))
+			if alignRight(i) {
+				b.WriteString(pad + v)
+			} else if i < len(vals)-1 {
+				b.WriteString(v + pad)
+			} else {
+				b.WriteString(v)
+			}
+		}
+		b.WriteString("\n")
+	}
+	line(res.Columns, func(int) bool { return false })
+	rule := make([]string, len(res.Columns))
+	for i := range rule {
+		rule[i] = strings.Repeat("-", widths[i])
+	}
+	line(rule, func(int) bool { return false })
+	for _, row := range cells {
+		line(row, func(i int) bool { return right[i] })
+	}
+	if len(res.Rows) == 1 {
+		b.WriteString("(1 row)\n")
+	} else {
+		fmt.Fprintf(&b, "(%d rows)\n", len(res.Rows))
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func numericType(typ string) bool {
+	switch {
+	case strings.HasPrefix(typ, "DECIMAL"):
+		return true
+	}
+	switch typ {
+	case "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT",
+		"UINTEGER", "UBIGINT", "UHUGEINT", "FLOAT", "DOUBLE", "BIGNUM":
+		return true
+	}
+	return false
+}
+
+// text renders v for csv and table; ok is false for NULL.
+func text(v any, typ string) (s string, ok bool) {
+	switch x := v.(type) {
+	case nil:
+		return "", false
+	case string:
+		return x, true
+	case fetch.Decimal:
+		return x.String(), true
+	case time.Time:
+		return formatTime(x, typ), true
+	case float64:
+		return formatFloat(x, 64), true
+	case float32:
+		return formatFloat(float64(x), 32), true
+	case bool:
+		return strconv.FormatBool(x), true
+	case *big.Int:
+		return x.String(), true
+	case uuid.UUID:
+		return x.String(), true
+	case []byte:
+		return `\x` + hex.EncodeToString(x), true
+	case int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64:
+		return fmt.Sprint(x), true
+	}
+	if b, err := json.Marshal(jsonValue(v, typ)); err == nil {
+		return string(b), true
+	}
+	return fmt.Sprint(v), true
+}
+
+// jsonValue is v as it appears in JSON output.
+func jsonValue(v any, typ string) any {
+	switch x := v.(type) {
+	case fetch.Decimal:
+		return x.String()
+	case time.Time:
+		return formatTime(x, typ)
+	case float64:
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return formatFloat(x, 64)
+		}
+		return x
+	case float32:
+		if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+			return formatFloat(float64(x), 32)
+		}
+		return x
+	case *big.Int:
+		return json.Number(x.String())
+	case uuid.UUID:
+		return x.String()
+	case []byte:
+		return `\x` + hex.EncodeToString(x)
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = jsonValue(e, "")
+		}
+		return out
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = jsonValue(e, "")
+		}
+		return out
+	case duckdb.Interval:
+		return fmt.Sprintf("%d months %d days %d microseconds", x.Months, x.Days, x.Micros)
+	}
+	return v
+}
+
+func formatTime(t time.Time, typ string) string {
+	t = t.UTC()
+	switch typ {
+	case "DATE":
+		return t.Format(fetch.DateLayout)
+	case "TIME":
+		return t.Format("15:04:05.999999")
+	}
+	return t.Format(time.RFC3339Nano)
+}
+
+// formatFloat writes a float as encoding/json does: plain digits for
+// everyday magnitudes, an exponent for the very small and very large.
+func formatFloat(f float64, bits int) string {
+	abs := math.Abs(f)
+	format := byte('f')
+	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	return strconv.FormatFloat(f, format, -1, bits)
+}

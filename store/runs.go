@@ -1,0 +1,70 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// NewRunID returns a new run id: a UUID v7, so ids sort by start time.
+func NewRunID() uuid.UUID {
+	return uuid.Must(uuid.NewV7())
+}
+
+// Run statuses. A run is "running" from BeginRun until FinishRun.
+const (
+	RunRunning = "running"
+	RunOK      = "ok"
+	RunPartial = "partial"
+	RunFailed  = "failed"
+	RunSkipped = "skipped"
+)
+
+// RunResult is how a run ended.
+type RunResult struct {
+	Status  string // ok, partial, failed or skipped
+	Err     string // what went wrong, for partial and failed runs
+	Rows    int64  // usage rows loaded
+	Windows int    // windows loaded
+}
+
+// BeginRun records the start of a run of command (and of the scheduled
+// job, when there is one) with status "running".
+func (s *Store) BeginRun(ctx context.Context, id uuid.UUID, command, job string) error {
+	if err := s.writable("begin run"); err != nil {
+		return err
+	}
+	if command == "" {
+		return fmt.Errorf("begin run %s: command is empty", id)
+	}
+	if _, err := s.db.ExecContext(ctx, `INSERT INTO runs (id, job, command, started, status) VALUES (?::UUID, ?, ?, ?, ?)`,
+		id.String(), textOrNull(job), command, time.Now().UTC(), RunRunning); err != nil {
+		return fmt.Errorf("begin run %s: %w", id, err)
+	}
+	return nil
+}
+
+// FinishRun records how the run id ended.
+func (s *Store) FinishRun(ctx context.Context, id uuid.UUID, r RunResult) error {
+	if err := s.writable("finish run"); err != nil {
+		return err
+	}
+	switch r.Status {
+	case RunOK, RunPartial, RunFailed, RunSkipped:
+	default:
+		return fmt.Errorf("finish run %s: status %q is not one of ok, partial, failed, skipped", id, r.Status)
+	}
+	res, err := s.db.ExecContext(ctx, `UPDATE runs SET finished = ?, status = ?, error = ?, rows = ?, windows = ? WHERE id = ?::UUID`,
+		time.Now().UTC(), r.Status, textOrNull(r.Err), r.Rows, r.Windows, id.String())
+	if err != nil {
+		return fmt.Errorf("finish run %s: %w", id, err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("finish run %s: %w", id, err)
+	} else if n == 0 {
+		return fmt.Errorf("finish run %s: no such run; BeginRun records it", id)
+	}
+	return nil
+}

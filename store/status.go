@@ -1,0 +1,179 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/tally-dev/tally/fetch"
+)
+
+// Status is what `tally status` shows: recent runs, what the ledger covers,
+// where it has holes, and how fresh the data is.
+type Status struct {
+	Runs      []RunInfo `json:"runs"`   // newest first, at most 20
+	Spans     []Span    `json:"loaded"` // per granularity, basis and scope
+	Gaps      []Gap     `json:"gaps"`
+	Freshness Freshness `json:"freshness"`
+}
+
+// RunInfo is one row of the runs table.
+type RunInfo struct {
+	ID       uuid.UUID  `json:"id"`
+	Command  string     `json:"command"`
+	Job      string     `json:"job,omitempty"`
+	Started  time.Time  `json:"started"`
+	Finished *time.Time `json:"finished"`
+	Status   string     `json:"status"`
+	Error    string     `json:"error,omitempty"`
+	Rows     int64      `json:"rows"`
+	Windows  int        `json:"windows"`
+}
+
+// Span is what the ledger covers for one granularity, basis and scope: from
+// the first window's start to the last window's end (exclusive), holes
+// included (see Gaps).
+type Span struct {
+	Granularity   fetch.Granularity
+	Basis         fetch.Basis
+	Scope         string
+	Start, End    time.Time
+	Windows       int
+	Rows          int64
+	LastFetchedAt time.Time
+}
+
+// Gap is a date range, start inclusive and end exclusive, between loaded
+// windows that no window of the same granularity, basis and scope covers.
+type Gap struct {
+	Granularity fetch.Granularity
+	Basis       fetch.Basis
+	Scope       string
+	Start, End  time.Time
+}
+
+// Freshness says how recent the data is; nil fields mean no data yet.
+type Freshness struct {
+	LastFetchedAt       *time.Time `json:"last_fetched_at"`       // latest window fetch
+	LatestUsageDate     *time.Time `json:"latest_usage_date"`     // latest usage bucket loaded
+	LatestDateProcessed *time.Time `json:"latest_date_processed"` // latest charge seen
+}
+
+// MarshalJSON writes the span's edges as dates, as `tally plan` does.
+func (s Span) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		Granularity   fetch.Granularity `json:"granularity"`
+		Basis         fetch.Basis       `json:"basis"`
+		Scope         string            `json:"scope"`
+		Start         string            `json:"start"`
+		End           string            `json:"end"`
+		Windows       int               `json:"windows"`
+		Rows          int64             `json:"rows"`
+		LastFetchedAt time.Time         `json:"last_fetched_at"`
+	}{s.Granularity, s.Basis, s.Scope, s.Start.Format(fetch.DateLayout), s.End.Format(fetch.DateLayout), s.Windows, s.Rows, s.LastFetchedAt})
+}
+
+// MarshalJSON writes the gap's edges as dates, as `tally plan` does.
+func (g Gap) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		Granularity fetch.Granularity `json:"granularity"`
+		Basis       fetch.Basis       `json:"basis"`
+		Scope       string            `json:"scope"`
+		Start       string            `json:"start"`
+		End         string            `json:"end"`
+	}{g.Granularity, g.Basis, g.Scope, g.Start.Format(fetch.DateLayout), g.End.Format(fetch.DateLayout)})
+}
+
+// Status reads the store's status through the named queries last_runs,
+// loaded_spans, gaps and freshness, so `tally query --name` shows the same.
+func (s *Store) Status(ctx context.Context) (*Status, error) {
+	st := &Status{Runs: []RunInfo{}, Spans: []Span{}, Gaps: []Gap{}}
+	err := s.eachRow(ctx, "last_runs", func(rows *sql.Rows) error {
+		var r RunInfo
+		var id []byte
+		var job, errText sql.NullString
+		var finished sql.NullTime
+		if err := rows.Scan(&id, &r.Command, &job, &r.Started, &finished, &r.Status, &errText, &r.Rows, &r.Windows); err != nil {
+			return err
+		}
+		var err error
+		if r.ID, err = uuid.FromBytes(id); err != nil {
+			return err
+		}
+		r.Job, r.Error, r.Started = job.String, errText.String, r.Started.UTC()
+		if finished.Valid {
+			t := finished.Time.UTC()
+			r.Finished = &t
+		}
+		st.Runs = append(st.Runs, r)
+		return nil
+	})
+	if err == nil {
+		err = s.eachRow(ctx, "loaded_spans", func(rows *sql.Rows) error {
+			var sp Span
+			if err := rows.Scan(&sp.Granularity, &sp.Basis, &sp.Scope, &sp.Start, &sp.End, &sp.Windows, &sp.Rows, &sp.LastFetchedAt); err != nil {
+				return err
+			}
+			sp.Start, sp.End, sp.LastFetchedAt = sp.Start.UTC(), sp.End.UTC(), sp.LastFetchedAt.UTC()
+			st.Spans = append(st.Spans, sp)
+			return nil
+		})
+	}
+	if err == nil {
+		err = s.eachRow(ctx, "gaps", func(rows *sql.Rows) error {
+			var g Gap
+			var days int64
+			if err := rows.Scan(&g.Granularity, &g.Basis, &g.Scope, &g.Start, &g.End, &days); err != nil {
+				return err
+			}
+			g.Start, g.End = g.Start.UTC(), g.End.UTC()
+			st.Gaps = append(st.Gaps, g)
+			return nil
+		})
+	}
+	if err == nil {
+		err = s.eachRow(ctx, "freshness", func(rows *sql.Rows) error {
+			var f [3]sql.NullTime
+			if err := rows.Scan(&f[0], &f[1], &f[2]); err != nil {
+				return err
+			}
+			ptrs := []**time.Time{&st.Freshness.LastFetchedAt, &st.Freshness.LatestUsageDate, &st.Freshness.LatestDateProcessed}
+			for i, t := range f {
+				if t.Valid {
+					u := t.Time.UTC()
+					*ptrs[i] = &u
+				}
+			}
+			return nil
+		})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read status of %s: %w", s.path, err)
+	}
+	return st, nil
+}
+
+func (s *Store) eachRow(ctx context.Context, name string, fn func(*sql.Rows) error) error {
+	q, err := FindNamedQuery(name)
+	if err != nil {
+		return err
+	}
+	rows, err := s.db.QueryContext(ctx, q.SQL)
+	if err != nil {
+		return fmt.Errorf("query %s: %w", name, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := fn(rows); err != nil {
+			return fmt.Errorf("query %s: %w", name, err)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("query %s: %w", name, err)
+	}
+	return nil
+}

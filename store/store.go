@@ -1,0 +1,348 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	_ "github.com/duckdb/duckdb-go/v2" // registers the "duckdb" driver
+	tallysql "github.com/tally-dev/tally/sql"
+)
+
+// Store is an open DuckDB database. Its methods are safe for concurrent use.
+type Store struct {
+	db       *sql.DB
+	path     string
+	readOnly bool
+
+	publishMu sync.Mutex
+}
+
+// options are the seams tests use to open a database as an older Tally
+// would have left it.
+type options struct {
+	migrations fs.FS // NNNN_name.sql files at the root
+	views      fs.FS // *.sql files at the root
+}
+
+func defaultOptions() options {
+	return options{migrations: mustSub(tallysql.Schema, "schema"), views: mustSub(tallysql.Views, "views")}
+}
+
+func mustSub(fsys fs.FS, dir string) fs.FS {
+	sub, err := fs.Sub(fsys, dir)
+	if err != nil {
+		panic(err)
+	}
+	return sub
+}
+
+// Open opens the database at path read-write, creating it when it does not
+// exist, applies the migrations it lacks and (re)creates the views.
+//
+// A file Open creates gets mode 0600. DuckDB creates its write-ahead log and
+// spill files beside the database with the process umask, and those hold
+// the same data, so Open also narrows the process umask to deny group and
+// world access for the rest of the process.
+func Open(ctx context.Context, path string) (*Store, error) {
+	return openWith(ctx, path, defaultOptions())
+}
+
+func openWith(ctx context.Context, path string, o options) (*Store, error) {
+	created, err := checkPath(path, false)
+	if err != nil {
+		return nil, err
+	}
+	restrictUmask()
+	db, err := connect(ctx, path, "READ_WRITE")
+	if err != nil {
+		return nil, err
+	}
+	if created {
+		if err := os.Chmod(path, 0o600); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("open store %s: %w", path, err)
+		}
+	}
+	s := &Store{db: db, path: path}
+	if err := s.migrate(ctx, o.migrations); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	if err := s.createViews(ctx, o.views); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	return s, nil
+}
+
+// OpenReadOnly opens an existing database read-only (DuckDB's access_mode
+// READ_ONLY): every write fails, and any number of read-only handles may be
+// open at once. It neither migrates nor creates views.
+func OpenReadOnly(ctx context.Context, path string) (*Store, error) {
+	if _, err := checkPath(path, true); err != nil {
+		return nil, err
+	}
+	db, err := connect(ctx, path, "READ_ONLY")
+	if err != nil {
+		return nil, err
+	}
+	return &Store{db: db, path: path, readOnly: true}, nil
+}
+
+// Close closes the database. DuckDB checkpoints a read-write database as
+// it closes, so the file is complete without its write-ahead log.
+func (s *Store) Close() error {
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("close store %s: %w", s.path, err)
+	}
+	return nil
+}
+
+// DB is the database handle, for read queries (reports). Writes go through
+// the Store's methods.
+func (s *Store) DB() *sql.DB { return s.db }
+
+// Path is the database file the store was opened with.
+func (s *Store) Path() string { return s.path }
+
+// duckDBMagic sits at byte 8 of every DuckDB database file.
+var duckDBMagic = []byte("DUCK")
+
+// checkPath refuses, before DuckDB sees it, a path DuckDB would misread or
+// fail on with a less helpful message. It reports whether the file is yet
+// to be created.
+func checkPath(path string, mustExist bool) (create bool, err error) {
+	if path == "" {
+		return false, errors.New("open store: the database path is empty; set store.path")
+	}
+	if strings.ContainsRune(path, '?') {
+		// The driver reads everything after '?' as connection options.
+		return false, fmt.Errorf("open store %s: the database path must not contain '?'", path)
+	}
+	dir := filepath.Dir(path)
+	if fi, err := os.Stat(dir); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return false, fmt.Errorf("open store %s: folder %s does not exist; create it (mkdir -p %s) or point store.path elsewhere", path, dir, dir)
+		}
+		return false, fmt.Errorf("open store %s: %w", path, err)
+	} else if !fi.IsDir() {
+		return false, fmt.Errorf("open store %s: %s is not a folder", path, dir)
+	}
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		if mustExist {
+			return false, fmt.Errorf("open store %s: no such database file", path)
+		}
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("open store %s: %w", path, err)
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err == nil && fi.IsDir() {
+		return false, fmt.Errorf("open store %s: is a folder, not a database file", path)
+	}
+	head := make([]byte, 12)
+	n, err := io.ReadFull(f, head)
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+		return false, fmt.Errorf("open store %s: %w", path, err)
+	}
+	if n < len(head) || !bytes.Equal(head[8:12], duckDBMagic) {
+		return false, fmt.Errorf("open store %s: the file exists but is not a DuckDB database; it was left untouched: point store.path at a DuckDB file or at a name that does not exist yet", path)
+	}
+	return false, nil
+}
+
+var umaskOnce sync.Once
+
+func restrictUmask() {
+	umaskOnce.Do(func() {
+		old := syscall.Umask(0o077)
+		syscall.Umask(old | 0o077)
+	})
+}
+
+func connect(ctx context.Context, path, mode string) (*sql.DB, error) {
+	db, err := sql.Open("duckdb", path+"?access_mode="+mode)
+	if err != nil {
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	return db, nil
+}
+
+// migration is one file of sql/schema: NNNN_name.sql.
+type migration struct {
+	version int
+	name    string
+	text    string
+}
+
+func readMigrations(fsys fs.FS) ([]migration, error) {
+	names, err := fs.Glob(fsys, "*.sql")
+	if err != nil {
+		return nil, err
+	}
+	var ms []migration
+	seen := map[int]string{}
+	for _, name := range names {
+		num, rest, ok := strings.Cut(strings.TrimSuffix(name, ".sql"), "_")
+		v, err := strconv.Atoi(num)
+		if !ok || err != nil || v <= 0 || rest == "" {
+			return nil, fmt.Errorf("migration file %s: name must be NNNN_name.sql with NNNN a positive number", name)
+		}
+		if other, dup := seen[v]; dup {
+			return nil, fmt.Errorf("migration files %s and %s share version %d", other, name, v)
+		}
+		seen[v] = name
+		text, err := fs.ReadFile(fsys, name)
+		if err != nil {
+			return nil, err
+		}
+		ms = append(ms, migration{version: v, name: name, text: string(text)})
+	}
+	sort.Slice(ms, func(i, j int) bool { return ms[i].version < ms[j].version })
+	return ms, nil
+}
+
+const createMigrationsTable = `CREATE TABLE IF NOT EXISTS schema_migrations (
+    version    INTEGER PRIMARY KEY,
+    name       VARCHAR NOT NULL,
+    applied_at TIMESTAMP NOT NULL
+)`
+
+// migrate applies, in version order and each in its own transaction, the
+// migrations the database has not recorded in schema_migrations.
+func (s *Store) migrate(ctx context.Context, fsys fs.FS) error {
+	ms, err := readMigrations(fsys)
+	if err != nil {
+		return fmt.Errorf("read migrations: %w", err)
+	}
+	if _, err := s.db.ExecContext(ctx, createMigrationsTable); err != nil {
+		return fmt.Errorf("create schema_migrations: %w", err)
+	}
+	applied := map[int]bool{}
+	maxApplied := 0
+	rows, err := s.db.QueryContext(ctx, `SELECT version FROM schema_migrations`)
+	if err != nil {
+		return fmt.Errorf("read schema_migrations: %w", err)
+	}
+	for rows.Next() {
+		var v int
+		if err := rows.Scan(&v); err != nil {
+			rows.Close()
+			return fmt.Errorf("read schema_migrations: %w", err)
+		}
+		applied[v] = true
+		maxApplied = max(maxApplied, v)
+	}
+	if err := rows.Close(); err != nil {
+		return fmt.Errorf("read schema_migrations: %w", err)
+	}
+	known := 0
+	if len(ms) > 0 {
+		known = ms[len(ms)-1].version
+	}
+	if maxApplied > known {
+		return fmt.Errorf("the database is at schema version %d, newer than this tally knows (%d); run a newer tally", maxApplied, known)
+	}
+	for _, m := range ms {
+		if applied[m.version] {
+			continue
+		}
+		if err := s.inTx(ctx, func(conn *sql.Conn) error {
+			if _, err := conn.ExecContext(ctx, m.text); err != nil {
+				return err
+			}
+			_, err := conn.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
+				m.version, strings.TrimSuffix(m.name, ".sql"), time.Now().UTC())
+			return err
+		}); err != nil {
+			return fmt.Errorf("apply migration %s: %w", m.name, err)
+		}
+	}
+	return nil
+}
+
+// createViews (re)creates every view of sql/views in one transaction, in
+// file-name order.
+func (s *Store) createViews(ctx context.Context, fsys fs.FS) error {
+	names, err := fs.Glob(fsys, "*.sql")
+	if err != nil {
+		return fmt.Errorf("read views: %w", err)
+	}
+	return s.inTx(ctx, func(conn *sql.Conn) error {
+		for _, name := range names {
+			text, err := fs.ReadFile(fsys, name)
+			if err != nil {
+				return fmt.Errorf("read view %s: %w", name, err)
+			}
+			if _, err := conn.ExecContext(ctx, string(text)); err != nil {
+				return fmt.Errorf("create view %s: %w", path.Base(name), err)
+			}
+		}
+		return nil
+	})
+}
+
+// inTx runs fn on one connection inside BEGIN … COMMIT, rolling back when fn
+// fails. It does not use database/sql's Tx so that fn may reach the driver
+// connection (conn.Raw) for DuckDB's appender inside the transaction.
+func (s *Store) inTx(ctx context.Context, fn func(conn *sql.Conn) error) error {
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "BEGIN TRANSACTION"); err != nil {
+		return err
+	}
+	if err := fn(conn); err != nil {
+		return rollback(conn, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return rollback(conn, err)
+	}
+	if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
+		return rollback(conn, err)
+	}
+	return nil
+}
+
+// rollback undoes the open transaction on conn, even when the context that
+// failed it is cancelled, and returns cause.
+func rollback(conn *sql.Conn, cause error) error {
+	if _, err := conn.ExecContext(context.Background(), "ROLLBACK"); err != nil {
+		// The connection's state is unknown: keep it out of the pool.
+		_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+		return errors.Join(cause, fmt.Errorf("roll back: %w", err))
+	}
+	return cause
+}
+
+var errReadOnly = errors.New("the store is open read-only")
+
+func (s *Store) writable(what string) error {
+	if s.readOnly {
+		return fmt.Errorf("%s: %w", what, errReadOnly)
+	}
+	return nil
+}
