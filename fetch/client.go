@@ -121,6 +121,13 @@ func NewClient(baseURL, token string, opts ...Option) (*Client, error) {
 	}
 	if c.hc == nil {
 		c.hc = defaultHTTPClient(base)
+	} else if c.hc.CheckRedirect == nil {
+		// Go's own policy forwards the Authorization header to another
+		// port of the same host; ours keeps redirects on the base
+		// origin. A copy, so the caller's client is left as it is.
+		hc := *c.hc
+		hc.CheckRedirect = sameOriginRedirects(base)
+		c.hc = &hc
 	}
 	return c, nil
 }
@@ -161,22 +168,24 @@ func isLoopback(host string) bool {
 }
 
 // defaultHTTPClient bounds the wait for answer headers but not the body: a
-// usage answer may stream for minutes. It follows a redirect only within the
-// base URL's origin.
+// usage answer may stream for minutes.
 func defaultHTTPClient(base *url.URL) *http.Client {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.ResponseHeaderTimeout = 60 * time.Second
-	return &http.Client{
-		Transport: tr,
-		CheckRedirect: func(req *http.Request, via []*http.Request) error {
-			if len(via) >= 5 {
-				return errors.New("stopped after 5 redirects")
-			}
-			if !sameOrigin(base, req.URL) {
-				return fmt.Errorf("redirect to %s refused: not the base url's origin", redactURL(req.URL.String()))
-			}
-			return nil
-		},
+	return &http.Client{Transport: tr, CheckRedirect: sameOriginRedirects(base)}
+}
+
+// sameOriginRedirects follows a redirect only within the base URL's origin:
+// the token is sent nowhere else.
+func sameOriginRedirects(base *url.URL) func(*http.Request, []*http.Request) error {
+	return func(req *http.Request, via []*http.Request) error {
+		if len(via) >= 5 {
+			return errors.New("stopped after 5 redirects")
+		}
+		if !sameOrigin(base, req.URL) {
+			return fmt.Errorf("redirect to %s refused: not the base url's origin", redactURL(req.URL.String()))
+		}
+		return nil
 	}
 }
 

@@ -543,3 +543,51 @@ func TestTokenNeverLeaks(t *testing.T) {
 		t.Errorf("logs leak the token:\n%s", out)
 	}
 }
+
+// A redirect is followed only within the base URL's origin, whether the
+// client's HTTP client is its own or the caller's.
+func TestRedirectsStayOnOrigin(t *testing.T) {
+	var otherHits atomic.Int64
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		otherHits.Add(1)
+		writeJSON(w, 200, []byte(`{"metadata":{"id":"evil"}}`))
+	}))
+	defer other.Close()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/api/v1/organization":
+			http.Redirect(w, r, "/moved/organization", http.StatusFound)
+		case "/moved/organization":
+			writeJSON(w, 200, []byte(`{"metadata":{"id":"org-1"},"spec":{"name":"Acme"}}`))
+		case "/api/v1/projects":
+			http.Redirect(w, r, other.URL+"/api/v1/projects", http.StatusFound)
+		}
+	}))
+	defer srv.Close()
+	callers := &http.Client{Timeout: 5 * time.Second}
+	for name, opts := range map[string][]Option{
+		"own http client":      {WithRetry(RetryPolicy{MaxAttempts: 1})},
+		"caller's http client": {WithRetry(RetryPolicy{MaxAttempts: 1}), WithHTTPClient(callers)},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c, err := NewClient(srv.URL, testToken, opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			org, err := c.Organization(context.Background())
+			if err != nil || org.ID != "org-1" {
+				t.Errorf("same-origin redirect: %+v, %v", org, err)
+			}
+			_, err = c.Projects(context.Background())
+			if err == nil || !strings.Contains(err.Error(), "not the base url's origin") {
+				t.Errorf("foreign redirect: %v", err)
+			}
+		})
+	}
+	if callers.CheckRedirect != nil {
+		t.Error("the caller's http client was changed")
+	}
+	if otherHits.Load() != 0 {
+		t.Errorf("%d requests reached the other origin", otherHits.Load())
+	}
+}

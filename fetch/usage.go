@@ -221,6 +221,7 @@ type usagePage struct {
 	csv  *csvRows
 	env  *envelope
 	b    rowBuilder
+	err  error // sticky: once a page fails it stays failed
 }
 
 func openUsagePage(ctx context.Context, resp *http.Response, b *body) *usagePage {
@@ -242,25 +243,31 @@ func isCSV(contentType string) bool {
 	return err == nil && (mt == "text/csv" || mt == "application/csv")
 }
 
-// next returns the next row, false at the end of the answer.
+// next returns the next row, false at the end of the answer. After an
+// error it returns that error again: a half-read row is never resumed.
 func (p *usagePage) next() (MeterData, bool, error) {
+	if p.err != nil {
+		return MeterData{}, false, p.err
+	}
+	md, ok, err := p.read()
+	if err != nil {
+		p.err = p.failure(err)
+		return MeterData{}, false, p.err
+	}
+	return md, ok, nil
+}
+
+func (p *usagePage) read() (MeterData, bool, error) {
 	if p.csv != nil {
-		md, ok, err := p.csv.next()
-		if err != nil {
-			return MeterData{}, false, p.failure(err)
-		}
-		return md, ok, nil
+		return p.csv.next()
 	}
 	ok, err := p.env.more()
-	if err != nil {
-		return MeterData{}, false, p.failure(err)
-	}
-	if !ok {
-		return MeterData{}, false, nil
+	if err != nil || !ok {
+		return MeterData{}, false, err
 	}
 	md, err := decodeMeterDataJSON(p.env.dec, &p.b)
 	if err != nil {
-		return MeterData{}, false, p.failure(err)
+		return MeterData{}, false, err
 	}
 	return md, true, nil
 }
