@@ -153,6 +153,7 @@ func TestValidation(t *testing.T) {
 		{"unknown job key", minimal + "schedule:\n  jobs:\n    - name: a\n      cron: x\n      run: [fetch]\n      when: now\n", []string{"schedule.jobs[0].when: unknown key; known keys in schedule.jobs[0]: name, cron, run (line 8)"}},
 		{"key twice", minimal + "api:\n  timeout: 1s\n  timeout: 2s\n", []string{"api.timeout: given twice (first on line 4) (line 5)"}},
 		{"section not a mapping", minimal + "api: 5\n", []string{`api: must be a mapping with keys base_url, token_env, token_file, timeout, concurrency, max_retries, paths, not "5" (line 3)`}},
+		{"section an alias of a scalar", "usage:\n  start: &s 2026-01-01\napi: *s\n", []string{`api: must be a mapping with keys base_url, token_env, token_file, timeout, concurrency, max_retries, paths, not "2026-01-01" (line 2)`}},
 		{"top level not a mapping", "- a\n- b\n", []string{"config: must be a mapping with keys api, usage, store, reports, schedule, not a list (line 1)", "usage.start: missing"}},
 		{"merge key", minimal + "x: &x\n  timeout: 1s\n", []string{"x: unknown key"}},
 		{"merge key used", "base: &b {timeout: 1s}\n" + minimal, []string{"base: unknown key"}},

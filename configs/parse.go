@@ -125,7 +125,9 @@ func (p *parser) parse(data []byte) *Config {
 	}
 	if doc.Kind != 0 && !isNull(doc) {
 		before := len(p.problems)
-		p.walk(doc, reflect.TypeOf(raw), "")
+		if !p.walk(doc, reflect.TypeOf(raw), "") {
+			doc = &yaml.Node{Kind: yaml.MappingNode}
+		}
 		if err := doc.Decode(&raw); err != nil {
 			p.addf(nil, "config", "%v", err)
 			return nil
@@ -153,11 +155,12 @@ func (p *parser) parse(data []byte) *Config {
 // walk checks a mapping against the struct type t: it reports and removes
 // unknown keys, keys given twice and values of the wrong shape, so the
 // decode that follows cannot fail and the rest of the file is still
-// checked.
-func (p *parser) walk(n *yaml.Node, t reflect.Type, path string) {
+// checked. It returns false, reported, when n is not a mapping at all; the
+// caller then drops n rather than change a node an alias may share.
+func (p *parser) walk(n *yaml.Node, t reflect.Type, path string) bool {
 	n = deref(n)
 	if isNull(n) {
-		return
+		return true
 	}
 	fields := map[string]reflect.Type{}
 	var keys []string
@@ -172,8 +175,7 @@ func (p *parser) walk(n *yaml.Node, t reflect.Type, path string) {
 	}
 	if n.Kind != yaml.MappingNode {
 		p.addf(n, orTop(path), "must be a mapping with keys %s, not %s", strings.Join(keys, ", "), describe(n))
-		*n = yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Line: n.Line, Column: n.Column}
-		return
+		return false
 	}
 	seen := map[string]int{}
 	kept := n.Content[:0:0]
@@ -207,6 +209,7 @@ func (p *parser) walk(n *yaml.Node, t reflect.Type, path string) {
 		kept = append(kept, k, v)
 	}
 	n.Content = kept
+	return true
 }
 
 // walkValue checks a value against its field type and reports whether to
@@ -216,8 +219,7 @@ func (p *parser) walkValue(v *yaml.Node, ft reflect.Type, path string) bool {
 	case ft == nodeType:
 		return true
 	case ft.Kind() == reflect.Struct:
-		p.walk(v, ft, path)
-		return true
+		return p.walk(v, ft, path)
 	case ft.Kind() == reflect.Pointer && ft.Elem().Kind() == reflect.Slice:
 		d := deref(v)
 		if isNull(d) {
@@ -229,13 +231,15 @@ func (p *parser) walkValue(v *yaml.Node, ft reflect.Type, path string) bool {
 		}
 		for i, item := range d.Content {
 			ip := fmt.Sprintf("%s[%d]", path, i)
-			if it := deref(item); !isNull(it) && it.Kind != yaml.MappingNode {
+			if !p.walk(item, ft.Elem().Elem(), ip) {
+				// Keep the item's place, so later items keep their
+				// index in messages, but not its value.
+				d.Content[i] = &yaml.Node{Kind: yaml.MappingNode}
 				if p.dropped == nil {
 					p.dropped = map[string]bool{}
 				}
 				p.dropped[ip] = true
 			}
-			p.walk(item, ft.Elem().Elem(), ip)
 		}
 		return true
 	}

@@ -437,13 +437,13 @@ func minWindows(g Granularity, size WindowSize, units []time.Time, i, j int) int
 			reach[s]++
 		}
 	}
-	best := make([]int, n+1)
+	best := make([]int, n+1) // fewest windows covering the first k units
 	for k := 1; k <= n; k++ {
 		best[k] = 1 << 30
-		for s := 0; s < k; s++ {
-			if k <= reach[s] && best[s]+1 < best[k] {
-				best[k] = best[s] + 1
-			}
+	}
+	for s := 0; s < n; s++ {
+		for k := s + 1; k <= reach[s]; k++ {
+			best[k] = min(best[k], best[s]+1)
 		}
 	}
 	return best[n]
