@@ -300,18 +300,12 @@ type body struct {
 	rc    io.ReadCloser
 	stats *Stats
 	err   error
-	last  byte // last byte read, to tell a CSV that ends on a line break
-	n     int64
 }
 
 func (b *body) Read(p []byte) (int, error) {
 	n, err := b.rc.Read(p)
-	if n > 0 {
-		b.n += int64(n)
-		b.last = p[n-1]
-		if b.stats != nil {
-			b.stats.Bytes.Add(int64(n))
-		}
+	if n > 0 && b.stats != nil {
+		b.stats.Bytes.Add(int64(n))
 	}
 	if err != nil && err != io.EOF && b.err == nil {
 		b.err = err

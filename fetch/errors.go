@@ -209,10 +209,14 @@ func (e *transportError) Unwrap() error { return e.Err }
 // Client.Retry does not start the policy over on it: the budget is spent.
 type exhaustedError struct {
 	attempts int
+	limit    time.Duration // MaxElapsed, when that is what ran out
 	err      error
 }
 
 func (e *exhaustedError) Error() string {
+	if e.limit > 0 {
+		return fmt.Sprintf("give up after %d attempts (retry time limit %s reached): %v", e.attempts, e.limit, e.err)
+	}
 	return fmt.Sprintf("give up after %d attempts: %v", e.attempts, e.err)
 }
 

@@ -132,7 +132,7 @@ func (c *Client) withRetry(ctx context.Context, stats *Stats, what string, fn fu
 		// With an injected Sleep no real time passes; counting the
 		// waits keeps MaxElapsed meaningful in tests too.
 		if max(time.Since(start), waited)+d > p.MaxElapsed {
-			return &exhaustedError{attempts: attempt, err: err}
+			return &exhaustedError{attempts: attempt, limit: p.MaxElapsed, err: err}
 		}
 		if stats != nil {
 			stats.Retries.Add(1)

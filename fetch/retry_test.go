@@ -146,6 +146,9 @@ func TestMaxElapsedCap(t *testing.T) {
 	if !errors.As(err, &ae) || ae.Status != 429 || ae.RetryAfter != time.Minute {
 		t.Fatalf("err = %v", err)
 	}
+	if !strings.Contains(err.Error(), "give up after 3 attempts (retry time limit 2m30s reached)") {
+		t.Errorf("error %q does not say the time limit ran out", err)
+	}
 	// 60s + 60s fit in 150s; a third wait would not.
 	if hits.Load() != 3 || fmt.Sprint(rec.get()) != "[1m0s 1m0s]" {
 		t.Errorf("hits %d delays %v", hits.Load(), rec.get())
