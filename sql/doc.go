@@ -20,3 +20,9 @@ var Views embed.FS
 //
 //go:embed queries/*.sql
 var Queries embed.FS
+
+// Reports holds the queries behind the workbook's sheets, one file per
+// sheet (the Summary has three), named after the sheet they fill.
+//
+//go:embed reports/*.sql
+var Reports embed.FS

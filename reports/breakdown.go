@@ -1,0 +1,200 @@
+package reports
+
+import (
+	"database/sql"
+)
+
+// Payment categories of a usage row, as the queries name them.
+const (
+	catDirect  = "direct"
+	catBalance = "balance"
+	catLicense = "license"
+	catOther   = "other"
+)
+
+// categoryLabel is how a category reads to finance.
+func categoryLabel(c string) string {
+	switch c {
+	case catDirect:
+		return "Billed directly"
+	case catBalance:
+		return "Drawn from a balance"
+	case catLicense:
+		return "Covered by a license"
+	case catOther:
+		return "Other entitlement type"
+	}
+	return c
+}
+
+const noneLabel = "(none)"
+
+// orNone shows a missing name as "(none)" where a blank cell would read as
+// an error.
+func orNone(s sql.NullString) string {
+	if !s.Valid {
+		return noneLabel
+	}
+	return s.String
+}
+
+const emptyPeriod = "No usage rows for this month, basis and granularity."
+
+// categorySplit is the four payment categories and their total, one
+// currency.
+type categorySplit struct {
+	direct, balance, license, other, total money
+}
+
+func (c *categorySplit) dests() []any {
+	return []any{&c.direct, &c.balance, &c.license, &c.other, &c.total}
+}
+
+func (b *builder) splitCells(c categorySplit, currency string) ([]cell, error) {
+	var out []cell
+	for _, m := range []money{c.direct, c.balance, c.license, c.other, c.total} {
+		x, err := b.amount(m, currency)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, x)
+	}
+	return out, nil
+}
+
+var splitColumns = []column{
+	{"Billed directly", 16},
+	{"Drawn from a balance", 16},
+	{"Covered by a license", 16},
+	{"Other entitlement types", 16},
+	{"Total usage value", 18},
+}
+
+func (b *builder) byProject() error {
+	cols := append([]column{
+		{"Project", 28},
+		{"Currency", 10},
+		{"Rows", 10},
+	}, splitColumns...)
+	t, err := b.newTable(sheetProject, "ByProject", 1, cols)
+	if err != nil {
+		return err
+	}
+	err = b.each("by_project", func(r *sql.Rows) error {
+		var (
+			project  sql.NullString
+			currency string
+			rows     int64
+			split    categorySplit
+		)
+		if err := r.Scan(append([]any{&project, &currency, &rows}, split.dests()...)...); err != nil {
+			return err
+		}
+		cells, err := b.splitCells(split, currency)
+		if err != nil {
+			return err
+		}
+		return t.add(append([]cell{b.txt(orNone(project)), b.txt(currency), b.count(rows)}, cells...)...)
+	})
+	if err != nil {
+		return err
+	}
+	return t.finish(emptyPeriod)
+}
+
+func (b *builder) byMeter() error {
+	t, err := b.newTable(sheetMeter, "ByMeter", 1, []column{
+		{"Family", 16},
+		{"Solution", 18},
+		{"Meter", 30},
+		{"Meter SKU", 18},
+		{"Currency", 10},
+		{"Quantity", 16},
+		{"Unit", 12},
+		{"Rows", 10},
+		{"Usage value", 18},
+	})
+	if err != nil {
+		return err
+	}
+	err = b.each("by_meter", func(r *sql.Rows) error {
+		var (
+			family, solution, sku, unit sql.NullString
+			meter, currency             string
+			rows                        int64
+			quantity                    sql.NullFloat64
+			cost                        money
+		)
+		if err := r.Scan(&family, &solution, &meter, &sku, &unit, &currency, &rows, &quantity, &cost); err != nil {
+			return err
+		}
+		c, err := b.amount(cost, currency)
+		if err != nil {
+			return err
+		}
+		return t.add(b.nstr(family), b.nstr(solution), b.txt(meter), b.nstr(sku), b.txt(currency),
+			b.qty(quantity), b.nstr(unit), b.count(rows), c)
+	})
+	if err != nil {
+		return err
+	}
+	return t.finish(emptyPeriod)
+}
+
+func (b *builder) byPaymentMethod() error {
+	t, err := b.newTable(sheetPayment, "ByPaymentMethod", 1, []column{
+		{"Payment method id", 38},
+		{"Name", 24},
+		{"Type", 14},
+		{"Sales order number", 18},
+		{"Marketplace ids", 40},
+		{"Valid from (first day)", 14},
+		{"Valid until (first invalid day)", 14},
+		{"Active", 8},
+		{"Projects of the payment method", 28},
+		{"Projects with usage", 28},
+		{"Snapshot taken (UTC)", 20},
+		{"Currency", 10},
+		{"Rows", 10},
+		{"Usage value", 18},
+	})
+	if err != nil {
+		return err
+	}
+	err = b.each("by_payment_method", func(r *sql.Rows) error {
+		var (
+			id, name, typ, order, ids, projects, used sql.NullString
+			from, until, snapshot                     sql.NullTime
+			active                                    sql.NullBool
+			currency                                  string
+			rows                                      int64
+			cost                                      money
+		)
+		if err := r.Scan(&id, &name, &typ, &order, &ids, &from, &until, &active, &projects, &used,
+			&snapshot, &currency, &rows, &cost); err != nil {
+			return err
+		}
+		c, err := b.amount(cost, currency)
+		if err != nil {
+			return err
+		}
+		act := cell{nil, b.st.text}
+		if active.Valid {
+			act = b.txt(yesNo(active.Bool))
+		}
+		return t.add(b.txt(orNone(id)), b.nstr(name), b.nstr(typ), b.nstr(order), b.wrapped(ids.String),
+			b.day(from), b.day(until), act, b.wrapped(projects.String), b.wrapped(used.String),
+			b.stamp(snapshot), b.txt(currency), b.count(rows), c)
+	})
+	if err != nil {
+		return err
+	}
+	return t.finish(emptyPeriod)
+}
+
+func yesNo(v bool) string {
+	if v {
+		return "Yes"
+	}
+	return "No"
+}

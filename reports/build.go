@@ -1,0 +1,205 @@
+package reports
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"io"
+	"math"
+	"time"
+
+	"github.com/xuri/excelize/v2"
+)
+
+// Source runs the report queries. *sql.DB satisfies it; so does *sql.Conn.
+type Source interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// Options tune a workbook. The zero value is the defaults.
+type Options struct {
+	// Tolerance is the rate card variance, as a fraction of the expected
+	// cost, past which a row is flagged (config reports.tolerance). 0 means
+	// the default, 0.005; to flag every difference use a tiny fraction.
+	Tolerance float64
+	// DetailRowLimit is the number of data rows per Detail sheet; 0 means
+	// 1,048,575 (Excel's row limit less the header row).
+	DetailRowLimit int
+	// Now gives the generated-at time and decides whether the month is
+	// closed; nil means time.Now.
+	Now func() time.Time
+}
+
+// Defaults of Options.
+const (
+	DefaultTolerance      = 0.005
+	MaxDetailRowLimit     = 1<<20 - 1 // Excel's 1,048,576 rows less the header
+	detailCancelCheckRows = 1024
+)
+
+// Sheet names, in workbook order. Detail sheets past the first are named
+// "Detail 2", "Detail 3"…
+const (
+	sheetSummary  = "Summary"
+	sheetProject  = "By project"
+	sheetMeter    = "By meter"
+	sheetPayment  = "By payment method"
+	sheetRateCard = "Rate card check"
+	sheetFlags    = "Flags"
+	sheetDaily    = "Daily"
+	sheetDetail   = "Detail"
+	sheetNotes    = "Notes"
+)
+
+// Build writes the workbook for period p to w, reading every row from src
+// through the queries of sql/reports. Nothing is written to w unless the
+// whole workbook was built.
+func Build(ctx context.Context, src Source, p Period, w io.Writer, opts Options) error {
+	if err := p.validate(); err != nil {
+		return fmt.Errorf("build report: %w", err)
+	}
+	p.Month = p.Month.UTC()
+	if err := opts.normalise(); err != nil {
+		return fmt.Errorf("build report: %w", err)
+	}
+	b, err := newBuilder(ctx, src, p, opts)
+	if err != nil {
+		return fmt.Errorf("build report %s: %w", p.Month.Format(monthLayout), err)
+	}
+	defer b.f.Close()
+	if err := b.build(); err != nil {
+		return fmt.Errorf("build report %s: %w", p.Month.Format(monthLayout), err)
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("build report %s: %w", p.Month.Format(monthLayout), err)
+	}
+	if _, err := b.f.WriteTo(w); err != nil {
+		return fmt.Errorf("write report %s: %w", p.Month.Format(monthLayout), err)
+	}
+	return nil
+}
+
+func (o *Options) normalise() error {
+	switch {
+	case math.IsNaN(o.Tolerance) || math.IsInf(o.Tolerance, 0) || o.Tolerance < 0:
+		return fmt.Errorf("tolerance %v is not a fraction of 0 or more (0 means %v)", o.Tolerance, DefaultTolerance)
+	case o.Tolerance == 0:
+		o.Tolerance = DefaultTolerance
+	}
+	switch {
+	case o.DetailRowLimit < 0 || o.DetailRowLimit > MaxDetailRowLimit:
+		return fmt.Errorf("detail row limit %d is not between 1 and %d (0 means %d)", o.DetailRowLimit, MaxDetailRowLimit, MaxDetailRowLimit)
+	case o.DetailRowLimit == 0:
+		o.DetailRowLimit = MaxDetailRowLimit
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return nil
+}
+
+// builder holds one workbook while it is built.
+type builder struct {
+	ctx    context.Context
+	src    Source
+	p      Period
+	opts   Options
+	now    time.Time // generated at, UTC, to the second
+	closed bool
+	f      *excelize.File
+	st     *styles
+
+	// Gathered on the way for the Summary, which is filled last.
+	rateFlags    []flagRow // rate card rows that need a look, for Flags
+	flagCounts   map[flagKind]int
+	detailSheets []string
+	detailRows   int64
+	currencies   []string // every currency of the month, sorted
+}
+
+func newBuilder(ctx context.Context, src Source, p Period, opts Options) (*builder, error) {
+	now := opts.Now().UTC().Truncate(time.Second)
+	f := excelize.NewFile()
+	b := &builder{
+		ctx:        ctx,
+		src:        src,
+		p:          p,
+		opts:       opts,
+		now:        now,
+		closed:     p.closed(now),
+		f:          f,
+		flagCounts: map[flagKind]int{},
+	}
+	st, err := newStyles(f)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	b.st = st
+	return b, nil
+}
+
+// build fills every sheet. Sheets appear in the order they are created, so
+// the Summary (filled last, from what the others gathered) is created
+// first and Notes after the last Detail sheet.
+func (b *builder) build() error {
+	if err := b.f.SetSheetName("Sheet1", sheetSummary); err != nil {
+		return err
+	}
+	if err := b.f.SetDocProps(&excelize.DocProperties{
+		Title:          "Tally cost workbook " + b.p.Month.Format(monthLayout),
+		Subject:        fmt.Sprintf("Usage cost for %s, basis %s, granularity %s", b.p.Month.Format(monthLayout), b.p.Basis, b.p.Granularity),
+		Creator:        "Tally",
+		LastModifiedBy: "Tally",
+		Created:        b.now.Format(time.RFC3339),
+		Modified:       b.now.Format(time.RFC3339),
+	}); err != nil {
+		return err
+	}
+	totals, err := b.summaryTotals()
+	if err != nil {
+		return err
+	}
+	for _, t := range totals {
+		b.currencies = append(b.currencies, t.currency)
+	}
+	steps := []struct {
+		name string
+		fill func() error
+	}{
+		{sheetProject, b.byProject},
+		{sheetMeter, b.byMeter},
+		{sheetPayment, b.byPaymentMethod},
+		{sheetRateCard, b.rateCardCheck},
+		{sheetFlags, b.flags},
+		{sheetDaily, b.daily},
+	}
+	for _, s := range steps {
+		if err := b.ctx.Err(); err != nil {
+			return err
+		}
+		if _, err := b.f.NewSheet(s.name); err != nil {
+			return err
+		}
+		if err := s.fill(); err != nil {
+			return fmt.Errorf("sheet %s: %w", s.name, err)
+		}
+	}
+	if err := b.detail(); err != nil {
+		return fmt.Errorf("sheet %s: %w", sheetDetail, err)
+	}
+	if err := b.ctx.Err(); err != nil {
+		return err
+	}
+	if _, err := b.f.NewSheet(sheetNotes); err != nil {
+		return err
+	}
+	if err := b.notes(); err != nil {
+		return fmt.Errorf("sheet %s: %w", sheetNotes, err)
+	}
+	if err := b.summary(totals); err != nil {
+		return fmt.Errorf("sheet %s: %w", sheetSummary, err)
+	}
+	b.f.SetActiveSheet(0)
+	return nil
+}

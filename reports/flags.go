@@ -1,0 +1,185 @@
+package reports
+
+import (
+	"database/sql"
+	"fmt"
+	"strconv"
+)
+
+// flagKind is one kind of item the Flags sheet lists.
+type flagKind string
+
+// Flag kinds. The first three come from flags.sql, the rest from the rate
+// card check.
+const (
+	flagOutsideValidity    flagKind = "outside_validity"
+	flagUnknownEntitlement flagKind = "unknown_entitlement"
+	flagNotCharged         flagKind = "not_charged"
+	flagRateVariance       flagKind = "rate_card_variance"
+	flagNoPrice            flagKind = "no_price"
+	flagSeveralPrices      flagKind = "several_prices"
+	flagCurrencyDiffers    flagKind = "currency_differs"
+)
+
+// flagKinds lists every kind in the order the Summary counts them.
+var flagKinds = []flagKind{
+	flagOutsideValidity, flagUnknownEntitlement, flagNotCharged,
+	flagRateVariance, flagNoPrice, flagSeveralPrices, flagCurrencyDiffers,
+}
+
+// label is the kind as finance reads it.
+func (k flagKind) label() string {
+	switch k {
+	case flagOutsideValidity:
+		return "Payment method outside its validity"
+	case flagUnknownEntitlement:
+		return "Unknown entitlement type"
+	case flagNotCharged:
+		return "Not yet charged"
+	case flagRateVariance:
+		return "Rate card variance"
+	case flagNoPrice:
+		return "No rate card price"
+	case flagSeveralPrices:
+		return "Several rate card prices"
+	case flagCurrencyDiffers:
+		return "Rate card in another currency"
+	}
+	return string(k)
+}
+
+// action says what to do about an item of the kind.
+func (k flagKind) action() string {
+	switch k {
+	case flagOutsideValidity:
+		return "Ask the provider why this usage was charged to a payment method that was not valid on those days; have it moved to the method in force, or get the validity extended in writing."
+	case flagUnknownEntitlement:
+		return "Ask the provider how this entitlement type is paid before signing off; its cost is shown apart under Other entitlement types, not as billed, balance or license."
+	case flagNotCharged:
+		return "The month is over but these rows have no processing date: charges may still arrive. Fetch again (tally fetch) and rebuild this workbook before sign-off, or accrue the amount."
+	case flagRateVariance:
+		return "Compare with the invoice line. If the rate card price is right, raise a billing query with the provider quoting the meter, payment method and month."
+	case flagNoPrice:
+		return "Check the meter against the payment method's rate card (new meter, renamed SKU, or a card not fetched yet) and confirm its price with the provider."
+	case flagSeveralPrices:
+		return "Decide which rate card price applies to this meter and confirm it with the provider; the check cannot pick one."
+	case flagCurrencyDiffers:
+		return "Confirm with the provider which currency this payment method is billed in."
+	}
+	return ""
+}
+
+// flagRow is one row of the Flags sheet.
+type flagRow struct {
+	kind          flagKind
+	subject, name sql.NullString
+	currency      string
+	first, last   sql.NullTime
+	rows          int64
+	cost          money
+	detail        string
+}
+
+func rateCardFlag(status, meter string, sku, pm, pmName sql.NullString, currency string, rows int64,
+	billed, variance money, pct sql.NullFloat64, why string) flagRow {
+	kind := map[string]flagKind{
+		rcVariance:        flagRateVariance,
+		rcNoPrice:         flagNoPrice,
+		rcSeveralPrices:   flagSeveralPrices,
+		rcCurrencyDiffers: flagCurrencyDiffers,
+	}[status]
+	subject := meter
+	if sku.Valid {
+		subject += " (SKU " + sku.String + ")"
+	}
+	detail := fmt.Sprintf("Payment method %s. %s", orNone(pm), why)
+	if kind == flagRateVariance && variance.valid {
+		detail = fmt.Sprintf("Payment method %s: billed %s %s more than quantity × rate card price", orNone(pm), variance.cents(), currency)
+		if pct.Valid {
+			detail += " (" + strconv.FormatFloat(pct.Float64*100, 'f', 2, 64) + "%)"
+		}
+		detail += "; a negative amount means billed less."
+	}
+	return flagRow{
+		kind:     kind,
+		subject:  sql.NullString{String: subject, Valid: true},
+		name:     pmName,
+		currency: currency,
+		rows:     rows,
+		cost:     billed,
+		detail:   detail,
+	}
+}
+
+// flags fills the Flags sheet: flags.sql's groups, then the rate card rows
+// that need a look.
+func (b *builder) flags() error {
+	t, err := b.newTable(sheetFlags, "Flags", 1, []column{
+		{"Kind", 26},
+		{"Subject", 34},
+		{"Name", 22},
+		{"Currency", 10},
+		{"First day", 12},
+		{"Last day", 12},
+		{"Rows", 8},
+		{"Usage value", 16},
+		{"Detail", 60},
+		{"What to do", 60},
+	})
+	if err != nil {
+		return err
+	}
+	var found []flagRow
+	err = b.each("flags", func(r *sql.Rows) error {
+		var (
+			kind, currency        string
+			subject, name, side   sql.NullString
+			validFrom, validUntil sql.NullTime
+			f                     flagRow
+		)
+		if err := r.Scan(&kind, &subject, &name, &side, &validFrom, &validUntil, &currency,
+			&f.first, &f.last, &f.rows, &f.cost); err != nil {
+			return err
+		}
+		f.kind, f.subject, f.name, f.currency = flagKind(kind), subject, name, currency
+		switch f.kind {
+		case flagOutsideValidity:
+			when := "on or after the first day it was no longer valid"
+			if side.String == "before start" {
+				when = "before its first valid day"
+			}
+			f.detail = fmt.Sprintf("Usage dated %s. The payment method is valid from %s until %s (first invalid day).",
+				when, dateOr(validFrom, "no start"), dateOr(validUntil, "no end"))
+		case flagUnknownEntitlement:
+			f.detail = fmt.Sprintf("Entitlement type %q is not license, cash, quantity or pre-commitment.", subject.String)
+		case flagNotCharged:
+			f.subject.String = "Project " + orNone(subject)
+			f.subject.Valid = true
+			f.detail = "These usage rows have no processing date (dateProcessed is null) although the month is closed."
+		}
+		found = append(found, f)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, f := range append(found, b.rateFlags...) {
+		cost, err := b.amount(f.cost, f.currency)
+		if err != nil {
+			return err
+		}
+		if err := t.add(b.txt(f.kind.label()), b.nstr(f.subject), b.nstr(f.name), b.txt(f.currency),
+			b.day(f.first), b.day(f.last), b.count(f.rows), cost, b.wrapped(f.detail), b.wrapped(f.kind.action())); err != nil {
+			return err
+		}
+		b.flagCounts[f.kind]++
+	}
+	return t.finish("Nothing flagged for this month.")
+}
+
+func dateOr(t sql.NullTime, none string) string {
+	if !t.Valid {
+		return none
+	}
+	return t.Time.Format("2006-01-02")
+}

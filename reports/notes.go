@@ -1,0 +1,75 @@
+package reports
+
+import (
+	"math"
+	"strconv"
+)
+
+// notes fills the Notes sheet: what every sheet and column means, for a
+// finance reader.
+func (b *builder) notes() error {
+	t, err := b.newTable(sheetNotes, "Notes", 1, []column{
+		{"Sheet", 20},
+		{"Column", 30},
+		{"What it means", 100},
+	})
+	if err != nil {
+		return err
+	}
+	for _, n := range notesText(b.opts.Tolerance) {
+		if err := t.add(b.txt(n[0]), b.txt(n[1]), b.wrapped(n[2])); err != nil {
+			return err
+		}
+	}
+	return t.finish("")
+}
+
+func notesText(tolerance float64) [][3]string {
+	tol := percent(tolerance)
+	return [][3]string{
+		{"All sheets", "", "Figures come from the usage the provider's management interface reported, as Tally loaded it. Amounts are exact in the cell and shown rounded to the cent; a currency's amounts are never added to another currency's. Dates and times are UTC."},
+		{"All sheets", "Usage value", "What the usage is worth at the provider's prices, whoever pays for it: billed directly, drawn from a prepaid balance, covered by a license or under another entitlement."},
+		{"All sheets", "Billed directly", "Usage with no entitlement: the provider invoices it."},
+		{"All sheets", "Drawn from a balance", "Usage paid from a cash, quantity or pre-commitment entitlement: it reduces a balance bought in advance rather than appearing as a new charge."},
+		{"All sheets", "Covered by a license", "Usage covered in full by a license entitlement: nothing is billed for it."},
+		{"All sheets", "Other entitlement types", "Usage under an entitlement type Tally does not know, shown by the name the provider sent and never guessed into another column. See Flags."},
+		{"Summary", "", "The month, which usage it counts (basis), how fresh the data is, the usage value per currency split by how it is paid, the value per entitlement type, how many items are flagged, and where the row-level detail is."},
+		{"Summary", "Basis", "usage: usage that happened in the month. reported: usage the provider charged in the month (its processing date), which is what invoices count; it can include usage from earlier months."},
+		{"Summary", "Granularity", "The time bucket the provider reported usage in (hour, day, week, month or year). Each bucket is one row per meter, project and payment method."},
+		{"Summary", "Month status", "Closed once the month's last day is past; otherwise month to date, and the figures will still grow."},
+		{"Summary", "Data freshness", "The most recently loaded window of usage that overlaps the month and when it was fetched, how many windows cover the month, the oldest fetch among them, and the last run Tally recorded. Late charges arrive for days after usage; an old fetch can miss them."},
+		{"By project", "", "Usage value per project and currency, split by how it is paid. Quantities are not shown: different meters' units do not add up."},
+		{"By project", "Rows", "How many usage rows (one per meter and time bucket) make up the line."},
+		{"By meter", "", "How much of each meter was used and what it is worth, per currency."},
+		{"By meter", "Quantity, Unit", "The amount used, in the unit beside it (for example minutes or gigabytes)."},
+		{"By payment method", "", "Usage value per payment method and currency, with the method as it stood that month (its latest snapshot taken before the month ended, or the earliest one if Tally started recording later)."},
+		{"By payment method", "Sales order number, Marketplace ids", "The purchase reference: the sales order for a direct method, the marketplace account, offer, subscription or customer ids for a marketplace method."},
+		{"By payment method", "Valid from, Valid until", "The first day the method may be charged and the first day it may no longer be (blank: no limit). Usage outside these days is flagged."},
+		{"By payment method", "Projects of the payment method", "The projects the provider lists as billed to the method; Projects with usage are those that used it this month."},
+		{"Rate card check", "", "Whether each meter was billed at the price on the payment method's rate card in force that month: one line per meter, payment method and currency."},
+		{"Rate card check", "Billed unit price", "Billed cost divided by billed quantity."},
+		{"Rate card check", "Rate card price, Rate card unit", "The base price per unit on the rate card (location-specific prices are not compared)."},
+		{"Rate card check", "Matched by", "How the meter was found on the rate card: sku (the meter's SKU equals the price's SKU), meter name in parentheses (the price name ends with the meter name in parentheses, as in advanced_sd(video_encoding_ondemand)), or name (the price name equals the meter name)."},
+		{"Rate card check", "Expected cost", "Billed quantity × rate card price, computed exactly."},
+		{"Rate card check", "Variance, Variance %", "Billed cost − expected cost, and that as a share of the expected cost. Positive: billed more than the rate card says."},
+		{"Rate card check", "Flagged, Status", "ok: within " + tol + " of the expected cost. variance: further off than " + tol + ". no price: no price on the rate card matches the meter (the line is kept, never dropped). several prices: more than one different price matches. currency differs: the rate card is in another currency."},
+		{"Flags", "", "Everything that needs a person to look at it before sign-off, one line per group, with what to do: usage charged to a payment method outside its validity, unknown entitlement types, usage not yet charged in a closed month, and the rate card lines that are not ok."},
+		{"Flags", "First day, Last day", "The first and last usage day of the group."},
+		{"Daily", "", "Usage value per day, one column per currency (0 where a currency had no usage that day), with a chart per currency. For basis reported the day is the day of charge."},
+		{"Detail", "", "Every usage row of the month, as loaded. Past the sheet's row limit the rows continue on Detail 2, Detail 3 and so on; the Summary says how many sheets there are."},
+		{"Detail", "Date, Date processed", "When the usage happened (start of its time bucket) and when the provider charged it; blank when not charged yet."},
+		{"Detail", "Unit price (as sent)", "The price per unit the provider sent with the row (cost ÷ quantity)."},
+		{"Detail", "Paid as", "How the row's cost is paid, from its entitlement type: Billed directly, Drawn from a balance, Covered by a license or Other entitlement type."},
+		{"Detail", "Run id, Fetched at", "Which Tally run loaded the row and when it was fetched from the provider."},
+	}
+}
+
+func percent(f float64) string {
+	return formatFloat(f*100) + "%"
+}
+
+// formatFloat writes v without float noise (0.005 × 100 is 0.5, not
+// 0.5000000000000001).
+func formatFloat(v float64) string {
+	return strconv.FormatFloat(math.Round(v*1e9)/1e9, 'f', -1, 64)
+}

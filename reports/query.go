@@ -1,0 +1,109 @@
+package reports
+
+import (
+	"database/sql"
+	"fmt"
+	"io/fs"
+	"math/big"
+
+	"github.com/tally-dev/tally/fetch"
+	tallysql "github.com/tally-dev/tally/sql"
+)
+
+// query runs sql/reports/<name>.sql with the period's parameters. Every
+// query gets the same named parameters and uses those it needs.
+func (b *builder) query(name string) (*sql.Rows, error) {
+	text, err := fs.ReadFile(tallysql.Reports, "reports/"+name+".sql")
+	if err != nil {
+		return nil, fmt.Errorf("read query %s: %w", name, err)
+	}
+	rows, err := b.src.QueryContext(b.ctx, string(text),
+		sql.Named("basis", string(b.p.Basis)),
+		sql.Named("granularity", string(b.p.Granularity)),
+		sql.Named("month_start", b.p.Month),
+		sql.Named("month_end", b.p.end()),
+		sql.Named("closed", b.closed),
+		sql.Named("tolerance", b.opts.Tolerance),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("query %s: %w", name, err)
+	}
+	return rows, nil
+}
+
+// each runs a query and calls scan for every row; scan reads the row with
+// rows.Scan.
+func (b *builder) each(name string, scan func(*sql.Rows) error) error {
+	rows, err := b.query(name)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := scan(rows); err != nil {
+			return fmt.Errorf("query %s: read row: %w", name, err)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("query %s: %w", name, err)
+	}
+	return rows.Close()
+}
+
+// money is an exact amount as the queries hand it over: DECIMAL cast to
+// text, so no float touches it before its cell.
+type money struct {
+	dec   fetch.Decimal
+	valid bool
+}
+
+// Scan reads a DECIMAL rendered as text, or NULL.
+func (m *money) Scan(src any) error {
+	var s string
+	switch v := src.(type) {
+	case nil:
+		*m = money{}
+		return nil
+	case string:
+		s = v
+	case []byte:
+		s = string(v)
+	default:
+		return fmt.Errorf("money: want DECIMAL as text, got %T", src)
+	}
+	d, err := fetch.ParseDecimal(s)
+	if err != nil {
+		return fmt.Errorf("money: %w", err)
+	}
+	*m = money{dec: d, valid: true}
+	return nil
+}
+
+// float is the double nearest the exact amount: what an Excel cell holds.
+func (m money) float() float64 {
+	f, _ := m.dec.Rat().Float64()
+	return f
+}
+
+// cents renders the amount rounded to the cent (half away from zero), for
+// text that quotes an amount.
+func (m money) cents() string {
+	return m.round(2)
+}
+
+func (m money) round(places int) string {
+	r := m.dec.Rat()
+	scale := new(big.Rat).SetInt(new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(places)), nil))
+	r.Mul(r, scale)
+	// Round half away from zero on the scaled value.
+	num, den := r.Num(), r.Denom()
+	q, rem := new(big.Int).QuoRem(num, den, new(big.Int))
+	if new(big.Int).Mul(new(big.Int).Abs(rem), big.NewInt(2)).Cmp(den) >= 0 {
+		if num.Sign() < 0 {
+			q.Sub(q, big.NewInt(1))
+		} else {
+			q.Add(q, big.NewInt(1))
+		}
+	}
+	return fetch.NewDecimal(q, places).String()
+}

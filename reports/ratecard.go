@@ -1,0 +1,143 @@
+package reports
+
+import (
+	"database/sql"
+	"fmt"
+)
+
+// Rate card check statuses, as rate_card_check.sql names them.
+const (
+	rcOK              = "ok"
+	rcVariance        = "variance"
+	rcNoPrice         = "no price"
+	rcSeveralPrices   = "several prices"
+	rcCurrencyDiffers = "currency differs"
+)
+
+func (b *builder) rateCardCheck() error {
+	t, err := b.newTable(sheetRateCard, "RateCardCheck", 1, []column{
+		{"Meter", 30},
+		{"Meter SKU", 18},
+		{"Family", 14},
+		{"Solution", 16},
+		{"Payment method id", 38},
+		{"Payment method name", 22},
+		{"Currency", 10},
+		{"Rows", 8},
+		{"Billed quantity", 16},
+		{"Unit", 12},
+		{"Billed cost", 16},
+		{"Billed unit price", 16},
+		{"Rate card price", 16},
+		{"Rate card unit", 12},
+		{"Rate card price name", 30},
+		{"Matched by", 16},
+		{"Rate card snapshot (UTC)", 20},
+		{"Expected cost", 16},
+		{"Variance", 16},
+		{"Variance %", 11},
+		{"Flagged", 9},
+		{"Status", 16},
+		{"Why", 50},
+	})
+	if err != nil {
+		return err
+	}
+	tol := percent(b.opts.Tolerance)
+	err = b.each("rate_card_check", func(r *sql.Rows) error {
+		var (
+			meter, currency, status                       string
+			sku, family, solution, pm, pmName, unit       sql.NullString
+			priceUnit, priceName, matchedBy, cardCurrency sql.NullString
+			rows                                          int64
+			distinct                                      sql.NullInt64
+			quantity, unitPrice, pct                      sql.NullFloat64
+			billed, price, expected, variance             money
+			snapshot                                      sql.NullTime
+			hasCard                                       bool
+		)
+		if err := r.Scan(&meter, &sku, &family, &solution, &pm, &pmName, &currency, &rows, &quantity, &unit,
+			&billed, &unitPrice, &price, &priceUnit, &priceName, &matchedBy, &distinct, &cardCurrency,
+			&snapshot, &hasCard, &expected, &variance, &pct, &status); err != nil {
+			return err
+		}
+		priceCurrency := currency
+		if cardCurrency.Valid {
+			priceCurrency = cardCurrency.String
+		}
+		why := rateCardWhy(status, pm.Valid, hasCard, distinct.Int64, matchedBy.String, cardCurrency.String, tol)
+		cells := []cell{b.txt(meter), b.nstr(sku), b.nstr(family), b.nstr(solution), b.txt(orNone(pm)),
+			b.nstr(pmName), b.txt(currency), b.count(rows), b.qty(quantity), b.nstr(unit)}
+		for _, c := range []struct {
+			v        any
+			currency string
+			price    bool
+		}{
+			{billed, currency, false},
+			{unitPrice, currency, true},
+			{price, priceCurrency, true},
+		} {
+			x, err := b.cellFor(c.v, c.currency, c.price)
+			if err != nil {
+				return err
+			}
+			cells = append(cells, x)
+		}
+		exp, err := b.amount(expected, currency)
+		if err != nil {
+			return err
+		}
+		vr, err := b.amount(variance, currency)
+		if err != nil {
+			return err
+		}
+		pc := cell{nil, b.st.percent}
+		if pct.Valid {
+			pc.v = pct.Float64
+		}
+		cells = append(cells, b.nstr(priceUnit), b.nstr(priceName), b.nstr(matchedBy), b.stamp(snapshot),
+			exp, vr, pc, b.txt(yesNo(status != rcOK)), b.txt(status), b.wrapped(why))
+		if err := t.add(cells...); err != nil {
+			return err
+		}
+		if status != rcOK {
+			b.rateFlags = append(b.rateFlags, rateCardFlag(status, meter, sku, pm, pmName, currency, rows, billed, variance, pct, why))
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return t.finish(emptyPeriod)
+}
+
+// cellFor is an amount (money) or a unit price (money or float) cell.
+func (b *builder) cellFor(v any, currency string, price bool) (cell, error) {
+	if price {
+		return b.unitPrice(v, currency)
+	}
+	return b.amount(v.(money), currency)
+}
+
+// rateCardWhy explains a rate card check status in a sentence.
+func rateCardWhy(status string, hasPM, hasCard bool, distinct int64, matchedBy, cardCurrency, tol string) string {
+	switch status {
+	case rcOK:
+		return "Billed cost is within " + tol + " of quantity × rate card price."
+	case rcVariance:
+		return "Billed cost differs from quantity × rate card price by more than " + tol + "."
+	case rcNoPrice:
+		switch {
+		case !hasPM:
+			return "The usage names no payment method, so there is no rate card to check against."
+		case !hasCard:
+			return "No rate card is stored for this payment method (fetch reference data, then rebuild)."
+		}
+		return "No base price on the payment method's rate card matches this meter by SKU, by the meter name in parentheses, or by name."
+	case rcSeveralPrices:
+		return fmt.Sprintf("%d different prices on the rate card match this meter by %s; none was picked.", distinct, matchedBy)
+	case rcCurrencyDiffers:
+		return "The rate card is in " + cardCurrency + ", the usage in another currency; no expected cost is computed."
+	}
+	return status
+}

@@ -1,0 +1,268 @@
+package reports
+
+import (
+	"database/sql"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/tally-dev/tally/fetch"
+)
+
+// totalRow is one currency's usage value for the month.
+type totalRow struct {
+	currency string
+	rows     int64
+	split    categorySplit
+}
+
+func (b *builder) summaryTotals() ([]totalRow, error) {
+	var out []totalRow
+	err := b.each("summary_totals", func(r *sql.Rows) error {
+		var t totalRow
+		if err := r.Scan(append([]any{&t.currency, &t.rows}, t.split.dests()...)...); err != nil {
+			return err
+		}
+		out = append(out, t)
+		return nil
+	})
+	return out, err
+}
+
+// summary fills the Summary sheet, last, from what the other sheets
+// gathered.
+func (b *builder) summary(totals []totalRow) error {
+	s := &summaryWriter{b: b, row: 1}
+	if err := b.setWidths(sheetSummary, []column{{"", 40}, {"", 22}, {"", 22}, {"", 22}, {"", 22}, {"", 22}, {"", 22}}); err != nil {
+		return err
+	}
+	month := b.p.Month
+	if err := s.put(cell{"Tally cost workbook: usage of " + month.Format("January 2006"), b.st.title}); err != nil {
+		return err
+	}
+	s.row++
+	basis := "usage: usage that happened in the month (by sample date)"
+	if b.p.Basis == fetch.BasisReported {
+		basis = "reported: usage charged in the month (by processing date), as invoices count it"
+	}
+	status := "Month to date: the month is not over, figures will still grow"
+	if b.closed {
+		status = "Closed: the month is over"
+	}
+	lines := [][]cell{
+		{b.label("Month"), b.txt(month.Format(monthLayout))},
+		{b.label("First day"), {month, b.st.date}},
+		{b.label("Last day"), {b.p.end().AddDate(0, 0, -1), b.st.date}},
+		{b.label("Basis"), b.txt(basis)},
+		{b.label("Granularity"), b.txt(string(b.p.Granularity))},
+		{b.label("Month status"), b.txt(status)},
+		{b.label("Generated at (UTC)"), {b.now, b.st.dateTime}},
+	}
+	if err := s.lines(lines); err != nil {
+		return err
+	}
+	if err := s.freshness(); err != nil {
+		return err
+	}
+	if err := s.totals(totals); err != nil {
+		return err
+	}
+	if err := s.entitlements(); err != nil {
+		return err
+	}
+	if err := s.flagCounts(); err != nil {
+		return err
+	}
+	return s.detail()
+}
+
+func (b *builder) label(s string) cell { return cell{s, b.st.label} }
+
+// summaryWriter writes the Summary top to bottom.
+type summaryWriter struct {
+	b   *builder
+	row int
+}
+
+func (s *summaryWriter) put(cells ...cell) error {
+	err := s.b.putRow(sheetSummary, s.row, cells...)
+	s.row++
+	return err
+}
+
+func (s *summaryWriter) lines(lines [][]cell) error {
+	for _, l := range lines {
+		if err := s.put(l...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// section starts a titled block one blank row below the last.
+func (s *summaryWriter) section(title string) error {
+	s.row++
+	return s.put(cell{title, s.b.st.section})
+}
+
+func (s *summaryWriter) header(titles ...string) error {
+	cells := make([]cell, len(titles))
+	for i, t := range titles {
+		cells[i] = cell{t, s.b.st.header}
+	}
+	return s.put(cells...)
+}
+
+func (s *summaryWriter) freshness() error {
+	b := s.b
+	if err := s.section("Data freshness"); err != nil {
+		return err
+	}
+	var (
+		wStart, wEnd, wFetched, oldest, firstStart, lastEnd, started, finished sql.NullTime
+		scope, runID, command, status, runErr                                  sql.NullString
+		wRows                                                                  sql.NullInt64
+		windows                                                                int64
+	)
+	err := b.each("summary_freshness", func(r *sql.Rows) error {
+		return r.Scan(&wStart, &wEnd, &scope, &wRows, &wFetched, &oldest, &firstStart, &lastEnd, &windows,
+			&runID, &command, &status, &started, &finished, &runErr)
+	})
+	if err != nil {
+		return err
+	}
+	var lines [][]cell
+	if windows == 0 {
+		lines = append(lines, []cell{b.label("Last loaded window"),
+			b.txt("None: no usage window of this granularity and basis was loaded for this month.")})
+	} else {
+		lines = append(lines,
+			[]cell{b.label("Last loaded window, first day"), b.day(wStart)},
+			[]cell{b.label("Last loaded window, end (exclusive)"), b.day(wEnd)},
+			[]cell{b.label("Last loaded window, scope"), b.nstr(scope)},
+			[]cell{b.label("Last loaded window, rows"), b.count(wRows.Int64)},
+			[]cell{b.label("Last loaded window fetched at (UTC)"), b.stamp(wFetched)},
+			[]cell{b.label("Windows loaded for this month"), b.count(windows)},
+			[]cell{b.label("Loaded windows cover from"), b.day(firstStart)},
+			[]cell{b.label("Loaded windows cover until (exclusive)"), b.day(lastEnd)},
+			[]cell{b.label("Oldest fetch among them (UTC)"), b.stamp(oldest)},
+		)
+	}
+	if !runID.Valid {
+		lines = append(lines, []cell{b.label("Last run"), b.txt("None recorded.")})
+	} else {
+		lines = append(lines,
+			[]cell{b.label("Last run id"), b.nstr(runID)},
+			[]cell{b.label("Last run command"), b.nstr(command)},
+			[]cell{b.label("Last run status"), b.nstr(status)},
+			[]cell{b.label("Last run started (UTC)"), b.stamp(started)},
+			[]cell{b.label("Last run finished (UTC)"), b.stamp(finished)},
+		)
+		if runErr.Valid && runErr.String != "" {
+			lines = append(lines, []cell{b.label("Last run error"), b.nstr(runErr)})
+		}
+	}
+	return s.lines(lines)
+}
+
+func (s *summaryWriter) totals(totals []totalRow) error {
+	b := s.b
+	if err := s.section("Usage value per currency (never added across currencies)"); err != nil {
+		return err
+	}
+	if err := s.header("Currency", "Rows", "Billed directly", "Drawn from a balance", "Covered by a license",
+		"Other entitlement types", "Total usage value"); err != nil {
+		return err
+	}
+	if len(totals) == 0 {
+		return s.put(b.txt(emptyPeriod))
+	}
+	for _, t := range totals {
+		cells, err := b.splitCells(t.split, t.currency)
+		if err != nil {
+			return err
+		}
+		if err := s.put(append([]cell{b.txt(t.currency), b.count(t.rows)}, cells...)...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *summaryWriter) entitlements() error {
+	b := s.b
+	if err := s.section("Usage value per entitlement type, as the provider names it"); err != nil {
+		return err
+	}
+	if err := s.header("Currency", "Paid as", "Entitlement type (as sent)", "Rows", "Usage value"); err != nil {
+		return err
+	}
+	n := 0
+	err := b.each("summary_entitlements", func(r *sql.Rows) error {
+		var (
+			currency, category string
+			entType            sql.NullString
+			rows               int64
+			cost               money
+		)
+		if err := r.Scan(&currency, &category, &entType, &rows, &cost); err != nil {
+			return err
+		}
+		c, err := b.amount(cost, currency)
+		if err != nil {
+			return err
+		}
+		name := b.nstr(entType)
+		if !entType.Valid {
+			name = b.txt("(no entitlement)")
+		}
+		n++
+		return s.put(b.txt(currency), b.txt(categoryLabel(category)), name, b.count(rows), c)
+	})
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return s.put(b.txt(emptyPeriod))
+	}
+	return nil
+}
+
+func (s *summaryWriter) flagCounts() error {
+	b := s.b
+	if err := s.section("Flagged items (see the Flags sheet for what to do)"); err != nil {
+		return err
+	}
+	if err := s.header("Kind", "Items", "Listed on"); err != nil {
+		return err
+	}
+	for _, k := range flagKinds {
+		where := sheetFlags
+		switch k {
+		case flagRateVariance, flagNoPrice, flagSeveralPrices, flagCurrencyDiffers:
+			where = sheetFlags + ", " + sheetRateCard
+		}
+		if err := s.put(b.txt(k.label()), b.count(int64(b.flagCounts[k])), b.txt(where)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *summaryWriter) detail() error {
+	b := s.b
+	if err := s.section("Detail"); err != nil {
+		return err
+	}
+	lines := [][]cell{
+		{b.label("Usage rows in the month"), b.count(b.detailRows)},
+		{b.label("Detail sheets"), b.count(int64(len(b.detailSheets)))},
+		{b.label("Detail sheet names"), b.txt(strings.Join(b.detailSheets, ", "))},
+	}
+	if len(b.detailSheets) > 1 {
+		lines = append(lines, []cell{b.label("Why several"), b.txt(fmt.Sprintf(
+			"A Detail sheet holds at most %s rows; the rows continue, in order, on %s.",
+			strconv.Itoa(b.opts.DetailRowLimit), strings.Join(b.detailSheets[1:], ", ")))})
+	}
+	return s.lines(lines)
+}

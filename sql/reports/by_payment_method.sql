@@ -1,0 +1,72 @@
+-- by_payment_method: what the report month's usage is worth per payment
+-- method and currency, with the method as it stood that month: name, type,
+-- sales order number or marketplace ids (read from the spec JSON: every
+-- spec field whose name ends in Id or Code, whatever the variant is called),
+-- validity dates and the projects it bills.
+--
+-- "As it stood that month" is the payment method's latest snapshot taken
+-- before the first of the next month, else (snapshots began later) its
+-- earliest one. Usage with no payment method is one row with NULL details.
+--
+-- Parameters: $basis, $granularity, $month_start, $month_end (exclusive).
+WITH m AS (
+    SELECT nullif(payment_method, '') AS payment_method,
+           nullif(payment_method_name, '') AS payment_method_name,
+           nullif(project, '') AS project,
+           currency,
+           cost
+    FROM usage
+    WHERE basis = $basis
+      AND granularity = $granularity
+      AND (($basis = 'usage' AND date >= $month_start AND date < $month_end)
+        OR ($basis = 'reported' AND date_processed >= $month_start AND date_processed < $month_end))
+),
+billed AS (
+    SELECT payment_method,
+           currency,
+           min(payment_method_name) AS usage_name,
+           list_sort(list_distinct(list(project))) AS usage_projects,
+           count(*) AS rows,
+           sum(cost) AS cost
+    FROM m
+    GROUP BY payment_method, currency
+),
+in_force AS (
+    SELECT id,
+           coalesce(max(snapshot_at) FILTER (WHERE snapshot_at < $month_end), min(snapshot_at)) AS snapshot_at
+    FROM payment_method_snapshots
+    GROUP BY id
+),
+pm AS (
+    SELECT s.*
+    FROM payment_method_snapshots s
+    JOIN in_force f ON f.id = s.id AND f.snapshot_at = s.snapshot_at
+    -- one row per method even if a snapshot holds it twice: money must
+    -- never be counted twice by a join.
+    QUALIFY row_number() OVER (PARTITION BY s.id ORDER BY CAST(s.raw AS VARCHAR), CAST(s.spec AS VARCHAR)) = 1
+)
+SELECT b.payment_method,
+       coalesce(nullif(pm.display_name, ''), b.usage_name) AS name,
+       pm.type,
+       coalesce(nullif(pm.sales_order_number, ''),
+                nullif(json_extract_string(pm.spec, '$.salesOrderNumber'), '')) AS sales_order_number,
+       array_to_string(
+           list_transform(
+               list_sort(list_filter(
+                   json_keys(pm.spec),
+                   k -> regexp_matches(k, '(Id|ID|Code)$')
+                        AND nullif(json_extract_string(pm.spec, '$."' || k || '"'), '') IS NOT NULL)),
+               k -> k || ': ' || json_extract_string(pm.spec, '$."' || k || '"')),
+           '; ') AS marketplace_ids,
+       pm.start_date,
+       pm.end_date,
+       pm.is_active,
+       array_to_string(list_sort(pm.projects), ', ') AS projects,
+       array_to_string(b.usage_projects, ', ') AS usage_projects,
+       pm.snapshot_at,
+       b.currency,
+       b.rows,
+       CAST(b.cost AS VARCHAR) AS cost
+FROM billed b
+LEFT JOIN pm ON pm.id = b.payment_method
+ORDER BY b.payment_method NULLS LAST, b.currency;

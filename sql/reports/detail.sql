@@ -1,0 +1,38 @@
+-- detail: every usage row of the report month, as loaded, in a fixed order
+-- so the same data always gives the same sheet. Streamed to the Detail
+-- sheets row by row, never held whole.
+--
+-- Parameters: $basis, $granularity, $month_start, $month_end (exclusive).
+SELECT date,
+       date_processed,
+       nullif(project, '') AS project,
+       nullif(family, '') AS family,
+       nullif(solution, '') AS solution,
+       meter_name,
+       nullif(meter_sku, '') AS meter_sku,
+       quantity,
+       nullif(unit, '') AS unit,
+       price,
+       CAST(cost AS VARCHAR) AS cost,
+       currency,
+       nullif(trim(entitlement_type), '') AS entitlement_type,
+       CASE
+           WHEN nullif(trim(entitlement_type), '') IS NULL THEN 'direct'
+           WHEN regexp_replace(lower(entitlement_type), '[^a-z]', '', 'g') = 'license' THEN 'license'
+           WHEN regexp_replace(lower(entitlement_type), '[^a-z]', '', 'g') IN ('cash', 'quantity', 'precommitment') THEN 'balance'
+           ELSE 'other'
+       END AS category,
+       nullif(entitlement, '') AS entitlement,
+       nullif(payment_method, '') AS payment_method,
+       nullif(payment_method_name, '') AS payment_method_name,
+       CAST(run_id AS VARCHAR) AS run_id,
+       fetched_at
+FROM usage
+WHERE basis = $basis
+  AND granularity = $granularity
+  AND (($basis = 'usage' AND date >= $month_start AND date < $month_end)
+    OR ($basis = 'reported' AND date_processed >= $month_start AND date_processed < $month_end))
+ORDER BY date, date_processed NULLS LAST, project NULLS LAST, meter_name, meter_sku NULLS LAST,
+         payment_method NULLS LAST, currency, entitlement_type NULLS FIRST, entitlement NULLS FIRST,
+         cost, quantity, price NULLS FIRST, unit NULLS FIRST, family NULLS FIRST, solution NULLS FIRST,
+         payment_method_name NULLS FIRST, CAST(run_id AS VARCHAR), fetched_at;

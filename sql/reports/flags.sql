@@ -1,0 +1,95 @@
+-- flags: what in the report month's usage needs a person to look at it
+-- before signing off. One row per flagged group:
+--
+--   outside_validity  usage charged to a payment method on a day outside
+--                     the method's validity (start_date inclusive, end_date
+--                     exclusive, NULL unbounded; the usage day is compared),
+--                     per method, currency and side (before / after);
+--   unknown_entitlement  an entitlement type that is not license, cash,
+--                     quantity or pre-commitment (compared lowercased with
+--                     non-letters dropped), per type as sent and currency;
+--   not_charged       rows with no date_processed in a closed month, per
+--                     project and currency: charges that may still arrive.
+--
+-- Validity is read from the payment method snapshot in force for the month
+-- (latest before the first of the next month, else the earliest). Rate card
+-- variances are flagged on the Rate card check and come from
+-- rate_card_check.sql.
+--
+-- Parameters: $basis, $granularity, $month_start, $month_end (exclusive),
+-- $closed (the month is over).
+WITH m AS (
+    SELECT *,
+           CAST(date AS DATE) AS day,
+           CASE
+               WHEN nullif(trim(entitlement_type), '') IS NULL THEN 'direct'
+               WHEN regexp_replace(lower(entitlement_type), '[^a-z]', '', 'g') = 'license' THEN 'license'
+               WHEN regexp_replace(lower(entitlement_type), '[^a-z]', '', 'g') IN ('cash', 'quantity', 'precommitment') THEN 'balance'
+               ELSE 'other'
+           END AS category
+    FROM usage
+    WHERE basis = $basis
+      AND granularity = $granularity
+      AND (($basis = 'usage' AND date >= $month_start AND date < $month_end)
+        OR ($basis = 'reported' AND date_processed >= $month_start AND date_processed < $month_end))
+),
+in_force AS (
+    SELECT id,
+           coalesce(max(snapshot_at) FILTER (WHERE snapshot_at < $month_end), min(snapshot_at)) AS snapshot_at
+    FROM payment_method_snapshots
+    GROUP BY id
+),
+pm AS (
+    SELECT s.id, s.display_name, s.start_date, s.end_date
+    FROM payment_method_snapshots s
+    JOIN in_force f ON f.id = s.id AND f.snapshot_at = s.snapshot_at
+    QUALIFY row_number() OVER (PARTITION BY s.id ORDER BY CAST(s.raw AS VARCHAR), CAST(s.spec AS VARCHAR)) = 1
+),
+flagged AS (
+    SELECT 1 AS kind_order,
+           'outside_validity' AS kind,
+           m.payment_method AS subject,
+           coalesce(nullif(pm.display_name, ''), min(nullif(m.payment_method_name, ''))) AS subject_name,
+           CASE WHEN pm.start_date IS NOT NULL AND m.day < pm.start_date THEN 'before start' ELSE 'on or after end' END AS side,
+           pm.start_date AS valid_from,
+           pm.end_date AS valid_until,
+           m.currency,
+           min(m.day) AS first_day,
+           max(m.day) AS last_day,
+           count(*) AS rows,
+           sum(m.cost) AS cost
+    FROM m
+    JOIN pm ON pm.id = m.payment_method
+    WHERE (pm.start_date IS NOT NULL AND m.day < pm.start_date)
+       OR (pm.end_date IS NOT NULL AND m.day >= pm.end_date)
+    GROUP BY m.payment_method, pm.display_name, side, pm.start_date, pm.end_date, m.currency
+
+    UNION ALL
+
+    SELECT 2, 'unknown_entitlement', entitlement_type, NULL, NULL, NULL, NULL,
+           currency, min(day), max(day), count(*), sum(cost)
+    FROM m
+    WHERE category = 'other'
+    GROUP BY entitlement_type, currency
+
+    UNION ALL
+
+    SELECT 3, 'not_charged', nullif(project, ''), NULL, NULL, NULL, NULL,
+           currency, min(day), max(day), count(*), sum(cost)
+    FROM m
+    WHERE $closed AND date_processed IS NULL
+    GROUP BY nullif(project, ''), currency
+)
+SELECT kind,
+       subject,
+       subject_name,
+       side,
+       valid_from,
+       valid_until,
+       currency,
+       first_day,
+       last_day,
+       rows,
+       CAST(cost AS VARCHAR) AS cost
+FROM flagged
+ORDER BY kind_order, subject NULLS LAST, side, currency;
