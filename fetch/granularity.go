@@ -96,7 +96,9 @@ func (g Granularity) MaxEnd(start time.Time) (time.Time, bool) {
 	case Hour:
 		return start.AddDate(0, 0, 31), true
 	case Day:
-		return start.AddDate(1, 0, 0), true
+		// From 29 February a year later is 28 February: the shorter reading,
+		// which no implementation of the interface can refuse.
+		return addMonthsClamped(start, 12), true
 	}
 	return time.Time{}, false
 }

@@ -168,7 +168,7 @@ func TestPlanExamples(t *testing.T) {
 		{
 			name: "day windows from a leap day",
 			in:   PlanInput{From: date("2024-02-29"), To: date("2026-03-10"), Granularity: Day, Now: date("2026-03-09")},
-			want: "2024-02-29..2025-03-01 day backfill\n2025-03-01..2026-03-01 day backfill\n2026-03-01..2026-03-10 day backfill\n",
+			want: "2024-02-29..2025-02-28 day backfill\n2025-02-28..2026-02-28 day backfill\n2026-02-28..2026-03-10 day backfill\n",
 		},
 		{
 			name: "day windows with a one-year size from a leap day",

@@ -25,7 +25,7 @@ func TestWindowValidate(t *testing.T) {
 		{date("2026-02-01"), date("2026-03-04"), Hour}, // 31 days
 		{date("2026-01-01"), date("2026-01-02"), Hour},
 		{date("2026-01-01"), date("2027-01-01"), Day},
-		{date("2024-02-29"), date("2025-03-01"), Day},
+		{date("2024-02-29"), date("2025-02-28"), Day},
 		{date("2026-01-05"), date("2036-01-07"), Week},
 		{date("2020-01-01"), date("2030-02-01"), Month},
 		{date("2000-01-01"), date("2100-01-01"), Year},
