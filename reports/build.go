@@ -19,8 +19,9 @@ type Source interface {
 // Options tune a workbook. The zero value is the defaults.
 type Options struct {
 	// Tolerance is the rate card variance, as a fraction of the expected
-	// cost, past which a row is flagged (config reports.tolerance). 0 means
-	// the default, 0.005; to flag every difference use a tiny fraction.
+	// cost, past which a row is flagged (config reports.tolerance, whose
+	// default is DefaultTolerance). It is used as given: 0 flags every
+	// difference.
 	Tolerance float64
 	// DetailRowLimit is the number of data rows per Detail sheet; 0 means
 	// 1,048,575 (Excel's row limit less the header row).
@@ -30,9 +31,9 @@ type Options struct {
 	Now func() time.Time
 }
 
-// Defaults of Options.
+// Defaults of Options and limits.
 const (
-	DefaultTolerance      = 0.005
+	DefaultTolerance      = 0.005     // the config's default reports.tolerance
 	MaxDetailRowLimit     = 1<<20 - 1 // Excel's 1,048,576 rows less the header
 	detailCancelCheckRows = 1024
 )
@@ -80,11 +81,8 @@ func Build(ctx context.Context, src Source, p Period, w io.Writer, opts Options)
 }
 
 func (o *Options) normalise() error {
-	switch {
-	case math.IsNaN(o.Tolerance) || math.IsInf(o.Tolerance, 0) || o.Tolerance < 0:
-		return fmt.Errorf("tolerance %v is not a fraction of 0 or more (0 means %v)", o.Tolerance, DefaultTolerance)
-	case o.Tolerance == 0:
-		o.Tolerance = DefaultTolerance
+	if math.IsNaN(o.Tolerance) || math.IsInf(o.Tolerance, 0) || o.Tolerance < 0 {
+		return fmt.Errorf("tolerance %v is not a fraction of 0 or more, e.g. %v for 0.5 %%", o.Tolerance, DefaultTolerance)
 	}
 	switch {
 	case o.DetailRowLimit < 0 || o.DetailRowLimit > MaxDetailRowLimit:

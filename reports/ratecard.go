@@ -123,8 +123,14 @@ func (b *builder) cellFor(v any, currency string, price bool) (cell, error) {
 func rateCardWhy(status string, hasPM, hasCard bool, distinct int64, matchedBy, cardCurrency, tol string) string {
 	switch status {
 	case rcOK:
+		if tol == "0%" {
+			return "Billed cost equals quantity × rate card price."
+		}
 		return "Billed cost is within " + tol + " of quantity × rate card price."
 	case rcVariance:
+		if tol == "0%" {
+			return "Billed cost differs from quantity × rate card price."
+		}
 		return "Billed cost differs from quantity × rate card price by more than " + tol + "."
 	case rcNoPrice:
 		switch {

@@ -521,7 +521,7 @@ func mustFloat(t *testing.T, s string) float64 {
 func TestRateCardCheck(t *testing.T) {
 	db := openDB(t)
 	seed(t, db)
-	f, _ := build(t, db, reports.Options{})
+	f, _ := build(t, db, reports.Options{Tolerance: reports.DefaultTolerance})
 	rc := rows(t, f, "Rate card check")
 	h := rc[0]
 
@@ -584,6 +584,28 @@ func TestRateCardCheck(t *testing.T) {
 	}
 	if got, want := len(rc)-1, len(querySQL(t, db, `SELECT DISTINCT meter_name, payment_method, currency FROM usage WHERE `+monthFilter)); got != want {
 		t.Errorf("rate card check has %d rows, usage has %d meter × payment method × currency", got, want)
+	}
+}
+
+func TestToleranceDecidesFlag(t *testing.T) {
+	db := openDB(t)
+	seed(t, db)
+	// pm1's video encoding is billed 0.625 % over the rate card.
+	for _, c := range []struct {
+		tolerance float64
+		status    string
+	}{{0, "variance"}, {0.005, "variance"}, {0.007, "ok"}, {0.01, "ok"}} {
+		f, _ := build(t, db, reports.Options{Tolerance: c.tolerance})
+		rc := rows(t, f, "Rate card check")
+		r := one(t, rc, map[string]string{"Meter": "video_encoding_ondemand", "Payment method id": pm1})
+		if got := at(r, colOf(t, rc[0], "Status")); got != c.status {
+			t.Errorf("tolerance %v: status %q, want %q", c.tolerance, got, c.status)
+		}
+		// Exact matches stay ok even with no tolerance at all.
+		r = one(t, rc, map[string]string{"Meter": "storage_gb", "Payment method id": pm1})
+		if got := at(r, colOf(t, rc[0], "Status")); got != "ok" {
+			t.Errorf("tolerance %v: exact match has status %q", c.tolerance, got)
+		}
 	}
 }
 
