@@ -1,0 +1,117 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tally-dev/tally/configs"
+	"github.com/tally-dev/tally/fetch"
+	"github.com/tally-dev/tally/reports"
+	"github.com/tally-dev/tally/store"
+)
+
+func init() { commands = append(commands, newReportCmd) }
+
+type reportOptions struct {
+	config string
+	month  string
+	basis  string
+	out    string
+}
+
+func newReportCmd(g *globalFlags) *cobra.Command {
+	o := &reportOptions{}
+	cmd := &cobra.Command{
+		Use:   "report --config FILE --month YYYY-MM [--basis usage|reported] [--out FILE.xlsx]",
+		Short: "Write a month's cost workbook (Excel) from the stored usage",
+		Long: `Write one month's cost workbook: summary, cost by project, meter and payment
+method, the rate card check, flagged items, the daily trend, every usage row,
+and notes on what each column means. Amounts are per currency, never added
+across currencies.
+
+The workbook reads the analysts' published copy of the config's database
+(which every tally fetch refreshes), so it never waits for a running fetch.
+--basis defaults to the config's usage.reported_date (reported when true,
+usage otherwise); the rows read are those of the config's usage.granularity.
+--out defaults to <reports.dir>/YYYY-MM/tally-cost-YYYY-MM.xlsx. The file is
+written beside its final name and renamed into place: an interrupted run
+leaves the previous workbook, never half of a new one.`,
+		Example: `  tally report --config tally.yaml --month 2026-10
+  tally report --config tally.yaml --month 2026-10 --basis reported --out october-invoiced.xlsx`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runReport(cmd.Context(), o, cmd.OutOrStdout())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.config, "config", "", "config file (YAML)")
+	f.StringVar(&o.month, "month", "", "month to report, YYYY-MM (UTC)")
+	f.StringVar(&o.basis, "basis", "", "usage (when usage happened) or reported (when charged, as invoices count); default from usage.reported_date")
+	f.StringVar(&o.out, "out", "", "workbook to write, .xlsx (default <reports.dir>/YYYY-MM/tally-cost-YYYY-MM.xlsx)")
+	return cmd
+}
+
+func runReport(ctx context.Context, o *reportOptions, w io.Writer) error {
+	if o.config == "" {
+		return usageErr("--config is required: the config file whose data to report (see configs/tally.example.yaml)")
+	}
+	if o.month == "" {
+		return usageErr("--month is required: the month to report, YYYY-MM")
+	}
+	month, err := reports.ParseMonth(o.month)
+	if err != nil {
+		return usageErr("--month: %w", err)
+	}
+	var basis fetch.Basis
+	switch o.basis {
+	case "":
+	case string(fetch.BasisUsage), string(fetch.BasisReported):
+		basis = fetch.Basis(o.basis)
+	default:
+		return usageErr("--basis %q is not one of usage, reported", o.basis)
+	}
+	if o.out != "" && !strings.EqualFold(filepath.Ext(o.out), ".xlsx") {
+		return usageErr("--out %q must end in .xlsx: spreadsheet programs open a workbook by its extension", o.out)
+	}
+	cfg, err := configs.Load(o.config, os.Getenv)
+	if err != nil {
+		var ce *configs.Error
+		if errors.As(err, &ce) {
+			return usageError{err}
+		}
+		return err
+	}
+	if basis == "" {
+		basis = fetch.BasisUsage
+		if cfg.Usage.ReportedDate {
+			basis = fetch.BasisReported
+		}
+	}
+	out := o.out
+	if out == "" {
+		out = reports.DefaultPath(cfg.Reports.Dir, month)
+	}
+	pub := store.PublishedPath(cfg.Store.Path)
+	if _, err := os.Stat(pub); errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("report %s: no published copy of the database at %s yet: tally fetch --config %s creates it at the end of its run", o.month, pub, cfg.Path)
+	}
+	st, err := store.OpenReadOnly(ctx, pub)
+	if err != nil {
+		return fmt.Errorf("report %s: %w", o.month, err)
+	}
+	defer st.Close()
+	p := reports.Period{Month: month, Basis: basis, Granularity: cfg.Usage.Granularity}
+	if err := reports.WriteFile(ctx, st.DB(), p, out, reports.Options{Tolerance: cfg.Reports.Tolerance}); err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "wrote %s (%s, basis %s, granularity %s)\n", out, o.month, basis, cfg.Usage.Granularity)
+	return err
+}

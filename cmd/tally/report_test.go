@@ -1,0 +1,170 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/xuri/excelize/v2"
+
+	"github.com/tally-dev/tally/store"
+)
+
+// execReportCLI runs the command line in-process through the cobra root,
+// as run does, and returns what it printed.
+func execReportCLI(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	started := false
+	root := newRootCmd(&started)
+	var out bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(io.Discard)
+	root.SetArgs(args)
+	err := root.ExecuteContext(context.Background())
+	if err != nil && !started {
+		var ue usageError
+		if !errors.As(err, &ue) {
+			err = usageError{err}
+		}
+	}
+	return out.String(), err
+}
+
+// reportSetup writes a config and a published database holding a few
+// October usage rows: 1.25 + 2.5 USD by usage date, 7 USD by reported date.
+func reportSetup(t *testing.T) (cfg, dir string) {
+	t.Helper()
+	dir = t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "data"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	cfg = filepath.Join(dir, "tally.yaml")
+	yml := "usage:\n  granularity: day\n  start: 2026-01-01\nstore:\n  path: data/tally.duckdb\nreports:\n  dir: out\n"
+	if err := os.WriteFile(cfg, []byte(yml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	st, err := store.Open(ctx, filepath.Join(dir, "data", "tally.duckdb"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for _, r := range []struct {
+		basis, cost string
+		day         int
+	}{{"usage", "1.25", 3}, {"usage", "2.5", 20}, {"reported", "7", 4}, {"usage", "100", 40}} {
+		date := time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC).AddDate(0, 0, r.day-1)
+		if _, err := st.DB().ExecContext(ctx, `INSERT INTO usage (granularity, basis, date, date_processed, meter_name, quantity, cost, currency, project, run_id, fetched_at)
+			VALUES ('day', ?, ?, ?, 'encoding', 1, CAST(? AS DECIMAL(38,12)), 'USD', 'alpha', CAST('0194c3a0-0000-7000-8000-000000000001' AS UUID), ?)`,
+			r.basis, date, date.AddDate(0, 0, 1), r.cost, date); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := st.Publish(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return cfg, dir
+}
+
+// usdTotal reads the USD total off a workbook's Summary.
+func usdTotal(t *testing.T, path string) string {
+	t.Helper()
+	f, err := excelize.OpenFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rows, err := f.GetRows("Summary", excelize.Options{RawCellValue: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var header []string
+	for _, r := range rows {
+		if len(r) > 0 && r[0] == "Currency" && slices.Contains(r, "Total usage value") {
+			header = r
+			continue
+		}
+		if header != nil && len(r) > 0 && r[0] == "USD" {
+			return r[slices.Index(header, "Total usage value")]
+		}
+	}
+	t.Fatalf("no USD total in %s", path)
+	return ""
+}
+
+func TestReportWritesWorkbook(t *testing.T) {
+	cfg, dir := reportSetup(t)
+	out, err := execReportCLI(t, "report", "--config", cfg, "--month", "2026-10")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "out", "2026-10", "tally-cost-2026-10.xlsx")
+	if !strings.Contains(out, path) {
+		t.Errorf("report printed %q, want the path %s", out, path)
+	}
+	if got := usdTotal(t, path); got != "3.75" {
+		t.Errorf("usage-basis USD total %s, want 3.75", got)
+	}
+
+	custom := filepath.Join(dir, "invoiced.xlsx")
+	if _, err := execReportCLI(t, "report", "--config", cfg, "--month", "2026-10", "--basis", "reported", "--out", custom); err != nil {
+		t.Fatal(err)
+	}
+	if got := usdTotal(t, custom); got != "7" {
+		t.Errorf("reported-basis USD total %s, want 7", got)
+	}
+}
+
+func TestReportUsageErrors(t *testing.T) {
+	cfg, dir := reportSetup(t)
+	for _, c := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no config", []string{"report", "--month", "2026-10"}, "--config is required"},
+		{"no month", []string{"report", "--config", cfg}, "--month is required"},
+		{"bad month", []string{"report", "--config", cfg, "--month", "2026-13"}, `"2026-13" is not a YYYY-MM`},
+		{"day given", []string{"report", "--config", cfg, "--month", "2026-10-01"}, `"2026-10-01" is not a YYYY-MM`},
+		{"bad basis", []string{"report", "--config", cfg, "--month", "2026-10", "--basis", "invoice"}, `--basis "invoice" is not one of usage, reported`},
+		{"bad out", []string{"report", "--config", cfg, "--month", "2026-10", "--out", filepath.Join(dir, "x.csv")}, "must end in .xlsx"},
+		{"missing config", []string{"report", "--config", filepath.Join(dir, "nope.yaml"), "--month", "2026-10"}, "nope.yaml"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := execReportCLI(t, c.args...)
+			var ue usageError
+			if !errors.As(err, &ue) {
+				t.Fatalf("%v: error %v, want a usage error (exit 2)", c.args, err)
+			}
+			if !strings.Contains(err.Error(), c.want) {
+				t.Errorf("error %q does not say %q", err, c.want)
+			}
+		})
+	}
+	if _, err := os.Stat(filepath.Join(dir, "out")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a refused report created %s/out", dir)
+	}
+}
+
+func TestReportWithoutPublishedCopy(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "tally.yaml")
+	if err := os.WriteFile(cfg, []byte("usage:\n  start: 2026-01-01\nstore:\n  path: tally.duckdb\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := execReportCLI(t, "report", "--config", cfg, "--month", "2026-10")
+	if err == nil || !strings.Contains(err.Error(), "tally fetch") {
+		t.Fatalf("report with no data: %v, want an error saying tally fetch creates it", err)
+	}
+	var ue usageError
+	if errors.As(err, &ue) {
+		t.Errorf("missing data is a usage error (exit 2); want a failed run (exit 1)")
+	}
+}
