@@ -171,8 +171,9 @@ func readNamed(fsys fs.FS, dir string) ([]NamedQuery, error) {
 	return out, nil
 }
 
-// headerComment joins the leading "--" comment lines of a SQL file into one
-// line, without the "name:" they start with.
+// headerComment joins the first paragraph of a SQL file's leading "--"
+// comment into one line, without the "name:" it starts with. Later
+// paragraphs are notes for maintainers.
 func headerComment(text, name string) string {
 	var parts []string
 	for _, line := range strings.Split(text, "\n") {
@@ -180,9 +181,11 @@ func headerComment(text, name string) string {
 		if !strings.HasPrefix(line, "--") {
 			break
 		}
-		if line = strings.TrimSpace(strings.TrimPrefix(line, "--")); line != "" {
-			parts = append(parts, line)
+		line = strings.TrimSpace(strings.TrimPrefix(line, "--"))
+		if line == "" {
+			break
 		}
+		parts = append(parts, line)
 	}
 	d := strings.Join(parts, " ")
 	d = strings.TrimPrefix(d, name+":")

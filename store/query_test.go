@@ -156,6 +156,9 @@ func TestNamedQueries(t *testing.T) {
 			t.Errorf("named query %s missing", name)
 		}
 	}
+	if d := byName["gaps"].Description; d != "date ranges between loaded windows (start inclusive, end exclusive) that no window of the same granularity, basis and scope covers." {
+		t.Errorf("description %q keeps the maintainers' note", d)
+	}
 	if d := byName["cost_by_project_month"].Description; d != "what each project cost per calendar month, per currency and basis (never summed across currencies or bases)." {
 		t.Errorf("description %q", d)
 	}

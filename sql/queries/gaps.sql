@@ -1,7 +1,9 @@
 -- gaps: date ranges between loaded windows (start inclusive, end
 -- exclusive) that no window of the same granularity, basis and scope
--- covers. `tally status` reads this query by position: keep its columns and
--- their order.
+-- covers.
+--
+-- `tally status` reads this query by position: keep its columns and their
+-- order.
 WITH covered AS (
     SELECT granularity,
            basis,

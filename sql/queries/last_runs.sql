@@ -1,6 +1,8 @@
 -- last_runs: the 20 latest runs of a Tally command that writes, newest
--- first. `tally status` reads this query by position: keep its columns and
--- their order.
+-- first.
+--
+-- `tally status` reads this query by position: keep its columns and their
+-- order.
 SELECT id,
        command,
        job,

@@ -1,7 +1,9 @@
 -- loaded_spans: per granularity, basis and scope, the span the ledger
 -- covers (first start to last end, holes included: see gaps), how many
--- windows and rows, and when it was last fetched. `tally status` reads this
--- query by position: keep its columns and their order.
+-- windows and rows, and when it was last fetched.
+--
+-- `tally status` reads this query by position: keep its columns and their
+-- order.
 SELECT granularity,
        basis,
        scope,

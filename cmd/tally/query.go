@@ -1,0 +1,200 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tally-dev/tally/configs"
+	"github.com/tally-dev/tally/store"
+)
+
+func init() { commands = append(commands, newQueryCmd) }
+
+type queryOptions struct {
+	config string
+	db     string
+	format string
+	file   string
+	name   string
+}
+
+func newQueryCmd(g *globalFlags) *cobra.Command {
+	o := &queryOptions{}
+	cmd := &cobra.Command{
+		Use:   "query (--config FILE | --db FILE) [--format table|csv|json] (SQL | -f FILE.sql | --name NAME)",
+		Short: "Run read-only SQL on the analysts' copy of the data",
+		Long: `Run one SQL query, read-only, and print its answer.
+
+With --config, the query reads the published copy of the config's database
+(data/tally.duckdb → data/tally.published.duckdb), which every run of
+tally fetch refreshes; it never blocks, and is never blocked by, a running
+fetch. With --db, it reads the DuckDB file given. Statements that change
+data (DELETE, DROP, INSERT, …) fail and change nothing.
+
+Give exactly one of: the SQL as one (quoted) argument, -f FILE.sql (- reads
+standard input), or --name NAME for a named query shipped with tally.
+With none of them, or with --name "", it lists the named queries and the
+views, with what each answers; no database is needed for that.
+
+Formats: table (for people), csv (RFC 4180, one header row) and json (one
+array of objects). DECIMAL money is printed exactly, never rounded through a
+float; in json it is a string. Dates are YYYY-MM-DD, timestamps RFC 3339 in
+UTC.`,
+		Example: `  tally query --config tally.yaml "SELECT project, sum(cost) FROM usage GROUP BY ALL"
+  tally query --config tally.yaml --name cost_by_project_month --format csv > costs.csv
+  tally query --db data/tally.published.duckdb -f my_query.sql --format json
+  tally query --name ""`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 1 {
+				return usageErr("got %d arguments; give the SQL as one quoted argument", len(args))
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runQuery(cmd.Context(), o, args, cmd.InOrStdin(), cmd.OutOrStdout())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.config, "config", "", "config file (YAML): query its published copy")
+	f.StringVar(&o.db, "db", "", "DuckDB file to query instead, opened read-only")
+	f.StringVar(&o.format, "format", store.FormatTable, "output: table, csv or json")
+	f.StringVarP(&o.file, "file", "f", "", "file holding the SQL (- for standard input)")
+	f.StringVar(&o.name, "name", "", `named query to run ("" lists them)`)
+	return cmd
+}
+
+func runQuery(ctx context.Context, o *queryOptions, args []string, stdin io.Reader, w io.Writer) error {
+	switch o.format {
+	case store.FormatTable, store.FormatCSV, store.FormatJSON:
+	default:
+		return usageErr("--format %q is not one of table, csv, json", o.format)
+	}
+	given := 0
+	for _, set := range []bool{len(args) == 1, o.file != "", o.name != ""} {
+		if set {
+			given++
+		}
+	}
+	if given > 1 {
+		return usageErr("give exactly one of SQL, -f FILE.sql or --name NAME")
+	}
+	if given == 0 {
+		return listQueries(w, o.format)
+	}
+	var text string
+	switch {
+	case len(args) == 1:
+		text = args[0]
+		if strings.TrimSpace(text) == "" {
+			return usageErr("the SQL argument is empty")
+		}
+	case o.file != "":
+		var b []byte
+		var err error
+		if o.file == "-" {
+			b, err = io.ReadAll(stdin)
+		} else {
+			b, err = os.ReadFile(o.file)
+		}
+		if err != nil {
+			return usageErr("-f %s: %w", o.file, err)
+		}
+		if text = string(b); strings.TrimSpace(text) == "" {
+			return usageErr("-f %s: the file holds no SQL", o.file)
+		}
+	default:
+		q, err := store.FindNamedQuery(o.name)
+		if err != nil {
+			return usageErr("--name: %w; tally query --name \"\" lists them", err)
+		}
+		text = q.SQL
+	}
+	path, err := queryDB(o)
+	if err != nil {
+		return err
+	}
+	st, err := store.OpenReadOnly(ctx, path)
+	if err != nil {
+		if strings.Contains(err.Error(), "lock") {
+			return fmt.Errorf("%w\n(another process is writing it; query the published copy with --config instead)", err)
+		}
+		return err
+	}
+	defer st.Close()
+	res, err := st.Query(ctx, text)
+	if err != nil {
+		if strings.Contains(err.Error(), "read-only") {
+			return fmt.Errorf("%w\n(tally query only reads; data changes through tally fetch)", err)
+		}
+		return err
+	}
+	return store.WriteResult(w, o.format, res)
+}
+
+// queryDB is the database file the options point at: --db as given, or
+// the published copy of the config's database.
+func queryDB(o *queryOptions) (string, error) {
+	switch {
+	case o.config != "" && o.db != "":
+		return "", usageErr("give --config or --db, not both")
+	case o.db != "":
+		if _, err := os.Stat(o.db); err != nil {
+			return "", usageErr("--db %s: %w", o.db, err)
+		}
+		return o.db, nil
+	case o.config != "":
+		cfg, err := configs.Load(o.config, os.Getenv)
+		if err != nil {
+			return "", usageError{err}
+		}
+		return publishedCopy(cfg)
+	}
+	return "", usageErr("--config or --db is required: the data to query")
+}
+
+// publishedCopy is the analysts' copy of cfg's database, or an error saying
+// how it comes about when it does not exist yet.
+func publishedCopy(cfg *configs.Config) (string, error) {
+	pub := store.PublishedPath(cfg.Store.Path)
+	if _, err := os.Stat(pub); errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("no published copy at %s yet: tally fetch --config %s creates it at the end of its run", pub, cfg.Path)
+	} else if err != nil {
+		return "", err
+	}
+	return pub, nil
+}
+
+// listQueries prints the named queries and the views, in format.
+func listQueries(w io.Writer, format string) error {
+	named, err := store.NamedQueries()
+	if err != nil {
+		return err
+	}
+	views, err := store.Views()
+	if err != nil {
+		return err
+	}
+	res := &store.Result{
+		Columns: []string{"kind", "name", "answers"},
+		Types:   []string{"VARCHAR", "VARCHAR", "VARCHAR"},
+		Rows:    [][]any{},
+	}
+	for _, q := range named {
+		res.Rows = append(res.Rows, []any{"query", q.Name, q.Description})
+	}
+	for _, v := range views {
+		res.Rows = append(res.Rows, []any{"view", v.Name, v.Description})
+	}
+	if format == store.FormatTable {
+		fmt.Fprintln(w, `Run a query with: tally query --config FILE --name NAME; read a view with "SELECT * FROM NAME".`)
+		fmt.Fprintln(w)
+	}
+	return store.WriteResult(w, format, res)
+}

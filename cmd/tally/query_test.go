@@ -1,0 +1,219 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tally-dev/tally/fetch"
+	"github.com/tally-dev/tally/store"
+)
+
+// execQueryCLI runs the command line in-process through the cobra root, the
+// way run does, and returns what it printed.
+func execQueryCLI(t *testing.T, stdin string, args ...string) (string, error) {
+	t.Helper()
+	started := false
+	root := newRootCmd(&started)
+	var out bytes.Buffer
+	root.SetIn(strings.NewReader(stdin))
+	root.SetOut(&out)
+	root.SetErr(io.Discard)
+	root.SetArgs(args)
+	err := root.ExecuteContext(context.Background())
+	if err != nil && !started {
+		var ue usageError
+		if !errors.As(err, &ue) {
+			err = usageError{err}
+		}
+	}
+	return out.String(), err
+}
+
+func isUsageError(err error) bool {
+	var ue usageError
+	return errors.As(err, &ue)
+}
+
+// queryFixture is a config whose database holds two days of usage, and,
+// when publish is set, its published copy.
+func queryFixture(t *testing.T, publish bool) (cfgPath, dbPath string) {
+	t.Helper()
+	ctx := context.Background()
+	dir := t.TempDir()
+	dbPath = filepath.Join(dir, "tally.duckdb")
+	cfgPath = filepath.Join(dir, "tally.yaml")
+	if err := os.WriteFile(cfgPath, []byte("usage:\n  start: 2026-01-01\nstore:\n  path: tally.duckdb\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, err := store.Open(ctx, dbPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	run := store.NewRunID()
+	if err := s.BeginRun(ctx, run, "fetch", "nightly"); err != nil {
+		t.Fatal(err)
+	}
+	d := time.Date(2026, 1, 30, 0, 0, 0, 0, time.UTC)
+	rows := []fetch.MeterData{
+		{Date: d, MeterName: "enc", Quantity: 1.5, Cost: fetch.MustDecimal("0.100000000001"), Currency: "USD", Project: "a"},
+		{Date: d.AddDate(0, 0, 1), MeterName: "enc", Quantity: 2, Cost: fetch.MustDecimal("12345678901234.2"), Currency: "USD", Project: "a"},
+		{Date: d.AddDate(0, 0, 2), MeterName: "egress", Quantity: 3, Cost: fetch.MustDecimal("3"), Currency: "EUR", Project: "b"},
+	}
+	q := fetch.UsageQuery{Window: fetch.Window{Start: d, End: d.AddDate(0, 0, 3), Granularity: fetch.Day}}
+	if _, err := s.LoadWindow(ctx, q, run, func(yield func(fetch.MeterData, error) bool) {
+		for _, r := range rows {
+			if !yield(r, nil) {
+				return
+			}
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.FinishRun(ctx, run, store.RunResult{Status: store.RunOK, Rows: 3, Windows: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if publish {
+		if _, err := s.Publish(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return cfgPath, dbPath
+}
+
+func TestQueryReadsThePublishedCopy(t *testing.T) {
+	cfg, db := queryFixture(t, true)
+
+	out, err := execQueryCLI(t, "", "query", "--config", cfg, "--format", "csv",
+		"SELECT project, currency, sum(cost) AS cost FROM usage GROUP BY ALL ORDER BY ALL")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "project,currency,cost\r\na,USD,12345678901234.300000000001\r\nb,EUR,3.000000000000\r\n"
+	if out != want {
+		t.Fatalf("csv:\n%q\nwant\n%q", out, want)
+	}
+
+	out, err = execQueryCLI(t, "", "query", "--config", cfg, "--name", "cost_by_project_month", "--format", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var months []map[string]any
+	if err := json.Unmarshal([]byte(out), &months); err != nil {
+		t.Fatalf("json %q: %v", out, err)
+	}
+	got := ""
+	for _, m := range months {
+		got += fmt.Sprintf("%v %v %v %v|", m["month"], m["project"], m["currency"], m["cost"])
+	}
+	if want := "2026-01-01 a USD 12345678901234.300000000001|2026-02-01 b EUR 3.000000000000|"; got != want {
+		t.Fatalf("cost_by_project_month: %s, want %s", got, want)
+	}
+
+	sqlFile := filepath.Join(t.TempDir(), "q.sql")
+	os.WriteFile(sqlFile, []byte("-- how many rows\nSELECT count(*) AS n FROM usage;\n"), 0o600)
+	for _, args := range [][]string{
+		{"query", "--config", cfg, "-f", sqlFile},
+		{"query", "--db", db, "-f", "-"},
+	} {
+		out, err = execQueryCLI(t, "SELECT count(*) AS n FROM usage", args...)
+		if err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		if want := "n\n-\n3\n(1 row)\n"; out != want {
+			t.Fatalf("%v printed %q, want %q", args, out, want)
+		}
+	}
+}
+
+func TestQueryNeverChangesData(t *testing.T) {
+	cfg, _ := queryFixture(t, true)
+	for _, sql := range []string{"DELETE FROM usage", "DROP TABLE usage"} {
+		_, err := execQueryCLI(t, "", "query", "--config", cfg, sql)
+		if err == nil || isUsageError(err) || exitCode(err) != exitFailed {
+			t.Fatalf("%s: %v, want a failure (exit 1)", sql, err)
+		}
+		if !strings.Contains(err.Error(), "read-only") || !strings.Contains(err.Error(), "tally query only reads") {
+			t.Fatalf("%s: unclear message %q", sql, err)
+		}
+	}
+	out, err := execQueryCLI(t, "", "query", "--config", cfg, "--format", "csv", "SELECT count(*) AS n FROM usage")
+	if err != nil || out != "n\r\n3\r\n" {
+		t.Fatalf("after refused writes: %q %v", out, err)
+	}
+
+	_, err = execQueryCLI(t, "", "query", "--config", cfg, "SELECT no_such_column FROM usage")
+	if err == nil || isUsageError(err) || !strings.Contains(err.Error(), "no_such_column") {
+		t.Fatalf("SQL error: %v, want DuckDB's message, exit 1", err)
+	}
+}
+
+func TestQueryWithoutAPublishedCopy(t *testing.T) {
+	cfg, _ := queryFixture(t, false)
+	_, err := execQueryCLI(t, "", "query", "--config", cfg, "SELECT 1")
+	if err == nil || isUsageError(err) || !strings.Contains(err.Error(), "no published copy") || !strings.Contains(err.Error(), "tally fetch --config") {
+		t.Fatalf("got %v, want a message that tally fetch creates the copy", err)
+	}
+}
+
+func TestQueryListsNamedQueries(t *testing.T) {
+	for _, args := range [][]string{{"query"}, {"query", "--name", ""}} {
+		out, err := execQueryCLI(t, "", args...)
+		if err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		for _, want := range []string{"cost_by_project_month", "what each project cost per calendar month", "gaps", "payment_methods", "view"} {
+			if !strings.Contains(out, want) {
+				t.Fatalf("%v: listing lacks %q:\n%s", args, want, out)
+			}
+		}
+	}
+	out, err := execQueryCLI(t, "", "query", "--format", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list []map[string]string
+	if err := json.Unmarshal([]byte(out), &list); err != nil || len(list) < 8 || list[0]["kind"] != "query" {
+		t.Fatalf("json listing %q: %v", out, err)
+	}
+}
+
+func TestQueryUsageErrors(t *testing.T) {
+	cfg, db := queryFixture(t, true)
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	os.WriteFile(bad, []byte("store:\n  pth: x\n"), 0o600)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"query", "--config", cfg, "--name", "gaps", "SELECT 1"}, "exactly one of"},
+		{[]string{"query", "--config", cfg, "-f", "x.sql", "SELECT 1"}, "exactly one of"},
+		{[]string{"query", "--config", cfg, "SELECT", "1"}, "one quoted argument"},
+		{[]string{"query", "--config", cfg, "--format", "xml", "SELECT 1"}, `"xml"`},
+		{[]string{"query", "--config", cfg, "--db", db, "SELECT 1"}, "not both"},
+		{[]string{"query", "SELECT 1"}, "--config or --db is required"},
+		{[]string{"query", "--config", cfg, "--name", "nope"}, `no named query "nope"`},
+		{[]string{"query", "--config", cfg, "-f", "/no/such.sql"}, "/no/such.sql"},
+		{[]string{"query", "--db", "/no/such.duckdb", "SELECT 1"}, "/no/such.duckdb"},
+		{[]string{"query", "--config", bad, "SELECT 1"}, "pth"},
+		{[]string{"query", "--config", cfg, "--bogus", "SELECT 1"}, "bogus"},
+	} {
+		_, err := execQueryCLI(t, "", tc.args...)
+		if !isUsageError(err) || exitCode(err) != exitUsage {
+			t.Errorf("%v: %v, want a usage error (exit 2)", tc.args, err)
+			continue
+		}
+		if !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %q does not mention %q", tc.args, err, tc.want)
+		}
+	}
+}

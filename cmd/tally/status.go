@@ -1,0 +1,190 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tally-dev/tally/configs"
+	"github.com/tally-dev/tally/fetch"
+	"github.com/tally-dev/tally/store"
+)
+
+func init() { commands = append(commands, newStatusCmd) }
+
+type statusOptions struct {
+	config string
+	format string
+}
+
+func newStatusCmd(g *globalFlags) *cobra.Command {
+	o := &statusOptions{}
+	cmd := &cobra.Command{
+		Use:   "status --config FILE [--format table|json]",
+		Short: "Show the last runs, the loaded windows and their gaps, and data freshness",
+		Long: `Show the last runs (id, command, start, end, status, error), the span loaded
+per granularity, basis and scope, the gaps between loaded windows, and how
+fresh the data is.
+
+It reads the published copy of the database (what tally query reads), so it
+never waits for a running fetch; it also says whether a run holds the
+database's lock right now. Before the first fetch has published a copy, it
+says so.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runStatus(cmd.Context(), o, cmd.OutOrStdout())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.config, "config", "", "config file (YAML)")
+	f.StringVar(&o.format, "format", "table", "output: table or json")
+	return cmd
+}
+
+// statusReport is everything `tally status` prints.
+type statusReport struct {
+	Database    string          `json:"database"`
+	Published   string          `json:"published"`
+	PublishedAt *time.Time      `json:"published_at"` // nil: no copy yet
+	Writer      *store.LockInfo `json:"writer"`       // the run holding the lock, if any
+	*store.Status
+}
+
+func runStatus(ctx context.Context, o *statusOptions, w io.Writer) error {
+	if o.format != "table" && o.format != "json" {
+		return usageErr("--format %q is not one of table, json", o.format)
+	}
+	if o.config == "" {
+		return usageErr("--config is required: the config file whose data to show")
+	}
+	cfg, err := configs.Load(o.config, os.Getenv)
+	if err != nil {
+		return usageError{err}
+	}
+	rep := statusReport{
+		Database:  cfg.Store.Path,
+		Published: store.PublishedPath(cfg.Store.Path),
+		Status:    &store.Status{Runs: []store.RunInfo{}, Spans: []store.Span{}, Gaps: []store.Gap{}},
+	}
+	if rep.Writer, err = store.LockHolder(cfg.Store.Path); err != nil {
+		return err
+	}
+	fi, err := os.Stat(rep.Published)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return err
+	default:
+		t := fi.ModTime().UTC()
+		rep.PublishedAt = &t
+		st, err := store.OpenReadOnly(ctx, rep.Published)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		if rep.Status, err = st.Status(ctx); err != nil {
+			return err
+		}
+	}
+	if o.format == "json" {
+		b, err := json.MarshalIndent(rep, "", "  ")
+		if err != nil {
+			return fmt.Errorf("encode status: %w", err)
+		}
+		_, err = w.Write(append(b, '\n'))
+		return err
+	}
+	return writeStatusTable(w, &rep, cfg)
+}
+
+func writeStatusTable(w io.Writer, rep *statusReport, cfg *configs.Config) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "database\t%s\n", rep.Database)
+	if rep.PublishedAt == nil {
+		fmt.Fprintf(tw, "published\tnone yet: tally fetch --config %s creates %s at the end of its run\n", cfg.Path, rep.Published)
+	} else {
+		fmt.Fprintf(tw, "published\t%s (%s)\n", rep.Published, statusTime(*rep.PublishedAt))
+	}
+	if h := rep.Writer; h != nil {
+		fmt.Fprintf(tw, "running now\tpid %d, command %q, since %s (not in the published copy yet)\n", h.PID, h.Command, statusTime(h.Started))
+	} else {
+		fmt.Fprintf(tw, "running now\tnothing\n")
+	}
+	if rep.PublishedAt == nil {
+		return tw.Flush()
+	}
+
+	fmt.Fprintf(tw, "\nLAST RUNS\n")
+	if len(rep.Runs) == 0 {
+		fmt.Fprintf(tw, "none\n")
+	} else {
+		fmt.Fprintf(tw, "ID\tCOMMAND\tJOB\tSTARTED\tFINISHED\tSTATUS\tROWS\tWINDOWS\tERROR\n")
+		for _, r := range rep.Runs {
+			finished := "-"
+			if r.Finished != nil {
+				finished = statusTime(*r.Finished)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\n", r.ID, r.Command, statusDash(r.Job), statusTime(r.Started), finished,
+				r.Status, r.Rows, r.Windows, statusDash(statusOneLine(r.Error)))
+		}
+	}
+
+	fmt.Fprintf(tw, "\nLOADED (start inclusive, end exclusive)\n")
+	if len(rep.Spans) == 0 {
+		fmt.Fprintf(tw, "nothing yet\n")
+	} else {
+		fmt.Fprintf(tw, "GRANULARITY\tBASIS\tSCOPE\tSTART\tEND\tWINDOWS\tROWS\tLAST FETCHED\n")
+		for _, s := range rep.Spans {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\n", s.Granularity, s.Basis, s.Scope,
+				s.Start.Format(fetch.DateLayout), s.End.Format(fetch.DateLayout), s.Windows, s.Rows, statusTime(s.LastFetchedAt))
+		}
+	}
+
+	fmt.Fprintf(tw, "\nGAPS (not loaded between loaded windows)\n")
+	if len(rep.Gaps) == 0 {
+		fmt.Fprintf(tw, "none\n")
+	} else {
+		fmt.Fprintf(tw, "GRANULARITY\tBASIS\tSCOPE\tSTART\tEND\tDAYS\n")
+		for _, g := range rep.Gaps {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\n", g.Granularity, g.Basis, g.Scope,
+				g.Start.Format(fetch.DateLayout), g.End.Format(fetch.DateLayout), int(g.End.Sub(g.Start).Hours()/24))
+		}
+	}
+
+	f := rep.Freshness
+	fmt.Fprintf(tw, "\nFRESHNESS\n")
+	fmt.Fprintf(tw, "last fetched\t%s\n", statusTimeOrNone(f.LastFetchedAt))
+	fmt.Fprintf(tw, "latest usage\t%s\n", statusTimeOrNone(f.LatestUsageDate))
+	fmt.Fprintf(tw, "latest charge\t%s\n", statusTimeOrNone(f.LatestDateProcessed))
+	return tw.Flush()
+}
+
+func statusTime(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+func statusTimeOrNone(t *time.Time) string {
+	if t == nil {
+		return "none"
+	}
+	return statusTime(*t)
+}
+
+func statusDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// statusOneLine keeps a multi-line error on its table row.
+func statusOneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}
