@@ -847,6 +847,50 @@ func TestDeterministic(t *testing.T) {
 	}
 }
 
+func TestBasisAndGranularityChooseRows(t *testing.T) {
+	db := openDB(t)
+	seed(t, db)
+	for _, c := range []struct {
+		name  string
+		p     reports.Period
+		day   time.Time // the one USD row's day on the Daily sheet
+		date  string    // its Date as the Detail sheet shows it
+		total string
+	}{
+		// The reported row was sampled on the 5th and charged on the 6th.
+		{"reported", reports.Period{Month: october, Basis: fetch.BasisReported, Granularity: fetch.Day}, day(6), "2026-10-05", "1000"},
+		{"hour", reports.Period{Month: october, Basis: fetch.BasisUsage, Granularity: fetch.Hour}, day(5), "2026-10-05 03:00", "1000"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "r.xlsx")
+			if err := reports.WriteFile(context.Background(), db, c.p, path, reports.Options{Now: func() time.Time { return now }}); err != nil {
+				t.Fatal(err)
+			}
+			f, err := excelize.OpenFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			totals := summaryTable(t, f, "Currency")
+			if len(totals) != 2 {
+				t.Fatalf("totals %q, want USD only", totals)
+			}
+			sameAmount(t, c.name+" total", at(totals[1], colOf(t, totals[0], "Total usage value")), c.total)
+			daily := rows(t, f, "Daily")
+			if len(daily) != 2 || at(daily[1], 0) != strconv.Itoa(excelDate(c.day)) {
+				t.Errorf("Daily %q, want one row on %s", daily, c.day.Format("2006-01-02"))
+			}
+			d, err := f.GetRows("Detail")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(d) != 2 || at(d[1], 0) != c.date {
+				t.Errorf("Detail %q, want one row dated %s", d, c.date)
+			}
+		})
+	}
+}
+
 func TestEmptyMonth(t *testing.T) {
 	db := openDB(t)
 	f, _ := build(t, db, reports.Options{})

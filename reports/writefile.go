@@ -13,6 +13,13 @@ import (
 // error or cancellation the temporary file is removed and nothing is left
 // under path. The folder is created when missing.
 func WriteFile(ctx context.Context, src Source, p Period, path string, opts Options) (err error) {
+	// Refuse a bad period or options before touching the file system.
+	if err := p.validate(); err != nil {
+		return fmt.Errorf("write report %s: %w", path, err)
+	}
+	if err := opts.normalise(); err != nil {
+		return fmt.Errorf("write report %s: %w", path, err)
+	}
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return fmt.Errorf("write report %s: %w", path, err)
