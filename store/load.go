@@ -59,6 +59,10 @@ var usageColumns = []string{
 // DECIMAL(38, 12), or ctx is cancelled, the transaction is rolled back and
 // the window stays as it was. Concurrent calls each use their own
 // connection and transaction.
+//
+// The ledger records q.Stats as it stands at commit; a Stats shared by
+// several windows gives their running total, so give each window its own
+// for per-window numbers.
 func (s *Store) LoadWindow(ctx context.Context, q fetch.UsageQuery, runID uuid.UUID, rows iter.Seq2[fetch.MeterData, error]) (LoadResult, error) {
 	began := time.Now()
 	w := q.Window
