@@ -1,0 +1,114 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tally-dev/tally/configs"
+	"github.com/tally-dev/tally/fetch"
+	"github.com/tally-dev/tally/schedules"
+)
+
+func init() { commands = append(commands, newFetchCmd) }
+
+func newFetchCmd(g *globalFlags) *cobra.Command {
+	var cfgPath, from, to, gran string
+	cmd := &cobra.Command{
+		Use:   "fetch --config FILE [--from DATE] [--to DATE] [--granularity G]",
+		Short: "Fetch due usage windows and reference data into the database",
+		Long: `Plans the due windows from the ledger (missing windows, the lookback span,
+today's partial window), fetches them concurrently, loads each in one
+transaction, refreshes payment methods, rate cards, projects and locations, and
+publishes the read-only copy analysts query. Exit 3 when some windows failed
+after all retries: the others are kept and the next run fetches the rest.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			r, err := newRunner(cmd, g, cfgPath)
+			if err != nil {
+				return err
+			}
+			opts, err := fetchOptions(from, to, gran)
+			if err != nil {
+				return err
+			}
+			sum, err := r.Fetch(cmd.Context(), opts)
+			printFetchSummary(cmd, sum)
+			return err
+		},
+	}
+	cmd.Flags().StringVar(&cfgPath, "config", "", "config file (YAML)")
+	cmd.Flags().StringVar(&from, "from", "", "first day, YYYY-MM-DD (default usage.start)")
+	cmd.Flags().StringVar(&to, "to", "", "day after the last, YYYY-MM-DD, exclusive (default tomorrow, UTC)")
+	cmd.Flags().StringVar(&gran, "granularity", "", "hour, day, week, month or year (default usage.granularity)")
+	return cmd
+}
+
+// loadConfig loads and validates the config; any problem is bad usage.
+func loadConfig(path string) (*configs.Config, error) {
+	if path == "" {
+		return nil, usageErr("--config is required: the YAML file of configs/tally.example.yaml")
+	}
+	cfg, err := configs.Load(path, os.Getenv)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	return cfg, nil
+}
+
+// newRunner loads the config and the token, and builds the job runner.
+func newRunner(cmd *cobra.Command, g *globalFlags, cfgPath string) (*schedules.Runner, error) {
+	cfg, err := loadConfig(cfgPath)
+	if err != nil {
+		return nil, err
+	}
+	log, err := newLogger(g, os.Stderr)
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range cfg.Warnings {
+		log.Warn().Msg(w)
+	}
+	token, err := cfg.Token(os.Getenv)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	return &schedules.Runner{Config: cfg, Token: token, Log: log, Version: version}, nil
+}
+
+// fetchOptions parses --from, --to and --granularity.
+func fetchOptions(from, to, gran string) (schedules.FetchOptions, error) {
+	var o schedules.FetchOptions
+	var err error
+	if from != "" {
+		if o.From, err = fetch.ParseDate(from); err != nil {
+			return o, usageErr("--from: %v", err)
+		}
+	}
+	if to != "" {
+		if o.To, err = fetch.ParseDate(to); err != nil {
+			return o, usageErr("--to: %v", err)
+		}
+	}
+	if !o.From.IsZero() && !o.To.IsZero() && !o.To.After(o.From) {
+		return o, usageErr("--to %s must be after --from %s (--to is exclusive)", to, from)
+	}
+	if gran != "" {
+		if o.Granularity, err = fetch.ParseGranularity(gran); err != nil {
+			return o, usageErr("--granularity: %v", err)
+		}
+	}
+	return o, nil
+}
+
+func printFetchSummary(cmd *cobra.Command, s schedules.FetchSummary) {
+	out := cmd.OutOrStdout()
+	fmt.Fprintf(out, "windows: %d planned, %d loaded, %d failed\n", s.Planned, s.Loaded, len(s.Failed))
+	fmt.Fprintf(out, "rows: %d   requests: %d   retries: %d   bytes: %d   time: %s\n",
+		s.Rows, s.Requests, s.Retries, s.Bytes, s.Duration.Round(time.Millisecond))
+	if s.Published != "" {
+		fmt.Fprintf(out, "analysts' copy: %s\n", s.Published)
+	}
+}

@@ -1,0 +1,277 @@
+package schedules
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/rs/zerolog"
+
+	"github.com/tally-dev/tally/configs"
+	"github.com/tally-dev/tally/fetch"
+	"github.com/tally-dev/tally/store"
+)
+
+// Env is what a job runs with. Now is injectable so tests control "today".
+type Env struct {
+	Config *configs.Config
+	Client *fetch.Client
+	Store  *store.Store
+	Log    zerolog.Logger
+	Now    func() time.Time
+}
+
+func (e *Env) now() time.Time {
+	if e.Now != nil {
+		return e.Now().UTC()
+	}
+	return time.Now().UTC()
+}
+
+// FetchOptions narrow one fetch. Zero values mean: from usage.start, to
+// tomorrow (so today's partial data is fetched, and fetched again later), the
+// config's granularity.
+type FetchOptions struct {
+	From, To    time.Time
+	Granularity fetch.Granularity
+}
+
+// WindowFailure is one window that failed after every retry.
+type WindowFailure struct {
+	Window fetch.Window
+	Err    error
+}
+
+// FetchSummary is what one fetch did.
+type FetchSummary struct {
+	Planned   int
+	Loaded    int
+	Rows      int64
+	Requests  int64
+	Retries   int64
+	Bytes     int64
+	Duration  time.Duration
+	Failed    []WindowFailure
+	RefErr    error  // reference data that could not be refreshed
+	Published string // the analysts' copy, once the run is recorded
+}
+
+// PartialError reports a fetch where some windows (or the reference data)
+// failed after all retries while the rest was loaded. The failed windows are
+// missing from the ledger, so the next run fetches them again.
+type PartialError struct {
+	Failed []WindowFailure
+	RefErr error
+}
+
+func (e *PartialError) Error() string {
+	var b strings.Builder
+	if n := len(e.Failed); n > 0 {
+		fmt.Fprintf(&b, "%d window(s) failed after all retries; the others were loaded and the next run fetches these again:", n)
+		for _, f := range e.Failed {
+			fmt.Fprintf(&b, "\n  %s (%s): %v", f.Window, f.Window.Granularity, f.Err)
+		}
+	}
+	if e.RefErr != nil {
+		if b.Len() > 0 {
+			b.WriteString("\n")
+		}
+		fmt.Fprintf(&b, "reference data not refreshed (reports use the previous snapshot): %v", e.RefErr)
+	}
+	return b.String()
+}
+
+// Partial marks the error for exit code 3.
+func (e *PartialError) Partial() bool { return true }
+
+// PlanWindows returns the windows a fetch with these options would request,
+// from the ledger in the store (or an empty ledger when st is nil).
+func PlanWindows(ctx context.Context, cfg *configs.Config, st *store.Store, opts FetchOptions, now time.Time) ([]fetch.PlannedWindow, fetch.UsageQuery, error) {
+	q := cfg.UsageQueryBase()
+	g := opts.Granularity
+	if g == "" {
+		g = cfg.Usage.Granularity
+	}
+	from, to := opts.From, opts.To
+	if from.IsZero() {
+		from = cfg.Usage.Start
+	}
+	if to.IsZero() {
+		to = fetch.Day.Truncate(now).AddDate(0, 0, 1)
+	}
+	var loaded []fetch.LoadedWindow
+	if st != nil {
+		var err error
+		loaded, err = st.Ledger(ctx, g, q.Basis(), q.Scope())
+		if err != nil {
+			return nil, q, fmt.Errorf("read ledger: %w", err)
+		}
+	}
+	plan, err := fetch.Plan(fetch.PlanInput{
+		From: from, To: to, Granularity: g, Size: cfg.Usage.Window,
+		Loaded: loaded, Lookback: cfg.Usage.Lookback, Now: now,
+	})
+	if err != nil {
+		return nil, q, err
+	}
+	return plan, q, nil
+}
+
+// Fetch plans the due windows, fetches them concurrently (api.concurrency),
+// loads each in its own transaction as it completes and refreshes the
+// reference snapshots. Windows that fail after all
+// retries are listed in a *PartialError; the rest stay loaded.
+func Fetch(ctx context.Context, env *Env, runID uuid.UUID, opts FetchOptions) (FetchSummary, error) {
+	start := time.Now()
+	var sum FetchSummary
+	plan, base, err := PlanWindows(ctx, env.Config, env.Store, opts, env.now())
+	if err != nil {
+		return sum, err
+	}
+	sum.Planned = len(plan)
+	env.Log.Info().Int("windows", len(plan)).Str("granularity", string(firstGranularity(plan, env.Config))).
+		Str("basis", string(base.Basis())).Str("scope", base.Scope()).Msg("fetch planned")
+
+	var (
+		mu    sync.Mutex
+		done  int
+		stats fetch.Stats
+	)
+	jobs := make(chan fetch.PlannedWindow)
+	var wg sync.WaitGroup
+	workers := max(1, min(env.Config.API.Concurrency, len(plan)))
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for pw := range jobs {
+				q := base
+				q.Window = pw.Window
+				ws := &fetch.Stats{}
+				q.Stats = ws
+				res, err := loadWindow(ctx, env, runID, q)
+				stats.Requests.Add(ws.Requests.Load())
+				stats.Retries.Add(ws.Retries.Load())
+				stats.Bytes.Add(ws.Bytes.Load())
+				mu.Lock()
+				done++
+				ev := env.Log.Info()
+				if err != nil {
+					sum.Failed = append(sum.Failed, WindowFailure{pw.Window, err})
+					ev = env.Log.Error().Err(err)
+				} else {
+					sum.Loaded++
+					sum.Rows += res.Rows
+				}
+				ev.Str("window", pw.Window.String()).Str("reason", pw.Reason).Int64("rows", res.Rows).
+					Int64("requests", ws.Requests.Load()).Int64("retries", ws.Retries.Load()).
+					Str("progress", fmt.Sprintf("%d/%d", done, len(plan))).Msg("window")
+				mu.Unlock()
+			}
+		}()
+	}
+feed:
+	for _, pw := range plan {
+		select {
+		case jobs <- pw:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(jobs)
+	wg.Wait()
+	sort.Slice(sum.Failed, func(i, j int) bool { return sum.Failed[i].Window.Start.Before(sum.Failed[j].Window.Start) })
+
+	if ctx.Err() == nil {
+		if err := refreshReference(ctx, env, runID); err != nil {
+			sum.RefErr = err
+			env.Log.Error().Err(err).Msg("reference data not refreshed")
+		}
+	}
+	sum.Requests, sum.Retries, sum.Bytes = stats.Requests.Load(), stats.Retries.Load(), stats.Bytes.Load()
+	sum.Duration = time.Since(start)
+	if err := ctx.Err(); err != nil {
+		return sum, fmt.Errorf("fetch cancelled after %d of %d windows (each window is fully old or fully new; the next run fetches the rest): %w", sum.Loaded, sum.Planned, err)
+	}
+	if len(sum.Failed) > 0 && sum.Loaded == 0 && sum.Planned > 0 {
+		return sum, fmt.Errorf("every window failed; first: %s: %w", sum.Failed[0].Window, sum.Failed[0].Err)
+	}
+	if len(sum.Failed) > 0 || sum.RefErr != nil {
+		return sum, &PartialError{Failed: sum.Failed, RefErr: sum.RefErr}
+	}
+	return sum, nil
+}
+
+func firstGranularity(plan []fetch.PlannedWindow, cfg *configs.Config) fetch.Granularity {
+	if len(plan) > 0 {
+		return plan[0].Granularity
+	}
+	return cfg.Usage.Granularity
+}
+
+// loadWindow streams one window from the interface into the store. The
+// client retries each request before any row arrives; a stream cut after
+// rows were consumed rolls the window's transaction back, and the window is
+// fetched again from the start.
+func loadWindow(ctx context.Context, env *Env, runID uuid.UUID, q fetch.UsageQuery) (store.LoadResult, error) {
+	var res store.LoadResult
+	err := env.Client.Retry(ctx, func(ctx context.Context) error {
+		r, err := env.Store.LoadWindow(ctx, q, runID, env.Client.Usage(ctx, q))
+		res = r
+		return err
+	})
+	if err != nil {
+		return store.LoadResult{}, fmt.Errorf("load window %s: %w", q.Window, err)
+	}
+	return res, nil
+}
+
+// refreshReference snapshots payment methods, their rate cards, projects,
+// locations and the organization. A rate card that cannot be read does not
+// stop the others; the snapshot keeps what was read and the error says what
+// was not.
+func refreshReference(ctx context.Context, env *Env, runID uuid.UUID) error {
+	c := env.Client
+	var ref store.Reference
+	var errs []error
+	if org, err := c.Organization(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("organization: %w", err))
+	} else {
+		ref.Organization = &org
+	}
+	pms, err := c.PaymentMethods(ctx)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("payment methods: %w", err))
+	}
+	ref.PaymentMethods = pms
+	for _, pm := range pms {
+		rc, err := c.RateCard(ctx, pm.ID)
+		if err != nil {
+			var ae *fetch.APIError
+			if errors.As(err, &ae) && ae.Status == 404 {
+				continue // a method without a rate card is not an error
+			}
+			errs = append(errs, fmt.Errorf("rate card of payment method %s: %w", pm.ID, err))
+			continue
+		}
+		if rc.PaymentMethodID == "" {
+			rc.PaymentMethodID = pm.ID
+		}
+		ref.RateCards = append(ref.RateCards, rc)
+	}
+	if ref.Projects, err = c.Projects(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("projects: %w", err))
+	}
+	if ref.Locations, err = c.Locations(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("locations: %w", err))
+	}
+	if err := env.Store.SaveSnapshot(ctx, runID, env.now(), ref); err != nil {
+		errs = append(errs, fmt.Errorf("save snapshot: %w", err))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,101 @@
+package schedules
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/tally-dev/tally/fetch"
+	"github.com/tally-dev/tally/reports"
+)
+
+// ReportMonths resolves reports.months ("previous", "current" or YYYY-MM)
+// against today: the previous month is final, the current one month to date.
+func ReportMonths(names []string, now time.Time) ([]time.Time, error) {
+	this := fetch.Month.Truncate(now)
+	var out []time.Time
+	for _, n := range names {
+		switch n {
+		case "previous":
+			out = append(out, this.AddDate(0, -1, 0))
+		case "current":
+			out = append(out, this)
+		default:
+			m, err := reports.ParseMonth(n)
+			if err != nil {
+				return nil, fmt.Errorf("reports.months: %w", err)
+			}
+			out = append(out, m)
+		}
+	}
+	return out, nil
+}
+
+// WrittenReport is one workbook a run wrote.
+type WrittenReport struct {
+	Month time.Time
+	Path  string
+}
+
+// NightlySummary is what `tally run` did.
+type NightlySummary struct {
+	RunID   uuid.UUID
+	Fetch   FetchSummary
+	Reports []WrittenReport
+}
+
+// Nightly is `tally run`: fetch, then the configured reports, under one run
+// id. Reports are written even when some windows failed (the workbook's
+// Summary shows how fresh the data is), and the run is then partial.
+func (r *Runner) Nightly(ctx context.Context, months []string) (NightlySummary, error) {
+	var sum NightlySummary
+	published, err := r.withRun(ctx, "run", "", func(ctx context.Context, env *Env, runID uuid.UUID) (runStats, error) {
+		sum.RunID = runID
+		var fetchErr error
+		sum.Fetch, fetchErr = Fetch(ctx, env, runID, FetchOptions{})
+		stats := runStats{rows: sum.Fetch.Rows, windows: sum.Fetch.Loaded}
+		if fetchErr != nil && !isPartial(fetchErr) {
+			return stats, fetchErr
+		}
+		written, err := writeReports(ctx, env, months)
+		sum.Reports = written
+		if err != nil {
+			return stats, err
+		}
+		return stats, fetchErr
+	})
+	sum.Fetch.Published = published
+	return sum, err
+}
+
+func isPartial(err error) bool {
+	pe, ok := err.(*PartialError)
+	return ok && pe.Partial()
+}
+
+// writeReports writes one workbook per configured month from the store the
+// run holds.
+func writeReports(ctx context.Context, env *Env, months []string) ([]WrittenReport, error) {
+	cfg := env.Config
+	if months == nil {
+		months = cfg.Reports.Months
+	}
+	ms, err := ReportMonths(months, env.now())
+	if err != nil {
+		return nil, err
+	}
+	var out []WrittenReport
+	for _, m := range ms {
+		p := reports.Period{Month: m, Basis: cfg.UsageQueryBase().Basis(), Granularity: cfg.Usage.Granularity}
+		path := reports.DefaultPath(cfg.Reports.Dir, m)
+		opts := reports.Options{Tolerance: cfg.Reports.Tolerance, Now: env.Now}
+		if err := reports.WriteFile(ctx, env.Store.DB(), p, path, opts); err != nil {
+			return out, fmt.Errorf("report %s: %w", m.Format("2006-01"), err)
+		}
+		env.Log.Info().Str("month", m.Format("2006-01")).Str("path", path).Msg("report written")
+		out = append(out, WrittenReport{Month: m, Path: path})
+	}
+	return out, nil
+}
