@@ -66,22 +66,17 @@ func (b *builder) rateCardCheck() error {
 			priceCurrency = cardCurrency.String
 		}
 		why := rateCardWhy(status, pm.Valid, hasCard, distinct.Int64, matchedBy.String, cardCurrency.String, tol)
-		cells := []cell{b.txt(meter), b.nstr(sku), b.nstr(family), b.nstr(solution), b.txt(orNone(pm)),
-			b.nstr(pmName), b.txt(currency), b.count(rows), b.qty(quantity), b.nstr(unit)}
-		for _, c := range []struct {
-			v        any
-			currency string
-			price    bool
-		}{
-			{billed, currency, false},
-			{unitPrice, currency, true},
-			{price, priceCurrency, true},
-		} {
-			x, err := b.cellFor(c.v, c.currency, c.price)
-			if err != nil {
-				return err
-			}
-			cells = append(cells, x)
+		billedCell, err := b.amount(billed, currency)
+		if err != nil {
+			return err
+		}
+		unitCell, err := b.unitPrice(unitPrice, currency)
+		if err != nil {
+			return err
+		}
+		priceCell, err := b.unitPrice(price, priceCurrency)
+		if err != nil {
+			return err
 		}
 		exp, err := b.amount(expected, currency)
 		if err != nil {
@@ -95,9 +90,10 @@ func (b *builder) rateCardCheck() error {
 		if pct.Valid {
 			pc.v = pct.Float64
 		}
-		cells = append(cells, b.nstr(priceUnit), b.nstr(priceName), b.nstr(matchedBy), b.stamp(snapshot),
-			exp, vr, pc, b.txt(yesNo(status != rcOK)), b.txt(status), b.wrapped(why))
-		if err := t.add(cells...); err != nil {
+		if err := t.add(b.txt(meter), b.nstr(sku), b.nstr(family), b.nstr(solution), b.txt(orNone(pm)),
+			b.nstr(pmName), b.txt(currency), b.count(rows), b.qty(quantity), b.nstr(unit),
+			billedCell, unitCell, priceCell, b.nstr(priceUnit), b.nstr(priceName), b.nstr(matchedBy), b.stamp(snapshot),
+			exp, vr, pc, b.txt(yesNo(status != rcOK)), b.txt(status), b.wrapped(why)); err != nil {
 			return err
 		}
 		if status != rcOK {
@@ -109,14 +105,6 @@ func (b *builder) rateCardCheck() error {
 		return err
 	}
 	return t.finish(emptyPeriod)
-}
-
-// cellFor is an amount (money) or a unit price (money or float) cell.
-func (b *builder) cellFor(v any, currency string, price bool) (cell, error) {
-	if price {
-		return b.unitPrice(v, currency)
-	}
-	return b.amount(v.(money), currency)
 }
 
 // rateCardWhy explains a rate card check status in a sentence.

@@ -170,9 +170,15 @@ func seed(t *testing.T, db *sql.DB) {
 	addUsage(t, db, use{date: day(7), meter: "-2", unit: "each", qty: 1, cost: "3.333333333333", currency: "USD",
 		entType: "@x", pm: pm3, pmName: "+SUM(A1)", project: "=1+1"})
 	// A meter no rate card prices, not charged yet, under an unknown
-	// entitlement type; 9.925 EUR in all puts the EUR total on a half cent.
+	// entitlement type; 10.925 EUR in all puts the EUR total on a half cent.
 	addUsage(t, db, use{date: day(8), meter: "mystery_meter", unit: "each", qty: 2, cost: "2.005000000000",
 		currency: "EUR", entType: "promo-credit", pm: pm2, pmName: "Marketplace EUR", project: "gamma", unprocessed: true})
+	// A meter two different pm1 prices match, and pm1 usage in a currency
+	// its USD rate card is not in.
+	addUsage(t, db, use{date: day(2), meter: "transcode_x", unit: "minutes", qty: 10, cost: "0.500000000000",
+		currency: "USD", pm: pm1, pmName: "Direct USD", project: "beta"})
+	addUsage(t, db, use{date: day(2), meter: "storage_gb", unit: "GB", qty: 50, cost: "1.000000000000",
+		currency: "EUR", pm: pm1, pmName: "Direct USD", project: "beta"})
 	// Rows that belong to other months, bases or granularities.
 	addUsage(t, db, use{date: time.Date(2026, 9, 30, 0, 0, 0, 0, time.UTC), meter: "video_encoding_ondemand", qty: 1, cost: "100", currency: "USD", pm: pm1, project: "alpha"})
 	addUsage(t, db, use{date: time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC), meter: "video_encoding_ondemand", qty: 1, cost: "100", currency: "USD", pm: pm1, project: "alpha"})
@@ -201,6 +207,8 @@ func seed(t *testing.T, db *sql.DB) {
 	price(s1, pm1, "USD", "video", "advanced_sd(video_encoding_ondemand)", "SKU-ENC", "", "0.015")
 	price(s1, pm1, "USD", "video", "advanced_sd(video_encoding_ondemand)", "SKU-ENC-EU", "eu", "0.02")
 	price(s1, pm1, "USD", "storage", "storage_gb", "SKU-STO", "", "0.02")
+	price(s1, pm1, "USD", "video", "advanced_sd(transcode_x)", "SKU-TX-SD", "", "0.05")
+	price(s1, pm1, "USD", "video", "premium_hd(transcode_x)", "SKU-TX-HD", "", "0.08")
 	price(s2, pm1, "USD", "video", "advanced_sd(video_encoding_ondemand)", "SKU-ENC", "", "0.5")
 	price(s2, pm1, "USD", "storage", "storage_gb", "SKU-STO", "", "0.5")
 	octCard := time.Date(2026, 10, 14, 0, 0, 0, 0, time.UTC)
@@ -445,9 +453,9 @@ func TestTotalsMatchSQL(t *testing.T) {
 			}
 		}
 	}
-	// The EUR total is 9.925: the cell must still show 9.93.
-	if got := displayCents(mustFloat(t, at(one(t, totals, map[string]string{"Currency": "EUR"}), 6))); got != "9.93" {
-		t.Errorf("EUR total shows %s, want 9.93", got)
+	// The EUR total is 10.925: the cell must still show 10.93.
+	if got := displayCents(mustFloat(t, at(one(t, totals, map[string]string{"Currency": "EUR"}), 6))); got != "10.93" {
+		t.Errorf("EUR total shows %s, want 10.93", got)
 	}
 
 	// Per project and currency.
@@ -550,12 +558,12 @@ func TestRateCardCheck(t *testing.T) {
 	}
 
 	// The other match rules, and rows within tolerance.
-	for _, c := range []struct{ meter, pm, matched, status string }{
-		{"video_encoding_ondemand", pm2, "meter name in parentheses", "ok"},
-		{"storage_gb", pm1, "name", "ok"},
-		{"live_streaming_minutes", pm2, "sku", "ok"},
+	for _, c := range []struct{ meter, pm, currency, matched, status string }{
+		{"video_encoding_ondemand", pm2, "EUR", "meter name in parentheses", "ok"},
+		{"storage_gb", pm1, "USD", "name", "ok"},
+		{"live_streaming_minutes", pm2, "EUR", "sku", "ok"},
 	} {
-		r := one(t, rc, map[string]string{"Meter": c.meter, "Payment method id": c.pm})
+		r := one(t, rc, map[string]string{"Meter": c.meter, "Payment method id": c.pm, "Currency": c.currency})
 		if got := at(r, colOf(t, h, "Matched by")); got != c.matched {
 			t.Errorf("%s on %s matched by %q, want %q", c.meter, c.pm, got, c.matched)
 		}
@@ -582,6 +590,22 @@ func TestRateCardCheck(t *testing.T) {
 			t.Errorf("%s has no billed cost", c.meter)
 		}
 	}
+	// Prices that cannot be compared are said so, with no expected cost.
+	for _, c := range []struct{ meter, currency, status string }{
+		{"transcode_x", "USD", "several prices"},
+		{"storage_gb", "EUR", "currency differs"},
+	} {
+		r := one(t, rc, map[string]string{"Meter": c.meter, "Payment method id": pm1, "Currency": c.currency})
+		if got := at(r, colOf(t, h, "Status")); got != c.status {
+			t.Errorf("%s %s status %q, want %q", c.meter, c.currency, got, c.status)
+		}
+		if got := at(r, colOf(t, h, "Expected cost")); got != "" {
+			t.Errorf("%s %s expected cost %q, want blank", c.meter, c.currency, got)
+		}
+		if got := at(r, colOf(t, h, "Flagged")); got != "Yes" {
+			t.Errorf("%s %s flagged %q, want Yes", c.meter, c.currency, got)
+		}
+	}
 	if got, want := len(rc)-1, len(querySQL(t, db, `SELECT DISTINCT meter_name, payment_method, currency FROM usage WHERE `+monthFilter)); got != want {
 		t.Errorf("rate card check has %d rows, usage has %d meter × payment method × currency", got, want)
 	}
@@ -602,7 +626,7 @@ func TestToleranceDecidesFlag(t *testing.T) {
 			t.Errorf("tolerance %v: status %q, want %q", c.tolerance, got, c.status)
 		}
 		// Exact matches stay ok even with no tolerance at all.
-		r = one(t, rc, map[string]string{"Meter": "storage_gb", "Payment method id": pm1})
+		r = one(t, rc, map[string]string{"Meter": "storage_gb", "Payment method id": pm1, "Currency": "USD"})
 		if got := at(r, colOf(t, rc[0], "Status")); got != "ok" {
 			t.Errorf("tolerance %v: exact match has status %q", c.tolerance, got)
 		}
@@ -665,7 +689,8 @@ func TestFlagsAndPaymentMethods(t *testing.T) {
 	counts := summaryTable(t, f, "Kind")
 	for kind, want := range map[string]string{
 		"Payment method outside its validity": "2", "Unknown entitlement type": "2", "Not yet charged": "1",
-		"Rate card variance": "1", "No rate card price": "2", "Several rate card prices": "0",
+		"Rate card variance": "1", "No rate card price": "2", "Several rate card prices": "1",
+		"Rate card in another currency": "1",
 	} {
 		if got := at(one(t, counts, map[string]string{"Kind": kind}), 1); got != want {
 			t.Errorf("summary counts %s = %s, want %s", kind, got, want)
@@ -685,10 +710,10 @@ func TestFlagsAndPaymentMethods(t *testing.T) {
 	}
 
 	pm := rows(t, f, "By payment method")
-	r = one(t, pm, map[string]string{"Payment method id": pm1})
+	r = one(t, pm, map[string]string{"Payment method id": pm1, "Currency": "USD"})
 	for col, want := range map[string]string{
 		"Type": "direct", "Sales order number": "SO-1001", "Projects of the payment method": "alpha, beta",
-		"Valid until (first invalid day)": strconv.Itoa(excelDate(day(16))), "Currency": "USD",
+		"Valid until (first invalid day)": strconv.Itoa(excelDate(day(16))),
 	} {
 		if got := at(r, colOf(t, pm[0], col)); got != want {
 			t.Errorf("pm1 %s = %q, want %q", col, got, want)
