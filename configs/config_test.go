@@ -52,6 +52,7 @@ func TestDefaults(t *testing.T) {
 			Jobs:     []Job{{Name: "nightly", Cron: "CRON_TZ=UTC 30 2 * * *", Run: []string{"fetch", "report"}}},
 			LockWait: 10 * time.Minute, Grace: 30 * time.Second,
 		},
+		Export: ExportConfig{Dir: "/etc/tally/exports", Format: "parquet"},
 	}
 	if !reflect.DeepEqual(cfg, want) {
 		t.Errorf("defaults:\n got %+v\nwant %+v", cfg, want)
@@ -115,6 +116,7 @@ schedule:
 			},
 			LockWait: 0, Grace: time.Hour,
 		},
+		Export: ExportConfig{Dir: "/etc/tally/exports", Format: "parquet"},
 	}
 	if !reflect.DeepEqual(cfg, want) {
 		t.Errorf("parsed:\n got %+v\nwant %+v", cfg, want)
@@ -148,13 +150,13 @@ func TestValidation(t *testing.T) {
 		name, yml string
 		want      []string // one fragment a problem
 	}{
-		{"unknown section", minimal + "apii:\n  x: 1\n", []string{"apii: unknown key; known keys in the top level: api, usage, store, reports, schedule; did you mean api? (line 3)"}},
+		{"unknown section", minimal + "apii:\n  x: 1\n", []string{"apii: unknown key; known keys in the top level: api, usage, store, reports, schedule, export; did you mean api? (line 3)"}},
 		{"unknown key", "api:\n  tokn_env: X\n" + minimal, []string{"api.tokn_env: unknown key; known keys in api: base_url, token_env, token_file, timeout, concurrency, max_retries, paths; did you mean token_env? (line 2)"}},
-		{"unknown job key", minimal + "schedule:\n  jobs:\n    - name: a\n      cron: x\n      run: [fetch]\n      when: now\n", []string{"schedule.jobs[0].when: unknown key; known keys in schedule.jobs[0]: name, cron, run (line 8)"}},
+		{"unknown job key", minimal + "schedule:\n  jobs:\n    - name: a\n      cron: \"@daily\"\n      run: [fetch]\n      when: now\n", []string{"schedule.jobs[0].when: unknown key; known keys in schedule.jobs[0]: name, cron, run (line 8)"}},
 		{"key twice", minimal + "api:\n  timeout: 1s\n  timeout: 2s\n", []string{"api.timeout: given twice (first on line 4) (line 5)"}},
 		{"section not a mapping", minimal + "api: 5\n", []string{`api: must be a mapping with keys base_url, token_env, token_file, timeout, concurrency, max_retries, paths, not "5" (line 3)`}},
 		{"section an alias of a scalar", "usage:\n  start: &s 2026-01-01\napi: *s\n", []string{`api: must be a mapping with keys base_url, token_env, token_file, timeout, concurrency, max_retries, paths, not "2026-01-01" (line 2)`}},
-		{"top level not a mapping", "- a\n- b\n", []string{"config: must be a mapping with keys api, usage, store, reports, schedule, not a list (line 1)", "usage.start: missing"}},
+		{"top level not a mapping", "- a\n- b\n", []string{"config: must be a mapping with keys api, usage, store, reports, schedule, export, not a list (line 1)", "usage.start: missing"}},
 		{"merge key", minimal + "x: &x\n  timeout: 1s\n", []string{"x: unknown key"}},
 		{"merge key used", "base: &b {timeout: 1s}\n" + minimal, []string{"base: unknown key"}},
 		{"merge key in section", minimal + "api:\n  <<: {timeout: 1s}\n", []string{"api.<<: merge keys are not supported"}},
@@ -212,11 +214,11 @@ func TestValidation(t *testing.T) {
 		{"tolerance NaN", minimal + "reports:\n  tolerance: .nan\n", []string{`reports.tolerance: ".nan" is not a fraction`}},
 		{"months", minimal + "reports:\n  months: [previous, last]\n", []string{`reports.months[1]: "last" is not one of previous, current`}},
 		{"jobs not a list", minimal + "schedule:\n  jobs: nightly\n", []string{`schedule.jobs: must be a list, not "nightly"`}},
-		{"job name missing", minimal + "schedule:\n  jobs:\n    - cron: x\n      run: [fetch]\n", []string{"schedule.jobs[0].name: missing"}},
-		{"job names unique", minimal + "schedule:\n  jobs:\n    - {name: a, cron: x, run: [fetch]}\n    - {name: a, cron: y, run: [report]}\n", []string{`schedule.jobs[1].name: "a" is the name of another job`}},
+		{"job name missing", minimal + "schedule:\n  jobs:\n    - cron: \"@daily\"\n      run: [fetch]\n", []string{"schedule.jobs[0].name: missing"}},
+		{"job names unique", minimal + "schedule:\n  jobs:\n    - {name: a, cron: '@daily', run: [fetch]}\n    - {name: a, cron: '@hourly', run: [report]}\n", []string{`schedule.jobs[1].name: "a" is the name of another job`}},
 		{"job cron missing", minimal + "schedule:\n  jobs:\n    - {name: a, cron: ' ', run: [fetch]}\n", []string{"schedule.jobs[0].cron: missing"}},
-		{"job run step", minimal + "schedule:\n  jobs:\n    - {name: a, cron: x, run: [fetch, mail]}\n", []string{`schedule.jobs[0].run[1]: "mail" is not one of fetch, report, export`}},
-		{"job run empty", minimal + "schedule:\n  jobs:\n    - {name: a, cron: x, run: []}\n", []string{"schedule.jobs[0].run: missing"}},
+		{"job run step", minimal + "schedule:\n  jobs:\n    - {name: a, cron: '@daily', run: [fetch, mail]}\n", []string{`schedule.jobs[0].run[1]: "mail" is not one of fetch, report, export`}},
+		{"job run empty", minimal + "schedule:\n  jobs:\n    - {name: a, cron: '@daily', run: []}\n", []string{"schedule.jobs[0].run: missing"}},
 		{"job not a mapping", minimal + "schedule:\n  jobs:\n    - nightly\n", []string{`schedule.jobs[0]: must be a mapping with keys name, cron, run, not "nightly"`}},
 		{"lock_wait", minimal + "schedule:\n  lock_wait: -1s\n", []string{`schedule.lock_wait: "-1s" is not a duration from 0 up to 24h, e.g. 10m`}},
 		{"grace", minimal + "schedule:\n  grace: 2h\n", []string{`schedule.grace: "2h" is not a duration from 0 up to 1h, e.g. 30s`}},
@@ -256,7 +258,7 @@ usage:
   lookback: 1w
 schedule:
   jobs:
-    - {name: a, cron: x, run: [mail]}
+    - {name: a, cron: "@daily", run: [mail]}
 `
 	_, err := Parse([]byte(yml), "", noEnv)
 	var ce *Error
@@ -309,6 +311,7 @@ func TestLoadExample(t *testing.T) {
 	def := mustParse(t, minimal, noEnv)
 	def.Store.Path = filepath.Join(dir, "data/tally.duckdb")
 	def.Reports.Dir = filepath.Join(dir, "reports")
+	def.Export.Dir = filepath.Join(dir, "exports")
 	def.Path = cfg.Path
 	if !reflect.DeepEqual(cfg, def) {
 		t.Errorf("example:\n got %+v\nwant %+v", cfg, def)

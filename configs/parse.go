@@ -33,6 +33,7 @@ type rawConfig struct {
 	Store    rawStore    `yaml:"store"`
 	Reports  rawReports  `yaml:"reports"`
 	Schedule rawSchedule `yaml:"schedule"`
+	Export   rawExport   `yaml:"export"`
 }
 
 type rawAPI struct {
@@ -65,6 +66,12 @@ type rawReports struct {
 	Dir       yaml.Node `yaml:"dir"`
 	Tolerance yaml.Node `yaml:"tolerance"`
 	Months    yaml.Node `yaml:"months"`
+}
+
+type rawExport struct {
+	Dir      yaml.Node `yaml:"dir"`
+	Format   yaml.Node `yaml:"format"`
+	FOCUSCSV yaml.Node `yaml:"focus_csv"`
 }
 
 type rawSchedule struct {
@@ -148,6 +155,7 @@ func (p *parser) parse(data []byte) *Config {
 	p.store(&raw.Store, &cfg.Store)
 	p.reports(&raw.Reports, &cfg.Reports)
 	p.schedule(&raw.Schedule, &cfg.Schedule)
+	p.export(&raw.Export, &cfg.Export)
 	cfg.Warnings = p.warnings
 	return cfg
 }
@@ -719,6 +727,8 @@ func (p *parser) schedule(r *rawSchedule, c *ScheduleConfig) {
 		names[j.Name] = true
 		if j.Cron == "" {
 			p.addf(deref(&rj.Cron), path+".cron", `missing; give a cron spec, e.g. "CRON_TZ=UTC 30 2 * * *"`)
+		} else if _, err := ParseCron(j.Cron); err != nil {
+			p.addf(deref(&rj.Cron), path+".cron", "job %q: %v", j.Name, err)
 		}
 		j.Run = p.list(&rj.Run, path+".run", func(s string) string {
 			if !slices.Contains(jobSteps, s) {
@@ -731,4 +741,16 @@ func (p *parser) schedule(r *rawSchedule, c *ScheduleConfig) {
 		}
 		c.Jobs = append(c.Jobs, j)
 	}
+}
+
+func (p *parser) export(r *rawExport, c *ExportConfig) {
+	c.Dir = p.path(p.text(&r.Dir, "export.dir", DefaultExportDir))
+	c.Format = ExportParquet
+	switch f := p.text(&r.Format, "export.format", ExportParquet); f {
+	case ExportParquet, ExportFOCUS:
+		c.Format = f
+	default:
+		p.addf(deref(&r.Format), "export.format", "%q is not one of parquet, focus", f)
+	}
+	c.FOCUSCSV = p.boolean(&r.FOCUSCSV, "export.focus_csv")
 }
