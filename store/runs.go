@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql/driver"
 	"fmt"
 	"time"
 
@@ -67,4 +68,51 @@ func (s *Store) FinishRun(ctx context.Context, id uuid.UUID, r RunResult) error 
 		return fmt.Errorf("finish run %s: no such run; BeginRun records it", id)
 	}
 	return nil
+}
+
+// RecordRun inserts a run that was noted outside the database, such as a
+// run skipped because another process held the lock. A run whose id is
+// already recorded is left as it is, so recording twice is harmless.
+func (s *Store) RecordRun(ctx context.Context, r RunInfo) error {
+	if err := s.writable("record run"); err != nil {
+		return err
+	}
+	switch r.Status {
+	case RunOK, RunPartial, RunFailed, RunSkipped:
+	default:
+		return fmt.Errorf("record run %s: status %q is not one of ok, partial, failed, skipped", r.ID, r.Status)
+	}
+	if r.Command == "" || r.Started.IsZero() {
+		return fmt.Errorf("record run %s: command and start time are required", r.ID)
+	}
+	var finished driver.Value
+	if r.Finished != nil {
+		finished = r.Finished.UTC()
+	}
+	if _, err := s.db.ExecContext(ctx, `INSERT OR IGNORE INTO runs (id, job, command, started, finished, status, error, rows, windows)
+		VALUES (?::UUID, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		r.ID.String(), textOrNull(r.Job), r.Command, r.Started.UTC(), finished, r.Status, textOrNull(r.Error), r.Rows, r.Windows); err != nil {
+		return fmt.Errorf("record run %s: %w", r.ID, err)
+	}
+	return nil
+}
+
+// FailUnfinished marks every run still "running" as failed with reason.
+// Only the lock holder may call it: while it holds the lock no other run
+// is in progress, so such a run is one whose process died before it could
+// record its outcome.
+func (s *Store) FailUnfinished(ctx context.Context, reason string) (int64, error) {
+	if err := s.writable("fail unfinished runs"); err != nil {
+		return 0, err
+	}
+	res, err := s.db.ExecContext(ctx, `UPDATE runs SET finished = ?, status = ?, error = ? WHERE status = ?`,
+		time.Now().UTC(), RunFailed, reason, RunRunning)
+	if err != nil {
+		return 0, fmt.Errorf("fail unfinished runs: %w", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, fmt.Errorf("fail unfinished runs: %w", err)
+	}
+	return n, nil
 }

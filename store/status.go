@@ -19,6 +19,14 @@ type Status struct {
 	Spans     []Span    `json:"loaded"` // per granularity, basis and scope
 	Gaps      []Gap     `json:"gaps"`
 	Freshness Freshness `json:"freshness"`
+	Jobs      []JobRun  `json:"job_runs"` // each scheduled job's latest run, by name
+}
+
+// JobRun is a scheduled job's latest run and when it last succeeded (nil:
+// never).
+type JobRun struct {
+	RunInfo
+	LastSuccess *time.Time `json:"last_success"`
 }
 
 // RunInfo is one row of the runs table.
@@ -91,7 +99,7 @@ func (g Gap) MarshalJSON() ([]byte, error) {
 // Status reads the store's status through the named queries last_runs,
 // loaded_spans, gaps and freshness, so `tally query --name` shows the same.
 func (s *Store) Status(ctx context.Context) (*Status, error) {
-	st := &Status{Runs: []RunInfo{}, Spans: []Span{}, Gaps: []Gap{}}
+	st := &Status{Runs: []RunInfo{}, Spans: []Span{}, Gaps: []Gap{}, Jobs: []JobRun{}}
 	err := s.eachRow(ctx, "last_runs", func(rows *sql.Rows) error {
 		var r RunInfo
 		var id []byte
@@ -112,6 +120,32 @@ func (s *Store) Status(ctx context.Context) (*Status, error) {
 		st.Runs = append(st.Runs, r)
 		return nil
 	})
+	if err == nil {
+		err = s.eachRow(ctx, "job_runs", func(rows *sql.Rows) error {
+			var j JobRun
+			var id []byte
+			var errText sql.NullString
+			var finished, success sql.NullTime
+			if err := rows.Scan(&j.Job, &id, &j.Command, &j.Started, &finished, &j.Status, &errText, &j.Rows, &j.Windows, &success); err != nil {
+				return err
+			}
+			var err error
+			if j.ID, err = uuid.FromBytes(id); err != nil {
+				return err
+			}
+			j.Error, j.Started = errText.String, j.Started.UTC()
+			if finished.Valid {
+				t := finished.Time.UTC()
+				j.Finished = &t
+			}
+			if success.Valid {
+				t := success.Time.UTC()
+				j.LastSuccess = &t
+			}
+			st.Jobs = append(st.Jobs, j)
+			return nil
+		})
+	}
 	if err == nil {
 		err = s.eachRow(ctx, "loaded_spans", func(rows *sql.Rows) error {
 			var sp Span
