@@ -19,6 +19,7 @@ type Config struct {
 	Store    StoreConfig
 	Reports  ReportsConfig
 	Schedule ScheduleConfig
+	Export   ExportConfig
 
 	// Path is the file the config came from, absolute; "" when parsed from
 	// bytes.
@@ -82,6 +83,20 @@ type Job struct {
 	Run  []string // steps in order: fetch, report, export
 }
 
+// ExportConfig is where `tally export` and the export step write, and
+// what.
+type ExportConfig struct {
+	Dir      string // the export folder, absolute
+	Format   string // ExportParquet or ExportFOCUS
+	FOCUSCSV bool   // with format focus, also write the rows as CSV
+}
+
+// Export formats.
+const (
+	ExportParquet = "parquet" // usage and the reference tables, Hive-partitioned by month
+	ExportFOCUS   = "focus"   // usage as FinOps FOCUS 1.2 columns
+)
+
 // Defaults that INTERFACE.md documents.
 const (
 	DefaultBaseURL     = "https://app.mk.io"
@@ -97,6 +112,7 @@ const (
 	DefaultTolerance   = 0.005
 	DefaultLockWait    = 10 * time.Minute
 	DefaultGrace       = 30 * time.Second
+	DefaultExportDir   = "exports"
 )
 
 // Environment variables that override the file.
