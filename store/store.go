@@ -321,7 +321,10 @@ func (s *Store) inTx(ctx context.Context, fn func(conn *sql.Conn) error) error {
 	if err := ctx.Err(); err != nil {
 		return rollback(conn, err)
 	}
-	if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
+	// From here the outcome is decided. A cancel landing during COMMIT
+	// interrupts the call but may not stop the commit, and the caller would
+	// be told that work which is in the database failed.
+	if _, err := conn.ExecContext(context.WithoutCancel(ctx), "COMMIT"); err != nil {
 		return rollback(conn, err)
 	}
 	return nil
