@@ -45,8 +45,11 @@ var usageColumns = []string{
 
 // LoadWindow replaces, in one transaction, every usage row of q's window,
 // granularity, basis and scope with rows, and records the window in the
-// ledger (fetch_windows), replacing the ledger entries of the same
-// granularity, basis and scope that lie wholly inside it.
+// ledger (fetch_windows). Ledger entries of the same granularity, basis and
+// scope that lie wholly inside the window are replaced; one that overlaps it
+// in part is cut back to the days outside it, with those days' row count,
+// so the ledger never holds a day twice and its row counts add up to the
+// table's.
 //
 // The scope's rows are those q's filters select: with no filter every row
 // of the granularity and basis in the window, otherwise the rows of the
@@ -99,9 +102,7 @@ func (s *Store) LoadWindow(ctx context.Context, q fetch.UsageQuery, runID uuid.U
 			requests, retries, bytes = q.Stats.Requests.Load(), q.Stats.Retries.Load(), q.Stats.Bytes.Load()
 		}
 		g, basis, scope := string(w.Granularity), string(q.Basis()), q.Scope()
-		if _, err := conn.ExecContext(ctx, `DELETE FROM fetch_windows
-WHERE granularity = ? AND basis = ? AND scope = ? AND start >= ?::DATE AND "end" <= ?::DATE`,
-			g, basis, scope, w.Start, w.End); err != nil {
+		if err := trimLedger(ctx, conn, q); err != nil {
 			return fmt.Errorf("update ledger: %w", err)
 		}
 		res.Duration = time.Since(began)
@@ -139,15 +140,79 @@ func checkWindow(w fetch.Window) error {
 	return nil
 }
 
-// scopeDelete builds the DELETE of the rows q's window and scope own. Only
-// placeholders are built; the values travel as parameters.
+// trimLedger removes the ledger entries of q's granularity, basis and scope
+// that overlap q's window and puts back, for one that reaches outside it,
+// the part before and the part after, each with the rows the usage table
+// holds for those days. The parts keep the run, fetch time and costs of the
+// fetch that loaded them.
+func trimLedger(ctx context.Context, conn *sql.Conn, q fetch.UsageQuery) error {
+	w := q.Window
+	g, basis, scope := string(w.Granularity), string(q.Basis()), q.Scope()
+	const overlapping = `granularity = ? AND basis = ? AND scope = ? AND start < ?::DATE AND "end" > ?::DATE`
+	type entry struct {
+		start, end, fetchedAt           time.Time
+		runID                           string
+		requests, retries, bytes, durMS int64
+	}
+	rows, err := conn.QueryContext(ctx, `SELECT start, "end", run_id::VARCHAR, fetched_at, requests, retries, bytes, duration_ms
+FROM fetch_windows WHERE `+overlapping, g, basis, scope, w.End, w.Start)
+	if err != nil {
+		return err
+	}
+	var cut []entry
+	for rows.Next() {
+		var e entry
+		if err := rows.Scan(&e.start, &e.end, &e.runID, &e.fetchedAt, &e.requests, &e.retries, &e.bytes, &e.durMS); err != nil {
+			rows.Close()
+			return err
+		}
+		cut = append(cut, e)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if _, err := conn.ExecContext(ctx, `DELETE FROM fetch_windows WHERE `+overlapping, g, basis, scope, w.End, w.Start); err != nil {
+		return err
+	}
+	for _, e := range cut {
+		for _, part := range [][2]time.Time{{e.start, w.Start}, {w.End, e.end}} {
+			if !part[0].Before(part[1]) {
+				continue
+			}
+			pq := q
+			pq.Window.Start, pq.Window.End = part[0], part[1]
+			where, args := scopeWhere(pq)
+			var n int64
+			if err := conn.QueryRowContext(ctx, "SELECT count(*) FROM usage WHERE "+where, args...).Scan(&n); err != nil {
+				return err
+			}
+			if _, err := conn.ExecContext(ctx, `INSERT INTO fetch_windows
+(granularity, basis, scope, start, "end", rows, run_id, fetched_at, requests, retries, bytes, duration_ms)
+VALUES (?, ?, ?, ?::DATE, ?::DATE, ?, ?::UUID, ?, ?, ?, ?, ?)`,
+				g, basis, scope, part[0], part[1], n, e.runID, e.fetchedAt, e.requests, e.retries, e.bytes, e.durMS); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// scopeDelete builds the DELETE of the rows q's window and scope own.
 func scopeDelete(q fetch.UsageQuery) (string, []any) {
+	where, args := scopeWhere(q)
+	return "DELETE FROM usage WHERE " + where, args
+}
+
+// scopeWhere builds the condition selecting the usage rows of q's window and
+// scope. Only placeholders are built; the values travel as parameters.
+func scopeWhere(q fetch.UsageQuery) (string, []any) {
 	dateCol := "date"
 	if q.Basis() == fetch.BasisReported {
 		dateCol = "date_processed"
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "DELETE FROM usage WHERE granularity = ? AND basis = ? AND %s >= ? AND %s < ?", dateCol, dateCol)
+	fmt.Fprintf(&b, "granularity = ? AND basis = ? AND %s >= ? AND %s < ?", dateCol, dateCol)
 	args := []any{string(q.Window.Granularity), string(q.Basis()), q.Window.Start, q.Window.End}
 	in := func(col string, vals []string) {
 		if len(vals) == 0 {

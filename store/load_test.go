@@ -476,6 +476,39 @@ func TestLoadWindowStreams(t *testing.T) {
 	}
 }
 
+// TestLoadWindowCutsOverlappedLedgerEntries loads windows that overlap
+// loaded ones in part, as a nightly lookback does: the ledger keeps each day
+// once and its row counts add up to the table's.
+func TestLoadWindowCutsOverlappedLedgerEntries(t *testing.T) {
+	s := openTemp(t)
+	d := func(v string) time.Time { return date(t, v) }
+	q := func(start, end string) fetch.UsageQuery {
+		return fetch.UsageQuery{Window: window(t, fetch.Day, start, end)}
+	}
+	load(t, s, q("2026-01-01", "2026-01-08"), row(d("2026-01-01"), "enc", "a", "1"), row(d("2026-01-02"), "enc", "a", "1"),
+		row(d("2026-01-06"), "enc", "a", "1"), row(d("2026-01-07"), "enc", "a", "1"))
+	other := fetch.UsageQuery{Window: window(t, fetch.Day, "2026-01-01", "2026-01-08"), ProjectNames: []string{"b"}}
+	load(t, s, other, row(d("2026-01-04"), "enc", "b", "1"))
+	load(t, s, q("2026-01-06", "2026-01-10"), row(d("2026-01-06"), "enc", "a", "2"), row(d("2026-01-09"), "enc", "a", "2"))
+	equalLines(t, "ledger after a lookback", ledger(t, s), []string{
+		"day usage all 2026-01-01 2026-01-06 3", // the rows of 1, 2 and (scope all holds every project) 4 January
+		"day usage all 2026-01-06 2026-01-10 2",
+		"day usage projects=b 2026-01-01 2026-01-08 1", // another scope: untouched
+	})
+	// A window inside a loaded one splits it in two.
+	load(t, s, q("2026-01-02", "2026-01-03"))
+	equalLines(t, "ledger after a window inside another", ledger(t, s), []string{
+		"day usage all 2026-01-01 2026-01-02 1",
+		"day usage all 2026-01-02 2026-01-03 0",
+		"day usage all 2026-01-03 2026-01-06 1",
+		"day usage all 2026-01-06 2026-01-10 2",
+		"day usage projects=b 2026-01-01 2026-01-08 1",
+	})
+	if n, l := count(t, s, `SELECT count(*) FROM usage`), count(t, s, `SELECT sum(rows)::BIGINT FROM fetch_windows WHERE scope = 'all'`); n != 4 || l != n {
+		t.Fatalf("%d usage rows, the ledger says %d; want 4", n, l)
+	}
+}
+
 func TestLedger(t *testing.T) {
 	ctx := context.Background()
 	s := openTemp(t)
@@ -486,7 +519,8 @@ func TestLedger(t *testing.T) {
 	}
 	load(t, s, fetch.UsageQuery{Window: window(t, fetch.Day, "2026-01-01", "2026-01-08"), ProjectNames: []string{"a"}})
 	load(t, s, fetch.UsageQuery{Window: window(t, fetch.Day, "2026-01-01", "2026-01-08"), ReportedDate: true})
-	// Replaces the two windows wholly inside it, keeps the one it overlaps.
+	// Replaces the two windows wholly inside it, cuts back the one it
+	// overlaps.
 	load(t, s, fetch.UsageQuery{Window: window(t, fetch.Day, "2026-01-05", "2026-01-22")})
 
 	got, err := s.Ledger(ctx, fetch.Day, fetch.BasisUsage, "all")
@@ -500,7 +534,7 @@ func TestLedger(t *testing.T) {
 		}
 		lines = append(lines, lw.String())
 	}
-	equalLines(t, "ledger", lines, []string{"2026-01-01..2026-01-08", "2026-01-05..2026-01-22", "2026-02-01..2026-02-08"})
+	equalLines(t, "ledger", lines, []string{"2026-01-01..2026-01-05", "2026-01-05..2026-01-22", "2026-02-01..2026-02-08"})
 	for _, tc := range []struct {
 		basis fetch.Basis
 		scope string
