@@ -26,6 +26,10 @@ type Runner struct {
 	// LockWait bounds the wait for another writer; zero = the config's
 	// schedule.lock_wait.
 	LockWait time.Duration
+
+	// retry replaces the policy built from the config, so tests can retry
+	// through injected faults without really waiting.
+	retry *fetch.RetryPolicy
 }
 
 // Client builds the interface client from the config.
@@ -33,6 +37,9 @@ func (r *Runner) Client() (*fetch.Client, error) {
 	api := r.Config.API
 	policy := fetch.DefaultRetry()
 	policy.MaxAttempts = api.MaxRetries + 1
+	if r.retry != nil {
+		policy = *r.retry
+	}
 	return fetch.NewClient(api.BaseURL, r.Token,
 		fetch.WithHTTPClient(newHTTPClient(api.Timeout, api.Concurrency)),
 		fetch.WithRetry(policy),
