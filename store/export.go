@@ -1,0 +1,644 @@
+package store
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/tally-dev/tally/fetch"
+	tallysql "github.com/tally-dev/tally/sql"
+)
+
+// Export formats.
+const (
+	// ExportParquet writes the usage table and the reference snapshot
+	// tables as they are in the database.
+	ExportParquet = "parquet"
+	// ExportFOCUS writes the usage as FinOps FOCUS 1.2 rows (the focus
+	// view of sql/views).
+	ExportFOCUS = "focus"
+)
+
+// ExportOptions say what Export writes and where.
+type ExportOptions struct {
+	Dir    string // the export folder; created when missing
+	Format string // ExportParquet or ExportFOCUS
+	// From and Until (exclusive) limit the usage (and FOCUS) months
+	// written: every month overlapping [From, Until), whole. Zero means
+	// unbounded. Reference snapshots are always exported whole: a month's
+	// rate card in force may have been taken before it.
+	From, Until time.Time
+	// CSV also writes the FOCUS rows as CSV (format focus only).
+	CSV bool
+	// Granularity and Basis select the usage rows FOCUS maps, so each
+	// charge is counted once; required for format focus.
+	Granularity fetch.Granularity
+	Basis       fetch.Basis
+	Now         func() time.Time // the manifest's written_at; nil = time.Now
+}
+
+// ExportResult says what one Export did.
+type ExportResult struct {
+	Dir      string // absolute
+	Format   string
+	Datasets []DatasetExport
+	Duration time.Duration
+}
+
+// DatasetExport is one folder of the export: a table, Hive-partitioned by
+// month.
+type DatasetExport struct {
+	Name      string   // the folder: usage, focus, payment_method_snapshots, …
+	Partition string   // the Hive key: month or billing_period
+	Written   []string // months (YYYY-MM) written because their data changed
+	Unchanged []string // months whose data had not changed: left as they were
+	Removed   []string // months no longer in the data: their folder removed
+	Rows      int64    // rows in the months written
+	Bytes     int64    // bytes of the files written
+}
+
+// ManifestName is the manifest file at the top of an export folder. Its
+// leading underscore keeps Spark, Hive and Trino from reading it as data.
+const ManifestName = "_tally_manifest.json"
+
+const (
+	exportLockName      = "_tally_export.lock"
+	exportStagingPrefix = "_tally_staging-"
+	// exportLayout names the shape of Tally's export files; a Tally that
+	// changes what a dataset's files hold changes it, and every month is
+	// written again.
+	exportLayout = "1"
+	fileMode     = 0o640 // readable by the group (the lake's readers), never by the world
+	dirMode      = 0o750
+)
+
+// manifest records, per dataset and month, the fingerprint of what the
+// export holds. A month is written again only when its fingerprint
+// changes.
+type manifest struct {
+	Tally    int                                 `json:"tally_export"`
+	Datasets map[string]map[string]monthManifest `json:"datasets"`
+}
+
+// monthManifest is a month's fingerprint and files. Rows, CostSum and
+// Latest are there for people (and catch most changes alone); Content
+// is the sum of DuckDB's hash of every row written, so any changed value
+// in any row changes it; Layout changes with the query that writes the
+// files.
+type monthManifest struct {
+	Rows      int64     `json:"rows"`
+	CostSum   string    `json:"cost_sum,omitempty"` // summed across currencies: a fingerprint, not an amount
+	Latest    string    `json:"latest"`             // max(fetched_at), or max(snapshot_at) for snapshots
+	Content   string    `json:"content_hash"`
+	Layout    string    `json:"layout"`
+	Files     []string  `json:"files"`
+	WrittenAt time.Time `json:"written_at"`
+}
+
+func (m monthManifest) sameData(o monthManifest) bool {
+	return m.Rows == o.Rows && m.CostSum == o.CostSum && m.Latest == o.Latest && m.Content == o.Content && m.Layout == o.Layout
+}
+
+// dataset is one folder of an export: a query whose rows carry the
+// partition column, 'YYYY-MM'.
+type dataset struct {
+	name      string
+	partition string
+	query     string
+	args      []any
+	csv       bool
+	ranged    bool   // From and Until apply
+	costExpr  string // SQL over the query's columns for CostSum; "" for none
+	timeExpr  string // SQL for Latest
+}
+
+var monthRE = regexp.MustCompile(`^[0-9]{4}-(0[1-9]|1[0-2])$`)
+
+// Export writes the store's data to o.Dir as Parquet (and, for FOCUS on
+// request, CSV), one folder per table, Hive-partitioned by month:
+// usage/month=2026-10/data_0.parquet. It reads one consistent state of the
+// database and works on a read-only store (the analysts' copy).
+//
+// Every month is written under a temporary name in a staging folder inside
+// o.Dir, then renamed into place, so a reader sees a month's old file or
+// its new one, never half of one. A manifest beside the folders
+// (ManifestName) holds each month's fingerprint; a month whose fingerprint
+// has not changed since the last export is left untouched, and a month no
+// longer in the data has its folder removed. Files are mode 0640 and
+// folders 0750: never readable by the world. Only one Export writes to a
+// folder at a time (a lock file in it); a second one fails at once.
+func (s *Store) Export(ctx context.Context, o ExportOptions) (ExportResult, error) {
+	began := time.Now()
+	res := ExportResult{Format: o.Format}
+	if o.Dir == "" {
+		return res, errors.New("export: the export folder is empty; give --to DIR or set export.dir")
+	}
+	dir, err := filepath.Abs(o.Dir)
+	if err != nil {
+		return res, fmt.Errorf("export: %w", err)
+	}
+	res.Dir = dir
+	sets, err := exportDatasets(o)
+	if err != nil {
+		return res, fmt.Errorf("export to %s: %w", dir, err)
+	}
+	if !o.From.IsZero() && !o.Until.IsZero() && !o.Until.After(o.From) {
+		return res, fmt.Errorf("export to %s: until %s must be after from %s (until is exclusive)",
+			dir, o.Until.Format(fetch.DateLayout), o.From.Format(fetch.DateLayout))
+	}
+	if err := os.MkdirAll(dir, dirMode); err != nil {
+		return res, fmt.Errorf("export to %s: %w", dir, err)
+	}
+	unlock, err := lockExportDir(dir)
+	if err != nil {
+		return res, err
+	}
+	defer unlock()
+	removeStaging(dir)
+
+	man, err := readManifest(dir)
+	if err != nil {
+		return res, fmt.Errorf("export to %s: %w", dir, err)
+	}
+	now := time.Now
+	if o.Now != nil {
+		now = o.Now
+	}
+	// One connection and one transaction: every dataset reads the same
+	// state of the database, even while loads commit on a read-write store.
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return res, fmt.Errorf("export to %s: %w", dir, err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "BEGIN TRANSACTION"); err != nil {
+		return res, fmt.Errorf("export to %s: %w", dir, err)
+	}
+	defer rollback(conn, nil)
+
+	for _, d := range sets {
+		de, err := exportDataset(ctx, conn, dir, d, o, man, now().UTC())
+		res.Datasets = append(res.Datasets, de)
+		// What was renamed into place is recorded even when a later step
+		// failed, so the next export does not write it again.
+		if werr := writeManifest(dir, man); werr != nil && err == nil {
+			err = werr
+		}
+		if err != nil {
+			return res, fmt.Errorf("export %s to %s: %w", d.name, dir, err)
+		}
+	}
+	res.Duration = time.Since(began)
+	return res, nil
+}
+
+// usageExport is the usage table as exported: every column, with the run
+// id as text (Spark and BigQuery do not read Parquet's UUID type).
+const usageExport = `SELECT * REPLACE (CAST(run_id AS VARCHAR) AS run_id),
+       strftime(date, '%Y-%m') AS month
+FROM usage`
+
+// snapshotExport is a reference snapshot table as exported, partitioned by
+// the month its snapshots were taken; JSON and UUID columns as text.
+func snapshotExport(table string, jsonCols ...string) string {
+	repl := []string{"CAST(run_id AS VARCHAR) AS run_id"}
+	for _, c := range jsonCols {
+		repl = append(repl, fmt.Sprintf("CAST(%s AS VARCHAR) AS %s", c, c))
+	}
+	return fmt.Sprintf(`SELECT * REPLACE (%s), strftime(snapshot_at, '%%Y-%%m') AS month FROM %s`, strings.Join(repl, ", "), table)
+}
+
+// focusCSVTimes are FOCUS's date/time columns; the CSV writes them as
+// FOCUS's 'YYYY-MM-DDTHH:mm:ssZ'.
+var focusCSVTimes = []string{"BillingPeriodStart", "BillingPeriodEnd", "ChargePeriodStart", "ChargePeriodEnd"}
+
+func exportDatasets(o ExportOptions) ([]dataset, error) {
+	switch o.Format {
+	case ExportParquet:
+		if o.CSV {
+			return nil, errors.New("CSV is written for format focus only")
+		}
+		sets := []dataset{{
+			name: "usage", partition: "month", query: usageExport, ranged: true,
+			costExpr: "cost", timeExpr: "fetched_at",
+		}}
+		for _, t := range []struct {
+			table string
+			json  []string
+		}{
+			{"payment_method_snapshots", []string{"spec", "raw"}},
+			{"rate_card_price_snapshots", nil},
+			{"project_snapshots", []string{"raw"}},
+			{"location_snapshots", []string{"raw"}},
+			{"organization_snapshots", []string{"raw"}},
+		} {
+			sets = append(sets, dataset{name: t.table, partition: "month", query: snapshotExport(t.table, t.json...), timeExpr: "snapshot_at"})
+		}
+		return sets, nil
+	case ExportFOCUS:
+		if !o.Granularity.Valid() {
+			return nil, fmt.Errorf("granularity %q is not one of hour, day, week, month, year", o.Granularity)
+		}
+		if o.Basis != fetch.BasisUsage && o.Basis != fetch.BasisReported {
+			return nil, fmt.Errorf("basis %q is not one of usage, reported", o.Basis)
+		}
+		body, err := FOCUSQuery()
+		if err != nil {
+			return nil, err
+		}
+		q := `SELECT *, strftime(timezone('UTC', BillingPeriodStart), '%Y-%m') AS billing_period
+FROM (` + body + `)
+WHERE x_Granularity = ? AND x_Basis = ?`
+		args := []any{string(o.Granularity), string(o.Basis)}
+		sets := []dataset{{name: "focus", partition: "billing_period", query: q, args: args, ranged: true,
+			costExpr: "x_Cost", timeExpr: "x_FetchedAt"}}
+		if o.CSV {
+			var repl []string
+			for _, c := range focusCSVTimes {
+				repl = append(repl, fmt.Sprintf(`strftime(timezone('UTC', %s), '%%Y-%%m-%%dT%%H:%%M:%%SZ') AS %s`, c, c))
+			}
+			csvq := "SELECT * REPLACE (" + strings.Join(repl, ", ") + ") FROM (" + q + ")"
+			sets = append(sets, dataset{name: "focus_csv", partition: "billing_period", query: csvq, args: args,
+				csv: true, ranged: true, costExpr: "x_Cost", timeExpr: "x_FetchedAt"})
+		}
+		return sets, nil
+	}
+	return nil, fmt.Errorf("format %q is not one of parquet, focus", o.Format)
+}
+
+var createViewRE = regexp.MustCompile(`(?is)^\s*((--[^\n]*)?\n\s*)*CREATE\s+OR\s+REPLACE\s+VIEW\s+focus\s+AS\s+`)
+
+// FOCUSQuery returns the SELECT of the focus view, as this Tally defines
+// it. Export runs it rather than the view, so that a database published by
+// an older Tally exports with the current mapping.
+func FOCUSQuery() (string, error) {
+	b, err := fs.ReadFile(tallysql.Views, "views/focus.sql")
+	if err != nil {
+		return "", fmt.Errorf("read the focus view: %w", err)
+	}
+	text := string(b)
+	loc := createViewRE.FindStringIndex(text)
+	if loc == nil {
+		return "", errors.New("read the focus view: views/focus.sql does not start with CREATE OR REPLACE VIEW focus AS")
+	}
+	return strings.TrimRight(strings.TrimSpace(text[loc[1]:]), ";"), nil
+}
+
+// fingerprint is what a dataset's month holds, as the manifest records it.
+func fingerprints(ctx context.Context, conn *sql.Conn, d dataset) (map[string]monthManifest, error) {
+	cost := "NULL"
+	if d.costExpr != "" {
+		cost = "CAST(sum(" + d.costExpr + ") AS VARCHAR)"
+	}
+	q := fmt.Sprintf(`SELECT %s AS part,
+       count(*) AS rows,
+       %s AS cost_sum,
+       CAST(max(%s) AS VARCHAR) AS latest,
+       CAST(sum(hash(t)) AS VARCHAR) AS content
+FROM (%s) t
+GROUP BY part
+ORDER BY part`, d.partition, cost, d.timeExpr, d.query)
+	rows, err := conn.QueryContext(ctx, q, d.args...)
+	if err != nil {
+		return nil, fmt.Errorf("fingerprint months: %w", err)
+	}
+	defer rows.Close()
+	layout := layoutOf(d)
+	out := map[string]monthManifest{}
+	for rows.Next() {
+		var part sql.NullString
+		var m monthManifest
+		var costSum, latest sql.NullString
+		if err := rows.Scan(&part, &m.Rows, &costSum, &latest, &m.Content); err != nil {
+			return nil, fmt.Errorf("fingerprint months: %w", err)
+		}
+		if !monthRE.MatchString(part.String) {
+			return nil, fmt.Errorf("fingerprint months: partition %q is not a month YYYY-MM", part.String)
+		}
+		m.CostSum, m.Latest, m.Layout = costSum.String, latest.String, layout
+		out[part.String] = m
+	}
+	return out, rows.Err()
+}
+
+// layoutOf identifies what a dataset's files hold: the query that writes
+// them (with its arguments) and the file format.
+func layoutOf(d dataset) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00%s\x00%v\x00%v\x00", exportLayout, d.query, d.args, d.csv)
+	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+// inRange reports whether month (YYYY-MM) overlaps [from, until).
+func inRange(month string, from, until time.Time) bool {
+	start, err := time.Parse("2006-01", month)
+	if err != nil {
+		return false
+	}
+	end := start.AddDate(0, 1, 0)
+	return (from.IsZero() || end.After(from)) && (until.IsZero() || start.Before(until))
+}
+
+func exportDataset(ctx context.Context, conn *sql.Conn, dir string, d dataset, o ExportOptions, man *manifest, now time.Time) (DatasetExport, error) {
+	de := DatasetExport{Name: d.name, Partition: d.partition}
+	have, err := fingerprints(ctx, conn, d)
+	if err != nil {
+		return de, err
+	}
+	old := man.Datasets[d.name]
+	if old == nil {
+		old = map[string]monthManifest{}
+		man.Datasets[d.name] = old
+	}
+	root := filepath.Join(dir, d.name)
+	var write []string
+	for _, m := range sortedKeys(have) {
+		if d.ranged && !inRange(m, o.From, o.Until) {
+			continue
+		}
+		prev, ok := old[m]
+		if ok && prev.sameData(have[m]) && filesExist(filepath.Join(root, d.partition+"="+m), prev.Files) {
+			de.Unchanged = append(de.Unchanged, m)
+			continue
+		}
+		write = append(write, m)
+	}
+	var gone []string
+	for _, m := range sortedKeys(old) {
+		if _, ok := have[m]; !ok && (!d.ranged || inRange(m, o.From, o.Until)) {
+			gone = append(gone, m)
+		}
+	}
+	if len(write) > 0 {
+		if err := os.MkdirAll(root, dirMode); err != nil {
+			return de, err
+		}
+		if err := os.Chmod(root, dirMode); err != nil {
+			return de, err
+		}
+		staging, err := copyMonths(ctx, conn, dir, d, write)
+		if staging != "" {
+			defer os.RemoveAll(staging)
+		}
+		if err != nil {
+			return de, err
+		}
+		// From here on files are renamed into place; each rename is atomic
+		// and quick, so the loop finishes even when ctx is cancelled.
+		for _, m := range write {
+			files, bytes, err := placeMonth(filepath.Join(staging, d.partition+"="+m), filepath.Join(root, d.partition+"="+m), old[m].Files)
+			if err != nil {
+				return de, fmt.Errorf("month %s: %w", m, err)
+			}
+			fp := have[m]
+			fp.Files, fp.WrittenAt = files, now
+			old[m] = fp
+			de.Written = append(de.Written, m)
+			de.Rows += fp.Rows
+			de.Bytes += bytes
+		}
+		syncDir(root)
+	}
+	for _, m := range gone {
+		part := filepath.Join(root, d.partition+"="+m)
+		for _, f := range old[m].Files {
+			if err := os.Remove(filepath.Join(part, f)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return de, fmt.Errorf("remove month %s: %w", m, err)
+			}
+		}
+		// A folder someone put other files in stays.
+		if err := os.Remove(part); err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTEMPTY) && !errors.Is(err, syscall.EEXIST) {
+			return de, fmt.Errorf("remove month %s: %w", m, err)
+		}
+		delete(old, m)
+		de.Removed = append(de.Removed, m)
+	}
+	return de, nil
+}
+
+// copyMonths writes the months of d into a new staging folder inside dir
+// with one COPY … PARTITION_BY, and returns the staging folder of the
+// dataset: <staging>/<partition>=<month>/data_0.parquet.
+func copyMonths(ctx context.Context, conn *sql.Conn, dir string, d dataset, months []string) (string, error) {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	top := filepath.Join(dir, exportStagingPrefix+hex.EncodeToString(b[:]))
+	// The staging folder is private until its files are renamed out.
+	if err := os.Mkdir(top, 0o700); err != nil {
+		return "", err
+	}
+	out := filepath.Join(top, d.name)
+	format := "FORMAT parquet"
+	if d.csv {
+		format = "FORMAT csv, HEADER true"
+	}
+	args := append(slices.Clone(d.args), anySlice(months)...)
+	// COPY takes no parameter for its target: the path is quoted as a SQL
+	// string, the months travel as parameters.
+	q := fmt.Sprintf(`COPY (SELECT * FROM (%s) WHERE %s IN (%s)) TO %s (%s, PARTITION_BY (%s))`,
+		d.query, d.partition, strings.TrimSuffix(strings.Repeat("?, ", len(months)), ", "),
+		quoteString(out), format, d.partition)
+	if _, err := conn.ExecContext(ctx, q, args...); err != nil {
+		return top, fmt.Errorf("write months %s: %w", strings.Join(months, ", "), err)
+	}
+	return out, ctx.Err()
+}
+
+// placeMonth moves a month's staged files into its partition folder, each
+// made 0640 and synced before its atomic rename, then removes the files of
+// the previous export that the new one did not replace. It returns the
+// files' names and their size.
+func placeMonth(staged, part string, previous []string) ([]string, int64, error) {
+	entries, err := os.ReadDir(staged)
+	if err != nil {
+		return nil, 0, err
+	}
+	if err := os.MkdirAll(part, dirMode); err != nil {
+		return nil, 0, err
+	}
+	if err := os.Chmod(part, dirMode); err != nil {
+		return nil, 0, err
+	}
+	var names []string
+	var size int64
+	for _, e := range entries {
+		if !e.Type().IsRegular() {
+			continue
+		}
+		src := filepath.Join(staged, e.Name())
+		n, err := syncFile(src)
+		if err != nil {
+			return nil, 0, err
+		}
+		if err := os.Rename(src, filepath.Join(part, e.Name())); err != nil {
+			return nil, 0, err
+		}
+		names = append(names, e.Name())
+		size += n
+	}
+	if len(names) == 0 {
+		return nil, 0, fmt.Errorf("no file was written to %s", staged)
+	}
+	for _, f := range previous {
+		if !slices.Contains(names, f) {
+			if err := os.Remove(filepath.Join(part, f)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return nil, 0, err
+			}
+		}
+	}
+	syncDir(part)
+	sort.Strings(names)
+	return names, size, nil
+}
+
+func syncFile(path string) (int64, error) {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	if err := f.Chmod(fileMode); err != nil {
+		return 0, err
+	}
+	if err := f.Sync(); err != nil {
+		return 0, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	return fi.Size(), f.Close()
+}
+
+// syncDir makes renames into dir durable; a failure only weakens that.
+func syncDir(dir string) {
+	if d, err := os.Open(dir); err == nil {
+		d.Sync()
+		d.Close()
+	}
+}
+
+func filesExist(part string, files []string) bool {
+	if len(files) == 0 {
+		return false
+	}
+	for _, f := range files {
+		if fi, err := os.Stat(filepath.Join(part, f)); err != nil || !fi.Mode().IsRegular() {
+			return false
+		}
+	}
+	return true
+}
+
+func readManifest(dir string) (*manifest, error) {
+	m := &manifest{Tally: 1, Datasets: map[string]map[string]monthManifest{}}
+	b, err := os.ReadFile(filepath.Join(dir, ManifestName))
+	if errors.Is(err, fs.ErrNotExist) {
+		return m, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(b, m); err != nil {
+		// A manifest that cannot be read only costs a full export.
+		return &manifest{Tally: 1, Datasets: map[string]map[string]monthManifest{}}, nil
+	}
+	if m.Datasets == nil {
+		m.Datasets = map[string]map[string]monthManifest{}
+	}
+	return m, nil
+}
+
+// writeManifest replaces the manifest atomically.
+func writeManifest(dir string, m *manifest) error {
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := filepath.Join(dir, ManifestName+".tmp")
+	if err := os.WriteFile(tmp, append(b, '\n'), fileMode); err != nil {
+		return fmt.Errorf("write manifest: %w", err)
+	}
+	if _, err := syncFile(tmp); err != nil {
+		return fmt.Errorf("write manifest: %w", err)
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, ManifestName)); err != nil {
+		return fmt.Errorf("write manifest: %w", err)
+	}
+	syncDir(dir)
+	return nil
+}
+
+// lockExportDir takes the export folder's lock, or fails at once saying
+// who holds it. The kernel frees it when the process exits.
+func lockExportDir(dir string) (func(), error) {
+	path := filepath.Join(dir, exportLockName)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("export to %s: lock: %w", dir, err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		holder := "another process"
+		if b, rerr := os.ReadFile(path); rerr == nil {
+			if pid, perr := strconv.Atoi(strings.TrimSpace(string(b))); perr == nil && pid > 0 {
+				holder = fmt.Sprintf("pid %d", pid)
+			}
+		}
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("export to %s: another tally export (%s) is writing this folder; wait for it to finish and try again", dir, holder)
+		}
+		return nil, fmt.Errorf("export to %s: lock: %w", dir, err)
+	}
+	if err := f.Truncate(0); err == nil {
+		f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	}
+	return func() {
+		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+	}, nil
+}
+
+// removeStaging removes staging folders a killed export left behind; the
+// caller holds the folder's lock, so none is in use.
+func removeStaging(dir string) {
+	if stale, err := filepath.Glob(filepath.Join(globEscape(dir), exportStagingPrefix+"*")); err == nil {
+		for _, s := range stale {
+			os.RemoveAll(s)
+		}
+	}
+}
+
+func sortedKeys(m map[string]monthManifest) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func anySlice(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
+}

@@ -1,0 +1,637 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tally-dev/tally/fetch"
+	"github.com/tally-dev/tally/fetch/sim"
+)
+
+// exportStart and exportNow frame the export fixture: usage from 1 August
+// to 20 October 2026, day granularity, basis usage.
+var (
+	exportStart = time.Date(2026, 8, 1, 0, 0, 0, 0, time.UTC)
+	exportNow   = time.Date(2026, 10, 20, 12, 0, 0, 0, time.UTC)
+	// The rate cards are snapshotted twice; the second has every price
+	// raised by priceBump, so a row shows which card was in force.
+	firstSnapshot  = time.Date(2026, 8, 10, 3, 0, 0, 0, time.UTC)
+	secondSnapshot = time.Date(2026, 10, 5, 3, 0, 0, 0, time.UTC)
+	priceBump      = fetch.MustDecimal("0.001")
+)
+
+// exportMonths are the windows of the fixture, one per month.
+var exportMonths = [][2]string{{"2026-08-01", "2026-09-01"}, {"2026-09-01", "2026-10-01"}, {"2026-10-01", "2026-10-21"}}
+
+// exportFixture is a store holding the simulated organization's usage of
+// exportMonths and two reference snapshots read from the simulated
+// interface, and the sim that served them.
+func exportFixture(t *testing.T) (*Store, *sim.Server) {
+	t.Helper()
+	ctx := context.Background()
+	srv := sim.New(sim.Options{Seed: 7, Start: exportStart, Now: func() time.Time { return exportNow }})
+	s := openTemp(t)
+	for _, m := range exportMonths {
+		q := fetch.UsageQuery{Window: window(t, fetch.Day, m[0], m[1])}
+		load(t, s, q, srv.Rows(q)...)
+	}
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	c, err := fetch.NewClient(ts.URL, srv.Token())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ref Reference
+	org, err := c.Organization(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref.Organization = &org
+	if ref.PaymentMethods, err = c.PaymentMethods(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, pm := range ref.PaymentMethods {
+		rc, err := c.RateCard(ctx, pm.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref.RateCards = append(ref.RateCards, rc)
+	}
+	if ref.Projects, err = c.Projects(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ref.Locations, err = c.Locations(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SaveSnapshot(ctx, NewRunID(), firstSnapshot, ref); err != nil {
+		t.Fatal(err)
+	}
+	for i := range ref.RateCards {
+		for j := range ref.RateCards[i].Entries {
+			for k := range ref.RateCards[i].Entries[j].Prices {
+				p := &ref.RateCards[i].Entries[j].Prices[k]
+				p.Price = p.Price.Add(priceBump)
+			}
+		}
+	}
+	if err := s.SaveSnapshot(ctx, NewRunID(), secondSnapshot, ref); err != nil {
+		t.Fatal(err)
+	}
+	return s, srv
+}
+
+func exportTo(t *testing.T, s *Store, o ExportOptions) ExportResult {
+	t.Helper()
+	res, err := s.Export(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func datasetOf(t *testing.T, res ExportResult, name string) DatasetExport {
+	t.Helper()
+	for _, d := range res.Datasets {
+		if d.Name == name {
+			return d
+		}
+	}
+	t.Fatalf("no dataset %s in %+v", name, res.Datasets)
+	return DatasetExport{}
+}
+
+// quoted is a path as a SQL string literal.
+func quoted(p string) string { return quoteString(p) }
+
+// rowsText runs query and renders every row, in the query's order.
+func rowsText(t *testing.T, s *Store, query string, args ...any) []string {
+	t.Helper()
+	res, err := s.Query(context.Background(), query, args...)
+	if err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	var out []string
+	for _, r := range res.Rows {
+		var parts []string
+		for i, v := range r {
+			s, ok := text(v, res.Types[i])
+			if !ok {
+				s = "NULL"
+			}
+			parts = append(parts, s)
+		}
+		out = append(out, strings.Join(parts, "|"))
+	}
+	return out
+}
+
+func TestExportParquetReadsBackExactly(t *testing.T) {
+	s, _ := exportFixture(t)
+	dir := filepath.Join(t.TempDir(), "lake")
+	res := exportTo(t, s, ExportOptions{Dir: dir, Format: ExportParquet})
+
+	usage := datasetOf(t, res, "usage")
+	if want := []string{"2026-08", "2026-09", "2026-10"}; !slices.Equal(usage.Written, want) || len(usage.Unchanged) != 0 {
+		t.Fatalf("usage written %v unchanged %v, want %v", usage.Written, usage.Unchanged, want)
+	}
+	if n := count(t, s, `SELECT count(*) FROM usage`); usage.Rows != n {
+		t.Errorf("usage rows written %d, table has %d", usage.Rows, n)
+	}
+	glob := quoted(filepath.Join(dir, "usage", "*", "*.parquet"))
+	// Per month and currency, row counts and exact DECIMAL sums agree.
+	want := rowsText(t, s, `SELECT strftime(date, '%Y-%m'), currency, count(*), sum(cost) FROM usage GROUP BY ALL ORDER BY ALL`)
+	got := rowsText(t, s, `SELECT month, currency, count(*), sum(cost) FROM read_parquet(`+glob+`, hive_partitioning = true) GROUP BY ALL ORDER BY ALL`)
+	equalLines(t, "totals per month and currency", got, want)
+	// Every row and column comes back, the cost still DECIMAL(38,12).
+	if n := count(t, s, `SELECT count(*) FROM (
+    SELECT * REPLACE (CAST(run_id AS VARCHAR) AS run_id) FROM usage
+    EXCEPT ALL
+    SELECT * EXCLUDE (month) FROM read_parquet(`+glob+`, hive_partitioning = true)
+)`); n != 0 {
+		t.Errorf("%d usage rows differ after the round trip", n)
+	}
+	if typ := scalar(t, s, `SELECT typeof(cost) FROM read_parquet(`+glob+`) LIMIT 1`); typ != "DECIMAL(38,12)" {
+		t.Errorf("cost reads back as %v", typ)
+	}
+	for _, table := range []string{"payment_method_snapshots", "rate_card_price_snapshots", "project_snapshots", "location_snapshots", "organization_snapshots"} {
+		d := datasetOf(t, res, table)
+		if !slices.Equal(d.Written, []string{"2026-08", "2026-10"}) {
+			t.Errorf("%s: months written %v, want the two snapshot months", table, d.Written)
+		}
+		g := quoted(filepath.Join(dir, table, "*", "*.parquet"))
+		if got, want := count(t, s, `SELECT count(*) FROM read_parquet(`+g+`)`), count(t, s, `SELECT count(*) FROM `+table); got != want || want == 0 {
+			t.Errorf("%s: %d rows read back, %d in the table", table, got, want)
+		}
+	}
+	// The layout, the modes, the manifest, no staging left behind.
+	var files []string
+	err := filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		fi, err := e.Info()
+		if err != nil {
+			return err
+		}
+		if fi.Mode().Perm()&0o007 != 0 {
+			t.Errorf("%s is mode %v: readable by the world", p, fi.Mode().Perm())
+		}
+		if !e.IsDir() {
+			rel, _ := filepath.Rel(dir, p)
+			files = append(files, rel)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		if f == ManifestName || f == exportLockName {
+			continue
+		}
+		if !regexp.MustCompile(`^[a-z_]+/month=20[0-9]{2}-[01][0-9]/data_0\.parquet$`).MatchString(f) {
+			t.Errorf("unexpected file %s", f)
+		}
+	}
+	var man manifest
+	b, err := os.ReadFile(filepath.Join(dir, ManifestName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &man); err != nil {
+		t.Fatal(err)
+	}
+	sep := man.Datasets["usage"]["2026-09"]
+	if want := count(t, s, `SELECT count(*) FROM usage WHERE date >= '2026-09-01' AND date < '2026-10-01'`); sep.Rows != want || sep.Content == "" || sep.Latest == "" || sep.CostSum == "" {
+		t.Errorf("manifest for 2026-09: %+v, want %d rows and every fingerprint", sep, want)
+	}
+}
+
+// fileIDs are the identities (inode and mtime) of an export's partition
+// files, by path: a file written again gets a new inode by its rename.
+func fileIDs(t *testing.T, root string) map[string]os.FileInfo {
+	t.Helper()
+	out := map[string]os.FileInfo{}
+	matches, err := filepath.Glob(filepath.Join(root, "*", "*=*", "*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range matches {
+		fi, err := os.Stat(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel, _ := filepath.Rel(root, m)
+		out[rel] = fi
+	}
+	return out
+}
+
+// changedFiles lists the files of after that are not the same file (or
+// not there) in before, and the files of before that are gone.
+func changedFiles(before, after map[string]os.FileInfo) (changed, gone []string) {
+	for p, fi := range after {
+		if old, ok := before[p]; !ok || !os.SameFile(old, fi) || !old.ModTime().Equal(fi.ModTime()) {
+			changed = append(changed, p)
+		}
+	}
+	for p := range before {
+		if _, ok := after[p]; !ok {
+			gone = append(gone, p)
+		}
+	}
+	sort.Strings(changed)
+	sort.Strings(gone)
+	return changed, gone
+}
+
+func TestExportRewritesOnlyChangedMonths(t *testing.T) {
+	s, srv := exportFixture(t)
+	dir := t.TempDir()
+	o := ExportOptions{Dir: dir, Format: ExportParquet}
+	exportTo(t, s, o)
+	before := fileIDs(t, dir)
+
+	// Nothing changed: nothing is written.
+	res := exportTo(t, s, o)
+	if u := datasetOf(t, res, "usage"); len(u.Written) != 0 || len(u.Unchanged) != 3 {
+		t.Fatalf("rerun wrote %v, left %v", u.Written, u.Unchanged)
+	}
+	if changed, gone := changedFiles(before, fileIDs(t, dir)); len(changed)+len(gone) != 0 {
+		t.Fatalf("a rerun with no change touched %v and removed %v", changed, gone)
+	}
+
+	// September is fetched again and one cost changed: only September of
+	// usage is written again.
+	q := fetch.UsageQuery{Window: window(t, fetch.Day, "2026-09-01", "2026-10-01")}
+	rows := srv.Rows(q)
+	rows[0].Cost = rows[0].Cost.Add(fetch.MustDecimal("0.000000000001"))
+	load(t, s, q, rows...)
+	res = exportTo(t, s, o)
+	if u := datasetOf(t, res, "usage"); !slices.Equal(u.Written, []string{"2026-09"}) || !slices.Equal(u.Unchanged, []string{"2026-08", "2026-10"}) {
+		t.Fatalf("after reloading September: written %v, unchanged %v", u.Written, u.Unchanged)
+	}
+	changed, gone := changedFiles(before, fileIDs(t, dir))
+	if !slices.Equal(changed, []string{"usage/month=2026-09/data_0.parquet"}) || len(gone) != 0 {
+		t.Fatalf("files changed %v, gone %v; want only September's usage", changed, gone)
+	}
+	glob := quoted(filepath.Join(dir, "usage", "*", "*.parquet"))
+	if got, want := scalar(t, s, `SELECT sum(cost) FROM read_parquet(`+glob+`)`), scalar(t, s, `SELECT sum(cost) FROM usage`); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("sum after the rewrite %v, table %v", got, want)
+	}
+
+	// The same reload, identical rows but a new run: the month's content
+	// changed (run_id, fetched_at), so it is written again; within
+	// --from/--until only.
+	before = fileIDs(t, dir)
+	for _, m := range exportMonths {
+		q := fetch.UsageQuery{Window: window(t, fetch.Day, m[0], m[1])}
+		load(t, s, q, srv.Rows(q)...)
+	}
+	res = exportTo(t, s, ExportOptions{Dir: dir, Format: ExportParquet, From: date(t, "2026-09-15"), Until: date(t, "2026-10-01")})
+	if u := datasetOf(t, res, "usage"); !slices.Equal(u.Written, []string{"2026-09"}) || len(u.Unchanged) != 0 {
+		t.Fatalf("range export wrote %v, left %v; want September only", u.Written, u.Unchanged)
+	}
+	changed, _ = changedFiles(before, fileIDs(t, dir))
+	if !slices.Equal(changed, []string{"usage/month=2026-09/data_0.parquet"}) {
+		t.Fatalf("range export changed %v", changed)
+	}
+
+	// October's rows are all gone (fetched again, empty): its folder goes.
+	q = fetch.UsageQuery{Window: window(t, fetch.Day, "2026-10-01", "2026-10-21")}
+	load(t, s, q)
+	res = exportTo(t, s, o)
+	if u := datasetOf(t, res, "usage"); !slices.Equal(u.Removed, []string{"2026-10"}) || !slices.Equal(u.Written, []string{"2026-08"}) {
+		t.Fatalf("written %v removed %v, want August (reloaded) written and October removed", u.Written, u.Removed)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "usage", "month=2026-10")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("October's folder is still there: %v", err)
+	}
+	if got, want := count(t, s, `SELECT count(*) FROM read_parquet(`+glob+`)`), count(t, s, `SELECT count(*) FROM usage`); got != want {
+		t.Errorf("%d rows in the export, %d in the table", got, want)
+	}
+
+	// A deleted partition file is written again although its data did not
+	// change.
+	if err := os.Remove(filepath.Join(dir, "usage", "month=2026-08", "data_0.parquet")); err != nil {
+		t.Fatal(err)
+	}
+	if u := datasetOf(t, exportTo(t, s, o), "usage"); !slices.Equal(u.Written, []string{"2026-08"}) {
+		t.Errorf("a missing file was not written again: %v", u.Written)
+	}
+}
+
+// iso4217 holds the active ISO 4217 currency codes.
+var iso4217 = strings.Fields(`AED AFN ALL AMD ANG AOA ARS AUD AWG AZN BAM BBD BDT BGN BHD BIF BMD BND BOB BRL
+BSD BTN BWP BYN BZD CAD CDF CHF CLP CNY COP CRC CUP CVE CZK DJF DKK DOP DZD EGP ERN ETB EUR FJD FKP GBP
+GEL GHS GIP GMD GNF GTQ GYD HKD HNL HTG HUF IDR ILS INR IQD IRR ISK JMD JOD JPY KES KGS KHR KMF KPW KRW
+KWD KYD KZT LAK LBP LKR LRD LSL LYD MAD MDL MGA MKD MMK MNT MOP MRU MUR MVR MWK MXN MYR MZN NAD NGN NIO
+NOK NPR NZD OMR PAB PEN PGK PHP PKR PLN PYG QAR RON RSD RUB RWF SAR SBD SCR SDG SEK SGD SHP SLE SOS SRD
+SSP STN SVC SYP SZL THB TJS TMT TND TOP TRY TTD TWD TZS UAH UGX USD UYU UZS VED VES VND VUV WST XAF XCD
+XCG XOF XPF YER ZAR ZMW ZWG`)
+
+// focusColumns are the FOCUS 1.2 columns the export holds, with the DuckDB
+// type each reads back as, and whether FOCUS allows it to be null for a
+// usage row that is no correction.
+var focusColumns = []struct {
+	name, typ string
+	nullable  bool
+}{
+	// Mandatory.
+	{"BilledCost", "DECIMAL(38,12)", false},
+	{"BillingAccountId", "VARCHAR", false},
+	{"BillingAccountName", "VARCHAR", true},
+	{"BillingCurrency", "VARCHAR", false},
+	{"BillingPeriodEnd", "TIMESTAMP WITH TIME ZONE", false},
+	{"BillingPeriodStart", "TIMESTAMP WITH TIME ZONE", false},
+	{"ChargeCategory", "VARCHAR", false},
+	{"ChargeClass", "VARCHAR", true},
+	{"ChargeDescription", "VARCHAR", true},
+	{"ChargePeriodEnd", "TIMESTAMP WITH TIME ZONE", false},
+	{"ChargePeriodStart", "TIMESTAMP WITH TIME ZONE", false},
+	{"ContractedCost", "DECIMAL(38,12)", false},
+	{"EffectiveCost", "DECIMAL(38,12)", false},
+	{"InvoiceIssuerName", "VARCHAR", false},
+	{"ListCost", "DECIMAL(38,12)", false},
+	{"PricingQuantity", "DECIMAL(38,12)", false},
+	{"PricingUnit", "VARCHAR", false},
+	{"ProviderName", "VARCHAR", false},
+	{"PublisherName", "VARCHAR", false},
+	{"ServiceCategory", "VARCHAR", false},
+	{"ServiceName", "VARCHAR", false},
+	// Conditional and recommended ones Tally fills.
+	{"BillingAccountType", "VARCHAR", false},
+	{"ChargeFrequency", "VARCHAR", false},
+	{"CommitmentDiscountId", "VARCHAR", true},
+	{"CommitmentDiscountStatus", "VARCHAR", true},
+	{"CommitmentDiscountType", "VARCHAR", true},
+	{"ConsumedQuantity", "DECIMAL(38,12)", false},
+	{"ConsumedUnit", "VARCHAR", false},
+	{"ContractedUnitPrice", "DECIMAL(38,12)", true},
+	{"ListUnitPrice", "DECIMAL(38,12)", true},
+	{"PricingCategory", "VARCHAR", false},
+	{"SkuId", "VARCHAR", false},
+	{"SkuMeter", "VARCHAR", false},
+	{"SkuPriceId", "VARCHAR", false},
+	{"SubAccountId", "VARCHAR", true},
+	{"SubAccountName", "VARCHAR", true},
+	{"SubAccountType", "VARCHAR", true},
+}
+
+// focusServiceCategories are FOCUS 1.2's allowed ServiceCategory values.
+var focusServiceCategories = []string{"AI and Machine Learning", "Analytics", "Business Applications", "Compute",
+	"Databases", "Developer Tools", "Multicloud", "Identity", "Integration", "Internet of Things",
+	"Management and Governance", "Media", "Migration", "Mobile", "Networking", "Security", "Storage", "Web", "Other"}
+
+func distinct(t *testing.T, s *Store, col, from string) []string {
+	t.Helper()
+	return rowsText(t, s, `SELECT DISTINCT `+col+` FROM `+from+` ORDER BY 1`)
+}
+
+func TestExportFOCUSFollowsTheRules(t *testing.T) {
+	s, _ := exportFixture(t)
+	dir := t.TempDir()
+	res := exportTo(t, s, ExportOptions{Dir: dir, Format: ExportFOCUS, CSV: true, Granularity: fetch.Day, Basis: fetch.BasisUsage})
+	f := datasetOf(t, res, "focus")
+	if f.Partition != "billing_period" || len(f.Written) < 3 {
+		t.Fatalf("focus: %+v", f)
+	}
+	from := `read_parquet(` + quoted(filepath.Join(dir, "focus", "*", "*.parquet")) + `, hive_partitioning = true)`
+
+	// Presence and types.
+	cols := map[string]string{}
+	for _, r := range rowsText(t, s, `SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM `+from+`)`) {
+		name, typ, _ := strings.Cut(r, "|")
+		cols[name] = typ
+	}
+	for _, c := range focusColumns {
+		if got, ok := cols[c.name]; !ok {
+			t.Errorf("column %s is missing", c.name)
+		} else if got != c.typ {
+			t.Errorf("column %s is %s, want %s", c.name, got, c.typ)
+		}
+	}
+	for name := range cols {
+		if !strings.HasPrefix(name, "x_") && name != "billing_period" && !slices.ContainsFunc(focusColumns, func(c struct {
+			name, typ string
+			nullable  bool
+		}) bool {
+			return c.name == name
+		}) {
+			t.Errorf("column %s is neither FOCUS nor custom (x_)", name)
+		}
+	}
+	// Non-null values.
+	for _, c := range focusColumns {
+		if n := count(t, s, `SELECT count(*) FROM `+from+` WHERE "`+c.name+`" IS NULL`); !c.nullable && n > 0 {
+			t.Errorf("%s is null in %d rows", c.name, n)
+		}
+	}
+	// Rules between columns.
+	rules := map[string]string{
+		"ChargePeriodEnd after ChargePeriodStart":     `ChargePeriodEnd <= ChargePeriodStart`,
+		"BillingPeriodEnd after BillingPeriodStart":   `BillingPeriodEnd <= BillingPeriodStart`,
+		"billing period is one calendar month":        `BillingPeriodEnd <> BillingPeriodStart + INTERVAL 1 MONTH OR date_part('day', timezone('UTC', BillingPeriodStart)) <> 1`,
+		"partition is the billing period":             `billing_period <> strftime(timezone('UTC', BillingPeriodStart), '%Y-%m')`,
+		"ChargeCategory is Usage":                     `ChargeCategory <> 'Usage'`,
+		"ChargeClass null or Correction":              `ChargeClass IS NOT NULL AND ChargeClass <> 'Correction'`,
+		"ListCost = ListUnitPrice × PricingQuantity":  `ListUnitPrice IS NOT NULL AND ListCost <> CAST(ListUnitPrice * PricingQuantity AS DECIMAL(38, 12))`,
+		"ContractedCost = unit price × quantity":      `ContractedUnitPrice IS NOT NULL AND ContractedCost <> CAST(ContractedUnitPrice * PricingQuantity AS DECIMAL(38, 12))`,
+		"ListCost is the cost without a list price":   `ListUnitPrice IS NULL AND ListCost <> x_Cost`,
+		"list unit price not negative":                `ListUnitPrice < 0`,
+		"commitment type and status with an id only":  `(CommitmentDiscountId IS NULL) <> (CommitmentDiscountType IS NULL) OR (CommitmentDiscountId IS NULL) <> (CommitmentDiscountStatus IS NULL)`,
+		"status is Used":                              `CommitmentDiscountStatus IS NOT NULL AND CommitmentDiscountStatus <> 'Used'`,
+		"Committed exactly under a commitment":        `(PricingCategory = 'Committed') <> (CommitmentDiscountId IS NOT NULL) OR PricingCategory NOT IN ('Standard', 'Committed')`,
+		"license: nothing billed, nothing amortized":  `x_PaidAs = 'license' AND (BilledCost <> 0 OR EffectiveCost <> 0)`,
+		"balance: prepaid, its share is effective":    `x_PaidAs = 'balance' AND (BilledCost <> 0 OR EffectiveCost <> x_Cost)`,
+		"direct: billed as sent":                      `x_PaidAs IN ('direct', 'other') AND (BilledCost <> x_Cost OR EffectiveCost <> x_Cost)`,
+		"sub-account type with a sub-account only":    `(SubAccountId IS NULL) <> (SubAccountType IS NULL)`,
+		"the config's granularity and basis only":     `x_Granularity <> 'day' OR x_Basis <> 'usage'`,
+		"consumed and pricing quantity are the usage": `ConsumedQuantity <> PricingQuantity`,
+	}
+	for name, bad := range rules {
+		if n := count(t, s, `SELECT count(*) FROM `+from+` WHERE `+bad); n > 0 {
+			t.Errorf("%s: broken in %d rows (%s)", name, n, bad)
+		}
+	}
+	for _, c := range distinct(t, s, "BillingCurrency", from) {
+		if !slices.Contains(iso4217, c) {
+			t.Errorf("BillingCurrency %q is not an ISO 4217 code", c)
+		}
+	}
+	for _, c := range distinct(t, s, "ServiceCategory", from) {
+		if !slices.Contains(focusServiceCategories, c) {
+			t.Errorf("ServiceCategory %q is not an allowed value", c)
+		}
+	}
+
+	// Every usage row once, and money exact per currency.
+	want := rowsText(t, s, `SELECT currency, count(*), sum(cost) FROM usage WHERE granularity = 'day' AND basis = 'usage' GROUP BY ALL ORDER BY ALL`)
+	got := rowsText(t, s, `SELECT BillingCurrency, count(*), sum(x_Cost) FROM `+from+` GROUP BY ALL ORDER BY ALL`)
+	equalLines(t, "rows and cost per currency", got, want)
+	want = rowsText(t, s, `SELECT currency, sum(cost) FILTER (WHERE entitlement_type IS NULL OR regexp_replace(lower(entitlement_type), '[^a-z]', '', 'g') NOT IN ('license', 'cash', 'quantity', 'precommitment')) FROM usage GROUP BY ALL ORDER BY ALL`)
+	got = rowsText(t, s, `SELECT BillingCurrency, sum(BilledCost) FROM `+from+` GROUP BY ALL ORDER BY ALL`)
+	equalLines(t, "billed cost per currency", got, want)
+
+	// The fixture exercises every branch of the mapping.
+	for _, v := range []struct{ col, want string }{
+		{"x_PaidAs", "balance|direct|license|other"},
+		{"x_PriceMatchedBy", "meter name in parentheses|name|sku|NULL"},
+		{"ServiceCategory", "Media|Storage"},
+		{"BillingAccountType", "direct|marketplaceA|marketplaceB"},
+		{"InvoiceIssuerName", "Media cloud|marketplaceA|marketplaceB"},
+		{"PricingUnit", "GB|GB-Hours|Minutes|Units"},
+	} {
+		if got := strings.Join(distinct(t, s, v.col, from), "|"); got != v.want {
+			t.Errorf("%s values %q, want %q", v.col, got, v.want)
+		}
+	}
+	// The rate card in force: September's rows use the first snapshot,
+	// October's the second (every price raised by priceBump).
+	prices := rowsText(t, s, `SELECT DISTINCT strftime(timezone('UTC', ChargePeriodStart), '%Y-%m'), ListUnitPrice, x_RateCardSnapshotAt
+FROM `+from+` WHERE SkuMeter = 'video_encoding_uhd' AND BillingCurrency = 'USD' ORDER BY 1`)
+	card := rowsText(t, s, `SELECT DISTINCT price FROM rate_card_price_snapshots WHERE name = 'premium_uhd(video_encoding_uhd)' AND currency = 'USD' AND snapshot_at = ?`, firstSnapshot)
+	if len(card) != 1 {
+		t.Fatalf("rate card prices %v", card)
+	}
+	first := fetch.MustDecimal(card[0])
+	second := first.Add(priceBump)
+	wantPrices := []string{
+		"2026-08|" + first.String() + "|" + firstSnapshot.Format(time.RFC3339),
+		"2026-09|" + first.String() + "|" + firstSnapshot.Format(time.RFC3339),
+		"2026-10|" + second.String() + "|" + secondSnapshot.Format(time.RFC3339),
+	}
+	equalLines(t, "list price in force per month", prices, wantPrices)
+	// A meter no card prices (the DRM meter: no sku, no unit) keeps its
+	// cost as list cost, its name as SKU, and counts in Units.
+	if got := rowsText(t, s, `SELECT DISTINCT SkuId, SkuPriceId, PricingUnit, ConsumedUnit FROM `+from+` WHERE SkuMeter = 'drm_license_requests'`); !slices.Equal(got, []string{"drm_license_requests|drm_license_requests|Units|Units"}) {
+		t.Errorf("unpriced meter: %v", got)
+	}
+
+	// The CSV holds the same rows, times in FOCUS's format.
+	csvFrom := `read_csv(` + quoted(filepath.Join(dir, "focus_csv", "*", "*.csv")) + `, hive_partitioning = true, all_varchar = true)`
+	if got, want := count(t, s, `SELECT count(*) FROM `+csvFrom), count(t, s, `SELECT count(*) FROM `+from); got != want {
+		t.Errorf("CSV has %d rows, Parquet %d", got, want)
+	}
+	if n := count(t, s, `SELECT count(*) FROM `+csvFrom+` WHERE NOT regexp_full_match(ChargePeriodStart, '\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z')`); n > 0 {
+		t.Errorf("%d CSV rows have a ChargePeriodStart not in YYYY-MM-DDTHH:mm:ssZ", n)
+	}
+	if got := rowsText(t, s, `SELECT sum(CAST(BilledCost AS DECIMAL(38, 12))) FROM `+csvFrom); !slices.Equal(got, rowsText(t, s, `SELECT sum(BilledCost) FROM `+from)) {
+		t.Errorf("CSV billed cost %v differs from the Parquet's", got)
+	}
+	// The view in the database maps the same rows.
+	if got, want := count(t, s, `SELECT count(*) FROM focus WHERE x_Granularity = 'day' AND x_Basis = 'usage'`), count(t, s, `SELECT count(*) FROM `+from); got != want {
+		t.Errorf("the focus view has %d rows, the export %d", got, want)
+	}
+}
+
+func TestExportFromReadOnlyCopy(t *testing.T) {
+	s, _ := exportFixture(t)
+	ctx := context.Background()
+	pub, err := s.Publish(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ro, err := OpenReadOnly(ctx, pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	dir := t.TempDir()
+	res, err := ro.Export(ctx, ExportOptions{Dir: dir, Format: ExportFOCUS, Granularity: fetch.Day, Basis: fetch.BasisUsage})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := datasetOf(t, res, "focus"); f.Rows != count(t, s, `SELECT count(*) FROM usage`) {
+		t.Errorf("exported %d FOCUS rows from the copy", f.Rows)
+	}
+}
+
+func TestExportRefusesBadOptions(t *testing.T) {
+	s := openTemp(t)
+	ctx := context.Background()
+	dir := t.TempDir()
+	tests := []struct {
+		name string
+		o    ExportOptions
+		want string
+	}{
+		{"no folder", ExportOptions{Format: ExportParquet}, "the export folder is empty"},
+		{"format", ExportOptions{Dir: dir, Format: "orc"}, `format "orc" is not one of parquet, focus`},
+		{"csv with parquet", ExportOptions{Dir: dir, Format: ExportParquet, CSV: true}, "CSV is written for format focus only"},
+		{"focus without granularity", ExportOptions{Dir: dir, Format: ExportFOCUS, Basis: fetch.BasisUsage}, `granularity "" is not one of`},
+		{"focus without basis", ExportOptions{Dir: dir, Format: ExportFOCUS, Granularity: fetch.Day}, `basis "" is not one of usage, reported`},
+		{"until before from", ExportOptions{Dir: dir, Format: ExportParquet, From: date(t, "2026-10-01"), Until: date(t, "2026-10-01")}, "until 2026-10-01 must be after from 2026-10-01"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := s.Export(ctx, tc.o)
+			mustContain(t, err, tc.want)
+		})
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil || len(entries) != 0 {
+		t.Errorf("refused exports left %v in the folder (%v)", entries, err)
+	}
+
+	// A second export into a folder another one holds fails at once.
+	unlock, err := lockExportDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Export(ctx, ExportOptions{Dir: dir, Format: ExportParquet})
+	mustContain(t, err, "another tally export", "is writing this folder")
+	unlock()
+	if _, err := s.Export(ctx, ExportOptions{Dir: dir, Format: ExportParquet}); err != nil {
+		t.Errorf("after the lock is freed: %v", err)
+	}
+}
+
+func TestExportEmptyStoreAndCancel(t *testing.T) {
+	s := openTemp(t)
+	dir := t.TempDir()
+	res := exportTo(t, s, ExportOptions{Dir: dir, Format: ExportParquet})
+	for _, d := range res.Datasets {
+		if len(d.Written)+len(d.Unchanged)+len(d.Removed) != 0 {
+			t.Errorf("%s: an empty store exported %+v", d.Name, d)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, ManifestName)); err != nil {
+		t.Errorf("no manifest: %v", err)
+	}
+
+	s, _ = exportFixture(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	dir = t.TempDir()
+	if _, err := s.Export(ctx, ExportOptions{Dir: dir, Format: ExportParquet}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled export: %v", err)
+	}
+	matches, _ := filepath.Glob(filepath.Join(dir, "*", "*=*", "*"))
+	staging, _ := filepath.Glob(filepath.Join(dir, exportStagingPrefix+"*"))
+	if len(matches)+len(staging) != 0 {
+		t.Errorf("a cancelled export left %v %v", matches, staging)
+	}
+}
+
+func TestFOCUSQueryIsTheView(t *testing.T) {
+	body, err := FOCUSQuery()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(body, "WITH u AS") || strings.HasSuffix(body, ";") {
+		t.Errorf("FOCUSQuery starts %q and ends %q", body[:20], body[len(body)-20:])
+	}
+}
