@@ -30,6 +30,7 @@ type Store struct {
 	readOnly bool
 
 	publishMu sync.Mutex
+	ledgerMu  sync.Mutex // one ledger cut-back at a time (LoadWindow)
 }
 
 // options are the seams tests use to open a database as an older Tally
