@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -38,13 +39,30 @@ the last full month. Everything stays in --dir.`,
 			fmt.Fprintf(out, "  config:          %s\n", res.Config)
 			fmt.Fprintf(out, "  fetched:         %d windows, %d rows, %d requests\n",
 				res.Nightly.Fetch.Loaded, res.Nightly.Fetch.Rows, res.Nightly.Fetch.Requests)
+			cfg := shellQuote(res.Config)
 			fmt.Fprintf(out, "\nThree queries to try:\n")
-			fmt.Fprintf(out, "  go run ./cmd/tally query --config %s \"SELECT project, currency, sum(cost) AS cost FROM usage GROUP BY ALL ORDER BY ALL\"\n", res.Config)
-			fmt.Fprintf(out, "  go run ./cmd/tally query --config %s --name cost_by_project_month\n", res.Config)
-			fmt.Fprintf(out, "  go run ./cmd/tally query --config %s --format csv \"SELECT * FROM fetch_windows ORDER BY start\"\n", res.Config)
+			fmt.Fprintf(out, "  go run ./cmd/tally query --config %s \"SELECT project, currency, sum(cost) AS cost FROM usage GROUP BY ALL ORDER BY ALL\"\n", cfg)
+			fmt.Fprintf(out, "  go run ./cmd/tally query --config %s --name cost_by_project_month\n", cfg)
+			fmt.Fprintf(out, "  go run ./cmd/tally query --config %s --format csv \"SELECT * FROM fetch_windows ORDER BY start\"\n", cfg)
 			return nil
 		},
 	}
 	cmd.Flags().StringVar(&dir, "dir", "tally-demo", "folder for the demo's config, database and workbook")
 	return cmd
+}
+
+// shellQuote makes a path safe to paste into a POSIX shell: as it is when it
+// holds only characters no shell treats specially, else in single quotes.
+func shellQuote(s string) string {
+	safe := s != ""
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("@%+=:,./_-", r)) {
+			safe = false
+			break
+		}
+	}
+	if safe {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
