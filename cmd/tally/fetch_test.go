@@ -1,0 +1,208 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tally-dev/tally/fetch"
+	"github.com/tally-dev/tally/fetch/sim"
+	"github.com/tally-dev/tally/store"
+)
+
+// cliTokenEnv is the environment variable the CLI tests' configs name.
+const cliTokenEnv = "TALLY_CLI_TEST_TOKEN"
+
+// cliSim is a simulated interface with usage from start, its clock stopped
+// at the last whole hour so its truth holds still while the test runs,
+// behind a switch that answers 503 to every usage request for the window
+// starting on failDay (when set).
+type cliSim struct {
+	sim     *sim.Server
+	url     string
+	failDay atomic.Value // string, YYYY-MM-DD
+	failed  atomic.Int64
+}
+
+func newCLISim(t *testing.T, start time.Time) *cliSim {
+	t.Helper()
+	now := time.Now().UTC().Truncate(time.Hour)
+	s := &cliSim{sim: sim.New(sim.Options{Token: "cli-token-0f3a9c2e71b84d56", Seed: 9, Start: start, Now: func() time.Time { return now }})}
+	s.failDay.Store("")
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if day := s.failDay.Load().(string); day != "" && r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/reports/usage") {
+			b, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(bytes.NewReader(b))
+			var body struct {
+				StartDate string `json:"startDate"`
+			}
+			if json.Unmarshal(b, &body) == nil && body.StartDate == day {
+				s.failed.Add(1)
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusServiceUnavailable)
+				io.WriteString(w, `{"error":{"code":"ServiceUnavailable","detail":"the service is temporarily unavailable; retry later"}}`)
+				return
+			}
+		}
+		s.sim.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	s.url = srv.URL
+	return s
+}
+
+// cliConfig writes a config against s into a temp folder, exports the
+// sim's token in cliTokenEnv and returns the config's and the database's
+// paths. No retries: a failing window fails at once.
+func cliConfig(t *testing.T, s *cliSim, start time.Time, extra string) (cfg, db string) {
+	t.Helper()
+	dir := t.TempDir()
+	cfg = filepath.Join(dir, "tally.yaml")
+	text := fmt.Sprintf(`api:
+  base_url: %s
+  token_env: %s
+  max_retries: 0
+  timeout: 20s
+usage:
+  granularity: day
+  start: %s
+  window: 7d
+  lookback: 1d
+store:
+  path: tally.duckdb
+reports:
+  dir: reports
+  months: [previous]
+schedule:
+  lock_wait: 100ms
+%s`, s.url, cliTokenEnv, start.Format(fetch.DateLayout), extra)
+	if err := os.WriteFile(cfg, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(cliTokenEnv, s.sim.Token())
+	t.Setenv("TALLY_BASE_URL", "")
+	t.Setenv("TALLY_DB", "")
+	return cfg, filepath.Join(dir, "tally.duckdb")
+}
+
+// stderrOf runs fn with os.Stderr redirected and returns what was written
+// there: the runner's logs and the error exitCode prints.
+func stderrOf(t *testing.T, fn func()) string {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := os.Stderr
+	os.Stderr = w
+	done := make(chan []byte)
+	go func() {
+		b, _ := io.ReadAll(r)
+		done <- b
+	}()
+	defer func() {
+		os.Stderr = old
+	}()
+	fn()
+	w.Close()
+	os.Stderr = old
+	return string(<-done)
+}
+
+// cli runs the command line in-process and returns its output, its error
+// and the exit code main would give, with what went to stderr.
+func cli(t *testing.T, args ...string) (out string, code int, stderr string) {
+	t.Helper()
+	stderr = stderrOf(t, func() {
+		var err error
+		out, err = execQueryCLI(t, "", args...)
+		code = exitCode(err)
+	})
+	return out, code, stderr
+}
+
+func TestFetchExitCodes(t *testing.T) {
+	start := fetch.Day.Truncate(time.Now().UTC()).AddDate(0, 0, -20)
+	s := newCLISim(t, start)
+	cfg, db := cliConfig(t, s, start, "")
+
+	t.Run("bad config", func(t *testing.T) {
+		bad := filepath.Join(t.TempDir(), "bad.yaml")
+		if err := os.WriteFile(bad, []byte("usage:\n  granularity: fortnight\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, code, stderr := cli(t, "fetch", "--config", bad)
+		if code != exitUsage || !strings.Contains(stderr, "usage.granularity") || !strings.Contains(stderr, "fortnight") {
+			t.Fatalf("exit %d, stderr %q; want 2 naming usage.granularity and its value", code, stderr)
+		}
+	})
+	t.Run("from after to", func(t *testing.T) {
+		_, code, stderr := cli(t, "fetch", "--config", cfg, "--from", "2025-03-10", "--to", "2025-03-01")
+		if code != exitUsage || !strings.Contains(stderr, "--to 2025-03-01 must be after --from 2025-03-10") {
+			t.Fatalf("exit %d, stderr %q; want 2", code, stderr)
+		}
+	})
+	t.Run("missing token", func(t *testing.T) {
+		t.Setenv(cliTokenEnv, "")
+		_, code, stderr := cli(t, "fetch", "--config", cfg)
+		if code != exitUsage || !strings.Contains(stderr, cliTokenEnv) {
+			t.Fatalf("exit %d, stderr %q; want 2 naming %s", code, stderr, cliTokenEnv)
+		}
+		if _, err := os.Stat(db); !os.IsNotExist(err) {
+			t.Errorf("a usage error created the database: %v", err)
+		}
+	})
+	t.Run("lock held", func(t *testing.T) {
+		lock, err := store.AcquireLock(context.Background(), db, "nightly", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer lock.Release()
+		began := time.Now()
+		_, code, stderr := cli(t, "fetch", "--config", cfg)
+		holder := fmt.Sprintf("pid %d", os.Getpid())
+		if code != exitFailed || !strings.Contains(stderr, holder) || !strings.Contains(stderr, `"nightly"`) {
+			t.Fatalf("exit %d, stderr %q; want 1 naming %s and its command", code, stderr, holder)
+		}
+		if waited := time.Since(began); waited > 10*time.Second {
+			t.Errorf("waited %s for the lock; schedule.lock_wait is 100ms", waited)
+		}
+	})
+	t.Run("window failing every retry, then repaired", func(t *testing.T) {
+		bad := start.AddDate(0, 0, 7)
+		s.failDay.Store(bad.Format(fetch.DateLayout))
+		out, code, stderr := cli(t, "fetch", "--config", cfg, "--log-format", "json")
+		window := fetch.Window{Start: bad, End: bad.AddDate(0, 0, 7), Granularity: fetch.Day}.String()
+		if code != exitPartial || !strings.Contains(stderr, window) || !strings.Contains(out, "1 failed") {
+			t.Fatalf("exit %d; want 3 naming window %s\nstdout:\n%s\nstderr:\n%s", code, window, out, stderr)
+		}
+		if n := s.failed.Load(); n != 1 {
+			t.Errorf("the failing window was asked for %d times; with max_retries 0, once", n)
+		}
+		if strings.Contains(stderr, s.sim.Token()) || strings.Contains(out, s.sim.Token()) {
+			t.Error("the token appears in the output")
+		}
+		s.failDay.Store("")
+		out, code, stderr = cli(t, "fetch", "--config", cfg)
+		if code != exitOK || !strings.Contains(out, "0 failed") {
+			t.Fatalf("repairing run: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, stderr)
+		}
+		// The repaired database holds the truth up to the sim's clock.
+		to := time.Now().UTC().AddDate(0, 0, 2)
+		truth := s.sim.Truth(fetch.UsageQuery{Window: fetch.Window{Start: start, End: to, Granularity: fetch.Day}})
+		got, code, _ := cli(t, "query", "--config", cfg, "--format", "csv", "SELECT count(*) AS n FROM usage")
+		if want := fmt.Sprintf("n\r\n%d\r\n", truth.Rows); code != exitOK || got != want {
+			t.Errorf("rows after the repair: %q (exit %d), want %q", got, code, want)
+		}
+	})
+}
