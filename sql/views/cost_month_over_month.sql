@@ -1,0 +1,53 @@
+-- cost_month_over_month: how each project's cost of each meter changed from
+-- one calendar month (UTC) to the next, per basis and currency: the month's
+-- cost, the previous month's, the change and the change as a fraction of
+-- the previous month. A pair that stopped being used shows its last month
+-- again with cost 0; a new one has previous_cost 0 and no change_pct.
+--
+-- Rows are those of the finest granularity loaded for each basis. The
+-- latest month may be partial: compare it only with care.
+CREATE OR REPLACE VIEW cost_month_over_month AS
+WITH finest AS (
+    SELECT basis,
+           arg_min(granularity, CASE granularity WHEN 'hour' THEN 1 WHEN 'day' THEN 2 WHEN 'week' THEN 3 WHEN 'month' THEN 4 ELSE 5 END) AS granularity
+    FROM usage
+    GROUP BY basis
+),
+monthly AS (
+    SELECT u.basis,
+           CAST(date_trunc('month', CASE WHEN u.basis = 'reported' THEN u.date_processed ELSE u.date END) AS DATE) AS month,
+           coalesce(u.project, '') AS project,
+           u.meter_name,
+           u.currency,
+           sum(u.cost) AS cost
+    FROM usage u
+    JOIN finest f ON f.basis = u.basis AND f.granularity = u.granularity
+    GROUP BY ALL
+),
+last AS (
+    SELECT basis, max(month) AS month FROM monthly GROUP BY basis
+),
+grid AS (
+    SELECT basis, month, project, meter_name, currency FROM monthly
+    UNION
+    SELECT m.basis, CAST(m.month + INTERVAL 1 MONTH AS DATE), m.project, m.meter_name, m.currency
+    FROM monthly m
+    JOIN last l ON l.basis = m.basis
+    WHERE m.month < l.month
+)
+SELECT g.basis,
+       g.month,
+       nullif(g.project, '') AS project,
+       g.meter_name,
+       g.currency,
+       coalesce(c.cost, 0) AS cost,
+       coalesce(p.cost, 0) AS previous_cost,
+       coalesce(c.cost, 0) - coalesce(p.cost, 0) AS change,
+       CASE WHEN coalesce(p.cost, 0) <> 0
+            THEN CAST(coalesce(c.cost, 0) - p.cost AS DOUBLE) / CAST(p.cost AS DOUBLE)
+       END AS change_pct
+FROM grid g
+LEFT JOIN monthly c ON c.basis = g.basis AND c.month = g.month AND c.project = g.project
+                   AND c.meter_name = g.meter_name AND c.currency = g.currency
+LEFT JOIN monthly p ON p.basis = g.basis AND p.month = CAST(g.month - INTERVAL 1 MONTH AS DATE) AND p.project = g.project
+                   AND p.meter_name = g.meter_name AND p.currency = g.currency;
