@@ -24,6 +24,20 @@ type Env struct {
 	Store  *store.Store
 	Log    zerolog.Logger
 	Now    func() time.Time
+	// Stop closes when the run is asked to stop (SIGTERM): no new window
+	// or step starts, while the work in flight may finish until its
+	// context is cancelled. nil: never.
+	Stop <-chan struct{}
+}
+
+// stopping reports whether the run has been asked to stop.
+func (e *Env) stopping() bool {
+	select {
+	case <-e.Stop:
+		return true
+	default:
+		return false
+	}
 }
 
 func (e *Env) now() time.Time {
@@ -175,11 +189,19 @@ func Fetch(ctx context.Context, env *Env, runID uuid.UUID, opts FetchOptions) (F
 			}
 		}()
 	}
+	stopped := false // a stop cut the fetch short
 feed:
 	for _, pw := range plan {
+		if env.stopping() {
+			stopped = true
+			break
+		}
 		select {
 		case jobs <- pw:
 		case <-ctx.Done():
+			break feed
+		case <-env.Stop:
+			stopped = true
 			break feed
 		}
 	}
@@ -187,7 +209,9 @@ feed:
 	wg.Wait()
 	sort.Slice(sum.Failed, func(i, j int) bool { return sum.Failed[i].Window.Start.Before(sum.Failed[j].Window.Start) })
 
-	if ctx.Err() == nil {
+	if env.stopping() {
+		stopped = true
+	} else if ctx.Err() == nil {
 		if err := refreshReference(ctx, env, runID); err != nil {
 			sum.RefErr = err
 			env.Log.Error().Err(err).Msg("reference data not refreshed")
@@ -195,7 +219,10 @@ feed:
 	}
 	sum.Requests, sum.Retries, sum.Bytes = stats.Requests.Load(), stats.Retries.Load(), stats.Bytes.Load()
 	sum.Duration = time.Since(start)
-	if err := ctx.Err(); err != nil {
+	if err := ctx.Err(); err != nil || stopped {
+		if err == nil {
+			err = context.Canceled
+		}
 		return sum, fmt.Errorf("fetch cancelled after %d of %d windows (each window is fully old or fully new; the next run fetches the rest): %w", sum.Loaded, sum.Planned, err)
 	}
 	if len(sum.Failed) > 0 && sum.Loaded == 0 && sum.Planned > 0 {

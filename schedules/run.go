@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"time"
 
 	"github.com/google/uuid"
@@ -49,65 +50,202 @@ func (r *Runner) Client() (*fetch.Client, error) {
 	)
 }
 
-// withRun runs fn as one recorded run: it takes the writer lock, opens the
-// store, records the run in `runs` and its outcome, whatever fn returns, and
-// then publishes the analysts' copy, so the copy shows the run finished. It
-// returns the copy's path.
+// withRun runs fn as one recorded run (see recordedRun) and returns the
+// path of the analysts' copy it published.
 func (r *Runner) withRun(ctx context.Context, command, job string, fn func(ctx context.Context, env *Env, runID uuid.UUID) (runStats, error)) (string, error) {
+	out, err := r.recordedRun(ctx, command, job, fn)
+	return out.Published, err
+}
+
+// RunOutcome is how one recorded run went: its row in `runs`.
+type RunOutcome struct {
+	store.RunInfo
+	Published string // the analysts' copy, when the run published one
+}
+
+// SkippedError is a run that did not start because another process held
+// the database's lock for longer than schedule.lock_wait. The skip is
+// recorded (see JournalPath) and the error names the holder.
+type SkippedError struct {
+	Wait   time.Duration
+	Locked *store.LockedError // nil when the wait ended by shutdown
+	Err    error              // why it stopped waiting, when not Locked
+}
+
+func (e *SkippedError) Error() string {
+	if e.Locked != nil {
+		return fmt.Sprintf("run skipped after waiting %s for the lock: %v", e.Wait, e.Locked)
+	}
+	return fmt.Sprintf("run skipped while waiting for the lock: %v", e.Err)
+}
+
+func (e *SkippedError) Unwrap() error {
+	if e.Locked != nil {
+		return e.Locked
+	}
+	return e.Err
+}
+
+// recordedRun runs fn as one recorded run. It takes the writer lock,
+// waiting up to schedule.lock_wait (a run that gives up is recorded as
+// skipped, naming the holder), opens the store, folds in the runs noted
+// while others held it, records the run in `runs` and its outcome, whatever
+// fn returns or however it panics, and then publishes the analysts' copy,
+// so the copy shows the run finished.
+//
+// Cancelling ctx is a request to stop: fn's env.Stop closes at once, so no
+// new window or step starts, and fn's own context is cancelled
+// schedule.grace later, so what is in flight finishes or rolls back.
+func (r *Runner) recordedRun(ctx context.Context, command, job string, fn func(ctx context.Context, env *Env, runID uuid.UUID) (runStats, error)) (RunOutcome, error) {
+	out := RunOutcome{RunInfo: store.RunInfo{Command: command, Job: job}}
 	wait := r.LockWait
 	if wait == 0 {
 		wait = r.Config.Schedule.LockWait
 	}
 	client, err := r.Client()
 	if err != nil {
-		return "", err
+		return out, err
 	}
-	lock, err := store.AcquireLock(ctx, r.Config.Store.Path, command, wait)
+	db := r.Config.Store.Path
+	holder := command
+	if job != "" {
+		holder += " " + job
+	}
+	began := time.Now().UTC()
+	lock, err := store.AcquireLock(ctx, db, holder, wait)
 	if err != nil {
-		return "", err
+		return r.skipped(ctx, out, began, wait, err)
 	}
 	defer lock.Release()
-	st, err := store.Open(ctx, r.Config.Store.Path)
+	st, err := store.Open(ctx, db)
 	if err != nil {
-		return "", err
+		return out, err
 	}
 	defer st.Close()
-	env := &Env{Config: r.Config, Client: client, Store: st, Log: r.Log, Now: r.Now}
+	r.tidyRuns(ctx, st)
+
+	runCtx, stop := graceful(ctx, r.Config.Schedule.Grace)
+	defer stop()
+	env := &Env{Config: r.Config, Client: client, Store: st, Log: r.Log, Now: r.Now, Stop: ctx.Done()}
 	runID := store.NewRunID()
+	out.ID = runID
 	if err := st.BeginRun(ctx, runID, command, job); err != nil {
-		return "", err
+		return out, err
 	}
+	out.Started = time.Now().UTC()
 	log := r.Log.With().Str("run_id", runID.String()).Logger()
+	if job != "" {
+		log = log.With().Str("job", job).Logger()
+	}
 	env.Log = log
 	log.Info().Str("command", command).Msg("run started")
-	stats, runErr := fn(ctx, env, runID)
-	res := store.RunResult{Status: "ok", Rows: stats.rows, Windows: stats.windows}
+	stats, runErr := callRecovering(runCtx, env, runID, fn)
+	res := store.RunResult{Status: store.RunOK, Rows: stats.rows, Windows: stats.windows}
 	var pe *PartialError
 	switch {
 	case errors.As(runErr, &pe):
-		res.Status = "partial"
+		res.Status = store.RunPartial
 	case runErr != nil:
-		res.Status = "failed"
+		res.Status = store.RunFailed
 	}
 	if runErr != nil {
 		res.Err = runErr.Error()
 	}
+	out.Status, out.Error, out.Rows, out.Windows = res.Status, res.Err, res.Rows, res.Windows
 	// The outcome is recorded even when ctx was cancelled: a run that was
 	// interrupted must say so.
 	finishCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	if err := st.FinishRun(finishCtx, runID, res); err != nil {
-		return "", errors.Join(runErr, fmt.Errorf("record run %s: %w", runID, err))
+		return out, errors.Join(runErr, fmt.Errorf("record run %s: %w", runID, err))
 	}
+	fin := time.Now().UTC()
+	out.Finished = &fin
 	log.Info().Str("status", res.Status).Int64("rows", stats.rows).Int("windows", stats.windows).Msg("run finished")
 	if ctx.Err() != nil {
-		return "", runErr // shutting down: the previous copy stays in place
+		return out, runErr // shutting down: the previous copy stays in place
 	}
-	published, err := st.Publish(ctx)
+	// A stop asked for while publishing lets the copy finish within the
+	// grace, as it lets a window finish.
+	published, err := st.Publish(runCtx)
 	if err != nil {
-		return "", errors.Join(runErr, fmt.Errorf("publish analysts' copy: %w", err))
+		return out, errors.Join(runErr, fmt.Errorf("publish analysts' copy: %w", err))
 	}
-	return published, runErr
+	out.Published = published
+	return out, runErr
+}
+
+// skipped records a run that could not take the lock (see JournalPath) and
+// returns the *SkippedError. Errors other than a held lock or a stop while
+// waiting (a missing folder, say) are returned as they are.
+func (r *Runner) skipped(ctx context.Context, out RunOutcome, began time.Time, wait time.Duration, lockErr error) (RunOutcome, error) {
+	serr := &SkippedError{Wait: wait}
+	switch {
+	case errors.As(lockErr, &serr.Locked):
+	case ctx.Err() != nil:
+		serr.Err = lockErr
+		if h, _ := store.LockHolder(r.Config.Store.Path); h != nil {
+			serr.Err = fmt.Errorf("%w (the lock is held by pid %d, command %q)", lockErr, h.PID, h.Command)
+		}
+	default:
+		return out, lockErr
+	}
+	fin := time.Now().UTC()
+	out.ID, out.Started, out.Finished = store.NewRunID(), began, &fin
+	out.Status, out.Error = store.RunSkipped, serr.Error()
+	if err := appendJournal(r.Config.Store.Path, out.RunInfo); err != nil {
+		return out, errors.Join(serr, err)
+	}
+	r.Log.Warn().Str("run_id", out.ID.String()).Str("command", out.Command).Str("job", out.Job).Err(serr).Msg("run skipped")
+	return out, serr
+}
+
+// tidyRuns, run while holding the lock, fails the runs whose process died
+// without recording an outcome (nothing else can be running now) and folds
+// in the runs noted in the journal. Neither stops the run: the record is
+// repaired at the next run that manages.
+func (r *Runner) tidyRuns(ctx context.Context, st *store.Store) {
+	if n, err := st.FailUnfinished(ctx, "interrupted: its process ended before recording how the run went (killed, or the machine stopped); each window it loaded is whole, the next run fetches the rest"); err != nil {
+		r.Log.Warn().Err(err).Msg("runs left running by a dead process not closed")
+	} else if n > 0 {
+		r.Log.Warn().Int64("runs", n).Msg("runs left running by a dead process recorded as failed")
+	}
+	if n, err := foldJournal(ctx, st, r.Config.Store.Path); err != nil {
+		r.Log.Warn().Err(err).Msg("runs noted beside the database not folded in yet")
+	} else if n > 0 {
+		r.Log.Info().Int("runs", n).Msg("runs noted beside the database folded into runs")
+	}
+}
+
+// graceful returns the context a run works under: cancelled grace after
+// ctx is, so work in flight when a stop is asked for may finish.
+func graceful(ctx context.Context, grace time.Duration) (context.Context, context.CancelFunc) {
+	run, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	stopTimer := context.AfterFunc(ctx, func() {
+		t := time.NewTimer(grace)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			cancel(fmt.Errorf("shutdown grace period of %s ended: %w", grace, context.Canceled))
+		case <-run.Done():
+		}
+	})
+	return run, func() {
+		stopTimer()
+		cancel(nil)
+	}
+}
+
+// callRecovering calls fn, turning a panic into an error so the run is
+// recorded as failed and its lock released like any other failure.
+func callRecovering(ctx context.Context, env *Env, runID uuid.UUID, fn func(ctx context.Context, env *Env, runID uuid.UUID) (runStats, error)) (stats runStats, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			env.Log.Error().Str("panic", fmt.Sprint(p)).Str("stack", string(debug.Stack())).Msg("run panicked")
+			err = fmt.Errorf("panic: %v", p)
+		}
+	}()
+	return fn(ctx, env, runID)
 }
 
 type runStats struct {

@@ -1,0 +1,283 @@
+package schedules
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/robfig/cron/v3"
+
+	"github.com/tally-dev/tally/configs"
+	"github.com/tally-dev/tally/store"
+)
+
+// jobState is what the scheduler knows of one job: its latest finished
+// run (seeded from the database at start, so a restart does not forget a
+// failure), and counters since the scheduler started.
+type jobState struct {
+	job          configs.Job
+	sched        cron.Schedule
+	running      *time.Time // start of the run in progress
+	last         *store.RunInfo
+	lastSuccess  *time.Time
+	runs         map[string]int64 // finished runs by status
+	skippedTicks int64            // ticks skipped because the job was still running
+	rows         int64
+	windows      int64
+}
+
+// monitor holds the jobs' states for /healthz and the metrics file. It is
+// safe for concurrent use.
+type monitor struct {
+	mu       sync.Mutex
+	started  time.Time
+	grace    time.Duration
+	now      func() time.Time
+	jobs     []*jobState
+	onChange func() // called after every change, outside the lock
+}
+
+func newMonitor(jobs []configs.Job, scheds []cron.Schedule, grace time.Duration, now func() time.Time) *monitor {
+	m := &monitor{started: now().UTC(), grace: grace, now: now}
+	for i, j := range jobs {
+		m.jobs = append(m.jobs, &jobState{job: j, sched: scheds[i], runs: map[string]int64{}})
+	}
+	return m
+}
+
+func (m *monitor) find(name string) *jobState {
+	for _, j := range m.jobs {
+		if j.job.Name == name {
+			return j
+		}
+	}
+	return nil
+}
+
+func (m *monitor) changed() {
+	if m.onChange != nil {
+		m.onChange()
+	}
+}
+
+// seed takes each job's latest run and last success from what the
+// database (its published copy) and the journal say.
+func (m *monitor) seed(runs []store.JobRun, pending []store.RunInfo) {
+	m.mu.Lock()
+	for _, r := range runs {
+		if j := m.find(r.Job); j != nil {
+			info := r.RunInfo
+			j.last, j.lastSuccess = &info, r.LastSuccess
+		}
+	}
+	for _, r := range pending {
+		if j := m.find(r.Job); j != nil && (j.last == nil || r.Started.After(j.last.Started)) {
+			info := r
+			j.last = &info
+		}
+	}
+	m.mu.Unlock()
+}
+
+func (m *monitor) runStarted(name string) {
+	m.mu.Lock()
+	if j := m.find(name); j != nil {
+		t := m.now().UTC()
+		j.running = &t
+	}
+	m.mu.Unlock()
+	m.changed()
+}
+
+// runFinished records a finished (or skipped, or panicked) run.
+func (m *monitor) runFinished(name string, r store.RunInfo) {
+	m.mu.Lock()
+	if j := m.find(name); j != nil {
+		j.running = nil
+		if r.Finished == nil {
+			t := m.now().UTC()
+			r.Finished = &t
+		}
+		j.last = &r
+		j.runs[r.Status]++
+		j.rows += r.Rows
+		j.windows += int64(r.Windows)
+		if r.Status == store.RunOK {
+			j.lastSuccess = r.Finished
+		}
+	}
+	m.mu.Unlock()
+	m.changed()
+}
+
+func (m *monitor) tickSkipped(name string) {
+	m.mu.Lock()
+	if j := m.find(name); j != nil {
+		j.skippedTicks++
+	}
+	m.mu.Unlock()
+	m.changed()
+}
+
+// Health is the body of /healthz.
+type Health struct {
+	Healthy   bool        `json:"healthy"`
+	Status    string      `json:"status"` // ok or failing
+	CheckedAt time.Time   `json:"checked_at"`
+	Started   time.Time   `json:"scheduler_started"`
+	Jobs      []JobHealth `json:"jobs"`
+}
+
+// JobHealth is one job's part of Health. A job is healthy while its latest
+// run succeeded and finished within its expected interval: twice the gap
+// between its next two activations, plus the shutdown grace. A job that
+// has not run yet is healthy until that interval has passed since the
+// scheduler started.
+type JobHealth struct {
+	Job            string           `json:"job"`
+	Healthy        bool             `json:"healthy"`
+	Reason         string           `json:"reason"`
+	Cron           string           `json:"cron"`
+	Steps          []string         `json:"steps"`
+	Next           time.Time        `json:"next"`
+	ExpectedWithin string           `json:"expected_within"`
+	Deadline       time.Time        `json:"deadline"` // unhealthy after this unless a run succeeds
+	RunningSince   *time.Time       `json:"running_since"`
+	LastRun        *store.RunInfo   `json:"last_run"`
+	LastSuccess    *time.Time       `json:"last_success"`
+	Runs           map[string]int64 `json:"runs"`
+	SkippedTicks   int64            `json:"skipped_ticks"`
+	Rows           int64            `json:"rows"`
+}
+
+// expectedInterval is how long a job may go without a successful run.
+func expectedInterval(s cron.Schedule, now time.Time, grace time.Duration) time.Duration {
+	n1 := s.Next(now)
+	n2 := s.Next(n1)
+	if n1.IsZero() || n2.IsZero() {
+		return 0
+	}
+	return 2*n2.Sub(n1) + grace
+}
+
+func (m *monitor) health() Health {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.now().UTC()
+	h := Health{Healthy: true, Status: "ok", CheckedAt: now, Started: m.started, Jobs: []JobHealth{}}
+	for _, j := range m.jobs {
+		jh := jobHealth(j, now, m.started, m.grace)
+		if !jh.Healthy {
+			h.Healthy, h.Status = false, "failing"
+		}
+		h.Jobs = append(h.Jobs, jh)
+	}
+	return h
+}
+
+func jobHealth(j *jobState, now, started time.Time, grace time.Duration) JobHealth {
+	within := expectedInterval(j.sched, now, grace)
+	jh := JobHealth{
+		Job: j.job.Name, Cron: j.job.Cron, Steps: j.job.Run, Next: j.sched.Next(now).UTC(),
+		ExpectedWithin: within.String(), RunningSince: j.running, LastSuccess: j.lastSuccess,
+		Runs: map[string]int64{}, SkippedTicks: j.skippedTicks, Rows: j.rows,
+	}
+	for _, s := range []string{store.RunOK, store.RunPartial, store.RunFailed, store.RunSkipped} {
+		jh.Runs[s] = j.runs[s]
+	}
+	if j.last != nil {
+		last := *j.last
+		jh.LastRun = &last
+	}
+	ref := started
+	if j.last != nil && j.last.Finished != nil {
+		ref = *j.last.Finished
+	} else if j.last != nil {
+		ref = j.last.Started
+	}
+	jh.Deadline = ref.Add(within)
+	switch {
+	case j.last != nil && j.last.Status != store.RunOK:
+		jh.Reason = fmt.Sprintf("the latest run %s was %s: %s", j.last.ID, j.last.Status, oneLine(j.last.Error))
+	case now.After(jh.Deadline) && j.last == nil:
+		jh.Reason = fmt.Sprintf("no run since the scheduler started at %s; one was expected within %s", started.Format(time.RFC3339), within)
+	case now.After(jh.Deadline):
+		jh.Reason = fmt.Sprintf("the latest successful run finished at %s, more than %s ago", ref.Format(time.RFC3339), within)
+	case j.last == nil:
+		jh.Healthy, jh.Reason = true, "no run yet; the first is due at "+jh.Next.Format(time.RFC3339)
+	default:
+		jh.Healthy, jh.Reason = true, "the latest run succeeded at "+ref.Format(time.RFC3339)
+	}
+	if !jh.Healthy && j.running != nil {
+		jh.Reason += fmt.Sprintf(" (a run is in progress since %s)", j.running.Format(time.RFC3339))
+	}
+	return jh
+}
+
+// ServeHTTP answers /healthz: 200 while every job is healthy, 503
+// otherwise, with Health as JSON either way.
+func (m *monitor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	h := m.health()
+	b, err := json.MarshalIndent(h, "", "  ")
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	if !h.Healthy {
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}
+	w.Write(append(b, '\n'))
+}
+
+// JobStatus is what `tally status` shows of one configured job.
+type JobStatus struct {
+	Job         string         `json:"job"`
+	Cron        string         `json:"cron"`
+	Steps       []string       `json:"steps"`
+	Next        *time.Time     `json:"next"`
+	LastRun     *store.RunInfo `json:"last_run"`
+	LastSuccess *time.Time     `json:"last_success"`
+	Pending     bool           `json:"pending"` // the latest run is only in the journal so far
+}
+
+// JobStatuses merges the configured jobs with their latest runs in the
+// database and in the journal, and says when each runs next.
+func JobStatuses(cfg *configs.Config, runs []store.JobRun, pending []store.RunInfo, now time.Time) []JobStatus {
+	out := []JobStatus{}
+	for _, j := range cfg.Schedule.Jobs {
+		js := JobStatus{Job: j.Name, Cron: j.Cron, Steps: j.Run}
+		if s, err := configs.ParseCron(j.Cron); err == nil {
+			if n := s.Next(now); !n.IsZero() {
+				n = n.UTC()
+				js.Next = &n
+			}
+		}
+		for _, r := range runs {
+			if r.Job == j.Name {
+				info := r.RunInfo
+				js.LastRun, js.LastSuccess = &info, r.LastSuccess
+			}
+		}
+		for _, r := range pending {
+			if r.Job == j.Name && (js.LastRun == nil || r.Started.After(js.LastRun.Started)) {
+				info := r
+				js.LastRun, js.Pending = &info, true
+			}
+		}
+		out = append(out, js)
+	}
+	return out
+}
+
+// oneLine keeps a multi-line error on one line.
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

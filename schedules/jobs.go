@@ -1,0 +1,139 @@
+package schedules
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/google/uuid"
+
+	"github.com/tally-dev/tally/configs"
+)
+
+// StepResult is what one step of a job did.
+type StepResult struct {
+	Rows    int64    // usage rows loaded
+	Windows int      // windows loaded
+	Outputs []string // files or folders written (workbooks, exports)
+}
+
+// StepFunc is one step of a scheduled job (a name in schedule.jobs[].run).
+// The steps of a job run in order under one run id, with the store the run
+// holds. A step returns a *PartialError when some of its work failed after
+// all retries and the rest is kept: the job's later steps still run, and
+// the run is partial.
+type StepFunc func(ctx context.Context, env *Env, runID uuid.UUID) (StepResult, error)
+
+var (
+	stepsMu sync.RWMutex
+	steps   = map[string]StepFunc{
+		"fetch":  fetchStep,
+		"report": reportStep,
+	}
+)
+
+// RegisterStep makes a step available to schedule.jobs[].run under name.
+// The export step registers itself from its own file, in init, so jobs and
+// the export stage need not know each other. Registering a name twice is a
+// programming error and panics.
+func RegisterStep(name string, fn StepFunc) {
+	stepsMu.Lock()
+	defer stepsMu.Unlock()
+	if _, ok := steps[name]; ok {
+		panic(fmt.Sprintf("schedules: step %q registered twice", name))
+	}
+	steps[name] = fn
+}
+
+func lookupStep(name string) (StepFunc, bool) {
+	stepsMu.RLock()
+	defer stepsMu.RUnlock()
+	fn, ok := steps[name]
+	return fn, ok
+}
+
+// stepNames lists the registered steps, sorted.
+func stepNames() []string {
+	stepsMu.RLock()
+	defer stepsMu.RUnlock()
+	names := make([]string, 0, len(steps))
+	for n := range steps {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// MissingSteps lists the steps job names that this build of tally does not
+// provide, so a scheduler can warn at start rather than at the first run.
+func MissingSteps(job configs.Job) []string {
+	var out []string
+	for _, s := range job.Run {
+		if _, ok := lookupStep(s); !ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// fetchStep is `tally fetch` as a step: the due windows and reference data.
+func fetchStep(ctx context.Context, env *Env, runID uuid.UUID) (StepResult, error) {
+	sum, err := Fetch(ctx, env, runID, FetchOptions{})
+	return StepResult{Rows: sum.Rows, Windows: sum.Loaded}, err
+}
+
+// reportStep writes the workbooks of reports.months, as `tally run` does.
+func reportStep(ctx context.Context, env *Env, _ uuid.UUID) (StepResult, error) {
+	written, err := writeReports(ctx, env, nil)
+	var res StepResult
+	for _, w := range written {
+		res.Outputs = append(res.Outputs, w.Path)
+	}
+	return res, err
+}
+
+// JobSummary is what one run of a scheduled job did.
+type JobSummary struct {
+	Run     RunOutcome
+	Outputs []string
+}
+
+// RunJob runs job's steps in order as one recorded run of command (the
+// scheduler's "schedule", or "run" for `tally run --job`), with the job's
+// name in the run's row. A step that fails stops the job; a partial step
+// does not, and the run is then partial. A step this build does not
+// provide fails the job before anything runs.
+func (r *Runner) RunJob(ctx context.Context, command string, job configs.Job) (JobSummary, error) {
+	var sum JobSummary
+	out, err := r.recordedRun(ctx, command, job.Name, func(ctx context.Context, env *Env, runID uuid.UUID) (runStats, error) {
+		if missing := MissingSteps(job); len(missing) > 0 {
+			return runStats{}, fmt.Errorf("job %q: step %s is not provided by this build of tally (it provides %s); remove it from the job's run list or use a build that has it",
+				job.Name, strings.Join(missing, ", "), strings.Join(stepNames(), ", "))
+		}
+		var stats runStats
+		var partial error
+		for _, name := range job.Run {
+			if env.stopping() {
+				return stats, fmt.Errorf("job %q stopped before step %s: shutting down: %w", job.Name, name, context.Canceled)
+			}
+			step, _ := lookupStep(name)
+			env.Log.Info().Str("step", name).Msg("step started")
+			res, err := step(ctx, env, runID)
+			stats.rows += res.Rows
+			stats.windows += res.Windows
+			sum.Outputs = append(sum.Outputs, res.Outputs...)
+			switch {
+			case err == nil:
+			case isPartial(err):
+				partial = err
+			default:
+				return stats, fmt.Errorf("step %s: %w", name, err)
+			}
+		}
+		return stats, partial
+	})
+	sum.Run = out
+	return sum, err
+}
