@@ -2,26 +2,38 @@ package main
 
 import (
 	"fmt"
+	"strings"
+
+	"github.com/google/uuid"
 
 	"github.com/spf13/cobra"
+
+	"github.com/tally-dev/tally/schedules"
 )
 
 func init() { commands = append(commands, newRunCmd) }
 
 func newRunCmd(g *globalFlags) *cobra.Command {
-	var cfgPath string
+	var cfgPath, jobName string
 	cmd := &cobra.Command{
-		Use:   "run --config FILE",
+		Use:   "run --config FILE [--job NAME]",
 		Short: "The nightly job: fetch, then the configured reports",
 		Long: `Fetches the due windows and reference data, then writes the workbooks of
 reports.months (by default the previous month, final, and the current month to
 date), all under one run id. Exit 3 when some windows failed after all
-retries: the workbooks are still written and the next run fetches the rest.`,
+retries: the workbooks are still written and the next run fetches the rest.
+
+With --job, runs that job of schedule.jobs once instead (its steps, recorded
+under its name, so tally status shows it): what a crontab line, systemd timer
+or Kubernetes CronJob calls when it, not tally schedule, keeps the time.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			r, err := newRunner(cmd, g, cfgPath)
 			if err != nil {
 				return err
+			}
+			if jobName != "" {
+				return runJob(cmd, r, jobName)
 			}
 			sum, err := r.Nightly(cmd.Context(), nil)
 			printFetchSummary(cmd, sum.Fetch)
@@ -32,5 +44,25 @@ retries: the workbooks are still written and the next run fetches the rest.`,
 		},
 	}
 	cmd.Flags().StringVar(&cfgPath, "config", "", "config file (YAML)")
+	cmd.Flags().StringVar(&jobName, "job", "", "run this job of schedule.jobs once")
 	return cmd
+}
+
+// runJob is `tally run --job NAME`.
+func runJob(cmd *cobra.Command, r *schedules.Runner, name string) error {
+	var names []string
+	for _, j := range r.Config.Schedule.Jobs {
+		if j.Name == name {
+			sum, err := r.RunJob(cmd.Context(), "run", j)
+			if sum.Run.ID != uuid.Nil {
+				fmt.Fprintf(cmd.OutOrStdout(), "run %s: job %s %s, %d rows, %d windows\n", sum.Run.ID, name, sum.Run.Status, sum.Run.Rows, sum.Run.Windows)
+			}
+			for _, o := range sum.Outputs {
+				fmt.Fprintf(cmd.OutOrStdout(), "wrote %s\n", o)
+			}
+			return err
+		}
+		names = append(names, j.Name)
+	}
+	return usageErr("--job %q is not a job of schedule.jobs; the jobs are: %s", name, strings.Join(names, ", "))
 }

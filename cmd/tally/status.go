@@ -16,6 +16,7 @@ import (
 
 	"github.com/tally-dev/tally/configs"
 	"github.com/tally-dev/tally/fetch"
+	"github.com/tally-dev/tally/schedules"
 	"github.com/tally-dev/tally/store"
 )
 
@@ -56,6 +57,9 @@ type statusReport struct {
 	Published   string          `json:"published"`
 	PublishedAt *time.Time      `json:"published_at"` // nil: no copy yet
 	Writer      *store.LockInfo `json:"writer"`       // the run holding the lock, if any
+	// Jobs are the configured jobs with their latest runs (from the copy,
+	// or noted beside the database when the lock was held) and next times.
+	Jobs []schedules.JobStatus `json:"jobs"`
 	*store.Status
 }
 
@@ -73,7 +77,7 @@ func runStatus(ctx context.Context, o *statusOptions, w io.Writer) error {
 	rep := statusReport{
 		Database:  cfg.Store.Path,
 		Published: store.PublishedPath(cfg.Store.Path),
-		Status:    &store.Status{Runs: []store.RunInfo{}, Spans: []store.Span{}, Gaps: []store.Gap{}},
+		Status:    &store.Status{Runs: []store.RunInfo{}, Spans: []store.Span{}, Gaps: []store.Gap{}, Jobs: []store.JobRun{}},
 	}
 	if rep.Writer, err = store.LockHolder(cfg.Store.Path); err != nil {
 		return err
@@ -95,6 +99,11 @@ func runStatus(ctx context.Context, o *statusOptions, w io.Writer) error {
 			return err
 		}
 	}
+	pending, err := schedules.PendingRuns(cfg.Store.Path)
+	if err != nil {
+		return err
+	}
+	rep.Jobs = schedules.JobStatuses(cfg, rep.Status.Jobs, pending, time.Now())
 	if o.format == "json" {
 		b, err := json.MarshalIndent(rep, "", "  ")
 		if err != nil {
@@ -119,6 +128,7 @@ func writeStatusTable(w io.Writer, rep *statusReport, cfg *configs.Config) error
 	} else {
 		fmt.Fprintf(tw, "running now\tnothing\n")
 	}
+	writeStatusJobs(tw, rep, cfg)
 	if rep.PublishedAt == nil {
 		return tw.Flush()
 	}
@@ -187,4 +197,37 @@ func statusDash(s string) string {
 // statusOneLine keeps a multi-line error on its table row.
 func statusOneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")
+}
+
+// writeStatusJobs lists each configured job's latest run and next time.
+func writeStatusJobs(tw io.Writer, rep *statusReport, cfg *configs.Config) {
+	fmt.Fprintf(tw, "\nJOBS (schedule.jobs; times UTC)\n")
+	if len(rep.Jobs) == 0 {
+		fmt.Fprintf(tw, "none\n")
+		return
+	}
+	fmt.Fprintf(tw, "JOB\tCRON\tSTEPS\tLAST RUN\tSTATUS\tFINISHED\tLAST SUCCESS\tNEXT\tERROR\n")
+	pending := false
+	for _, j := range rep.Jobs {
+		last, status, finished, errText := "never", "-", "-", "-"
+		if r := j.LastRun; r != nil {
+			last, status, errText = r.ID.String(), r.Status, statusDash(statusOneLine(r.Error))
+			if r.Finished != nil {
+				finished = statusTime(*r.Finished)
+			}
+			if j.Pending {
+				status += "*"
+				pending = true
+			}
+		}
+		next := "never"
+		if j.Next != nil {
+			next = statusTime(*j.Next)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", j.Job, j.Cron, strings.Join(j.Steps, ","), last, status, finished,
+			statusTimeOrNone(j.LastSuccess), next, errText)
+	}
+	if pending {
+		fmt.Fprintf(tw, "* noted in %s while another process held the database; the next run records it in runs\n", schedules.JournalPath(cfg.Store.Path))
+	}
 }
