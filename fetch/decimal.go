@@ -3,16 +3,22 @@ package fetch
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/big"
 	"strconv"
 	"strings"
 )
 
-// Decimal is an exact decimal number: Unscaled × 10^-Scale. Costs are money
+// Decimal is an exact decimal number: unscaled × 10^-scale. Costs are money
 // and never pass through a float.
+//
+// The unscaled value is an int64 when it fits, which is every cost the
+// interface sends in practice, and a big.Int otherwise; a Decimal is a
+// value, and its big.Int is never changed once set, so copies may share it.
 type Decimal struct {
-	unscaled big.Int
-	scale    int32
+	small int64    // the unscaled value, when big is nil
+	big   *big.Int // the unscaled value when it does not fit int64; read-only
+	scale int32
 }
 
 // ParseDecimal parses the interface's decimal text ("12.3400", "-0.5",
@@ -37,7 +43,44 @@ func MustDecimal(s string) Decimal {
 
 var errNotDecimal = errors.New("not a decimal number")
 
+// parsePlainDecimal parses -?digits(.digits)? of at most 18 digits, the
+// form costs come in, without allocating; it reports false for any other
+// text, which ParseDecimal then judges.
+func parsePlainDecimal(b []byte) (Decimal, bool) {
+	neg := len(b) > 0 && b[0] == '-'
+	if neg {
+		b = b[1:]
+	}
+	var v int64
+	digits, frac, dot := 0, 0, false
+	for i, c := range b {
+		switch {
+		case '0' <= c && c <= '9':
+			v = v*10 + int64(c-'0')
+			digits++
+			if dot {
+				frac++
+			}
+		case c == '.' && !dot && i > 0 && i < len(b)-1:
+			dot = true
+		default:
+			return Decimal{}, false
+		}
+	}
+	if digits == 0 || digits > 18 {
+		return Decimal{}, false
+	}
+	if neg {
+		v = -v
+	}
+	return Decimal{small: v, scale: int32(frac)}, true
+}
+
 func (d *Decimal) parse(s string) error {
+	if p, ok := parsePlainDecimal([]byte(s)); ok {
+		*d = p
+		return nil
+	}
 	body := s
 	exp := int64(0)
 	if i := strings.IndexAny(body, "eE"); i >= 0 {
@@ -63,25 +106,41 @@ func (d *Decimal) parse(s string) error {
 			return fmt.Errorf("%q: %w", s, errNotDecimal)
 		}
 	}
-	if _, ok := d.unscaled.SetString(digits, 10); !ok {
+	v, ok := new(big.Int).SetString(digits, 10)
+	if !ok {
 		return fmt.Errorf("%q: %w", s, errNotDecimal)
 	}
 	if neg {
-		d.unscaled.Neg(&d.unscaled)
+		v.Neg(v)
 	}
 	scale := int64(len(frac)) - exp
 	if scale < 0 {
-		d.unscaled.Mul(&d.unscaled, pow10(int(-scale)))
+		v.Mul(v, pow10(int(-scale)))
 		scale = 0
 	}
-	d.scale = int32(scale)
+	*d = fromBig(v, int32(scale))
 	return nil
 }
 
-// UnmarshalText lets encoding/json and CSV decoding fill a Decimal. It
-// parses into a fresh value: a Decimal copied by value shares its digits
-// with the original, and parsing in place would change both (and would
-// leave d half-written on an error).
+// fromBig makes a Decimal of v, which it keeps (v must not change later),
+// as an int64 when it fits.
+func fromBig(v *big.Int, scale int32) Decimal {
+	if v.IsInt64() {
+		return Decimal{small: v.Int64(), scale: scale}
+	}
+	return Decimal{big: v, scale: scale}
+}
+
+// unscaled returns the unscaled value; the caller must not change it.
+func (d Decimal) unscaled() *big.Int {
+	if d.big != nil {
+		return d.big
+	}
+	return big.NewInt(d.small)
+}
+
+// UnmarshalText lets encoding/json and CSV decoding fill a Decimal. On an
+// error d is left as it was.
 func (d *Decimal) UnmarshalText(b []byte) error {
 	var n Decimal
 	if err := n.parse(string(b)); err != nil {
@@ -98,14 +157,29 @@ func (d Decimal) MarshalText() ([]byte, error) { return []byte(d.String()), nil 
 func (d Decimal) Scale() int { return int(d.scale) }
 
 // IsZero reports whether d is zero.
-func (d Decimal) IsZero() bool { return d.unscaled.Sign() == 0 }
+func (d Decimal) IsZero() bool { return d.Sign() == 0 }
 
 // Sign returns -1, 0 or 1.
-func (d Decimal) Sign() int { return d.unscaled.Sign() }
+func (d Decimal) Sign() int {
+	switch {
+	case d.big != nil:
+		return d.big.Sign()
+	case d.small < 0:
+		return -1
+	case d.small > 0:
+		return 1
+	}
+	return 0
+}
 
 // String renders d exactly, with its own scale ("12.3400" stays so).
 func (d Decimal) String() string {
-	s := d.unscaled.String()
+	var s string
+	if d.big != nil {
+		s = d.big.String()
+	} else {
+		s = strconv.FormatInt(d.small, 10)
+	}
 	if d.scale == 0 {
 		return s
 	}
@@ -121,11 +195,54 @@ func (d Decimal) String() string {
 	return s
 }
 
+// pow10i are the powers of ten an int64 holds.
+var pow10i = func() (p [19]int64) {
+	p[0] = 1
+	for i := 1; i < len(p); i++ {
+		p[i] = p[i-1] * 10
+	}
+	return p
+}()
+
+// ScaledInt64 returns d's value × 10^scale when that is a whole number that
+// fits an int64, without allocating; ok is false otherwise, and Scaled then
+// gives the value or the error.
+func (d Decimal) ScaledInt64(scale int) (v int64, ok bool) {
+	if d.big != nil {
+		return 0, false
+	}
+	switch diff := scale - int(d.scale); {
+	case diff == 0:
+		return d.small, true
+	case diff > 0:
+		if diff >= len(pow10i) {
+			return 0, d.small == 0
+		}
+		p := pow10i[diff]
+		if d.small > math.MaxInt64/p || d.small < math.MinInt64/p {
+			return 0, false
+		}
+		return d.small * p, true
+	default:
+		if -diff >= len(pow10i) {
+			return 0, d.small == 0
+		}
+		p := pow10i[-diff]
+		if d.small%p != 0 {
+			return 0, false
+		}
+		return d.small / p, true
+	}
+}
+
 // Scaled returns d's value × 10^scale as an integer, as DECIMAL(p, scale)
 // stores it. A value with non-zero digits past scale is an error, never a
 // silent rounding.
 func (d Decimal) Scaled(scale int) (*big.Int, error) {
-	v := new(big.Int).Set(&d.unscaled)
+	if v, ok := d.ScaledInt64(scale); ok {
+		return big.NewInt(v), nil
+	}
+	v := new(big.Int).Set(d.unscaled())
 	switch diff := scale - int(d.scale); {
 	case diff > 0:
 		v.Mul(v, pow10(diff))
@@ -141,15 +258,17 @@ func (d Decimal) Scaled(scale int) (*big.Int, error) {
 
 // Add returns d + o, exactly.
 func (d Decimal) Add(o Decimal) Decimal {
-	var r Decimal
 	a, b := d, o
 	if a.scale < b.scale {
 		a, b = b, a
 	}
+	if bv, ok := b.ScaledInt64(int(a.scale)); ok && a.big == nil {
+		if s := a.small + bv; (s > a.small) == (bv > 0) {
+			return Decimal{small: s, scale: a.scale}
+		}
+	}
 	bv, _ := b.Scaled(int(a.scale))
-	r.unscaled.Add(&a.unscaled, bv)
-	r.scale = a.scale
-	return r
+	return fromBig(bv.Add(bv, a.unscaled()), a.scale)
 }
 
 // Cmp compares d and o numerically: -1, 0 or 1.
@@ -162,27 +281,30 @@ func (d Decimal) Cmp(o Decimal) int {
 
 // Rat returns d as an exact rational.
 func (d Decimal) Rat() *big.Rat {
-	return new(big.Rat).SetFrac(new(big.Int).Set(&d.unscaled), pow10(int(d.scale)))
+	return new(big.Rat).SetFrac(new(big.Int).Set(d.unscaled()), pow10(int(d.scale)))
 }
 
 // Float64 returns the nearest float, for display and price ratios only.
 func (d Decimal) Float64() float64 {
+	if d.big == nil && d.small > -1<<53 && d.small < 1<<53 && int(d.scale) < len(pow10f) {
+		// Both operands are exact doubles: one division rounds correctly.
+		return float64(d.small) / pow10f[d.scale]
+	}
 	f, _ := d.Rat().Float64()
 	return f
 }
 
 // NewDecimal builds unscaled × 10^-scale.
 func NewDecimal(unscaled *big.Int, scale int) Decimal {
-	var d Decimal
+	v := new(big.Int)
 	if unscaled != nil {
-		d.unscaled.Set(unscaled)
+		v.Set(unscaled)
 	}
 	if scale < 0 {
-		d.unscaled.Mul(&d.unscaled, pow10(-scale))
+		v.Mul(v, pow10(-scale))
 		scale = 0
 	}
-	d.scale = int32(scale)
-	return d
+	return fromBig(v, int32(scale))
 }
 
 var pow10Cache [40]*big.Int

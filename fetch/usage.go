@@ -219,7 +219,8 @@ type usagePage struct {
 	rc   io.Closer
 	body *body // nil when not read from HTTP
 	csv  *csvRows
-	env  *envelope
+	fast *fastJSON // JSON, until it meets what only env reads
+	env  *envelope // JSON, careful: after fast handed off
 	b    rowBuilder
 	err  error // sticky: once a page fails it stays failed
 }
@@ -233,7 +234,7 @@ func newUsagePage(ctx context.Context, r io.ReadCloser, b *body, csv bool) *usag
 	if csv {
 		p.csv = newCSVRows(r)
 	} else {
-		p.env = newEnvelope(r)
+		p.fast = newFastJSON(r)
 	}
 	return p
 }
@@ -261,6 +262,13 @@ func (p *usagePage) read() (MeterData, bool, error) {
 	if p.csv != nil {
 		return p.csv.next()
 	}
+	if p.fast != nil {
+		md, ok, err := p.fast.next(&p.b)
+		if err != errHandoff {
+			return md, ok, err
+		}
+		p.env, p.fast = p.fast.careful(), nil
+	}
 	ok, err := p.env.more()
 	if err != nil || !ok {
 		return MeterData{}, false, err
@@ -286,7 +294,10 @@ func (p *usagePage) failure(err error) error {
 // nextLink is the answer's @odata.nextLink, known once next returned false.
 // A CSV answer has none.
 func (p *usagePage) nextLink() string {
-	if p.env != nil {
+	switch {
+	case p.fast != nil:
+		return p.fast.nextLink
+	case p.env != nil:
 		return p.env.next
 	}
 	return ""
