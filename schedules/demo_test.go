@@ -18,9 +18,9 @@ import (
 	"github.com/tally-dev/tally/store"
 )
 
-// TestDemo runs the demo twice into one folder at a fixed clock: each run
-// starts from a fresh database, which equals the truth of a sim built like
-// the demo's, and writes the last full month's workbook; the random token
+// TestDemo runs the demo at a fixed clock into a folder holding a previous
+// demo's database: it starts afresh, its database and the analysts' copy
+// equal the truth of a sim built like the demo's, and it writes the last full month's workbook; the random token
 // stays in the token file alone.
 func TestDemo(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "demo")
@@ -28,13 +28,32 @@ func TestDemo(t *testing.T) {
 	var logs bytes.Buffer
 	log := zerolog.New(zerolog.SyncWriter(&logs)).Level(zerolog.DebugLevel)
 
-	var res DemoResult
-	for i := range 2 {
-		var err error
-		res, err = Demo(context.Background(), dir, log, "test", now)
-		if err != nil {
-			t.Fatalf("demo %d: %v", i+1, err)
-		}
+	// A previous demo's database, with a run and a window of its own.
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	old, err := store.Open(context.Background(), filepath.Join(dir, "tally.duckdb"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldRun := store.NewRunID()
+	if err := old.BeginRun(context.Background(), oldRun, "run", ""); err != nil {
+		t.Fatal(err)
+	}
+	stale := fetch.UsageQuery{Window: fetch.Window{Start: day(t, "2025-02-03"), End: day(t, "2025-02-04"), Granularity: fetch.Hour}}
+	if _, err := old.LoadWindow(context.Background(), stale, oldRun, func(yield func(fetch.MeterData, error) bool) {
+		yield(fetch.MeterData{Date: day(t, "2025-02-03"), MeterName: "stale", Cost: fetch.MustDecimal("1"), Currency: "USD"}, nil)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := old.Publish(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	old.Close()
+
+	res, err := Demo(context.Background(), dir, log, "test", now)
+	if err != nil {
+		t.Fatalf("demo: %v", err)
 	}
 	want := DemoResult{
 		Dir: dir, Config: filepath.Join(dir, "tally.yaml"), Database: filepath.Join(dir, "tally.duckdb"),
@@ -71,7 +90,7 @@ func TestDemo(t *testing.T) {
 				t.Fatal(err)
 			}
 			if runs != 1 {
-				t.Errorf("%s: %d runs; the second demo should have started fresh", path, runs)
+				t.Errorf("%s: %d runs; the demo should have started from a fresh database", path, runs)
 			}
 		})
 	}

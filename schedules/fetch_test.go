@@ -80,7 +80,16 @@ func TestFetchThroughFaults(t *testing.T) {
 // loaded: each window is fully old or fully new, the run is recorded as
 // failed, and the next run ends exact with no window loaded twice.
 func TestFetchCancelledThenRerun(t *testing.T) {
-	h := newHarness(t, setup{granularity: fetch.Day, start: "2025-01-01", now: "2025-03-03T14:30:00Z", faults: faults(21)})
+	for _, s := range []setup{
+		{granularity: fetch.Hour, start: "2025-01-20", now: "2025-03-03T14:30:00Z", faults: faults(22)},
+		{granularity: fetch.Day, start: "2025-01-01", now: "2025-03-03T14:30:00Z", faults: faults(21)},
+	} {
+		t.Run(string(s.granularity), func(t *testing.T) { fetchCancelledThenRerun(t, s) })
+	}
+}
+
+func fetchCancelledThenRerun(t *testing.T, s setup) {
+	h := newHarness(t, s)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	// A worker asks for its next window only after loading the last one:
@@ -126,7 +135,7 @@ func TestFetchCancelledThenRerun(t *testing.T) {
 		}
 		defer rows.Close()
 		for rows.Next() {
-			w := fetch.Window{Granularity: fetch.Day}
+			w := fetch.Window{Granularity: s.granularity}
 			if err := rows.Scan(&w.Start, &w.End); err != nil {
 				t.Fatal(err)
 			}
@@ -149,7 +158,7 @@ func TestFetchCancelledThenRerun(t *testing.T) {
 		inLedger += h.sim.Truth(q).Rows
 	}
 	withDB(t, h.db, func(db *sql.DB) {
-		if _, n := totals(t, db, fetch.Day, "usage", day(t, "2000-01-01"), day(t, "2100-01-01")); n != inLedger {
+		if _, n := totals(t, db, s.granularity, "usage", day(t, "2000-01-01"), day(t, "2100-01-01")); n != inLedger {
 			t.Errorf("usage holds %d rows, the ledger's windows %d: rows outside any loaded window", n, inLedger)
 		}
 	})
@@ -168,7 +177,16 @@ func TestFetchCancelledThenRerun(t *testing.T) {
 // window: the fetch is partial and names it, the other windows are exact,
 // and the next run, with the fault gone, repairs it.
 func TestFetchWindowFailingEveryRetry(t *testing.T) {
-	h := newHarness(t, setup{granularity: fetch.Day, start: "2025-01-01", now: "2025-03-03T14:30:00Z", faults: faults(31)})
+	for _, s := range []setup{
+		{granularity: fetch.Hour, start: "2025-02-03", now: "2025-03-03T14:30:00Z", faults: faults(32)},
+		{granularity: fetch.Day, start: "2025-01-01", now: "2025-03-03T14:30:00Z", faults: faults(31)},
+	} {
+		t.Run(string(s.granularity), func(t *testing.T) { fetchWindowFailingEveryRetry(t, s) })
+	}
+}
+
+func fetchWindowFailingEveryRetry(t *testing.T, s setup) {
+	h := newHarness(t, s)
 	plan, _, err := PlanWindows(context.Background(), h.runner.Config, nil, FetchOptions{}, h.clock.Now())
 	if err != nil {
 		t.Fatal(err)
@@ -210,7 +228,7 @@ func TestFetchWindowFailingEveryRetry(t *testing.T) {
 		h.wantExact(h.db, "window "+pw.String()+" beside the failed one", h.query(pw.Start, pw.End))
 	}
 	withDB(t, h.db, func(db *sql.DB) {
-		if _, n := totals(t, db, fetch.Day, "usage", bad.Start, bad.End); n != 0 {
+		if _, n := totals(t, db, s.granularity, "usage", bad.Start, bad.End); n != 0 {
 			t.Errorf("the failed window holds %d rows", n)
 		}
 		var status, msg string

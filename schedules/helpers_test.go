@@ -153,6 +153,7 @@ reports:
   months: [%s]
 schedule:
   lock_wait: 200ms
+  grace: 0s # a cancel also stops the windows in flight: they must roll back whole
 `, h.srv.URL, s.granularity, s.start, s.lookback, s.window, s.reported, strings.Join(quoted, ", "))
 	cfg, err := configs.Parse([]byte(yaml), h.dir, nil)
 	if err != nil {
