@@ -374,7 +374,30 @@ func (b *rowBuilder) finish() (MeterData, error) {
 			return MeterData{}, &fieldError{field: meterFieldNames[f], msg: "is missing or null (required)"}
 		}
 	}
+	// Totals are kept per currency and never added across currencies, so a
+	// code written another way ("usd", "US$") would split a currency's total
+	// in two: refuse it rather than store it. A well-formed code Tally has
+	// not seen is stored as sent and totalled on its own.
+	if !isCurrencyCode(b.md.Currency) {
+		return MeterData{}, badValue(fCurrency, scalar{kind: 's', text: b.md.Currency},
+			"is not a currency code: ISO 4217 codes are three capital letters, such as USD or EUR")
+	}
 	return b.md, nil
+}
+
+func isCurrencyCode(s string) bool {
+	return len(s) == 3 && 'A' <= s[0] && s[0] <= 'Z' && 'A' <= s[1] && s[1] <= 'Z' && 'A' <= s[2] && s[2] <= 'Z'
+}
+
+// fieldReadError names the field whose value could not be read and, when
+// the answer is not JSON there, says so and where. A cut body is still
+// recognised through the wrapped error.
+func fieldReadError(key string, err error) error {
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return fmt.Errorf("malformed JSON at byte %d, in field %q: %w", se.Offset, key, err)
+	}
+	return fmt.Errorf("field %q: %w", key, err)
 }
 
 // timestampLayouts are the forms accepted for date and dateProcessed: RFC
@@ -421,13 +444,13 @@ func decodeMeterDataJSON(dec *json.Decoder, b *rowBuilder) (MeterData, error) {
 		f, known := meterFieldByName[key]
 		if !known {
 			if err := skipValue(dec); err != nil {
-				return MeterData{}, err
+				return MeterData{}, fieldReadError(key, err)
 			}
 			continue
 		}
 		t, err = dec.Token()
 		if err != nil {
-			return MeterData{}, err
+			return MeterData{}, fieldReadError(key, err)
 		}
 		var v scalar
 		switch x := t.(type) {
