@@ -1,0 +1,315 @@
+package schedules
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/xuri/excelize/v2"
+
+	"github.com/tally-dev/tally/fetch"
+	"github.com/tally-dev/tally/reports"
+	"github.com/tally-dev/tally/store"
+)
+
+// Bad answers: one window's usage answer is corrupted in one way. Each
+// corruption either fails that window with an error naming the window, the
+// row and the field, leaving the window exactly as the previous run loaded
+// it, or is stored as the README's Guarantees document. No corruption lands
+// a wrong number.
+
+// proofEditRow applies edit to the k-th row (from 1) of a JSON usage answer
+// as the sim writes it: one row object a line.
+func proofEditRow(t *testing.T, b []byte, k int, edit func(row string) string) []byte {
+	t.Helper()
+	lines := strings.Split(string(b), "\n")
+	n := 0
+	for i, l := range lines {
+		if !strings.HasPrefix(l, `{"date"`) {
+			continue
+		}
+		if n++; n != k {
+			continue
+		}
+		row, comma := strings.CutSuffix(l, ",")
+		row = edit(row)
+		if comma {
+			row += ","
+		}
+		lines[i] = row
+		return []byte(strings.Join(lines, "\n"))
+	}
+	t.Fatalf("the answer has %d rows, not %d", n, k)
+	return nil
+}
+
+// proofSetField replaces the value of a JSON field in a row.
+func proofSetField(t *testing.T, row, field, value string) string {
+	t.Helper()
+	re := regexp.MustCompile(`"` + field + `":("[^"]*"|null|[-0-9.eE+]+)`)
+	if !re.MatchString(row) {
+		t.Fatalf("row has no field %q: %s", field, row)
+	}
+	return re.ReplaceAllLiteralString(row, `"`+field+`":`+value)
+}
+
+func proofCopyFile(t *testing.T, from, to string) {
+	t.Helper()
+	b, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestBadAnswers(t *testing.T) {
+	// The first run loads everything; each case then runs again with a
+	// lookback of 20 days, which plans two windows: the one whose answer
+	// is corrupted, and the last one.
+	e := proofStart(t, proofSetup{lookback: "20d"})
+	e.mustFetch()
+	bad := fetch.Window{Start: proofDay(t, "2026-02-18"), End: proofDay(t, "2026-03-04"), Granularity: fetch.Day}
+	badQ := e.query(bad.Start, bad.End)
+	answer := e.sim.Rows(badQ) // in answer order: row k is answer[k-1]
+
+	type want struct {
+		errParts []string          // the window fails with an error holding these
+		rows     []fetch.MeterData // or the window is stored as these rows
+	}
+	cases := []struct {
+		name    string
+		csv     bool
+		corrupt func(t *testing.T, b []byte) []byte
+		want    want
+	}{
+		{
+			name: "malformed JSON",
+			corrupt: func(t *testing.T, b []byte) []byte {
+				return proofEditRow(t, b, 3, func(row string) string {
+					return strings.Replace(row, `"meterName":`, `"meterName" `, 1)
+				})
+			},
+			want: want{errParts: []string{"row 3", `"meterName"`, "malformed JSON"}},
+		},
+		{
+			name: "CSV with an unknown header",
+			csv:  true,
+			corrupt: func(t *testing.T, b []byte) []byte {
+				return []byte(strings.Replace(string(b), "meterSku", "meterSKU", 1))
+			},
+			want: want{errParts: []string{"csv header", `"meterSKU"`, "is not a MeterData field"}},
+		},
+		{
+			name: "a cost that is not a decimal",
+			corrupt: func(t *testing.T, b []byte) []byte {
+				return proofEditRow(t, b, 2, func(row string) string { return proofSetField(t, row, "cost", `"12,50"`) })
+			},
+			want: want{errParts: []string{"row 2", `field "cost"`, `"12,50"`, "is not a decimal number"}},
+		},
+		{
+			name: "a missing required field",
+			corrupt: func(t *testing.T, b []byte) []byte {
+				return proofEditRow(t, b, 2, func(row string) string {
+					return regexp.MustCompile(`,"quantity":[-0-9.eE+]+`).ReplaceAllLiteralString(row, "")
+				})
+			},
+			want: want{errParts: []string{"row 2", `field "quantity"`, "missing"}},
+		},
+		{
+			name: "a row dated outside its window",
+			corrupt: func(t *testing.T, b []byte) []byte {
+				return proofEditRow(t, b, 2, func(row string) string { return proofSetField(t, row, "date", `"2026-05-01T00:00:00Z"`) })
+			},
+			want: want{errParts: []string{"row 2", "date 2026-05-01T00:00:00Z", "date is outside the window " + bad.String()}},
+		},
+		{
+			name: "a currency that is not a currency code",
+			corrupt: func(t *testing.T, b []byte) []byte {
+				return proofEditRow(t, b, 2, func(row string) string { return proofSetField(t, row, "currency", `"usd"`) })
+			},
+			want: want{errParts: []string{"row 2", `field "currency"`, `"usd"`, "three capital letters"}},
+		},
+		{
+			name: "the same row twice",
+			corrupt: func(t *testing.T, b []byte) []byte {
+				return proofEditRow(t, b, 2, func(row string) string { return row + ",\n" + row })
+			},
+			want: want{rows: append(append([]fetch.MeterData(nil), answer...), answer[1])},
+		},
+		{
+			name: "a well-formed currency code Tally has not seen",
+			corrupt: func(t *testing.T, b []byte) []byte {
+				return proofEditRow(t, b, 2, func(row string) string { return proofSetField(t, row, "currency", `"XTS"`) })
+			},
+			want: want{rows: proofWithRow(answer, 1, func(md *fetch.MeterData) { md.Currency = "XTS" })},
+		},
+		{
+			name: "an unknown entitlement type",
+			corrupt: func(t *testing.T, b []byte) []byte {
+				return proofEditRow(t, b, 2, func(row string) string { return proofSetField(t, row, "entitlementType", `"loyaltyBonus"`) })
+			},
+			want: want{rows: proofWithRow(answer, 1, func(md *fetch.MeterData) { md.EntitlementType = "loyaltyBonus" })},
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			db := filepath.Join(dir, "tally.duckdb")
+			proofCopyFile(t, e.db, db)
+			format := "json"
+			if c.csv {
+				format = "csv"
+			}
+			cfg := e.configWith(dir, func(s *proofSetup) { s.format = format })
+			e.faults.set(func(w http.ResponseWriter, r *http.Request, q proofRequest) bool {
+				if !q.usage || q.start != bad.Start.Format(fetch.DateLayout) {
+					return false
+				}
+				rec := proofRecord(e.sim, r)
+				proofSend(w, rec, c.corrupt(t, rec.Body.Bytes()))
+				return true
+			})
+			defer e.faults.set(nil)
+			before := proofWindowRows(t, db, badQ)
+			sum, err := e.runner(cfg).Fetch(context.Background(), FetchOptions{})
+			if sum.Planned != 2 {
+				t.Fatalf("%d windows planned, want 2", sum.Planned)
+			}
+			run := proofLastRun(t, db)
+			others := e.query(bad.End, e.span().Window.End)
+
+			if c.want.errParts != nil {
+				var pe *PartialError
+				if !errors.As(err, &pe) || len(pe.Failed) != 1 || pe.Failed[0].Window != bad {
+					t.Fatalf("fetch returned %v, want a partial error naming window %s alone", err, bad)
+				}
+				msg := err.Error()
+				for _, part := range append([]string{bad.String()}, c.want.errParts...) {
+					if !strings.Contains(msg, part) {
+						t.Errorf("the error does not say %q:\n%s", part, msg)
+					}
+				}
+				// The window is fully old: the rows the first run stored,
+				// not one of them from this run.
+				after := proofWindowRows(t, db, badQ)
+				if d := proofDiff(after.lines, before.lines); d != "" {
+					t.Errorf("the failed window changed: %s", d)
+				}
+				if after.runs[run] > 0 {
+					t.Errorf("%d rows of the failed window come from the failed run", after.runs[run])
+				}
+				proofExact(t, e.sim, db, e.span())
+			} else {
+				if err != nil {
+					t.Fatalf("fetch: %v", err)
+				}
+				got := proofWindowRows(t, db, badQ)
+				if d := proofDiff(got.lines, proofRenderAll(c.want.rows)); d != "" {
+					t.Errorf("the window is not stored as the interface answered it: %s", d)
+				}
+				if got.runs[run] != len(got.lines) {
+					t.Errorf("%d of %d rows come from this run", got.runs[run], len(got.lines))
+				}
+				proofWithDB(t, db, func(sdb *sql.DB) {
+					rows, _ := proofStored(t, sdb, badQ)
+					if d := proofSameTotals(proofTotals(rows), proofTotals(c.want.rows)); d != "" {
+						t.Errorf("totals differ from the answer's: %s", d)
+					}
+				})
+			}
+			// Whatever happened to the bad window, the other one is exact
+			// and new.
+			proofExact(t, e.sim, db, others)
+			if got := proofWindowRows(t, db, others); got.runs[run] != len(got.lines) {
+				t.Errorf("%d of %d rows of the other window come from this run", got.runs[run], len(got.lines))
+			}
+		})
+	}
+}
+
+// TestUnknownEntitlementTypeFlagged: a type Tally does not know is stored
+// as sent and the month's workbook lists it under Flags, by name.
+func TestUnknownEntitlementTypeFlagged(t *testing.T) {
+	e := proofStart(t, proofSetup{})
+	e.faults.set(func(w http.ResponseWriter, r *http.Request, q proofRequest) bool {
+		if !q.usage || q.start != "2026-02-12" {
+			return false
+		}
+		rec := proofRecord(e.sim, r)
+		proofSend(w, rec, proofEditRow(t, rec.Body.Bytes(), 1, func(row string) string {
+			return proofSetField(t, row, "entitlementType", `"loyaltyBonus"`)
+		}))
+		return true
+	})
+	e.mustFetch()
+	st, err := store.OpenReadOnly(context.Background(), e.db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	path := filepath.Join(e.dir, "feb.xlsx")
+	p := reports.Period{Month: proofDay(t, "2026-02-01"), Basis: fetch.BasisUsage, Granularity: fetch.Day}
+	if err := reports.WriteFile(context.Background(), st.DB(), p, path, reports.Options{Now: e.clock.Now}); err != nil {
+		t.Fatal(err)
+	}
+	f, err := excelize.OpenFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rows, err := f.GetRows("Flags")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rows {
+		if strings.Contains(strings.Join(r, "|"), "loyaltyBonus") {
+			return
+		}
+	}
+	t.Errorf("the Flags sheet does not list the entitlement type loyaltyBonus:\n%v", rows)
+}
+
+func proofWithRow(rows []fetch.MeterData, i int, edit func(*fetch.MeterData)) []fetch.MeterData {
+	out := append([]fetch.MeterData(nil), rows...)
+	edit(&out[i])
+	return out
+}
+
+// proofWindow is a window's stored rows and how many each run wrote.
+type proofWindow struct {
+	lines []string
+	runs  map[string]int
+}
+
+func proofWindowRows(t *testing.T, db string, q fetch.UsageQuery) proofWindow {
+	t.Helper()
+	w := proofWindow{runs: map[string]int{}}
+	proofWithDB(t, db, func(sdb *sql.DB) {
+		rows, runs := proofStored(t, sdb, q)
+		w.lines = proofRenderAll(rows)
+		for _, r := range runs {
+			w.runs[r]++
+		}
+	})
+	return w
+}
+
+// proofLastRun is the id of the latest run recorded in the database.
+func proofLastRun(t *testing.T, db string) string {
+	t.Helper()
+	var id string
+	proofWithDB(t, db, func(sdb *sql.DB) {
+		if err := sdb.QueryRow(`SELECT CAST(id AS VARCHAR) FROM runs ORDER BY started DESC LIMIT 1`).Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+	})
+	return id
+}

@@ -1,0 +1,398 @@
+package schedules
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tally-dev/tally/fetch"
+	"github.com/tally-dev/tally/fetch/sim"
+)
+
+// The fault matrix: every fault the interface or the network can throw at
+// a fetch, each ending with the store compared exactly to the sim's truth.
+// Waits are recorded, not slept, so what a Retry-After or a backoff asked
+// for is checked without waiting for it.
+
+// proofWaitsWithin fails unless every recorded wait lies in [lo, hi].
+func proofWaitsWithin(t *testing.T, waits []time.Duration, lo, hi time.Duration) {
+	t.Helper()
+	for _, d := range waits {
+		if d < lo || d > hi {
+			t.Errorf("a retry waited %s, want from %s to %s (all waits: %v)", d, lo, hi, waits)
+			return
+		}
+	}
+}
+
+// proofRestarted fails unless some window was restarted from scratch
+// after rows of a cut answer had already gone into its transaction.
+func proofRestarted(t *testing.T, e *proofEnv) {
+	t.Helper()
+	if !strings.Contains(string(e.logs.Bytes()), `"op":"retry"`) {
+		t.Error("no window was restarted: the cut fell before any row")
+	}
+}
+
+func TestFaultMatrix(t *testing.T) {
+	usageOnly := func(rule proofRule) proofRule {
+		return func(w http.ResponseWriter, r *http.Request, q proofRequest) bool {
+			return q.usage && rule(w, r, q)
+		}
+	}
+	cases := []struct {
+		name  string
+		setup proofSetup
+		rule  func(e *proofEnv) proofRule
+		// faultsPerRequest is how many faulty answers each distinct request
+		// gets; every one of them must have been answered and retried.
+		faultsPerRequest int
+		transportRetries bool // net/http may resend some of them itself
+		check            func(t *testing.T, e *proofEnv)
+	}{
+		{
+			name: "429 storm, Retry-After in seconds",
+			rule: func(e *proofEnv) proofRule {
+				return func(w http.ResponseWriter, r *http.Request, q proofRequest) bool {
+					if q.attempt > 3 {
+						return false
+					}
+					proofError(w, http.StatusTooManyRequests, "7")
+					return true
+				}
+			},
+			faultsPerRequest: 3,
+			check: func(t *testing.T, e *proofEnv) {
+				proofWaitsWithin(t, e.sleeps.all(), 7*time.Second, 7*time.Second)
+			},
+		},
+		{
+			name: "429 storm, Retry-After as an HTTP date",
+			rule: func(e *proofEnv) proofRule {
+				return func(w http.ResponseWriter, r *http.Request, q proofRequest) bool {
+					if q.attempt > 3 {
+						return false
+					}
+					proofError(w, http.StatusTooManyRequests, time.Now().Add(9*time.Second).UTC().Format(http.TimeFormat))
+					return true
+				}
+			},
+			faultsPerRequest: 3,
+			check: func(t *testing.T, e *proofEnv) {
+				// An HTTP date has whole seconds: 9 s ahead is 8 to 9 s away.
+				proofWaitsWithin(t, e.sleeps.all(), 7*time.Second, 9*time.Second)
+			},
+		},
+		{
+			name: "429 storm, Retry-After 0",
+			rule: func(e *proofEnv) proofRule {
+				return func(w http.ResponseWriter, r *http.Request, q proofRequest) bool {
+					if q.attempt > 3 {
+						return false
+					}
+					proofError(w, http.StatusTooManyRequests, "0")
+					return true
+				}
+			},
+			faultsPerRequest: 3,
+			check: func(t *testing.T, e *proofEnv) {
+				// 0 means "use your own backoff", never "retry at once": the
+				// default policy's first three waits, jittered above half
+				// the first delay.
+				proofWaitsWithin(t, e.sleeps.all(), 250*time.Millisecond, 2*time.Second)
+			},
+		},
+		{
+			name: "429 storm, no Retry-After",
+			rule: func(e *proofEnv) proofRule {
+				return func(w http.ResponseWriter, r *http.Request, q proofRequest) bool {
+					if q.attempt > 3 {
+						return false
+					}
+					proofError(w, http.StatusTooManyRequests, "")
+					return true
+				}
+			},
+			faultsPerRequest: 3,
+			check: func(t *testing.T, e *proofEnv) {
+				proofWaitsWithin(t, e.sleeps.all(), 250*time.Millisecond, 2*time.Second)
+			},
+		},
+		{
+			name: "burst of 500, 502, 503, 504",
+			rule: func(e *proofEnv) proofRule {
+				codes := []int{500, 502, 503, 504}
+				return func(w http.ResponseWriter, r *http.Request, q proofRequest) bool {
+					if q.attempt > len(codes) {
+						return false
+					}
+					proofError(w, codes[q.attempt-1], "")
+					return true
+				}
+			},
+			faultsPerRequest: 4,
+			check: func(t *testing.T, e *proofEnv) {
+				proofWaitsWithin(t, e.sleeps.all(), 250*time.Millisecond, 4*time.Second)
+			},
+		},
+		{
+			name: "connections reset before the answer",
+			rule: func(e *proofEnv) proofRule {
+				return func(w http.ResponseWriter, r *http.Request, q proofRequest) bool {
+					if q.attempt > 2 {
+						return false
+					}
+					proofReset(w)
+					return true
+				}
+			},
+			faultsPerRequest: 2,
+			transportRetries: true,
+		},
+		{
+			name: "JSON bodies cut mid-row",
+			rule: func(e *proofEnv) proofRule {
+				return func(w http.ResponseWriter, r *http.Request, q proofRequest) bool {
+					if q.attempt > 1 {
+						return false
+					}
+					proofCut(w, r, e.sim, 0.5)
+					return true
+				}
+			},
+			faultsPerRequest: 1,
+			check:            proofRestarted,
+		},
+		{
+			name:  "CSV bodies cut mid-row",
+			setup: proofSetup{format: "csv"},
+			rule: func(e *proofEnv) proofRule {
+				return usageOnly(func(w http.ResponseWriter, r *http.Request, q proofRequest) bool {
+					if q.attempt > 1 {
+						return false
+					}
+					proofCut(w, r, e.sim, 0.5)
+					return true
+				})
+			},
+			check: func(t *testing.T, e *proofEnv) {
+				if e.faults.faulty() == 0 {
+					t.Error("no CSV answer was cut")
+				}
+				proofRestarted(t, e)
+			},
+		},
+		{
+			name:  "answers slower than api.timeout",
+			setup: proofSetup{timeout: "300ms"},
+			rule: func(e *proofEnv) proofRule {
+				// Usage and one reference request: each slow answer costs
+				// a real timeout.
+				return func(w http.ResponseWriter, r *http.Request, q proofRequest) bool {
+					if q.attempt > 1 || !q.usage && !strings.HasSuffix(r.URL.Path, "/organization") {
+						return false
+					}
+					proofWait(w, r, e.sim, 2*time.Second)
+					return true
+				}
+			},
+			check: func(t *testing.T, e *proofEnv) {
+				if e.faults.faulty() == 0 {
+					t.Error("no answer was slow")
+				}
+			},
+		},
+		{
+			name:  "answers that stall mid-body longer than api.timeout",
+			setup: proofSetup{timeout: "300ms"},
+			rule: func(e *proofEnv) proofRule {
+				return usageOnly(func(w http.ResponseWriter, r *http.Request, q proofRequest) bool {
+					if q.attempt > 1 {
+						return false
+					}
+					proofStall(w, r, e.sim, 2*time.Second)
+					return true
+				})
+			},
+			check: func(t *testing.T, e *proofEnv) {
+				if e.faults.faulty() == 0 {
+					t.Error("no answer stalled")
+				}
+				proofRestarted(t, e)
+			},
+		},
+		{
+			name:  "the interface refuses a range it should accept",
+			setup: proofSetup{faults: sim.Faults{RefuseRangeDays: 5}},
+			check: func(t *testing.T, e *proofEnv) {
+				if !strings.Contains(string(e.logs.Bytes()), "usage range refused, splitting") {
+					t.Error("no window was split: the logs never say so")
+				}
+			},
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e := proofStart(t, c.setup)
+			if c.rule != nil {
+				e.faults.set(c.rule(e))
+			}
+			sum := e.mustFetch()
+			if sum.RefErr != nil {
+				t.Errorf("reference data not refreshed: %v", sum.RefErr)
+			}
+			if c.faultsPerRequest > 0 {
+				if want := c.faultsPerRequest * e.faults.distinct(); e.faults.faulty() != want {
+					t.Errorf("%d faulty answers, want %d (%d per request)", e.faults.faulty(), want, c.faultsPerRequest)
+				}
+				// net/http itself resends a GET whose reused connection
+				// was reset before any answer, so only answered faults
+				// must each have cost a retry.
+				if n := len(e.sleeps.all()); !c.transportRetries && n < e.faults.faulty() {
+					t.Errorf("%d retries for %d faulty answers", n, e.faults.faulty())
+				}
+			}
+			if c.check != nil {
+				c.check(t, e)
+			}
+			proofExact(t, e.sim, e.db, e.span())
+			proofNoToken(t, "the logs", e.logs.Bytes())
+		})
+	}
+}
+
+// TestFaultConnectionRefusedThenBack starts the fetch while nothing listens
+// on the interface's port; the port opens again after a few retries.
+func TestFaultConnectionRefusedThenBack(t *testing.T) {
+	e := proofStart(t, proofSetup{manual: true})
+	e.sleeps.onSleep = func(n int) {
+		if n == 3 {
+			e.listen()
+		}
+	}
+	e.mustFetch()
+	if n := len(e.sleeps.all()); n < 3 {
+		t.Fatalf("%d retries: the refused connections were not retried", n)
+	}
+	if !strings.Contains(string(e.logs.Bytes()), "connection refused") {
+		t.Error("the logs never mention the refused connection")
+	}
+	proofExact(t, e.sim, e.db, e.span())
+
+	// Down again in the middle of the next run's windows, then back.
+	e.unlisten()
+	e.clock.Set(e.clock.Now().Add(24 * time.Hour))
+	before := len(e.sleeps.all())
+	e.sleeps.onSleep = func(n int) {
+		if n == before+2 {
+			e.listen()
+		}
+	}
+	e.mustFetch()
+	proofExact(t, e.sim, e.db, e.span())
+}
+
+// TestFaultWindowFailingEveryRetry: one window's requests fail with 503
+// until the retries run out. The run ends partial naming that window; the
+// others are exact, the failed one holds nothing, and the next run fetches
+// it.
+func TestFaultWindowFailingEveryRetry(t *testing.T) {
+	e := proofStart(t, proofSetup{attempts: 4})
+	bad := fetch.Window{Start: proofDay(t, "2026-01-15"), End: proofDay(t, "2026-01-29"), Granularity: fetch.Day}
+	e.faults.set(func(w http.ResponseWriter, r *http.Request, q proofRequest) bool {
+		if q.usage && q.start == bad.Start.Format(fetch.DateLayout) {
+			proofError(w, http.StatusServiceUnavailable, "")
+			return true
+		}
+		return false
+	})
+	sum, err := e.fetch()
+	var pe *PartialError
+	if !errors.As(err, &pe) {
+		t.Fatalf("fetch returned %v, want a *PartialError", err)
+	}
+	if len(pe.Failed) != 1 || pe.Failed[0].Window != bad {
+		t.Fatalf("failed windows %v, want only %s", pe.Failed, bad)
+	}
+	if msg := err.Error(); !strings.Contains(msg, bad.String()) || !strings.Contains(msg, "503") || !strings.Contains(msg, "give up after 4 attempts") {
+		t.Errorf("the error does not say which window failed, how, and after how many attempts:\n%s", msg)
+	}
+	if sum.Loaded != sum.Planned-1 {
+		t.Errorf("%d of %d windows loaded, want all but one", sum.Loaded, sum.Planned)
+	}
+	start, end := proofDay(t, e.s.start), e.span().Window.End
+	proofExact(t, e.sim, e.db, e.query(start, bad.Start))
+	proofExact(t, e.sim, e.db, e.query(bad.End, end))
+	proofWithDB(t, e.db, func(db *sql.DB) {
+		rows, _ := proofStored(t, db, e.query(bad.Start, bad.End))
+		var ledger int
+		if err := db.QueryRow(`SELECT count(*) FROM fetch_windows WHERE start < ? AND "end" > ?`, bad.End, bad.Start).Scan(&ledger); err != nil {
+			t.Fatal(err)
+		}
+		if len(rows) != 0 || ledger != 0 {
+			t.Errorf("the failed window holds %d rows and %d ledger entries, want none", len(rows), ledger)
+		}
+	})
+
+	e.faults.set(nil)
+	e.mustFetch()
+	proofExact(t, e.sim, e.db, e.span())
+}
+
+// TestFaultLateChargesRevisedBetweenRuns: charges arrive after the first
+// run (dateProcessed goes from null to a day, and rows move between
+// reported-date windows); the next run's lookback brings the store to the
+// new truth, by usage date and by reported date.
+func TestFaultLateChargesRevisedBetweenRuns(t *testing.T) {
+	for _, reported := range []bool{false, true} {
+		t.Run(fmt.Sprintf("reported_date=%t", reported), func(t *testing.T) {
+			e := proofStart(t, proofSetup{reported: reported})
+			e.mustFetch()
+			proofExact(t, e.sim, e.db, e.span())
+
+			recent := e.query(proofDay(t, "2026-03-08"), proofDay(t, "2026-03-12"))
+			was := proofRenderAll(e.sim.Rows(recent))
+			e.clock.Set(e.clock.Now().Add(30 * time.Hour))
+			if proofDiff(proofRenderAll(e.sim.Rows(recent)), was) == "" {
+				t.Fatal("the sim revised nothing between the runs: the test proves nothing")
+			}
+			e.mustFetch()
+			proofExact(t, e.sim, e.db, e.span())
+		})
+	}
+}
+
+// TestFaultConcurrentWindowsOverlapOneOlderEntry: a rerun whose lookback
+// plans two windows that both overlap the previous run's last window,
+// loading at the same time. Both load, and the ledger ends with no day
+// twice.
+func TestFaultConcurrentWindowsOverlapOneOlderEntry(t *testing.T) {
+	e := proofStart(t, proofSetup{})
+	e.mustFetch()
+	e.clock.Set(e.clock.Now().Add(24 * time.Hour))
+	rerun := e.configWith(e.dir, func(s *proofSetup) { s.lookback = "20d" })
+	sum, err := e.runner(rerun).Fetch(context.Background(), FetchOptions{})
+	if err != nil {
+		t.Fatalf("rerun: %v", err)
+	}
+	if sum.Planned != 2 || sum.Loaded != 2 {
+		t.Fatalf("rerun loaded %d of %d windows, want 2 of 2", sum.Loaded, sum.Planned)
+	}
+	proofExact(t, e.sim, e.db, e.span())
+	proofWithDB(t, e.db, func(db *sql.DB) {
+		var overlaps int
+		if err := db.QueryRow(`SELECT count(*) FROM fetch_windows a JOIN fetch_windows b
+ON a.granularity = b.granularity AND a.basis = b.basis AND a.scope = b.scope
+AND a.start < b."end" AND b.start < a."end" AND (a.start, a."end") < (b.start, b."end")`).Scan(&overlaps); err != nil {
+			t.Fatal(err)
+		}
+		if overlaps > 0 {
+			t.Errorf("%d pairs of ledger entries overlap", overlaps)
+		}
+	})
+}
