@@ -1,0 +1,141 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tally-dev/tally/configs"
+	"github.com/tally-dev/tally/fetch"
+	"github.com/tally-dev/tally/schedules"
+)
+
+func init() { commands = append(commands, newExportCmd) }
+
+type exportOptions struct {
+	config string
+	to     string
+	format string
+	csv    bool
+	from   string
+	until  string
+}
+
+func newExportCmd(g *globalFlags) *cobra.Command {
+	o := &exportOptions{}
+	cmd := &cobra.Command{
+		Use:   "export --config FILE [--to DIR] [--format parquet|focus] [--csv] [--from DATE] [--until DATE]",
+		Short: "Write the data as Parquet (Hive-partitioned by month) or as FinOps FOCUS rows",
+		Long: `Write the analysts' published copy of the config's database to a folder
+other tools read as it is (DuckDB, Spark, Trino, BigQuery external tables):
+
+  --format parquet  usage and the reference snapshot tables, one folder each,
+                    Hive-partitioned by month: usage/month=2026-10/data_0.parquet
+  --format focus    the usage as FinOps FOCUS 1.2 rows (the focus view):
+                    focus/billing_period=2026-10/data_0.parquet, and with --csv
+                    also focus_csv/billing_period=2026-10/data_0.csv
+
+--to is the output folder (default export.dir); it is not a date here. The
+months written can be limited with --from and --until (YYYY-MM-DD, UTC,
+--until exclusive): every month overlapping that span is written whole.
+
+Each month is written under a temporary name and renamed into place. A
+manifest (_tally_manifest.json) keeps each month's fingerprint; a rerun
+writes only the months whose data changed and removes the months no longer
+in the data. No API token is needed, and a running fetch is neither waited
+for nor held up.`,
+		Example: `  tally export --config tally.yaml --to /srv/lake/tally
+  tally export --config tally.yaml --format focus --csv
+  tally export --config tally.yaml --from 2026-10-01 --until 2026-11-01`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runExport(cmd, g, o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.config, "config", "", "config file (YAML)")
+	f.StringVar(&o.to, "to", "", "output folder (default export.dir); the end date is --until")
+	f.StringVar(&o.format, "format", "", "parquet or focus (default export.format)")
+	f.BoolVar(&o.csv, "csv", false, "format focus: also write the rows as CSV (default export.focus_csv)")
+	f.StringVar(&o.from, "from", "", "first day whose month is written, YYYY-MM-DD (default: every month)")
+	f.StringVar(&o.until, "until", "", "day after the last, YYYY-MM-DD, exclusive (default: every month)")
+	return cmd
+}
+
+var dateLikeRE = regexp.MustCompile(`^[0-9]{4}-[0-9]{2}-[0-9]{2}$`)
+
+func runExport(cmd *cobra.Command, g *globalFlags, o *exportOptions) error {
+	if o.to != "" && dateLikeRE.MatchString(o.to) {
+		return usageErr("--to %q looks like a date, but --to is the output folder here; give the end date with --until (exclusive)", o.to)
+	}
+	var opts schedules.ExportOptions
+	switch o.format {
+	case "", configs.ExportParquet, configs.ExportFOCUS:
+		opts.Format = o.format
+	default:
+		return usageErr("--format %q is not one of parquet, focus", o.format)
+	}
+	var err error
+	if o.from != "" {
+		if opts.From, err = fetch.ParseDate(o.from); err != nil {
+			return usageErr("--from: %v", err)
+		}
+	}
+	if o.until != "" {
+		if opts.Until, err = fetch.ParseDate(o.until); err != nil {
+			return usageErr("--until: %v", err)
+		}
+	}
+	if !opts.From.IsZero() && !opts.Until.IsZero() && !opts.Until.After(opts.From) {
+		return usageErr("--until %s must be after --from %s (--until is exclusive)", o.until, o.from)
+	}
+	cfg, err := loadConfig(o.config)
+	if err != nil {
+		return err
+	}
+	if cmd.Flags().Changed("csv") {
+		format := opts.Format
+		if format == "" {
+			format = cfg.Export.Format
+		}
+		if o.csv && format != configs.ExportFOCUS {
+			return usageErr("--csv writes FOCUS rows as CSV: use it with --format focus")
+		}
+		opts.CSV = &o.csv
+	}
+	opts.Dir = o.to
+	log, err := newLogger(g, os.Stderr)
+	if err != nil {
+		return err
+	}
+	for _, w := range cfg.Warnings {
+		log.Warn().Msg(w)
+	}
+	r := &schedules.Runner{Config: cfg, Log: log, Version: version}
+	sum, err := r.Export(cmd.Context(), opts)
+	printExportSummary(cmd.OutOrStdout(), sum)
+	return err
+}
+
+func printExportSummary(w io.Writer, s schedules.ExportSummary) {
+	if s.Dir == "" {
+		return
+	}
+	fmt.Fprintf(w, "export %s (format %s) from %s\n", s.Dir, s.Format, s.Source)
+	for _, d := range s.Datasets {
+		line := fmt.Sprintf("  %-27s %d month(s) written, %d unchanged, %d removed; %d rows, %d bytes written",
+			d.Name, len(d.Written), len(d.Unchanged), len(d.Removed), d.Rows, d.Bytes)
+		if len(d.Written) > 0 {
+			line += " (" + strings.Join(d.Written, ", ") + ")"
+		}
+		fmt.Fprintln(w, line)
+	}
+	if s.Duration > 0 {
+		fmt.Fprintf(w, "time: %s\n", s.Duration.Round(time.Millisecond))
+	}
+}

@@ -1,0 +1,213 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tally-dev/tally/fetch"
+	"github.com/tally-dev/tally/store"
+)
+
+// exportSetup fetches the simulated organization's usage of the last two
+// months and this month to date into a config's database, through tally
+// fetch, and returns the config and the published copy. Two whole months,
+// whatever today is, so the legacy payment method (which expires 40 days
+// after the sim's start) has been used past its end, and the latest
+// complete month has one before it.
+func exportSetup(t *testing.T) (cfg, pub string) {
+	t.Helper()
+	start := fetch.Month.Truncate(time.Now().UTC()).AddDate(0, -2, 0)
+	s := newCLISim(t, start)
+	cfg, db := cliConfig(t, s, start, "")
+	if out, code, stderr := cli(t, "fetch", "--config", cfg); code != 0 {
+		t.Fatalf("tally fetch: exit %d\n%s\n%s", code, out, stderr)
+	}
+	return cfg, store.PublishedPath(db)
+}
+
+// openCopy opens the published copy read-only for the test's checks.
+func openCopy(t *testing.T, pub string) *store.Store {
+	t.Helper()
+	st, err := store.OpenReadOnly(context.Background(), pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+// lines runs query and renders its rows as text lines.
+func lines(t *testing.T, st *store.Store, query string) []string {
+	t.Helper()
+	res, err := st.Query(context.Background(), query)
+	if err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	var b strings.Builder
+	if err := store.WriteResult(&b, store.FormatCSV, res); err != nil {
+		t.Fatal(err)
+	}
+	return strings.Split(strings.TrimSpace(b.String()), "\r\n")
+}
+
+func sqlString(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
+func TestExportCommand(t *testing.T) {
+	cfg, pub := exportSetup(t)
+	dir := filepath.Dir(cfg)
+	// No token is needed to export.
+	t.Setenv(cliTokenEnv, "")
+
+	out, code, stderr := cli(t, "export", "--config", cfg)
+	if code != 0 {
+		t.Fatalf("tally export: exit %d\n%s\n%s", code, out, stderr)
+	}
+	st := openCopy(t, pub)
+	months := lines(t, st, `SELECT DISTINCT strftime(date, '%Y-%m') FROM usage ORDER BY 1`)[1:]
+	if len(months) == 0 {
+		t.Fatal("the fetch loaded nothing")
+	}
+	wantLine := regexp.MustCompile(`(?m)^  usage\s+` + regexp.QuoteMeta(strconv.Itoa(len(months))+" month(s) written, 0 unchanged, 0 removed"))
+	if !wantLine.MatchString(out) || !strings.Contains(out, "export "+filepath.Join(dir, "exports")+" (format parquet) from "+pub) {
+		t.Errorf("summary:\n%s", out)
+	}
+	glob := sqlString(filepath.Join(dir, "exports", "usage", "*", "*.parquet"))
+	got := lines(t, st, `SELECT month, currency, count(*), sum(cost) FROM read_parquet(`+glob+`, hive_partitioning = true) GROUP BY ALL ORDER BY ALL`)
+	want := lines(t, st, `SELECT strftime(date, '%Y-%m') AS month, currency, count(*), sum(cost) FROM usage GROUP BY ALL ORDER BY ALL`)
+	if !slices.Equal(got[1:], want[1:]) {
+		t.Errorf("read back:\n%v\nwant:\n%v", got, want)
+	}
+
+	// A rerun writes nothing.
+	out, code, _ = cli(t, "export", "--config", cfg)
+	if code != 0 || !regexp.MustCompile(`(?m)^  usage\s+0 month\(s\) written, `+strconv.Itoa(len(months))+` unchanged`).MatchString(out) {
+		t.Errorf("rerun: exit %d\n%s", code, out)
+	}
+
+	// FOCUS, with CSV, into another folder, limited to the last month.
+	lake := filepath.Join(t.TempDir(), "lake")
+	last := months[len(months)-1]
+	out, code, stderr = cli(t, "export", "--config", cfg, "--to", lake, "--format", "focus", "--csv", "--from", last+"-01")
+	if code != 0 {
+		t.Fatalf("focus export: exit %d\n%s\n%s", code, out, stderr)
+	}
+	for _, f := range []string{"focus/billing_period=" + last + "/data_0.parquet", "focus_csv/billing_period=" + last + "/data_0.csv", "_tally_manifest.json"} {
+		if _, err := os.Stat(filepath.Join(lake, f)); err != nil {
+			t.Errorf("focus export: %v", err)
+		}
+	}
+	if m, _ := filepath.Glob(filepath.Join(lake, "focus", "*")); len(m) != 1 {
+		t.Errorf("--from %s-01 wrote %v", last, m)
+	}
+}
+
+func TestExportUsageErrors(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "tally.yaml")
+	if err := os.WriteFile(cfg, []byte("usage:\n  start: 2026-01-01\nstore:\n  path: tally.duckdb\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"to a date", []string{"--config", cfg, "--to", "2026-11-01"}, `--to "2026-11-01" looks like a date, but --to is the output folder here; give the end date with --until`},
+		{"format", []string{"--config", cfg, "--format", "orc"}, `--format "orc" is not one of parquet, focus`},
+		{"from", []string{"--config", cfg, "--from", "2026-02-30"}, "--from:"},
+		{"until", []string{"--config", cfg, "--until", "2026-13"}, "--until:"},
+		{"until not after from", []string{"--config", cfg, "--from", "2026-10-01", "--until", "2026-10-01"}, "--until 2026-10-01 must be after --from 2026-10-01 (--until is exclusive)"},
+		{"csv with parquet", []string{"--config", cfg, "--csv"}, "--csv writes FOCUS rows as CSV: use it with --format focus"},
+		{"no config", nil, "--config is required"},
+		{"argument", []string{"--config", cfg, "extra"}, "unknown command"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, code, stderr := cli(t, append([]string{"export"}, tc.args...)...)
+			if code != exitUsage || !strings.Contains(stderr, tc.want) {
+				t.Errorf("exit %d, stderr %q; want exit %d with %q", code, stderr, exitUsage, tc.want)
+			}
+		})
+	}
+	// No published copy yet: the run fails (exit 1) saying what makes one,
+	// and creates no export folder.
+	_, code, stderr := cli(t, "export", "--config", cfg)
+	if code != exitFailed || !strings.Contains(stderr, "no published copy of the database") || !strings.Contains(stderr, "tally fetch --config") {
+		t.Errorf("without a copy: exit %d, %q", code, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "exports")); !os.IsNotExist(err) {
+		t.Errorf("the export folder was created: %v", err)
+	}
+}
+
+// readmeSections returns the text of the README's sections (## headings)
+// named.
+func readmeSections(t *testing.T, names ...string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	for _, part := range strings.Split("\n"+string(b), "\n## ")[1:] {
+		title, _, _ := strings.Cut(part, "\n")
+		if slices.Contains(names, strings.TrimSpace(title)) {
+			out.WriteString(part)
+		}
+	}
+	if out.Len() == 0 {
+		t.Fatalf("README has no section %v", names)
+	}
+	return out.String()
+}
+
+var sqlBlockRE = regexp.MustCompile("(?s)```sql\n(.*?)```")
+
+// Every SQL example of the README's Export and For analysts sections runs,
+// as written, against a database fetched from the simulated interface and
+// its export, and returns rows; the named queries it mentions exist.
+func TestREADMEAnalystExamples(t *testing.T) {
+	cfg, pub := exportSetup(t)
+	dir := filepath.Dir(cfg)
+	for _, format := range []string{"parquet", "focus"} {
+		if out, code, stderr := cli(t, "export", "--config", cfg, "--format", format); code != 0 {
+			t.Fatalf("export %s: exit %d\n%s\n%s", format, code, out, stderr)
+		}
+	}
+	text := readmeSections(t, "Export", "For analysts")
+	// The examples name exports/… relative to where they run: beside the
+	// config, as export.dir defaults.
+	t.Chdir(dir)
+	st := openCopy(t, pub)
+	blocks := sqlBlockRE.FindAllStringSubmatch(text, -1)
+	if len(blocks) < 8 {
+		t.Fatalf("found %d SQL examples in the README", len(blocks))
+	}
+	for _, b := range blocks {
+		res, err := st.Query(context.Background(), b[1])
+		if err != nil {
+			t.Errorf("README example fails:\n%s\n%v", b[1], err)
+			continue
+		}
+		if len(res.Rows) == 0 {
+			t.Errorf("README example returns no rows:\n%s", b[1])
+		}
+	}
+	for _, m := range regexp.MustCompile(`--name ([a-z_]+)`).FindAllStringSubmatch(text, -1) {
+		if _, err := store.FindNamedQuery(m[1]); err != nil {
+			t.Errorf("README names %s: %v", m[1], err)
+		}
+	}
+	for _, m := range regexp.MustCompile("(?m)^\\| `([a-z_]+)` \\|").FindAllStringSubmatch(text, -1) {
+		if _, err := st.Query(context.Background(), "SELECT * FROM "+m[1]+" LIMIT 1"); err != nil {
+			t.Errorf("README lists view %s: %v", m[1], err)
+		}
+	}
+}

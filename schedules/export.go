@@ -1,0 +1,89 @@
+package schedules
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"time"
+
+	"github.com/tally-dev/tally/configs"
+	"github.com/tally-dev/tally/store"
+)
+
+// ExportOptions narrow one export. Zero values take the config's export
+// section; Format "" is export.format, CSV nil is export.focus_csv.
+type ExportOptions struct {
+	Dir    string
+	Format string // configs.ExportParquet or configs.ExportFOCUS
+	CSV    *bool  // format focus: also write the rows as CSV
+	// From and Until (exclusive) limit the usage months written: every
+	// month overlapping [From, Until), whole. Zero is unbounded.
+	From, Until time.Time
+}
+
+// ExportSummary is what one export did.
+type ExportSummary struct {
+	store.ExportResult
+	Source string // the database file exported
+}
+
+// Export writes the store's data to the export folder (see store.Export):
+// Parquet tables Hive-partitioned by month, or the usage as FinOps FOCUS
+// rows. FOCUS maps the rows of the config's usage.granularity and basis,
+// the ones the workbooks count, so each charge is exported once.
+func Export(ctx context.Context, env *Env, opts ExportOptions) (ExportSummary, error) {
+	cfg := env.Config
+	o := store.ExportOptions{Dir: opts.Dir, Format: opts.Format, From: opts.From, Until: opts.Until, Now: env.Now}
+	if o.Dir == "" {
+		o.Dir = cfg.Export.Dir
+	}
+	if o.Format == "" {
+		o.Format = cfg.Export.Format
+	}
+	switch {
+	case opts.CSV != nil:
+		o.CSV = *opts.CSV
+	default:
+		// export.focus_csv applies to format focus only; with format
+		// parquet it is not an error, just nothing to do.
+		o.CSV = cfg.Export.FOCUSCSV && o.Format == configs.ExportFOCUS
+	}
+	if o.Format == configs.ExportFOCUS {
+		o.Granularity = cfg.Usage.Granularity
+		o.Basis = cfg.UsageQueryBase().Basis()
+	}
+	res, err := env.Store.Export(ctx, o)
+	sum := ExportSummary{ExportResult: res, Source: env.Store.Path()}
+	for _, d := range res.Datasets {
+		env.Log.Info().Str("dataset", d.Name).Int("written", len(d.Written)).Int("unchanged", len(d.Unchanged)).
+			Int("removed", len(d.Removed)).Int64("rows", d.Rows).Int64("bytes", d.Bytes).Msg("exported")
+	}
+	if err != nil {
+		return sum, err
+	}
+	env.Log.Info().Str("dir", res.Dir).Str("format", res.Format).Dur("duration", res.Duration).Msg("export finished")
+	return sum, nil
+}
+
+// Export is `tally export`. It reads the analysts' published copy, not the
+// database: an export only reads, so it needs neither the writer lock nor
+// the API token, it never waits for (or holds up) a running fetch, and it
+// sees what the last run published, as tally report and tally query do.
+// Two exports into one folder are kept apart by the folder's own lock. A
+// scheduled job's export step instead exports the database its run holds,
+// before the run publishes.
+func (r *Runner) Export(ctx context.Context, opts ExportOptions) (ExportSummary, error) {
+	pub := store.PublishedPath(r.Config.Store.Path)
+	if _, err := os.Stat(pub); errors.Is(err, fs.ErrNotExist) {
+		return ExportSummary{}, fmt.Errorf("export: no published copy of the database at %s yet: tally fetch --config %s creates it at the end of its run", pub, r.Config.Path)
+	}
+	st, err := store.OpenReadOnly(ctx, pub)
+	if err != nil {
+		return ExportSummary{}, fmt.Errorf("export: %w", err)
+	}
+	defer st.Close()
+	env := &Env{Config: r.Config, Store: st, Log: r.Log, Now: r.Now}
+	return Export(ctx, env, opts)
+}
