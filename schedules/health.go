@@ -132,10 +132,13 @@ type Health struct {
 }
 
 // JobHealth is one job's part of Health. A job is healthy while its latest
-// run succeeded and finished within its expected interval: twice the gap
-// between its next two activations, plus the shutdown grace. A job that
-// has not run yet is healthy until that interval has passed since the
-// scheduler started.
+// run succeeded and is recent: its schedule has not come round twice since
+// that run started, plus the shutdown grace (for a daily job, 48 hours;
+// for one on weekdays, a Friday run lasts until Tuesday). Twice, so a run
+// may take up to a whole period and a run skipped because another process
+// held the database is not yet an alarm. A job that has not run yet is
+// healthy until its schedule has come round twice since the scheduler
+// started.
 type JobHealth struct {
 	Job            string           `json:"job"`
 	Healthy        bool             `json:"healthy"`
@@ -143,8 +146,8 @@ type JobHealth struct {
 	Cron           string           `json:"cron"`
 	Steps          []string         `json:"steps"`
 	Next           time.Time        `json:"next"`
-	ExpectedWithin string           `json:"expected_within"`
-	Deadline       time.Time        `json:"deadline"` // unhealthy after this unless a run succeeds
+	ExpectedWithin string           `json:"expected_within"` // from the latest run's start (or the scheduler's) to Deadline
+	Deadline       time.Time        `json:"deadline"`        // unhealthy after this unless a run succeeds
 	RunningSince   *time.Time       `json:"running_since"`
 	LastRun        *store.RunInfo   `json:"last_run"`
 	LastSuccess    *time.Time       `json:"last_success"`
@@ -153,14 +156,18 @@ type JobHealth struct {
 	Rows           int64            `json:"rows"`
 }
 
-// expectedInterval is how long a job may go without a successful run.
-func expectedInterval(s cron.Schedule, now time.Time, grace time.Duration) time.Duration {
-	n1 := s.Next(now)
-	n2 := s.Next(n1)
-	if n1.IsZero() || n2.IsZero() {
-		return 0
+// deadline is when a job whose latest run started at ref is overdue: the
+// second activation after ref, plus grace.
+func deadline(s cron.Schedule, ref time.Time, grace time.Duration) time.Time {
+	n1 := s.Next(ref)
+	if n1.IsZero() {
+		return ref
 	}
-	return 2*n2.Sub(n1) + grace
+	n2 := s.Next(n1)
+	if n2.IsZero() {
+		return n1.Add(grace)
+	}
+	return n2.Add(grace)
 }
 
 func (m *monitor) health() Health {
@@ -179,10 +186,9 @@ func (m *monitor) health() Health {
 }
 
 func jobHealth(j *jobState, now, started time.Time, grace time.Duration) JobHealth {
-	within := expectedInterval(j.sched, now, grace)
 	jh := JobHealth{
 		Job: j.job.Name, Cron: j.job.Cron, Steps: j.job.Run, Next: j.sched.Next(now).UTC(),
-		ExpectedWithin: within.String(), RunningSince: j.running, LastSuccess: j.lastSuccess,
+		RunningSince: j.running, LastSuccess: j.lastSuccess,
 		Runs: map[string]int64{}, SkippedTicks: j.skippedTicks, Rows: j.rows,
 	}
 	for _, s := range []string{store.RunOK, store.RunPartial, store.RunFailed, store.RunSkipped} {
@@ -193,23 +199,22 @@ func jobHealth(j *jobState, now, started time.Time, grace time.Duration) JobHeal
 		jh.LastRun = &last
 	}
 	ref := started
-	if j.last != nil && j.last.Finished != nil {
-		ref = *j.last.Finished
-	} else if j.last != nil {
+	if j.last != nil {
 		ref = j.last.Started
 	}
-	jh.Deadline = ref.Add(within)
+	jh.Deadline = deadline(j.sched, ref, grace).UTC()
+	jh.ExpectedWithin = jh.Deadline.Sub(ref).Round(time.Second).String()
 	switch {
 	case j.last != nil && j.last.Status != store.RunOK:
 		jh.Reason = fmt.Sprintf("the latest run %s was %s: %s", j.last.ID, j.last.Status, oneLine(j.last.Error))
 	case now.After(jh.Deadline) && j.last == nil:
-		jh.Reason = fmt.Sprintf("no run since the scheduler started at %s; one was expected within %s", started.Format(time.RFC3339), within)
+		jh.Reason = fmt.Sprintf("no run since the scheduler started at %s; one was expected by %s", started.Format(time.RFC3339), jh.Deadline.Format(time.RFC3339))
 	case now.After(jh.Deadline):
-		jh.Reason = fmt.Sprintf("the latest successful run finished at %s, more than %s ago", ref.Format(time.RFC3339), within)
+		jh.Reason = fmt.Sprintf("the latest run started at %s and none has succeeded since; one was expected by %s", ref.Format(time.RFC3339), jh.Deadline.Format(time.RFC3339))
 	case j.last == nil:
 		jh.Healthy, jh.Reason = true, "no run yet; the first is due at "+jh.Next.Format(time.RFC3339)
 	default:
-		jh.Healthy, jh.Reason = true, "the latest run succeeded at "+ref.Format(time.RFC3339)
+		jh.Healthy, jh.Reason = true, "the latest run succeeded; it started at "+ref.Format(time.RFC3339)
 	}
 	if !jh.Healthy && j.running != nil {
 		jh.Reason += fmt.Sprintf(" (a run is in progress since %s)", j.running.Format(time.RFC3339))
