@@ -253,7 +253,10 @@ func loadWindow(ctx context.Context, env *Env, runID uuid.UUID, q fetch.UsageQue
 		return err
 	})
 	if err != nil {
-		return store.LoadResult{}, fmt.Errorf("load window %s: %w", q.Window, err)
+		// Not wrapped again: the store's errors already say "load window
+		// …" with the window, basis and scope, and the caller lists every
+		// failure under its window.
+		return store.LoadResult{}, err
 	}
 	return res, nil
 }
