@@ -8,9 +8,25 @@ import (
 	"os"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/tally-dev/tally/configs"
 	"github.com/tally-dev/tally/store"
 )
+
+func init() { RegisterStep("export", exportStep) }
+
+// exportStep is the export step of a scheduled job (run: [fetch, report,
+// export]): the config's export section, from the database the job's run
+// holds, so the export shows what the run just loaded.
+func exportStep(ctx context.Context, env *Env, _ uuid.UUID) (StepResult, error) {
+	sum, err := Export(ctx, env, ExportOptions{})
+	var res StepResult
+	if sum.Dir != "" {
+		res.Outputs = []string{sum.Dir}
+	}
+	return res, err
+}
 
 // ExportOptions narrow one export. Zero values take the config's export
 // section; Format "" is export.format, CSV nil is export.focus_csv.
