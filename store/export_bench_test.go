@@ -1,0 +1,78 @@
+package store
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/tally-dev/tally/fetch"
+	"github.com/tally-dev/tally/fetch/sim"
+)
+
+// benchStore loads a year of the simulated organization's hourly usage,
+// one window a month, and one reference snapshot.
+func benchStore(b *testing.B) (*Store, int64) {
+	b.Helper()
+	start := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	srv := sim.New(sim.Options{Seed: 11, Start: start, Now: func() time.Time { return start.AddDate(1, 0, 0) }})
+	s, err := Open(context.Background(), filepath.Join(b.TempDir(), "tally.duckdb"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	var rows int64
+	for m := start; m.Before(start.AddDate(1, 0, 0)); m = m.AddDate(0, 1, 0) {
+		q := fetch.UsageQuery{Window: fetch.Window{Start: m, End: m.AddDate(0, 1, 0), Granularity: fetch.Hour}}
+		res, err := s.LoadWindow(context.Background(), q, NewRunID(), rowsOf(srv.Rows(q)...))
+		if err != nil {
+			b.Fatal(err)
+		}
+		rows += res.Rows
+	}
+	return s, rows
+}
+
+// BenchmarkExport measures a first export of a year of hourly usage (every
+// month written) and a rerun with nothing changed (fingerprints only), for
+// both formats:
+//
+//	go test ./store -run '^$' -bench Export -benchtime 3x
+func BenchmarkExport(b *testing.B) {
+	s, rows := benchStore(b)
+	for _, tc := range []struct {
+		name string
+		o    ExportOptions
+	}{
+		{"parquet", ExportOptions{Format: ExportParquet}},
+		{"focus", ExportOptions{Format: ExportFOCUS, Granularity: fetch.Hour, Basis: fetch.BasisUsage}},
+		{"focus+csv", ExportOptions{Format: ExportFOCUS, CSV: true, Granularity: fetch.Hour, Basis: fetch.BasisUsage}},
+	} {
+		b.Run(tc.name+"/first", func(b *testing.B) {
+			for b.Loop() {
+				o := tc.o
+				o.Dir = b.TempDir()
+				if _, err := s.Export(context.Background(), o); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(rows)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+		})
+		b.Run(tc.name+"/unchanged", func(b *testing.B) {
+			o := tc.o
+			o.Dir = b.TempDir()
+			if _, err := s.Export(context.Background(), o); err != nil {
+				b.Fatal(err)
+			}
+			for b.Loop() {
+				res, err := s.Export(context.Background(), o)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if n := len(res.Datasets[0].Written); n != 0 {
+					b.Fatalf("a rerun wrote %d months", n)
+				}
+			}
+		})
+	}
+}
