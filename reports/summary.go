@@ -154,7 +154,7 @@ func (s *summaryWriter) freshness() error {
 		lines = append(lines,
 			[]cell{b.label("Last run id"), b.nstr(runID)},
 			[]cell{b.label("Last run command"), b.nstr(command)},
-			[]cell{b.label("Last run status"), b.nstr(status)},
+			[]cell{b.label("Last run status"), b.nstr(runStatusText(status))},
 			[]cell{b.label("Last run started (UTC)"), b.stamp(started)},
 			[]cell{b.label("Last run finished (UTC)"), b.stamp(finished)},
 		)
@@ -265,4 +265,14 @@ func (s *summaryWriter) detail() error {
 			strconv.Itoa(b.opts.DetailRowLimit), strings.Join(b.detailSheets[1:], ", ")))})
 	}
 	return s.lines(lines)
+}
+
+// runStatusText words a run's status for the reader. A workbook written by
+// `tally run` sees its own run still running: say so rather than leave
+// finance wondering whether something hung.
+func runStatusText(status sql.NullString) sql.NullString {
+	if status.Valid && status.String == "running" {
+		status.String = "running: this workbook was written during that run; tally status shows how it ended"
+	}
+	return status
 }
