@@ -19,7 +19,7 @@ func init() { commands = append(commands, newExportCmd) }
 
 type exportOptions struct {
 	config string
-	to     string
+	to     []string
 	format string
 	csv    bool
 	from   string
@@ -40,9 +40,11 @@ other tools read as it is (DuckDB, Spark, Trino, BigQuery external tables):
                     focus/billing_period=2026-10/data_0.parquet, and with --csv
                     also focus_csv/billing_period=2026-10/data_0.csv
 
---to is the output folder (default export.dir); it is not a date here. The
-months written can be limited with --from and --until (YYYY-MM-DD, UTC,
---until exclusive): every month overlapping that span is written whole.
+--to DIR is the output folder (default export.dir). The months written can
+be limited with --from and --until (YYYY-MM-DD, UTC, --until exclusive):
+every month overlapping that span is written whole. As INTERFACE.md writes
+it, a second --to holding a date is the end date too:
+  tally export --config FILE --to DIR --from 2026-10-01 --to 2026-11-01
 
 Each month is written under a temporary name and renamed into place. A
 manifest (_tally_manifest.json) keeps each month's fingerprint; a rerun
@@ -59,7 +61,7 @@ for nor held up.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.config, "config", "", "config file (YAML)")
-	f.StringVar(&o.to, "to", "", "output folder (default export.dir); the end date is --until")
+	f.StringArrayVar(&o.to, "to", nil, "output folder (default export.dir); a --to holding a YYYY-MM-DD date is the end date, like --until")
 	f.StringVar(&o.format, "format", "", "parquet or focus (default export.format)")
 	f.BoolVar(&o.csv, "csv", false, "format focus: also write the rows as CSV (default export.focus_csv)")
 	f.StringVar(&o.from, "from", "", "first day whose month is written, YYYY-MM-DD (default: every month)")
@@ -69,9 +71,28 @@ for nor held up.`,
 
 var dateLikeRE = regexp.MustCompile(`^[0-9]{4}-[0-9]{2}-[0-9]{2}$`)
 
+// splitTo sorts the --to values into the output folder and the end date:
+// INTERFACE.md gives export both a `--to DIR` and a `--to DATE`.
+func splitTo(o *exportOptions) (dir string, err error) {
+	for _, v := range o.to {
+		switch {
+		case dateLikeRE.MatchString(v) && o.until == "":
+			o.until = v
+		case dateLikeRE.MatchString(v):
+			return "", usageErr("--to %q and --until %q both give the end date: give one", v, o.until)
+		case dir != "":
+			return "", usageErr("--to %q and --to %q both name the output folder: give one", dir, v)
+		default:
+			dir = v
+		}
+	}
+	return dir, nil
+}
+
 func runExport(cmd *cobra.Command, g *globalFlags, o *exportOptions) error {
-	if o.to != "" && dateLikeRE.MatchString(o.to) {
-		return usageErr("--to %q looks like a date, but --to is the output folder here; give the end date with --until (exclusive)", o.to)
+	dir, err := splitTo(o)
+	if err != nil {
+		return err
 	}
 	var opts schedules.ExportOptions
 	switch o.format {
@@ -80,7 +101,6 @@ func runExport(cmd *cobra.Command, g *globalFlags, o *exportOptions) error {
 	default:
 		return usageErr("--format %q is not one of parquet, focus", o.format)
 	}
-	var err error
 	if o.from != "" {
 		if opts.From, err = fetch.ParseDate(o.from); err != nil {
 			return usageErr("--from: %v", err)
@@ -108,7 +128,7 @@ func runExport(cmd *cobra.Command, g *globalFlags, o *exportOptions) error {
 		}
 		opts.CSV = &o.csv
 	}
-	opts.Dir = o.to
+	opts.Dir = dir
 	log, err := newLogger(g, os.Stderr)
 	if err != nil {
 		return err

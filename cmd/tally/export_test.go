@@ -106,6 +106,18 @@ func TestExportCommand(t *testing.T) {
 	if m, _ := filepath.Glob(filepath.Join(lake, "focus", "*")); len(m) != 1 {
 		t.Errorf("--from %s-01 wrote %v", last, m)
 	}
+
+	// INTERFACE.md's form: --to DIR for the folder, --to DATE for the end.
+	first := months[0]
+	lake2 := filepath.Join(t.TempDir(), "lake2")
+	end, _ := time.Parse("2006-01", first)
+	out, code, stderr = cli(t, "export", "--config", cfg, "--to", lake2, "--from", first+"-01", "--to", end.AddDate(0, 1, 0).Format("2006-01-02"))
+	if code != 0 {
+		t.Fatalf("export --to DIR --to DATE: exit %d\n%s\n%s", code, out, stderr)
+	}
+	if m, _ := filepath.Glob(filepath.Join(lake2, "usage", "*")); len(m) != 1 || filepath.Base(m[0]) != "month="+first {
+		t.Errorf("--to %s --from %s-01 --to <next month> wrote %v", lake2, first, m)
+	}
 }
 
 func TestExportUsageErrors(t *testing.T) {
@@ -119,7 +131,9 @@ func TestExportUsageErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"to a date", []string{"--config", cfg, "--to", "2026-11-01"}, `--to "2026-11-01" looks like a date, but --to is the output folder here; give the end date with --until`},
+		{"to a date and until", []string{"--config", cfg, "--to", "2026-11-01", "--until", "2026-12-01"}, `--to "2026-11-01" and --until "2026-12-01" both give the end date: give one`},
+		{"two folders", []string{"--config", cfg, "--to", "a", "--to", "b"}, `--to "a" and --to "b" both name the output folder: give one`},
+		{"to date not after from", []string{"--config", cfg, "--to", "lake", "--from", "2026-10-01", "--to", "2026-10-01"}, "--until 2026-10-01 must be after --from 2026-10-01"},
 		{"format", []string{"--config", cfg, "--format", "orc"}, `--format "orc" is not one of parquet, focus`},
 		{"from", []string{"--config", cfg, "--from", "2026-02-30"}, "--from:"},
 		{"until", []string{"--config", cfg, "--until", "2026-13"}, "--until:"},
