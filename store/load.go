@@ -45,11 +45,11 @@ var usageColumns = []string{
 
 // LoadWindow replaces, in one transaction, every usage row of q's window,
 // granularity, basis and scope with rows, and records the window in the
-// ledger (fetch_windows). Then, in a second short transaction, ledger
-// entries of the same granularity, basis and scope that lie wholly inside
-// the window are removed and one that overlaps it in part is cut back to the
-// days outside it, with those days' row count, so the ledger never holds a
-// day twice and its row counts add up to the table's.
+// ledger (fetch_windows). Ledger entries of the same granularity, basis and
+// scope that lie wholly inside the window are replaced; one that overlaps it
+// in part is cut back to the days outside it, with those days' row count,
+// so the ledger never holds a day twice and its row counts add up to the
+// table's.
 //
 // The scope's rows are those q's filters select: with no filter every row
 // of the granularity and basis in the window, otherwise the rows of the
@@ -76,9 +76,21 @@ func (s *Store) LoadWindow(ctx context.Context, q fetch.UsageQuery, runID uuid.U
 	if err := checkWindow(w); err != nil {
 		return LoadResult{}, fmt.Errorf("%s: %w", label, err)
 	}
+	// A window that cuts back an older ledger entry loads alone among those
+	// that do: two windows overlapping one entry would each delete it, and
+	// DuckDB fails the second transaction ("Conflict on tuple deletion").
+	// Windows that overlap no entry in part (a backfill) still load side
+	// by side, and the ledger changes with the rows, in one transaction.
+	cuts, err := s.cutsBack(ctx, q)
+	if err != nil {
+		return LoadResult{}, fmt.Errorf("%s: read ledger: %w", label, err)
+	}
+	if cuts {
+		s.ledgerMu.Lock()
+		defer s.ledgerMu.Unlock()
+	}
 	var res LoadResult
-	var fetchedAt time.Time
-	err := s.inTx(ctx, func(conn *sql.Conn) error {
+	err = s.inTx(ctx, func(conn *sql.Conn) error {
 		del, args := scopeDelete(q)
 		r, err := conn.ExecContext(ctx, del, args...)
 		if err != nil {
@@ -87,9 +99,7 @@ func (s *Store) LoadWindow(ctx context.Context, q fetch.UsageQuery, runID uuid.U
 		if res.Replaced, err = r.RowsAffected(); err != nil {
 			return err
 		}
-		// Microseconds, as TIMESTAMP keeps them: the ledger entry is found
-		// again by this value.
-		fetchedAt = time.Now().UTC().Truncate(time.Microsecond)
+		fetchedAt := time.Now().UTC()
 		if err := conn.Raw(func(dc any) error {
 			n, err := appendUsage(ctx, dc, q, runID, fetchedAt, rows)
 			res.Rows = n
@@ -105,6 +115,9 @@ func (s *Store) LoadWindow(ctx context.Context, q fetch.UsageQuery, runID uuid.U
 			requests, retries, bytes = q.Stats.Requests.Load(), q.Stats.Retries.Load(), q.Stats.Bytes.Load()
 		}
 		g, basis, scope := string(w.Granularity), string(q.Basis()), q.Scope()
+		if err := trimLedger(ctx, conn, q); err != nil {
+			return fmt.Errorf("update ledger: %w", err)
+		}
 		res.Duration = time.Since(began)
 		if _, err := conn.ExecContext(ctx, `INSERT INTO fetch_windows
 (granularity, basis, scope, start, "end", rows, run_id, fetched_at, requests, retries, bytes, duration_ms)
@@ -117,22 +130,6 @@ VALUES (?, ?, ?, ?::DATE, ?::DATE, ?, ?::UUID, ?, ?, ?, ?, ?)`,
 	})
 	if err != nil {
 		return LoadResult{}, fmt.Errorf("%s: %w", label, err)
-	}
-	// Older entries the window overlaps are cut back in a second, short
-	// transaction, one window at a time: windows loading concurrently can
-	// overlap the same older entry, and DuckDB fails the second of two open
-	// transactions that delete one row ("Conflict on tuple deletion"). A
-	// crash in between leaves an older entry overlapping this one, which
-	// planning reads as covered either way, and the next load of an
-	// overlapping window tidies it.
-	s.ledgerMu.Lock()
-	tctx := context.WithoutCancel(ctx)
-	err = s.inTx(tctx, func(conn *sql.Conn) error {
-		return trimLedger(tctx, conn, q, runID, fetchedAt)
-	})
-	s.ledgerMu.Unlock()
-	if err != nil {
-		return LoadResult{}, fmt.Errorf("%s: rows loaded, but older ledger entries were not cut back (the next load of this window does it): %w", label, err)
 	}
 	res.Duration = time.Since(began)
 	return res, nil
@@ -156,25 +153,36 @@ func checkWindow(w fetch.Window) error {
 	return nil
 }
 
+// cutsBack reports whether q's window overlaps a ledger entry of its
+// granularity, basis and scope that does not lie wholly inside it: one that
+// loading the window cuts back. Entries wholly inside a window cannot
+// overlap another window of the same run, as those never overlap.
+func (s *Store) cutsBack(ctx context.Context, q fetch.UsageQuery) (bool, error) {
+	w := q.Window
+	var n int
+	err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM fetch_windows
+WHERE granularity = ? AND basis = ? AND scope = ? AND start < ?::DATE AND "end" > ?::DATE
+  AND (start < ?::DATE OR "end" > ?::DATE)`,
+		string(w.Granularity), string(q.Basis()), q.Scope(), w.End, w.Start, w.Start, w.End).Scan(&n)
+	return n > 0, err
+}
+
 // trimLedger removes the ledger entries of q's granularity, basis and scope
-// that overlap q's window, but for the window's own (loaded by runID at
-// fetchedAt), and puts back, for one that reaches outside it, the part
-// before and the part after, each with the rows the usage table holds for
-// those days. The parts keep the run, fetch time and costs of the fetch
-// that loaded them.
-func trimLedger(ctx context.Context, conn *sql.Conn, q fetch.UsageQuery, runID uuid.UUID, fetchedAt time.Time) error {
+// that overlap q's window and puts back, for one that reaches outside it,
+// the part before and the part after, each with the rows the usage table
+// holds for those days. The parts keep the run, fetch time and costs of the
+// fetch that loaded them.
+func trimLedger(ctx context.Context, conn *sql.Conn, q fetch.UsageQuery) error {
 	w := q.Window
 	g, basis, scope := string(w.Granularity), string(q.Basis()), q.Scope()
-	const overlapping = `granularity = ? AND basis = ? AND scope = ? AND start < ?::DATE AND "end" > ?::DATE
-AND NOT (start = ?::DATE AND "end" = ?::DATE AND run_id = ?::UUID AND fetched_at = ?)`
-	args := []any{g, basis, scope, w.End, w.Start, w.Start, w.End, runID.String(), fetchedAt}
+	const overlapping = `granularity = ? AND basis = ? AND scope = ? AND start < ?::DATE AND "end" > ?::DATE`
 	type entry struct {
 		start, end, fetchedAt           time.Time
 		runID                           string
 		requests, retries, bytes, durMS int64
 	}
 	rows, err := conn.QueryContext(ctx, `SELECT start, "end", run_id::VARCHAR, fetched_at, requests, retries, bytes, duration_ms
-FROM fetch_windows WHERE `+overlapping, args...)
+FROM fetch_windows WHERE `+overlapping, g, basis, scope, w.End, w.Start)
 	if err != nil {
 		return err
 	}
@@ -191,7 +199,7 @@ FROM fetch_windows WHERE `+overlapping, args...)
 	if err := rows.Err(); err != nil {
 		return err
 	}
-	if _, err := conn.ExecContext(ctx, `DELETE FROM fetch_windows WHERE `+overlapping, args...); err != nil {
+	if _, err := conn.ExecContext(ctx, `DELETE FROM fetch_windows WHERE `+overlapping, g, basis, scope, w.End, w.Start); err != nil {
 		return err
 	}
 	for _, e := range cut {
