@@ -3,8 +3,10 @@ package store
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"database/sql"
 	"database/sql/driver"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -30,7 +32,7 @@ type Store struct {
 	readOnly bool
 
 	publishMu sync.Mutex
-	ledgerMu  sync.Mutex // one ledger cut-back at a time (LoadWindow)
+	ledgerMu  sync.Mutex // windows that cut back older ledger entries load one at a time
 }
 
 // options are the seams tests use to open a database as an older Tally
@@ -55,7 +57,8 @@ func mustSub(fsys fs.FS, dir string) fs.FS {
 // Open opens the database at path read-write, creating it when it does not
 // exist, applies the migrations it lacks and (re)creates the views.
 //
-// A file Open creates gets mode 0600. DuckDB creates its write-ahead log and
+// A new database is created whole or not at all (see create), with mode
+// 0600. DuckDB creates its write-ahead log and
 // spill files beside the database with the process umask, and those hold
 // the same data, so Open also narrows the process umask to deny group and
 // world access for the rest of the process.
@@ -69,15 +72,14 @@ func openWith(ctx context.Context, path string, o options) (*Store, error) {
 		return nil, err
 	}
 	restrictUmask()
+	if created {
+		if err := create(ctx, path, o); err != nil {
+			return nil, fmt.Errorf("open store %s: create the database: %w", path, err)
+		}
+	}
 	db, err := connect(ctx, path, "READ_WRITE")
 	if err != nil {
 		return nil, err
-	}
-	if created {
-		if err := os.Chmod(path, 0o600); err != nil {
-			db.Close()
-			return nil, fmt.Errorf("open store %s: %w", path, err)
-		}
 	}
 	s := &Store{db: db, path: path}
 	if err := s.migrate(ctx, o.migrations); err != nil {
@@ -89,6 +91,50 @@ func openWith(ctx context.Context, path string, o options) (*Store, error) {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	return s, nil
+}
+
+// create makes a new database at path whole or not at all: it is created
+// and migrated under a temporary name beside path, closed (which
+// checkpoints it into that one file) and renamed into place. A run killed
+// while DuckDB creates a file can leave it empty, which DuckDB refuses from
+// then on; here it leaves only a temporary file, which the next creation
+// removes.
+func create(ctx context.Context, path string, o options) (err error) {
+	if stale, err := filepath.Glob(globEscape(path) + ".creating-*"); err == nil {
+		for _, f := range stale {
+			os.Remove(f)
+		}
+	}
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return err
+	}
+	tmp := path + ".creating-" + hex.EncodeToString(b[:])
+	defer func() {
+		if err != nil {
+			os.Remove(tmp)
+			os.Remove(tmp + ".wal")
+		}
+	}()
+	db, err := connect(ctx, tmp, "READ_WRITE")
+	if err != nil {
+		return err
+	}
+	err = (&Store{db: db, path: tmp}).migrate(ctx, o.migrations)
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	if err := os.Chmod(tmp, 0o600); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return err
+	}
+	syncDir(filepath.Dir(path))
+	return nil
 }
 
 // OpenReadOnly opens an existing database read-only (DuckDB's access_mode
