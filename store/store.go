@@ -151,6 +151,22 @@ func OpenReadOnly(ctx context.Context, path string) (*Store, error) {
 	return &Store{db: db, path: path, readOnly: true}, nil
 }
 
+// OpenQuery opens an existing database for analysts' SQL (tally query):
+// read-only like OpenReadOnly, and cut off from everything beyond the
+// database. Statements can read no other file, write none (COPY … TO),
+// attach no database, install or load no extension (so they reach no
+// network), and cannot change these settings back.
+func OpenQuery(ctx context.Context, path string) (*Store, error) {
+	if _, err := checkPath(path, true); err != nil {
+		return nil, err
+	}
+	db, err := connect(ctx, path, "READ_ONLY", "enable_external_access=false", "lock_configuration=true")
+	if err != nil {
+		return nil, err
+	}
+	return &Store{db: db, path: path, readOnly: true}, nil
+}
+
 // Close closes the database. DuckDB checkpoints a read-write database as
 // it closes, so the file is complete without its write-ahead log.
 func (s *Store) Close() error {
@@ -224,8 +240,14 @@ func restrictUmask() {
 	})
 }
 
-func connect(ctx context.Context, path, mode string) (*sql.DB, error) {
-	db, err := sql.Open("duckdb", path+"?access_mode="+mode)
+// connect opens path in access mode (READ_WRITE or READ_ONLY), with
+// further DuckDB settings given as name=value.
+func connect(ctx context.Context, path, mode string, settings ...string) (*sql.DB, error) {
+	dsn := path + "?access_mode=" + mode
+	for _, s := range settings {
+		dsn += "&" + s
+	}
+	db, err := sql.Open("duckdb", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}

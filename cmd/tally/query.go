@@ -120,7 +120,7 @@ func runQuery(ctx context.Context, o *queryOptions, args []string, stdin io.Read
 	if err != nil {
 		return err
 	}
-	st, err := store.OpenReadOnly(ctx, path)
+	st, err := store.OpenQuery(ctx, path)
 	if err != nil {
 		if strings.Contains(err.Error(), "lock") {
 			return fmt.Errorf("%w\n(another process is writing it; query the published copy with --config instead)", err)
@@ -132,6 +132,9 @@ func runQuery(ctx context.Context, o *queryOptions, args []string, stdin io.Read
 	if err != nil {
 		if strings.Contains(err.Error(), "read-only") {
 			return fmt.Errorf("%w\n(tally query only reads; data changes through tally fetch)", err)
+		}
+		if strings.Contains(err.Error(), "disabled by configuration") || strings.Contains(err.Error(), "configuration has been locked") {
+			return fmt.Errorf("%w\n(tally query reads the database only: no other file, no extension, no setting; to join other files open the published copy with DuckDB itself)", err)
 		}
 		return err
 	}
