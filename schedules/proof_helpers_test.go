@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -206,7 +207,7 @@ func proofStart(t *testing.T, s proofSetup) *proofEnv {
 		t.Cleanup(e.unlisten)
 	case s.tls:
 		srv := httptest.NewTLSServer(e.faults)
-		srv.Config.ErrorLog = nil
+		srv.Config.ErrorLog = log.New(io.Discard, "", 0) // the refused handshakes are the point
 		t.Cleanup(srv.Close)
 		e.url = srv.URL
 	default:
