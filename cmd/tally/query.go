@@ -36,7 +36,9 @@ With --config, the query reads the published copy of the config's database
 (data/tally.duckdb → data/tally.published.duckdb), which every run of
 tally fetch refreshes; it never blocks, and is never blocked by, a running
 fetch. With --db, it reads the DuckDB file given. Statements that change
-data (DELETE, DROP, INSERT, …) fail and change nothing.
+data (DELETE, DROP, INSERT, …) fail and change nothing, and the query
+reaches nothing beyond that database: reading or writing other files
+(read_csv, COPY … TO), ATTACH, extensions and SET are refused.
 
 Give exactly one of: the SQL as one (quoted) argument, -f FILE.sql (- reads
 standard input), or --name NAME for a named query shipped with tally.
