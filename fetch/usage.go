@@ -86,17 +86,165 @@ func newUsageBody(q UsageQuery, w Window) usageBody {
 // and the iteration ends: for a cut body it wraps ErrTruncated, and the
 // caller restarts the window (see Client.Retry). The iterator never ends
 // quietly on a partial answer.
+//
+// Requests and decoding run on a goroutine of their own, ahead of the
+// caller, so that reading the answer overlaps with what the caller does
+// with the rows (loading them into the store). Rows are handed over in
+// batches, and whenever the reader would wait for the network. The next
+// page is requested only once the caller has taken every row of the page
+// before, so a caller that stops early causes no request it did not need.
+// The caller sees the same rows and errors, in the same order, as if it
+// read the answer itself.
 func (c *Client) Usage(ctx context.Context, q UsageQuery) iter.Seq2[MeterData, error] {
 	return func(yield func(MeterData, error) bool) {
 		if err := checkUsageQuery(q); err != nil {
 			yield(MeterData{}, fmt.Errorf("usage query: %w", err))
 			return
 		}
-		r := &usageRun{c: c, q: q, yield: yield}
-		if err := r.window(ctx, q.Window); err != nil && !errors.Is(err, errStopped) {
-			yield(MeterData{}, err)
+		pctx, stop := context.WithCancel(ctx)
+		pr := newProducer(pctx, &usageRun{c: c, q: q})
+		go pr.run()
+		defer func() {
+			// End the producer and wait for it: nothing it started
+			// outlives the iteration.
+			stop()
+			for range pr.batches {
+			}
+		}()
+		for b := range pr.batches {
+			for _, md := range b.rows {
+				if ctx.Err() != nil {
+					// Cancelled: the producer's error names where.
+					b = pr.errorAfterCancel(ctx, q)
+					yield(MeterData{}, b.err)
+					return
+				}
+				if !yield(md, nil) {
+					return
+				}
+			}
+			if b.ack != nil {
+				close(b.ack)
+			}
+			if b.err != nil {
+				yield(MeterData{}, b.err)
+				return
+			}
+			select {
+			case pr.free <- b.rows[:0]:
+			default:
+			}
 		}
 	}
+}
+
+// batchRows and batchesAhead size the hand-over from the producer: rows
+// go in batches, so that the channel costs little a row, and the producer
+// runs at most a few batches ahead, so that memory stays flat.
+const (
+	batchRows    = 512
+	batchesAhead = 4
+)
+
+// rowBatch is rows in answer order, then the error that followed them, if
+// any. ack, when set, is closed once the rows were taken: the end of a
+// page.
+type rowBatch struct {
+	rows []MeterData
+	err  error
+	ack  chan struct{}
+}
+
+// producer runs one usageRun on its own goroutine and sends its rows.
+type producer struct {
+	ctx     context.Context
+	r       *usageRun
+	batches chan rowBatch
+	free    chan []MeterData
+	cur     []MeterData
+}
+
+func newProducer(ctx context.Context, r *usageRun) *producer {
+	pr := &producer{ctx: ctx, r: r, batches: make(chan rowBatch, batchesAhead), free: make(chan []MeterData, batchesAhead+2)}
+	r.yield = pr.add
+	r.beforeRead = func() { pr.flush(nil) }
+	r.pageDone = pr.pageDone
+	return pr
+}
+
+func (pr *producer) run() {
+	defer close(pr.batches)
+	err := pr.r.window(pr.ctx, pr.r.q.Window)
+	if errors.Is(err, errStopped) {
+		return
+	}
+	if len(pr.cur) > 0 || err != nil {
+		// Always delivered: the consumer reads on, or drains, to the end.
+		pr.batches <- rowBatch{rows: pr.cur, err: err}
+	}
+}
+
+func (pr *producer) add(md MeterData, _ error) bool {
+	if pr.cur == nil {
+		select {
+		case pr.cur = <-pr.free:
+		default:
+			pr.cur = make([]MeterData, 0, batchRows)
+		}
+	}
+	pr.cur = append(pr.cur, md)
+	return len(pr.cur) < batchRows || pr.flush(nil)
+}
+
+// flush sends the rows gathered so far (with ack) and reports false when
+// the consumer is gone.
+func (pr *producer) flush(ack chan struct{}) bool {
+	if len(pr.cur) == 0 && ack == nil {
+		return true
+	}
+	ok := pr.send(rowBatch{rows: pr.cur, ack: ack})
+	pr.cur = nil
+	return ok
+}
+
+// send hands b over, false when the iteration is ending. The consumer
+// reads or drains every batch, so the send itself never waits forever.
+func (pr *producer) send(b rowBatch) bool {
+	if pr.ctx.Err() != nil {
+		return false
+	}
+	pr.batches <- b
+	return true
+}
+
+// pageDone waits until the consumer has taken every row sent, before the
+// next page is requested; false when the consumer is gone.
+func (pr *producer) pageDone() bool {
+	ack := make(chan struct{})
+	if !pr.flush(ack) {
+		return false
+	}
+	select {
+	case <-ack:
+		return true
+	case <-pr.ctx.Done():
+		return false
+	}
+}
+
+// errorAfterCancel returns the producer's error once the caller's context
+// is cancelled, or, when the producer had already finished, the error the
+// consumer would have met reading on.
+func (pr *producer) errorAfterCancel(ctx context.Context, q UsageQuery) rowBatch {
+	for b := range pr.batches {
+		if b.ack != nil {
+			close(b.ack)
+		}
+		if b.err != nil {
+			return b
+		}
+	}
+	return rowBatch{err: fmt.Errorf("fetch usage %s: %w", q.Window, ctx.Err())}
 }
 
 // usageRun is one Usage iteration.
@@ -105,6 +253,11 @@ type usageRun struct {
 	q        UsageQuery
 	yield    func(MeterData, error) bool
 	getLinks bool // the server answered 405 to a POST of a next link: GET them
+
+	// beforeRead, when set, is called before each read of an answer's
+	// body; pageDone, before a next page is requested, false to stop.
+	beforeRead func()
+	pageDone   func() bool
 }
 
 func (r *usageRun) describe(w Window) string {
@@ -152,7 +305,7 @@ func (r *usageRun) window(ctx context.Context, w Window) error {
 			if err != nil {
 				return err
 			}
-			p := openUsagePage(ctx, resp, b)
+			p := r.openPage(ctx, resp, b)
 			// Read up to the first row: a cut before it is retried
 			// here, since nothing of this answer was yielded yet.
 			md, ok, err := p.next()
@@ -197,6 +350,9 @@ func (r *usageRun) window(ctx context.Context, w Window) error {
 		if next == "" {
 			return nil
 		}
+		if r.pageDone != nil && !r.pageDone() {
+			return errStopped
+		}
 		if page >= maxPages {
 			return fmt.Errorf("%s: more than %d pages: stopped", desc, maxPages)
 		}
@@ -225,8 +381,23 @@ type usagePage struct {
 	err  error // sticky: once a page fails it stays failed
 }
 
-func openUsagePage(ctx context.Context, resp *http.Response, b *body) *usagePage {
-	return newUsagePage(ctx, resp.Body, b, isCSV(resp.Header.Get("Content-Type")))
+func (r *usageRun) openPage(ctx context.Context, resp *http.Response, b *body) *usagePage {
+	rc := resp.Body
+	if r.beforeRead != nil {
+		rc = hookedBody{resp.Body, r.beforeRead}
+	}
+	return newUsagePage(ctx, rc, b, isCSV(resp.Header.Get("Content-Type")))
+}
+
+// hookedBody calls before ahead of every read.
+type hookedBody struct {
+	io.ReadCloser
+	before func()
+}
+
+func (h hookedBody) Read(p []byte) (int, error) {
+	h.before()
+	return h.ReadCloser.Read(p)
 }
 
 func newUsagePage(ctx context.Context, r io.ReadCloser, b *body, csv bool) *usagePage {
