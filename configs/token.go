@@ -26,7 +26,7 @@ func (c *Config) Token(getenv func(string) string) (string, error) {
 		defer f.Close()
 		b, err := io.ReadAll(io.LimitReader(f, maxTokenSize+1))
 		if err != nil {
-			return "", fmt.Errorf("read api token: %w", err)
+			return "", fmt.Errorf("read api token: %s: %w; api.token_file must name a readable file holding the token alone", from, err)
 		}
 		if len(b) > maxTokenSize {
 			return "", fmt.Errorf("read api token: %s is larger than %d bytes; it must hold the token alone", from, maxTokenSize)

@@ -68,6 +68,11 @@ func AcquireLock(ctx context.Context, dbPath, command string, wait time.Duration
 	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("lock %s: folder %s does not exist; create it (mkdir -p %s)", path, dir, dir)
 	}
+	// Checked before anything is opened: DuckDB would otherwise fail later,
+	// on its write-ahead log, with less to go on.
+	if err := syscall.Access(dir, 2 /* W_OK */); err != nil {
+		return nil, fmt.Errorf("lock %s: folder %s is not writable by this user (%v): Tally writes the database, its write-ahead log, its lock and the analysts' copy there; give the user write access or point store.path elsewhere", path, dir, err)
+	}
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("lock %s: %w", path, err)

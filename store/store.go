@@ -186,6 +186,15 @@ func (s *Store) Path() string { return s.path }
 // duckDBMagic sits at byte 8 of every DuckDB database file.
 var duckDBMagic = []byte("DUCK")
 
+// CheckPath reports what is wrong with path as a database for Open, opening
+// and creating nothing: an empty path, a folder that does not exist, a
+// folder where the file should be, or a file that is not DuckDB. A command
+// checks it first, to tell bad configuration from a run that failed.
+func CheckPath(path string) error {
+	_, err := checkPath(path, false)
+	return err
+}
+
 // checkPath refuses, before DuckDB sees it, a path DuckDB would misread or
 // fail on with a less helpful message. It reports whether the file is yet
 // to be created.

@@ -10,6 +10,7 @@ import (
 	"github.com/tally-dev/tally/configs"
 	"github.com/tally-dev/tally/fetch"
 	"github.com/tally-dev/tally/schedules"
+	"github.com/tally-dev/tally/store"
 )
 
 func init() { commands = append(commands, newFetchCmd) }
@@ -73,6 +74,11 @@ func newRunner(cmd *cobra.Command, g *globalFlags, cfgPath string) (*schedules.R
 	}
 	token, err := cfg.Token(os.Getenv)
 	if err != nil {
+		return nil, usageError{err}
+	}
+	// store.path pointing at no folder or at a file that is not DuckDB is
+	// bad configuration: exit 2, before any lock file is made beside it.
+	if err := store.CheckPath(cfg.Store.Path); err != nil {
 		return nil, usageError{err}
 	}
 	return &schedules.Runner{Config: cfg, Token: token, Log: log, Version: version}, nil

@@ -153,6 +153,9 @@ func queryDB(o *queryOptions) (string, error) {
 		if _, err := os.Stat(o.db); err != nil {
 			return "", usageErr("--db %s: %w", o.db, err)
 		}
+		if err := store.CheckPath(o.db); err != nil {
+			return "", usageErr("--db: %w", err)
+		}
 		return o.db, nil
 	case o.config != "":
 		cfg, err := configs.Load(o.config, os.Getenv)
