@@ -1,5 +1,7 @@
 // Package schedules owns Tally's jobs — fetch, report, and the nightly run
 // that chains them — and running them: the one-writer lock, the run record,
 // cancellation, and the demo that wires the simulated interface to the whole
-// path. The command line only parses flags and calls in here.
+// path. It also runs the configured jobs on their cron times (Scheduler,
+// `tally schedule`) with their health (/healthz) and Prometheus metrics.
+// The command line only parses flags and calls in here.
 package schedules

@@ -345,15 +345,15 @@ func TestScheduleProcesses(t *testing.T) {
 			t.Fatalf("status while the holder runs: %v\n%s", err, out)
 		}
 
-		waiter := schedStartProc(t, bin, "fetch", "--config", long)
+		waiter := schedStartProc(t, bin, "run", "--config", long, "--job", "nightly")
 		time.Sleep(700 * time.Millisecond) // the waiter is waiting for the lock
 		s.setStall(false, false)
 		close(s.release)
 		if code := holder.wait(t, 60*time.Second); code != exitOK {
 			t.Fatalf("holder: exit %d\n%s", code, holder.stderr.String())
 		}
-		if code := waiter.wait(t, 60*time.Second); code != exitOK {
-			t.Fatalf("waiter: exit %d\n%s", code, waiter.stderr.String())
+		if code := waiter.wait(t, 60*time.Second); code != exitOK || !regexpMatch(`^run \S+: job nightly ok, \d+ rows, \d+ windows\n`, waiter.stdout.String()) {
+			t.Fatalf("waiter: exit %d\n%s\n%s", code, waiter.stdout.String(), waiter.stderr.String())
 		}
 		runs := schedRunsOf(t, db)
 		var got []string
@@ -362,7 +362,7 @@ func TestScheduleProcesses(t *testing.T) {
 		}
 		if len(runs) != 3 || runs[1].Status != store.RunSkipped || runs[1].Job != "nightly" || runs[1].Command != "run" ||
 			!strings.Contains(runs[1].Error, want[len("run skipped after waiting 500ms for the lock: "):]) ||
-			runs[2].Command != "fetch" || runs[2].Status != store.RunOK || runs[2].Started.Before(*runs[0].Finished) {
+			runs[2].Command != "run" || runs[2].Job != "nightly" || runs[2].Status != store.RunOK || runs[2].Started.Before(*runs[0].Finished) {
 			t.Fatalf("runs %q", got)
 		}
 		if p, err := schedules.PendingRuns(db); err != nil || len(p) != 0 {
@@ -430,4 +430,39 @@ func TestScheduleProcesses(t *testing.T) {
 			t.Errorf("no stop logged:\n%s", p.stderr.String())
 		}
 	})
+}
+
+// tally status lists each configured job with its latest run from the
+// published copy and its next time; tally run --job refuses a job the
+// config does not have.
+func TestStatusJobsAndRunJobFlag(t *testing.T) {
+	cfg, _ := queryFixture(t, true) // one ok run of job nightly; the default schedule
+	out, err := execQueryCLI(t, "", "status", "--config", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := time.Now().UTC().Truncate(24 * time.Hour).Add(2*time.Hour + 30*time.Minute)
+	if !next.After(time.Now()) {
+		next = next.AddDate(0, 0, 1)
+	}
+	if !regexpMatch(`(?m)^JOB\s+CRON\s+STEPS\s+LAST RUN\s+STATUS\s+FINISHED\s+LAST SUCCESS\s+NEXT\s+ERROR$`, out) ||
+		!regexpMatch(`(?m)^nightly\s+CRON_TZ=UTC 30 2 \* \* \*\s+fetch,report\s+[0-9a-f-]{36}\s+ok\s+\S+Z\s+\S+Z\s+`+next.Format(time.RFC3339)+`\s+-$`, out) {
+		t.Fatalf("status:\n%s", out)
+	}
+	out, err = execQueryCLI(t, "", "status", "--config", cfg, "--format", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep struct {
+		Jobs []schedules.JobStatus
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || len(rep.Jobs) != 1 || rep.Jobs[0].LastRun == nil ||
+		rep.Jobs[0].LastRun.Status != "ok" || rep.Jobs[0].LastSuccess == nil || rep.Jobs[0].Next == nil || !rep.Jobs[0].Next.Equal(next) {
+		t.Fatalf("json jobs: %v\n%s", err, out)
+	}
+
+	t.Setenv("TALLY_API_TOKEN", schedToken)
+	if _, err := execQueryCLI(t, "", "run", "--config", cfg, "--job", "weekly"); !isUsageError(err) || !strings.Contains(err.Error(), `--job "weekly" is not a job of schedule.jobs; the jobs are: nightly`) {
+		t.Fatalf("run --job weekly: %v", err)
+	}
 }
