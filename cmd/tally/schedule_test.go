@@ -102,14 +102,14 @@ type schedSim struct {
 	stall   bool
 	hang    bool
 	n       int
-	started chan string // the startDate of each stalled answer, once half is sent
+	started chan stalled // each stalled answer, once half is sent
 	release chan struct{}
 }
 
 func newSchedSim(t *testing.T, start time.Time) *schedSim {
 	s := &schedSim{
 		sim:     sim.New(sim.Options{Token: schedToken, Seed: 11, Start: start}),
-		started: make(chan string, 16),
+		started: make(chan stalled, 16),
 		release: make(chan struct{}),
 	}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
@@ -145,7 +145,7 @@ func (s *schedSim) serve(w http.ResponseWriter, r *http.Request) {
 	answer := rec.Body.Bytes()
 	w.Write(answer[:len(answer)/2])
 	w.(http.Flusher).Flush()
-	s.started <- q.StartDate
+	s.started <- stalled{k, q.StartDate}
 	if k == 0 || !hang {
 		select {
 		case <-s.release:
@@ -159,15 +159,22 @@ func (s *schedSim) serve(w http.ResponseWriter, r *http.Request) {
 	w.Write(answer[len(answer)/2:])
 }
 
-// next returns the startDate of the next stalled answer.
-func (s *schedSim) next(t *testing.T) string {
+// stalled is a usage answer held half sent: the k-th (from 0) of those
+// stalled, for the window starting at start.
+type stalled struct {
+	k     int
+	start string
+}
+
+// next returns the next answer stalled.
+func (s *schedSim) next(t *testing.T) stalled {
 	t.Helper()
 	select {
-	case d := <-s.started:
-		return d
+	case st := <-s.started:
+		return st
 	case <-time.After(30 * time.Second):
 		t.Fatal("no usage request stalled within 30s")
-		return ""
+		return stalled{}
 	}
 }
 
@@ -392,7 +399,11 @@ func TestScheduleProcesses(t *testing.T) {
 
 		s.setStall(true, true)
 		p := schedStartProc(t, bin, "schedule", "--config", cfg)
-		finishing, hanging := s.next(t), s.next(t)
+		a, b := s.next(t), s.next(t)
+		if a.k != 0 {
+			a, b = b, a
+		}
+		finishing, hanging := a.start, b.start // the first stalled is released, the other hangs
 		if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 			t.Fatal(err)
 		}
