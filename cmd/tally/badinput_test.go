@@ -6,17 +6,21 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/tally-dev/tally/fetch"
 	"github.com/tally-dev/tally/fetch/sim"
+	"github.com/tally-dev/tally/store"
 )
 
 // Bad input on the command line, in the config, the token and the database
@@ -348,5 +352,62 @@ func TestBadInputPermissions(t *testing.T) {
 	// The same user may still read the read-only folder's copy.
 	if code, msg := run(t, "query", "--db", filepath.Join(ro, "tally.published.duckdb"), "SELECT count(*) FROM usage"); code != 0 {
 		t.Errorf("query of the read-only folder's copy: exit %d\n%s", code, msg)
+	}
+}
+
+// TestPartialFetchExitsThreeNamingWindows: a window the interface keeps
+// refusing with 503 makes tally fetch exit 3, naming that window; the
+// others are loaded, and the next run loads it.
+func TestPartialFetchExitsThreeNamingWindows(t *testing.T) {
+	now := time.Now().UTC()
+	start := fetch.Day.Truncate(now).AddDate(0, 0, -21)
+	bad := fetch.Window{Start: start.AddDate(0, 0, 7), End: start.AddDate(0, 0, 14), Granularity: fetch.Day}
+	s := sim.New(sim.Options{Token: badToken, Seed: 2, Start: start, Now: func() time.Time { return now }})
+	var failing atomic.Bool
+	failing.Store(true)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		if failing.Load() && strings.Contains(string(body), `"startDate":"`+bad.Start.Format(fetch.DateLayout)+`"`) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			io.WriteString(w, `{"error":{"code":"ServiceUnavailable","detail":"down for maintenance"},"ref":"r-42","status":503}`)
+			return
+		}
+		s.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	cfg := writeBadConfig(t, dir, "tally.yaml", fmt.Sprintf(
+		"api:\n  base_url: %s\n  max_retries: 0\nusage:\n  granularity: day\n  start: %s\n  window: 7d\nstore:\n  path: tally.duckdb\n",
+		srv.URL, start.Format(fetch.DateLayout)))
+	t.Setenv("TALLY_API_TOKEN", badToken)
+	t.Setenv("TALLY_DB", "")
+	t.Setenv("TALLY_BASE_URL", "")
+
+	code, msg := badCLI(t, "fetch", "--config", cfg)
+	if code != 3 {
+		t.Fatalf("exit %d, want 3:\n%s", code, msg)
+	}
+	for _, want := range []string{"1 window(s) failed", bad.String(), "503", "down for maintenance", "ref r-42", "the next run fetches these again"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("the message does not say %q:\n%s", want, msg)
+		}
+	}
+	failing.Store(false)
+	if code, msg := badCLI(t, "fetch", "--config", cfg); code != 0 {
+		t.Fatalf("the next run: exit %d\n%s", code, msg)
+	}
+	st, err := store.OpenReadOnly(context.Background(), filepath.Join(dir, "tally.duckdb"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	var n int
+	if err := st.DB().QueryRow(`SELECT count(*) FROM fetch_windows WHERE start <= ? AND "end" >= ?`, bad.Start, bad.End).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 1 {
+		t.Errorf("after the next run the ledger holds %d entries covering %s, want 1", n, bad)
 	}
 }
