@@ -178,7 +178,7 @@ func TestScheduleEverySecondNeverConcurrent(t *testing.T) {
 		}
 		d := 100 * time.Millisecond
 		if slow.Load() {
-			d = 2300 * time.Millisecond // spans two times of an every-second job
+			d = 1500 * time.Millisecond // spans at least one time of an every-second job
 		}
 		time.Sleep(d)
 		done.Add(1)
