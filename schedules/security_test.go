@@ -393,9 +393,9 @@ func proofNoFormulaFromData(t *testing.T, book string) {
 }
 
 // TestSecurityNextLinkToAnotherOriginRefused: a usage answer whose next
-// link points at another origin. The token is not sent there: the window
-// fails naming the refusal, the others load exactly, and the other origin
-// sees no request at all.
+// link points at another origin, and one that redirects there. The token
+// is not sent there: each window fails naming the refusal, the others load
+// exactly, and the other origin sees no request at all.
 func TestSecurityNextLinkToAnotherOriginRefused(t *testing.T) {
 	var elsewhere atomic.Int64
 	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -404,30 +404,39 @@ func TestSecurityNextLinkToAnotherOriginRefused(t *testing.T) {
 	}))
 	defer other.Close()
 	e := proofStart(t, proofSetup{paging: true})
-	bad := fetch.Window{Start: proofDay(t, "2026-01-15"), End: proofDay(t, "2026-01-29"), Granularity: fetch.Day}
+	linked := fetch.Window{Start: proofDay(t, "2026-01-15"), End: proofDay(t, "2026-01-29"), Granularity: fetch.Day}
+	moved := fetch.Window{Start: proofDay(t, "2026-02-12"), End: proofDay(t, "2026-02-26"), Granularity: fetch.Day}
 	e.faults.set(func(w http.ResponseWriter, r *http.Request, q proofRequest) bool {
-		if !q.usage || q.start != bad.Start.Format(fetch.DateLayout) {
-			return false
+		switch {
+		case q.usage && q.start == linked.Start.Format(fetch.DateLayout):
+			rec := proofRecord(e.sim, r)
+			body := regexp.MustCompile(`"@odata.nextLink":"http://[^/"]+`).ReplaceAllString(rec.Body.String(), `"@odata.nextLink":"`+other.URL)
+			proofSend(w, rec, []byte(body))
+			return true
+		case q.usage && q.start == moved.Start.Format(fetch.DateLayout):
+			http.Redirect(w, r, other.URL+r.URL.Path, http.StatusTemporaryRedirect)
+			return true
 		}
-		rec := proofRecord(e.sim, r)
-		body := regexp.MustCompile(`"@odata.nextLink":"http://[^/"]+`).ReplaceAllString(rec.Body.String(), `"@odata.nextLink":"`+other.URL)
-		proofSend(w, rec, []byte(body))
-		return true
+		return false
 	})
 	_, err := e.fetch()
 	var pe *PartialError
-	if !errors.As(err, &pe) || len(pe.Failed) != 1 || pe.Failed[0].Window != bad {
-		t.Fatalf("fetch returned %v, want a partial error naming %s alone", err, bad)
+	if !errors.As(err, &pe) || len(pe.Failed) != 2 || pe.Failed[0].Window != linked || pe.Failed[1].Window != moved {
+		t.Fatalf("fetch returned %v, want a partial error naming %s and %s", err, linked, moved)
 	}
-	if !strings.Contains(err.Error(), "not on the base url's origin") {
-		t.Errorf("the error does not say why the link was refused:\n%v", err)
+	if !strings.Contains(pe.Failed[0].Err.Error(), "not on the base url's origin") {
+		t.Errorf("the error does not say why the next link was refused:\n%v", pe.Failed[0].Err)
+	}
+	if !strings.Contains(pe.Failed[1].Err.Error(), "redirect to "+other.URL) || !strings.Contains(pe.Failed[1].Err.Error(), "refused") {
+		t.Errorf("the error does not say why the redirect was refused:\n%v", pe.Failed[1].Err)
 	}
 	if n := elsewhere.Load(); n != 0 {
 		t.Errorf("the other origin got %d requests", n)
 	}
 	span := e.span()
-	proofExact(t, e.sim, e.db, e.query(span.Window.Start, bad.Start))
-	proofExact(t, e.sim, e.db, e.query(bad.End, span.Window.End))
+	proofExact(t, e.sim, e.db, e.query(span.Window.Start, linked.Start))
+	proofExact(t, e.sim, e.db, e.query(linked.End, moved.Start))
+	proofExact(t, e.sim, e.db, e.query(moved.End, span.Window.End))
 	proofNoToken(t, "the logs", e.logs.Bytes())
 }
 
