@@ -25,8 +25,8 @@ import (
 // window; at the end it must hold exactly the truth. A workbook being
 // written and killed must never leave a truncated file under its name.
 
-// proofCrashSetup serves a sim with a fixed clock from this process and
-// writes a config for the binary in dir.
+// proofCrash is a sim served with a fixed clock from this process, the
+// built binary, and a folder holding the binary's config and database.
 type proofCrash struct {
 	bin, dir, cfg, db string
 	sim               *sim.Server
@@ -82,7 +82,8 @@ func (c *proofCrash) start(t *testing.T, args ...string) *exec.Cmd {
 	return cmd
 }
 
-// run runs the binary with args to its end and returns its output.
+// run runs the binary with args to its end and fails the test unless it
+// succeeds.
 func (c *proofCrash) run(t *testing.T, args ...string) {
 	t.Helper()
 	cmd := exec.Command(c.bin, append(args, "--config", c.cfg)...)
