@@ -996,6 +996,29 @@ func TestWriteFileReplacesAtomically(t *testing.T) {
 	if len(left) != 1 {
 		t.Errorf("folder holds %v, want only the workbook", left)
 	}
+
+	// A killed writer's temporary file: an hour-old one is removed by the
+	// next write, a fresh one (a concurrent writer's) is left alone.
+	stale := filepath.Join(filepath.Dir(path), ".tally-cost-2026-10.xlsx.123.tmp")
+	fresh := filepath.Join(filepath.Dir(path), ".tally-cost-2026-10.xlsx.456.tmp")
+	for _, f := range []string{stale, fresh} {
+		if err := os.WriteFile(f, []byte("PK partial"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old := time.Now().Add(-2 * time.Hour)
+	if err := os.Chtimes(stale, old, old); err != nil {
+		t.Fatal(err)
+	}
+	if err := reports.WriteFile(context.Background(), db, period, path, reports.Options{Now: func() time.Time { return now }}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Errorf("stale temporary file still there: %v", err)
+	}
+	if _, err := os.Stat(fresh); err != nil {
+		t.Errorf("fresh temporary file removed: %v", err)
+	}
 }
 
 func TestBadInput(t *testing.T) {

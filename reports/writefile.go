@@ -5,7 +5,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 )
+
+// staleTempAge is how old a workbook's temporary file must be before a later
+// write removes it as left by a killed process. Writing a month's workbook
+// takes seconds to minutes, so an hour never catches one still being
+// written by a concurrent `tally report`.
+const staleTempAge = time.Hour
 
 // WriteFile builds the workbook into path. It writes a temporary file in
 // the same folder (mode 0640), syncs it and renames it onto path, so a
@@ -24,6 +31,7 @@ func WriteFile(ctx context.Context, src Source, p Period, path string, opts Opti
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return fmt.Errorf("write report %s: %w", path, err)
 	}
+	removeStaleTemps(dir, filepath.Base(path), time.Now())
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
 	if err != nil {
 		return fmt.Errorf("write report %s: %w", path, err)
@@ -64,4 +72,31 @@ func syncDir(dir string) {
 		_ = d.Sync()
 		_ = d.Close()
 	}
+}
+
+// removeStaleTemps removes the temporary files a killed writer of the same
+// workbook left behind, so they do not pile up beside it night after night.
+func removeStaleTemps(dir, base string, now time.Time) {
+	stale, err := filepath.Glob(filepath.Join(dir, "."+globEscape(base)+".*.tmp"))
+	if err != nil {
+		return
+	}
+	for _, f := range stale {
+		if fi, err := os.Lstat(f); err == nil && fi.Mode().IsRegular() && now.Sub(fi.ModTime()) > staleTempAge {
+			_ = os.Remove(f)
+		}
+	}
+}
+
+// globEscape quotes the characters filepath.Match treats specially.
+func globEscape(s string) string {
+	var b []byte
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '*', '?', '[', '\\':
+			b = append(b, '\\')
+		}
+		b = append(b, s[i])
+	}
+	return string(b)
 }

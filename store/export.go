@@ -391,9 +391,9 @@ func exportDataset(ctx context.Context, conn *sql.Conn, dir string, d dataset, o
 		if err := os.Chmod(root, dirMode); err != nil {
 			return de, err
 		}
-		staging, err := copyMonths(ctx, conn, dir, d, write)
-		if staging != "" {
-			defer os.RemoveAll(staging)
+		top, staging, err := copyMonths(ctx, conn, dir, d, write)
+		if top != "" {
+			defer os.RemoveAll(top)
 		}
 		if err != nil {
 			return de, err
@@ -432,19 +432,20 @@ func exportDataset(ctx context.Context, conn *sql.Conn, dir string, d dataset, o
 }
 
 // copyMonths writes the months of d into a new staging folder inside dir
-// with one COPY … PARTITION_BY, and returns the staging folder of the
-// dataset: <staging>/<partition>=<month>/data_0.parquet.
-func copyMonths(ctx context.Context, conn *sql.Conn, dir string, d dataset, months []string) (string, error) {
+// with one COPY … PARTITION_BY. It returns the staging folder, which the
+// caller removes, and the dataset's folder in it:
+// <top>/<dataset>/<partition>=<month>/data_0.parquet.
+func copyMonths(ctx context.Context, conn *sql.Conn, dir string, d dataset, months []string) (top, out string, err error) {
 	var b [8]byte
 	if _, err := rand.Read(b[:]); err != nil {
-		return "", err
+		return "", "", err
 	}
-	top := filepath.Join(dir, exportStagingPrefix+hex.EncodeToString(b[:]))
+	top = filepath.Join(dir, exportStagingPrefix+hex.EncodeToString(b[:]))
 	// The staging folder is private until its files are renamed out.
 	if err := os.Mkdir(top, 0o700); err != nil {
-		return "", err
+		return "", "", err
 	}
-	out := filepath.Join(top, d.name)
+	out = filepath.Join(top, d.name)
 	format := "FORMAT parquet"
 	if d.csv {
 		format = "FORMAT csv, HEADER true"
@@ -456,9 +457,9 @@ func copyMonths(ctx context.Context, conn *sql.Conn, dir string, d dataset, mont
 		d.query, d.partition, strings.TrimSuffix(strings.Repeat("?, ", len(months)), ", "),
 		quoteString(out), format, d.partition)
 	if _, err := conn.ExecContext(ctx, q, args...); err != nil {
-		return top, fmt.Errorf("write months %s: %w", strings.Join(months, ", "), err)
+		return top, out, fmt.Errorf("write months %s: %w", strings.Join(months, ", "), err)
 	}
-	return out, ctx.Err()
+	return top, out, ctx.Err()
 }
 
 // placeMonth moves a month's staged files into its partition folder, each

@@ -176,6 +176,9 @@ func TestExportParquetReadsBackExactly(t *testing.T) {
 		}
 	}
 	// The layout, the modes, the manifest, no staging left behind.
+	if staging, _ := filepath.Glob(filepath.Join(dir, exportStagingPrefix+"*")); len(staging) != 0 {
+		t.Errorf("a finished export left staging folders %v", staging)
+	}
 	var files []string
 	err := filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
 		if err != nil {
