@@ -172,9 +172,11 @@ func TestCrashKilledAtRandomMoments(t *testing.T) {
 	span := []string{"--from", c.from.Format(fetch.DateLayout), "--to", c.to.Format(fetch.DateLayout)}
 	t.Run("fetch", func(t *testing.T) {
 		rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
-		deadline := time.Now().Add(12 * time.Second)
+		// About 12 s of kills; on a slow, busy machine it goes on (up to
+		// a minute) until enough kills happened to mean something.
+		deadline, hardDeadline := time.Now().Add(12*time.Second), time.Now().Add(time.Minute)
 		kills, loaded := 0, 0
-		for i := 0; time.Now().Before(deadline) && i < 40; i++ {
+		for i := 0; (time.Now().Before(deadline) || kills < 8 || loaded == 0) && time.Now().Before(hardDeadline) && i < 60; i++ {
 			// Mostly within a run's first second and a half, where the
 			// database is created, windows load and the copy is
 			// published; now and then right at the start.
@@ -211,9 +213,9 @@ func TestCrashKilledAtRandomMoments(t *testing.T) {
 		proofCompleteWorkbook(t, final)
 
 		rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 9))
-		deadline := time.Now().Add(9 * time.Second)
+		deadline, hardDeadline := time.Now().Add(9*time.Second), time.Now().Add(time.Minute)
 		kills := 0
-		for i := 0; time.Now().Before(deadline) && i < 40; i++ {
+		for i := 0; (time.Now().Before(deadline) || kills < 4) && time.Now().Before(hardDeadline) && i < 60; i++ {
 			// Every other run starts with no workbook, so a truncated new
 			// one cannot hide behind a complete old one.
 			if i%2 == 0 {
