@@ -2,9 +2,11 @@ package fetch
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"io"
+	"math/bits"
 	"time"
 	"unicode/utf8"
 )
@@ -387,7 +389,7 @@ func (s *fastJSON) row(p []byte, i int, b *rowBuilder) (int, step, error) {
 	}
 	if p[i] != '}' {
 		for k := 0; ; k++ {
-			key, j, st := plainString(p, i)
+			f, known, j, st := s.rowKey(p, i, k)
 			if st != stepOK {
 				return 0, st, nil
 			}
@@ -400,7 +402,6 @@ func (s *fastJSON) row(p []byte, i int, b *rowBuilder) (int, step, error) {
 			if i = skipSpace(p, i+1); i == len(p) {
 				return 0, stepMore, nil
 			}
-			f, known := s.field(key, k)
 			var err error
 			if i, st, err = s.value(p, i, f, known, b); st != stepOK || err != nil {
 				return 0, st, err
@@ -425,22 +426,29 @@ func (s *fastJSON) row(p []byte, i int, b *rowBuilder) (int, step, error) {
 	return i + 1, stepOK, nil
 }
 
-// field returns the MeterData field key names, the key at position k of a
-// row, and false for a key that is none.
-func (s *fastJSON) field(key []byte, k int) (meterField, bool) {
-	if k >= keyMemory {
-		f, ok := meterFieldByName[string(key)]
-		return f, ok
+// rowKey reads the key at p[i], the k-th of its row, and returns the
+// MeterData field it names (known false for a key that names none) and
+// where it ends. It first tries the key the previous row had there.
+func (s *fastJSON) rowKey(p []byte, i, k int) (f meterField, known bool, end int, st step) {
+	if k < keyMemory && s.keys[k] >= 0 {
+		f := meterField(s.keys[k])
+		name := meterFieldNames[f]
+		if e := i + 1 + len(name); e < len(p) && p[e] == '"' && string(p[i+1:e]) == name {
+			return f, true, e + 1, stepOK
+		}
 	}
-	if f := s.keys[k]; f >= 0 && meterFieldNames[f] == string(key) {
-		return meterField(f), true
+	key, end, st := plainString(p, i)
+	if st != stepOK {
+		return 0, false, 0, st
 	}
-	f, ok := meterFieldByName[string(key)]
-	s.keys[k] = -1
-	if ok {
-		s.keys[k] = int8(f)
+	f, known = meterFieldByName[string(key)]
+	if k < keyMemory {
+		s.keys[k] = -1
+		if known {
+			s.keys[k] = int8(f)
+		}
 	}
-	return f, ok
+	return f, known, end, stepOK
 }
 
 // value reads the value at p[i] of field f (known false: a key that is no
@@ -450,16 +458,18 @@ func (s *fastJSON) value(p []byte, i int, f meterField, known bool, b *rowBuilde
 	c := p[i]
 	switch {
 	case c == '"':
-		j, esc, st := stringEnd(p, i)
-		switch {
-		case st != stepOK:
+		j, unusual, st := stringEnd(p, i)
+		if st != stepOK {
 			return 0, st, nil
+		}
+		raw := p[i+1 : j-1]
+		switch {
 		case !known:
-			if esc && !json.Valid(p[i:j]) {
+			if unusual && !json.Valid(p[i:j]) {
 				return 0, stepOdd, nil
 			}
 			return j, stepOK, nil
-		case esc || !utf8.Valid(p[i+1:j-1]):
+		case unusual && (bytes.IndexByte(raw, '\\') >= 0 || !utf8.Valid(raw)):
 			// Escapes, and invalid UTF-8 (replacement characters), as
 			// the careful decoder reads them.
 			var v string
@@ -468,7 +478,7 @@ func (s *fastJSON) value(p []byte, i int, f meterField, known bool, b *rowBuilde
 			}
 			return j, stepOK, b.set(f, scalar{kind: 's', text: v})
 		}
-		return j, stepOK, s.setString(b, f, p[i+1:j-1])
+		return j, stepOK, s.setString(b, f, raw)
 	case c == '-' || '0' <= c && c <= '9':
 		j, st := numberEnd(p, i)
 		if st != stepOK || !known {
@@ -664,45 +674,79 @@ func parsePlainFloat(b []byte) (float64, bool) {
 	return x, true
 }
 
-// plainString returns the key or string at p[i] when it has no escape
-// and no control character; escapes and other bytes go careful.
+// plainString returns the key or string at p[i] when it has no escape,
+// no control character and no byte past ASCII; anything else goes careful.
 func plainString(p []byte, i int) ([]byte, int, step) {
 	if p[i] != '"' {
 		return nil, 0, stepOdd
 	}
-	for j := i + 1; j < len(p); j++ {
-		switch c := p[j]; {
-		case c == '"':
-			return p[i+1 : j], j + 1, stepOK
-		case c == '\\' || c < 0x20 || c >= 0x80:
-			return nil, 0, stepOdd
-		}
+	j, hi := stringStop(p, i+1)
+	switch {
+	case j == len(p):
+		return nil, 0, stepMore
+	case p[j] != '"' || hi:
+		return nil, 0, stepOdd
 	}
-	return nil, 0, stepMore
+	return p[i+1 : j], j + 1, stepOK
 }
 
 // stringEnd returns the end of the string at p[i] (past its closing
-// quote) and whether it holds an escape. A control character is a syntax
+// quote), and whether it holds an escape or a byte past ASCII (then the
+// text needs unquoting or checking). A control character is a syntax
 // error: careful. Like the careful tokenizer, it takes a string only once
 // the byte after it is in: when the body fails right after a value, the
 // answer is cut, not wrong.
-func stringEnd(p []byte, i int) (int, bool, step) {
-	esc := false
-	for j := i + 1; j < len(p); j++ {
-		switch c := p[j]; {
-		case c == '"':
-			if j+1 == len(p) {
-				return 0, false, stepMore
-			}
-			return j + 1, esc, stepOK
-		case c == '\\':
-			esc = true
-			j++
-		case c < 0x20:
-			return 0, false, stepOdd
+func stringEnd(p []byte, i int) (end int, unusual bool, st step) {
+	j, hi := stringStop(p, i+1)
+	for j < len(p) && p[j] == '\\' {
+		unusual = true
+		if j+2 > len(p) {
+			return 0, false, stepMore
+		}
+		var h bool
+		j, h = stringStop(p, j+2)
+		hi = hi || h
+	}
+	switch {
+	case j == len(p) || j+1 == len(p):
+		return 0, false, stepMore
+	case p[j] != '"':
+		return 0, false, stepOdd
+	}
+	return j + 1, unusual || hi, stepOK
+}
+
+const (
+	lsb = 0x0101010101010101
+	msb = 0x8080808080808080
+)
+
+// stringStop returns the index of the first quote, backslash or control
+// character at or after j (len(p) if none), and whether a byte past ASCII
+// came before it (or near it). It looks at eight bytes at a time.
+func stringStop(p []byte, j int) (int, bool) {
+	hi := false
+	for ; j+8 <= len(p); j += 8 {
+		x := binary.LittleEndian.Uint64(p[j:])
+		q, b := x^(lsb*'"'), x^(lsb*'\\')
+		// A byte's high bit in m is set where the byte is a quote, a
+		// backslash or below 0x20; the lowest such bit is exact.
+		m := ((q - lsb) &^ q) | ((b - lsb) &^ b) | ((x - lsb*0x20) &^ x)
+		m &= msb
+		hi = hi || x&msb != 0
+		if m != 0 {
+			return j + bits.TrailingZeros64(m)/8, hi
 		}
 	}
-	return 0, false, stepMore
+	for ; j < len(p); j++ {
+		switch c := p[j]; {
+		case c == '"' || c == '\\' || c < 0x20:
+			return j, hi
+		case c >= 0x80:
+			hi = true
+		}
+	}
+	return j, hi
 }
 
 // numberEnd returns the end of the JSON number at p[i]; the byte after it
