@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	duckdb "github.com/duckdb/duckdb-go/v2"
 	"github.com/google/uuid"
 
 	"github.com/tally-dev/tally/fetch"
@@ -33,16 +32,6 @@ type LoadResult struct {
 	Duration time.Duration // from the call to the commit, fetching included
 }
 
-// usageColumns are the columns LoadWindow appends, in append order. Naming
-// them keeps the appender working when a later migration adds a column
-// with a default.
-var usageColumns = []string{
-	"granularity", "basis", "date", "date_processed", "meter_name", "meter_sku",
-	"family", "solution", "unit", "quantity", "price", "cost", "currency",
-	"entitlement", "entitlement_type", "payment_method", "payment_method_name",
-	"project", "run_id", "fetched_at",
-}
-
 // LoadWindow replaces, in one transaction, every usage row of q's window,
 // granularity, basis and scope with rows, and records the window in the
 // ledger (fetch_windows). Ledger entries of the same granularity, basis and
@@ -56,8 +45,9 @@ var usageColumns = []string{
 // listed projects, payment methods and meters. The window applies to
 // `date` for basis usage and to `date_processed` for basis reported.
 //
-// Rows stream into DuckDB's appender as rows yields them; memory does not
-// grow with their number. When rows yields an error, a row falls outside
+// Rows stream into DuckDB as rows yields them, through one INSERT that
+// writes row groups as they fill (see insertRows); memory does not grow
+// with their number. When rows yields an error, a row falls outside
 // the window or the scope, a cost has more than 12 decimals or does not fit
 // DECIMAL(38, 12), or ctx is cancelled, the transaction is rolled back and
 // the window stays as it was. Concurrent calls each use their own
@@ -100,11 +90,7 @@ func (s *Store) LoadWindow(ctx context.Context, q fetch.UsageQuery, runID uuid.U
 			return err
 		}
 		fetchedAt := time.Now().UTC()
-		if err := conn.Raw(func(dc any) error {
-			n, err := appendUsage(ctx, dc, q, runID, fetchedAt, rows)
-			res.Rows = n
-			return err
-		}); err != nil {
+		if res.Rows, err = insertRows(ctx, conn, q, runID, fetchedAt, rows); err != nil {
 			return err
 		}
 		if err := ctx.Err(); err != nil {
@@ -254,80 +240,6 @@ func scopeWhere(q fetch.UsageQuery) (string, []any) {
 	in("payment_method", q.PaymentMethodIDs)
 	in("meter_name", q.MeterNames)
 	return b.String(), args
-}
-
-// appendUsage streams rows into the usage table through DuckDB's appender on
-// the transaction's connection and returns how many it appended. It checks
-// every row before appending it.
-func appendUsage(ctx context.Context, dc any, q fetch.UsageQuery, runID uuid.UUID, fetchedAt time.Time, rows iter.Seq2[fetch.MeterData, error]) (n int64, err error) {
-	conn, ok := dc.(driver.Conn)
-	if !ok {
-		return 0, fmt.Errorf("append usage: unexpected driver connection %T", dc)
-	}
-	app, err := duckdb.NewAppenderWithColumns(conn, "", "", "usage", usageColumns)
-	if err != nil {
-		return 0, fmt.Errorf("append usage: %w", err)
-	}
-	defer func() {
-		// Close flushes what is buffered; on failure the transaction is
-		// rolled back anyway, so only the success path needs its error.
-		if cerr := app.CloseWithCancel(ctx); err == nil && cerr != nil {
-			err = fmt.Errorf("append usage: %w", cerr)
-		}
-	}()
-	w := q.Window
-	reported := q.Basis() == fetch.BasisReported
-	scope := newScopeCheck(q)
-	g, basis, run := string(w.Granularity), string(q.Basis()), duckdb.UUID(runID)
-	vals := make([]driver.Value, len(usageColumns))
-	for md, rerr := range rows {
-		if rerr != nil {
-			return n, fmt.Errorf("after %d rows: %w", n, rerr)
-		}
-		if n%1024 == 0 {
-			if err := ctx.Err(); err != nil {
-				return n, err
-			}
-		}
-		if err := checkRow(w, reported, md); err != nil {
-			return n, fmt.Errorf("%s: %w", rowLabel(n+1, md), err)
-		}
-		if err := scope.check(md); err != nil {
-			return n, fmt.Errorf("%s: %w", rowLabel(n+1, md), err)
-		}
-		cost, err := md.Cost.Scaled(costScale)
-		if err == nil && cost.CmpAbs(maxCost) > 0 {
-			err = fmt.Errorf("%s does not fit DECIMAL(%d, %d)", md.Cost, costWidth, costScale)
-		}
-		if err != nil {
-			return n, fmt.Errorf("%s: cost: %w", rowLabel(n+1, md), err)
-		}
-		vals[0] = g
-		vals[1] = basis
-		vals[2] = md.Date
-		vals[3] = timeOrNull(md.DateProcessed)
-		vals[4] = md.MeterName
-		vals[5] = textOrNull(md.MeterSku)
-		vals[6] = textOrNull(md.Family)
-		vals[7] = textOrNull(md.Solution)
-		vals[8] = textOrNull(md.Unit)
-		vals[9] = md.Quantity
-		vals[10] = floatOrNull(md.Price)
-		vals[11] = duckdb.Decimal{Width: costWidth, Scale: costScale, Value: cost}
-		vals[12] = md.Currency
-		vals[13] = textOrNull(md.Entitlement)
-		vals[14] = textOrNull(md.EntitlementType)
-		vals[15] = textOrNull(md.PaymentMethod)
-		vals[16] = textOrNull(md.PaymentMethodName)
-		vals[17] = textOrNull(md.Project)
-		vals[18] = run
-		vals[19] = fetchedAt
-		if err := app.AppendRow(vals...); err != nil {
-			return n, fmt.Errorf("append usage row %d: %w", n+1, err)
-		}
-		n++
-	}
-	return n, nil
 }
 
 func rowLabel(i int64, md fetch.MeterData) string {

@@ -77,7 +77,7 @@ func openWith(ctx context.Context, path string, o options) (*Store, error) {
 			return nil, fmt.Errorf("open store %s: create the database: %w", path, err)
 		}
 	}
-	db, err := connect(ctx, path, "READ_WRITE")
+	db, err := connect(ctx, path, "READ_WRITE", writerSettings...)
 	if err != nil {
 		return nil, err
 	}
@@ -87,6 +87,10 @@ func openWith(ctx context.Context, path string, o options) (*Store, error) {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	if err := s.createViews(ctx, o.views); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	if err := registerWindowRows(ctx, db); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}

@@ -1,0 +1,371 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"iter"
+	"sync"
+	"time"
+
+	duckdb "github.com/duckdb/duckdb-go/v2"
+	"github.com/google/uuid"
+
+	"github.com/tally-dev/tally/fetch"
+)
+
+// A window's rows reach the usage table through one INSERT … SELECT whose
+// source is a table function reading the window's row iterator: DuckDB
+// pulls rows chunk by chunk, on its own threads, and its INSERT writes
+// row groups to the file as they fill. So memory stays flat however many
+// rows a window holds, the commit has little left to write, and loading
+// runs at DuckDB's own insert speed. (DuckDB's appender, by contrast, keeps
+// a transaction's rows in memory until the commit, and writes them then on
+// one thread.)
+
+// writerSettings are the read-write database's settings for loading:
+// DuckDB writes an INSERT's row groups as they fill only when it need not
+// keep the rows in insertion order (nothing in Tally reads rows in the
+// order they were loaded: every query sorts), and a memory limit makes it
+// reuse its buffers rather than keep growing (it spills to a temporary
+// folder beside the database when a query needs more).
+var writerSettings = []string{"preserve_insertion_order=false", "memory_limit=160MB"}
+
+// windowRowsFunction is the table function; it reads the rowSource the
+// INSERT's context carries.
+const windowRowsFunction = "tally_window_rows"
+
+// insertWindowRows inserts the window's rows; the parameters are the
+// columns every row of the window shares.
+const insertWindowRows = `INSERT INTO usage (granularity, basis, run_id, fetched_at, date, date_processed,
+    meter_name, meter_sku, family, solution, unit, quantity, price, cost, currency,
+    entitlement, entitlement_type, payment_method, payment_method_name, project)
+SELECT ?, ?, ?::UUID, ?, * FROM ` + windowRowsFunction + `()`
+
+// sourceColumns are the columns the table function yields, in order;
+// sourceText lists the text ones and the MeterData field each comes from.
+var sourceColumns = func() []duckdb.ColumnInfo {
+	typ := func(t duckdb.Type) duckdb.TypeInfo {
+		ti, err := duckdb.NewTypeInfo(t)
+		if err != nil {
+			panic(err)
+		}
+		return ti
+	}
+	cost, err := duckdb.NewDecimalInfo(costWidth, costScale)
+	if err != nil {
+		panic(err)
+	}
+	cols := []duckdb.ColumnInfo{
+		{Name: "date", T: typ(duckdb.TYPE_TIMESTAMP)},
+		{Name: "date_processed", T: typ(duckdb.TYPE_TIMESTAMP)},
+	}
+	for _, c := range sourceText[:5] {
+		cols = append(cols, duckdb.ColumnInfo{Name: c.name, T: typ(duckdb.TYPE_VARCHAR)})
+	}
+	cols = append(cols,
+		duckdb.ColumnInfo{Name: "quantity", T: typ(duckdb.TYPE_DOUBLE)},
+		duckdb.ColumnInfo{Name: "price", T: typ(duckdb.TYPE_DOUBLE)},
+		duckdb.ColumnInfo{Name: "cost", T: cost})
+	for _, c := range sourceText[5:] {
+		cols = append(cols, duckdb.ColumnInfo{Name: c.name, T: typ(duckdb.TYPE_VARCHAR)})
+	}
+	return cols
+}()
+
+// Column positions of sourceColumns.
+const (
+	colDate, colDateProcessed = 0, 1
+	colQuantity, colPrice     = 7, 8
+	colCost                   = 9
+)
+
+// sourceText are the text columns: name, position, field, and whether ""
+// is NULL (meter_name and currency are required, and kept as sent).
+var sourceText = [...]struct {
+	name     string
+	col      int
+	field    func(*fetch.MeterData) string
+	nullable bool
+}{
+	{"meter_name", 2, func(md *fetch.MeterData) string { return md.MeterName }, false},
+	{"meter_sku", 3, func(md *fetch.MeterData) string { return md.MeterSku }, true},
+	{"family", 4, func(md *fetch.MeterData) string { return md.Family }, true},
+	{"solution", 5, func(md *fetch.MeterData) string { return md.Solution }, true},
+	{"unit", 6, func(md *fetch.MeterData) string { return md.Unit }, true},
+	{"currency", 10, func(md *fetch.MeterData) string { return md.Currency }, false},
+	{"entitlement", 11, func(md *fetch.MeterData) string { return md.Entitlement }, true},
+	{"entitlement_type", 12, func(md *fetch.MeterData) string { return md.EntitlementType }, true},
+	{"payment_method", 13, func(md *fetch.MeterData) string { return md.PaymentMethod }, true},
+	{"payment_method_name", 14, func(md *fetch.MeterData) string { return md.PaymentMethodName }, true},
+	{"project", 15, func(md *fetch.MeterData) string { return md.Project }, true},
+}
+
+type rowSourceKey struct{}
+
+// registerWindowRows makes the table function known to the database.
+func registerWindowRows(ctx context.Context, db *sql.DB) error {
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	return duckdb.RegisterTableUDF(conn, windowRowsFunction, duckdb.ParallelChunkTableFunction{
+		BindArgumentsContext: func(ctx context.Context, _ map[string]any, _ ...any) (duckdb.ParallelChunkTableSource, error) {
+			src, ok := ctx.Value(rowSourceKey{}).(*rowSource)
+			if !ok {
+				return nil, fmt.Errorf("%s is only for loading a window (store.LoadWindow)", windowRowsFunction)
+			}
+			return src, nil
+		},
+	})
+}
+
+// insertRows inserts rows, checked as LoadWindow says, on conn (inside the
+// window's transaction) and returns how many it inserted.
+func insertRows(ctx context.Context, conn *sql.Conn, q fetch.UsageQuery, runID uuid.UUID, fetchedAt time.Time, rows iter.Seq2[fetch.MeterData, error]) (int64, error) {
+	src := &rowSource{chunks: make(chan *chunkRows, 2), free: make(chan *chunkRows, 4), stop: make(chan struct{})}
+	fed := make(chan int64, 1)
+	go func() {
+		n, err := src.feed(ctx, q, rows)
+		src.end(err)
+		fed <- n
+	}()
+	_, err := conn.ExecContext(context.WithValue(ctx, rowSourceKey{}, src), insertWindowRows,
+		string(q.Window.Granularity), string(q.Basis()), runID.String(), fetchedAt)
+	// Stop the feeder (it may still be reading when the INSERT failed) and
+	// wait for it: the rows iterator ends before LoadWindow returns.
+	close(src.stop)
+	n := <-fed
+	// The source's own error says what went wrong; DuckDB's only wraps its
+	// text.
+	if serr := src.failure(); serr != nil {
+		return 0, serr
+	}
+	if err != nil {
+		if cerr := ctx.Err(); cerr != nil {
+			return 0, cerr
+		}
+		return 0, err
+	}
+	return n, nil
+}
+
+// rowSource hands the window's rows to DuckDB. A feeder goroutine reads
+// the rows iterator, checks each row in order and hands them on a chunk at
+// a time; DuckDB may fill chunks on several threads, each taking the next
+// chunk.
+type rowSource struct {
+	chunks chan *chunkRows // checked rows, a chunk's worth at a time
+	free   chan *chunkRows // chunks filled, for reuse
+	stop   chan struct{}   // closed when the INSERT is over
+
+	mu  sync.Mutex
+	err error // the first failure
+}
+
+// chunkRows is one chunk's worth of checked rows.
+type chunkRows struct {
+	rows []fetch.MeterData
+	cost []costCell
+}
+
+// costCell is a row's cost as the DECIMAL(38, 12) column takes it: the
+// unscaled integer, an int64 when it fits.
+type costCell struct {
+	small int64
+	big   *duckdb.Decimal // when it does not fit an int64
+}
+
+// fillState is what one DuckDB thread keeps between chunks: each text
+// column's last text as bytes. The driver hands text to DuckDB as bytes,
+// and would convert a string for every value; rows mostly repeat the row
+// before's meter, project or payment method.
+type fillState struct {
+	text [len(sourceText)]textCache
+}
+
+type textCache struct {
+	s string
+	b []byte
+}
+
+func (c *textCache) bytes(s string) []byte {
+	if c.b == nil || s != c.s {
+		c.s, c.b = s, []byte(s)
+	}
+	return c.b
+}
+
+// feed reads rows into chunks until the rows end, a row fails its checks,
+// or the INSERT is over; it returns the rows handed over.
+func (s *rowSource) feed(ctx context.Context, q fetch.UsageQuery, rows iter.Seq2[fetch.MeterData, error]) (int64, error) {
+	defer close(s.chunks)
+	scope, reported := newScopeCheck(q), q.Basis() == fetch.BasisReported
+	var (
+		n   int64
+		cur *chunkRows
+	)
+	send := func() bool {
+		select {
+		case s.chunks <- cur:
+			cur = nil
+			return true
+		case <-s.stop:
+			return false
+		}
+	}
+	for md, rerr := range rows {
+		if rerr != nil {
+			return n, fmt.Errorf("after %d rows: %w", n, rerr)
+		}
+		if n%1024 == 0 {
+			if err := ctx.Err(); err != nil {
+				return n, err
+			}
+		}
+		cost, err := checkLoadRow(q.Window, reported, scope, md)
+		if err != nil {
+			return n, fmt.Errorf("%s: %w", rowLabel(n+1, md), err)
+		}
+		if cur == nil {
+			select {
+			case cur = <-s.free:
+				cur.rows, cur.cost = cur.rows[:0], cur.cost[:0]
+			default:
+				cur = &chunkRows{}
+			}
+		}
+		cur.rows = append(cur.rows, md)
+		cur.cost = append(cur.cost, cost)
+		n++
+		if len(cur.rows) == duckdb.GetDataChunkCapacity() && !send() {
+			return n, nil
+		}
+	}
+	if cur != nil && !send() {
+		return n, nil
+	}
+	return n, nil
+}
+
+// end records the feeder's failure, which ends the INSERT.
+func (s *rowSource) end(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err == nil {
+		s.err = err
+	}
+}
+
+func (s *rowSource) failure() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err
+}
+
+func (s *rowSource) ColumnInfos() []duckdb.ColumnInfo { return sourceColumns }
+
+func (s *rowSource) Cardinality() *duckdb.CardinalityInfo { return nil }
+
+// Init lets DuckDB fill chunks on as many threads as it runs.
+func (s *rowSource) Init() duckdb.ParallelTableSourceInfo { return duckdb.ParallelTableSourceInfo{} }
+
+func (s *rowSource) NewLocalState() any { return &fillState{} }
+
+// FillChunk fills DuckDB's chunk with the next chunk of rows; an empty
+// chunk ends the rows.
+func (s *rowSource) FillChunk(local any, chunk duckdb.DataChunk) error {
+	text := &local.(*fillState).text
+	c, ok := <-s.chunks
+	if !ok {
+		if err := s.failure(); err != nil {
+			return err
+		}
+		return chunk.SetSize(0)
+	}
+	for i := range c.rows {
+		if err := fillRow(chunk, i, &c.rows[i], c.cost[i], text); err != nil {
+			err = fmt.Errorf("hand a row to DuckDB: %w", err)
+			s.end(err)
+			return err
+		}
+	}
+	if err := chunk.SetSize(len(c.rows)); err != nil {
+		return err
+	}
+	select {
+	case s.free <- c:
+	default:
+	}
+	return nil
+}
+
+func fillRow(chunk duckdb.DataChunk, i int, md *fetch.MeterData, cc costCell, text *[len(sourceText)]textCache) error {
+	if err := duckdb.SetChunkValue(chunk, colDate, i, md.Date); err != nil {
+		return err
+	}
+	var err error
+	if md.DateProcessed != nil {
+		err = duckdb.SetChunkValue(chunk, colDateProcessed, i, *md.DateProcessed)
+	} else {
+		err = chunk.SetValue(colDateProcessed, i, nil)
+	}
+	if err != nil {
+		return err
+	}
+	if err := duckdb.SetChunkValue(chunk, colQuantity, i, md.Quantity); err != nil {
+		return err
+	}
+	if md.Price != nil {
+		err = duckdb.SetChunkValue(chunk, colPrice, i, *md.Price)
+	} else {
+		err = chunk.SetValue(colPrice, i, nil)
+	}
+	if err != nil {
+		return err
+	}
+	if cc.big != nil {
+		err = chunk.SetValue(colCost, i, *cc.big)
+	} else {
+		err = duckdb.SetChunkValue(chunk, colCost, i, cc.small)
+	}
+	if err != nil {
+		return err
+	}
+	for k, t := range sourceText {
+		v := t.field(md)
+		if v == "" && t.nullable {
+			err = chunk.SetValue(t.col, i, nil)
+		} else {
+			err = duckdb.SetChunkValue(chunk, t.col, i, text[k].bytes(v))
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkLoadRow refuses a row outside the window or the scope, and a cost
+// the column cannot hold exactly; it returns the cost as the column takes
+// it.
+func checkLoadRow(w fetch.Window, reported bool, scope scopeCheck, md fetch.MeterData) (costCell, error) {
+	if err := checkRow(w, reported, md); err != nil {
+		return costCell{}, err
+	}
+	if err := scope.check(md); err != nil {
+		return costCell{}, err
+	}
+	if v, ok := md.Cost.ScaledInt64(costScale); ok {
+		return costCell{small: v}, nil
+	}
+	v, err := md.Cost.Scaled(costScale)
+	if err == nil && v.CmpAbs(maxCost) > 0 {
+		err = fmt.Errorf("%s does not fit DECIMAL(%d, %d)", md.Cost, costWidth, costScale)
+	}
+	if err != nil {
+		return costCell{}, fmt.Errorf("cost: %w", err)
+	}
+	return costCell{big: &duckdb.Decimal{Width: costWidth, Scale: costScale, Value: v}}, nil
+}

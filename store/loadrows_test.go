@@ -1,0 +1,106 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/tally-dev/tally/fetch"
+)
+
+// numberedRows yields n rows of w whose quantity is their number, failing
+// with err instead of row fail (from 1) when fail > 0.
+func numberedRows(w fetch.Window, n, fail int, err error) func(func(fetch.MeterData, error) bool) {
+	return func(yield func(fetch.MeterData, error) bool) {
+		for i := 1; i <= n; i++ {
+			if i == fail {
+				yield(fetch.MeterData{}, err)
+				return
+			}
+			md := row(w.Start.Add(time.Duration(i%(31*24))*time.Hour), fmt.Sprintf("meter-%d", i%9), fmt.Sprintf("p%d", i%4), "1.5")
+			md.Quantity = float64(i)
+			if i%3 == 0 {
+				md.Project, md.Price, md.DateProcessed = "", nil, nil
+			}
+			if !yield(md, nil) {
+				return
+			}
+		}
+	}
+}
+
+// A window of many chunks, which DuckDB may fill on several threads, loads
+// every row exactly once; a failure after several chunks were inserted
+// rolls all of them back and is returned as it was raised.
+func TestLoadWindowManyChunks(t *testing.T) {
+	ctx := context.Background()
+	s := openTemp(t)
+	w := window(t, fetch.Hour, "2026-01-01", "2026-02-01")
+	const n = 30_000
+	res, err := s.LoadWindow(ctx, fetch.UsageQuery{Window: w}, NewRunID(), numberedRows(w, n, 0, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Rows != n {
+		t.Fatalf("loaded %d rows, want %d", res.Rows, n)
+	}
+	check := func() {
+		t.Helper()
+		got := fmt.Sprint(scalar(t, s, `SELECT count(*) || ' ' || count(DISTINCT quantity) || ' ' || sum(quantity)::BIGINT || ' ' || count(project) || ' ' || count(price) || ' ' || sum(cost) FROM usage`))
+		want := fmt.Sprintf("%d %d %d %d %d %s", n, n, n*(n+1)/2, n-n/3, n-n/3, "45000.000000000000")
+		if got != want {
+			t.Fatalf("count, distinct quantities, their sum, projects, prices, cost: %s, want %s", got, want)
+		}
+	}
+	check()
+
+	boom := errors.New("connection reset mid-window")
+	_, err = s.LoadWindow(ctx, fetch.UsageQuery{Window: w}, NewRunID(), numberedRows(w, n, 20_001, boom))
+	if !errors.Is(err, boom) {
+		t.Fatalf("err = %v, want the rows' own error", err)
+	}
+	mustContain(t, err, "after 20000 rows")
+	check() // the first load stands, whole
+
+	// A row the window refuses, deep in the stream, names its number.
+	bad := func(yield func(fetch.MeterData, error) bool) {
+		for md, err := range numberedRows(w, n, 0, nil) {
+			if md.Quantity == 12_345 {
+				md.Date = w.End
+			}
+			if !yield(md, err) {
+				return
+			}
+		}
+	}
+	_, err = s.LoadWindow(ctx, fetch.UsageQuery{Window: w}, NewRunID(), bad)
+	mustContain(t, err, "row 12345", "outside the window")
+	check()
+}
+
+// A cancelled context ends a load in mid-stream: nothing of it is kept, and
+// the error is the context's.
+func TestLoadWindowCancelledMidStream(t *testing.T) {
+	s := openTemp(t)
+	w := window(t, fetch.Hour, "2026-01-01", "2026-02-01")
+	ctx, cancel := context.WithCancel(context.Background())
+	rows := func(yield func(fetch.MeterData, error) bool) {
+		for md, err := range numberedRows(w, 50_000, 0, nil) {
+			if md.Quantity == 10_000 {
+				cancel()
+			}
+			if !yield(md, err) {
+				return
+			}
+		}
+	}
+	_, err := s.LoadWindow(ctx, fetch.UsageQuery{Window: w}, NewRunID(), rows)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+	if got := fmt.Sprint(scalar(t, s, `SELECT count(*) FROM usage`)); got != "0" {
+		t.Fatalf("%s rows kept", got)
+	}
+}
