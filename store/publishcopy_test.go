@@ -1,0 +1,146 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tally-dev/tally/fetch"
+)
+
+// The copy is the database file copied after a checkpoint: it holds what
+// was committed, not what an open transaction changed.
+func TestPublishCopiesTheCommittedFile(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "tally.duckdb")
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	jan := window(t, fetch.Day, "2026-01-01", "2026-02-01")
+	load(t, s, fetch.UsageQuery{Window: jan}, row(date(t, "2026-01-02"), "enc", "a", "1.5"), row(date(t, "2026-01-03"), "enc", "b", "2"))
+
+	// A load in progress: its transaction is open, uncommitted.
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "BEGIN TRANSACTION"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.ExecContext(ctx, "DELETE FROM usage"); err != nil {
+		t.Fatal(err)
+	}
+	tmp := PublishedPath(path) + ".tmp-test"
+	if ok, err := s.copyFile(ctx, tmp); err != nil || !ok {
+		t.Fatalf("copyFile = %v, %v; want a copy", ok, err)
+	}
+	checkCopy(t, tmp, 2)
+	if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
+		t.Fatal(err)
+	}
+	pub, err := s.Publish(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkCopy(t, pub, 0)
+
+	// DuckDB's own copy, used when the file changed while it was copied.
+	load(t, s, fetch.UsageQuery{Window: jan}, row(date(t, "2026-01-02"), "enc", "a", "1.5"))
+	snap := PublishedPath(path) + ".tmp-snapshot"
+	if err := s.copyDatabase(ctx, snap, "tally_publish_test"); err != nil {
+		t.Fatal(err)
+	}
+	checkCopy(t, snap, 1)
+}
+
+// While commits and checkpoints keep coming, every copy copyFile keeps is
+// a whole database as some commit left it.
+func TestPublishFileCopyUnderCommits(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "tally.duckdb")
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var committed atomic.Int64
+	stop := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		day := date(t, "2026-01-01")
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				done <- nil
+				return
+			default:
+			}
+			w := fetch.Window{Start: day.AddDate(0, 0, i), End: day.AddDate(0, 0, i+1), Granularity: fetch.Day}
+			var rows []fetch.MeterData
+			for k := range 500 {
+				rows = append(rows, row(w.Start, fmt.Sprintf("m%d", k), "p", "1"))
+			}
+			if _, err := s.LoadWindow(ctx, fetch.UsageQuery{Window: w}, NewRunID(), rowsOf(rows...)); err != nil {
+				done <- err
+				return
+			}
+			committed.Add(500)
+			if i%3 == 0 {
+				// Refused while copyFile's own checkpoint runs: fine.
+				s.db.ExecContext(ctx, "CHECKPOINT")
+			}
+		}
+	}()
+	kept := 0
+	for i := range 30 {
+		tmp := filepath.Join(t.TempDir(), fmt.Sprintf("copy-%d.duckdb", i))
+		low := committed.Load()
+		ok, err := s.copyFile(ctx, tmp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			continue
+		}
+		kept++
+		ro, err := OpenReadOnly(ctx, tmp)
+		if err != nil {
+			t.Fatalf("copy %d does not open: %v", i, err)
+		}
+		n := count(t, ro, `SELECT count(*) FROM usage`)
+		ro.Close()
+		if n < low || n%500 != 0 {
+			t.Fatalf("copy %d has %d rows; at least %d committed, in loads of 500", i, n, low)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	close(stop)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if kept == 0 {
+		t.Fatal("no copy was kept")
+	}
+	t.Logf("%d of 30 copies kept, %d rows committed", kept, committed.Load())
+}
+
+func checkCopy(t *testing.T, path string, rows int64) {
+	t.Helper()
+	ro, err := OpenReadOnly(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	if n := count(t, ro, `SELECT count(*) FROM usage`); n != rows {
+		t.Fatalf("copy %s has %d rows, want %d", filepath.Base(path), n, rows)
+	}
+	if n := count(t, ro, `SELECT count(*) FROM schema_migrations`); n != int64(len(realMigrations(t))) {
+		t.Fatalf("the copy records %d migrations", n)
+	}
+}
