@@ -1,6 +1,7 @@
 package reports
 
 import (
+	"archive/zip"
 	"context"
 	"database/sql"
 	"fmt"
@@ -74,7 +75,13 @@ func Build(ctx context.Context, src Source, p Period, w io.Writer, opts Options)
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("build report %s: %w", p.Month.Format(monthLayout), err)
 	}
-	if _, err := b.f.WriteTo(w); err != nil {
+	// The zip goes straight to w: excelize's WriteTo would first build the
+	// whole workbook in memory (a month of hourly rows is a hundred MB).
+	// Sheets stay far below the 4 GB at which excelize would patch zip64
+	// headers in that buffer: a Detail sheet holds at most MaxDetailRowLimit
+	// rows.
+	b.f.SetZipWriter(func(io.Writer) excelize.ZipWriter { return zip.NewWriter(w) })
+	if _, err := b.f.WriteToBuffer(); err != nil {
 		return fmt.Errorf("write report %s: %w", p.Month.Format(monthLayout), err)
 	}
 	return nil
@@ -112,7 +119,8 @@ type builder struct {
 	flagCounts   map[flagKind]int
 	detailSheets []string
 	detailRows   int64
-	currencies   []string // every currency of the month, sorted
+	detailIn     *detailReader // the Detail rows, read ahead
+	currencies   []string      // every currency of the month, sorted
 }
 
 func newBuilder(ctx context.Context, src Source, p Period, opts Options) (*builder, error) {

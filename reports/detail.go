@@ -2,9 +2,11 @@ package reports
 
 import (
 	"database/sql"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/tally-dev/tally/fetch"
@@ -33,6 +35,13 @@ var detailColumns = []column{
 	{"Fetched at (UTC)", 20},
 }
 
+// Positions in detailColumns of the cells whose style depends on the
+// row's currency.
+const (
+	detailUnitPrice = 9
+	detailAmount    = 10
+)
+
 // detailSheet is one Detail sheet being streamed.
 type detailSheet struct {
 	name string
@@ -40,15 +49,251 @@ type detailSheet struct {
 	rows int
 }
 
-// detail streams every usage row of the month into Detail sheets, at most
-// DetailRowLimit data rows each, continuing on "Detail 2", "Detail 3"…
-// Rows go from the query to the sheet one at a time; the month is never
-// held in memory (excelize spills a large sheet to a temporary file).
-func (b *builder) detail() error {
+// The Detail rows are read on a goroutine of their own (the query, the
+// scan, each value turned into its cell), a few batches ahead of the
+// StreamWriter, which takes them in order: reading overlaps with writing,
+// which is most of a workbook's time. No other query runs meanwhile, so a
+// Source that runs one query at a time (a *sql.Conn) still serves.
+
+// detailBatchRows rows go over the channel at a time; detailBatchesAhead
+// bound how far reading runs ahead of writing, and so the memory it holds.
+const (
+	detailBatchRows    = 256
+	detailBatchesAhead = 4
+)
+
+// detailBatch is rows of cells, len(detailColumns) a row, then the error
+// that ended the rows, if any.
+type detailBatch struct {
+	cells      []excelize.Cell
+	currencies []string // the row's currency, where its style was not ready
+	err        error
+}
+
+// detailReader reads the Detail rows for the builder.
+type detailReader struct {
+	batches chan detailBatch
+	free    chan detailBatch
+	stop    chan struct{}
+	wg      sync.WaitGroup
+}
+
+// startDetail starts reading the Detail rows. Cell styles that depend on
+// the currency are made up front for the month's currencies; a row in
+// another currency gets its style when it is written.
+func (b *builder) startDetail() error {
+	money, price := map[string]int{}, map[string]int{}
+	for _, c := range b.currencies {
+		m, err := b.st.moneyStyle(c)
+		if err != nil {
+			return err
+		}
+		p, err := b.st.priceStyle(c)
+		if err != nil {
+			return err
+		}
+		money[c], price[c] = m, p
+	}
 	dateStyle := b.st.date
 	if b.p.Granularity == fetch.Hour {
 		dateStyle = b.st.hour
 	}
+	r := &detailReader{
+		batches: make(chan detailBatch, detailBatchesAhead),
+		free:    make(chan detailBatch, detailBatchesAhead+2),
+		stop:    make(chan struct{}),
+	}
+	b.detailIn = r
+	styles := detailStyles{date: dateStyle, text: b.st.text, quantity: b.st.quantity, stamp: b.st.dateTime, money: money, price: price}
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		defer close(r.batches)
+		r.read(b, styles)
+	}()
+	return nil
+}
+
+// detailStyles are the style ids the reader gives cells; it never makes a
+// style itself (excelize's File is not safe for concurrent use).
+type detailStyles struct {
+	date, text, quantity, stamp int
+	money, price                map[string]int
+}
+
+// read runs the detail query and sends its rows as cells.
+func (r *detailReader) read(b *builder, st detailStyles) {
+	var cur detailBatch
+	send := func() bool {
+		select {
+		case r.batches <- cur:
+			cur = detailBatch{}
+			return true
+		case <-r.stop:
+			return false
+		}
+	}
+	var (
+		date, fetched                                 time.Time
+		processed                                     sql.NullTime
+		project, family, solution, sku, unit, entType sql.NullString
+		entitlement, pm, pmName                       sql.NullString
+		meter, currency, category, runID              string
+		quantity                                      float64
+		price                                         sql.NullFloat64
+		cost                                          money
+	)
+	text := func(s string) any {
+		if s == "" {
+			return nil
+		}
+		return s
+	}
+	ntext := func(s sql.NullString) any {
+		if !s.Valid {
+			return nil
+		}
+		return text(s.String)
+	}
+	stopped := errDetailStopped
+	scan := func(rows *sql.Rows) error {
+		if err := rows.Scan(&date, &processed, &project, &family, &solution, &meter, &sku, &quantity, &unit,
+			&price, &cost, &currency, &entType, &category, &entitlement, &pm, &pmName, &runID, &fetched); err != nil {
+			return err
+		}
+		if cur.cells == nil {
+			select {
+			case cur = <-r.free:
+			default:
+				cur.cells = make([]excelize.Cell, 0, detailBatchRows*len(detailColumns))
+				cur.currencies = make([]string, 0, detailBatchRows)
+			}
+		}
+		moneyStyle, ok1 := st.money[currency]
+		priceStyle, ok2 := st.price[currency]
+		missing := ""
+		if !ok1 || !ok2 {
+			missing = currency
+		}
+		var pv, av, dp any
+		if price.Valid {
+			pv = finite(price.Float64)
+		}
+		if cost.valid {
+			av = finite(cost.float())
+		}
+		if processed.Valid {
+			dp = processed.Time.UTC()
+		}
+		cur.cells = append(cur.cells,
+			excelize.Cell{StyleID: st.date, Value: date.UTC()},
+			excelize.Cell{StyleID: st.date, Value: dp},
+			excelize.Cell{StyleID: st.text, Value: ntext(project)},
+			excelize.Cell{StyleID: st.text, Value: ntext(family)},
+			excelize.Cell{StyleID: st.text, Value: ntext(solution)},
+			excelize.Cell{StyleID: st.text, Value: text(meter)},
+			excelize.Cell{StyleID: st.text, Value: ntext(sku)},
+			excelize.Cell{StyleID: st.quantity, Value: finite(quantity)},
+			excelize.Cell{StyleID: st.text, Value: ntext(unit)},
+			excelize.Cell{StyleID: priceStyle, Value: pv},
+			excelize.Cell{StyleID: moneyStyle, Value: av},
+			excelize.Cell{StyleID: st.text, Value: text(currency)},
+			excelize.Cell{StyleID: st.text, Value: ntext(entType)},
+			excelize.Cell{StyleID: st.text, Value: text(categoryLabel(category))},
+			excelize.Cell{StyleID: st.text, Value: ntext(entitlement)},
+			excelize.Cell{StyleID: st.text, Value: ntext(pm)},
+			excelize.Cell{StyleID: st.text, Value: ntext(pmName)},
+			excelize.Cell{StyleID: st.text, Value: text(runID)},
+			excelize.Cell{StyleID: st.stamp, Value: fetched.UTC()},
+		)
+		cur.currencies = append(cur.currencies, missing)
+		if len(cur.currencies) == detailBatchRows && !send() {
+			return stopped
+		}
+		return nil
+	}
+	ranges, err := b.detailRanges()
+	for _, rg := range ranges {
+		if err != nil {
+			break
+		}
+		err = b.each("detail", scan, sql.Named("detail_from", rg.from), sql.Named("detail_to", rg.to))
+	}
+	if errors.Is(err, stopped) {
+		return
+	}
+	if len(cur.currencies) > 0 || err != nil {
+		cur.err = err
+		send()
+	}
+}
+
+var errDetailStopped = errors.New("detail: writing stopped")
+
+// detailRangeRows is about how many rows one read of the Detail rows
+// sorts: enough that a month takes a few dozen queries, few enough that
+// DuckDB sorts them in a few tens of MB.
+var detailRangeRows int64 = 64 << 10
+
+// dateRange is a range of usage dates, end exclusive.
+type dateRange struct{ from, to time.Time }
+
+// detailRanges splits the month's Detail rows into ranges of whole days of
+// their date, in order, of about detailRangeRows rows each (a day with
+// more is a range of its own).
+func (b *builder) detailRanges() ([]dateRange, error) {
+	var out []dateRange
+	var n int64
+	err := b.each("detail_days", func(rows *sql.Rows) error {
+		var day time.Time
+		var count int64
+		if err := rows.Scan(&day, &count); err != nil {
+			return err
+		}
+		day = day.UTC()
+		next := day.AddDate(0, 0, 1)
+		if len(out) > 0 && n+count <= detailRangeRows {
+			out[len(out)-1].to = next
+			n += count
+			return nil
+		}
+		out = append(out, dateRange{day, next})
+		n = count
+		return nil
+	})
+	return out, err
+}
+
+// finite is v as a cell value: NaN and infinities are no number Excel
+// holds, and stay blank.
+func finite(v float64) any {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return nil
+	}
+	return v
+}
+
+// stopDetail ends the reader, if it still runs, and waits for it.
+func (b *builder) stopDetail() {
+	r := b.detailIn
+	if r == nil {
+		return
+	}
+	b.detailIn = nil
+	close(r.stop)
+	r.wg.Wait()
+}
+
+// detail writes every usage row of the month into Detail sheets, at most
+// DetailRowLimit data rows each, continuing on "Detail 2", "Detail 3"…
+// Rows go from the query to the sheet in batches; the month is never held
+// in memory (excelize spills a large sheet to a temporary file).
+func (b *builder) detail() error {
+	if err := b.startDetail(); err != nil {
+		return err
+	}
+	r := b.detailIn
+	defer b.stopDetail()
 	var cur *detailSheet
 	open := func() error {
 		name := sheetDetail
@@ -85,67 +330,66 @@ func (b *builder) detail() error {
 		return err
 	}
 	row := make([]any, len(detailColumns))
-	err := b.each("detail", func(r *sql.Rows) error {
-		var (
-			date, fetched                                 time.Time
-			processed                                     sql.NullTime
-			project, family, solution, sku, unit, entType sql.NullString
-			entitlement, pm, pmName                       sql.NullString
-			meter, currency, category, runID              string
-			quantity                                      float64
-			price                                         sql.NullFloat64
-			cost                                          money
-		)
-		if err := r.Scan(&date, &processed, &project, &family, &solution, &meter, &sku, &quantity, &unit,
-			&price, &cost, &currency, &entType, &category, &entitlement, &pm, &pmName, &runID, &fetched); err != nil {
-			return err
-		}
-		if cur.rows == b.opts.DetailRowLimit {
-			if err := b.closeDetail(cur); err != nil {
+	ref := []byte{'A'}
+	for batch := range r.batches {
+		for i, missing := range batch.currencies {
+			if cur.rows == b.opts.DetailRowLimit {
+				if err := b.closeDetail(cur); err != nil {
+					return err
+				}
+				if err := open(); err != nil {
+					return err
+				}
+			}
+			if b.detailRows%detailCancelCheckRows == 0 {
+				if err := b.ctx.Err(); err != nil {
+					return err
+				}
+			}
+			cells := batch.cells[i*len(detailColumns) : (i+1)*len(detailColumns)]
+			if missing != "" {
+				if err := b.styleCurrency(cells, missing); err != nil {
+					return err
+				}
+			}
+			for k := range cells {
+				row[k] = nil
+				if cells[k].Value != nil {
+					row[k] = &cells[k]
+				}
+			}
+			cur.rows++
+			b.detailRows++
+			ref = strconv.AppendInt(ref[:1], int64(cur.rows+1), 10)
+			if err := cur.sw.SetRow(string(ref), row); err != nil {
 				return err
 			}
-			if err := open(); err != nil {
-				return err
-			}
 		}
-		if b.detailRows%detailCancelCheckRows == 0 {
-			if err := b.ctx.Err(); err != nil {
-				return err
-			}
+		if batch.err != nil {
+			return batch.err
 		}
-		amount, err := b.amount(cost, currency)
-		if err != nil {
-			return err
+		batch.cells, batch.currencies = batch.cells[:0], batch.currencies[:0]
+		select {
+		case r.free <- batch:
+		default:
 		}
-		unitPrice, err := b.unitPrice(price, currency)
-		if err != nil {
-			return err
-		}
-		processedCell := cell{nil, dateStyle}
-		if processed.Valid {
-			processedCell.v = processed.Time
-		}
-		cells := [...]cell{
-			{date, dateStyle}, processedCell, b.nstr(project), b.nstr(family), b.nstr(solution),
-			b.txt(meter), b.nstr(sku), {quantity, b.st.quantity}, b.nstr(unit), unitPrice, amount,
-			b.txt(currency), b.nstr(entType), b.txt(categoryLabel(category)), b.nstr(entitlement),
-			b.nstr(pm), b.nstr(pmName), b.txt(runID), {fetched, b.st.dateTime},
-		}
-		for i, c := range cells {
-			row[i] = streamCell(c)
-		}
-		cur.rows++
-		b.detailRows++
-		ref, err := excelize.CoordinatesToCellName(1, cur.rows+1)
-		if err != nil {
-			return err
-		}
-		return cur.sw.SetRow(ref, row)
-	})
+	}
+	return b.closeDetail(cur)
+}
+
+// styleCurrency gives a row's price and amount the styles of a currency
+// the month's totals did not show.
+func (b *builder) styleCurrency(cells []excelize.Cell, currency string) error {
+	m, err := b.st.moneyStyle(currency)
 	if err != nil {
 		return err
 	}
-	return b.closeDetail(cur)
+	p, err := b.st.priceStyle(currency)
+	if err != nil {
+		return err
+	}
+	cells[detailAmount].StyleID, cells[detailUnitPrice].StyleID = m, p
+	return nil
 }
 
 // closeDetail makes the sheet's rows an Excel table and ends its stream.
@@ -167,24 +411,4 @@ func (b *builder) closeDetail(d *detailSheet) error {
 		return err
 	}
 	return d.sw.Flush()
-}
-
-// streamCell turns a cell into what a StreamWriter row holds. A nil value
-// stays nil (no cell at all); strings stay text, never formulas.
-func streamCell(c cell) any {
-	switch v := c.v.(type) {
-	case nil:
-		return nil
-	case string:
-		if v == "" {
-			return nil
-		}
-	case float64:
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return nil
-		}
-	case time.Time:
-		c.v = v.UTC()
-	}
-	return excelize.Cell{StyleID: c.style, Value: c.v}
 }

@@ -10,21 +10,23 @@ import (
 	tallysql "github.com/tally-dev/tally/sql"
 )
 
-// query runs sql/reports/<name>.sql with the period's parameters. Every
-// query gets the same named parameters and uses those it needs.
-func (b *builder) query(name string) (*sql.Rows, error) {
+// query runs sql/reports/<name>.sql with the period's parameters, and
+// extra ones a query of its own needs. Every query gets the same named
+// parameters and uses those it needs.
+func (b *builder) query(name string, extra ...any) (*sql.Rows, error) {
 	text, err := fs.ReadFile(tallysql.Reports, "reports/"+name+".sql")
 	if err != nil {
 		return nil, fmt.Errorf("read query %s: %w", name, err)
 	}
-	rows, err := b.src.QueryContext(b.ctx, string(text),
+	args := append([]any{
 		sql.Named("basis", string(b.p.Basis)),
 		sql.Named("granularity", string(b.p.Granularity)),
 		sql.Named("month_start", b.p.Month),
 		sql.Named("month_end", b.p.end()),
 		sql.Named("closed", b.closed),
 		sql.Named("tolerance", b.opts.Tolerance),
-	)
+	}, extra...)
+	rows, err := b.src.QueryContext(b.ctx, string(text), args...)
 	if err != nil {
 		return nil, fmt.Errorf("query %s: %w", name, err)
 	}
@@ -33,8 +35,8 @@ func (b *builder) query(name string) (*sql.Rows, error) {
 
 // each runs a query and calls scan for every row; scan reads the row with
 // rows.Scan.
-func (b *builder) each(name string, scan func(*sql.Rows) error) error {
-	rows, err := b.query(name)
+func (b *builder) each(name string, scan func(*sql.Rows) error, extra ...any) error {
+	rows, err := b.query(name, extra...)
 	if err != nil {
 		return err
 	}
@@ -80,10 +82,7 @@ func (m *money) Scan(src any) error {
 }
 
 // float is the double nearest the exact amount: what an Excel cell holds.
-func (m money) float() float64 {
-	f, _ := m.dec.Rat().Float64()
-	return f
-}
+func (m money) float() float64 { return m.dec.Float64() }
 
 // cents renders the amount rounded to the cent (half away from zero), for
 // text that quotes an amount.

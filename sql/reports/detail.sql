@@ -2,7 +2,11 @@
 -- so the same data always gives the same sheet. Streamed to the Detail
 -- sheets row by row, never held whole.
 --
--- Parameters: $basis, $granularity, $month_start, $month_end (exclusive).
+-- Parameters: $basis, $granularity, $month_start, $month_end (exclusive),
+-- and $detail_from, $detail_to: the range of `date` to read (end
+-- exclusive), a few days of the month at a time (see detail_days.sql).
+-- Since `date` leads the order, the ranges read one after another give
+-- the month's rows in order.
 SELECT date,
        date_processed,
        nullif(project, '') AS project,
@@ -32,6 +36,7 @@ WHERE basis = $basis
   AND granularity = $granularity
   AND (($basis = 'usage' AND date >= $month_start AND date < $month_end)
     OR ($basis = 'reported' AND date_processed >= $month_start AND date_processed < $month_end))
+  AND date >= $detail_from AND date < $detail_to
 ORDER BY date, date_processed NULLS LAST, project NULLS LAST, meter_name, meter_sku NULLS LAST,
          payment_method NULLS LAST, currency, entitlement_type NULLS FIRST, entitlement NULLS FIRST,
          cost, quantity, price NULLS FIRST, unit NULLS FIRST, family NULLS FIRST, solution NULLS FIRST,

@@ -18,7 +18,10 @@
 --
 -- Parameters: $basis, $granularity, $month_start, $month_end (exclusive),
 -- $closed (the month is over).
-WITH m AS (
+--
+-- m is read three times; NOT MATERIALIZED has each read scan usage again
+-- rather than hold the whole month's rows in memory.
+WITH m AS NOT MATERIALIZED (
     SELECT *,
            CAST(date AS DATE) AS day,
            CASE

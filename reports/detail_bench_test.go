@@ -1,0 +1,78 @@
+package reports_test
+
+import (
+	"context"
+	"database/sql"
+	"io"
+	"io/fs"
+	"path/filepath"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/tally-dev/tally/fetch"
+	"github.com/tally-dev/tally/reports"
+	tallysql "github.com/tally-dev/tally/sql"
+)
+
+// benchDB is a month of hourly usage, n rows, in a temp-dir database.
+func benchDB(b *testing.B, n int) *sql.DB {
+	b.Helper()
+	db, err := sql.Open("duckdb", filepath.Join(b.TempDir(), "bench.duckdb"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { db.Close() })
+	for _, dir := range []struct {
+		fsys fs.FS
+		glob string
+	}{{tallysql.Schema, "schema/*.sql"}, {tallysql.Views, "views/*.sql"}} {
+		names, err := fs.Glob(dir.fsys, dir.glob)
+		if err != nil {
+			b.Fatal(err)
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			text, err := fs.ReadFile(dir.fsys, name)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := db.Exec(string(text)); err != nil {
+				b.Fatalf("apply %s: %v", name, err)
+			}
+		}
+	}
+	// Rows spread over the month's hours, six meters, 224 projects, two
+	// currencies, some entitlements and uncharged rows.
+	if _, err := db.Exec(`INSERT INTO usage
+SELECT 'hour', 'usage',
+       TIMESTAMP '2026-01-01' + to_hours((i * 744 // ?)::BIGINT),
+       CASE WHEN i % 50 = 0 THEN NULL ELSE TIMESTAMP '2026-01-01' + to_hours((i * 744 // ?)::BIGINT + 2) END,
+       'meter_' || (i % 6), CASE WHEN i % 6 = 5 THEN NULL ELSE 'SKU-' || (i % 6) END, 'Media Services', 'Encoding',
+       CASE WHEN i % 6 = 5 THEN NULL ELSE 'minutes' END,
+       (i % 100000) / 10.0, 0.0125, ((i % 100000) * 125)::DECIMAL(38, 12) / 100000,
+       CASE WHEN i % 3 = 0 THEN 'EUR' ELSE 'USD' END,
+       CASE WHEN i % 5 = 1 THEN '0f6c2a52-8d1e-4c55-9a43-1b7e2f0a9c01' END, CASE WHEN i % 5 = 1 THEN 'license' END,
+       '2439471b-5002-49b6-84d1-8fb30e639959', 'Marketplace B private offer', 'project-' || (1000 + i // 6 % 224),
+       '019a9c3e-7b1d-7c4e-9f0a-3b2c1d0e9f8a', TIMESTAMP '2026-02-01 02:30:00'
+FROM range(?) t(i)`, n, n, n); err != nil {
+		b.Fatal(err)
+	}
+	return db
+}
+
+// BenchmarkBuild writes the workbook of a month of 100,000 usage rows (all
+// sheets; the Detail sheet is nearly all of the work) to io.Discard.
+func BenchmarkBuild(b *testing.B) {
+	const n = 100_000
+	db := benchDB(b, n)
+	p := reports.Period{Month: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), Basis: fetch.BasisUsage, Granularity: fetch.Hour}
+	opts := reports.Options{Now: func() time.Time { return time.Date(2026, 2, 15, 0, 0, 0, 0, time.UTC) }}
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := reports.Build(context.Background(), db, p, io.Discard, opts); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+}
