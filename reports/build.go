@@ -191,6 +191,10 @@ func (b *builder) build() error {
 			return fmt.Errorf("sheet %s: %w", s.name, err)
 		}
 	}
+	// Before the Detail sheets: SetActiveSheet reads every sheet back, and
+	// would parse a streamed sheet's rows still in memory (a small month's
+	// whole Detail sheet) into cells.
+	b.f.SetActiveSheet(0)
 	if err := b.detail(); err != nil {
 		return fmt.Errorf("sheet %s: %w", sheetDetail, err)
 	}
@@ -206,6 +210,5 @@ func (b *builder) build() error {
 	if err := b.summary(totals); err != nil {
 		return fmt.Errorf("sheet %s: %w", sheetSummary, err)
 	}
-	b.f.SetActiveSheet(0)
 	return nil
 }
