@@ -19,6 +19,7 @@ type envelope struct {
 	sawValue bool
 	next     string // @odata.nextLink, once read
 	total    int64  // supplemental.pagination.total, once read; 0 if absent
+	offset   int64  // where dec's input starts in the answer (see fastJSON.careful)
 }
 
 const (
@@ -390,12 +391,14 @@ func isCurrencyCode(s string) bool {
 }
 
 // fieldReadError names the field whose value could not be read and, when
-// the answer is not JSON there, says so and where. A cut body is still
+// the answer is not JSON there, says so and where: at is the byte of the
+// answer the decoder stopped at (SyntaxError.Offset counts only the bytes
+// of the values it decoded, not the answer's). A cut body is still
 // recognised through the wrapped error.
-func fieldReadError(key string, err error) error {
+func fieldReadError(key string, err error, at int64) error {
 	var se *json.SyntaxError
 	if errors.As(err, &se) {
-		return fmt.Errorf("malformed JSON at byte %d, in field %q: %w", se.Offset, key, err)
+		return fmt.Errorf("malformed JSON at byte %d, in field %q: %w", at, key, err)
 	}
 	return fmt.Errorf("field %q: %w", key, err)
 }
@@ -425,8 +428,8 @@ func parseTimestamp(s string) (time.Time, error) {
 // decodeMeterDataJSON reads one MeterData object from dec, by tokens so that
 // key names match exactly and null is told from absent. Unknown keys are
 // skipped. Decoder errors are returned unwrapped; value errors are
-// *fieldError.
-func decodeMeterDataJSON(dec *json.Decoder, b *rowBuilder) (MeterData, error) {
+// *fieldError. offset is where dec's input starts in the answer.
+func decodeMeterDataJSON(dec *json.Decoder, b *rowBuilder, offset int64) (MeterData, error) {
 	b.reset()
 	t, err := dec.Token()
 	if err != nil {
@@ -444,13 +447,13 @@ func decodeMeterDataJSON(dec *json.Decoder, b *rowBuilder) (MeterData, error) {
 		f, known := meterFieldByName[key]
 		if !known {
 			if err := skipValue(dec); err != nil {
-				return MeterData{}, fieldReadError(key, err)
+				return MeterData{}, fieldReadError(key, err, offset+dec.InputOffset())
 			}
 			continue
 		}
 		t, err = dec.Token()
 		if err != nil {
-			return MeterData{}, fieldReadError(key, err)
+			return MeterData{}, fieldReadError(key, err, offset+dec.InputOffset())
 		}
 		var v scalar
 		switch x := t.(type) {

@@ -26,6 +26,7 @@ import (
 type fastJSON struct {
 	r    io.Reader
 	buf  []byte
+	base int64 // bytes of the answer before buf[0]
 	pos  int   // next byte of buf not yet taken
 	end  int   // bytes of buf filled
 	rerr error // the read error (io.EOF at the end) once seen
@@ -179,6 +180,7 @@ func (s *fastJSON) fill() bool {
 		return false
 	}
 	if s.pos > 0 {
+		s.base += int64(s.pos)
 		s.end = copy(s.buf, s.buf[s.pos:s.end])
 		s.pos = 0
 	}
@@ -239,6 +241,8 @@ func (s *fastJSON) careful() *envelope {
 		}
 	}
 	e.state, e.sawValue, e.next, e.total = s.state, s.sawValue, s.nextLink, s.total
+	// The decoder counts from the prefix; the answer's bytes from its start.
+	e.offset = s.base + int64(s.pos) - int64(len(prefix))
 	s.buf = nil
 	return e
 }

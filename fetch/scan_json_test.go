@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"reflect"
-	"regexp"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -31,7 +30,7 @@ func readPage(r io.Reader, careful bool) pageResult {
 	for range 1000 {
 		md, ok, err := p.next()
 		if err != nil {
-			res.err = regexp.MustCompile(`at byte \d+`).ReplaceAllString(err.Error(), "at byte N")
+			res.err = err.Error()
 			return res
 		}
 		if !ok {
@@ -135,4 +134,20 @@ func FuzzFastJSONMatchesCareful(f *testing.F) {
 		f.Add([]byte(b))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) { compareReaders(t, body, iotest.OneByteReader) })
+}
+
+// A syntax error deep in a page is placed at its byte of the answer, read
+// fast up to the row and carefully from there.
+func TestFastJSONSyntaxErrorAtItsByte(t *testing.T) {
+	page := benchPageJSON(0, 300, "")
+	at := bytes.Index(page, []byte(`"project":"project-1040"`)) + len(`"project":`)
+	bad := bytes.Clone(page)
+	bad[at] = '\\'
+	for _, r := range []io.Reader{bytes.NewReader(bad), iotest.OneByteReader(bytes.NewReader(bad))} {
+		res := readPage(r, false)
+		want := fmt.Sprintf(`malformed JSON at byte %d, in field "project"`, at)
+		if !strings.Contains(res.err, want) {
+			t.Fatalf("err %q, want it to say %q", res.err, want)
+		}
+	}
 }

@@ -444,7 +444,7 @@ func (p *usagePage) read() (MeterData, bool, error) {
 	if err != nil || !ok {
 		return MeterData{}, false, err
 	}
-	md, err := decodeMeterDataJSON(p.env.dec, &p.b)
+	md, err := decodeMeterDataJSON(p.env.dec, &p.b, p.env.offset)
 	if err != nil {
 		return MeterData{}, false, err
 	}
