@@ -1,0 +1,219 @@
+#!/usr/bin/env bash
+# Performance bench (issue 7): Tally measured side by side with what the
+# same work costs without it, alternating runs, medians, ratios, peak RSS.
+#
+#   fetch        tally fetch of ROWS usage rows served as pages of 10,000 over
+#                loopback, end to end into an on-disk database, against
+#                DuckDB's own read_json loading the same page files from disk.
+#   report       tally report of that month, against excelize's StreamWriter
+#                writing the same Detail cells and nothing else (up to
+#                1,048,575 rows: one sheet's worth).
+#   incremental  the nightly run (tally run) with two years loaded and with two
+#                months loaded, against the simulated interface; and the
+#                backfill's requests against the planner's windows.
+#
+# Usage: scripts/bench.sh [--rows N] [--runs N] [--windows N] [--only fetch,report,incremental]
+#   --rows 5000000 --only fetch   the memory check at five million rows
+#
+# Everything goes under bench-out/ (git-ignored): binaries, page files (about
+# 465 bytes a row), databases, workbooks, logs.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+rows=1000000
+runs=3
+windows=1
+only=fetch,report,incremental
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --rows) rows=$2; shift 2 ;;
+    --runs) runs=$2; shift 2 ;;
+    --windows) windows=$2; shift 2 ;;
+    --only) only=$2; shift 2 ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    *) echo "bench: unknown argument $1 (see --help)" >&2; exit 2 ;;
+  esac
+done
+wants() { case ",$only," in *",$1,"*) return 0 ;; esac; return 1; }
+
+out=bench-out
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+
+if [ ! -x /usr/bin/time ]; then
+  echo "== installing GNU time (peak RSS comes from /usr/bin/time -v)"
+  sudo=""; [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  $sudo apt-get update -q && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q time
+fi
+
+echo "== build"
+go build -o "$out/tally" ./cmd/tally
+go build -o "$out/benchtool" ./scripts/benchtool
+export TALLY_BENCH_TOKEN=bench-token # the benchtool server's token (scripts/benchtool)
+
+# measure LOG CMD...: runs CMD, its output to LOG, and prints "seconds peak_kb".
+measure() {
+  local log=$1; shift
+  local t="$log.time"
+  if ! /usr/bin/time -v -o "$t" "$@" >"$log" 2>&1; then
+    echo "bench: $* failed; see $log" >&2
+    tail -5 "$log" >&2
+    exit 1
+  fi
+  local wall kb
+  wall=$(awk -F': ' '/Elapsed \(wall clock\)/ {print $2}' "$t")
+  kb=$(awk -F': ' '/Maximum resident set size/ {print $2}' "$t")
+  # h:mm:ss or m:ss.ss to seconds
+  echo "$wall" | awk -F: -v kb="$kb" '{s=0; for (i=1; i<=NF; i++) s=s*60+$i; printf "%.2f %d\n", s, kb}'
+}
+
+median() { sort -n | awk '{v[NR]=$1} END {if (NR%2) print v[(NR+1)/2]; else printf "%.2f\n", (v[NR/2]+v[NR/2+1])/2}'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a/b}'; }
+mb() { awk -v k="$1" 'BEGIN {printf "%.0f", k/1024}'; }
+
+server_pid=""
+stop_server() {
+  if [ -n "$server_pid" ]; then
+    kill "$server_pid" 2>/dev/null || true
+    wait "$server_pid" 2>/dev/null || true
+    server_pid=""
+  fi
+}
+trap stop_server EXIT
+
+# start_server ADDRFILE ARGS...: starts benchtool serve, waits for its address.
+start_server() {
+  local addr=$1; shift
+  rm -f "$addr"
+  "$out/benchtool" serve -addr-file "$addr" "$@" >"$addr.log" 2>&1 &
+  server_pid=$!
+  for _ in $(seq 100); do
+    [ -s "$addr" ] && return 0
+    sleep 0.1
+  done
+  echo "bench: the server did not start; see $addr.log" >&2
+  exit 1
+}
+
+pages="$out/pages-$rows-w$windows"
+month=2026-01
+cfg="$out/bench.yaml"
+results="$out/results-$rows.txt"
+: >"$results"
+
+fetch_once() { # a fresh database, one tally fetch; prints "seconds peak_kb"
+  rm -rf "$out/fetch"
+  mkdir -p "$out/fetch"
+  local m
+  m=$(measure "$out/fetch.log" "$out/tally" fetch --config "$cfg" --from "$month-01" --to 2026-02-01 --log-format json)
+  if ! grep -q "^rows: $rows " "$out/fetch.log"; then
+    echo "bench: tally fetch did not load $rows rows; see $out/fetch.log" >&2
+    exit 1
+  fi
+  echo "$m"
+}
+
+if wants fetch || wants report; then
+  echo "== pages: $rows rows, $windows window(s), pages of 10,000"
+  "$out/benchtool" gen -dir "$pages" -rows "$rows" -windows "$windows" -month "$month"
+  start_server "$out/serve.addr" -dir "$pages"
+  base=$(cat "$out/serve.addr")
+  window=""
+  [ "$windows" -gt 1 ] && window=$(( (31 + windows - 1) / windows ))d
+  cat >"$cfg" <<EOF
+api:
+  base_url: $base
+  token_env: TALLY_BENCH_TOKEN
+  concurrency: 4
+usage:
+  granularity: hour
+  start: $month-01
+  window: "$window"
+store:
+  path: fetch/tally.duckdb
+reports:
+  dir: reports
+EOF
+fi
+
+if wants fetch; then
+  echo "== fetch: DuckDB read_json (anchor) and tally fetch, alternating, $runs runs each"
+  : >"$out/anchor.times"; : >"$out/fetch.times"
+  for i in $(seq "$runs"); do
+    rm -f "$out/anchor.duckdb" "$out/anchor.duckdb.wal"
+    a=$(measure "$out/anchor.log" "$out/benchtool" anchor -dir "$pages" -db "$out/anchor.duckdb")
+    f=$(fetch_once)
+    echo "$a" >>"$out/anchor.times"; echo "$f" >>"$out/fetch.times"
+    echo "   run $i: anchor ${a% *} s, $(mb "${a#* }") MB   tally fetch ${f% *} s, $(mb "${f#* }") MB"
+  done
+  at=$(cut -d' ' -f1 "$out/anchor.times" | median); ft=$(cut -d' ' -f1 "$out/fetch.times" | median)
+  am=$(cut -d' ' -f2 "$out/anchor.times" | median); fm=$(cut -d' ' -f2 "$out/fetch.times" | median)
+  fmax=$(cut -d' ' -f2 "$out/fetch.times" | sort -n | tail -1)
+  {
+    echo "fetch $rows rows: tally $ft s (peak $(mb "$fm") MB median, $(mb "$fmax") MB max), anchor read_json $at s (peak $(mb "$am") MB); time ratio $(ratio "$ft" "$at")"
+  } | tee -a "$results"
+fi
+
+if wants report; then
+  if [ "$rows" -gt 1048575 ]; then
+    echo "== report: skipped, $rows rows are more than one Detail sheet holds (the floor writes one sheet)"
+  else
+    [ -s "$out/fetch/tally.published.duckdb" ] && grep -q "^rows: $rows " "$out/fetch.log" 2>/dev/null || fetch_once >/dev/null
+    echo "== report: excelize StreamWriter floor and tally report, alternating, $runs runs each"
+    : >"$out/floor.times"; : >"$out/report.times"
+    for i in $(seq "$runs"); do
+      rm -f "$out/floor.xlsx" "$out/report.xlsx"
+      fl=$(measure "$out/floor.log" "$out/benchtool" floor -dir "$pages" -out "$out/floor.xlsx")
+      r=$(measure "$out/report.log" "$out/tally" report --config "$cfg" --month "$month" --out "$out/report.xlsx")
+      echo "$fl" >>"$out/floor.times"; echo "$r" >>"$out/report.times"
+      echo "   run $i: floor ${fl% *} s, $(mb "${fl#* }") MB   tally report ${r% *} s, $(mb "${r#* }") MB"
+    done
+    flt=$(cut -d' ' -f1 "$out/floor.times" | median); rt=$(cut -d' ' -f1 "$out/report.times" | median)
+    flm=$(cut -d' ' -f2 "$out/floor.times" | median); rm_=$(cut -d' ' -f2 "$out/report.times" | median)
+    rmax=$(cut -d' ' -f2 "$out/report.times" | sort -n | tail -1)
+    echo "report $rows rows: tally $rt s (peak $(mb "$rm_") MB median, $(mb "$rmax") MB max), StreamWriter floor $flt s (peak $(mb "$flm") MB); time ratio $(ratio "$rt" "$flt")" | tee -a "$results"
+  fi
+fi
+stop_server
+
+if wants incremental; then
+  echo "== incremental: nightly tally run with two years and with two months loaded, $runs runs each"
+  for days in 730 61; do
+    start=$(date -u -d "today - $days days" +%F)
+    dir="$out/inc-$days"
+    rm -rf "$dir"; mkdir -p "$dir"
+    start_server "$dir/serve.addr" -sim-start "$start"
+    cat >"$dir/tally.yaml" <<EOF
+api:
+  base_url: $(cat "$dir/serve.addr")
+  token_env: TALLY_BENCH_TOKEN
+usage:
+  granularity: hour
+  start: $start
+store:
+  path: tally.duckdb
+reports:
+  dir: reports
+  months: [previous, current]
+EOF
+    planned=$("$out/tally" plan --config "$dir/tally.yaml" --format json | grep -o '"start"' | wc -l)
+    b=$(measure "$dir/backfill.log" "$out/tally" fetch --config "$dir/tally.yaml" --log-format json)
+    breq=$(awk '/^rows:/ {print $4}' "$dir/backfill.log")
+    brows=$(awk '/^rows:/ {print $2}' "$dir/backfill.log")
+    # The fewest hour windows: 31 days each at most, from start to tomorrow.
+    fewest=$(( (days + 1 + 30) / 31 ))
+    : >"$dir/nightly.times"; : >"$dir/nightly.requests"
+    for i in $(seq "$runs"); do
+      n=$(measure "$dir/nightly-$i.log" "$out/tally" run --config "$dir/tally.yaml" --log-format json)
+      echo "$n" >>"$dir/nightly.times"
+      awk '/^rows:/ {print $4}' "$dir/nightly-$i.log" >>"$dir/nightly.requests"
+    done
+    nt=$(cut -d' ' -f1 "$dir/nightly.times" | median); nm=$(cut -d' ' -f2 "$dir/nightly.times" | median)
+    nreq=$(median <"$dir/nightly.requests")
+    echo "history $days days ($brows rows): backfill $breq usage requests for $planned planned windows (fewest possible $fewest), ${b% *} s; nightly run $nreq usage requests, $nt s, peak $(mb "$nm") MB (medians)" | tee -a "$results"
+    stop_server
+  done
+fi
+
+echo "== results ($results)"
+cat "$results"
