@@ -4,10 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"os"
 	"text/tabwriter"
 	"time"
 
@@ -76,12 +74,8 @@ func runPlan(ctx context.Context, o *planOptions, w io.Writer) error {
 			return usageErr("--to: %w", err)
 		}
 	}
-	cfg, err := configs.Load(o.config, os.Getenv)
+	cfg, err := loadConfig(o.config)
 	if err != nil {
-		var ce *configs.Error
-		if errors.As(err, &ce) {
-			return usageError{err}
-		}
 		return err
 	}
 	now := planNow().UTC()

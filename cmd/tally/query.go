@@ -158,9 +158,9 @@ func queryDB(o *queryOptions) (string, error) {
 		}
 		return o.db, nil
 	case o.config != "":
-		cfg, err := configs.Load(o.config, os.Getenv)
+		cfg, err := loadConfig(o.config)
 		if err != nil {
-			return "", usageError{err}
+			return "", err
 		}
 		return publishedCopy(cfg)
 	}

@@ -12,7 +12,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/tally-dev/tally/configs"
 	"github.com/tally-dev/tally/fetch"
 	"github.com/tally-dev/tally/reports"
 	"github.com/tally-dev/tally/store"
@@ -81,12 +80,8 @@ func runReport(ctx context.Context, o *reportOptions, w io.Writer) error {
 	if o.out != "" && !strings.EqualFold(filepath.Ext(o.out), ".xlsx") {
 		return usageErr("--out %q must end in .xlsx: spreadsheet programs open a workbook by its extension", o.out)
 	}
-	cfg, err := configs.Load(o.config, os.Getenv)
+	cfg, err := loadConfig(o.config)
 	if err != nil {
-		var ce *configs.Error
-		if errors.As(err, &ce) {
-			return usageError{err}
-		}
 		return err
 	}
 	if basis == "" {

@@ -70,9 +70,9 @@ func runStatus(ctx context.Context, o *statusOptions, w io.Writer) error {
 	if o.config == "" {
 		return usageErr("--config is required: the config file whose data to show")
 	}
-	cfg, err := configs.Load(o.config, os.Getenv)
+	cfg, err := loadConfig(o.config)
 	if err != nil {
-		return usageError{err}
+		return err
 	}
 	rep := statusReport{
 		Database:  cfg.Store.Path,
