@@ -43,20 +43,20 @@ func MustDecimal(s string) Decimal {
 
 var errNotDecimal = errors.New("not a decimal number")
 
-// parsePlainDecimal parses -?digits(.digits)? of at most 18 digits, the
-// form costs come in, without allocating; it reports false for any other
-// text, which ParseDecimal then judges.
-func parsePlainDecimal(b []byte) (Decimal, bool) {
-	neg := len(b) > 0 && b[0] == '-'
+// plainNumber reads -?digits(.digits)?, the form costs and quantities come
+// in, without allocating: the sign, the digits as an integer, how many
+// digits and how many of them are decimals. It reports false for any other
+// text and for more digits than a uint64 surely holds.
+func plainNumber(b []byte) (neg bool, m uint64, digits, frac int, ok bool) {
+	neg = len(b) > 0 && b[0] == '-'
 	if neg {
 		b = b[1:]
 	}
-	var v int64
-	digits, frac, dot := 0, 0, false
+	dot := false
 	for i, c := range b {
 		switch {
 		case '0' <= c && c <= '9':
-			v = v*10 + int64(c-'0')
+			m = m*10 + uint64(c-'0')
 			digits++
 			if dot {
 				frac++
@@ -64,12 +64,24 @@ func parsePlainDecimal(b []byte) (Decimal, bool) {
 		case c == '.' && !dot && i > 0 && i < len(b)-1:
 			dot = true
 		default:
-			return Decimal{}, false
+			return false, 0, 0, 0, false
+		}
+		if digits > 19 {
+			return false, 0, 0, 0, false
 		}
 	}
-	if digits == 0 || digits > 18 {
+	return neg, m, digits, frac, digits > 0
+}
+
+// parsePlainDecimal parses a plain decimal of at most 18 digits into the
+// int64 form; it reports false for any other text, which ParseDecimal then
+// judges.
+func parsePlainDecimal(b []byte) (Decimal, bool) {
+	neg, m, digits, frac, ok := plainNumber(b)
+	if !ok || digits > 18 {
 		return Decimal{}, false
 	}
+	v := int64(m)
 	if neg {
 		v = -v
 	}

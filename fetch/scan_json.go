@@ -648,27 +648,8 @@ var pow10f = [...]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10
 // division gives the correctly rounded value, as strconv.ParseFloat does.
 // It reports false for any other text.
 func parsePlainFloat(b []byte) (float64, bool) {
-	neg := len(b) > 0 && b[0] == '-'
-	if neg {
-		b = b[1:]
-	}
-	var m uint64
-	digits, frac, dot := 0, 0, false
-	for i, c := range b {
-		switch {
-		case '0' <= c && c <= '9':
-			m = m*10 + uint64(c-'0')
-			digits++
-			if dot {
-				frac++
-			}
-		case c == '.' && !dot && i > 0 && i < len(b)-1:
-			dot = true
-		default:
-			return 0, false
-		}
-	}
-	if digits == 0 || digits > 15 || frac >= len(pow10f) {
+	neg, m, digits, frac, ok := plainNumber(b)
+	if !ok || digits > 15 || frac >= len(pow10f) {
 		return 0, false
 	}
 	x := float64(m) / pow10f[frac]
