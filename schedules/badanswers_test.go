@@ -76,7 +76,7 @@ func TestBadAnswers(t *testing.T) {
 	// is corrupted, and the last one.
 	e := proofStart(t, proofSetup{lookback: "20d"})
 	e.mustFetch()
-	bad := fetch.Window{Start: proofDay(t, "2026-02-18"), End: proofDay(t, "2026-03-04"), Granularity: fetch.Day}
+	bad := fetch.Window{Start: day(t, "2026-02-18"), End: day(t, "2026-03-04"), Granularity: fetch.Day}
 	badQ := e.query(bad.Start, bad.End)
 	answer := e.sim.Rows(badQ) // in answer order: row k is answer[k-1]
 
@@ -200,7 +200,7 @@ func TestBadAnswers(t *testing.T) {
 				// The window is fully old: the rows the first run stored,
 				// not one of them from this run.
 				after := proofWindowRows(t, db, badQ)
-				if d := proofDiff(after.lines, before.lines); d != "" {
+				if d := firstDiff(after.lines, before.lines); d != "" {
 					t.Errorf("the failed window changed: %s", d)
 				}
 				if after.runs[run] > 0 {
@@ -212,15 +212,15 @@ func TestBadAnswers(t *testing.T) {
 					t.Fatalf("fetch: %v", err)
 				}
 				got := proofWindowRows(t, db, badQ)
-				if d := proofDiff(got.lines, proofRenderAll(c.want.rows)); d != "" {
+				if d := firstDiff(got.lines, renderAll(c.want.rows)); d != "" {
 					t.Errorf("the window is not stored as the interface answered it: %s", d)
 				}
 				if got.runs[run] != len(got.lines) {
 					t.Errorf("%d of %d rows come from this run", got.runs[run], len(got.lines))
 				}
-				proofWithDB(t, db, func(sdb *sql.DB) {
+				withDB(t, db, func(sdb *sql.DB) {
 					rows, _ := proofStored(t, sdb, badQ)
-					if d := proofSameTotals(proofTotals(rows), proofTotals(c.want.rows)); d != "" {
+					if d := sameTotals(proofTotals(rows), proofTotals(c.want.rows)); d != "" {
 						t.Errorf("totals differ from the answer's: %s", d)
 					}
 				})
@@ -256,7 +256,7 @@ func TestUnknownEntitlementTypeFlagged(t *testing.T) {
 	}
 	defer st.Close()
 	path := filepath.Join(e.dir, "feb.xlsx")
-	p := reports.Period{Month: proofDay(t, "2026-02-01"), Basis: fetch.BasisUsage, Granularity: fetch.Day}
+	p := reports.Period{Month: day(t, "2026-02-01"), Basis: fetch.BasisUsage, Granularity: fetch.Day}
 	if err := reports.WriteFile(context.Background(), st.DB(), p, path, reports.Options{Now: e.clock.Now}); err != nil {
 		t.Fatal(err)
 	}
@@ -292,9 +292,9 @@ type proofWindow struct {
 func proofWindowRows(t *testing.T, db string, q fetch.UsageQuery) proofWindow {
 	t.Helper()
 	w := proofWindow{runs: map[string]int{}}
-	proofWithDB(t, db, func(sdb *sql.DB) {
+	withDB(t, db, func(sdb *sql.DB) {
 		rows, runs := proofStored(t, sdb, q)
-		w.lines = proofRenderAll(rows)
+		w.lines = renderAll(rows)
 		for _, r := range runs {
 			w.runs[r]++
 		}
@@ -306,7 +306,7 @@ func proofWindowRows(t *testing.T, db string, q fetch.UsageQuery) proofWindow {
 func proofLastRun(t *testing.T, db string) string {
 	t.Helper()
 	var id string
-	proofWithDB(t, db, func(sdb *sql.DB) {
+	withDB(t, db, func(sdb *sql.DB) {
 		if err := sdb.QueryRow(`SELECT CAST(id AS VARCHAR) FROM runs ORDER BY started DESC LIMIT 1`).Scan(&id); err != nil {
 			t.Fatal(err)
 		}

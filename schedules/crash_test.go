@@ -130,7 +130,7 @@ func (c *proofCrash) consistent(t *testing.T, label string) (windows int) {
 	if _, err := os.Stat(c.db); errors.Is(err, os.ErrNotExist) {
 		return 0 // killed before the database was created
 	}
-	proofWithDB(t, c.db, func(db *sql.DB) {
+	withDB(t, c.db, func(db *sql.DB) {
 		// A database appears under its name only once created and
 		// migrated, whenever the kill fell.
 		var tables int
@@ -157,7 +157,7 @@ func (c *proofCrash) consistent(t *testing.T, label string) (windows int) {
 		for _, w := range ws {
 			q := fetch.UsageQuery{Window: w}
 			rows, _ := proofStored(t, db, q)
-			if d := proofDiff(proofRenderAll(rows), proofRenderAll(c.sim.Rows(q))); d != "" {
+			if d := firstDiff(renderAll(rows), renderAll(c.sim.Rows(q))); d != "" {
 				t.Errorf("%s: window %s is neither fully old nor fully new: %s", label, w, d)
 			}
 		}

@@ -303,7 +303,7 @@ func TestFaultConnectionRefusedThenBack(t *testing.T) {
 // it.
 func TestFaultWindowFailingEveryRetry(t *testing.T) {
 	e := proofStart(t, proofSetup{attempts: 4})
-	bad := fetch.Window{Start: proofDay(t, "2026-01-15"), End: proofDay(t, "2026-01-29"), Granularity: fetch.Day}
+	bad := fetch.Window{Start: day(t, "2026-01-15"), End: day(t, "2026-01-29"), Granularity: fetch.Day}
 	e.faults.set(func(w http.ResponseWriter, r *http.Request, q proofRequest) bool {
 		if q.usage && q.start == bad.Start.Format(fetch.DateLayout) {
 			proofError(w, http.StatusServiceUnavailable, "")
@@ -325,10 +325,10 @@ func TestFaultWindowFailingEveryRetry(t *testing.T) {
 	if sum.Loaded != sum.Planned-1 {
 		t.Errorf("%d of %d windows loaded, want all but one", sum.Loaded, sum.Planned)
 	}
-	start, end := proofDay(t, e.s.start), e.span().Window.End
+	start, end := day(t, e.s.start), e.span().Window.End
 	proofExact(t, e.sim, e.db, e.query(start, bad.Start))
 	proofExact(t, e.sim, e.db, e.query(bad.End, end))
-	proofWithDB(t, e.db, func(db *sql.DB) {
+	withDB(t, e.db, func(db *sql.DB) {
 		rows, _ := proofStored(t, db, e.query(bad.Start, bad.End))
 		var ledger int
 		if err := db.QueryRow(`SELECT count(*) FROM fetch_windows WHERE start < ? AND "end" > ?`, bad.End, bad.Start).Scan(&ledger); err != nil {
@@ -355,10 +355,10 @@ func TestFaultLateChargesRevisedBetweenRuns(t *testing.T) {
 			e.mustFetch()
 			proofExact(t, e.sim, e.db, e.span())
 
-			recent := e.query(proofDay(t, "2026-03-08"), proofDay(t, "2026-03-12"))
-			was := proofRenderAll(e.sim.Rows(recent))
+			recent := e.query(day(t, "2026-03-08"), day(t, "2026-03-12"))
+			was := renderAll(e.sim.Rows(recent))
 			e.clock.Set(e.clock.Now().Add(30 * time.Hour))
-			if proofDiff(proofRenderAll(e.sim.Rows(recent)), was) == "" {
+			if firstDiff(renderAll(e.sim.Rows(recent)), was) == "" {
 				t.Fatal("the sim revised nothing between the runs: the test proves nothing")
 			}
 			e.mustFetch()
@@ -384,7 +384,7 @@ func TestFaultConcurrentWindowsOverlapOneOlderEntry(t *testing.T) {
 		t.Fatalf("rerun loaded %d of %d windows, want 2 of 2", sum.Loaded, sum.Planned)
 	}
 	proofExact(t, e.sim, e.db, e.span())
-	proofWithDB(t, e.db, func(db *sql.DB) {
+	withDB(t, e.db, func(db *sql.DB) {
 		var overlaps int
 		if err := db.QueryRow(`SELECT count(*) FROM fetch_windows a JOIN fetch_windows b
 ON a.granularity = b.granularity AND a.basis = b.basis AND a.scope = b.scope

@@ -25,33 +25,15 @@ import (
 	"github.com/tally-dev/tally/configs"
 	"github.com/tally-dev/tally/fetch"
 	"github.com/tally-dev/tally/fetch/sim"
-	"github.com/tally-dev/tally/store"
 )
 
 // Helpers of the reliability and security proofs (faultmatrix, badanswers,
-// crash and security tests). Every name starts with "proof" so that they
-// never clash with the other tests of the package.
+// crash and security tests), named "proof…"; what they share with the
+// end-to-end tests (clock, day, withDB, render, sameTotals, firstDiff) lives
+// in helpers_test.go.
 
 // proofToken is the bearer token of every proof; the tests grep for it.
 const proofToken = "proof-tok-9b1f4c7e2a6d48f0b3e5c8a1d7f2e604"
-
-// proofClock is the one clock of a test: the sim's and the runner's.
-type proofClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *proofClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *proofClock) Set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = t
-}
 
 // proofSleeps records every wait the retry policy asks for; no real time
 // passes, so a test sees exactly what a Retry-After or a backoff asked.
@@ -132,7 +114,7 @@ type proofEnv struct {
 	s      proofSetup
 	dir    string
 	db     string
-	clock  *proofClock
+	clock  *clock
 	sim    *sim.Server
 	faults *proofFaults
 	url    string
@@ -144,15 +126,6 @@ type proofEnv struct {
 	addr string
 	mu   sync.Mutex
 	hs   *http.Server
-}
-
-func proofDay(t testing.TB, s string) time.Time {
-	t.Helper()
-	d, err := fetch.ParseDate(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
 }
 
 func proofStart(t *testing.T, s proofSetup) *proofEnv {
@@ -188,10 +161,10 @@ func proofStart(t *testing.T, s proofSetup) *proofEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &proofEnv{t: t, s: s, dir: t.TempDir(), clock: &proofClock{t: now}, logs: &proofBuffer{}, sleeps: &proofSleeps{}}
+	e := &proofEnv{t: t, s: s, dir: t.TempDir(), clock: &clock{t: now}, logs: &proofBuffer{}, sleeps: &proofSleeps{}}
 	e.db = filepath.Join(e.dir, "tally.duckdb")
 	e.sim = sim.New(sim.Options{
-		Token: proofToken, Seed: 11, Start: proofDay(t, s.start), Now: e.clock.Now,
+		Token: proofToken, Seed: 11, Start: day(t, s.start), Now: e.clock.Now,
 		PageSize: 200, UsagePaging: s.paging, Faults: s.faults,
 	})
 	e.faults = &proofFaults{next: e.sim, attempts: map[string]int{}}
@@ -294,7 +267,7 @@ func (e *proofEnv) mustFetch() FetchSummary {
 // span is what a fetch with default options covers: usage.start to
 // tomorrow, at the clock's time.
 func (e *proofEnv) span() fetch.UsageQuery {
-	return e.query(proofDay(e.t, e.s.start), fetch.Day.Truncate(e.clock.Now()).AddDate(0, 0, 1))
+	return e.query(day(e.t, e.s.start), fetch.Day.Truncate(e.clock.Now()).AddDate(0, 0, 1))
 }
 
 func (e *proofEnv) query(from, to time.Time) fetch.UsageQuery {
@@ -505,46 +478,6 @@ func proofWait(w http.ResponseWriter, r *http.Request, next http.Handler, d time
 	}
 }
 
-// proofWithDB opens a database file read-only for fn; no run may hold it.
-func proofWithDB(t testing.TB, path string, fn func(db *sql.DB)) {
-	t.Helper()
-	st, err := store.OpenReadOnly(context.Background(), path)
-	if err != nil {
-		t.Fatalf("open %s: %v", path, err)
-	}
-	defer st.Close()
-	fn(st.DB())
-}
-
-// proofRender is one usage row as a line, every field exact: floats by
-// their shortest round-trip text, the cost as an exact fraction.
-func proofRender(md fetch.MeterData) string {
-	f := func(p *float64) string {
-		if p == nil {
-			return "null"
-		}
-		return strconv.FormatFloat(*p, 'g', -1, 64)
-	}
-	processed := "null"
-	if md.DateProcessed != nil {
-		processed = md.DateProcessed.UTC().Format(time.RFC3339)
-	}
-	return strings.Join([]string{
-		md.Date.UTC().Format(time.RFC3339), processed, md.MeterName, md.MeterSku, md.Family, md.Solution,
-		md.Unit, f(&md.Quantity), f(md.Price), md.Cost.Rat().RatString(), md.Currency, md.Entitlement,
-		md.EntitlementType, md.PaymentMethod, md.PaymentMethodName, md.Project,
-	}, "|")
-}
-
-func proofRenderAll(rows []fetch.MeterData) []string {
-	out := make([]string, len(rows))
-	for i, r := range rows {
-		out[i] = proofRender(r)
-	}
-	slices.Sort(out)
-	return out
-}
-
 // proofStored reads back the usage rows of q's granularity and basis whose
 // filtered date is in q's window, and the run that wrote each.
 func proofStored(t testing.TB, db *sql.DB, q fetch.UsageQuery) (rows []fetch.MeterData, runs []string) {
@@ -607,40 +540,6 @@ func proofTotals(rows []fetch.MeterData) map[string]fetch.Decimal {
 	return out
 }
 
-// proofSameTotals says how two per-currency totals differ; "" when equal.
-func proofSameTotals(got, want map[string]fetch.Decimal) string {
-	var diffs []string
-	for cur, w := range want {
-		if g, ok := got[cur]; !ok || g.Cmp(w) != 0 {
-			diffs = append(diffs, fmt.Sprintf("%s: got %s, want %s", cur, got[cur], w))
-		}
-	}
-	for cur, g := range got {
-		if _, ok := want[cur]; !ok {
-			diffs = append(diffs, fmt.Sprintf("%s: got %s, want none", cur, g))
-		}
-	}
-	slices.Sort(diffs)
-	return strings.Join(diffs, "; ")
-}
-
-// proofDiff describes the first difference of two sorted line lists.
-func proofDiff(got, want []string) string {
-	for i := 0; i < max(len(got), len(want)); i++ {
-		var g, w string
-		if i < len(got) {
-			g = got[i]
-		}
-		if i < len(want) {
-			w = want[i]
-		}
-		if g != w {
-			return fmt.Sprintf("%d rows vs %d; first difference at row %d:\n  got  %s\n  want %s", len(got), len(want), i, g, w)
-		}
-	}
-	return ""
-}
-
 // proofExact checks that the database at path holds exactly the sim's
 // truth for q at the sim's clock: totals per currency and the row count
 // against sim.Truth, and every row, field by field, against sim.Rows.
@@ -650,15 +549,15 @@ func proofExact(t testing.TB, s *sim.Server, path string, q fetch.UsageQuery) {
 	if truth.Rows == 0 || len(truth.Cost) == 0 {
 		t.Fatalf("the truth of %s is empty: the test covers nothing", q.Window)
 	}
-	proofWithDB(t, path, func(db *sql.DB) {
+	withDB(t, path, func(db *sql.DB) {
 		rows, _ := proofStored(t, db, q)
-		if d := proofSameTotals(proofTotals(rows), truth.Cost); d != "" {
+		if d := sameTotals(proofTotals(rows), truth.Cost); d != "" {
 			t.Errorf("%s: totals per currency differ from the truth: %s", q.Window, d)
 		}
 		if len(rows) != truth.Rows {
 			t.Errorf("%s: %d rows stored, truth %d", q.Window, len(rows), truth.Rows)
 		}
-		if d := proofDiff(proofRenderAll(rows), proofRenderAll(s.Rows(q))); d != "" {
+		if d := firstDiff(renderAll(rows), renderAll(s.Rows(q))); d != "" {
 			t.Errorf("%s: rows differ from the truth: %s", q.Window, d)
 		}
 	})
@@ -670,7 +569,7 @@ func proofExact(t testing.TB, s *sim.Server, path string, q fetch.UsageQuery) {
 // window would replace would be counted twice).
 func proofNoDoubles(t testing.TB, path string) {
 	t.Helper()
-	proofWithDB(t, path, func(db *sql.DB) {
+	withDB(t, path, func(db *sql.DB) {
 		var twice, orphans int
 		if err := db.QueryRow(`SELECT count(*) FROM (SELECT 1 FROM fetch_windows
 GROUP BY granularity, basis, scope, start, "end" HAVING count(*) > 1)`).Scan(&twice); err != nil {

@@ -286,7 +286,7 @@ func proofFileHasNoToken(t *testing.T, path string) {
 			proofNoToken(t, path+"!"+f.Name, part)
 		}
 	case strings.HasSuffix(path, ".duckdb"):
-		proofWithDB(t, path, func(db *sql.DB) {
+		withDB(t, path, func(db *sql.DB) {
 			proofNoTokenInTables(t, db, path, "")
 		})
 	case strings.HasSuffix(path, ".parquet"):
@@ -404,8 +404,8 @@ func TestSecurityNextLinkToAnotherOriginRefused(t *testing.T) {
 	}))
 	defer other.Close()
 	e := proofStart(t, proofSetup{paging: true})
-	linked := fetch.Window{Start: proofDay(t, "2026-01-15"), End: proofDay(t, "2026-01-29"), Granularity: fetch.Day}
-	moved := fetch.Window{Start: proofDay(t, "2026-02-12"), End: proofDay(t, "2026-02-26"), Granularity: fetch.Day}
+	linked := fetch.Window{Start: day(t, "2026-01-15"), End: day(t, "2026-01-29"), Granularity: fetch.Day}
+	moved := fetch.Window{Start: day(t, "2026-02-12"), End: day(t, "2026-02-26"), Granularity: fetch.Day}
 	e.faults.set(func(w http.ResponseWriter, r *http.Request, q proofRequest) bool {
 		switch {
 		case q.usage && q.start == linked.Start.Format(fetch.DateLayout):
