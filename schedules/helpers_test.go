@@ -258,30 +258,36 @@ func withDB(t testing.TB, path string, fn func(db *sql.DB)) {
 // client decoded them.
 func stored(t testing.TB, db *sql.DB, g fetch.Granularity, basis string, from, to time.Time) []fetch.MeterData {
 	t.Helper()
+	rows, _ := storedRuns(t, db, g, basis, from, to)
+	return rows
+}
+
+// storedRuns is stored with the run id that wrote each row.
+func storedRuns(t testing.TB, db *sql.DB, g fetch.Granularity, basis string, from, to time.Time) (rows []fetch.MeterData, runs []string) {
+	t.Helper()
 	col := "date"
 	if basis == string(fetch.BasisReported) {
 		col = "date_processed"
 	}
-	rows, err := db.Query(`SELECT date, date_processed, meter_name, meter_sku, family, solution, unit,
+	rs, err := db.Query(`SELECT date, date_processed, meter_name, meter_sku, family, solution, unit,
        quantity, price, CAST(cost AS VARCHAR), currency, entitlement, entitlement_type,
-       payment_method, payment_method_name, project
+       payment_method, payment_method_name, project, CAST(run_id AS VARCHAR)
 FROM usage WHERE granularity = ? AND basis = ? AND `+col+` >= ? AND `+col+` < ?`, string(g), basis, from, to)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer rows.Close()
-	var out []fetch.MeterData
-	for rows.Next() {
+	defer rs.Close()
+	for rs.Next() {
 		var (
 			md                                                    fetch.MeterData
 			processed                                             sql.NullTime
 			sku, family, solution, unit, ent, entType, pm, pmName sql.NullString
 			project                                               sql.NullString
 			price                                                 sql.NullFloat64
-			cost                                                  string
+			cost, run                                             string
 		)
-		if err := rows.Scan(&md.Date, &processed, &md.MeterName, &sku, &family, &solution, &unit,
-			&md.Quantity, &price, &cost, &md.Currency, &ent, &entType, &pm, &pmName, &project); err != nil {
+		if err := rs.Scan(&md.Date, &processed, &md.MeterName, &sku, &family, &solution, &unit,
+			&md.Quantity, &price, &cost, &md.Currency, &ent, &entType, &pm, &pmName, &project, &run); err != nil {
 			t.Fatal(err)
 		}
 		md.Date = md.Date.UTC()
@@ -298,12 +304,13 @@ FROM usage WHERE granularity = ? AND basis = ? AND `+col+` >= ? AND `+col+` < ?`
 		if md.Cost, err = fetch.ParseDecimal(cost); err != nil {
 			t.Fatal(err)
 		}
-		out = append(out, md)
+		rows = append(rows, md)
+		runs = append(runs, run)
 	}
-	if err := rows.Err(); err != nil {
+	if err := rs.Err(); err != nil {
 		t.Fatal(err)
 	}
-	return out
+	return rows, runs
 }
 
 // render is a row as one line, every field exact: floats by their shortest

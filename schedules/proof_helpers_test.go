@@ -482,53 +482,7 @@ func proofWait(w http.ResponseWriter, r *http.Request, next http.Handler, d time
 // filtered date is in q's window, and the run that wrote each.
 func proofStored(t testing.TB, db *sql.DB, q fetch.UsageQuery) (rows []fetch.MeterData, runs []string) {
 	t.Helper()
-	col := "date"
-	if q.ReportedDate {
-		col = "date_processed"
-	}
-	rs, err := db.Query(`SELECT date, date_processed, meter_name, meter_sku, family, solution, unit,
-       quantity, price, CAST(cost AS VARCHAR), currency, entitlement, entitlement_type,
-       payment_method, payment_method_name, project, CAST(run_id AS VARCHAR)
-FROM usage WHERE granularity = ? AND basis = ? AND `+col+` >= ? AND `+col+` < ?`,
-		string(q.Window.Granularity), string(q.Basis()), q.Window.Start, q.Window.End)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rs.Close()
-	for rs.Next() {
-		var (
-			md                                                    fetch.MeterData
-			processed                                             sql.NullTime
-			sku, family, solution, unit, ent, entType, pm, pmName sql.NullString
-			project                                               sql.NullString
-			price                                                 sql.NullFloat64
-			cost, run                                             string
-		)
-		if err := rs.Scan(&md.Date, &processed, &md.MeterName, &sku, &family, &solution, &unit,
-			&md.Quantity, &price, &cost, &md.Currency, &ent, &entType, &pm, &pmName, &project, &run); err != nil {
-			t.Fatal(err)
-		}
-		md.Date = md.Date.UTC()
-		if processed.Valid {
-			p := processed.Time.UTC()
-			md.DateProcessed = &p
-		}
-		if price.Valid {
-			md.Price = &price.Float64
-		}
-		md.MeterSku, md.Family, md.Solution, md.Unit = sku.String, family.String, solution.String, unit.String
-		md.Entitlement, md.EntitlementType, md.PaymentMethod, md.PaymentMethodName = ent.String, entType.String, pm.String, pmName.String
-		md.Project = project.String
-		if md.Cost, err = fetch.ParseDecimal(cost); err != nil {
-			t.Fatal(err)
-		}
-		rows = append(rows, md)
-		runs = append(runs, run)
-	}
-	if err := rs.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return rows, runs
+	return storedRuns(t, db, q.Window.Granularity, string(q.Basis()), q.Window.Start, q.Window.End)
 }
 
 // proofTotals sums rows' costs per currency, exactly.
