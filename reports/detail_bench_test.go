@@ -4,44 +4,17 @@ import (
 	"context"
 	"database/sql"
 	"io"
-	"io/fs"
-	"path/filepath"
-	"sort"
 	"testing"
 	"time"
 
 	"github.com/tally-dev/tally/fetch"
 	"github.com/tally-dev/tally/reports"
-	tallysql "github.com/tally-dev/tally/sql"
 )
 
 // benchDB is a month of hourly usage, n rows, in a temp-dir database.
 func benchDB(b *testing.B, n int) *sql.DB {
 	b.Helper()
-	db, err := sql.Open("duckdb", filepath.Join(b.TempDir(), "bench.duckdb"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { db.Close() })
-	for _, dir := range []struct {
-		fsys fs.FS
-		glob string
-	}{{tallysql.Schema, "schema/*.sql"}, {tallysql.Views, "views/*.sql"}} {
-		names, err := fs.Glob(dir.fsys, dir.glob)
-		if err != nil {
-			b.Fatal(err)
-		}
-		sort.Strings(names)
-		for _, name := range names {
-			text, err := fs.ReadFile(dir.fsys, name)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if _, err := db.Exec(string(text)); err != nil {
-				b.Fatalf("apply %s: %v", name, err)
-			}
-		}
-	}
+	db := reports.OpenTestDB(b, "bench.duckdb")
 	// Rows spread over the month's hours, six meters, 224 projects, two
 	// currencies, some entitlements and uncharged rows.
 	if _, err := db.Exec(`INSERT INTO usage

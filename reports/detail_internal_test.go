@@ -6,9 +6,7 @@ import (
 	"database/sql"
 	"fmt"
 	"io/fs"
-	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -24,24 +22,7 @@ import (
 // order, each once, for both bases: with basis reported, rows charged in
 // the month may date from before it.
 func TestDetailReadInDateRanges(t *testing.T) {
-	db, err := sql.Open("duckdb", filepath.Join(t.TempDir(), "tally.duckdb"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	for _, dir := range []struct {
-		fsys fs.FS
-		glob string
-	}{{tallysql.Schema, "schema/*.sql"}, {tallysql.Views, "views/*.sql"}} {
-		names, _ := fs.Glob(dir.fsys, dir.glob)
-		sort.Strings(names)
-		for _, n := range names {
-			text, _ := fs.ReadFile(dir.fsys, n)
-			if _, err := db.Exec(string(text)); err != nil {
-				t.Fatalf("apply %s: %v", n, err)
-			}
-		}
-	}
+	db := OpenTestDB(t, "tally.duckdb")
 	// 300 rows over 10 October days, several per hour and meter; the
 	// reported ones were charged in November, some sampled in October.
 	for _, basis := range []string{"usage", "reported"} {

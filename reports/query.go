@@ -10,11 +10,20 @@ import (
 	tallysql "github.com/tally-dev/tally/sql"
 )
 
+// inlined names, per query, the views its text reads: they are inlined
+// (tallysql.Inline) because the workbook may be built from an analysts'
+// copy an older Tally published.
+var inlined = map[string][]string{"rate_card_check": {"rate_card_matches"}}
+
 // query runs sql/reports/<name>.sql with the period's parameters, and
 // extra ones a query of its own needs. Every query gets the same named
 // parameters and uses those it needs.
 func (b *builder) query(name string, extra ...any) (*sql.Rows, error) {
 	text, err := fs.ReadFile(tallysql.Reports, "reports/"+name+".sql")
+	if err != nil {
+		return nil, fmt.Errorf("read query %s: %w", name, err)
+	}
+	q, err := tallysql.Inline(string(text), inlined[name]...)
 	if err != nil {
 		return nil, fmt.Errorf("read query %s: %w", name, err)
 	}
@@ -26,7 +35,7 @@ func (b *builder) query(name string, extra ...any) (*sql.Rows, error) {
 		sql.Named("closed", b.closed),
 		sql.Named("tolerance", b.opts.Tolerance),
 	}, extra...)
-	rows, err := b.src.QueryContext(b.ctx, string(text), args...)
+	rows, err := b.src.QueryContext(b.ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("query %s: %w", name, err)
 	}

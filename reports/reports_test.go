@@ -24,7 +24,6 @@ import (
 
 	"github.com/tally-dev/tally/fetch"
 	"github.com/tally-dev/tally/reports"
-	tallysql "github.com/tally-dev/tally/sql"
 )
 
 // The fixture month and the clock: the month is closed on the 10th of the
@@ -42,35 +41,8 @@ const (
 	runID = "0194c3a0-0000-7000-8000-000000000001"
 )
 
-// openDB creates a temp-dir DuckDB file with the schema and views applied.
-func openDB(t *testing.T) *sql.DB {
-	t.Helper()
-	db, err := sql.Open("duckdb", filepath.Join(t.TempDir(), "tally.duckdb"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	for _, dir := range []struct {
-		fsys fs.FS
-		glob string
-	}{{tallysql.Schema, "schema/*.sql"}, {tallysql.Views, "views/*.sql"}} {
-		names, err := fs.Glob(dir.fsys, dir.glob)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sort.Strings(names)
-		for _, n := range names {
-			text, err := fs.ReadFile(dir.fsys, n)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := db.Exec(string(text)); err != nil {
-				t.Fatalf("apply %s: %v", n, err)
-			}
-		}
-	}
-	return db
-}
+// openDB creates a temp-dir database with the schema (see OpenTestDB).
+func openDB(t *testing.T) *sql.DB { return reports.OpenTestDB(t, "tally.duckdb") }
 
 // use is one usage row of the fixture; zero fields take the defaults of
 // addUsage.

@@ -1,7 +1,8 @@
 // Package sql owns Tally's SQL text, embedded in the binary: schema
 // migrations (schema/, numbered, applied in order), analyst views (views/),
 // one query per workbook sheet (reports/) and named analyst queries
-// (queries/). It holds no Go logic beyond giving the files out.
+// (queries/). Beyond giving the files out, it only inlines a view's
+// definition into a query that needs it (Inline).
 package sql
 
 import "embed"

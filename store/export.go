@@ -281,22 +281,16 @@ WHERE x_Granularity = ? AND x_Basis = ?`
 	return nil, fmt.Errorf("format %q is not one of parquet, focus", o.Format)
 }
 
-var createViewRE = regexp.MustCompile(`(?is)^\s*((--[^\n]*)?\n\s*)*CREATE\s+OR\s+REPLACE\s+VIEW\s+focus\s+AS\s+`)
-
 // FOCUSQuery returns the SELECT of the focus view, as this Tally defines
-// it. Export runs it rather than the view, so that a database published by
-// an older Tally exports with the current mapping.
+// it, with the rate_card_matches view it reads inlined. Export runs it
+// rather than the view, so that a database published by an older Tally
+// exports with the current mapping.
 func FOCUSQuery() (string, error) {
-	b, err := fs.ReadFile(tallysql.Views, "views/focus.sql")
+	body, err := tallysql.ViewSelect("focus")
 	if err != nil {
-		return "", fmt.Errorf("read the focus view: %w", err)
+		return "", err
 	}
-	text := string(b)
-	loc := createViewRE.FindStringIndex(text)
-	if loc == nil {
-		return "", errors.New("read the focus view: views/focus.sql does not start with CREATE OR REPLACE VIEW focus AS")
-	}
-	return strings.TrimRight(strings.TrimSpace(text[loc[1]:]), ";"), nil
+	return tallysql.Inline(body, "rate_card_matches")
 }
 
 // fingerprint is what a dataset's month holds, as the manifest records it.

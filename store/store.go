@@ -14,6 +14,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -364,25 +365,81 @@ func (s *Store) migrate(ctx context.Context, fsys fs.FS) error {
 	return nil
 }
 
-// createViews (re)creates every view of sql/views in one transaction, in
-// file-name order.
+// createViews (re)creates every view of sql/views in one transaction: a
+// view after the views it reads (DuckDB binds a view as it is created),
+// otherwise in file-name order.
 func (s *Store) createViews(ctx context.Context, fsys fs.FS) error {
 	names, err := fs.Glob(fsys, "*.sql")
 	if err != nil {
 		return fmt.Errorf("read views: %w", err)
 	}
+	texts := make(map[string]string, len(names))
+	for _, name := range names {
+		b, err := fs.ReadFile(fsys, name)
+		if err != nil {
+			return fmt.Errorf("read view %s: %w", name, err)
+		}
+		texts[strings.TrimSuffix(path.Base(name), ".sql")] = string(b)
+	}
+	order, err := viewOrder(texts)
+	if err != nil {
+		return err
+	}
 	return s.inTx(ctx, func(conn *sql.Conn) error {
-		for _, name := range names {
-			text, err := fs.ReadFile(fsys, name)
-			if err != nil {
-				return fmt.Errorf("read view %s: %w", name, err)
-			}
-			if _, err := conn.ExecContext(ctx, string(text)); err != nil {
-				return fmt.Errorf("create view %s: %w", path.Base(name), err)
+		for _, v := range order {
+			if _, err := conn.ExecContext(ctx, texts[v]); err != nil {
+				return fmt.Errorf("create view %s: %w", v, err)
 			}
 		}
 		return nil
 	})
+}
+
+var sqlCommentRE = regexp.MustCompile(`--[^\n]*`)
+
+// viewOrder orders views so each comes after the views its SQL (comments
+// aside) names, and otherwise by name.
+func viewOrder(texts map[string]string) ([]string, error) {
+	names := make([]string, 0, len(texts))
+	for v := range texts {
+		names = append(names, v)
+	}
+	sort.Strings(names)
+	deps := map[string][]string{}
+	for _, v := range names {
+		code := sqlCommentRE.ReplaceAllString(texts[v], "")
+		for _, w := range names {
+			if w != v && regexp.MustCompile(`\b`+regexp.QuoteMeta(w)+`\b`).MatchString(code) {
+				deps[v] = append(deps[v], w)
+			}
+		}
+	}
+	var order []string
+	state := map[string]int{} // 1: being placed, 2: placed
+	var place func(v string, path []string) error
+	place = func(v string, path []string) error {
+		switch state[v] {
+		case 2:
+			return nil
+		case 1:
+			return fmt.Errorf("views read each other in a cycle: %s", strings.Join(append(path, v), " → "))
+		}
+		state[v] = 1
+		for _, w := range deps[v] {
+			if err := place(w, append(path, v)); err != nil {
+				return err
+			}
+		}
+		state[v] = 2
+		order = append(order, v)
+		return nil
+	}
+	for _, v := range names {
+		if err := place(v, nil); err != nil {
+			return nil, err
+		}
+	}
+	return order, nil
 }
 
 // inTx runs fn on one connection inside BEGIN … COMMIT, rolling back when fn

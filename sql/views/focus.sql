@@ -7,12 +7,10 @@
 -- entitlement the commitment discount. Reference data is the snapshot in
 -- force for the charge period's month: per payment method (per project),
 -- the latest snapshot taken before the first of the next month, else the
--- earliest one. A meter is priced by its payment method's rate card in
--- force (base prices only, location_group NULL), matched as the management
--- interface documents it: meter_sku = sku, then the meter name in
--- parentheses in the price name, then name = meter_name; the first rule
--- that matches wins, and when it matches different prices, or a price in
--- another currency, the row has no list price rather than a guessed one.
+-- earliest one. A meter is priced as rate_card_matches matches it to its
+-- payment method's rate card in force; when the match is several prices,
+-- or a price in another currency, the row has no list price rather than a
+-- guessed one.
 --
 -- How a row is paid, from its entitlement type (compared lowercased with
 -- non-letters dropped, as the workbook does): no entitlement is billed
@@ -39,58 +37,23 @@ WITH u AS (
            END AS paid_as
     FROM usage
 ),
-keys AS (
-    SELECT DISTINCT charge_month, pm_key, meter_name, sku_key, currency FROM u
-),
 months AS (
-    SELECT DISTINCT charge_month FROM keys
-),
-card_in_force AS (
-    SELECT m.charge_month,
-           s.payment_method_id,
-           coalesce(max(s.snapshot_at) FILTER (WHERE s.snapshot_at < m.charge_month + INTERVAL 1 MONTH),
-                    min(s.snapshot_at)) AS snapshot_at
-    FROM months m
-    CROSS JOIN (SELECT DISTINCT payment_method_id, snapshot_at FROM rate_card_price_snapshots) s
-    GROUP BY m.charge_month, s.payment_method_id
-),
-candidates AS (
-    SELECT k.*,
-           p.price,
-           p.name AS price_name,
-           p.display_name AS price_display_name,
-           nullif(p.unit, '') AS price_unit,
-           p.currency AS card_currency,
-           p.snapshot_at AS card_snapshot_at,
-           CASE
-               WHEN k.sku_key <> '' AND p.sku = k.sku_key THEN 1
-               WHEN contains(p.name, '(' || k.meter_name || ')') THEN 2
-               WHEN p.name = k.meter_name THEN 3
-           END AS rule
-    FROM keys k
-    JOIN card_in_force c ON c.charge_month = k.charge_month AND c.payment_method_id = k.pm_key
-    JOIN rate_card_price_snapshots p ON p.payment_method_id = c.payment_method_id AND p.snapshot_at = c.snapshot_at
-    WHERE p.location_group IS NULL
-),
-best AS (
-    SELECT *
-    FROM candidates
-    WHERE rule IS NOT NULL
-    QUALIFY rule = min(rule) OVER (PARTITION BY charge_month, pm_key, meter_name, sku_key, currency)
+    SELECT DISTINCT charge_month FROM u
 ),
 priced AS (
-    SELECT charge_month, pm_key, meter_name, sku_key, currency,
-           min(rule) AS rule,
-           min(price) AS card_price,
-           min(price_name) AS price_name,
-           min(price_display_name) AS price_display_name,
-           min(price_unit) AS price_unit,
-           min(card_snapshot_at) AS card_snapshot_at
-    FROM best
-    GROUP BY charge_month, pm_key, meter_name, sku_key, currency
-    HAVING count(DISTINCT price) = 1
-       AND count(DISTINCT coalesce(card_currency, '')) = 1
-       AND coalesce(min(card_currency), currency) = currency
+    SELECT CAST(month AS TIMESTAMP) AS charge_month,
+           payment_method_id AS pm_key,
+           meter_name,
+           coalesce(meter_sku, '') AS sku_key,
+           matched_by,
+           price AS card_price,
+           currency AS card_currency,
+           price_name,
+           price_display_name,
+           price_unit,
+           card_snapshot_at
+    FROM rate_card_matches
+    WHERE price IS NOT NULL
 ),
 pm_in_force AS (
     SELECT m.charge_month,
@@ -127,7 +90,7 @@ project AS (
 r AS (
     SELECT u.*,
            CAST(u.quantity AS DECIMAL(38, 12)) AS qty,
-           pr.rule,
+           pr.matched_by,
            pr.card_price,
            pr.price_name,
            pr.price_display_name,
@@ -137,7 +100,9 @@ r AS (
            pm.type AS pm_type,
            project.display_name AS project_display_name
     FROM u
-    LEFT JOIN priced pr USING (charge_month, pm_key, meter_name, sku_key, currency)
+    LEFT JOIN priced pr
+           ON pr.charge_month = u.charge_month AND pr.pm_key = u.pm_key AND pr.meter_name = u.meter_name
+          AND pr.sku_key = u.sku_key AND coalesce(pr.card_currency, u.currency) = u.currency
     LEFT JOIN pm ON pm.charge_month = u.charge_month AND pm.id = u.payment_method
     LEFT JOIN project ON project.charge_month = u.charge_month AND project.name = u.project
 )
@@ -257,7 +222,8 @@ SELECT
     coalesce(nullif(meter_sku, ''), meter_name) AS SkuId,
     -- SkuMeter: the meter name.
     meter_name AS SkuMeter,
-    -- SkuPriceId: the matched rate card price's name, the same on every
+    -- SkuPriceId: the matched rate card price's name (names, comma
+    -- separated, when one price is listed under several), the same on every
     -- payment method's card; the SkuId where no price matched.
     coalesce(price_name, nullif(meter_sku, ''), meter_name) AS SkuPriceId,
     -- SubAccountId: the project name (the project's key in the interface).
@@ -283,7 +249,7 @@ SELECT
     paid_as AS x_PaidAs,
     -- x_PriceMatchedBy: which rule found the list price: sku, meter name
     -- in parentheses, name; null when no single price matched.
-    CASE rule WHEN 1 THEN 'sku' WHEN 2 THEN 'meter name in parentheses' WHEN 3 THEN 'name' END AS x_PriceMatchedBy,
+    matched_by AS x_PriceMatchedBy,
     -- x_RateCardSnapshotAt: the rate card snapshot the price comes from.
     card_snapshot_at AS x_RateCardSnapshotAt,
     CAST(run_id AS VARCHAR) AS x_RunId,

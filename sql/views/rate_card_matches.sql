@@ -1,0 +1,74 @@
+-- rate_card_matches: which rate card price each meter matched, per calendar
+-- month (UTC), payment method, meter name and sku seen in the usage: the
+-- card in force that month, the rule that matched, and the price, or NULL
+-- with how many prices and currencies matched when they differ. Meters
+-- that match nothing have no row.
+--
+-- This is the one place the matching rule lives: rate_card_variance, focus
+-- and the workbook's rate card check (sql/reports/rate_card_check.sql) all
+-- read it.
+--
+-- The card in force for a month is the payment method's rate card snapshot
+-- taken last before the first of the next month, else its earliest one;
+-- only base prices (location_group NULL) are compared. A meter matches a
+-- price by, in this order: meter_sku = sku; the meter name in parentheses
+-- in the price name (advanced_sd(video_encoding_ondemand) for
+-- video_encoding_ondemand); name = meter_name. The first rule that matches
+-- anything wins; when it matches prices that differ, or prices in
+-- different currencies, price is NULL rather than one picked.
+--
+-- A month is a month of date or of date_processed, so that both bases
+-- (when used, when charged) find their month here.
+CREATE OR REPLACE VIEW rate_card_matches AS
+WITH meters AS (
+    SELECT DISTINCT CAST(date_trunc('month', d) AS DATE) AS month,
+           payment_method,
+           meter_name,
+           coalesce(meter_sku, '') AS sku_key
+    FROM (SELECT unnest([date, date_processed]) AS d, payment_method, meter_name, meter_sku FROM usage)
+    WHERE d IS NOT NULL AND nullif(payment_method, '') IS NOT NULL
+),
+card_in_force AS (
+    SELECT m.month,
+           s.payment_method_id,
+           coalesce(max(s.snapshot_at) FILTER (WHERE s.snapshot_at < m.month + INTERVAL 1 MONTH),
+                    min(s.snapshot_at)) AS snapshot_at
+    FROM (SELECT DISTINCT month FROM meters) m
+    CROSS JOIN (SELECT DISTINCT payment_method_id, snapshot_at FROM rate_card_price_snapshots) s
+    GROUP BY m.month, s.payment_method_id
+),
+candidates AS (
+    SELECT m.month, m.payment_method, m.meter_name, m.sku_key,
+           p.snapshot_at, p.price, p.currency, p.name, p.display_name, nullif(p.unit, '') AS unit,
+           CASE
+               WHEN m.sku_key <> '' AND p.sku = m.sku_key THEN 1
+               WHEN contains(p.name, '(' || m.meter_name || ')') THEN 2
+               WHEN p.name = m.meter_name THEN 3
+           END AS rule
+    FROM meters m
+    JOIN card_in_force c ON c.month = m.month AND c.payment_method_id = m.payment_method
+    JOIN rate_card_price_snapshots p ON p.payment_method_id = c.payment_method_id AND p.snapshot_at = c.snapshot_at
+    WHERE p.location_group IS NULL
+),
+best AS (
+    SELECT *
+    FROM candidates
+    WHERE rule IS NOT NULL
+    QUALIFY rule = min(rule) OVER (PARTITION BY month, payment_method, meter_name, sku_key)
+)
+SELECT month,
+       payment_method AS payment_method_id,
+       meter_name,
+       nullif(sku_key, '') AS meter_sku,
+       min(snapshot_at) AS card_snapshot_at,
+       min(rule) AS rule,
+       CASE min(rule) WHEN 1 THEN 'sku' WHEN 2 THEN 'meter name in parentheses' ELSE 'name' END AS matched_by,
+       count(DISTINCT price) AS prices,
+       count(DISTINCT coalesce(currency, '')) AS currencies,
+       CASE WHEN count(DISTINCT price) = 1 AND count(DISTINCT coalesce(currency, '')) = 1 THEN min(price) END AS price,
+       CASE WHEN count(DISTINCT coalesce(currency, '')) = 1 THEN min(currency) END AS currency,
+       string_agg(DISTINCT name, ', ' ORDER BY name) AS price_name,
+       string_agg(DISTINCT display_name, ', ' ORDER BY display_name) AS price_display_name,
+       string_agg(DISTINCT unit, ', ' ORDER BY unit) AS price_unit
+FROM best
+GROUP BY month, payment_method, meter_name, sku_key;
