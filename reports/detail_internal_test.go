@@ -5,7 +5,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"io/fs"
 	"slices"
 	"strings"
 	"testing"
@@ -15,7 +14,6 @@ import (
 	"github.com/xuri/excelize/v2"
 
 	"github.com/tally-dev/tally/fetch"
-	tallysql "github.com/tally-dev/tally/sql"
 )
 
 // Read a few days at a time, the Detail rows come out in the month's
@@ -64,10 +62,9 @@ FROM range(300) t(i)`, basis); err != nil {
 				got = append(got, r[7]) // Quantity: the row's number
 			}
 			// The whole month in one read, as the Detail order has it.
-			text, _ := fs.ReadFile(tallysql.Reports, "reports/detail.sql")
-			rows, err := db.Query(string(text), sql.Named("basis", string(p.Basis)), sql.Named("granularity", "hour"),
-				sql.Named("month_start", p.Month), sql.Named("month_end", p.end()),
-				sql.Named("detail_from", time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)), sql.Named("detail_to", time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC)))
+			b := &builder{ctx: context.Background(), src: db, p: p}
+			rows, err := b.query("detail", sql.Named("detail_from", time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)),
+				sql.Named("detail_to", time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC)))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -85,7 +82,7 @@ FROM range(300) t(i)`, basis); err != nil {
 				}
 				want = append(want, fmt.Sprint(vals[7]))
 			}
-			ranges, err := (&builder{ctx: context.Background(), src: db, p: p}).detailRanges()
+			ranges, err := b.detailRanges()
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -151,7 +151,12 @@ func (b *builder) flags() error {
 			f.detail = fmt.Sprintf("Usage dated %s. The payment method is valid from %s until %s (first invalid day).",
 				when, dateOr(validFrom, "no start"), dateOr(validUntil, "no end"))
 		case flagUnknownEntitlement:
-			f.detail = fmt.Sprintf("Entitlement type %q is not license, cash, quantity or pre-commitment.", subject.String)
+			if subject.Valid {
+				f.detail = fmt.Sprintf("Entitlement type %q is not license, cash, quantity or pre-commitment.", subject.String)
+			} else {
+				f.subject = sql.NullString{String: "(no type)", Valid: true}
+				f.detail = "These rows name an entitlement but no entitlement type, so how they are paid is unknown."
+			}
 		case flagNotCharged:
 			f.subject.String = "Project " + orNone(subject)
 			f.subject.Valid = true

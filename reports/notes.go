@@ -32,7 +32,7 @@ func notesText(tolerance float64) [][3]string {
 		{"All sheets", "Billed directly", "Usage with no entitlement: the provider invoices it."},
 		{"All sheets", "Drawn from a balance", "Usage paid from a cash, quantity or pre-commitment entitlement: it reduces a balance bought in advance rather than appearing as a new charge."},
 		{"All sheets", "Covered by a license", "Usage covered in full by a license entitlement: nothing is billed for it."},
-		{"All sheets", "Other entitlement types", "Usage under an entitlement type Tally does not know, shown by the name the provider sent and never guessed into another column. See Flags."},
+		{"All sheets", "Other entitlement types", "Usage under an entitlement type Tally does not know, or under an entitlement the provider sent with no type, shown by the name the provider sent and never guessed into another column. See Flags."},
 		{"Summary", "", "The month, which usage it counts (basis), how fresh the data is, the usage value per currency split by how it is paid, the value per entitlement type, how many items are flagged, and where the row-level detail is."},
 		{"Summary", "Basis", "usage: usage that happened in the month. reported: usage the provider charged in the month (its processing date), which is what invoices count; it can include usage from earlier months."},
 		{"Summary", "Granularity", "The time bucket the provider reported usage in (hour, day, week, month or year). Each bucket is one row per meter, project and payment method."},

@@ -5,15 +5,32 @@ import (
 	"fmt"
 	"io/fs"
 	"math/big"
+	"sync"
 
 	"github.com/tally-dev/tally/fetch"
 	tallysql "github.com/tally-dev/tally/sql"
 )
 
-// inlined names, per query, the views its text reads: they are inlined
-// (tallysql.Inline) because the workbook may be built from an analysts'
-// copy an older Tally published.
-var inlined = map[string][]string{"rate_card_check": {"rate_card_matches"}}
+// shared is what the sheet queries read besides tables, defined in front
+// of each (tallysql.With): the views usage_rows and rate_card_matches, and
+// month_usage, the report month's rows. Inlined, they are this Tally's
+// definitions even when the workbook is built from an analysts' copy an
+// older Tally published.
+var shared = sync.OnceValues(func() ([]tallysql.CTE, error) {
+	rows, err := tallysql.View("usage_rows")
+	if err != nil {
+		return nil, err
+	}
+	matches, err := tallysql.View("rate_card_matches")
+	if err != nil {
+		return nil, err
+	}
+	month, err := fs.ReadFile(tallysql.Reports, "reports/month_usage.sql")
+	if err != nil {
+		return nil, err
+	}
+	return []tallysql.CTE{rows, {Name: "month_usage", Query: string(month)}, matches}, nil
+})
 
 // query runs sql/reports/<name>.sql with the period's parameters, and
 // extra ones a query of its own needs. Every query gets the same named
@@ -23,10 +40,11 @@ func (b *builder) query(name string, extra ...any) (*sql.Rows, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read query %s: %w", name, err)
 	}
-	q, err := tallysql.Inline(string(text), inlined[name]...)
+	ctes, err := shared()
 	if err != nil {
 		return nil, fmt.Errorf("read query %s: %w", name, err)
 	}
+	q := tallysql.With(string(text), ctes...)
 	args := append([]any{
 		sql.Named("basis", string(b.p.Basis)),
 		sql.Named("granularity", string(b.p.Granularity)),

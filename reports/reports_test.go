@@ -56,6 +56,7 @@ type use struct {
 	qty                float64
 	cost, currency     string
 	entType            string
+	ent                string // the entitlement id when entType is empty
 	pm, pmName         string
 	project            string
 }
@@ -89,7 +90,7 @@ func addUsage(t *testing.T, db *sql.DB, u use) {
 	}
 	_, err := db.Exec(`INSERT INTO usage VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, CAST(? AS DECIMAL(38,12)), ?, ?, ?, ?, ?, ?, CAST(? AS UUID), ?)`,
 		u.granularity, u.basis, u.date, processed, u.meter, nullable(u.sku), nullable(u.family), nullable(u.solution),
-		nullable(u.unit), u.qty, price, u.cost, u.currency, nullable(map[bool]string{true: "ent-" + u.entType}[u.entType != ""]),
+		nullable(u.unit), u.qty, price, u.cost, u.currency, nullable(map[bool]string{true: "ent-" + u.entType, false: u.ent}[u.entType != ""]),
 		nullable(u.entType), nullable(u.pm), nullable(u.pmName), nullable(u.project), runID, now.Add(-48*time.Hour))
 	if err != nil {
 		t.Fatalf("insert usage %+v: %v", u, err)
@@ -141,6 +142,10 @@ func seed(t *testing.T, db *sql.DB) {
 	// Formula-like text as the interface might send it.
 	addUsage(t, db, use{date: day(7), meter: "-2", unit: "each", qty: 1, cost: "3.333333333333", currency: "USD",
 		entType: "@x", pm: pm3, pmName: "+SUM(A1)", project: "=1+1"})
+	// An entitlement the interface sent without a type: how it is paid is
+	// unknown, so it counts with the unknown types.
+	addUsage(t, db, use{date: day(7), meter: "-2", unit: "each", qty: 1, cost: "1.000000000000", currency: "USD",
+		ent: "ent-untyped", pm: pm3, pmName: "+SUM(A1)", project: "=1+1"})
 	// A meter no rate card prices, not charged yet, under an unknown
 	// entitlement type; 10.925 EUR in all puts the EUR total on a half cent.
 	addUsage(t, db, use{date: day(8), meter: "mystery_meter", unit: "each", qty: 2, cost: "2.005000000000",
@@ -391,10 +396,10 @@ func TestTotalsMatchSQL(t *testing.T) {
 	check := querySQL(t, db, `
 		SELECT currency,
 		       CAST(count(*) AS VARCHAR),
-		       CAST(coalesce(sum(cost) FILTER (WHERE entitlement_type IS NULL), 0) AS VARCHAR),
+		       CAST(coalesce(sum(cost) FILTER (WHERE entitlement IS NULL), 0) AS VARCHAR),
 		       CAST(coalesce(sum(cost) FILTER (WHERE entitlement_type IN ('Cash', 'PreCommitment', 'pre-commitment', 'Quantity')), 0) AS VARCHAR),
 		       CAST(coalesce(sum(cost) FILTER (WHERE entitlement_type = 'License'), 0) AS VARCHAR),
-		       CAST(coalesce(sum(cost) FILTER (WHERE entitlement_type IN ('@x', 'promo-credit')), 0) AS VARCHAR),
+		       CAST(coalesce(sum(cost) FILTER (WHERE entitlement_type IN ('@x', 'promo-credit') OR entitlement IS NOT NULL AND entitlement_type IS NULL), 0) AS VARCHAR),
 		       CAST(sum(cost) AS VARCHAR)
 		FROM usage WHERE `+monthFilter+` GROUP BY currency ORDER BY currency`)
 	if len(check) != 2 {
@@ -434,10 +439,10 @@ func TestTotalsMatchSQL(t *testing.T) {
 	byProject := rows(t, f, "By project")
 	check = querySQL(t, db, `
 		SELECT project, currency, CAST(count(*) AS VARCHAR),
-		       CAST(coalesce(sum(cost) FILTER (WHERE entitlement_type IS NULL), 0) AS VARCHAR),
+		       CAST(coalesce(sum(cost) FILTER (WHERE entitlement IS NULL), 0) AS VARCHAR),
 		       CAST(coalesce(sum(cost) FILTER (WHERE entitlement_type IN ('Cash', 'PreCommitment', 'pre-commitment', 'Quantity')), 0) AS VARCHAR),
 		       CAST(coalesce(sum(cost) FILTER (WHERE entitlement_type = 'License'), 0) AS VARCHAR),
-		       CAST(coalesce(sum(cost) FILTER (WHERE entitlement_type IN ('@x', 'promo-credit')), 0) AS VARCHAR),
+		       CAST(coalesce(sum(cost) FILTER (WHERE entitlement_type IN ('@x', 'promo-credit') OR entitlement IS NOT NULL AND entitlement_type IS NULL), 0) AS VARCHAR),
 		       CAST(sum(cost) AS VARCHAR)
 		FROM usage WHERE `+monthFilter+` GROUP BY ALL ORDER BY ALL`)
 	if len(byProject)-1 != len(check) {
@@ -644,8 +649,8 @@ func TestFlagsAndPaymentMethods(t *testing.T) {
 		types = append(types, at(r, colOf(t, fl[0], "Subject")))
 	}
 	sort.Strings(types)
-	if !slices.Equal(types, []string{"@x", "promo-credit"}) {
-		t.Errorf("unknown entitlement types %q, want @x and promo-credit (PreCommitment, pre-commitment, Cash, Quantity, License are known)", types)
+	if !slices.Equal(types, []string{"(no type)", "@x", "promo-credit"}) {
+		t.Errorf("unknown entitlement types %q, want (no type), @x and promo-credit (PreCommitment, pre-commitment, Cash, Quantity, License are known)", types)
 	}
 	r := one(t, fl, map[string]string{"Kind": "Not yet charged"})
 	sameAmount(t, "not charged", at(r, colOf(t, fl[0], "Usage value")), "2.005")
@@ -660,13 +665,24 @@ func TestFlagsAndPaymentMethods(t *testing.T) {
 	}
 	counts := summaryTable(t, f, "Kind")
 	for kind, want := range map[string]string{
-		"Payment method outside its validity": "2", "Unknown entitlement type": "2", "Not yet charged": "1",
+		"Payment method outside its validity": "2", "Unknown entitlement type": "3", "Not yet charged": "1",
 		"Rate card variance": "1", "No rate card price": "2", "Several rate card prices": "1",
 		"Rate card in another currency": "1",
 	} {
 		if got := at(one(t, counts, map[string]string{"Kind": kind}), 1); got != want {
 			t.Errorf("summary counts %s = %s, want %s", kind, got, want)
 		}
+	}
+
+	// The Summary shows the entitlement without a type apart, paid as other.
+	var untyped [][]string
+	for _, r := range rows(t, f, "Summary") {
+		if at(r, 2) == "(entitlement without a type)" {
+			untyped = append(untyped, r)
+		}
+	}
+	if len(untyped) != 1 || at(untyped[0], 0) != "USD" || at(untyped[0], 1) != "Other entitlement type" || at(untyped[0], 3) != "1" {
+		t.Errorf("Summary rows of the entitlement without a type: %q", untyped)
 	}
 
 	// The month to date has nothing "not yet charged".

@@ -215,6 +215,9 @@ func (s *summaryWriter) entitlements() error {
 		name := b.nstr(entType)
 		if !entType.Valid {
 			name = b.txt("(no entitlement)")
+			if category == "other" {
+				name = b.txt("(entitlement without a type)")
+			}
 		}
 		n++
 		return s.put(b.txt(currency), b.txt(categoryLabel(category)), name, b.count(rows), c)

@@ -23,7 +23,8 @@ var Views embed.FS
 var Queries embed.FS
 
 // Reports holds the queries behind the workbook's sheets, one file per
-// sheet (the Summary has three), named after the sheet they fill.
+// sheet (the Summary has three), named after the sheet they fill, and
+// month_usage.sql, the report month's rows, which they all read.
 //
 //go:embed reports/*.sql
 var Reports embed.FS

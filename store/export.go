@@ -282,15 +282,15 @@ WHERE x_Granularity = ? AND x_Basis = ?`
 }
 
 // FOCUSQuery returns the SELECT of the focus view, as this Tally defines
-// it, with the rate_card_matches view it reads inlined. Export runs it
+// it, with the views it reads inlined (tallysql.Inline). Export runs it
 // rather than the view, so that a database published by an older Tally
 // exports with the current mapping.
 func FOCUSQuery() (string, error) {
-	body, err := tallysql.ViewSelect("focus")
+	focus, err := tallysql.View("focus")
 	if err != nil {
 		return "", err
 	}
-	return tallysql.Inline(body, "rate_card_matches")
+	return tallysql.Inline(focus.Query, "usage_rows", "rate_card_matches")
 }
 
 // fingerprint is what a dataset's month holds, as the manifest records it.

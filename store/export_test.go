@@ -630,8 +630,8 @@ func TestExportEmptyStoreAndCancel(t *testing.T) {
 }
 
 // FOCUSQuery carries the views it reads: on a copy published by an older
-// Tally, which had neither the focus view nor rate_card_matches, it gives
-// exactly the rows the current view gives.
+// Tally, which had none of focus, rate_card_matches and usage_rows, it
+// gives exactly the rows the current view gives.
 func TestFOCUSQueryRunsOnAnOlderCopy(t *testing.T) {
 	s, _ := exportFixture(t)
 	ctx := context.Background()
@@ -641,7 +641,7 @@ func TestFOCUSQueryRunsOnAnOlderCopy(t *testing.T) {
 	}
 	fingerprint := `SELECT count(*), sum(hash(f)), count(ListUnitPrice) FROM (%s) f`
 	want := rowsText(t, s, fmt.Sprintf(fingerprint, "SELECT * FROM focus"))
-	for _, v := range []string{"focus", "rate_card_variance", "rate_card_matches"} {
+	for _, v := range []string{"focus", "rate_card_matches", "usage_rows"} {
 		if _, err := s.db.ExecContext(ctx, "DROP VIEW "+v); err != nil {
 			t.Fatal(err)
 		}

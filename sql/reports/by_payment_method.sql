@@ -9,27 +9,15 @@
 -- earliest one. Usage with no payment method is one row with NULL details.
 --
 -- Parameters: $basis, $granularity, $month_start, $month_end (exclusive).
-WITH m AS (
+WITH billed AS (
     SELECT nullif(payment_method, '') AS payment_method,
-           nullif(payment_method_name, '') AS payment_method_name,
-           nullif(project, '') AS project,
            currency,
-           cost
-    FROM usage
-    WHERE basis = $basis
-      AND granularity = $granularity
-      AND (($basis = 'usage' AND date >= $month_start AND date < $month_end)
-        OR ($basis = 'reported' AND date_processed >= $month_start AND date_processed < $month_end))
-),
-billed AS (
-    SELECT payment_method,
-           currency,
-           min(payment_method_name) AS usage_name,
-           list_sort(list_distinct(list(project))) AS usage_projects,
+           min(nullif(payment_method_name, '')) AS usage_name,
+           list_sort(list_distinct(list(nullif(project, '')))) AS usage_projects,
            count(*) AS rows,
            sum(cost) AS cost
-    FROM m
-    GROUP BY payment_method, currency
+    FROM month_usage
+    GROUP BY nullif(payment_method, ''), currency
 ),
 in_force AS (
     SELECT id,

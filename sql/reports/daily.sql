@@ -4,20 +4,10 @@
 -- into their day, week and month buckets show on their first day.
 --
 -- Parameters: $basis, $granularity, $month_start, $month_end (exclusive).
-WITH m AS (
-    SELECT CAST(CASE WHEN $basis = 'reported' THEN date_processed ELSE date END AS DATE) AS day,
-           currency,
-           cost
-    FROM usage
-    WHERE basis = $basis
-      AND granularity = $granularity
-      AND (($basis = 'usage' AND date >= $month_start AND date < $month_end)
-        OR ($basis = 'reported' AND date_processed >= $month_start AND date_processed < $month_end))
-)
-SELECT day,
+SELECT CAST(period_at AS DATE) AS day,
        currency,
        count(*) AS rows,
        CAST(sum(cost) AS VARCHAR) AS cost
-FROM m
-GROUP BY day, currency
+FROM month_usage
+GROUP BY CAST(period_at AS DATE), currency
 ORDER BY day, currency;

@@ -20,23 +20,14 @@ SELECT date,
        CAST(cost AS VARCHAR) AS cost,
        currency,
        nullif(trim(entitlement_type), '') AS entitlement_type,
-       CASE
-           WHEN nullif(trim(entitlement_type), '') IS NULL THEN 'direct'
-           WHEN regexp_replace(lower(entitlement_type), '[^a-z]', '', 'g') = 'license' THEN 'license'
-           WHEN regexp_replace(lower(entitlement_type), '[^a-z]', '', 'g') IN ('cash', 'quantity', 'precommitment') THEN 'balance'
-           ELSE 'other'
-       END AS category,
+       paid_as AS category,
        nullif(entitlement, '') AS entitlement,
        nullif(payment_method, '') AS payment_method,
        nullif(payment_method_name, '') AS payment_method_name,
        CAST(run_id AS VARCHAR) AS run_id,
        fetched_at
-FROM usage
-WHERE basis = $basis
-  AND granularity = $granularity
-  AND (($basis = 'usage' AND date >= $month_start AND date < $month_end)
-    OR ($basis = 'reported' AND date_processed >= $month_start AND date_processed < $month_end))
-  AND date >= $detail_from AND date < $detail_to
+FROM month_usage
+WHERE date >= $detail_from AND date < $detail_to
 ORDER BY date, date_processed NULLS LAST, project NULLS LAST, meter_name, meter_sku NULLS LAST,
          payment_method NULLS LAST, currency, entitlement_type NULLS FIRST, entitlement NULLS FIRST,
          cost, quantity, price NULLS FIRST, unit NULLS FIRST, family NULLS FIRST, solution NULLS FIRST,

@@ -6,10 +6,6 @@
 -- Parameters: $basis, $granularity, $month_start, $month_end (exclusive).
 SELECT CAST(date AS DATE) AS day,
        count(*) AS rows
-FROM usage
-WHERE basis = $basis
-  AND granularity = $granularity
-  AND (($basis = 'usage' AND date >= $month_start AND date < $month_end)
-    OR ($basis = 'reported' AND date_processed >= $month_start AND date_processed < $month_end))
+FROM month_usage
 GROUP BY 1
 ORDER BY 1;

@@ -5,9 +5,10 @@
 --                     the method's validity (start_date inclusive, end_date
 --                     exclusive, NULL unbounded; the usage day is compared),
 --                     per method, currency and side (before / after);
---   unknown_entitlement  an entitlement type that is not license, cash,
---                     quantity or pre-commitment (compared lowercased with
---                     non-letters dropped), per type as sent and currency;
+--   unknown_entitlement  rows usage_rows pays as 'other': an entitlement
+--                     type that is not license, cash, quantity or
+--                     pre-commitment, or an entitlement with no type; per
+--                     type as sent (NULL: none) and currency;
 --   not_charged       rows with no date_processed in a closed month, per
 --                     project and currency: charges that may still arrive.
 --
@@ -22,19 +23,8 @@
 -- m is read three times; NOT MATERIALIZED has each read scan usage again
 -- rather than hold the whole month's rows in memory.
 WITH m AS NOT MATERIALIZED (
-    SELECT *,
-           CAST(date AS DATE) AS day,
-           CASE
-               WHEN nullif(trim(entitlement_type), '') IS NULL THEN 'direct'
-               WHEN regexp_replace(lower(entitlement_type), '[^a-z]', '', 'g') = 'license' THEN 'license'
-               WHEN regexp_replace(lower(entitlement_type), '[^a-z]', '', 'g') IN ('cash', 'quantity', 'precommitment') THEN 'balance'
-               ELSE 'other'
-           END AS category
-    FROM usage
-    WHERE basis = $basis
-      AND granularity = $granularity
-      AND (($basis = 'usage' AND date >= $month_start AND date < $month_end)
-        OR ($basis = 'reported' AND date_processed >= $month_start AND date_processed < $month_end))
+    SELECT *, CAST(date AS DATE) AS day
+    FROM month_usage
 ),
 in_force AS (
     SELECT id,
@@ -72,7 +62,7 @@ flagged AS (
     SELECT 2, 'unknown_entitlement', entitlement_type, NULL, NULL, NULL, NULL,
            currency, min(day), max(day), count(*), sum(cost)
     FROM m
-    WHERE category = 'other'
+    WHERE paid_as = 'other'
     GROUP BY entitlement_type, currency
 
     UNION ALL

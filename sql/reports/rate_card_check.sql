@@ -6,8 +6,7 @@
 -- with status 'no price', never dropped.
 --
 -- The price in force and how a meter matches it are the rate_card_matches
--- view's; the workbook inlines that view's definition (tallysql.Inline), so
--- an analysts' copy published by an older Tally reports the same way.
+-- view's.
 --
 -- Money math is DECIMAL: quantities are summed as DECIMAL(38,12) and the
 -- expected cost is rounded to 12 decimals (so it must stay below 10^14 in
@@ -15,15 +14,7 @@
 --
 -- Parameters: $basis, $granularity, $month_start, $month_end (exclusive),
 -- $tolerance (fraction, e.g. 0.005).
-WITH m AS (
-    SELECT *
-    FROM usage
-    WHERE basis = $basis
-      AND granularity = $granularity
-      AND (($basis = 'usage' AND date >= $month_start AND date < $month_end)
-        OR ($basis = 'reported' AND date_processed >= $month_start AND date_processed < $month_end))
-),
-billed AS (
+WITH billed AS (
     SELECT CAST($month_start AS DATE) AS month,
            meter_name,
            nullif(meter_sku, '') AS meter_sku,
@@ -36,7 +27,7 @@ billed AS (
            count(*) AS rows,
            sum(CAST(quantity AS DECIMAL(38, 12))) AS quantity,
            sum(cost) AS cost
-    FROM m
+    FROM month_usage
     GROUP BY meter_name, nullif(meter_sku, ''), nullif(payment_method, ''), currency
 ),
 has_card AS (

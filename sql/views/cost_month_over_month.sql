@@ -7,21 +7,14 @@
 -- Rows are those of the finest granularity loaded for each basis. The
 -- latest month may be partial: compare it only with care.
 CREATE OR REPLACE VIEW cost_month_over_month AS
-WITH finest AS (
-    SELECT basis,
-           arg_min(granularity, CASE granularity WHEN 'hour' THEN 1 WHEN 'day' THEN 2 WHEN 'week' THEN 3 WHEN 'month' THEN 4 ELSE 5 END) AS granularity
-    FROM usage
-    GROUP BY basis
-),
-monthly AS (
+WITH monthly AS (
     SELECT u.basis,
-           CAST(date_trunc('month', CASE WHEN u.basis = 'reported' THEN u.date_processed ELSE u.date END) AS DATE) AS month,
+           CAST(date_trunc('month', u.period_at) AS DATE) AS month,
            coalesce(u.project, '') AS project,
            u.meter_name,
            u.currency,
            sum(u.cost) AS cost
-    FROM usage u
-    JOIN finest f ON f.basis = u.basis AND f.granularity = u.granularity
+    FROM usage_finest u
     GROUP BY ALL
 ),
 last AS (

@@ -12,12 +12,12 @@
 -- or a price in another currency, the row has no list price rather than a
 -- guessed one.
 --
--- How a row is paid, from its entitlement type (compared lowercased with
--- non-letters dropped, as the workbook does): no entitlement is billed
--- directly; cash, quantity and pre-commitment entitlements draw the cost
--- from a prepaid balance, which was invoiced when it was bought; a license
--- covers the cost in full; any other type is shown as sent and, as Tally
--- cannot know how it is paid, counted as billed (x_PaidAs 'other').
+-- How a row is paid is usage_rows' paid_as, as in the workbook: no
+-- entitlement is billed directly; cash, quantity and pre-commitment
+-- entitlements draw the cost from a prepaid balance, which was invoiced
+-- when it was bought; a license covers the cost in full; an entitlement of
+-- any other type, or none, is shown as sent and, as Tally cannot know how
+-- it is paid, counted as billed (x_PaidAs 'other').
 --
 -- Columns Tally cannot fill from the interface are left out rather than
 -- guessed: CommitmentDiscountCategory (an unknown entitlement type has no
@@ -28,14 +28,8 @@ WITH u AS (
     SELECT *,
            date_trunc('month', date) AS charge_month,
            coalesce(meter_sku, '') AS sku_key,
-           coalesce(payment_method, '') AS pm_key,
-           CASE
-               WHEN nullif(trim(entitlement_type), '') IS NULL AND entitlement IS NULL THEN 'direct'
-               WHEN regexp_replace(lower(coalesce(entitlement_type, '')), '[^a-z]', '', 'g') = 'license' THEN 'license'
-               WHEN regexp_replace(lower(coalesce(entitlement_type, '')), '[^a-z]', '', 'g') IN ('cash', 'quantity', 'precommitment') THEN 'balance'
-               ELSE 'other'
-           END AS paid_as
-    FROM usage
+           coalesce(payment_method, '') AS pm_key
+    FROM usage_rows
 ),
 months AS (
     SELECT DISTINCT charge_month FROM u

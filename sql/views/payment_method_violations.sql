@@ -9,18 +9,11 @@
 -- earliest). The usage day is compared (the day of date). Rows are those
 -- of the finest granularity loaded for each basis.
 CREATE OR REPLACE VIEW payment_method_violations AS
-WITH finest AS (
-    SELECT basis,
-           arg_min(granularity, CASE granularity WHEN 'hour' THEN 1 WHEN 'day' THEN 2 WHEN 'week' THEN 3 WHEN 'month' THEN 4 ELSE 5 END) AS granularity
-    FROM usage
-    GROUP BY basis
-),
-u AS (
+WITH u AS (
     SELECT u.*,
            CAST(u.date AS DATE) AS day,
-           date_trunc('month', CASE WHEN u.basis = 'reported' THEN u.date_processed ELSE u.date END) AS month_start
-    FROM usage u
-    JOIN finest f ON f.basis = u.basis AND f.granularity = u.granularity
+           date_trunc('month', u.period_at) AS month_start
+    FROM usage_finest u
     WHERE u.payment_method IS NOT NULL
 ),
 months AS (

@@ -8,19 +8,13 @@
 -- are rows, never dropped.
 --
 -- The price in force and how a meter matches it are rate_card_matches'.
--- Rows are those of the finest granularity loaded for each basis.
+-- Rows are usage_finest's: the finest granularity loaded for each basis.
 -- Quantities are summed as DECIMAL(38,12) and the expected cost rounded to
 -- 12 decimals.
 CREATE OR REPLACE VIEW rate_card_variance AS
-WITH finest AS (
-    SELECT basis,
-           arg_min(granularity, CASE granularity WHEN 'hour' THEN 1 WHEN 'day' THEN 2 WHEN 'week' THEN 3 WHEN 'month' THEN 4 ELSE 5 END) AS granularity
-    FROM usage
-    GROUP BY basis
-),
-billed AS (
+WITH billed AS (
     SELECT u.basis,
-           date_trunc('month', CASE WHEN u.basis = 'reported' THEN u.date_processed ELSE u.date END) AS month_start,
+           date_trunc('month', u.period_at) AS month_start,
            coalesce(u.payment_method, '') AS payment_method,
            u.meter_name,
            coalesce(u.meter_sku, '') AS meter_sku,
@@ -29,8 +23,7 @@ billed AS (
            count(*) AS rows,
            sum(CAST(u.quantity AS DECIMAL(38, 12))) AS quantity,
            sum(u.cost) AS cost
-    FROM usage u
-    JOIN finest f ON f.basis = u.basis AND f.granularity = u.granularity
+    FROM usage_finest u
     GROUP BY ALL
 ),
 checked AS (

@@ -1,0 +1,24 @@
+-- usage_rows: every usage row with two columns derived from it: period_at,
+-- when it counts on its basis (date, when it happened, for basis usage;
+-- date_processed, when it was charged, for basis reported), and paid_as,
+-- how its cost is paid: 'direct' (no entitlement: billed on the invoice),
+-- 'balance' (a cash, quantity or pre-commitment entitlement draws it from
+-- a prepaid balance), 'license' (a license entitlement covers it, nothing
+-- billed) or 'other' (an entitlement of a type Tally does not know, or of
+-- none: shown as sent and counted as billed, never guessed).
+--
+-- This is the one place these rules live: the workbook, focus and the
+-- other views read them here. Entitlement types are compared lowercased
+-- with non-letters dropped, so "PreCommitment", "pre-commitment" and
+-- "Pre Commitment" are one type.
+CREATE OR REPLACE VIEW usage_rows AS
+SELECT *,
+       CASE WHEN basis = 'reported' THEN date_processed ELSE date END AS period_at,
+       CASE
+           WHEN nullif(trim(entitlement_type), '') IS NULL THEN
+               CASE WHEN nullif(trim(entitlement), '') IS NULL THEN 'direct' ELSE 'other' END
+           WHEN regexp_replace(lower(entitlement_type), '[^a-z]', '', 'g') = 'license' THEN 'license'
+           WHEN regexp_replace(lower(entitlement_type), '[^a-z]', '', 'g') IN ('cash', 'quantity', 'precommitment') THEN 'balance'
+           ELSE 'other'
+       END AS paid_as
+FROM usage;
