@@ -543,15 +543,7 @@ FROM `+from+` WHERE SkuMeter = 'video_encoding_uhd' AND BillingCurrency = 'USD' 
 func TestExportFromReadOnlyCopy(t *testing.T) {
 	s, _ := exportFixture(t)
 	ctx := context.Background()
-	pub, err := s.Publish(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ro, err := OpenReadOnly(ctx, pub)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ro.Close()
+	ro := openPublished(t, s)
 	dir := t.TempDir()
 	res, err := ro.Export(ctx, ExportOptions{Dir: dir, Format: ExportFOCUS, Granularity: fetch.Day, Basis: fetch.BasisUsage})
 	if err != nil {
@@ -646,6 +638,19 @@ func TestFOCUSQueryRunsOnAnOlderCopy(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	ro := openPublished(t, s)
+	got := rowsText(t, ro, fmt.Sprintf(fingerprint, body))
+	equalLines(t, "FOCUS rows on an older copy", got, want)
+	if f := strings.Split(want[0], "|"); f[2] == "0" || f[2] == f[0] {
+		t.Fatalf("rows, hash, priced rows = %v: the fixture should price some rows and not others", f)
+	}
+}
+
+// openPublished publishes s and opens the copy read-only, as analysts,
+// tally report and tally export do.
+func openPublished(t *testing.T, s *Store) *Store {
+	t.Helper()
+	ctx := context.Background()
 	pub, err := s.Publish(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -654,10 +659,6 @@ func TestFOCUSQueryRunsOnAnOlderCopy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ro.Close()
-	got := rowsText(t, ro, fmt.Sprintf(fingerprint, body))
-	equalLines(t, "FOCUS rows on an older copy", got, want)
-	if f := strings.Split(want[0], "|"); f[2] == "0" || f[2] == f[0] {
-		t.Fatalf("rows, hash, priced rows = %v: the fixture should price some rows and not others", f)
-	}
+	t.Cleanup(func() { ro.Close() })
+	return ro
 }
