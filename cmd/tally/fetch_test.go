@@ -125,7 +125,7 @@ func cli(t *testing.T, args ...string) (out string, code int, stderr string) {
 	t.Helper()
 	stderr = stderrOf(t, func() {
 		var err error
-		out, err = execQueryCLI(t, "", args...)
+		out, err = execCLI(t, "", args...)
 		code = exitCode(err)
 	})
 	return out, code, stderr

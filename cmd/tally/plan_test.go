@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,26 +13,6 @@ import (
 	"github.com/tally-dev/tally/configs"
 	"github.com/tally-dev/tally/fetch"
 )
-
-// execPlanCLI runs the command line in-process through the cobra root, the
-// way run does, and returns what it printed.
-func execPlanCLI(t *testing.T, args ...string) (string, error) {
-	t.Helper()
-	started := false
-	root := newRootCmd(&started)
-	var out bytes.Buffer
-	root.SetOut(&out)
-	root.SetErr(io.Discard)
-	root.SetArgs(args)
-	err := root.ExecuteContext(context.Background())
-	if err != nil && !started {
-		var ue usageError
-		if !errors.As(err, &ue) {
-			err = usageError{err}
-		}
-	}
-	return out.String(), err
-}
 
 // setPlanClock fixes "now" for the test and restores the real clock.
 func setPlanClock(t *testing.T, now time.Time) {
@@ -70,7 +48,7 @@ func TestPlanJSON81HourlyDays(t *testing.T) {
 		{"plan", "--config", cfg, "--from", "2026-01-01", "--to", "2026-03-23", "--format", "json"},
 		{"plan", "--config", cfg, "--format", "json"},
 	} {
-		out, err := execPlanCLI(t, args...)
+		out, err := execCLI(t, "", args...)
 		if err != nil {
 			t.Fatalf("%v: %v", args, err)
 		}
@@ -87,7 +65,7 @@ func TestPlanJSON81HourlyDays(t *testing.T) {
 func TestPlanTable(t *testing.T) {
 	setPlanClock(t, time.Date(2026, 3, 22, 10, 0, 0, 0, time.UTC))
 	cfg := writePlanConfig(t, planHourConfig)
-	out, err := execPlanCLI(t, "plan", "--config", cfg)
+	out, err := execCLI(t, "", "plan", "--config", cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +96,7 @@ func TestPlanUsesLedger(t *testing.T) {
 			{Window: fetch.Window{Start: d("2026-02-10"), End: d("2026-03-20"), Granularity: fetch.Hour}, FetchedAt: d("2026-03-21")},
 		}, nil
 	}
-	out, err := execPlanCLI(t, "plan", "--config", cfg, "--format", "json")
+	out, err := execCLI(t, "", "plan", "--config", cfg, "--format", "json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +112,7 @@ func TestPlanUsesLedger(t *testing.T) {
 	planLedger = func(context.Context, *configs.Config) ([]fetch.LoadedWindow, error) {
 		return nil, errors.New("database is locked")
 	}
-	_, err = execPlanCLI(t, "plan", "--config", cfg)
+	_, err = execCLI(t, "", "plan", "--config", cfg)
 	var ue usageError
 	if err == nil || errors.As(err, &ue) || !strings.Contains(err.Error(), "database is locked") {
 		t.Errorf("ledger failure: %v, want a run failure (exit 1)", err)
@@ -164,7 +142,7 @@ func TestPlanUsageErrors(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			out, err := execPlanCLI(t, tc.args...)
+			out, err := execCLI(t, "", tc.args...)
 			var ue usageError
 			if !errors.As(err, &ue) {
 				t.Fatalf("error %v is not a usage error (exit 2)", err)

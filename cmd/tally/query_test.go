@@ -13,28 +13,23 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/tally-dev/tally/fetch"
 	"github.com/tally-dev/tally/store"
 )
 
-// execQueryCLI runs the command line in-process through the cobra root, the
-// way run does, and returns what it printed.
-func execQueryCLI(t *testing.T, stdin string, args ...string) (string, error) {
+// execCLI runs the command line in-process, as run does, with stdin as
+// its input, and returns what it printed.
+func execCLI(t *testing.T, stdin string, args ...string) (string, error) {
 	t.Helper()
-	started := false
-	root := newRootCmd(&started)
 	var out bytes.Buffer
-	root.SetIn(strings.NewReader(stdin))
-	root.SetOut(&out)
-	root.SetErr(io.Discard)
-	root.SetArgs(args)
-	err := root.ExecuteContext(context.Background())
-	if err != nil && !started {
-		var ue usageError
-		if !errors.As(err, &ue) {
-			err = usageError{err}
-		}
-	}
+	err := execute(context.Background(), func(root *cobra.Command) {
+		root.SetIn(strings.NewReader(stdin))
+		root.SetOut(&out)
+		root.SetErr(io.Discard)
+		root.SetArgs(args)
+	})
 	return out.String(), err
 }
 
@@ -93,7 +88,7 @@ func queryFixture(t *testing.T, publish bool) (cfgPath, dbPath string) {
 func TestQueryReadsThePublishedCopy(t *testing.T) {
 	cfg, db := queryFixture(t, true)
 
-	out, err := execQueryCLI(t, "", "query", "--config", cfg, "--format", "csv",
+	out, err := execCLI(t, "", "query", "--config", cfg, "--format", "csv",
 		"SELECT project, currency, sum(cost) AS cost FROM usage GROUP BY ALL ORDER BY ALL")
 	if err != nil {
 		t.Fatal(err)
@@ -103,7 +98,7 @@ func TestQueryReadsThePublishedCopy(t *testing.T) {
 		t.Fatalf("csv:\n%q\nwant\n%q", out, want)
 	}
 
-	out, err = execQueryCLI(t, "", "query", "--config", cfg, "--name", "cost_by_project_month", "--format", "json")
+	out, err = execCLI(t, "", "query", "--config", cfg, "--name", "cost_by_project_month", "--format", "json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +120,7 @@ func TestQueryReadsThePublishedCopy(t *testing.T) {
 		{"query", "--config", cfg, "-f", sqlFile},
 		{"query", "--db", db, "-f", "-"},
 	} {
-		out, err = execQueryCLI(t, "SELECT count(*) AS n FROM usage", args...)
+		out, err = execCLI(t, "SELECT count(*) AS n FROM usage", args...)
 		if err != nil {
 			t.Fatalf("%v: %v", args, err)
 		}
@@ -138,7 +133,7 @@ func TestQueryReadsThePublishedCopy(t *testing.T) {
 func TestQueryNeverChangesData(t *testing.T) {
 	cfg, _ := queryFixture(t, true)
 	for _, sql := range []string{"DELETE FROM usage", "DROP TABLE usage"} {
-		_, err := execQueryCLI(t, "", "query", "--config", cfg, sql)
+		_, err := execCLI(t, "", "query", "--config", cfg, sql)
 		if err == nil || isUsageError(err) || exitCode(err) != exitFailed {
 			t.Fatalf("%s: %v, want a failure (exit 1)", sql, err)
 		}
@@ -146,12 +141,12 @@ func TestQueryNeverChangesData(t *testing.T) {
 			t.Fatalf("%s: unclear message %q", sql, err)
 		}
 	}
-	out, err := execQueryCLI(t, "", "query", "--config", cfg, "--format", "csv", "SELECT count(*) AS n FROM usage")
+	out, err := execCLI(t, "", "query", "--config", cfg, "--format", "csv", "SELECT count(*) AS n FROM usage")
 	if err != nil || out != "n\r\n3\r\n" {
 		t.Fatalf("after refused writes: %q %v", out, err)
 	}
 
-	_, err = execQueryCLI(t, "", "query", "--config", cfg, "SELECT no_such_column FROM usage")
+	_, err = execCLI(t, "", "query", "--config", cfg, "SELECT no_such_column FROM usage")
 	if err == nil || isUsageError(err) || !strings.Contains(err.Error(), "no_such_column") {
 		t.Fatalf("SQL error: %v, want DuckDB's message, exit 1", err)
 	}
@@ -159,7 +154,7 @@ func TestQueryNeverChangesData(t *testing.T) {
 
 func TestQueryWithoutAPublishedCopy(t *testing.T) {
 	cfg, _ := queryFixture(t, false)
-	_, err := execQueryCLI(t, "", "query", "--config", cfg, "SELECT 1")
+	_, err := execCLI(t, "", "query", "--config", cfg, "SELECT 1")
 	if err == nil || isUsageError(err) || !strings.Contains(err.Error(), "no published copy") || !strings.Contains(err.Error(), "tally fetch --config") {
 		t.Fatalf("got %v, want a message that tally fetch creates the copy", err)
 	}
@@ -167,7 +162,7 @@ func TestQueryWithoutAPublishedCopy(t *testing.T) {
 
 func TestQueryListsNamedQueries(t *testing.T) {
 	for _, args := range [][]string{{"query"}, {"query", "--name", ""}} {
-		out, err := execQueryCLI(t, "", args...)
+		out, err := execCLI(t, "", args...)
 		if err != nil {
 			t.Fatalf("%v: %v", args, err)
 		}
@@ -177,7 +172,7 @@ func TestQueryListsNamedQueries(t *testing.T) {
 			}
 		}
 	}
-	out, err := execQueryCLI(t, "", "query", "--format", "json")
+	out, err := execCLI(t, "", "query", "--format", "json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +202,7 @@ func TestQueryUsageErrors(t *testing.T) {
 		{[]string{"query", "--config", bad, "SELECT 1"}, "pth"},
 		{[]string{"query", "--config", cfg, "--bogus", "SELECT 1"}, "bogus"},
 	} {
-		_, err := execQueryCLI(t, "", tc.args...)
+		_, err := execCLI(t, "", tc.args...)
 		if !isUsageError(err) || exitCode(err) != exitUsage {
 			t.Errorf("%v: %v, want a usage error (exit 2)", tc.args, err)
 			continue

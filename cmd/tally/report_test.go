@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,26 +14,6 @@ import (
 
 	"github.com/tally-dev/tally/store"
 )
-
-// execReportCLI runs the command line in-process through the cobra root,
-// as run does, and returns what it printed.
-func execReportCLI(t *testing.T, args ...string) (string, error) {
-	t.Helper()
-	started := false
-	root := newRootCmd(&started)
-	var out bytes.Buffer
-	root.SetOut(&out)
-	root.SetErr(io.Discard)
-	root.SetArgs(args)
-	err := root.ExecuteContext(context.Background())
-	if err != nil && !started {
-		var ue usageError
-		if !errors.As(err, &ue) {
-			err = usageError{err}
-		}
-	}
-	return out.String(), err
-}
 
 // reportSetup writes a config and a published database holding a few
 // October usage rows: 1.25 + 2.5 USD by usage date, 7 USD by reported date.
@@ -101,7 +79,7 @@ func usdTotal(t *testing.T, path string) string {
 
 func TestReportWritesWorkbook(t *testing.T) {
 	cfg, dir := reportSetup(t)
-	out, err := execReportCLI(t, "report", "--config", cfg, "--month", "2026-10")
+	out, err := execCLI(t, "", "report", "--config", cfg, "--month", "2026-10")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +92,7 @@ func TestReportWritesWorkbook(t *testing.T) {
 	}
 
 	custom := filepath.Join(dir, "invoiced.xlsx")
-	if _, err := execReportCLI(t, "report", "--config", cfg, "--month", "2026-10", "--basis", "reported", "--out", custom); err != nil {
+	if _, err := execCLI(t, "", "report", "--config", cfg, "--month", "2026-10", "--basis", "reported", "--out", custom); err != nil {
 		t.Fatal(err)
 	}
 	if got := usdTotal(t, custom); got != "7" {
@@ -138,7 +116,7 @@ func TestReportUsageErrors(t *testing.T) {
 		{"missing config", []string{"report", "--config", filepath.Join(dir, "nope.yaml"), "--month", "2026-10"}, "nope.yaml"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := execReportCLI(t, c.args...)
+			_, err := execCLI(t, "", c.args...)
 			var ue usageError
 			if !errors.As(err, &ue) {
 				t.Fatalf("%v: error %v, want a usage error (exit 2)", c.args, err)
@@ -159,7 +137,7 @@ func TestReportWithoutPublishedCopy(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte("usage:\n  start: 2026-01-01\nstore:\n  path: tally.duckdb\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, err := execReportCLI(t, "report", "--config", cfg, "--month", "2026-10")
+	_, err := execCLI(t, "", "report", "--config", cfg, "--month", "2026-10")
 	if err == nil || !strings.Contains(err.Error(), "tally fetch") {
 		t.Fatalf("report with no data: %v, want an error saying tally fetch creates it", err)
 	}

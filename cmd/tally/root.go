@@ -66,9 +66,17 @@ type globalFlags struct {
 
 // run executes the command line. An error raised before any command starts
 // (unknown command or flag, wrong arguments) is bad usage: exit 2.
-func run(ctx context.Context) error {
+func run(ctx context.Context) error { return execute(ctx, nil) }
+
+// execute builds the command tree, lets setup (if any) point it at other
+// arguments and streams, as tests do, and runs it. An error before any
+// command started is a usage error (exit 2).
+func execute(ctx context.Context, setup func(*cobra.Command)) error {
 	started := false
 	root := newRootCmd(&started)
+	if setup != nil {
+		setup(root)
+	}
 	err := root.ExecuteContext(ctx)
 	if err != nil && !started {
 		var ue usageError

@@ -346,7 +346,7 @@ func TestScheduleProcesses(t *testing.T) {
 		}
 
 		// tally status shows the skip already, from the journal.
-		out, err := execQueryCLI(t, "", "status", "--config", short)
+		out, err := execCLI(t, "", "status", "--config", short)
 		if err != nil || !regexpMatch(`(?m)^nightly\s+CRON_TZ=UTC 30 2 \* \* \*\s+fetch\s+\S+\s+skipped\*\s+`, out) ||
 			!strings.Contains(out, "* noted in "+schedules.JournalPath(db)) {
 			t.Fatalf("status while the holder runs: %v\n%s", err, out)
@@ -448,7 +448,7 @@ func TestScheduleProcesses(t *testing.T) {
 // config does not have.
 func TestStatusJobsAndRunJobFlag(t *testing.T) {
 	cfg, _ := queryFixture(t, true) // one ok run of job nightly; the default schedule
-	out, err := execQueryCLI(t, "", "status", "--config", cfg)
+	out, err := execCLI(t, "", "status", "--config", cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -460,7 +460,7 @@ func TestStatusJobsAndRunJobFlag(t *testing.T) {
 		!regexpMatch(`(?m)^nightly\s+CRON_TZ=UTC 30 2 \* \* \*\s+fetch,report\s+[0-9a-f-]{36}\s+ok\s+\S+Z\s+\S+Z\s+`+next.Format(time.RFC3339)+`\s+-$`, out) {
 		t.Fatalf("status:\n%s", out)
 	}
-	out, err = execQueryCLI(t, "", "status", "--config", cfg, "--format", "json")
+	out, err = execCLI(t, "", "status", "--config", cfg, "--format", "json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -473,7 +473,7 @@ func TestStatusJobsAndRunJobFlag(t *testing.T) {
 	}
 
 	t.Setenv("TALLY_API_TOKEN", schedToken)
-	if _, err := execQueryCLI(t, "", "run", "--config", cfg, "--job", "weekly"); !isUsageError(err) || !strings.Contains(err.Error(), `--job "weekly" is not a job of schedule.jobs; the jobs are: nightly`) {
+	if _, err := execCLI(t, "", "run", "--config", cfg, "--job", "weekly"); !isUsageError(err) || !strings.Contains(err.Error(), `--job "weekly" is not a job of schedule.jobs; the jobs are: nightly`) {
 		t.Fatalf("run --job weekly: %v", err)
 	}
 }

@@ -13,7 +13,7 @@ import (
 func TestStatusCommand(t *testing.T) {
 	cfg, db := queryFixture(t, false)
 
-	out, err := execQueryCLI(t, "", "status", "--config", cfg)
+	out, err := execCLI(t, "", "status", "--config", cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +35,7 @@ func TestStatusCommand(t *testing.T) {
 	}
 	defer lock.Release()
 
-	out, err = execQueryCLI(t, "", "status", "--config", cfg)
+	out, err = execCLI(t, "", "status", "--config", cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +51,7 @@ func TestStatusCommand(t *testing.T) {
 		}
 	}
 
-	out, err = execQueryCLI(t, "", "status", "--config", cfg, "--format", "json")
+	out, err = execCLI(t, "", "status", "--config", cfg, "--format", "json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +74,7 @@ func TestStatusCommand(t *testing.T) {
 	}
 
 	for _, args := range [][]string{{"status"}, {"status", "--config", cfg, "--format", "csv"}} {
-		if _, err := execQueryCLI(t, "", args...); !isUsageError(err) {
+		if _, err := execCLI(t, "", args...); !isUsageError(err) {
 			t.Errorf("%v: %v, want a usage error", args, err)
 		}
 	}
