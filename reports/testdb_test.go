@@ -23,6 +23,10 @@ func OpenTestDB(t testing.TB, name string) *sql.DB {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
+	// As store's connections are: the queries' month bounds are UTC.
+	if _, err := db.Exec("SET GLOBAL TimeZone = 'UTC'"); err != nil {
+		t.Fatal(err)
+	}
 	names, err := fs.Glob(tallysql.Schema, "schema/*.sql")
 	if err != nil {
 		t.Fatal(err)

@@ -165,7 +165,7 @@ func OpenQuery(ctx context.Context, path string) (*Store, error) {
 	if _, err := checkPath(path, true); err != nil {
 		return nil, err
 	}
-	db, err := connect(ctx, path, "READ_ONLY", "enable_external_access=false", "lock_configuration=true")
+	db, err := connect(ctx, path, "READ_ONLY", "enable_external_access=false", lockConfiguration)
 	if err != nil {
 		return nil, err
 	}
@@ -254,11 +254,26 @@ func restrictUmask() {
 	})
 }
 
+// lockConfiguration, as a setting of connect, locks DuckDB's configuration
+// once connect has set the time zone.
+const lockConfiguration = "lock_configuration=true"
+
 // connect opens path in access mode (READ_WRITE or READ_ONLY), with
-// further DuckDB settings given as name=value.
+// further DuckDB settings given as name=value, and the time zone UTC.
+//
+// Every time in the database is UTC, in TIMESTAMP columns. DuckDB reads a
+// Go time.Time parameter as TIMESTAMP WITH TIME ZONE, and compares or casts
+// the two in the session's time zone, which defaults to the machine's: on
+// a machine not on UTC, a month's bounds in a query would move by the
+// machine's offset and rows would land in the wrong month.
 func connect(ctx context.Context, path, mode string, settings ...string) (*sql.DB, error) {
 	dsn := path + "?access_mode=" + mode
+	lock := false
 	for _, s := range settings {
+		if s == lockConfiguration {
+			lock = true // set once the time zone is
+			continue
+		}
 		dsn += "&" + s
 	}
 	db, err := sql.Open("duckdb", dsn)
@@ -268,6 +283,16 @@ func connect(ctx context.Context, path, mode string, settings ...string) (*sql.D
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	setup := []string{"SET GLOBAL TimeZone = 'UTC'"}
+	if lock {
+		setup = append(setup, "SET GLOBAL lock_configuration = true")
+	}
+	for _, q := range setup {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("open store %s: %s: %w", path, q, err)
+		}
 	}
 	return db, nil
 }
