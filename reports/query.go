@@ -12,8 +12,8 @@ import (
 )
 
 // shared is what the sheet queries read besides tables, defined in front
-// of each (tallysql.With): the views usage_rows and rate_card_matches, and
-// month_usage, the report month's rows. Inlined, they are this Tally's
+// of each (tallysql.With): the views usage_rows, rate_card_matches and
+// payment_methods_by_month, and month_usage, the report month's rows. Inlined, they are this Tally's
 // definitions even when the workbook is built from an analysts' copy an
 // older Tally published.
 var shared = sync.OnceValues(func() ([]tallysql.CTE, error) {
@@ -21,15 +21,19 @@ var shared = sync.OnceValues(func() ([]tallysql.CTE, error) {
 	if err != nil {
 		return nil, err
 	}
-	matches, err := tallysql.View("rate_card_matches")
-	if err != nil {
-		return nil, err
-	}
 	month, err := fs.ReadFile(tallysql.Reports, "reports/month_usage.sql")
 	if err != nil {
 		return nil, err
 	}
-	return []tallysql.CTE{rows, {Name: "month_usage", Query: string(month)}, matches}, nil
+	ctes := []tallysql.CTE{rows, {Name: "month_usage", Query: string(month)}}
+	for _, v := range []string{"rate_card_matches", "payment_methods_by_month"} {
+		c, err := tallysql.View(v)
+		if err != nil {
+			return nil, err
+		}
+		ctes = append(ctes, c)
+	}
+	return ctes, nil
 })
 
 // query runs sql/reports/<name>.sql with the period's parameters, and

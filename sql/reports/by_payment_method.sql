@@ -4,9 +4,7 @@
 -- spec field whose name ends in Id or Code, whatever the variant is called),
 -- validity dates and the projects it bills.
 --
--- "As it stood that month" is the payment method's latest snapshot taken
--- before the first of the next month, else (snapshots began later) its
--- earliest one. Usage with no payment method is one row with NULL details.
+-- "As it stood that month" is payment_methods_by_month's. Usage with no payment method is one row with NULL details.
 --
 -- Parameters: $basis, $granularity, $month_start, $month_end (exclusive).
 WITH billed AS (
@@ -19,19 +17,10 @@ WITH billed AS (
     FROM month_usage
     GROUP BY nullif(payment_method, ''), currency
 ),
-in_force AS (
-    SELECT id,
-           coalesce(max(snapshot_at) FILTER (WHERE snapshot_at < $month_end), min(snapshot_at)) AS snapshot_at
-    FROM payment_method_snapshots
-    GROUP BY id
-),
 pm AS (
-    SELECT s.*
-    FROM payment_method_snapshots s
-    JOIN in_force f ON f.id = s.id AND f.snapshot_at = s.snapshot_at
-    -- one row per method even if a snapshot holds it twice: money must
-    -- never be counted twice by a join.
-    QUALIFY row_number() OVER (PARTITION BY s.id ORDER BY CAST(s.raw AS VARCHAR), CAST(s.spec AS VARCHAR)) = 1
+    SELECT *
+    FROM payment_methods_by_month
+    WHERE month = CAST($month_start AS DATE)
 )
 SELECT b.payment_method,
        coalesce(nullif(pm.display_name, ''), b.usage_name) AS name,

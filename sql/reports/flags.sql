@@ -12,8 +12,8 @@
 --   not_charged       rows with no date_processed in a closed month, per
 --                     project and currency: charges that may still arrive.
 --
--- Validity is read from the payment method snapshot in force for the month
--- (latest before the first of the next month, else the earliest). Rate card
+-- Validity is read from the payment method as it stood that month
+-- (payment_methods_by_month). Rate card
 -- variances are flagged on the Rate card check and come from
 -- rate_card_check.sql.
 --
@@ -26,17 +26,10 @@ WITH m AS NOT MATERIALIZED (
     SELECT *, CAST(date AS DATE) AS day
     FROM month_usage
 ),
-in_force AS (
-    SELECT id,
-           coalesce(max(snapshot_at) FILTER (WHERE snapshot_at < $month_end), min(snapshot_at)) AS snapshot_at
-    FROM payment_method_snapshots
-    GROUP BY id
-),
 pm AS (
-    SELECT s.id, s.display_name, s.start_date, s.end_date
-    FROM payment_method_snapshots s
-    JOIN in_force f ON f.id = s.id AND f.snapshot_at = s.snapshot_at
-    QUALIFY row_number() OVER (PARTITION BY s.id ORDER BY CAST(s.raw AS VARCHAR), CAST(s.spec AS VARCHAR)) = 1
+    SELECT id, display_name, start_date, end_date
+    FROM payment_methods_by_month
+    WHERE month = CAST($month_start AS DATE)
 ),
 flagged AS (
     SELECT 1 AS kind_order,

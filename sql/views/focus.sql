@@ -49,22 +49,9 @@ priced AS (
     FROM rate_card_matches
     WHERE price IS NOT NULL
 ),
-pm_in_force AS (
-    SELECT m.charge_month,
-           s.id,
-           coalesce(max(s.snapshot_at) FILTER (WHERE s.snapshot_at < m.charge_month + INTERVAL 1 MONTH),
-                    min(s.snapshot_at)) AS snapshot_at
-    FROM months m
-    CROSS JOIN (SELECT DISTINCT id, snapshot_at FROM payment_method_snapshots) s
-    GROUP BY m.charge_month, s.id
-),
 pm AS (
-    SELECT f.charge_month, s.id, s.display_name, s.type
-    FROM pm_in_force f
-    JOIN payment_method_snapshots s ON s.id = f.id AND s.snapshot_at = f.snapshot_at
-    -- one row per method and month even if a snapshot holds it twice: a
-    -- join must never count money twice.
-    QUALIFY row_number() OVER (PARTITION BY f.charge_month, s.id ORDER BY CAST(s.raw AS VARCHAR), CAST(s.spec AS VARCHAR)) = 1
+    SELECT CAST(month AS TIMESTAMP) AS charge_month, id, display_name, type
+    FROM payment_methods_by_month
 ),
 project_in_force AS (
     SELECT m.charge_month,

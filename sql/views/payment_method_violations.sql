@@ -4,9 +4,8 @@
 -- ('before start' or 'on or after end') and currency, with the rows, the
 -- cost, the first and last day concerned and the validity as it stood.
 --
--- Validity is read from the payment method's snapshot in force for the
--- month (the latest taken before the first of the next month, else the
--- earliest). The usage day is compared (the day of date). Rows are those
+-- Validity is read from the payment method as it stood that month
+-- (payment_methods_by_month). The usage day is compared (the day of date). Rows are those
 -- of the finest granularity loaded for each basis.
 CREATE OR REPLACE VIEW payment_method_violations AS
 WITH u AS (
@@ -16,23 +15,9 @@ WITH u AS (
     FROM usage_finest u
     WHERE u.payment_method IS NOT NULL
 ),
-months AS (
-    SELECT DISTINCT month_start FROM u
-),
-in_force AS (
-    SELECT m.month_start,
-           s.id,
-           coalesce(max(s.snapshot_at) FILTER (WHERE s.snapshot_at < m.month_start + INTERVAL 1 MONTH),
-                    min(s.snapshot_at)) AS snapshot_at
-    FROM months m
-    CROSS JOIN (SELECT DISTINCT id, snapshot_at FROM payment_method_snapshots) s
-    GROUP BY m.month_start, s.id
-),
 pm AS (
-    SELECT f.month_start, s.id, s.display_name, s.type, s.start_date, s.end_date, s.is_active
-    FROM in_force f
-    JOIN payment_method_snapshots s ON s.id = f.id AND s.snapshot_at = f.snapshot_at
-    QUALIFY row_number() OVER (PARTITION BY f.month_start, s.id ORDER BY CAST(s.raw AS VARCHAR), CAST(s.spec AS VARCHAR)) = 1
+    SELECT CAST(month AS TIMESTAMP) AS month_start, id, display_name, type, start_date, end_date, is_active
+    FROM payment_methods_by_month
 )
 SELECT u.basis,
        CAST(u.month_start AS DATE) AS month,
