@@ -12,8 +12,9 @@ import (
 )
 
 // shared is what the sheet queries read besides tables, defined in front
-// of each (tallysql.With): the views usage_rows, rate_card_matches and
-// payment_methods_by_month, and month_usage, the report month's rows. Inlined, they are this Tally's
+// of each (tallysql.With): the views usage_rows, snapshots_in_force,
+// rate_card_matches and payment_methods_by_month, and month_usage, the
+// report month's rows. Inlined, they are this Tally's
 // definitions even when the workbook is built from an analysts' copy an
 // older Tally published.
 var shared = sync.OnceValues(func() ([]tallysql.CTE, error) {
@@ -26,7 +27,7 @@ var shared = sync.OnceValues(func() ([]tallysql.CTE, error) {
 		return nil, err
 	}
 	ctes := []tallysql.CTE{rows, {Name: "month_usage", Query: string(month)}}
-	for _, v := range []string{"rate_card_matches", "payment_methods_by_month"} {
+	for _, v := range []string{"snapshots_in_force", "rate_card_matches", "payment_methods_by_month"} {
 		c, err := tallysql.View(v)
 		if err != nil {
 			return nil, err

@@ -633,7 +633,7 @@ func TestFOCUSQueryRunsOnAnOlderCopy(t *testing.T) {
 	}
 	fingerprint := `SELECT count(*), sum(hash(f)), count(ListUnitPrice) FROM (%s) f`
 	want := rowsText(t, s, fmt.Sprintf(fingerprint, "SELECT * FROM focus"))
-	for _, v := range []string{"focus", "rate_card_matches", "payment_methods_by_month", "usage_rows"} {
+	for _, v := range []string{"focus", "rate_card_matches", "payment_methods_by_month", "snapshots_in_force", "usage_rows"} {
 		if _, err := s.db.ExecContext(ctx, "DROP VIEW "+v); err != nil {
 			t.Fatal(err)
 		}

@@ -5,9 +5,7 @@
 --
 -- A payment method is the billing account, a project the sub-account, an
 -- entitlement the commitment discount. Reference data is the snapshot in
--- force for the charge period's month: per payment method (per project),
--- the latest snapshot taken before the first of the next month, else the
--- earliest one. A meter is priced as rate_card_matches matches it to its
+-- force for the charge period's month (snapshots_in_force). A meter is priced as rate_card_matches matches it to its
 -- payment method's rate card in force; when the match is several prices,
 -- or a price in another currency, the row has no list price rather than a
 -- guessed one.
@@ -31,9 +29,6 @@ WITH u AS (
            coalesce(payment_method, '') AS pm_key
     FROM usage_rows
 ),
-months AS (
-    SELECT DISTINCT charge_month FROM u
-),
 priced AS (
     SELECT CAST(month AS TIMESTAMP) AS charge_month,
            payment_method_id AS pm_key,
@@ -53,20 +48,12 @@ pm AS (
     SELECT CAST(month AS TIMESTAMP) AS charge_month, id, display_name, type
     FROM payment_methods_by_month
 ),
-project_in_force AS (
-    SELECT m.charge_month,
-           s.name,
-           coalesce(max(s.snapshot_at) FILTER (WHERE s.snapshot_at < m.charge_month + INTERVAL 1 MONTH),
-                    min(s.snapshot_at)) AS snapshot_at
-    FROM months m
-    CROSS JOIN (SELECT DISTINCT name, snapshot_at FROM project_snapshots) s
-    GROUP BY m.charge_month, s.name
-),
 project AS (
-    SELECT f.charge_month, s.name, s.display_name
-    FROM project_in_force f
-    JOIN project_snapshots s ON s.name = f.name AND s.snapshot_at = f.snapshot_at
-    QUALIFY row_number() OVER (PARTITION BY f.charge_month, s.name ORDER BY CAST(s.raw AS VARCHAR)) = 1
+    SELECT CAST(f.month AS TIMESTAMP) AS charge_month, s.name, s.display_name
+    FROM snapshots_in_force f
+    JOIN project_snapshots s ON s.name = f.key AND s.snapshot_at = f.snapshot_at
+    WHERE f.kind = 'project'
+    QUALIFY row_number() OVER (PARTITION BY f.month, s.name ORDER BY CAST(s.raw AS VARCHAR)) = 1
 ),
 r AS (
     SELECT u.*,

@@ -8,14 +8,13 @@
 -- and the workbook's rate card check (sql/reports/rate_card_check.sql) all
 -- read it.
 --
--- The card in force for a month is the payment method's rate card snapshot
--- taken last before the first of the next month, else its earliest one;
--- only base prices (location_group NULL) are compared. A meter matches a
--- price by, in this order: meter_sku = sku; the meter name in parentheses
--- in the price name (advanced_sd(video_encoding_ondemand) for
--- video_encoding_ondemand); name = meter_name. The first rule that matches
--- anything wins; when it matches prices that differ, or prices in
--- different currencies, price is NULL rather than one picked.
+-- The card in force for a month is snapshots_in_force's; only base prices
+-- (location_group NULL) are compared. A meter matches a price by, in this
+-- order: meter_sku = sku; the meter name in parentheses in the price name
+-- (advanced_sd(video_encoding_ondemand) for video_encoding_ondemand);
+-- name = meter_name. The first rule that matches anything wins; when it
+-- matches prices that differ, or prices in different currencies, price is
+-- NULL rather than one picked.
 --
 -- A month is a month of date or of date_processed, so that both bases
 -- (when used, when charged) find their month here.
@@ -28,15 +27,6 @@ WITH meters AS (
     FROM (SELECT unnest([date, date_processed]) AS d, payment_method, meter_name, meter_sku FROM usage)
     WHERE d IS NOT NULL AND nullif(payment_method, '') IS NOT NULL
 ),
-card_in_force AS (
-    SELECT m.month,
-           s.payment_method_id,
-           coalesce(max(s.snapshot_at) FILTER (WHERE s.snapshot_at < m.month + INTERVAL 1 MONTH),
-                    min(s.snapshot_at)) AS snapshot_at
-    FROM (SELECT DISTINCT month FROM meters) m
-    CROSS JOIN (SELECT DISTINCT payment_method_id, snapshot_at FROM rate_card_price_snapshots) s
-    GROUP BY m.month, s.payment_method_id
-),
 candidates AS (
     SELECT m.month, m.payment_method, m.meter_name, m.sku_key,
            p.snapshot_at, p.price, p.currency, p.name, p.display_name, nullif(p.unit, '') AS unit,
@@ -46,8 +36,8 @@ candidates AS (
                WHEN p.name = m.meter_name THEN 3
            END AS rule
     FROM meters m
-    JOIN card_in_force c ON c.month = m.month AND c.payment_method_id = m.payment_method
-    JOIN rate_card_price_snapshots p ON p.payment_method_id = c.payment_method_id AND p.snapshot_at = c.snapshot_at
+    JOIN snapshots_in_force c ON c.kind = 'rate_card' AND c.month = m.month AND c.key = m.payment_method
+    JOIN rate_card_price_snapshots p ON p.payment_method_id = c.key AND p.snapshot_at = c.snapshot_at
     WHERE p.location_group IS NULL
 ),
 best AS (

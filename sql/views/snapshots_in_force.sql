@@ -1,0 +1,31 @@
+-- snapshots_in_force: which snapshot of each payment method, rate card and
+-- project was in force in each calendar month (UTC) the usage covers, by
+-- date or by date_processed: one row per month, kind ('payment_method',
+-- 'rate_card', 'project'), key (the payment method id, the rate card's
+-- payment method id, the project name) and snapshot_at.
+--
+-- The snapshot in force for a month is the latest taken before the first
+-- of the next month, else (snapshots began later) the earliest one. This
+-- is the one place that rule lives: payment_methods_by_month,
+-- rate_card_matches and focus read it.
+CREATE OR REPLACE VIEW snapshots_in_force AS
+WITH months AS (
+    SELECT DISTINCT CAST(date_trunc('month', d) AS DATE) AS month
+    FROM (SELECT unnest([date, date_processed]) AS d FROM usage)
+    WHERE d IS NOT NULL
+),
+snapshots AS (
+    SELECT DISTINCT 'payment_method' AS kind, id AS key, snapshot_at FROM payment_method_snapshots
+    UNION ALL
+    SELECT DISTINCT 'rate_card', payment_method_id, snapshot_at FROM rate_card_price_snapshots
+    UNION ALL
+    SELECT DISTINCT 'project', name, snapshot_at FROM project_snapshots
+)
+SELECT m.month,
+       s.kind,
+       s.key,
+       coalesce(max(s.snapshot_at) FILTER (WHERE s.snapshot_at < m.month + INTERVAL 1 MONTH),
+                min(s.snapshot_at)) AS snapshot_at
+FROM months m
+CROSS JOIN snapshots s
+GROUP BY m.month, s.kind, s.key;
