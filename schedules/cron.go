@@ -157,7 +157,7 @@ wait:
 	}
 
 	grace := s.r.Config.Schedule.Grace
-	log.Info().Str("grace", grace.String()).Msg("stopping: no job starts from now; a running job has the grace period to finish, then is cancelled and rolls back")
+	log.Info().Str("grace", grace.String()).Msg("stopping: no job starts from now; a running job has the grace period to finish, then is cancelled and rolls back; a second signal stops at once")
 	stopped := c.Stop()
 	// Cancelling a job's context makes it stop promptly; the margin is for
 	// recording its outcome.

@@ -251,10 +251,7 @@ func writeBadConfig(t *testing.T, dir, name, yaml string) string {
 // user otherwise.
 func TestBadInputPermissions(t *testing.T) {
 	b := newBadSetup(t)
-	bin := filepath.Join(t.TempDir(), "tally")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := schedBinary(t)
 	asRoot := os.Geteuid() == 0
 	// The other user must reach the binary, the configs and the folders
 	// (the umask is narrow since the setup opened a store).

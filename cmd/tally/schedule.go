@@ -26,6 +26,7 @@ time comes skips that time; a job finding another process's run holding the
 database waits up to schedule.lock_wait and then records a skipped run naming
 the holder. On SIGTERM or SIGINT no job starts; a running one may finish
 within schedule.grace, then is cancelled and rolls back; the exit is 0.
+A second signal stops at once; what was in flight rolls back.
 
 --health-addr serves /healthz (200 while every job's latest run succeeded
 within its expected interval, 503 otherwise, JSON details either way) and

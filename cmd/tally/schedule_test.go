@@ -441,6 +441,65 @@ func TestScheduleProcesses(t *testing.T) {
 			t.Errorf("no stop logged:\n%s", p.stderr.String())
 		}
 	})
+
+	t.Run("second sigterm stops at once", func(t *testing.T) { secondSignalStopsAtOnce(t, bin, start) })
+}
+
+// A second SIGTERM ends tally schedule at once, without waiting out the
+// grace: the stalled window rolls back, every window stays whole, and the
+// next run records the interrupted one as failed.
+func secondSignalStopsAtOnce(t *testing.T, bin string, start time.Time) {
+	dir := t.TempDir()
+	s := newSchedSim(t, start)
+	cfg := schedConfig(t, dir, "tally.yaml", s.srv.URL, start,
+		"schedule:\n  grace: 10m\n  jobs:\n    - {name: often, cron: '@every 1s', run: [fetch]}\n")
+	db := filepath.Join(dir, "tally.duckdb")
+	seed := schedStartProc(t, bin, "fetch", "--config", cfg)
+	if code := seed.wait(t, 60*time.Second); code != exitOK {
+		t.Fatalf("first fetch: exit %d\n%s", code, seed.stderr.String())
+	}
+	before, _ := schedLedger(t, db)
+
+	s.setStall(true, true)
+	p := schedStartProc(t, bin, "schedule", "--config", cfg)
+	s.next(t)
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(p.stderr.String(), "a second signal stops at once") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the first SIGTERM was not taken:\n%s", p.stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	signalled := time.Now()
+	code := p.wait(t, 60*time.Second)
+	if took := time.Since(signalled); code == exitOK || took > 10*time.Second {
+		t.Fatalf("exit %d %s after the second SIGTERM, want an immediate stop, not the 10m grace\n%s", code, took, p.stderr.String())
+	}
+
+	after, outside := schedLedger(t, db)
+	if len(after) != len(before) || outside != 0 {
+		t.Fatalf("%d windows after, %d before; %d rows outside", len(after), len(before), outside)
+	}
+	for start, w := range after {
+		if w.usageRows != w.rows || w != before[start] {
+			t.Errorf("window %s changed or is not whole: %+v, was %+v", start, w, before[start])
+		}
+	}
+	s.setStall(false, false)
+	again := schedStartProc(t, bin, "fetch", "--config", cfg)
+	if code := again.wait(t, 60*time.Second); code != exitOK {
+		t.Fatalf("fetch after the stop: exit %d\n%s", code, again.stderr.String())
+	}
+	runs := schedRunsOf(t, db)
+	if len(runs) != 3 || runs[1].Job != "often" || runs[1].Status != store.RunFailed || runs[2].Status != store.RunOK {
+		t.Fatalf("runs %+v", runs)
+	}
 }
 
 // tally status lists each configured job with its latest run from the
