@@ -420,7 +420,10 @@ func (s *Store) createViews(ctx context.Context, fsys fs.FS) error {
 	})
 }
 
-var sqlCommentRE = regexp.MustCompile(`--[^\n]*`)
+var (
+	sqlCommentRE = regexp.MustCompile(`--[^\n]*`)
+	sqlWordRE    = regexp.MustCompile(`\w+`)
+)
 
 // viewOrder orders views so each comes after the views its SQL (comments
 // aside) names, and otherwise by name.
@@ -432,9 +435,12 @@ func viewOrder(texts map[string]string) ([]string, error) {
 	sort.Strings(names)
 	deps := map[string][]string{}
 	for _, v := range names {
-		code := sqlCommentRE.ReplaceAllString(texts[v], "")
+		words := map[string]bool{}
+		for _, w := range sqlWordRE.FindAllString(sqlCommentRE.ReplaceAllString(texts[v], ""), -1) {
+			words[w] = true
+		}
 		for _, w := range names {
-			if w != v && regexp.MustCompile(`\b`+regexp.QuoteMeta(w)+`\b`).MatchString(code) {
+			if w != v && words[w] {
 				deps[v] = append(deps[v], w)
 			}
 		}
