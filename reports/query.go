@@ -5,37 +5,10 @@ import (
 	"fmt"
 	"io/fs"
 	"math/big"
-	"sync"
 
 	"github.com/tally-dev/tally/fetch"
 	tallysql "github.com/tally-dev/tally/sql"
 )
-
-// shared is what the sheet queries read besides tables, defined in front
-// of each (tallysql.With): the views usage_rows, snapshots_in_force,
-// rate_card_matches and payment_methods_by_month, and month_usage, the
-// report month's rows. Inlined, they are this Tally's
-// definitions even when the workbook is built from an analysts' copy an
-// older Tally published.
-var shared = sync.OnceValues(func() ([]tallysql.CTE, error) {
-	rows, err := tallysql.View("usage_rows")
-	if err != nil {
-		return nil, err
-	}
-	month, err := fs.ReadFile(tallysql.Reports, "reports/month_usage.sql")
-	if err != nil {
-		return nil, err
-	}
-	ctes := []tallysql.CTE{rows, {Name: "month_usage", Query: string(month)}}
-	for _, v := range []string{"snapshots_in_force", "rate_card_matches", "payment_methods_by_month"} {
-		c, err := tallysql.View(v)
-		if err != nil {
-			return nil, err
-		}
-		ctes = append(ctes, c)
-	}
-	return ctes, nil
-})
 
 // query runs sql/reports/<name>.sql with the period's parameters, and
 // extra ones a query of its own needs. Every query gets the same named
@@ -45,11 +18,18 @@ func (b *builder) query(name string, extra ...any) (*sql.Rows, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read query %s: %w", name, err)
 	}
-	ctes, err := shared()
+	month, err := fs.ReadFile(tallysql.Reports, "reports/month_usage.sql")
 	if err != nil {
 		return nil, fmt.Errorf("read query %s: %w", name, err)
 	}
-	q := tallysql.With(string(text), ctes...)
+	// Besides tables, the sheet queries read month_usage, the report
+	// month's rows, and views. Both are put in front of the query, so the
+	// workbook uses this Tally's definitions even when built from an
+	// analysts' copy an older Tally published (tallysql.Inline).
+	q, err := tallysql.Inline(tallysql.With(string(text), tallysql.CTE{Name: "month_usage", Query: string(month)}))
+	if err != nil {
+		return nil, fmt.Errorf("read query %s: %w", name, err)
+	}
 	args := append([]any{
 		sql.Named("basis", string(b.p.Basis)),
 		sql.Named("granularity", string(b.p.Granularity)),

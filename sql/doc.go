@@ -1,8 +1,9 @@
 // Package sql owns Tally's SQL text, embedded in the binary: schema
 // migrations (schema/, numbered, applied in order), analyst views (views/),
 // one query per workbook sheet (reports/) and named analyst queries
-// (queries/). Beyond giving the files out, it only inlines a view's
-// definition into a query that needs it (Inline).
+// (queries/). Beyond giving the files out, it only orders the views by
+// what they read (ViewOrder) and inlines the views a query reads into it
+// (Inline).
 package sql
 
 import "embed"

@@ -3,13 +3,18 @@ package sql
 import (
 	"fmt"
 	"io/fs"
+	"path"
 	"regexp"
+	"sort"
 	"strings"
+	"sync"
 )
 
 var (
 	createViewRE  = regexp.MustCompile(`(?is)^\s*(?:--[^\n]*\n\s*)*CREATE\s+OR\s+REPLACE\s+VIEW\s+(\w+)\s+AS\s+`)
 	leadingWithRE = regexp.MustCompile(`(?is)^\s*(?:--[^\n]*\n\s*)*WITH\s+`)
+	commentRE     = regexp.MustCompile(`--[^\n]*`)
+	wordRE        = regexp.MustCompile(`\w+`)
 )
 
 // CTE is a named query that another query reads as a common table
@@ -53,19 +58,106 @@ func With(query string, ctes ...CTE) string {
 	return head + "\n" + query
 }
 
-// Inline returns query with the named views (see View) defined in front
-// of it (see With). The workbook and the export run their queries on the
+// Inline returns query with the views of views/ that it reads, directly or
+// through other views, defined in front of it (see With), each after the
+// views it reads. The workbook and the export run their queries on the
 // analysts' published copy, which an older Tally may have written without
 // these views or with other definitions; inlined, this Tally's definition
 // is the one that counts.
-func Inline(query string, views ...string) (string, error) {
-	ctes := make([]CTE, len(views))
-	for i, v := range views {
-		c, err := View(v)
-		if err != nil {
+func Inline(query string) (string, error) {
+	texts, err := embeddedViews()
+	if err != nil {
+		return "", err
+	}
+	names, err := order(texts, reads(query, texts))
+	if err != nil {
+		return "", err
+	}
+	ctes := make([]CTE, len(names))
+	for i, v := range names {
+		if ctes[i], err = View(v); err != nil {
 			return "", err
 		}
-		ctes[i] = c
 	}
 	return With(query, ctes...), nil
+}
+
+var embeddedViews = sync.OnceValues(func() (map[string]string, error) {
+	files, err := fs.Glob(Views, "views/*.sql")
+	if err != nil {
+		return nil, err
+	}
+	texts := make(map[string]string, len(files))
+	for _, f := range files {
+		b, err := fs.ReadFile(Views, f)
+		if err != nil {
+			return nil, err
+		}
+		texts[strings.TrimSuffix(path.Base(f), ".sql")] = string(b)
+	}
+	return texts, nil
+})
+
+// ViewOrder orders the views of texts (name → its CREATE VIEW statement)
+// so that each comes after the views its SQL, comments aside, names, and
+// otherwise by name: the order to create them in, as DuckDB binds a view
+// when it is created.
+func ViewOrder(texts map[string]string) ([]string, error) {
+	all := make([]string, 0, len(texts))
+	for v := range texts {
+		all = append(all, v)
+	}
+	sort.Strings(all)
+	return order(texts, all)
+}
+
+// reads lists, by name, the views of texts that the SQL text names,
+// comments aside.
+func reads(text string, texts map[string]string) []string {
+	words := map[string]bool{}
+	for _, w := range wordRE.FindAllString(commentRE.ReplaceAllString(text, ""), -1) {
+		words[w] = true
+	}
+	var out []string
+	for v := range texts {
+		if words[v] {
+			out = append(out, v)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// order returns roots and the views of texts they read, each after those
+// it reads, otherwise in the order of roots. A cycle is an error naming it.
+func order(texts map[string]string, roots []string) ([]string, error) {
+	var out []string
+	state := map[string]int{} // 1: being placed, 2: placed
+	var place func(v string, path []string) error
+	place = func(v string, path []string) error {
+		switch state[v] {
+		case 2:
+			return nil
+		case 1:
+			return fmt.Errorf("views read each other in a cycle: %s", strings.Join(append(path, v), " → "))
+		}
+		state[v] = 1
+		for _, w := range reads(texts[v], texts) {
+			if w == v {
+				continue // its own name, in CREATE … VIEW v
+			}
+			if err := place(w, append(path, v)); err != nil {
+				return err
+			}
+		}
+		state[v] = 2
+		out = append(out, v)
+		return nil
+	}
+	for _, v := range roots {
+		if err := place(v, nil); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }

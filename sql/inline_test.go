@@ -3,6 +3,8 @@ package sql
 import (
 	"io/fs"
 	"path"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -47,11 +49,51 @@ func TestWith(t *testing.T) {
 	if got := With("SELECT 1"); got != "SELECT 1" {
 		t.Errorf("With no CTE = %q", got)
 	}
-	if _, err := Inline("SELECT 1", "nope"); err == nil {
-		t.Error("Inline of an unknown view did not fail")
+	if got, err := Inline("SELECT 1 -- not usage_rows"); err != nil || got != "SELECT 1 -- not usage_rows" {
+		t.Errorf("Inline of a query that reads no view = %q, %v", got, err)
 	}
-	got, err := Inline("SELECT * FROM usage_rows", "usage_rows")
-	if err != nil || !strings.HasPrefix(got, "WITH usage_rows AS NOT MATERIALIZED (\nSELECT *,") {
-		t.Errorf("Inline = %.60q, %v", got, err)
+}
+
+// Inline defines the views a query reads, and those they read, each after
+// the views it reads; names in comments do not count.
+func TestInline(t *testing.T) {
+	q := "-- reads payment_methods only here\nSELECT * FROM rate_card_variance JOIN usage_rows USING (basis)"
+	got, err := Inline(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, m := range regexp.MustCompile(`(?m)^(?:WITH |,)?(\w+) AS NOT MATERIALIZED \(`).FindAllStringSubmatch(got, -1) {
+		names = append(names, m[1])
+	}
+	if want := []string{"snapshots_in_force", "rate_card_matches", "usage_rows", "usage_finest", "rate_card_variance"}; !slices.Equal(names, want) {
+		t.Errorf("Inline defines %v, want %v", names, want)
+	}
+	if !strings.HasSuffix(got, "\n"+q) {
+		t.Errorf("Inline does not end with the query:\n%s", got)
+	}
+}
+
+// A view comes after the views it reads; names in comments do not count;
+// otherwise the order is by name; a cycle is an error naming it.
+func TestViewOrder(t *testing.T) {
+	got, err := ViewOrder(map[string]string{
+		"a_report": "-- reads b_base and zz_last only in this comment\nCREATE VIEW a_report AS SELECT * FROM m_middle",
+		"b_base":   "CREATE VIEW b_base AS SELECT 1 AS x",
+		"m_middle": "CREATE VIEW m_middle AS SELECT * FROM b_base JOIN b_base_other USING (x)",
+		"zz_last":  "CREATE VIEW zz_last AS SELECT 2 -- a_report",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"b_base", "m_middle", "a_report", "zz_last"}; !slices.Equal(got, want) {
+		t.Errorf("order %v, want %v", got, want)
+	}
+	_, err = ViewOrder(map[string]string{
+		"x": "CREATE VIEW x AS SELECT * FROM y",
+		"y": "CREATE VIEW y AS SELECT * FROM x",
+	})
+	if err == nil || !strings.Contains(err.Error(), "x → y → x") {
+		t.Errorf("a cycle: %v", err)
 	}
 }

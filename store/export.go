@@ -290,7 +290,7 @@ func FOCUSQuery() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return tallysql.Inline(focus.Query, "usage_rows", "snapshots_in_force", "rate_card_matches", "payment_methods_by_month")
+	return tallysql.Inline(focus.Query)
 }
 
 // fingerprint is what a dataset's month holds, as the manifest records it.

@@ -14,7 +14,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -165,9 +164,15 @@ func OpenQuery(ctx context.Context, path string) (*Store, error) {
 	if _, err := checkPath(path, true); err != nil {
 		return nil, err
 	}
-	db, err := connect(ctx, path, "READ_ONLY", "enable_external_access=false", lockConfiguration)
+	db, err := connect(ctx, path, "READ_ONLY", "enable_external_access=false")
 	if err != nil {
 		return nil, err
+	}
+	// Locked after connect has set the time zone, which it could not be
+	// once locked.
+	if _, err := db.ExecContext(ctx, "SET GLOBAL lock_configuration = true"); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open store %s: lock the configuration: %w", path, err)
 	}
 	return &Store{db: db, path: path, readOnly: true}, nil
 }
@@ -254,10 +259,6 @@ func restrictUmask() {
 	})
 }
 
-// lockConfiguration, as a setting of connect, locks DuckDB's configuration
-// once connect has set the time zone.
-const lockConfiguration = "lock_configuration=true"
-
 // connect opens path in access mode (READ_WRITE or READ_ONLY), with
 // further DuckDB settings given as name=value, and the time zone UTC.
 //
@@ -268,12 +269,7 @@ const lockConfiguration = "lock_configuration=true"
 // machine's offset and rows would land in the wrong month.
 func connect(ctx context.Context, path, mode string, settings ...string) (*sql.DB, error) {
 	dsn := path + "?access_mode=" + mode
-	lock := false
 	for _, s := range settings {
-		if s == lockConfiguration {
-			lock = true // set once the time zone is
-			continue
-		}
 		dsn += "&" + s
 	}
 	db, err := sql.Open("duckdb", dsn)
@@ -284,15 +280,9 @@ func connect(ctx context.Context, path, mode string, settings ...string) (*sql.D
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
-	setup := []string{"SET GLOBAL TimeZone = 'UTC'"}
-	if lock {
-		setup = append(setup, "SET GLOBAL lock_configuration = true")
-	}
-	for _, q := range setup {
-		if _, err := db.ExecContext(ctx, q); err != nil {
-			db.Close()
-			return nil, fmt.Errorf("open store %s: %s: %w", path, q, err)
-		}
+	if _, err := db.ExecContext(ctx, "SET GLOBAL TimeZone = 'UTC'"); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open store %s: set the time zone: %w", path, err)
 	}
 	return db, nil
 }
@@ -390,9 +380,8 @@ func (s *Store) migrate(ctx context.Context, fsys fs.FS) error {
 	return nil
 }
 
-// createViews (re)creates every view of sql/views in one transaction: a
-// view after the views it reads (DuckDB binds a view as it is created),
-// otherwise in file-name order.
+// createViews (re)creates every view of sql/views in one transaction, in
+// tallysql.ViewOrder: a view after the views it reads.
 func (s *Store) createViews(ctx context.Context, fsys fs.FS) error {
 	names, err := fs.Glob(fsys, "*.sql")
 	if err != nil {
@@ -406,7 +395,7 @@ func (s *Store) createViews(ctx context.Context, fsys fs.FS) error {
 		}
 		texts[strings.TrimSuffix(path.Base(name), ".sql")] = string(b)
 	}
-	order, err := viewOrder(texts)
+	order, err := tallysql.ViewOrder(texts)
 	if err != nil {
 		return err
 	}
@@ -418,59 +407,6 @@ func (s *Store) createViews(ctx context.Context, fsys fs.FS) error {
 		}
 		return nil
 	})
-}
-
-var (
-	sqlCommentRE = regexp.MustCompile(`--[^\n]*`)
-	sqlWordRE    = regexp.MustCompile(`\w+`)
-)
-
-// viewOrder orders views so each comes after the views its SQL (comments
-// aside) names, and otherwise by name.
-func viewOrder(texts map[string]string) ([]string, error) {
-	names := make([]string, 0, len(texts))
-	for v := range texts {
-		names = append(names, v)
-	}
-	sort.Strings(names)
-	deps := map[string][]string{}
-	for _, v := range names {
-		words := map[string]bool{}
-		for _, w := range sqlWordRE.FindAllString(sqlCommentRE.ReplaceAllString(texts[v], ""), -1) {
-			words[w] = true
-		}
-		for _, w := range names {
-			if w != v && words[w] {
-				deps[v] = append(deps[v], w)
-			}
-		}
-	}
-	var order []string
-	state := map[string]int{} // 1: being placed, 2: placed
-	var place func(v string, path []string) error
-	place = func(v string, path []string) error {
-		switch state[v] {
-		case 2:
-			return nil
-		case 1:
-			return fmt.Errorf("views read each other in a cycle: %s", strings.Join(append(path, v), " → "))
-		}
-		state[v] = 1
-		for _, w := range deps[v] {
-			if err := place(w, append(path, v)); err != nil {
-				return err
-			}
-		}
-		state[v] = 2
-		order = append(order, v)
-		return nil
-	}
-	for _, v := range names {
-		if err := place(v, nil); err != nil {
-			return nil, err
-		}
-	}
-	return order, nil
 }
 
 // inTx runs fn on one connection inside BEGIN … COMMIT, rolling back when fn
