@@ -1050,7 +1050,7 @@ func TestBadInput(t *testing.T) {
 func TestLibreOffice(t *testing.T) {
 	soffice, err := exec.LookPath("soffice")
 	if err != nil {
-		t.Fatal("soffice (LibreOffice) is not installed; .ci/run installs it (apt-get install libreoffice-calc-nogui)")
+		t.Fatal("soffice (LibreOffice) is not installed: run the tests with scripts/test, which installs it (apt-get install libreoffice-calc-nogui)")
 	}
 	db := openDB(t)
 	seed(t, db)

@@ -107,20 +107,13 @@ func (e *PartialError) Partial() bool { return true }
 // from the ledger in the store (or an empty ledger when st is nil).
 func PlanWindows(ctx context.Context, cfg *configs.Config, st *store.Store, opts FetchOptions, now time.Time) ([]fetch.PlannedWindow, fetch.UsageQuery, error) {
 	q := cfg.UsageQueryBase()
-	g := opts.Granularity
-	if g == "" {
-		g = cfg.Usage.Granularity
+	opts, err := opts.Resolve(cfg, now)
+	if err != nil {
+		return nil, q, err
 	}
-	from, to := opts.From, opts.To
-	if from.IsZero() {
-		from = cfg.Usage.Start
-	}
-	if to.IsZero() {
-		to = fetch.Day.Truncate(now).AddDate(0, 0, 1)
-	}
+	g, from, to := opts.Granularity, opts.From, opts.To
 	var loaded []fetch.LoadedWindow
 	if st != nil {
-		var err error
 		loaded, err = st.Ledger(ctx, g, q.Basis(), q.Scope())
 		if err != nil {
 			return nil, q, fmt.Errorf("read ledger: %w", err)

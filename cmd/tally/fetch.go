@@ -35,6 +35,9 @@ after all retries: the others are kept and the next run fetches the rest.`,
 			if err != nil {
 				return err
 			}
+			if _, err := opts.Resolve(r.Config, clock()); err != nil {
+				return usageError{err}
+			}
 			sum, err := r.Fetch(cmd.Context(), opts)
 			printFetchSummary(cmd, sum)
 			return err
@@ -81,7 +84,7 @@ func newRunner(cmd *cobra.Command, g *globalFlags, cfgPath string) (*schedules.R
 	if err := store.CheckPath(cfg.Store.Path); err != nil {
 		return nil, usageError{err}
 	}
-	return &schedules.Runner{Config: cfg, Token: token, Log: log, Version: version}, nil
+	return &schedules.Runner{Config: cfg, Token: token, Log: log, Version: version, Now: clock}, nil
 }
 
 // fetchOptions parses --from, --to and --granularity.
@@ -97,9 +100,6 @@ func fetchOptions(from, to, gran string) (schedules.FetchOptions, error) {
 		if o.To, err = fetch.ParseDate(to); err != nil {
 			return o, usageErr("--to: %v", err)
 		}
-	}
-	if !o.From.IsZero() && !o.To.IsZero() && !o.To.After(o.From) {
-		return o, usageErr("--to %s must be after --from %s (--to is exclusive)", to, from)
 	}
 	if gran != "" {
 		if o.Granularity, err = fetch.ParseGranularity(gran); err != nil {

@@ -32,12 +32,20 @@ type cliSim struct {
 	url     string
 	failDay atomic.Value // string, YYYY-MM-DD
 	failed  atomic.Int64
+	now     atomic.Int64 // the sim's clock, Unix nanoseconds
+}
+
+// advance moves the sim's clock on by d: later nights, with the charges
+// processed meanwhile.
+func (s *cliSim) advance(d time.Duration) time.Time {
+	return time.Unix(0, s.now.Add(int64(d))).UTC()
 }
 
 func newCLISim(t *testing.T, start time.Time) *cliSim {
 	t.Helper()
-	now := time.Now().UTC().Truncate(time.Hour)
-	s := &cliSim{sim: sim.New(sim.Options{Token: "cli-token-0f3a9c2e71b84d56", Seed: 9, Start: start, Now: func() time.Time { return now }})}
+	s := &cliSim{}
+	s.now.Store(time.Now().UTC().Truncate(time.Hour).UnixNano())
+	s.sim = sim.New(sim.Options{Token: "cli-token-0f3a9c2e71b84d56", Seed: 9, Start: start, Now: func() time.Time { return time.Unix(0, s.now.Load()).UTC() }})
 	s.failDay.Store("")
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if day := s.failDay.Load().(string); day != "" && r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/reports/usage") {

@@ -2,112 +2,73 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/tally-dev/tally/configs"
 	"github.com/tally-dev/tally/fetch"
+	"github.com/tally-dev/tally/schedules"
 )
 
 func init() { commands = append(commands, newPlanCmd) }
 
-// planLedger returns the windows already loaded for the config's
-// granularity, basis and scope. The store's ledger plugs in here; until
-// then a plan is what a first fetch would request.
-var planLedger = func(ctx context.Context, cfg *configs.Config) ([]fetch.LoadedWindow, error) {
-	return nil, nil
-}
-
-// planNow is the clock plan reads "today" from; tests replace it.
-var planNow = time.Now
-
-type planOptions struct {
-	config string
-	from   string
-	to     string
-	format string
-}
+// clock is where plan and fetch read "now"; tests replace it to play
+// later nights.
+var clock = time.Now
 
 func newPlanCmd(g *globalFlags) *cobra.Command {
-	o := &planOptions{}
+	var cfgPath, from, to, gran, format string
 	cmd := &cobra.Command{
-		Use:   "plan --config FILE [--from DATE] [--to DATE] [--format table|json]",
+		Use:   "plan --config FILE [--from DATE] [--to DATE] [--granularity G] [--format table|json]",
 		Short: "Print the windows a fetch would request; sends nothing",
-		Long: "Print the windows a fetch would request, and why each is due (backfill, missing,\n" +
-			"partial, lookback). Nothing is sent to the interface. Dates are YYYY-MM-DD, UTC;\n" +
-			"--to is exclusive and defaults to tomorrow, --from to the config's usage.start.",
+		Long: "Print the windows the next `tally fetch` with the same flags would request, and why\n" +
+			"each is due (backfill, missing, partial, lookback). It reads the ledger of the\n" +
+			"analysts' published copy without taking the writer's lock, so it may run while a\n" +
+			"fetch does (what that fetch loads shows once it ends). Nothing is sent to the\n" +
+			"interface. Dates are YYYY-MM-DD, UTC; --to is exclusive and defaults to tomorrow,\n" +
+			"--from to the config's usage.start.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runPlan(cmd.Context(), o, cmd.OutOrStdout())
+			if format != "table" && format != "json" {
+				return usageErr("--format %q is not one of table, json", format)
+			}
+			opts, err := fetchOptions(from, to, gran)
+			if err != nil {
+				return err
+			}
+			cfg, err := loadConfig(cfgPath)
+			if err != nil {
+				return err
+			}
+			now := clock().UTC()
+			if _, err := opts.Resolve(cfg, now); err != nil {
+				return usageError{err}
+			}
+			rep, err := schedules.Plan(cmd.Context(), cfg, opts, now)
+			if err != nil {
+				return err
+			}
+			if log, err := newLogger(g, os.Stderr); err == nil && rep.Ledger != "" {
+				log.Debug().Str("ledger", rep.Ledger).Time("written", rep.LedgerAt).Msg("plan read the loaded windows")
+			}
+			if format == "json" {
+				return writePlanJSON(cmd.OutOrStdout(), rep.Windows)
+			}
+			return writePlanTable(cmd.OutOrStdout(), rep.Windows)
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.config, "config", "", "config file (YAML)")
-	f.StringVar(&o.from, "from", "", "first day, YYYY-MM-DD (default: usage.start)")
-	f.StringVar(&o.to, "to", "", "day after the last, YYYY-MM-DD (default: tomorrow, UTC)")
-	f.StringVar(&o.format, "format", "table", "output: table or json")
+	f.StringVar(&cfgPath, "config", "", "config file (YAML)")
+	f.StringVar(&from, "from", "", "first day, YYYY-MM-DD (default: usage.start)")
+	f.StringVar(&to, "to", "", "day after the last, YYYY-MM-DD (default: tomorrow, UTC)")
+	f.StringVar(&gran, "granularity", "", "hour, day, week, month or year (default usage.granularity)")
+	f.StringVar(&format, "format", "table", "output: table or json")
 	return cmd
-}
-
-func runPlan(ctx context.Context, o *planOptions, w io.Writer) error {
-	if o.config == "" {
-		return usageErr("--config is required: the config file to plan for (see configs/tally.example.yaml)")
-	}
-	if o.format != "table" && o.format != "json" {
-		return usageErr("--format %q is not one of table, json", o.format)
-	}
-	var from, to time.Time
-	var err error
-	if o.from != "" {
-		if from, err = fetch.ParseDate(o.from); err != nil {
-			return usageErr("--from: %w", err)
-		}
-	}
-	if o.to != "" {
-		if to, err = fetch.ParseDate(o.to); err != nil {
-			return usageErr("--to: %w", err)
-		}
-	}
-	cfg, err := loadConfig(o.config)
-	if err != nil {
-		return err
-	}
-	now := planNow().UTC()
-	if o.from == "" {
-		from = cfg.Usage.Start
-	}
-	if o.to == "" {
-		to = fetch.Day.Truncate(now).AddDate(0, 0, 1)
-	}
-	if !to.After(from) {
-		return usageErr("--to %s must be after --from %s (--to is exclusive)", to.Format(fetch.DateLayout), from.Format(fetch.DateLayout))
-	}
-	loaded, err := planLedger(ctx, cfg)
-	if err != nil {
-		return fmt.Errorf("read loaded windows: %w", err)
-	}
-	windows, err := fetch.Plan(fetch.PlanInput{
-		From:        from,
-		To:          to,
-		Granularity: cfg.Usage.Granularity,
-		Size:        cfg.Usage.Window,
-		Loaded:      loaded,
-		Lookback:    cfg.Usage.Lookback,
-		Now:         now,
-	})
-	if err != nil {
-		return err
-	}
-	if o.format == "json" {
-		return writePlanJSON(w, windows)
-	}
-	return writePlanTable(w, windows)
 }
 
 // planJSON is one window of `tally plan --format json`, as INTERFACE.md

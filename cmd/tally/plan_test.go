@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"os"
@@ -9,17 +8,14 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/tally-dev/tally/configs"
-	"github.com/tally-dev/tally/fetch"
 )
 
 // setPlanClock fixes "now" for the test and restores the real clock.
 func setPlanClock(t *testing.T, now time.Time) {
 	t.Helper()
-	old := planNow
-	planNow = func() time.Time { return now }
-	t.Cleanup(func() { planNow = old })
+	old := clock
+	clock = func() time.Time { return now }
+	t.Cleanup(func() { clock = old })
 }
 
 func writePlanConfig(t *testing.T, yml string) string {
@@ -80,45 +76,6 @@ total: 3 windows, 81 days
 	}
 }
 
-// The ledger source is one function; a loaded ledger changes the plan.
-func TestPlanUsesLedger(t *testing.T) {
-	setPlanClock(t, time.Date(2026, 3, 22, 10, 0, 0, 0, time.UTC))
-	cfg := writePlanConfig(t, planHourConfig)
-	d := func(s string) time.Time { t, _ := fetch.ParseDate(s); return t }
-	old := planLedger
-	t.Cleanup(func() { planLedger = old })
-	planLedger = func(_ context.Context, c *configs.Config) ([]fetch.LoadedWindow, error) {
-		if c.Usage.Granularity != fetch.Hour {
-			t.Errorf("ledger asked for %s", c.Usage.Granularity)
-		}
-		return []fetch.LoadedWindow{
-			{Window: fetch.Window{Start: d("2026-01-01"), End: d("2026-02-01"), Granularity: fetch.Hour}, FetchedAt: d("2026-02-02")},
-			{Window: fetch.Window{Start: d("2026-02-10"), End: d("2026-03-20"), Granularity: fetch.Hour}, FetchedAt: d("2026-03-21")},
-		}, nil
-	}
-	out, err := execCLI(t, "", "plan", "--config", cfg, "--format", "json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := `[
-  {"start":"2026-02-01","end":"2026-02-10","granularity":"hour","reason":"missing"},
-  {"start":"2026-03-15","end":"2026-03-23","granularity":"hour","reason":"missing"}
-]
-`
-	if out != want {
-		t.Errorf("printed\n%s\nwant\n%s", out, want)
-	}
-
-	planLedger = func(context.Context, *configs.Config) ([]fetch.LoadedWindow, error) {
-		return nil, errors.New("database is locked")
-	}
-	_, err = execCLI(t, "", "plan", "--config", cfg)
-	var ue usageError
-	if err == nil || errors.As(err, &ue) || !strings.Contains(err.Error(), "database is locked") {
-		t.Errorf("ledger failure: %v, want a run failure (exit 1)", err)
-	}
-}
-
 func TestPlanUsageErrors(t *testing.T) {
 	setPlanClock(t, time.Date(2026, 3, 22, 10, 0, 0, 0, time.UTC))
 	cfg := writePlanConfig(t, planHourConfig)
@@ -137,7 +94,8 @@ func TestPlanUsageErrors(t *testing.T) {
 		{"no config", []string{"plan"}, "--config is required"},
 		{"missing config", []string{"plan", "--config", filepath.Join(t.TempDir(), "nope.yaml")}, "no such file"},
 		{"invalid config", []string{"plan", "--config", bad}, `usage.granularity: "hourly" is not one of hour, day, week, month, year`},
-		{"unknown flag", []string{"plan", "--config", cfg, "--granularity", "day"}, "unknown flag"},
+		{"bad granularity", []string{"plan", "--config", cfg, "--granularity", "daily"}, "--granularity"},
+		{"unknown flag", []string{"plan", "--config", cfg, "--window", "7d"}, "unknown flag"},
 		{"argument", []string{"plan", "--config", cfg, "extra"}, "unknown command"},
 	}
 	for _, tc := range tests {
