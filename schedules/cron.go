@@ -235,7 +235,7 @@ func (s *Scheduler) seed(ctx context.Context) {
 	var runs []store.JobRun
 	published := store.PublishedPath(db)
 	if _, err := os.Stat(published); err == nil {
-		st, err := store.OpenReadOnly(ctx, published)
+		st, err := OpenPublished(ctx, s.r.Config, s.r.Log, false)
 		if err == nil {
 			status, serr := st.Status(ctx)
 			st.Close()

@@ -2,10 +2,7 @@ package schedules
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"time"
 
 	"github.com/google/uuid"
@@ -91,11 +88,7 @@ func Export(ctx context.Context, env *Env, opts ExportOptions) (ExportSummary, e
 // scheduled job's export step instead exports the database its run holds,
 // before the run publishes.
 func (r *Runner) Export(ctx context.Context, opts ExportOptions) (ExportSummary, error) {
-	pub := store.PublishedPath(r.Config.Store.Path)
-	if _, err := os.Stat(pub); errors.Is(err, fs.ErrNotExist) {
-		return ExportSummary{}, fmt.Errorf("export: no published copy of the database at %s yet: tally fetch --config %s creates it at the end of its run", pub, r.Config.Path)
-	}
-	st, err := store.OpenReadOnly(ctx, pub)
+	st, err := OpenPublished(ctx, r.Config, r.Log, false)
 	if err != nil {
 		return ExportSummary{}, fmt.Errorf("export: %w", err)
 	}

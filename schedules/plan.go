@@ -62,7 +62,11 @@ func Plan(ctx context.Context, cfg *configs.Config, opts FetchOptions, now time.
 		if err != nil {
 			return rep, fmt.Errorf("read ledger: %w", err)
 		}
-		if st, err = store.OpenReadOnly(ctx, path); err != nil {
+		open := store.OpenReadOnly // the database: a running fetch may be writing it, so never copied
+		if path != cfg.Store.Path {
+			open = func(ctx context.Context, p string) (*store.Store, error) { return store.OpenReading(ctx, p, false) }
+		}
+		if st, err = open(ctx, path); err != nil {
 			if path == cfg.Store.Path {
 				return rep, fmt.Errorf("read ledger: %w (the first fetch is still running: plan again once it has published %s)", err, store.PublishedPath(cfg.Store.Path))
 			}

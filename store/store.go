@@ -30,6 +30,8 @@ type Store struct {
 	db       *sql.DB
 	path     string
 	readOnly bool
+	notice   string // see Notice
+	cleanup  func() // after Close: removes a private copy (OpenReading)
 
 	publishMu sync.Mutex
 	ledgerMu  sync.Mutex // windows that cut back older ledger entries load one at a time
@@ -180,6 +182,9 @@ func OpenQuery(ctx context.Context, path string) (*Store, error) {
 // Close closes the database. DuckDB checkpoints a read-write database as
 // it closes, so the file is complete without its write-ahead log.
 func (s *Store) Close() error {
+	if s.cleanup != nil {
+		defer s.cleanup()
+	}
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("close store %s: %w", s.path, err)
 	}

@@ -2,16 +2,15 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"strings"
 
+	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
-	"github.com/tally-dev/tally/configs"
+	"github.com/tally-dev/tally/schedules"
 	"github.com/tally-dev/tally/store"
 )
 
@@ -23,6 +22,7 @@ type queryOptions struct {
 	format string
 	file   string
 	name   string
+	log    zerolog.Logger
 }
 
 func newQueryCmd(g *globalFlags) *cobra.Command {
@@ -60,6 +60,11 @@ UTC.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			log, err := newLogger(g, os.Stderr)
+			if err != nil {
+				return err
+			}
+			o.log = log
 			return runQuery(cmd.Context(), o, args, cmd.InOrStdin(), cmd.OutOrStdout())
 		},
 	}
@@ -118,15 +123,8 @@ func runQuery(ctx context.Context, o *queryOptions, args []string, stdin io.Read
 		}
 		text = q.SQL
 	}
-	path, err := queryDB(o)
+	st, err := openQueryStore(ctx, o)
 	if err != nil {
-		return err
-	}
-	st, err := store.OpenQuery(ctx, path)
-	if err != nil {
-		if strings.Contains(err.Error(), "lock") {
-			return fmt.Errorf("%w\n(another process is writing it; query the published copy with --config instead)", err)
-		}
 		return err
 	}
 	defer st.Close()
@@ -143,40 +141,36 @@ func runQuery(ctx context.Context, o *queryOptions, args []string, stdin io.Read
 	return store.WriteResult(w, o.format, res)
 }
 
-// queryDB is the database file the options point at: --db as given, or
-// the published copy of the config's database.
-func queryDB(o *queryOptions) (string, error) {
+// openQueryStore opens what the options point at for analysts' SQL: the
+// published copy of the config's database (schedules.OpenPublished, which
+// answers even while an analyst holds the copy for writing), or --db as
+// given.
+func openQueryStore(ctx context.Context, o *queryOptions) (*store.Store, error) {
 	switch {
 	case o.config != "" && o.db != "":
-		return "", usageErr("give --config or --db, not both")
+		return nil, usageErr("give --config or --db, not both")
 	case o.db != "":
 		if _, err := os.Stat(o.db); err != nil {
-			return "", usageErr("--db %s: %w", o.db, err)
+			return nil, usageErr("--db %s: %w", o.db, err)
 		}
 		if err := store.CheckPath(o.db); err != nil {
-			return "", usageErr("--db: %w", err)
+			return nil, usageErr("--db: %w", err)
 		}
-		return o.db, nil
+		st, err := store.OpenQuery(ctx, o.db)
+		if err != nil && strings.Contains(err.Error(), "lock") {
+			// A writer's file may change under a copy, so --db is not
+			// copied like the published copy: say what to read instead.
+			return nil, fmt.Errorf("%w\n(another process holds %s for writing, and DuckDB allows one writer or many readers: if it is tally's database, query its published copy with --config instead, which no fetch ever holds)", err, o.db)
+		}
+		return st, err
 	case o.config != "":
 		cfg, err := loadConfig(o.config)
 		if err != nil {
-			return "", err
+			return nil, err
 		}
-		return publishedCopy(cfg)
+		return schedules.OpenPublished(ctx, cfg, o.log, true)
 	}
-	return "", usageErr("--config or --db is required: the data to query")
-}
-
-// publishedCopy is the analysts' copy of cfg's database, or an error saying
-// how it comes about when it does not exist yet.
-func publishedCopy(cfg *configs.Config) (string, error) {
-	pub := store.PublishedPath(cfg.Store.Path)
-	if _, err := os.Stat(pub); errors.Is(err, fs.ErrNotExist) {
-		return "", fmt.Errorf("no published copy at %s yet: tally fetch --config %s creates it at the end of its run", pub, cfg.Path)
-	} else if err != nil {
-		return "", err
-	}
-	return pub, nil
+	return nil, usageErr("--config or --db is required: the data to query")
 }
 
 // listQueries prints the named queries and the views, in format.

@@ -2,19 +2,18 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
 	"github.com/tally-dev/tally/fetch"
 	"github.com/tally-dev/tally/reports"
-	"github.com/tally-dev/tally/store"
+	"github.com/tally-dev/tally/schedules"
 )
 
 func init() { commands = append(commands, newReportCmd) }
@@ -24,6 +23,7 @@ type reportOptions struct {
 	month  string
 	basis  string
 	out    string
+	log    zerolog.Logger
 }
 
 func newReportCmd(g *globalFlags) *cobra.Command {
@@ -47,6 +47,11 @@ leaves the previous workbook, never half of a new one.`,
   tally report --config tally.yaml --month 2026-10 --basis reported --out october-invoiced.xlsx`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			log, err := newLogger(g, os.Stderr)
+			if err != nil {
+				return err
+			}
+			o.log = log
 			return runReport(cmd.Context(), o, cmd.OutOrStdout())
 		},
 	}
@@ -94,11 +99,7 @@ func runReport(ctx context.Context, o *reportOptions, w io.Writer) error {
 	if out == "" {
 		out = reports.DefaultPath(cfg.Reports.Dir, month)
 	}
-	pub := store.PublishedPath(cfg.Store.Path)
-	if _, err := os.Stat(pub); errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("report %s: no published copy of the database at %s yet: tally fetch --config %s creates it at the end of its run", o.month, pub, cfg.Path)
-	}
-	st, err := store.OpenReadOnly(ctx, pub)
+	st, err := schedules.OpenPublished(ctx, cfg, o.log, false)
 	if err != nil {
 		return fmt.Errorf("report %s: %w", o.month, err)
 	}

@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
 	"github.com/tally-dev/tally/configs"
@@ -25,6 +26,7 @@ func init() { commands = append(commands, newStatusCmd) }
 type statusOptions struct {
 	config string
 	format string
+	log    zerolog.Logger
 }
 
 func newStatusCmd(g *globalFlags) *cobra.Command {
@@ -42,6 +44,11 @@ database's lock right now. Before the first fetch has published a copy, it
 says so.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			log, err := newLogger(g, os.Stderr)
+			if err != nil {
+				return err
+			}
+			o.log = log
 			return runStatus(cmd.Context(), o, cmd.OutOrStdout())
 		},
 	}
@@ -90,7 +97,7 @@ func runStatus(ctx context.Context, o *statusOptions, w io.Writer) error {
 	default:
 		t := fi.ModTime().UTC()
 		rep.PublishedAt = &t
-		st, err := store.OpenReadOnly(ctx, rep.Published)
+		st, err := schedules.OpenPublished(ctx, cfg, o.log, false)
 		if err != nil {
 			return err
 		}

@@ -1,0 +1,114 @@
+package main
+
+import (
+	"bufio"
+	"database/sql"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/tally-dev/tally/store"
+)
+
+// holdDBEnv makes the test binary a process that opens the DuckDB file
+// named in it read-write, as an analyst's duckdb.connect(path) or the
+// DuckDB CLI without -readonly does, says so, and holds it until its
+// standard input closes.
+const holdDBEnv = "TALLY_CLI_TEST_HOLD_DB"
+
+func TestMain(m *testing.M) {
+	if path := os.Getenv(holdDBEnv); path != "" {
+		db, err := sql.Open("duckdb", path)
+		if err == nil {
+			err = db.Ping()
+		}
+		if err != nil {
+			fmt.Println("error:", err)
+			os.Exit(1)
+		}
+		fmt.Println("held")
+		io.Copy(io.Discard, os.Stdin)
+		db.Close()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// holdForWriting opens path read-write in another process and returns its
+// pid; the process ends with the test.
+func holdForWriting(t *testing.T, path string) int {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), holdDBEnv+"="+path)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stdin.Close(); cmd.Wait() })
+	line, _ := bufio.NewReader(stdout).ReadString('\n')
+	if strings.TrimSpace(line) != "held" {
+		t.Fatalf("the holding process said %q", line)
+	}
+	return cmd.Process.Pid
+}
+
+// An analyst holding the published copy for writing blocks none of tally's
+// readers: each reads a private copy and says who holds the file and how
+// to open it read-only.
+func TestReadersAnswerWhileAnAnalystHoldsTheCopy(t *testing.T) {
+	cfg, db := queryFixture(t, true)
+	pub := store.PublishedPath(db)
+	pid := holdForWriting(t, pub)
+	if _, err := store.OpenReadOnly(t.Context(), pub); err == nil || !strings.Contains(err.Error(), "lock") {
+		t.Fatalf("the copy opened read-only beside a writer (%v): the test holds no lock", err)
+	}
+	holder := "pid " + strconv.Itoa(pid)
+
+	var out string
+	var err error
+	stderr := stderrOf(t, func() {
+		out, err = execCLI(t, "", "query", "--config", cfg, "--format", "csv", "SELECT currency, sum(cost) AS cost FROM usage GROUP BY ALL ORDER BY ALL")
+	})
+	if err != nil || out != "currency,cost\r\nEUR,3.000000000000\r\nUSD,12345678901234.300000000001\r\n" {
+		t.Fatalf("tally query: %q, %v", out, err)
+	}
+	if !strings.Contains(stderr, holder) || !strings.Contains(stderr, "-readonly") || !strings.Contains(stderr, "read_only=True") {
+		t.Errorf("tally query said %q; want the holder (%s) and how to open the copy read-only", stderr, holder)
+	}
+
+	xlsx := filepath.Join(t.TempDir(), "jan.xlsx")
+	stderr = stderrOf(t, func() {
+		out, err = execCLI(t, "", "report", "--config", cfg, "--month", "2026-01", "--out", xlsx)
+	})
+	if err != nil {
+		t.Fatalf("tally report: %v", err)
+	}
+	if fi, err := os.Stat(xlsx); err != nil || fi.Size() == 0 {
+		t.Fatalf("workbook: %v", err)
+	}
+	if !strings.Contains(stderr, holder) {
+		t.Errorf("tally report said %q; want the holder (%s)", stderr, holder)
+	}
+
+	out, err = execCLI(t, "", "status", "--config", cfg, "--format", "json")
+	if err != nil || !strings.Contains(out, `"windows"`) {
+		t.Fatalf("tally status: %v\n%s", err, out)
+	}
+
+	// Every private copy is gone once its reader closed it.
+	if left, _ := filepath.Glob(filepath.Join(filepath.Dir(db), ".tally-reader-*")); len(left) > 0 {
+		t.Errorf("private copies left behind: %v", left)
+	}
+}

@@ -1,0 +1,32 @@
+package schedules
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/rs/zerolog"
+
+	"github.com/tally-dev/tally/configs"
+	"github.com/tally-dev/tally/store"
+)
+
+// OpenPublished opens the analysts' published copy of cfg's database for a
+// reader (tally report, query, status, export, plan): read-only, never
+// waiting for the writer's lock, and answering even when an analyst holds
+// the copy for writing (see store.OpenPublished; the notice is logged). A
+// copy that does not exist yet says how it comes about.
+func OpenPublished(ctx context.Context, cfg *configs.Config, log zerolog.Logger, query bool) (*store.Store, error) {
+	st, err := store.OpenPublished(ctx, cfg.Store.Path, query)
+	var nc *store.NoCopyError
+	if errors.As(err, &nc) {
+		return nil, fmt.Errorf("%w: tally fetch --config %s creates it at the end of its run", err, cfg.Path)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if n := st.Notice(); n != "" {
+		log.Warn().Msg(n)
+	}
+	return st, nil
+}
