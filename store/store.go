@@ -460,3 +460,18 @@ func (s *Store) writable(what string) error {
 	}
 	return nil
 }
+
+// DuckDBVersion is the version of the DuckDB library Tally is linked with,
+// as DuckDB reports it ("v1.5.5 (source id)"), from an in-memory database.
+func DuckDBVersion() (string, error) {
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		return "", err
+	}
+	defer db.Close()
+	var v, src string
+	if err := db.QueryRow("SELECT library_version, source_id FROM pragma_version()").Scan(&v, &src); err != nil {
+		return "", err
+	}
+	return v + " (" + src + ")", nil
+}

@@ -42,8 +42,8 @@ other tools read as it is (DuckDB, Spark, Trino, BigQuery external tables):
 
 --to DIR is the output folder (default export.dir). The months written can
 be limited with --from and --until (YYYY-MM-DD, UTC, --until exclusive):
-every month overlapping that span is written whole. As INTERFACE.md writes
-it, a second --to holding a date is the end date too:
+every month overlapping that span is written whole. A second --to holding a
+date is the end date too, like --to of tally fetch:
   tally export --config FILE --to DIR --from 2026-10-01 --to 2026-11-01
 
 Each month is written under a temporary name and renamed into place. A

@@ -12,8 +12,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// version is set at build time with -ldflags "-X main.version=…".
-var version = "dev"
 
 // Exit codes of INTERFACE.md.
 const (
@@ -104,6 +102,12 @@ func newRootCmd(started *bool) *cobra.Command {
 	root.PersistentFlags().StringVar(&g.logFormat, "log-format", "auto", "log format: auto, console or json")
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	root.AddCommand(newVersionCmd())
+	// --version prints what `tally version` does; cobra evaluates the
+	// template only when the flag is given, so no command pays for
+	// opening DuckDB to learn its version.
+	root.Version = version
+	cobra.AddTemplateFunc("tallyVersion", versionText)
+	root.SetVersionTemplate(`{{tallyVersion}}`)
 	for _, add := range commands {
 		root.AddCommand(add(g))
 	}
@@ -118,10 +122,10 @@ var commands []func(*globalFlags) *cobra.Command
 func newVersionCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
-		Short: "Print Tally's version",
+		Short: "Print Tally's version, commit and DuckDB version",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			_, err := fmt.Fprintf(cmd.OutOrStdout(), "tally %s\n", version)
+			_, err := io.WriteString(cmd.OutOrStdout(), versionText())
 			return err
 		},
 	}
