@@ -284,7 +284,7 @@ func (c *Client) send(ctx context.Context, r request) (*http.Response, *body, er
 	b := &body{rc: resp.Body, stats: r.stats}
 	resp.Body = b
 	c.log.Debug().Str("method", r.method).Str("url", redactURL(r.url)).Int("status", resp.StatusCode).
-		Str("content_type", resp.Header.Get("Content-Type")).Dur("wait", time.Since(start)).Msg("answer")
+		Str("content_type", resp.Header.Get("Content-Type")).Dur("wait", time.Since(start).Round(time.Millisecond)).Msg("answer")
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		ae := newAPIError(resp, r.method, r.url, c.token, time.Now())
 		resp.Body.Close()

@@ -138,7 +138,7 @@ func (c *Client) withRetry(ctx context.Context, stats *Stats, what string, fn fu
 			stats.Retries.Add(1)
 		}
 		ev := c.log.Warn().Str("op", what).Int("attempt", attempt).Int("max_attempts", p.MaxAttempts).
-			Dur("delay", d).AnErr("error", err)
+			Dur("delay", d.Round(time.Millisecond)).AnErr("error", err)
 		var ae *APIError
 		if errors.As(err, &ae) {
 			ev = ev.Int("status", ae.Status)

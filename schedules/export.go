@@ -76,7 +76,7 @@ func Export(ctx context.Context, env *Env, opts ExportOptions) (ExportSummary, e
 	if err != nil {
 		return sum, err
 	}
-	env.Log.Info().Str("dir", res.Dir).Str("format", res.Format).Dur("duration", res.Duration).Msg("export finished")
+	env.Log.Info().Str("dir", res.Dir).Str("format", res.Format).Dur("duration", res.Duration.Round(time.Millisecond)).Msg("export finished")
 	return sum, nil
 }
 

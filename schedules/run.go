@@ -112,7 +112,13 @@ func (r *Runner) recordedRun(ctx context.Context, command, job string, fn func(c
 		holder += " " + job
 	}
 	began := time.Now().UTC()
-	lock, err := store.AcquireLock(ctx, db, holder, wait)
+	lock, err := store.AcquireLockNotify(ctx, db, holder, wait, func(h *store.LockInfo, waited time.Duration) {
+		ev := r.Log.Info().Str("lock", store.LockPath(db)).Stringer("waited", waited.Round(time.Second)).Stringer("wait_limit", wait)
+		if h != nil {
+			ev = ev.Int("holder_pid", h.PID).Str("holder_command", h.Command).Time("holder_started", h.Started)
+		}
+		ev.Msg("waiting for the database lock: another run holds it")
+	})
 	if err != nil {
 		return r.skipped(ctx, out, began, wait, err)
 	}

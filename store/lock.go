@@ -56,13 +56,25 @@ func (e *LockedError) Error() string {
 	return fmt.Sprintf("the database is locked by %s through %s; wait for that run to finish (or stop it) and try again; the lock frees itself when its holder exits, so do not delete the file", holder, e.Path)
 }
 
-// pollInterval is how often AcquireLock tries again while it waits.
-const pollInterval = 100 * time.Millisecond
+// pollInterval is how often AcquireLock tries again while it waits;
+// NotifyEvery, how often a waiter is told it is still waiting.
+const (
+	pollInterval = 100 * time.Millisecond
+	NotifyEvery  = 30 * time.Second
+)
 
 // AcquireLock takes the one-writer lock of the database at dbPath for
 // command, trying until wait has elapsed (once when wait is 0). When
 // another process holds it, the error is a *LockedError naming the holder.
 func AcquireLock(ctx context.Context, dbPath, command string, wait time.Duration) (*Lock, error) {
+	return AcquireLockNotify(ctx, dbPath, command, wait, nil)
+}
+
+// AcquireLockNotify is AcquireLock that calls waiting (when not nil) as
+// soon as the lock is found held, and every NotifyEvery while it waits,
+// with the holder (nil when unreadable) and the time waited so far: a wait
+// of up to schedule.lock_wait must not look like a hang.
+func AcquireLockNotify(ctx context.Context, dbPath, command string, wait time.Duration, waiting func(holder *LockInfo, waited time.Duration)) (*Lock, error) {
 	path := LockPath(dbPath)
 	dir := filepath.Dir(path)
 	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
@@ -77,7 +89,9 @@ func AcquireLock(ctx context.Context, dbPath, command string, wait time.Duration
 	if err != nil {
 		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}
-	deadline := time.Now().Add(wait)
+	began := time.Now()
+	deadline := began.Add(wait)
+	var told time.Time
 	for {
 		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
 		if err == nil {
@@ -91,6 +105,14 @@ func AcquireLock(ctx context.Context, dbPath, command string, wait time.Duration
 		if left <= 0 {
 			f.Close()
 			return nil, lockedError(path)
+		}
+		if waiting != nil && (told.IsZero() || time.Since(told) >= NotifyEvery) {
+			told = time.Now()
+			var holder *LockInfo
+			if h, err := readHolder(path); err == nil {
+				holder = &h
+			}
+			waiting(holder, told.Sub(began))
 		}
 		t := time.NewTimer(min(left, pollInterval))
 		select {

@@ -185,6 +185,10 @@ func TestFetchExitCodes(t *testing.T) {
 		if waited := time.Since(began); waited > 10*time.Second {
 			t.Errorf("waited %s for the lock; schedule.lock_wait is 100ms", waited)
 		}
+		// The wait is said at once, naming the holder, not only when it ends.
+		if !strings.Contains(stderr, "waiting for the database lock") || strings.Index(stderr, "waiting for the database lock") > strings.Index(stderr, "run skipped") {
+			t.Errorf("stderr %q; want a notice that the run waits for the lock before it gives up", stderr)
+		}
 	})
 	t.Run("window failing every retry, then repaired", func(t *testing.T) {
 		bad := start.AddDate(0, 0, 7)

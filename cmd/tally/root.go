@@ -156,7 +156,13 @@ func newLogger(g *globalFlags, w io.Writer) (zerolog.Logger, error) {
 		return zerolog.Nop(), usageErr("--log-format %q is not one of auto, console, json", g.logFormat)
 	}
 	if format == "console" {
-		w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.TimeOnly}
+		// Colours only for a person at a terminal: escape codes in a
+		// file or a pipe are noise.
+		f, tty := w.(*os.File)
+		w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.TimeOnly, NoColor: !tty || !isTerminal(f)}
 	}
+	// Durations carry their unit ("delay=1.5s", "delay":"1.5s"), never a
+	// bare count of milliseconds a reader has to guess.
+	zerolog.DurationFieldFormat = zerolog.DurationFormatString
 	return zerolog.New(w).Level(level).With().Timestamp().Logger(), nil
 }

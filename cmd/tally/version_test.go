@@ -2,7 +2,9 @@ package main
 
 import (
 	"regexp"
+	"strings"
 	"testing"
+	"time"
 )
 
 // tally --version and tally version print the same: the version, the
@@ -22,5 +24,21 @@ func TestVersion(t *testing.T) {
 	want := regexp.MustCompile(`^tally \S+\ncommit: \S+.*\nduckdb: v\d+\.\d+\.\d+ \(\w+\)\ngo: go\S+ \S+/\S+\n$`)
 	if !want.MatchString(long) {
 		t.Errorf("tally version printed\n%s\nwant version, commit, duckdb and go lines", long)
+	}
+}
+
+// Durations in logs carry their unit, in both formats.
+func TestLogDurationsCarryTheirUnit(t *testing.T) {
+	for _, format := range []string{"console", "json"} {
+		var b strings.Builder
+		log, err := newLogger(&globalFlags{logFormat: format, logLevel: "info"}, &b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		log.Warn().Dur("delay", 36737*time.Millisecond).Msg("retrying")
+		want := map[string]string{"console": "delay=36.737s", "json": `"delay":"36.737s"`}[format]
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("%s log %q; want %s", format, b.String(), want)
+		}
 	}
 }
