@@ -12,7 +12,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-
 // Exit codes of INTERFACE.md.
 const (
 	exitOK      = 0
