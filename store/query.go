@@ -300,6 +300,8 @@ func writeTable(w io.Writer, res *Result) error {
 			s, ok := text(v, res.Types[i])
 			if !ok {
 				s = "NULL"
+			} else if strings.HasPrefix(res.Types[i], "DECIMAL") {
+				s = trimDecimal(s)
 			}
 			s = escape.Replace(s)
 			cells[r][i] = s
@@ -339,6 +341,19 @@ func writeTable(w io.Writer, res *Result) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// trimDecimal drops the trailing zeros a DECIMAL(38,12) column pads every
+// amount with, keeping two decimals, as money is read: 3.000000000000 is
+// 3.00, 0.100000000001 stays whole. CSV and JSON keep the column's scale.
+func trimDecimal(s string) string {
+	dot := strings.IndexByte(s, '.')
+	if dot < 0 {
+		return s
+	}
+	keep := min(dot+3, len(s))
+	t := strings.TrimRight(s[keep:], "0")
+	return s[:keep] + t
 }
 
 func numericType(typ string) bool {

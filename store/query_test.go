@@ -201,3 +201,20 @@ func TestNamedQueries(t *testing.T) {
 		}
 	}
 }
+
+// Money in table output shows the decimals the amount has, at least two:
+// not the twelve a DECIMAL(38,12) column pads it with.
+func TestWriteResultTableMoney(t *testing.T) {
+	var b strings.Builder
+	res := &Result{Columns: []string{"cost"}, Types: []string{"DECIMAL(38,12)"}, Rows: [][]any{
+		{"3.000000000000"}, {"12.500000000000"}, {"0.100000000001"}, {"-7.010000000000"}, {"42"},
+	}}
+	if err := WriteResult(&b, "table", res); err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Fields(b.String())
+	wantCells := []string{"cost", "--------------", "3.00", "12.50", "0.100000000001", "-7.01", "42", "(5", "rows)"}
+	if strings.Join(got, " ") != strings.Join(wantCells, " ") {
+		t.Fatalf("table:\n%s\nwant cells %v", b.String(), wantCells)
+	}
+}

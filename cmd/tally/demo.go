@@ -41,8 +41,11 @@ the last full month. Everything stays in --dir.`,
 			fmt.Fprintf(out, "  fetched:         %d windows, %d rows, %d requests\n",
 				res.Nightly.Fetch.Loaded, res.Nightly.Fetch.Rows, res.Nightly.Fetch.Requests)
 			cfg := shellQuote(res.Config)
+			// Each counts every charge once: usage holds every granularity
+			// and basis loaded, so a sum straight over it counts a charge
+			// once for each.
 			fmt.Fprintf(out, "\nThree queries to try:\n")
-			fmt.Fprintf(out, "  go run ./cmd/tally query --config %s \"SELECT project, currency, sum(cost) AS cost FROM usage GROUP BY ALL ORDER BY ALL\"\n", cfg)
+			fmt.Fprintf(out, "  go run ./cmd/tally query --config %s \"SELECT project, currency, sum(cost) AS cost FROM usage_finest WHERE basis = 'usage' GROUP BY ALL ORDER BY ALL\"\n", cfg)
 			fmt.Fprintf(out, "  go run ./cmd/tally query --config %s --name cost_by_project_month\n", cfg)
 			fmt.Fprintf(out, "  go run ./cmd/tally query --config %s --format csv \"SELECT * FROM fetch_windows ORDER BY start\"\n", cfg)
 			return nil

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"unicode"
@@ -58,6 +59,11 @@ func TestDemoPrintsWorkingQueries(t *testing.T) {
 			t.Errorf("printed command %q is not a query", args)
 			continue
 		}
+		// The usage table holds every granularity and basis loaded: a sum
+		// straight over it counts a charge more than once.
+		if sql := strings.Join(args, " "); rawUsageSum.MatchString(sql) {
+			t.Errorf("suggested query %q sums the usage table itself; read usage_finest or a view", sql)
+		}
 		got, code, stderr := cli(t, args...)
 		lines := strings.Split(strings.TrimSpace(got), "\n")
 		if code != exitOK || len(lines) < 3 {
@@ -65,6 +71,8 @@ func TestDemoPrintsWorkingQueries(t *testing.T) {
 		}
 	}
 }
+
+var rawUsageSum = regexp.MustCompile(`(?i)sum\(.*\bFROM\s+usage(\s|$)`)
 
 // shellWords splits a command line the way a POSIX shell would for words,
 // single quotes, double quotes and backslashes (no expansions).

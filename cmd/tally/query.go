@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 
 	"github.com/tally-dev/tally/schedules"
 	"github.com/tally-dev/tally/store"
@@ -197,6 +199,86 @@ func listQueries(w io.Writer, format string) error {
 	if format == store.FormatTable {
 		fmt.Fprintln(w, `Run a query with: tally query --config FILE --name NAME; read a view with "SELECT * FROM NAME".`)
 		fmt.Fprintln(w)
+		return writeWrapped(w, res, outputWidth(w))
 	}
 	return store.WriteResult(w, format, res)
+}
+
+// writeWrapped prints res as a table whose last column wraps at width, so
+// long descriptions read on a terminal instead of running off it.
+func writeWrapped(w io.Writer, res *store.Result, width int) error {
+	n := len(res.Columns)
+	widths := make([]int, n)
+	for i, c := range res.Columns {
+		widths[i] = len(c)
+	}
+	for _, row := range res.Rows {
+		for i := 0; i < n-1; i++ {
+			widths[i] = max(widths[i], len(fmt.Sprint(row[i])))
+		}
+	}
+	indent := 0
+	for _, wd := range widths[:n-1] {
+		indent += wd + 2
+	}
+	room := max(width-indent, 30)
+	var b strings.Builder
+	line := func(vals []string, last string) {
+		for i, v := range vals {
+			b.WriteString(v + strings.Repeat(" ", widths[i]-len(v)+2))
+		}
+		for i, l := range wrapWords(last, room) {
+			if i > 0 {
+				b.WriteString(strings.Repeat(" ", indent))
+			}
+			b.WriteString(l + "\n")
+		}
+	}
+	upper := make([]string, n-1)
+	for i, c := range res.Columns[:n-1] {
+		upper[i] = strings.ToUpper(c)
+	}
+	line(upper, strings.ToUpper(res.Columns[n-1]))
+	for _, row := range res.Rows {
+		vals := make([]string, n-1)
+		for i := range vals {
+			vals[i] = fmt.Sprint(row[i])
+		}
+		line(vals, fmt.Sprint(row[n-1]))
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// wrapWords breaks s into lines of at most width characters at spaces (a
+// longer word stands on a line of its own).
+func wrapWords(s string, width int) []string {
+	var lines []string
+	cur := ""
+	for _, word := range strings.Fields(s) {
+		switch {
+		case cur == "":
+			cur = word
+		case len(cur)+1+len(word) <= width:
+			cur += " " + word
+		default:
+			lines = append(lines, cur)
+			cur = word
+		}
+	}
+	return append(lines, cur)
+}
+
+// outputWidth is the width of the terminal w writes to, else $COLUMNS,
+// else 100.
+func outputWidth(w io.Writer) int {
+	if f, ok := w.(*os.File); ok {
+		if ws, err := unix.IoctlGetWinsize(int(f.Fd()), unix.TIOCGWINSZ); err == nil && ws.Col > 0 {
+			return int(ws.Col)
+		}
+	}
+	if c, err := strconv.Atoi(os.Getenv("COLUMNS")); err == nil && c > 0 {
+		return c
+	}
+	return 100
 }
