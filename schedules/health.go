@@ -211,6 +211,8 @@ func jobHealth(j *jobState, now, started time.Time, grace time.Duration) JobHeal
 		jh.Reason = fmt.Sprintf("no run since the scheduler started at %s; one was expected by %s", started.Format(time.RFC3339), jh.Deadline.Format(time.RFC3339))
 	case now.After(jh.Deadline):
 		jh.Reason = fmt.Sprintf("the latest run started at %s and none has succeeded since; one was expected by %s", ref.Format(time.RFC3339), jh.Deadline.Format(time.RFC3339))
+	case j.last == nil && j.running != nil:
+		jh.Healthy, jh.Reason = true, "the first run is running since "+j.running.Format(time.RFC3339)
 	case j.last == nil:
 		jh.Healthy, jh.Reason = true, "no run yet; the first is due at "+jh.Next.Format(time.RFC3339)
 	default:

@@ -84,6 +84,15 @@ func TestHealthStates(t *testing.T) {
 	if j.Deadline.Format(time.RFC3339) != "2026-03-04T02:31:00Z" || j.ExpectedWithin != "38h31m0s" {
 		t.Fatalf("deadline %s within %s", j.Deadline, j.ExpectedWithin)
 	}
+	// The first run, while it runs, is shown running, not "no run yet".
+	{
+		first := newMonitor([]configs.Job{job}, []cron.Schedule{mustCron(t, job.Cron)}, time.Minute, func() time.Time { return *now.Load() })
+		set("2026-03-03T02:30:00Z")
+		first.runStarted("nightly")
+		if fj := first.health().Jobs[0]; !fj.Healthy || fj.Reason != "the first run is running since 2026-03-03T02:30:00Z" || fj.RunningSince == nil {
+			t.Fatalf("first run in progress: healthy %v, %q", fj.Healthy, fj.Reason)
+		}
+	}
 	set("2026-03-04T02:31:01Z")
 	check(false, "no run since the scheduler started at 2026-03-02T12:00:00Z; one was expected by 2026-03-04T02:31:00Z")
 
