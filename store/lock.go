@@ -77,6 +77,9 @@ func AcquireLock(ctx context.Context, dbPath, command string, wait time.Duration
 func AcquireLockNotify(ctx context.Context, dbPath, command string, wait time.Duration, waiting func(holder *LockInfo, waited time.Duration)) (*Lock, error) {
 	path := LockPath(dbPath)
 	dir := filepath.Dir(path)
+	if err := ensureFolder(dbPath); err != nil {
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
 	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("lock %s: folder %s does not exist; create it (mkdir -p %s)", path, dir, dir)
 	}

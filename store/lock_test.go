@@ -128,8 +128,23 @@ func TestLockFreedWhenTheHolderIsKilled(t *testing.T) {
 	l.Release()
 }
 
+// The database's own folder is made when its parent exists (data/ beside
+// the config); a path missing more than that is refused, nothing made.
 func TestLockMissingFolder(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "nope")
+	dir := filepath.Join(t.TempDir(), "nope", "deeper")
 	_, err := AcquireLock(context.Background(), filepath.Join(dir, "tally.duckdb"), "fetch", 0)
 	mustContain(t, err, "folder "+dir+" does not exist")
+	if _, err := os.Stat(filepath.Dir(dir)); !os.IsNotExist(err) {
+		t.Fatal("a refused lock created a folder")
+	}
+
+	data := filepath.Join(t.TempDir(), "data")
+	l, err := AcquireLock(context.Background(), filepath.Join(data, "tally.duckdb"), "fetch", 0)
+	if err != nil {
+		t.Fatalf("lock in a missing last folder: %v", err)
+	}
+	defer l.Release()
+	if fi, err := os.Stat(data); err != nil || !fi.IsDir() || fi.Mode().Perm()&0o007 != 0 {
+		t.Fatalf("the database's folder: %v %v, want a folder others cannot read", fi, err)
+	}
 }

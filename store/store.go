@@ -69,6 +69,9 @@ func Open(ctx context.Context, path string) (*Store, error) {
 }
 
 func openWith(ctx context.Context, path string, o options) (*Store, error) {
+	if err := ensureFolder(path); err != nil {
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
 	created, err := checkPath(path, false)
 	if err != nil {
 		return nil, err
@@ -201,8 +204,28 @@ func (s *Store) Path() string { return s.path }
 // duckDBMagic sits at byte 8 of every DuckDB database file.
 var duckDBMagic = []byte("DUCK")
 
+// ensureFolder creates the folder the database at path lives in when that
+// folder is missing but its own parent exists (data/ beside the config, as
+// the example config has it). A path missing more than its last folder is
+// refused by checkPath: more likely a typo than a place for the database.
+func ensureFolder(path string) error {
+	dir := filepath.Dir(path)
+	if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if _, err := os.Stat(filepath.Dir(dir)); err != nil {
+		return nil // checkPath names it
+	}
+	if err := os.Mkdir(dir, 0o750); err != nil && !errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("create the database's folder %s: %w", dir, err)
+	}
+	return nil
+}
+
 // CheckPath reports what is wrong with path as a database for Open, opening
-// and creating nothing: an empty path, a folder that does not exist, a
+// and creating nothing: an empty path, a folder that does not exist (the
+// database's own folder may be missing while its parent exists: the writer
+// creates it when it takes the lock), a
 // folder where the file should be, or a file that is not DuckDB. A command
 // checks it first, to tell bad configuration from a run that failed.
 func CheckPath(path string) error {
@@ -224,6 +247,9 @@ func checkPath(path string, mustExist bool) (create bool, err error) {
 	dir := filepath.Dir(path)
 	if fi, err := os.Stat(dir); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
+			if _, perr := os.Stat(filepath.Dir(dir)); perr == nil && !mustExist {
+				return true, nil // the writer makes the last folder (ensureFolder)
+			}
 			return false, fmt.Errorf("open store %s: folder %s does not exist; create it (mkdir -p %s) or point store.path elsewhere", path, dir, dir)
 		}
 		return false, fmt.Errorf("open store %s: %w", path, err)

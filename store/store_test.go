@@ -256,12 +256,18 @@ func TestOpenRefusesWhatIsNotADuckDBFile(t *testing.T) {
 }
 
 func TestOpenMissingFolder(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "data")
+	dir := filepath.Join(t.TempDir(), "typo", "data")
 	_, err := Open(context.Background(), filepath.Join(dir, "tally.duckdb"))
 	mustContain(t, err, "folder "+dir+" does not exist", "create it")
-	if _, err := os.Stat(dir); !os.IsNotExist(err) {
-		t.Fatal("Open created the folder")
+	if _, err := os.Stat(filepath.Dir(dir)); !os.IsNotExist(err) {
+		t.Fatal("Open created a folder for a path missing two levels")
 	}
+	// The database's own folder, under one that exists, is made.
+	st, err := Open(context.Background(), filepath.Join(t.TempDir(), "data", "tally.duckdb"))
+	if err != nil {
+		t.Fatalf("open in a missing last folder: %v", err)
+	}
+	st.Close()
 }
 
 func TestOpenReadOnly(t *testing.T) {
