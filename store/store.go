@@ -95,6 +95,10 @@ func openWith(ctx context.Context, path string, o options) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
+	if err := s.comment(ctx, o.migrations, o.views); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
 	if err := registerWindowRows(ctx, db); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
