@@ -190,6 +190,9 @@ func (b *builder) build() error {
 		if err := s.fill(); err != nil {
 			return fmt.Errorf("sheet %s: %w", s.name, err)
 		}
+		if err := b.printSetup(s.name, true); err != nil {
+			return err
+		}
 	}
 	// Before the Detail sheets: SetActiveSheet reads every sheet back, and
 	// would parse a streamed sheet's rows still in memory (a small month's
@@ -210,5 +213,8 @@ func (b *builder) build() error {
 	if err := b.summary(totals); err != nil {
 		return fmt.Errorf("sheet %s: %w", sheetSummary, err)
 	}
-	return nil
+	if err := b.printSetup(sheetNotes, true); err != nil {
+		return err
+	}
+	return b.printSetup(sheetSummary, false)
 }

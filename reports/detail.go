@@ -303,6 +303,9 @@ func (b *builder) detail() error {
 		if _, err := b.f.NewSheet(name); err != nil {
 			return err
 		}
+		if err := b.printSetup(name, true); err != nil {
+			return err
+		}
 		sw, err := b.f.NewStreamWriter(name)
 		if err != nil {
 			return err
