@@ -79,6 +79,24 @@ func (b *builder) daily() error {
 		if err != nil {
 			return err
 		}
+		// The value axis starts at zero, so a small change does not look
+		// like a cliff; only a day valued below zero (a correction) lets
+		// the axis go below. Dates are labelled weekly so they stay
+		// readable in a month of days.
+		var yMin *float64
+		negative := false
+		for _, d := range days {
+			if m, ok := d.cost[c]; ok && m.valid && m.dec.Sign() < 0 {
+				negative = true
+			}
+		}
+		if !negative {
+			yMin = new(float64)
+		}
+		skip := 0
+		if len(days) > 14 {
+			skip = 7
+		}
 		ref := func(from, to int) string {
 			return fmt.Sprintf("'%s'!$%s$%d:$%s$%d", sheetDaily, col, from, col, to)
 		}
@@ -93,8 +111,8 @@ func (b *builder) daily() error {
 			Title:     excelize.ChartTitle{Paragraph: []excelize.RichTextRun{{Text: "Usage value per day, " + c}}},
 			Legend:    excelize.ChartLegend{Position: "none"},
 			Dimension: excelize.ChartDimension{Width: 640, Height: 320},
-			XAxis:     excelize.ChartAxis{NumFmt: excelize.ChartNumFmt{CustomNumFmt: fmtDate}},
-			YAxis:     excelize.ChartAxis{MajorGridLines: true, NumFmt: excelize.ChartNumFmt{CustomNumFmt: fmtMoney}},
+			XAxis:     excelize.ChartAxis{NumFmt: excelize.ChartNumFmt{CustomNumFmt: fmtDate}, TickLabelSkip: skip},
+			YAxis:     excelize.ChartAxis{MajorGridLines: true, NumFmt: excelize.ChartNumFmt{CustomNumFmt: fmtMoney}, Minimum: yMin},
 		})
 		if err != nil {
 			return fmt.Errorf("chart %s: %w", c, err)

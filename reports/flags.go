@@ -76,12 +76,16 @@ type flagRow struct {
 	currency      string
 	first, last   sql.NullTime
 	rows          int64
-	cost          money
+	cost          money // the amount at stake: see the Notes sheet's Flags · Amount
 	detail        string
+	action        string // what to do, when it depends on the row; else the kind's
 }
 
+// rateCardFlag is a rate card row that needs a look. A variance's amount is
+// the variance itself, what is at stake, not the meter's whole value; and
+// a billing query is advised only when part of the value is invoiced.
 func rateCardFlag(status, meter string, sku, pm, pmName sql.NullString, currency string, rows int64,
-	billed, variance money, pct sql.NullFloat64, why string) flagRow {
+	value, variance, invoiced, fromBalance money, pct sql.NullFloat64, why string) flagRow {
 	kind := map[string]flagKind{
 		rcVariance:        flagRateVariance,
 		rcNoPrice:         flagNoPrice,
@@ -93,12 +97,23 @@ func rateCardFlag(status, meter string, sku, pm, pmName sql.NullString, currency
 		subject += " (SKU " + sku.String + ")"
 	}
 	detail := fmt.Sprintf("Payment method %s. %s", orNone(pm), why)
+	amount, action := value, ""
 	if kind == flagRateVariance && variance.valid {
-		detail = fmt.Sprintf("Payment method %s: billed %s %s more than quantity × rate card price", orNone(pm), variance.cents(), currency)
+		amount = variance
+		detail = fmt.Sprintf("Payment method %s: usage valued %s %s more than quantity × rate card price", orNone(pm), variance.cents(), currency)
 		if pct.Valid {
 			detail += " (" + strconv.FormatFloat(pct.Float64*100, 'f', 2, 64) + "%)"
 		}
-		detail += "; a negative amount means billed less."
+		detail += "; a negative amount means valued less. " + fmt.Sprintf("Of its usage value %s %s, %s is invoiced and %s drawn from a prepaid balance; the rest is covered by a license.",
+			value.cents(), currency, invoiced.cents(), fromBalance.cents())
+		switch {
+		case !invoiced.isZero():
+			action = "Compare with the invoice line. If the rate card price is right, raise a billing query with the provider quoting the meter, payment method and month."
+		case !fromBalance.isZero():
+			action = "Nothing of it is invoiced: it is drawn from a prepaid balance. If the rate card price is right, ask the provider to correct the amount drawn."
+		default:
+			action = "Nothing of it is invoiced or drawn from a balance: a license covers it. No billing query is needed; check the rate card only if the license's value matters."
+		}
 	}
 	return flagRow{
 		kind:     kind,
@@ -106,8 +121,9 @@ func rateCardFlag(status, meter string, sku, pm, pmName sql.NullString, currency
 		name:     pmName,
 		currency: currency,
 		rows:     rows,
-		cost:     billed,
+		cost:     amount,
 		detail:   detail,
+		action:   action,
 	}
 }
 
@@ -122,7 +138,7 @@ func (b *builder) flags() error {
 		{"First day", 12},
 		{"Last day", 12},
 		{"Rows", 8},
-		{"Usage value", 16},
+		{"Amount", 16},
 		{"Detail", 60},
 		{"What to do", 60},
 	})
@@ -173,8 +189,12 @@ func (b *builder) flags() error {
 		if err != nil {
 			return err
 		}
+		action := f.action
+		if action == "" {
+			action = f.kind.action()
+		}
 		if err := t.add(b.txt(f.kind.label()), b.nstr(f.subject), b.nstr(f.name), b.txt(f.currency),
-			b.day(f.first), b.day(f.last), b.count(f.rows), cost, b.wrapped(f.detail), b.wrapped(f.kind.action())); err != nil {
+			b.day(f.first), b.day(f.last), b.count(f.rows), cost, b.wrapped(f.detail), b.wrapped(action)); err != nil {
 			return err
 		}
 		b.flagCounts[f.kind]++

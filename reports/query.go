@@ -1,6 +1,7 @@
 package reports
 
 import (
+	"context"
 	"database/sql"
 	"fmt"
 	"io/fs"
@@ -43,6 +44,19 @@ func (b *builder) query(name string, extra ...any) (*sql.Rows, error) {
 		return nil, fmt.Errorf("query %s: %w", name, err)
 	}
 	return rows, nil
+}
+
+// MonthRows is how many usage rows a workbook for p would read, by the
+// same rule the workbook uses (month_usage): 0 means it would be empty.
+func MonthRows(ctx context.Context, src Source, p Period) (int64, error) {
+	if err := p.validate(); err != nil {
+		return 0, err
+	}
+	p.Month = p.Month.UTC()
+	b := &builder{ctx: ctx, src: src, p: p}
+	var n int64
+	err := b.each("month_rows", func(r *sql.Rows) error { return r.Scan(&n) })
+	return n, err
 }
 
 // each runs a query and calls scan for every row; scan reads the row with
@@ -95,6 +109,9 @@ func (m *money) Scan(src any) error {
 
 // float is the double nearest the exact amount: what an Excel cell holds.
 func (m money) float() float64 { return m.dec.Float64() }
+
+// isZero reports whether m is zero or NULL.
+func (m money) isZero() bool { return !m.valid || m.dec.IsZero() }
 
 // cents renders the amount rounded to the cent (half away from zero), for
 // text that quotes an amount.

@@ -24,10 +24,11 @@ func (b *builder) rateCardCheck() error {
 		{"Payment method name", 22},
 		{"Currency", 10},
 		{"Rows", 8},
-		{"Billed quantity", 16},
+		{"Quantity", 16},
 		{"Unit", 12},
-		{"Billed cost", 16},
-		{"Billed unit price", 16},
+		{"Usage value", 16},
+		{"Invoiced", 16},
+		{"Unit price", 16},
 		{"Rate card price", 16},
 		{"Rate card unit", 12},
 		{"Rate card price name", 30},
@@ -52,13 +53,14 @@ func (b *builder) rateCardCheck() error {
 			rows                                          int64
 			distinct                                      sql.NullInt64
 			quantity, unitPrice, pct                      sql.NullFloat64
-			billed, price, expected, variance             money
+			value, price, expected, variance              money
+			invoiced, fromBalance                         money
 			snapshot                                      sql.NullTime
 			hasCard                                       bool
 		)
 		if err := r.Scan(&meter, &sku, &family, &solution, &pm, &pmName, &currency, &rows, &quantity, &unit,
-			&billed, &unitPrice, &price, &priceUnit, &priceName, &matchedBy, &distinct, &cardCurrency,
-			&snapshot, &hasCard, &expected, &variance, &pct, &status); err != nil {
+			&value, &unitPrice, &price, &priceUnit, &priceName, &matchedBy, &distinct, &cardCurrency,
+			&snapshot, &hasCard, &expected, &variance, &pct, &status, &invoiced, &fromBalance); err != nil {
 			return err
 		}
 		priceCurrency := currency
@@ -66,7 +68,11 @@ func (b *builder) rateCardCheck() error {
 			priceCurrency = cardCurrency.String
 		}
 		why := rateCardWhy(status, pm.Valid, hasCard, distinct.Int64, matchedBy.String, cardCurrency.String, tol)
-		billedCell, err := b.amount(billed, currency)
+		valueCell, err := b.amount(value, currency)
+		if err != nil {
+			return err
+		}
+		invoicedCell, err := b.amount(invoiced, currency)
 		if err != nil {
 			return err
 		}
@@ -92,12 +98,12 @@ func (b *builder) rateCardCheck() error {
 		}
 		if err := t.add(b.txt(meter), b.nstr(sku), b.nstr(family), b.nstr(solution), b.txt(orNone(pm)),
 			b.nstr(pmName), b.txt(currency), b.count(rows), b.qty(quantity), b.nstr(unit),
-			billedCell, unitCell, priceCell, b.nstr(priceUnit), b.nstr(priceName), b.nstr(matchedBy), b.stamp(snapshot),
+			valueCell, invoicedCell, unitCell, priceCell, b.nstr(priceUnit), b.nstr(priceName), b.nstr(matchedBy), b.stamp(snapshot),
 			exp, vr, pc, b.txt(yesNo(status != rcOK)), b.txt(status), b.wrapped(why)); err != nil {
 			return err
 		}
 		if status != rcOK {
-			b.rateFlags = append(b.rateFlags, rateCardFlag(status, meter, sku, pm, pmName, currency, rows, billed, variance, pct, why))
+			b.rateFlags = append(b.rateFlags, rateCardFlag(status, meter, sku, pm, pmName, currency, rows, value, variance, invoiced, fromBalance, pct, why))
 		}
 		return nil
 	})
@@ -112,14 +118,14 @@ func rateCardWhy(status string, hasPM, hasCard bool, distinct int64, matchedBy, 
 	switch status {
 	case rcOK:
 		if tol == "0%" {
-			return "Billed cost equals quantity × rate card price."
+			return "Usage value equals quantity × rate card price."
 		}
-		return "Billed cost is within " + tol + " of quantity × rate card price."
+		return "Usage value is within " + tol + " of quantity × rate card price."
 	case rcVariance:
 		if tol == "0%" {
-			return "Billed cost differs from quantity × rate card price."
+			return "Usage value differs from quantity × rate card price."
 		}
-		return "Billed cost differs from quantity × rate card price by more than " + tol + "."
+		return "Usage value differs from quantity × rate card price by more than " + tol + "."
 	case rcNoPrice:
 		switch {
 		case !hasPM:

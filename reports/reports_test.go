@@ -1,12 +1,14 @@
 package reports_test
 
 import (
+	"archive/zip"
 	"bytes"
 	"context"
 	"database/sql"
 	"encoding/csv"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"math/big"
 	"os"
@@ -519,7 +521,7 @@ func TestRateCardCheck(t *testing.T) {
 		       (CAST(sum(cost) AS DOUBLE) - sum(quantity) * 0.015) / (sum(quantity) * 0.015)
 		FROM usage WHERE `+monthFilter+` AND meter_name = 'video_encoding_ondemand' AND payment_method = ?`, pm1)[0]
 	r := one(t, rc, map[string]string{"Meter": "video_encoding_ondemand", "Payment method id": pm1})
-	sameAmount(t, "billed cost", at(r, colOf(t, h, "Billed cost")), check[0])
+	sameAmount(t, "usage value", at(r, colOf(t, h, "Usage value")), check[0])
 	sameAmount(t, "expected cost", at(r, colOf(t, h, "Expected cost")), check[1])
 	sameAmount(t, "variance", at(r, colOf(t, h, "Variance")), check[2])
 	if got, want := mustFloat(t, at(r, colOf(t, h, "Variance %"))), mustFloat(t, check[3]); abs(got-want) > 1e-12 {
@@ -563,8 +565,8 @@ func TestRateCardCheck(t *testing.T) {
 				t.Errorf("%s %s = %q, want blank", c.meter, col, got)
 			}
 		}
-		if at(r, colOf(t, h, "Billed cost")) == "" {
-			t.Errorf("%s has no billed cost", c.meter)
+		if at(r, colOf(t, h, "Usage value")) == "" {
+			t.Errorf("%s has no usage value", c.meter)
 		}
 	}
 	// Prices that cannot be compared are said so, with no expected cost.
@@ -635,7 +637,7 @@ func TestFlagsAndPaymentMethods(t *testing.T) {
 		if got := at(r, colOf(t, fl[0], "Rows")); got != "1" {
 			t.Errorf("validity flag of %s has %s rows, want 1", c.pm, got)
 		}
-		sameAmount(t, "validity flag cost", at(r, colOf(t, fl[0], "Usage value")), c.cost)
+		sameAmount(t, "validity flag cost", at(r, colOf(t, fl[0], "Amount")), c.cost)
 		if got := at(r, colOf(t, fl[0], "First day")); got != strconv.Itoa(excelDate(day(c.day))) {
 			t.Errorf("validity flag of %s first day %s, want 2026-10-%02d as a date cell", c.pm, got, c.day)
 		}
@@ -653,8 +655,17 @@ func TestFlagsAndPaymentMethods(t *testing.T) {
 		t.Errorf("unknown entitlement types %q, want (no type), @x and promo-credit (PreCommitment, pre-commitment, Cash, Quantity, License are known)", types)
 	}
 	r := one(t, fl, map[string]string{"Kind": "Not yet charged"})
-	sameAmount(t, "not charged", at(r, colOf(t, fl[0], "Usage value")), "2.005")
-	one(t, fl, map[string]string{"Kind": "Rate card variance"})
+	sameAmount(t, "not charged", at(r, colOf(t, fl[0], "Amount")), "2.005")
+	// A variance flag puts the variance at stake, not the meter's whole
+	// value, and advises a billing query only when some of it is invoiced.
+	vf := one(t, fl, map[string]string{"Kind": "Rate card variance"})
+	rc := rows(t, f, "Rate card check")
+	vr := one(t, rc, map[string]string{"Meter": strings.Fields(at(vf, colOf(t, fl[0], "Subject")))[0], "Status": "variance"})
+	sameAmount(t, "variance flag amount", at(vf, colOf(t, fl[0], "Amount")), at(vr, colOf(t, rc[0], "Variance")))
+	invoiced := mustFloat(t, at(vr, colOf(t, rc[0], "Invoiced")))
+	if query := strings.Contains(at(vf, colOf(t, fl[0], "What to do")), "billing query"); query != (invoiced != 0) {
+		t.Errorf("variance flag with %v invoiced advises a billing query: %v", invoiced, query)
+	}
 	if n := len(find(t, fl, map[string]string{"Kind": "No rate card price"})); n != 2 {
 		t.Errorf("%d no-price flags, want 2", n)
 	}
@@ -1128,5 +1139,39 @@ func TestLibreOffice(t *testing.T) {
 		if got := displayCents(mustFloat(t, at(r, colOf(t, bp[0], "Total usage value")))); got != centsOf(w.Rat()) {
 			t.Errorf("LibreOffice reads %s %s as %s, SQL %s", c[0], c[1], got, c[2])
 		}
+	}
+}
+
+// Daily charts start their value axis at zero and label dates weekly, so a
+// month of days stays readable.
+func TestDailyChartAxes(t *testing.T) {
+	db := openDB(t)
+	seed(t, db)
+	_, path := build(t, db, reports.Options{})
+	zr, err := zip.OpenReader(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer zr.Close()
+	charts := 0
+	for _, f := range zr.File {
+		if !strings.HasPrefix(f.Name, "xl/charts/chart") {
+			continue
+		}
+		charts++
+		rc, err := f.Open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(rc)
+		rc.Close()
+		x := string(b)
+		val := x[strings.Index(x, "<valAx>"):]
+		if !strings.Contains(val[:strings.Index(val, "</scaling>")], `<min val="0">`) {
+			t.Errorf("%s: value axis does not start at zero", f.Name)
+		}
+	}
+	if charts == 0 {
+		t.Fatal("no chart in the workbook")
 	}
 }

@@ -91,6 +91,16 @@ func writeReports(ctx context.Context, env *Env, months []string) ([]WrittenRepo
 		p := reports.Period{Month: m, Basis: cfg.UsageQueryBase().Basis(), Granularity: cfg.Usage.Granularity}
 		path := reports.DefaultPath(cfg.Reports.Dir, m)
 		opts := reports.Options{Tolerance: cfg.Reports.Tolerance, Now: env.Now}
+		// An empty month (a new deployment's first days, the 1st before
+		// any usage) gets no workbook: one would look like a month that
+		// cost nothing. Said, not a failure.
+		if n, err := reports.MonthRows(ctx, env.Store.DB(), p); err != nil {
+			return out, fmt.Errorf("report %s: %w", m.Format("2006-01"), err)
+		} else if n == 0 {
+			env.Log.Warn().Str("month", m.Format("2006-01")).Str("basis", string(p.Basis)).Str("granularity", string(p.Granularity)).
+				Msg("no usage rows for this month: no workbook written")
+			continue
+		}
 		if err := reports.WriteFile(ctx, env.Store.DB(), p, path, opts); err != nil {
 			return out, fmt.Errorf("report %s: %w", m.Format("2006-01"), err)
 		}

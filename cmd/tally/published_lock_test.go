@@ -112,3 +112,21 @@ func TestReadersAnswerWhileAnAnalystHoldsTheCopy(t *testing.T) {
 		t.Errorf("private copies left behind: %v", left)
 	}
 }
+
+// A month with no usage rows gets no workbook: tally report says so,
+// naming the month and basis, and exits 3.
+func TestReportOfAnEmptyMonth(t *testing.T) {
+	cfg, _ := queryFixture(t, true)
+	out := filepath.Join(t.TempDir(), "march.xlsx")
+	_, code, stderr := cli(t, "report", "--config", cfg, "--month", "2026-03", "--out", out)
+	if code != exitPartial || !strings.Contains(stderr, "2026-03") || !strings.Contains(stderr, "basis usage") || !strings.Contains(stderr, "no workbook was written") {
+		t.Fatalf("exit %d, stderr %q; want 3 naming the month and basis", code, stderr)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("a workbook was written for an empty month: %v", err)
+	}
+	// The month with rows is written as before.
+	if _, code, stderr := cli(t, "report", "--config", cfg, "--month", "2026-01", "--out", out); code != exitOK {
+		t.Fatalf("January: exit %d %s", code, stderr)
+	}
+}

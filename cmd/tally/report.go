@@ -105,9 +105,27 @@ func runReport(ctx context.Context, o *reportOptions, w io.Writer) error {
 	}
 	defer st.Close()
 	p := reports.Period{Month: month, Basis: basis, Granularity: cfg.Usage.Granularity}
+	n, err := reports.MonthRows(ctx, st.DB(), p)
+	if err != nil {
+		return fmt.Errorf("report %s: %w", o.month, err)
+	}
+	if n == 0 {
+		return emptyMonthError{month: o.month, basis: string(basis), granularity: string(cfg.Usage.Granularity)}
+	}
 	if err := reports.WriteFile(ctx, st.DB(), p, out, reports.Options{Tolerance: cfg.Reports.Tolerance}); err != nil {
 		return err
 	}
 	_, err = fmt.Fprintf(w, "wrote %s (%s, basis %s, granularity %s)\n", out, o.month, basis, cfg.Usage.Granularity)
 	return err
 }
+
+// emptyMonthError is a month with no usage rows for the basis and
+// granularity: no workbook is written (an empty one would look like a month
+// that cost nothing), and the exit is 3, partial.
+type emptyMonthError struct{ month, basis, granularity string }
+
+func (e emptyMonthError) Error() string {
+	return fmt.Sprintf("report %s: no usage rows for %s at basis %s and granularity %s, so no workbook was written; fetch the month first (tally fetch), or check usage.granularity and --basis against tally status", e.month, e.month, e.basis, e.granularity)
+}
+
+func (emptyMonthError) Partial() bool { return true }

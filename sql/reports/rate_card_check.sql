@@ -1,9 +1,12 @@
--- rate_card_check: did the interface bill each meter at the rate card price?
+-- rate_card_check: was each meter valued at the rate card price?
 -- One row per meter × payment method × currency of the report month: the
--- billed quantity and cost, the rate card price in force that month, the
--- expected cost (quantity × price), the variance (billed − expected) and
--- whether it is past the tolerance. Meters with no matching price are rows
--- with status 'no price', never dropped.
+-- quantity and usage value, the rate card price in force that month, the
+-- expected value (quantity × price), the variance (usage value − expected)
+-- and whether it is past the tolerance, and how much of the usage value is
+-- invoiced (billed directly, or under an entitlement type Tally does not
+-- know) or drawn from a prepaid balance: what a variance puts at stake.
+-- License-covered value is in the usage value and nowhere billed. Meters
+-- with no matching price are rows with status 'no price', never dropped.
 --
 -- The price in force and how a meter matches it are the rate_card_matches
 -- view's.
@@ -26,7 +29,9 @@ WITH billed AS (
            min(nullif(payment_method_name, '')) AS payment_method_name,
            count(*) AS rows,
            sum(CAST(quantity AS DECIMAL(38, 12))) AS quantity,
-           sum(cost) AS cost
+           sum(cost) AS cost,
+           coalesce(sum(cost) FILTER (WHERE paid_as IN ('direct', 'other')), 0) AS invoiced,
+           coalesce(sum(cost) FILTER (WHERE paid_as = 'balance'), 0) AS from_balance
     FROM month_usage
     GROUP BY meter_name, nullif(meter_sku, ''), nullif(payment_method, ''), currency
 ),
@@ -75,8 +80,8 @@ SELECT meter_name,
        rows,
        CAST(quantity AS DOUBLE) AS quantity,
        unit,
-       CAST(cost AS VARCHAR) AS billed_cost,
-       CASE WHEN quantity <> 0 THEN CAST(cost AS DOUBLE) / CAST(quantity AS DOUBLE) END AS billed_unit_price,
+       CAST(cost AS VARCHAR) AS usage_value,
+       CASE WHEN quantity <> 0 THEN CAST(cost AS DOUBLE) / CAST(quantity AS DOUBLE) END AS unit_price,
        CAST(card_price AS VARCHAR) AS card_price,
        price_unit,
        price_name,
@@ -93,6 +98,8 @@ SELECT meter_name,
            WHEN expected_cost = 0 AND cost <> 0 THEN 'variance'
            WHEN expected_cost <> 0 AND abs(CAST(cost - expected_cost AS DOUBLE) / CAST(expected_cost AS DOUBLE)) > $tolerance THEN 'variance'
            ELSE 'ok'
-       END AS status
+       END AS status,
+       CAST(invoiced AS VARCHAR) AS invoiced,
+       CAST(from_balance AS VARCHAR) AS from_balance
 FROM expected
 ORDER BY meter_name, meter_sku NULLS FIRST, payment_method NULLS LAST, currency;
