@@ -1175,3 +1175,30 @@ func TestDailyChartAxes(t *testing.T) {
 		t.Fatal("no chart in the workbook")
 	}
 }
+
+// The Summary leads with the money (totals, how they are paid, flags), then
+// the data freshness; the run that wrote it comes last, out of the finance
+// reader's way.
+func TestSummaryLeadsWithTheMoney(t *testing.T) {
+	db := openDB(t)
+	seed(t, db)
+	f, _ := build(t, db, reports.Options{})
+	at := map[string]int{}
+	for i, r := range rows(t, f, "Summary") {
+		if len(r) > 0 {
+			if _, seen := at[r[0]]; !seen {
+				at[r[0]] = i
+			}
+		}
+	}
+	order := []string{"Usage value per currency (never added across currencies)", "Usage value per entitlement type, as the provider names it",
+		"Flagged items (see the Flags sheet for what to do)", "Data freshness", "Detail", "Produced by (for support)", "Last run id"}
+	for i, name := range order {
+		if _, ok := at[name]; !ok {
+			t.Fatalf("Summary has no %q", name)
+		}
+		if i > 0 && at[name] < at[order[i-1]] {
+			t.Errorf("Summary shows %q (row %d) before %q (row %d)", name, at[name]+1, order[i-1], at[order[i-1]]+1)
+		}
+	}
+}

@@ -33,7 +33,10 @@ func (b *builder) summaryTotals() ([]totalRow, error) {
 // gathered.
 func (b *builder) summary(totals []totalRow) error {
 	s := &summaryWriter{b: b, row: 1}
-	if err := b.setWidths(sheetSummary, []column{{"", 40}, {"", 22}, {"", 22}, {"", 22}, {"", 22}, {"", 22}, {"", 22}}); err != nil {
+	// Wide enough for the longest header of each column ("Entitlement
+	// type (as sent)", "Other entitlement types"), so none runs into the
+	// next cell.
+	if err := b.setWidths(sheetSummary, []column{{"", 40}, {"", 26}, {"", 28}, {"", 22}, {"", 22}, {"", 25}, {"", 20}}); err != nil {
 		return err
 	}
 	month := b.p.Month
@@ -61,9 +64,9 @@ func (b *builder) summary(totals []totalRow) error {
 	if err := s.lines(lines); err != nil {
 		return err
 	}
-	if err := s.freshness(); err != nil {
-		return err
-	}
+	// The money first, as a controller reads it: totals and how they are
+	// paid, then what needs a look; then how fresh the data is; the run
+	// that wrote the workbook last, for whoever supports it.
 	if err := s.totals(totals); err != nil {
 		return err
 	}
@@ -73,7 +76,17 @@ func (b *builder) summary(totals []totalRow) error {
 	if err := s.flagCounts(); err != nil {
 		return err
 	}
-	return s.detail()
+	run, err := s.freshness()
+	if err != nil {
+		return err
+	}
+	if err := s.detail(); err != nil {
+		return err
+	}
+	if err := s.section("Produced by (for support)"); err != nil {
+		return err
+	}
+	return s.lines(run)
 }
 
 func (b *builder) label(s string) cell { return cell{s, b.st.label} }
@@ -113,10 +126,12 @@ func (s *summaryWriter) header(titles ...string) error {
 	return s.put(cells...)
 }
 
-func (s *summaryWriter) freshness() error {
+// freshness writes the Data freshness block and returns the lines about
+// the last run, which the Summary puts last.
+func (s *summaryWriter) freshness() ([][]cell, error) {
 	b := s.b
 	if err := s.section("Data freshness"); err != nil {
-		return err
+		return nil, err
 	}
 	var (
 		wStart, wEnd, wFetched, oldest, firstStart, lastEnd, started, finished sql.NullTime
@@ -129,9 +144,9 @@ func (s *summaryWriter) freshness() error {
 			&runID, &command, &status, &started, &finished, &runErr)
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	var lines [][]cell
+	var lines, run [][]cell
 	if windows == 0 {
 		lines = append(lines, []cell{b.label("Last loaded window"),
 			b.txt("None: no usage window of this granularity and basis was loaded for this month.")})
@@ -149,9 +164,9 @@ func (s *summaryWriter) freshness() error {
 		)
 	}
 	if !runID.Valid {
-		lines = append(lines, []cell{b.label("Last run"), b.txt("None recorded.")})
+		run = append(run, []cell{b.label("Last run"), b.txt("None recorded.")})
 	} else {
-		lines = append(lines,
+		run = append(run,
 			[]cell{b.label("Last run id"), b.nstr(runID)},
 			[]cell{b.label("Last run command"), b.nstr(command)},
 			[]cell{b.label("Last run status"), b.nstr(runStatusText(status))},
@@ -159,10 +174,10 @@ func (s *summaryWriter) freshness() error {
 			[]cell{b.label("Last run finished (UTC)"), b.stamp(finished)},
 		)
 		if runErr.Valid && runErr.String != "" {
-			lines = append(lines, []cell{b.label("Last run error"), b.nstr(runErr)})
+			run = append(run, []cell{b.label("Last run error"), b.nstr(runErr)})
 		}
 	}
-	return s.lines(lines)
+	return run, s.lines(lines)
 }
 
 func (s *summaryWriter) totals(totals []totalRow) error {
