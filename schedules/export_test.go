@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/tally-dev/tally/configs"
+	"github.com/tally-dev/tally/internal/focuscheck"
 	"github.com/tally-dev/tally/store"
 )
 
@@ -41,6 +42,16 @@ func TestExportStepAndCommand(t *testing.T) {
 	rows := countOf(`SELECT count(*) FROM usage`)
 	if rows == 0 {
 		t.Fatal("the fetch loaded nothing")
+	}
+	// The simulated interface's data, every entitlement type and payment
+	// method variant, conforms to FOCUS 1.2 (internal/focuscheck).
+	v, err := focuscheck.Violations(context.Background(), st.DB(),
+		`read_parquet('`+filepath.Join(cfg.Export.Dir, "focus", "*", "*.parquet")+`', hive_partitioning = true)`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range v {
+		t.Errorf("FOCUS 1.2 on the simulated interface's data: %s", line)
 	}
 	for _, dataset := range []string{"focus", "focus_csv"} {
 		ext := map[string]string{"focus": "parquet", "focus_csv": "csv"}[dataset]

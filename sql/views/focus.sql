@@ -17,10 +17,32 @@
 -- any other type, or none, is shown as sent and, as Tally cannot know how
 -- it is paid, counted as billed (x_PaidAs 'other').
 --
--- Columns Tally cannot fill from the interface are left out rather than
--- guessed: CommitmentDiscountCategory (an unknown entitlement type has no
--- honest Spend or Usage), region and resource columns (usage rows carry
--- neither), Tags, InvoiceId. Custom columns start with x_, as FOCUS asks.
+-- Marketplace methods: the marketplace, not the platform, invoices and is
+-- paid, so FOCUS 1.2 wants BilledCost 0 wherever InvoiceIssuerName is not
+-- ProviderName; the value stays in EffectiveCost, ListCost and
+-- ContractedCost. A controller reconciles the marketplace's own invoice
+-- with sum(EffectiveCost) of the rows whose InvoiceIssuerName is that
+-- marketplace (x_PaidAs says which part was drawn from a balance or
+-- licensed), and the platform's invoice with sum(BilledCost).
+--
+-- Entitlements as commitment discounts: a license covers a predetermined
+-- amount of usage (Usage); a quantity entitlement is a prepaid quantity of
+-- units (Usage); cash and pre-commitment are a predetermined amount of
+-- spend (Spend). An entitlement of a type Tally does not know is not
+-- claimed as a commitment discount at all (no honest category), so its
+-- commitment columns are null and it shows in x_EntitlementId and
+-- x_EntitlementType, with x_PaidAs 'other'.
+--
+-- Every Usage row has unit prices, as FOCUS requires: the rate card price
+-- in force when one matches, else the per-unit price the interface sent,
+-- else cost ÷ quantity (to 12 decimals); x_PriceMatchedBy says which. A
+-- row whose only price would be negative (a negative charge) is a
+-- Correction, whose prices may be null.
+--
+-- Left out rather than guessed: resource columns and Tags (usage rows
+-- carry none), InvoiceId, AvailabilityZone, CommitmentDiscountName (the
+-- interface gives entitlements no display name). Custom columns start with
+-- x_, as FOCUS asks.
 CREATE OR REPLACE VIEW focus AS
 WITH u AS (
     SELECT *,
@@ -49,11 +71,18 @@ pm AS (
     FROM payment_methods_by_month
 ),
 project AS (
-    SELECT CAST(f.month AS TIMESTAMP) AS charge_month, s.name, s.display_name
+    SELECT CAST(f.month AS TIMESTAMP) AS charge_month, s.name, s.display_name, s.location_name
     FROM snapshots_in_force f
     JOIN project_snapshots s ON s.name = f.key AND s.snapshot_at = f.snapshot_at
     WHERE f.kind = 'project'
     QUALIFY row_number() OVER (PARTITION BY f.month, s.name ORDER BY CAST(s.raw AS VARCHAR)) = 1
+),
+location AS (
+    -- a location's latest name for display; its id (the name) is what the
+    -- project snapshot in force gives
+    SELECT name, display_name
+    FROM location_snapshots
+    QUALIFY row_number() OVER (PARTITION BY name ORDER BY snapshot_at DESC, CAST(raw AS VARCHAR)) = 1
 ),
 r AS (
     SELECT u.*,
@@ -66,19 +95,53 @@ r AS (
            pr.card_snapshot_at,
            pm.display_name AS pm_display_name,
            pm.type AS pm_type,
-           project.display_name AS project_display_name
+           project.display_name AS project_display_name,
+           nullif(project.location_name, '') AS location_name,
+           location.display_name AS location_display_name,
+           regexp_replace(lower(coalesce(u.entitlement_type, '')), '[^a-z]', '', 'g') AS ent_kind,
+           nullif(pm.type, '') IS NOT NULL AND lower(pm.type) <> 'direct' AS marketplace
     FROM u
     LEFT JOIN priced pr
            ON pr.charge_month = u.charge_month AND pr.pm_key = u.pm_key AND pr.meter_name = u.meter_name
           AND pr.sku_key = u.sku_key AND coalesce(pr.card_currency, u.currency) = u.currency
     LEFT JOIN pm ON pm.charge_month = u.charge_month AND pm.id = u.payment_method
     LEFT JOIN project ON project.charge_month = u.charge_month AND project.name = u.project
+    LEFT JOIN location ON location.name = project.location_name
+),
+c AS (
+    SELECT r.*,
+           nullif(entitlement, '') IS NOT NULL AND ent_kind IN ('license', 'quantity', 'cash', 'precommitment') AS commitment,
+           CASE WHEN card_price IS NOT NULL THEN matched_by
+                WHEN price IS NOT NULL AND price >= 0 THEN 'interface price'
+                WHEN qty <> 0 AND CAST(cost AS DOUBLE) / CAST(qty AS DOUBLE) >= 0 THEN 'cost / quantity'
+                WHEN qty = 0 AND cost = 0 THEN 'cost / quantity'
+           END AS price_source,
+           CASE WHEN card_price IS NOT NULL THEN card_price
+                WHEN price IS NOT NULL AND price >= 0 THEN CAST(price AS DECIMAL(38, 12))
+                WHEN qty <> 0 AND CAST(cost AS DOUBLE) / CAST(qty AS DOUBLE) >= 0 THEN CAST(CAST(cost AS DOUBLE) / CAST(qty AS DOUBLE) AS DECIMAL(38, 12))
+                WHEN qty = 0 AND cost = 0 THEN CAST(0 AS DECIMAL(38, 12))
+           END AS unit_price,
+           CASE lower(trim(coalesce(unit, '')))
+               WHEN '' THEN 'Units'
+               WHEN 'second' THEN 'Seconds' WHEN 'seconds' THEN 'Seconds'
+               WHEN 'minute' THEN 'Minutes' WHEN 'minutes' THEN 'Minutes'
+               WHEN 'hour' THEN 'Hours' WHEN 'hours' THEN 'Hours'
+               WHEN 'day' THEN 'Days' WHEN 'days' THEN 'Days'
+               WHEN 'gigabyte' THEN 'GB' WHEN 'gigabytes' THEN 'GB' WHEN 'gb' THEN 'GB'
+               WHEN 'terabyte' THEN 'TB' WHEN 'terabytes' THEN 'TB' WHEN 'tb' THEN 'TB'
+               WHEN 'megabyte' THEN 'MB' WHEN 'megabytes' THEN 'MB' WHEN 'mb' THEN 'MB'
+               WHEN 'gigabyte hour' THEN 'GB-Hours' WHEN 'gigabyte hours' THEN 'GB-Hours' WHEN 'gb hours' THEN 'GB-Hours' WHEN 'gb-hours' THEN 'GB-Hours'
+               WHEN 'request' THEN 'Requests' WHEN 'requests' THEN 'Requests'
+               ELSE array_to_string(list_transform(string_split(trim(unit), ' '), w -> upper(w[1]) || w[2:]), ' ')
+           END AS consumed_unit
+    FROM r
 )
 SELECT
-    -- BilledCost: what the invoice charges for the row: the interface's
-    -- cost when billed directly (or under an unknown entitlement type); 0
-    -- when a license covers it or a prepaid balance pays it.
-    CASE WHEN paid_as IN ('license', 'balance') THEN CAST(0 AS DECIMAL(38, 12)) ELSE cost END AS BilledCost,
+    -- BilledCost: what the platform's invoice charges for the row: the
+    -- interface's cost when billed directly (or under an unknown
+    -- entitlement type); 0 when a license covers it or a prepaid balance
+    -- pays it, and 0 when a marketplace invoices it (see the header).
+    CASE WHEN paid_as IN ('license', 'balance') OR marketplace THEN CAST(0 AS DECIMAL(38, 12)) ELSE cost END AS BilledCost,
     -- BillingAccountId: the payment method (a UUID); 'unassigned' for usage
     -- the interface sent without one, as FOCUS allows no null here.
     coalesce(nullif(payment_method, ''), 'unassigned') AS BillingAccountId,
@@ -96,9 +159,10 @@ SELECT
     (date_trunc('month', coalesce(date_processed, date)) + INTERVAL 1 MONTH) AT TIME ZONE 'UTC' AS BillingPeriodEnd,
     -- ChargeCategory: every usage row is 'Usage'.
     'Usage' AS ChargeCategory,
-    -- ChargeClass: null; the interface marks no row as a correction of an
-    -- invoiced month (a late charge is billed in the month it is charged).
-    CAST(NULL AS VARCHAR) AS ChargeClass,
+    -- ChargeClass: null for a charge; 'Correction' for a negative charge
+    -- (no non-negative unit price can explain it). A late charge is billed
+    -- in the month it is charged, not as a correction.
+    CASE WHEN unit_price IS NULL THEN 'Correction' END AS ChargeClass,
     -- ChargeDescription: the rate card's name for the price, with the meter.
     coalesce(price_display_name || ' (' || meter_name || ')', meter_name) AS ChargeDescription,
     -- ChargeFrequency: usage is metered.
@@ -112,39 +176,37 @@ SELECT
                 WHEN 'month' THEN INTERVAL 1 MONTH
                 ELSE INTERVAL 1 YEAR
             END) AT TIME ZONE 'UTC' AS ChargePeriodEnd,
-    -- CommitmentDiscountId: the entitlement that applied, if any.
-    nullif(entitlement, '') AS CommitmentDiscountId,
-    -- CommitmentDiscountStatus: 'Used' where an entitlement applied.
-    CASE WHEN nullif(entitlement, '') IS NOT NULL THEN 'Used' END AS CommitmentDiscountStatus,
-    -- CommitmentDiscountType: the entitlement type exactly as sent
-    -- (license, cash, quantity, pre-commitment, or one Tally does not
-    -- know); 'Unknown' when the interface named an entitlement but no type.
-    CASE WHEN nullif(entitlement, '') IS NOT NULL THEN coalesce(nullif(trim(entitlement_type), ''), 'Unknown') END AS CommitmentDiscountType,
+    -- CommitmentDiscountCategory: Usage for license and quantity
+    -- entitlements, Spend for cash and pre-commitment (see the header).
+    CASE WHEN commitment THEN CASE WHEN ent_kind IN ('license', 'quantity') THEN 'Usage' ELSE 'Spend' END END AS CommitmentDiscountCategory,
+    -- CommitmentDiscountId: the entitlement that applied, of a known type.
+    CASE WHEN commitment THEN entitlement END AS CommitmentDiscountId,
+    -- CommitmentDiscountName: null: the interface gives no display name.
+    CAST(NULL AS VARCHAR) AS CommitmentDiscountName,
+    -- CommitmentDiscountQuantity: what the row consumed of the commitment:
+    -- the metered quantity (Usage), or the usage value (Spend).
+    CASE WHEN commitment THEN CASE WHEN ent_kind IN ('license', 'quantity') THEN qty ELSE cost END END AS CommitmentDiscountQuantity,
+    -- CommitmentDiscountUnit: the unit of CommitmentDiscountQuantity: the
+    -- usage unit (Usage), the billing currency (Spend), as FOCUS's own
+    -- spend-based examples do.
+    CASE WHEN commitment THEN CASE WHEN ent_kind IN ('license', 'quantity') THEN consumed_unit ELSE currency END END AS CommitmentDiscountUnit,
+    -- CommitmentDiscountStatus: 'Used' where a commitment applied.
+    CASE WHEN commitment THEN 'Used' END AS CommitmentDiscountStatus,
+    -- CommitmentDiscountType: the entitlement type exactly as sent.
+    CASE WHEN commitment THEN trim(entitlement_type) END AS CommitmentDiscountType,
     -- ConsumedQuantity: the metered quantity.
     qty AS ConsumedQuantity,
     -- ConsumedUnit: the usage unit in FOCUS unit format (minutes →
     -- Minutes, gigabytes → GB, gigabyte hours → GB-Hours; other units with
     -- their words capitalized); 'Units' when the interface sent none.
-    CASE lower(trim(coalesce(unit, '')))
-        WHEN '' THEN 'Units'
-        WHEN 'second' THEN 'Seconds' WHEN 'seconds' THEN 'Seconds'
-        WHEN 'minute' THEN 'Minutes' WHEN 'minutes' THEN 'Minutes'
-        WHEN 'hour' THEN 'Hours' WHEN 'hours' THEN 'Hours'
-        WHEN 'day' THEN 'Days' WHEN 'days' THEN 'Days'
-        WHEN 'gigabyte' THEN 'GB' WHEN 'gigabytes' THEN 'GB' WHEN 'gb' THEN 'GB'
-        WHEN 'terabyte' THEN 'TB' WHEN 'terabytes' THEN 'TB' WHEN 'tb' THEN 'TB'
-        WHEN 'megabyte' THEN 'MB' WHEN 'megabytes' THEN 'MB' WHEN 'mb' THEN 'MB'
-        WHEN 'gigabyte hour' THEN 'GB-Hours' WHEN 'gigabyte hours' THEN 'GB-Hours' WHEN 'gb hours' THEN 'GB-Hours' WHEN 'gb-hours' THEN 'GB-Hours'
-        WHEN 'request' THEN 'Requests' WHEN 'requests' THEN 'Requests'
-        ELSE array_to_string(list_transform(string_split(trim(unit), ' '), w -> upper(w[1]) || w[2:]), ' ')
-    END AS ConsumedUnit,
-    -- ContractedCost: quantity × the rate card price in force, rounded to
-    -- 12 decimals; the interface's cost where no single price matched.
-    -- The rate card is the payment method's own (possibly private) offer,
-    -- so contracted and list prices are the same here.
-    CASE WHEN card_price IS NOT NULL THEN CAST(qty * card_price AS DECIMAL(38, 12)) ELSE cost END AS ContractedCost,
-    -- ContractedUnitPrice: the rate card price in force; null without one.
-    card_price AS ContractedUnitPrice,
+    consumed_unit AS ConsumedUnit,
+    -- ContractedCost: quantity × the unit price (see the header), rounded
+    -- to 12 decimals; the interface's cost for a Correction. The rate card
+    -- is the payment method's own (possibly private) offer, so contracted
+    -- and list prices are the same here.
+    CASE WHEN unit_price IS NOT NULL THEN CAST(qty * unit_price AS DECIMAL(38, 12)) ELSE cost END AS ContractedCost,
+    -- ContractedUnitPrice: the unit price; null only on a Correction.
+    unit_price AS ContractedUnitPrice,
     -- EffectiveCost: the amortized cost: the interface's cost, also where
     -- a prepaid balance pays it (this row's share of the prepayment); 0
     -- under a license, whose own fee is not in the usage data.
@@ -152,13 +214,12 @@ SELECT
     -- InvoiceIssuerName: the marketplace for a marketplace payment method
     -- (its variant, as the interface names it), else the platform.
     CASE WHEN nullif(pm_type, '') IS NULL OR lower(pm_type) = 'direct' THEN 'Media cloud' ELSE pm_type END AS InvoiceIssuerName,
-    -- ListCost: quantity × the rate card price in force (see
-    -- ContractedCost); the interface's cost where no single price matched.
-    CASE WHEN card_price IS NOT NULL THEN CAST(qty * card_price AS DECIMAL(38, 12)) ELSE cost END AS ListCost,
-    -- ListUnitPrice: the rate card price in force; null without one.
-    card_price AS ListUnitPrice,
-    -- PricingCategory: 'Committed' under an entitlement, else 'Standard'.
-    CASE WHEN nullif(entitlement, '') IS NOT NULL THEN 'Committed' ELSE 'Standard' END AS PricingCategory,
+    -- ListCost, ListUnitPrice: as ContractedCost and ContractedUnitPrice.
+    CASE WHEN unit_price IS NOT NULL THEN CAST(qty * unit_price AS DECIMAL(38, 12)) ELSE cost END AS ListCost,
+    unit_price AS ListUnitPrice,
+    -- PricingCategory: 'Committed' under a commitment discount, else
+    -- 'Standard'; null on a Correction.
+    CASE WHEN unit_price IS NULL THEN NULL WHEN commitment THEN 'Committed' ELSE 'Standard' END AS PricingCategory,
     -- PricingQuantity: the metered quantity (usage is priced per unit).
     qty AS PricingQuantity,
     -- PricingUnit: the rate card price's unit, else the usage unit, in
@@ -180,6 +241,11 @@ SELECT
     -- services; a constant, as the interface does not name itself.
     'Media cloud' AS ProviderName,
     'Media cloud' AS PublisherName,
+    -- RegionId, RegionName: the location the project's resources are in
+    -- (its project snapshot in force for the month) and its display name;
+    -- null for a project with none.
+    location_name AS RegionId,
+    CASE WHEN location_name IS NOT NULL THEN coalesce(nullif(location_display_name, ''), location_name) END AS RegionName,
     -- ServiceCategory: 'Storage' for the storage solution, 'Media' (media
     -- streaming and processing) for everything else the platform sells.
     CASE WHEN lower(trim(coalesce(solution, ''))) = 'storage' THEN 'Storage' ELSE 'Media' END AS ServiceCategory,
@@ -193,7 +259,13 @@ SELECT
     -- SkuPriceId: the matched rate card price's name (names, comma
     -- separated, when one price is listed under several), the same on every
     -- payment method's card; the SkuId where no price matched.
-    coalesce(price_name, nullif(meter_sku, ''), meter_name) AS SkuPriceId,
+    CASE WHEN unit_price IS NOT NULL THEN coalesce(price_name, nullif(meter_sku, ''), meter_name) END AS SkuPriceId,
+    -- SkuPriceDetails: the rate card entry the price is listed under, as
+    -- FOCUS key-value JSON (x_ keys: none is FOCUS-defined); null when no
+    -- rate card price matched.
+    CASE WHEN card_price IS NOT NULL THEN
+        CAST(json_object('x_Family', family, 'x_Solution', solution, 'x_PriceName', price_name, 'x_PricingUnit', price_unit) AS VARCHAR)
+    END AS SkuPriceDetails,
     -- SubAccountId: the project name (the project's key in the interface).
     nullif(project, '') AS SubAccountId,
     -- SubAccountName: the project's display name in the snapshot in force,
@@ -207,6 +279,10 @@ SELECT
     granularity AS x_Granularity,
     -- x_Cost: the cost exactly as the interface sent it, whoever pays it.
     cost AS x_Cost,
+    -- x_EntitlementId, x_EntitlementType: the entitlement as sent, of any
+    -- type (a known one is also the commitment discount).
+    nullif(entitlement, '') AS x_EntitlementId,
+    nullif(trim(entitlement_type), '') AS x_EntitlementType,
     -- x_DateProcessed: when the row was charged (null: not yet), UTC.
     date_processed AS x_DateProcessed,
     -- x_FetchedAt, x_RunId: when and by which Tally run the row was loaded.
@@ -215,12 +291,13 @@ SELECT
     family AS x_Family,
     -- x_PaidAs: direct, balance, license or other (see the header).
     paid_as AS x_PaidAs,
-    -- x_PriceMatchedBy: which rule found the list price: sku, meter name
-    -- in parentheses, name; null when no single price matched.
-    matched_by AS x_PriceMatchedBy,
+    -- x_PriceMatchedBy: where the unit price comes from: the rate card
+    -- rule that matched (sku, meter name in parentheses, name), 'interface
+    -- price', or 'cost / quantity'; null on a Correction.
+    price_source AS x_PriceMatchedBy,
     -- x_RateCardSnapshotAt: the rate card snapshot the price comes from.
     card_snapshot_at AS x_RateCardSnapshotAt,
     CAST(run_id AS VARCHAR) AS x_RunId,
     solution AS x_Solution,
     unit AS x_Unit
-FROM r;
+FROM c;
