@@ -280,7 +280,7 @@ func (s *Scheduler) serveHealth() (stop func(), err error) {
 	s.addrMu.Unlock()
 	mux := http.NewServeMux()
 	mux.Handle("/healthz", s.mon)
-	mux.Handle("/metrics", s.mon.metricsHandler())
+	mux.Handle("/metrics", s.mon.metricsHandler(s.r.Version, s.r.Commit))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, WriteTimeout: 10 * time.Second}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {

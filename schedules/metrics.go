@@ -6,9 +6,14 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
+	"runtime"
 	"strings"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/common/expfmt"
 
 	"github.com/tally-dev/tally/store"
 )
@@ -17,32 +22,14 @@ import (
 // metrics list them.
 var runStatuses = []string{store.RunOK, store.RunPartial, store.RunFailed, store.RunSkipped}
 
-// metrics renders the monitor's facts in the Prometheus text exposition
-// format (version 0.0.4), the format node_exporter's textfile collector
-// reads. Every series of a job is written even before its first run, so
+// Describe and Collect make the monitor a prometheus.Collector: its facts
+// are read from health() at every scrape, so they never drift from
+// /healthz. Every series of a job is there even before its first run, so
 // alerts on absent series are not needed.
-func (m *monitor) metrics() []byte {
+func (m *monitor) Describe(ch chan<- *prometheus.Desc) { prometheus.DescribeByCollect(m, ch) }
+
+func (m *monitor) Collect(ch chan<- prometheus.Metric) {
 	h := m.health()
-	var b bytes.Buffer
-	family := func(name, typ, help string) {
-		fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, typ)
-	}
-	sample := func(name string, v float64, labels ...string) {
-		b.WriteString(name)
-		if len(labels) > 0 {
-			b.WriteByte('{')
-			for i := 0; i+1 < len(labels); i += 2 {
-				if i > 0 {
-					b.WriteByte(',')
-				}
-				fmt.Fprintf(&b, "%s=\"%s\"", labels[i], escapeLabel(labels[i+1]))
-			}
-			b.WriteByte('}')
-		}
-		b.WriteByte(' ')
-		b.WriteString(strconv.FormatFloat(v, 'f', -1, 64))
-		b.WriteByte('\n')
-	}
 	unix := func(t time.Time) float64 { return float64(t.UnixMilli()) / 1000 }
 	flag := func(ok bool) float64 {
 		if ok {
@@ -50,67 +37,69 @@ func (m *monitor) metrics() []byte {
 		}
 		return 0
 	}
+	desc := func(name, help string, labels ...string) *prometheus.Desc {
+		return prometheus.NewDesc(name, help, labels, nil)
+	}
+	emit := func(d *prometheus.Desc, typ prometheus.ValueType, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, typ, v, labels...)
+	}
+	gauge, counter := prometheus.GaugeValue, prometheus.CounterValue
 
-	family("tally_scheduler_start_time_seconds", "gauge", "When tally schedule started, as Unix time.")
-	sample("tally_scheduler_start_time_seconds", unix(h.Started))
-	family("tally_job_healthy", "gauge", "1 while the job's latest run succeeded within its expected interval (what /healthz checks), else 0.")
+	emit(desc("tally_scheduler_start_time_seconds", "When tally schedule started, as Unix time."), gauge, unix(h.Started))
+	healthy := desc("tally_job_healthy", "1 while the job's latest run succeeded within its expected interval (what /healthz checks), else 0.", "job")
+	running := desc("tally_job_running", "1 while a run of the job is in progress.", "job")
+	next := desc("tally_job_next_run_timestamp_seconds", "When the job runs next, as Unix time.", "job")
+	lastRun := desc("tally_job_last_run_timestamp_seconds", "When the job's latest run finished (or was skipped), as Unix time.", "job")
+	duration := desc("tally_job_last_run_duration_seconds", "How long the job's latest run took.", "job")
+	success := desc("tally_job_last_success_timestamp_seconds", "When a run of the job last succeeded, as Unix time.", "job")
+	status := desc("tally_job_last_run_status", "1 for the status of the job's latest run (ok, partial, failed or skipped), 0 for the others.", "job", "status")
+	runs := desc("tally_job_runs_total", "Runs of the job finished since the scheduler started, by status; skipped counts runs that gave up waiting for another process's lock.", "job", "status")
+	skipped := desc("tally_job_skipped_total", "Times the job was due while its previous run was still going, so that time was skipped.", "job")
+	rows := desc("tally_fetch_rows_total", "Usage rows the job's runs loaded since the scheduler started.", "job")
 	for _, j := range h.Jobs {
-		sample("tally_job_healthy", flag(j.Healthy), "job", j.Job)
-	}
-	family("tally_job_running", "gauge", "1 while a run of the job is in progress.")
-	for _, j := range h.Jobs {
-		sample("tally_job_running", flag(j.RunningSince != nil), "job", j.Job)
-	}
-	family("tally_job_next_run_timestamp_seconds", "gauge", "When the job runs next, as Unix time.")
-	for _, j := range h.Jobs {
+		emit(healthy, gauge, flag(j.Healthy), j.Job)
+		emit(running, gauge, flag(j.RunningSince != nil), j.Job)
 		if !j.Next.IsZero() {
-			sample("tally_job_next_run_timestamp_seconds", unix(j.Next), "job", j.Job)
+			emit(next, gauge, unix(j.Next), j.Job)
 		}
-	}
-	family("tally_job_last_run_timestamp_seconds", "gauge", "When the job's latest run finished (or was skipped), as Unix time.")
-	for _, j := range h.Jobs {
 		if j.LastRun != nil && j.LastRun.Finished != nil {
-			sample("tally_job_last_run_timestamp_seconds", unix(*j.LastRun.Finished), "job", j.Job)
+			emit(lastRun, gauge, unix(*j.LastRun.Finished), j.Job)
+			emit(duration, gauge, j.LastRun.Finished.Sub(j.LastRun.Started).Seconds(), j.Job)
 		}
-	}
-	family("tally_job_last_run_duration_seconds", "gauge", "How long the job's latest run took.")
-	for _, j := range h.Jobs {
-		if j.LastRun != nil && j.LastRun.Finished != nil {
-			sample("tally_job_last_run_duration_seconds", j.LastRun.Finished.Sub(j.LastRun.Started).Seconds(), "job", j.Job)
-		}
-	}
-	family("tally_job_last_success_timestamp_seconds", "gauge", "When a run of the job last succeeded, as Unix time.")
-	for _, j := range h.Jobs {
 		if j.LastSuccess != nil {
-			sample("tally_job_last_success_timestamp_seconds", unix(*j.LastSuccess), "job", j.Job)
+			emit(success, gauge, unix(*j.LastSuccess), j.Job)
 		}
-	}
-	family("tally_job_last_run_status", "gauge", "1 for the status of the job's latest run (ok, partial, failed or skipped), 0 for the others.")
-	for _, j := range h.Jobs {
 		for _, s := range runStatuses {
-			sample("tally_job_last_run_status", flag(j.LastRun != nil && j.LastRun.Status == s), "job", j.Job, "status", s)
+			emit(status, gauge, flag(j.LastRun != nil && j.LastRun.Status == s), j.Job, s)
+			emit(runs, counter, float64(j.Runs[s]), j.Job, s)
 		}
+		emit(skipped, counter, float64(j.SkippedTicks), j.Job)
+		emit(rows, counter, float64(j.Rows), j.Job)
 	}
-	family("tally_job_runs_total", "counter", "Runs of the job finished since the scheduler started, by status; skipped counts runs that gave up waiting for another process's lock.")
-	for _, j := range h.Jobs {
-		for _, s := range runStatuses {
-			sample("tally_job_runs_total", float64(j.Runs[s]), "job", j.Job, "status", s)
-		}
-	}
-	family("tally_job_skipped_total", "counter", "Times the job was due while its previous run was still going, so that time was skipped.")
-	for _, j := range h.Jobs {
-		sample("tally_job_skipped_total", float64(j.SkippedTicks), "job", j.Job)
-	}
-	family("tally_fetch_rows_total", "counter", "Usage rows the job's runs loaded since the scheduler started.")
-	for _, j := range h.Jobs {
-		sample("tally_fetch_rows_total", float64(j.Rows), "job", j.Job)
-	}
-	return b.Bytes()
 }
 
-// escapeLabel escapes a label value as the text format requires.
-func escapeLabel(s string) string {
-	return strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`).Replace(s)
+// metrics renders the monitor's series in the Prometheus text exposition
+// format (version 0.0.4), the format node_exporter's textfile collector
+// reads: Tally's own series only, as the collector has its own process and
+// Go metrics.
+func (m *monitor) metrics() []byte {
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(m)
+	mfs, err := reg.Gather()
+	var b bytes.Buffer
+	if err == nil {
+		for _, mf := range mfs {
+			if _, err = expfmt.MetricFamilyToText(&b, mf); err != nil {
+				break
+			}
+		}
+	}
+	if err != nil {
+		// Only a bug (a series collected twice) gets here; say it where
+		// the metrics are read rather than serve half of them.
+		return []byte("# tally: metrics failed: " + strings.ReplaceAll(err.Error(), "\n", " ") + "\n")
+	}
+	return b.Bytes()
 }
 
 // writeMetricsFile writes the metrics to path atomically: to a temp file in
@@ -146,11 +135,19 @@ func firstErr(errs ...error) error {
 	return nil
 }
 
-// metricsHandler serves the same text at /metrics, for a Prometheus that
-// scrapes the scheduler directly.
-func (m *monitor) metricsHandler() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-		w.Write(m.metrics())
-	})
+// metricsHandler serves /metrics for a Prometheus that scrapes the
+// scheduler: the monitor's series, tally_build_info, and the Go runtime and
+// process metrics of the client library.
+func (m *monitor) metricsHandler(version, commit string) http.Handler {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(m,
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name:        "tally_build_info",
+			Help:        "Always 1; the labels say which Tally is running.",
+			ConstLabels: prometheus.Labels{"version": version, "commit": commit, "goversion": runtime.Version()},
+		}, func() float64 { return 1 }),
+	)
+	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
 }

@@ -3,6 +3,8 @@ package schedules
 import (
 	"bufio"
 	"bytes"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -12,6 +14,9 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	"github.com/robfig/cron/v3"
 
 	"github.com/tally-dev/tally/configs"
@@ -192,5 +197,85 @@ func TestWriteMetricsFile(t *testing.T) {
 	}
 	if err := writeMetricsFile(filepath.Join(dir, "missing", "tally.prom"), []byte("x 1\n")); err == nil || !strings.Contains(err.Error(), "write metrics") {
 		t.Fatalf("metrics into a missing folder: %v", err)
+	}
+}
+
+// The textfile output passes the linter promtool check metrics runs
+// (promlint), and /metrics serves the same series with tally_build_info
+// and the Go runtime and process metrics beside them.
+func TestMetricsLintAndEndpoint(t *testing.T) {
+	now := time.Date(2026, 3, 5, 3, 0, 0, 0, time.UTC)
+	jobs := []configs.Job{{Name: "nightly", Cron: "CRON_TZ=UTC 30 2 * * *", Run: []string{"fetch"}}}
+	m := newMonitor(jobs, []cron.Schedule{mustCron(t, jobs[0].Cron)}, time.Minute, func() time.Time { return now })
+	fin := now.Add(-time.Minute)
+	m.runFinished("nightly", store.RunInfo{ID: uuid.New(), Job: "nightly", Command: "schedule", Started: now.Add(-time.Hour), Finished: &fin, Status: store.RunOK, Rows: 7})
+
+	text := m.metrics()
+	problems, err := promlint.New(bytes.NewReader(text)).Lint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("promlint: %s: %s", p.Metric, p.Text)
+	}
+	if strings.Contains(string(text), "go_goroutines") {
+		t.Error("the textfile carries Go runtime metrics; node_exporter has its own")
+	}
+
+	srv := httptest.NewServer(m.metricsHandler("v1.2.3", "abc123"))
+	defer srv.Close()
+	resp, err := http.Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The official parser reads what Prometheus scrapes (summaries too).
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	has := func(name string, labels ...string) (float64, bool) {
+		f, ok := families[name]
+		if !ok {
+			return 0, false
+		}
+	next:
+		for _, m := range f.GetMetric() {
+			got := map[string]string{}
+			for _, l := range m.GetLabel() {
+				got[l.GetName()] = l.GetValue()
+			}
+			for i := 0; i+1 < len(labels); i += 2 {
+				if got[labels[i]] != labels[i+1] {
+					continue next
+				}
+			}
+			switch {
+			case m.GetGauge() != nil:
+				return m.GetGauge().GetValue(), true
+			case m.GetCounter() != nil:
+				return m.GetCounter().GetValue(), true
+			}
+			return 0, true
+		}
+		return 0, false
+	}
+	for _, want := range []struct {
+		name   string
+		labels []string
+	}{
+		{"tally_build_info", []string{"version", "v1.2.3", "commit", "abc123"}},
+		{"tally_job_healthy", []string{"job", "nightly"}},
+		{"tally_fetch_rows_total", []string{"job", "nightly"}},
+		{"go_goroutines", nil},
+		{"process_start_time_seconds", nil},
+	} {
+		if _, ok := has(want.name, want.labels...); !ok {
+			t.Errorf("/metrics has no %s%q", want.name, want.labels)
+		}
+	}
+	if v, _ := has("tally_fetch_rows_total", "job", "nightly"); v != 7 {
+		t.Errorf("tally_fetch_rows_total = %v, want 7", v)
 	}
 }

@@ -23,6 +23,7 @@ type Runner struct {
 	Token   string
 	Log     zerolog.Logger
 	Version string
+	Commit  string           // the build's commit, for tally_build_info
 	Now     func() time.Time // nil = time.Now
 	// LockWait bounds the wait for another writer; zero = the config's
 	// schedule.lock_wait.

@@ -84,7 +84,7 @@ func newRunner(cmd *cobra.Command, g *globalFlags, cfgPath string) (*schedules.R
 	if err := store.CheckPath(cfg.Store.Path); err != nil {
 		return nil, usageError{err}
 	}
-	return &schedules.Runner{Config: cfg, Token: token, Log: log, Version: version, Now: clock}, nil
+	return &schedules.Runner{Config: cfg, Token: token, Log: log, Version: version, Commit: buildCommit(), Now: clock}, nil
 }
 
 // fetchOptions parses --from, --to and --granularity.
