@@ -86,7 +86,7 @@ func schedStep(t *testing.T, name string, fn StepFunc) {
 
 // schedStart runs a Scheduler until the returned stop is called; stop
 // returns Run's error and how long Run took to return after the stop.
-func schedStart(t *testing.T, r *Runner, opts ScheduleOptions) (*Scheduler, func() (error, time.Duration)) {
+func schedStart(t *testing.T, r *Runner, opts ScheduleOptions) (*Scheduler, func() (time.Duration, error)) {
 	t.Helper()
 	s, err := NewScheduler(r, opts)
 	if err != nil {
@@ -103,7 +103,7 @@ func schedStart(t *testing.T, r *Runner, opts ScheduleOptions) (*Scheduler, func
 	var once sync.Once
 	var res error
 	var took time.Duration
-	stop := func() (error, time.Duration) {
+	stop := func() (time.Duration, error) {
 		once.Do(func() {
 			began := time.Now()
 			cancel()
@@ -114,7 +114,7 @@ func schedStart(t *testing.T, r *Runner, opts ScheduleOptions) (*Scheduler, func
 			}
 			took = time.Since(began)
 		})
-		return res, took
+		return took, res
 	}
 	t.Cleanup(func() { stop() })
 	return s, stop
@@ -193,7 +193,7 @@ func TestScheduleEverySecondNeverConcurrent(t *testing.T) {
 		h := s.Health()
 		return h.Jobs[0].SkippedTicks >= 1
 	})
-	if err, _ := stop(); err != nil {
+	if _, err := stop(); err != nil {
 		t.Fatal(err)
 	}
 
@@ -233,7 +233,7 @@ func TestSchedulePanicRecordedAsFailedRun(t *testing.T) {
 	r, logs := schedRunner(t, time.Second, configs.Job{Name: "fragile", Cron: "@every 1s", Run: []string{"probe-panic"}})
 	s, stop := schedStart(t, r, ScheduleOptions{})
 	schedWait(t, 6*time.Second, "two failed runs", func() bool { return s.Health().Jobs[0].Runs[store.RunFailed] >= 2 })
-	if err, _ := stop(); err != nil {
+	if _, err := stop(); err != nil {
 		t.Fatal(err)
 	}
 	runs := schedRuns(t, r)
@@ -325,7 +325,7 @@ func TestHealthzFlipsAfterFailedRun(t *testing.T) {
 	if code, h := health(); code != http.StatusOK || !h.Healthy {
 		t.Fatalf("after recovering: %d %+v", code, h)
 	}
-	if err, _ := stop(); err != nil {
+	if _, err := stop(); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -346,7 +346,7 @@ func TestScheduleStopWithinGrace(t *testing.T) {
 		r, _ := schedRunner(t, 3*time.Second, configs.Job{Name: "finisher", Cron: "@every 1s", Run: []string{"probe-finish"}})
 		_, stop := schedStart(t, r, ScheduleOptions{})
 		<-started
-		err, took := stop()
+		took, err := stop()
 		if err != nil || took > 2*time.Second {
 			t.Fatalf("stop: %v after %s", err, took)
 		}
@@ -367,7 +367,7 @@ func TestScheduleStopWithinGrace(t *testing.T) {
 		r, _ := schedRunner(t, grace, configs.Job{Name: "hanger", Cron: "@every 1s", Run: []string{"probe-hang"}})
 		_, stop := schedStart(t, r, ScheduleOptions{})
 		<-started
-		err, took := stop()
+		took, err := stop()
 		if err != nil || took < grace || took > grace+2*time.Second {
 			t.Fatalf("stop: %v after %s, want nil after about %s", err, took, grace)
 		}

@@ -189,7 +189,7 @@ func TestScheduleCatchesUpAfterDowntime(t *testing.T) {
 	}
 	schedWait(t, 5*time.Second, "the missed run", func() bool { return s.Health().Jobs[0].Runs[store.RunOK] == 1 })
 	time.Sleep(1500 * time.Millisecond) // no second catch-up
-	if err, _ := stop(); err != nil {
+	if _, err := stop(); err != nil {
 		t.Fatal(err)
 	}
 	if late.Load() != 1 || fresh.Load() != 0 {

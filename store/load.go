@@ -313,13 +313,6 @@ func timeOrNull(t *time.Time) driver.Value {
 	return *t
 }
 
-func floatOrNull(f *float64) driver.Value {
-	if f == nil {
-		return nil
-	}
-	return *f
-}
-
 // Ledger returns the windows loaded for a granularity, basis and scope,
 // ordered by start (then end).
 func (s *Store) Ledger(ctx context.Context, g fetch.Granularity, basis fetch.Basis, scope string) ([]fetch.LoadedWindow, error) {
