@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"net"
-	"net/url"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -450,7 +448,6 @@ var (
 	envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 	uuidRE    = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
 	lookRE    = regexp.MustCompile(`^([0-9]{1,6})([dh])$`)
-	braceRE   = regexp.MustCompile(`\{[^{}]*\}`)
 )
 
 func (p *parser) api(r *rawAPI, c *APIConfig) {
@@ -484,58 +481,14 @@ func (p *parser) api(r *rawAPI, c *APIConfig) {
 	c.Paths = p.paths(&r.Paths)
 }
 
-// baseURL checks the interface's address: the token goes there, so plain
-// http is only for this machine (tests, the simulator).
+// baseURL checks the interface's address by fetch's rule (the token goes
+// there), naming the field and the line.
 func (p *parser) baseURL(n *yaml.Node, field, s string) string {
-	n = deref(n)
-	shown := redactUserinfo(s)
-	allowed := "an https:// address such as https://app.mk.io (http:// only for a loopback host such as http://127.0.0.1:8080)"
-	u, err := url.Parse(s)
-	switch {
-	case err != nil:
-		p.addf(n, field, "%q is not a URL: use %s", shown, allowed)
-	case u.User != nil:
-		p.addf(n, field, "%q must not carry a user or password (left out here); the token comes from api.token_env or api.token_file", shown)
-	case u.Scheme != "https" && u.Scheme != "http", u.Host == "", u.Opaque != "":
-		p.addf(n, field, "%q is not %s", shown, allowed)
-	case u.Scheme == "http" && !isLoopback(u.Hostname()):
-		p.addf(n, field, "%q uses http to a host that is not loopback, so the token would cross the network in clear: use %s", shown, allowed)
-	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || strings.Contains(s, "#"):
-		p.addf(n, field, "%q must not have a query or fragment: use %s", shown, allowed)
-	default:
-		return strings.TrimRight(s, "/")
-	}
-	return s
-}
-
-// redactUserinfo hides a user and password written into an address, so an
-// error never repeats a secret.
-func redactUserinfo(s string) string {
-	scheme, rest, ok := strings.Cut(s, "://")
-	if !ok {
+	if _, err := fetch.CheckBaseURL(s); err != nil {
+		p.addf(deref(n), field, "%v", err)
 		return s
 	}
-	authority, path, hasPath := rest, "", false
-	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
-		authority, path, hasPath = rest[:i], rest[i:], true
-	}
-	at := strings.LastIndex(authority, "@")
-	if at < 0 {
-		return s
-	}
-	out := scheme + "://…@" + authority[at+1:]
-	if hasPath {
-		out += path
-	}
-	return out
-}
-
-func isLoopback(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
+	return strings.TrimRight(strings.TrimSpace(s), "/")
 }
 
 func (p *parser) paths(n *yaml.Node) map[string]string {
@@ -576,19 +529,8 @@ func (p *parser) paths(n *yaml.Node) map[string]string {
 			}
 			continue
 		}
-		if !strings.HasPrefix(s, "/") || strings.HasPrefix(s, "//") || strings.ContainsAny(s, "?# \t\r\n") {
-			p.addf(deref(v), field, "%q must be a path on the base address starting with a single /, without query or spaces, e.g. %q", s, def)
-			continue
-		}
-		want, got := braceRE.FindAllString(def, -1), braceRE.FindAllString(s, -1)
-		slices.Sort(want)
-		slices.Sort(got)
-		if !slices.Equal(want, got) {
-			carry := "no placeholders"
-			if len(want) > 0 {
-				carry = "the placeholders " + strings.Join(want, ", ")
-			}
-			p.addf(deref(v), field, "%q must carry %s, like %q", s, carry, def)
+		if err := fetch.CheckPath(k.Value, s); err != nil {
+			p.addf(deref(v), field, "%v", err)
 			continue
 		}
 		out[k.Value] = s

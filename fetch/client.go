@@ -67,8 +67,12 @@ func WithLogger(l zerolog.Logger) Option {
 func WithPaths(paths map[string]string) Option {
 	return func(c *Client) {
 		for k, v := range paths {
-			if err := checkPath(k, v); err != nil {
+			if err := checkPathKey(k); err != nil {
 				c.errs = append(c.errs, err)
+				continue
+			}
+			if err := CheckPath(k, v); err != nil {
+				c.errs = append(c.errs, fmt.Errorf("api path %s: %w", k, err))
 				continue
 			}
 			c.paths[k] = v
@@ -90,9 +94,9 @@ func WithUserAgent(version string) Option {
 // be https; plain http is accepted only for a loopback host (a local
 // simulation), so the token never crosses a network in clear text.
 func NewClient(baseURL, token string, opts ...Option) (*Client, error) {
-	base, err := checkBaseURL(baseURL)
+	base, err := CheckBaseURL(baseURL)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("base url %w", err)
 	}
 	if strings.TrimSpace(token) == "" {
 		return nil, errors.New("api token is empty: set the environment variable or file the config's api.token_env / api.token_file names")
@@ -132,31 +136,51 @@ func NewClient(baseURL, token string, opts ...Option) (*Client, error) {
 	return c, nil
 }
 
-func checkBaseURL(raw string) (*url.URL, error) {
-	u, err := url.Parse(strings.TrimSpace(raw))
-	if err != nil {
-		return nil, fmt.Errorf("base url %q is not a URL: %v", raw, err)
-	}
-	if u.User != nil {
-		return nil, fmt.Errorf("base url %s must not carry a user or password: the token is the only credential", redactURL(raw))
-	}
-	if u.Host == "" || u.Hostname() == "" {
-		return nil, fmt.Errorf("base url %q has no host; expected e.g. https://app.mk.io", raw)
-	}
-	if u.RawQuery != "" || u.Fragment != "" {
-		return nil, fmt.Errorf("base url %q must not carry a query or fragment; expected e.g. https://app.mk.io", raw)
-	}
-	u.Scheme = strings.ToLower(u.Scheme)
-	switch u.Scheme {
-	case "https":
-	case "http":
-		if !isLoopback(u.Hostname()) {
-			return nil, fmt.Errorf("base url %q: http is allowed only for a loopback host (127.0.0.0/8, ::1, localhost); use https", raw)
-		}
-	default:
-		return nil, fmt.Errorf("base url %q: scheme %q is not https (or http for a loopback host)", raw, u.Scheme)
+// baseURLAllowed says what a base URL may be, in every error about one.
+const baseURLAllowed = "an https:// address such as https://app.mk.io (http:// only for a loopback host such as http://127.0.0.1:8080)"
+
+// CheckBaseURL is the one rule for the interface's address (NewClient and
+// the config's api.base_url): the token goes there, so it is https, or
+// plain http only to this machine (the simulator, tests); no user or
+// password (the token is the only credential), no query or fragment. A
+// user and password written into it never appear in the error.
+func CheckBaseURL(raw string) (*url.URL, error) {
+	raw = strings.TrimSpace(raw)
+	shown := redactUserinfo(raw)
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("%q is not a URL: use %s", shown, baseURLAllowed)
+	case u.User != nil:
+		return nil, fmt.Errorf("%q must not carry a user or password (left out here): the token is the only credential, from api.token_env or api.token_file", shown)
+	case u.Host == "" || u.Hostname() == "" || u.Opaque != "":
+		return nil, fmt.Errorf("%q is not %s: it has no host", shown, baseURLAllowed)
+	case u.Scheme != "https" && u.Scheme != "http":
+		return nil, fmt.Errorf("%q is not %s: its scheme is %q", shown, baseURLAllowed, u.Scheme)
+	case u.Scheme == "http" && !isLoopback(u.Hostname()):
+		return nil, fmt.Errorf("%q uses http to a host that is not loopback (127.0.0.0/8, ::1, localhost), so the token would cross the network in clear: use %s", shown, baseURLAllowed)
+	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || strings.Contains(raw, "#"):
+		return nil, fmt.Errorf("%q must not have a query or fragment: use %s", shown, baseURLAllowed)
 	}
 	return u, nil
+}
+
+// redactUserinfo hides a user and password written into an address, so an
+// error never repeats a secret, even in an address url.Parse refuses.
+func redactUserinfo(s string) string {
+	scheme, rest, ok := strings.Cut(s, "://")
+	if !ok {
+		return s
+	}
+	authority, path := rest, ""
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		authority, path = rest[:i], rest[i:]
+	}
+	at := strings.LastIndex(authority, "@")
+	if at < 0 {
+		return s
+	}
+	return scheme + "://…@" + authority[at+1:] + path
 }
 
 func isLoopback(host string) bool {

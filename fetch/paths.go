@@ -35,17 +35,26 @@ func pathKeys() []string {
 	return keys
 }
 
-// checkPath validates an override of DefaultPaths[key]: it must be a path
-// (not a URL, since the token is only ever sent to the base URL's origin)
-// and carry exactly the placeholders the default carries, or requests for
-// different ids would silently go to one place.
-func checkPath(key, tmpl string) error {
-	def, ok := DefaultPaths[key]
-	if !ok {
+// checkPathKey reports a key that is not one of DefaultPaths'.
+func checkPathKey(key string) error {
+	if _, ok := DefaultPaths[key]; !ok {
 		return fmt.Errorf("api path %q is not known; allowed keys: %s", key, strings.Join(pathKeys(), ", "))
 	}
-	if !strings.HasPrefix(tmpl, "/") || strings.HasPrefix(tmpl, "//") {
-		return fmt.Errorf("api path %s = %q must be a path starting with a single /, such as %q", key, tmpl, def)
+	return nil
+}
+
+// CheckPath is the one rule for an override of DefaultPaths[key] (WithPaths
+// and the config's api.paths): a path on the base address, never a URL
+// (the token is only ever sent to the base URL's origin), carrying exactly
+// the placeholders the default carries, or requests for different ids
+// would silently go to one place.
+func CheckPath(key, tmpl string) error {
+	def, ok := DefaultPaths[key]
+	if !ok {
+		return checkPathKey(key)
+	}
+	if !strings.HasPrefix(tmpl, "/") || strings.HasPrefix(tmpl, "//") || strings.ContainsAny(tmpl, "?# \t\r\n") {
+		return fmt.Errorf("%q must be a path on the base address starting with a single /, without query or spaces, e.g. %q", tmpl, def)
 	}
 	want := placeholderRE.FindAllString(def, -1)
 	got := placeholderRE.FindAllString(tmpl, -1)
@@ -56,10 +65,10 @@ func checkPath(key, tmpl string) error {
 		if len(want) > 0 {
 			allowed = "the placeholders " + strings.Join(want, ", ")
 		}
-		return fmt.Errorf("api path %s = %q must carry %s, as %q does", key, tmpl, allowed, def)
+		return fmt.Errorf("%q must carry %s, like %q", tmpl, allowed, def)
 	}
-	if strings.ContainsAny(placeholderRE.ReplaceAllString(tmpl, ""), "{} \t\r\n#") {
-		return fmt.Errorf("api path %s = %q holds a brace, space or # outside a placeholder", key, tmpl)
+	if strings.ContainsAny(placeholderRE.ReplaceAllString(tmpl, ""), "{}") {
+		return fmt.Errorf("%q holds a brace outside a placeholder; placeholders are %s", tmpl, strings.Join(want, ", "))
 	}
 	return nil
 }
