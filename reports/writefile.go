@@ -3,9 +3,12 @@ package reports
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/tally-dev/tally/internal/atomicfile"
 )
 
 // staleTempAge is how old a workbook's temporary file must be before a later
@@ -32,52 +35,21 @@ func WriteFile(ctx context.Context, src Source, p Period, path string, opts Opti
 		return fmt.Errorf("write report %s: %w", path, err)
 	}
 	removeStaleTemps(dir, filepath.Base(path), time.Now())
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
+	var buildErr error
+	err = atomicfile.Write(ctx, path, 0o640, func(w io.Writer) error {
+		buildErr = Build(ctx, src, p, w, opts)
+		return buildErr
+	})
+	if err != nil && err != buildErr {
 		return fmt.Errorf("write report %s: %w", path, err)
 	}
-	defer func() {
-		if err != nil {
-			_ = tmp.Close()
-			_ = os.Remove(tmp.Name())
-		}
-	}()
-	if err := tmp.Chmod(0o640); err != nil {
-		return fmt.Errorf("write report %s: %w", path, err)
-	}
-	if err := Build(ctx, src, p, tmp, opts); err != nil {
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		return fmt.Errorf("write report %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write report %s: %w", path, err)
-	}
-	// The last chance to stop: after the rename the new workbook is in place.
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("write report %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("write report %s: %w", path, err)
-	}
-	syncDir(dir)
-	return nil
-}
-
-// syncDir makes the rename durable where the file system can sync a
-// folder; where it cannot, the renamed file is complete all the same.
-func syncDir(dir string) {
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync()
-		_ = d.Close()
-	}
+	return err
 }
 
 // removeStaleTemps removes the temporary files a killed writer of the same
 // workbook left behind, so they do not pile up beside it night after night.
 func removeStaleTemps(dir, base string, now time.Time) {
-	stale, err := filepath.Glob(filepath.Join(dir, "."+globEscape(base)+".*.tmp"))
+	stale, err := filepath.Glob(filepath.Join(dir, atomicfile.TempPattern(globEscape(base))))
 	if err != nil {
 		return
 	}

@@ -2,10 +2,10 @@ package schedules
 
 import (
 	"bytes"
+	"context"
 	"fmt"
+	"io"
 	"net/http"
-	"os"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"time"
@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/common/expfmt"
 
+	"github.com/tally-dev/tally/internal/atomicfile"
 	"github.com/tally-dev/tally/store"
 )
 
@@ -102,35 +103,17 @@ func (m *monitor) metrics() []byte {
 	return b.Bytes()
 }
 
-// writeMetricsFile writes the metrics to path atomically: to a temp file in
-// the same folder, then renamed, so the textfile collector never reads half
-// a file. The temp name does not end in .prom, which the collector ignores.
+// writeMetricsFile replaces the metrics file whole (atomicfile), so the
+// textfile collector never reads half a file: the temporary name does not
+// end in .prom, which the collector ignores. Mode 0644: the collector runs
+// as another user, and the figures are not secret.
 func writeMetricsFile(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
+	err := atomicfile.Write(context.Background(), path, 0o644, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("write metrics %s: %w", path, err)
-	}
-	defer os.Remove(tmp.Name()) // after a successful rename there is nothing left to remove
-	_, werr := tmp.Write(data)
-	// The collector runs as another user; the figures are not secret.
-	cherr := tmp.Chmod(0o644)
-	serr := tmp.Sync()
-	cerr := tmp.Close()
-	if err := firstErr(werr, cherr, serr, cerr); err != nil {
-		return fmt.Errorf("write metrics %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("write metrics %s: %w", path, err)
-	}
-	return nil
-}
-
-func firstErr(errs ...error) error {
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
 	}
 	return nil
 }

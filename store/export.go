@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -21,6 +22,7 @@ import (
 	"time"
 
 	"github.com/tally-dev/tally/fetch"
+	"github.com/tally-dev/tally/internal/atomicfile"
 	tallysql "github.com/tally-dev/tally/sql"
 )
 
@@ -567,17 +569,13 @@ func writeManifest(dir string, m *manifest) error {
 	if err != nil {
 		return err
 	}
-	tmp := filepath.Join(dir, ManifestName+".tmp")
-	if err := os.WriteFile(tmp, append(b, '\n'), fileMode); err != nil {
+	err = atomicfile.Write(context.Background(), filepath.Join(dir, ManifestName), fileMode, func(w io.Writer) error {
+		_, err := w.Write(append(b, '\n'))
+		return err
+	})
+	if err != nil {
 		return fmt.Errorf("write manifest: %w", err)
 	}
-	if _, err := syncFile(tmp); err != nil {
-		return fmt.Errorf("write manifest: %w", err)
-	}
-	if err := os.Rename(tmp, filepath.Join(dir, ManifestName)); err != nil {
-		return fmt.Errorf("write manifest: %w", err)
-	}
-	syncDir(dir)
 	return nil
 }
 
