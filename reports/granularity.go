@@ -23,16 +23,22 @@ func ServesMonths(g fetch.Granularity) bool { return slices.Contains(MonthlyGran
 
 // GranularityError is a month asked for at a granularity that cannot serve
 // it (week or year) when no hour, day or month data covering the month is
-// loaded. It is a usage error: the user should fetch a granularity that
-// serves months.
+// loaded, or a monthly output (Month zero: the FOCUS export, whose billing
+// periods are months) configured at week or year. It is a usage error: the
+// user should fetch a granularity that serves months.
 type GranularityError struct {
 	Field       string            // the setting that chose the granularity, e.g. usage.granularity
 	Granularity fetch.Granularity // the value asked for
-	Month       time.Time
+	Month       time.Time         // zero: not one month (Output says what)
 	Basis       fetch.Basis
+	Output      string // what was refused when Month is zero, e.g. "the FOCUS export"
 }
 
 func (e *GranularityError) Error() string {
+	if e.Month.IsZero() {
+		return fmt.Sprintf("%s %q cannot serve %s: %s buckets cross month boundaries; allowed: hour, day, month. Set %s to one of them and fetch it (tally fetch --granularity day)",
+			e.Field, e.Granularity, e.Output, e.Granularity, e.Field)
+	}
 	return fmt.Sprintf("%s %q cannot serve the monthly report for %s: %s buckets cross month boundaries, so a month needs hour, day or month rows, "+
 		"and no loaded hour, day or month windows of basis %s cover the month; fetch one (tally fetch --granularity day --from %s --to %s) or set %s to hour, day or month",
 		e.Field, e.Granularity, e.Month.Format(monthLayout), e.Granularity, e.Basis,

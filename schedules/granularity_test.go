@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/xuri/excelize/v2"
 
+	"github.com/tally-dev/tally/configs"
 	"github.com/tally-dev/tally/fetch"
 	"github.com/tally-dev/tally/reports"
 )
@@ -234,5 +236,26 @@ func TestMonthlyReportAtMonth(t *testing.T) {
 	}
 	for _, r := range sum.Reports {
 		checkWorkbook(t, h, r.Path, r.Month, fetch.Month)
+	}
+}
+
+// The FOCUS export bills every row in a month: at week granularity it is
+// refused as a usage error naming usage.granularity, and nothing is written.
+func TestFOCUSExportRefusesWeek(t *testing.T) {
+	h := newHarness(t, setup{granularity: fetch.Week, window: "4w", start: "2025-01-01", now: "2025-02-10T12:00:00Z"})
+	h.mustFetch()
+	dir := t.TempDir()
+	_, err := h.runner.Export(context.Background(), ExportOptions{Dir: dir, Format: configs.ExportFOCUS})
+	var ge *reports.GranularityError
+	if !errors.As(err, &ge) {
+		t.Fatalf("FOCUS export at week: %v, want a *reports.GranularityError", err)
+	}
+	for _, s := range []string{`usage.granularity "week"`, "the FOCUS export", "hour, day, month"} {
+		if !strings.Contains(err.Error(), s) {
+			t.Errorf("error %q does not say %q", err, s)
+		}
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("the refused export wrote %d entries", len(entries))
 	}
 }
