@@ -31,16 +31,17 @@ func (h *harness) fetchAt(g fetch.Granularity, from, to time.Time) {
 	}
 }
 
-// monthTruth is the sim's exact cost per currency of usage in month m.
+// monthTruth is the sim's exact cost per currency of month m on the
+// harness's basis.
 func (h *harness) monthTruth(m time.Time) map[string]fetch.Decimal {
-	return h.sim.Truth(fetch.UsageQuery{Window: fetch.Window{Start: m, End: m.AddDate(0, 1, 0), Granularity: fetch.Day}}).Cost
+	return h.sim.Truth(h.query(m, m.AddDate(0, 1, 0))).Cost
 }
 
-// finestTotals sums usage_finest of basis usage in month m per currency.
-func finestTotals(t *testing.T, db *sql.DB, m time.Time) map[string]fetch.Decimal {
+// finestTotals sums usage_finest of a basis in month m per currency.
+func finestTotals(t *testing.T, db *sql.DB, basis string, m time.Time) map[string]fetch.Decimal {
 	t.Helper()
 	rows, err := db.Query(`SELECT currency, CAST(sum(cost) AS VARCHAR) FROM usage_finest
-WHERE basis = 'usage' AND period_at >= ? AND period_at < ? GROUP BY currency`, m, m.AddDate(0, 1, 0))
+WHERE basis = ? AND period_at >= ? AND period_at < ? GROUP BY currency`, basis, m, m.AddDate(0, 1, 0))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,9 +66,18 @@ WHERE basis = 'usage' AND period_at >= ? AND period_at < ? GROUP BY currency`, m
 
 // Day for six months, hour for two days of June and month for the year:
 // every month of usage_finest equals the sim's truth, per currency, and
-// the two hour days do not hide the rest of June nor count twice.
+// the two hour days do not hide the rest of June nor count twice. On both
+// bases: reported filters and counts on the charge date.
 func TestUsageFinestMixedLoadsMatchTruth(t *testing.T) {
-	h := newHarness(t, setup{granularity: fetch.Day, window: "1y", start: "2025-01-01", now: "2026-01-10T12:00:00Z"})
+	for _, reported := range []bool{false, true} {
+		t.Run(map[bool]string{false: "usage", true: "reported"}[reported], func(t *testing.T) {
+			testUsageFinestMixedLoads(t, reported)
+		})
+	}
+}
+
+func testUsageFinestMixedLoads(t *testing.T, reported bool) {
+	h := newHarness(t, setup{granularity: fetch.Day, window: "1y", start: "2025-01-01", now: "2026-01-10T12:00:00Z", reported: reported})
 	// usage.window left out: the largest window each granularity allows (a
 	// set window must suit every granularity fetched with it).
 	h.runner.Config.Usage.Window = fetch.WindowSize{}
@@ -82,7 +92,7 @@ func TestUsageFinestMixedLoadsMatchTruth(t *testing.T) {
 			if len(want) < 2 {
 				t.Fatalf("%s: truth in %d currencies; the test wants two", m.Format("2006-01"), len(want))
 			}
-			if d := sameTotals(finestTotals(t, db, m), want); d != "" {
+			if d := sameTotals(finestTotals(t, db, h.basis(), m), want); d != "" {
 				t.Errorf("usage_finest %s differs from the truth: %s", m.Format("2006-01"), d)
 			}
 		}
@@ -90,7 +100,7 @@ func TestUsageFinestMixedLoadsMatchTruth(t *testing.T) {
 		// June) up to June, month after.
 		got := map[string][]string{}
 		rows, err := db.Query(`SELECT strftime(date_trunc('month', day), '%Y-%m'), list_sort(list(DISTINCT granularity))::VARCHAR
-FROM usage_coverage WHERE basis = 'usage' AND day < DATE '2026-01-01' GROUP BY ALL ORDER BY ALL`)
+FROM usage_coverage WHERE basis = ? AND day < DATE '2026-01-01' GROUP BY ALL ORDER BY ALL`, h.basis())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -116,7 +126,7 @@ FROM usage_coverage WHERE basis = 'usage' AND day < DATE '2026-01-01' GROUP BY A
 			t.Errorf("coverage by month %v, want %v", got, want)
 		}
 		var hourDays int
-		if err := db.QueryRow(`SELECT count(*) FROM usage_coverage WHERE basis = 'usage' AND granularity = 'hour'`).Scan(&hourDays); err != nil {
+		if err := db.QueryRow(`SELECT count(*) FROM usage_coverage WHERE basis = ? AND granularity = 'hour'`, h.basis()).Scan(&hourDays); err != nil {
 			t.Fatal(err)
 		}
 		if hourDays != 2 {
