@@ -16,7 +16,10 @@
 --     day of the month maps to 'month'), and no hour or day rows of it;
 --   otherwise, each day covered by hour or day takes the finest of them;
 --   week and year rows count only for buckets (Monday weeks, calendar
---     years) none of whose days is taken by a finer granularity above.
+--     years) none of whose days is taken by a finer granularity above. A
+--     bucket cannot be split, so one that holds such a day is left out
+--     whole rather than counted twice: its other days are then missing
+--     from the views until they are fetched at hour, day or month.
 --
 -- Day is of period_at: date for basis usage, date_processed for basis
 -- reported (the date the window filtered on).
