@@ -151,6 +151,8 @@ func (b *builder) byPaymentMethod() error {
 		{"Valid from (first day)", 14},
 		{"Valid until (first invalid day)", 14},
 		{"Active", 8},
+		{"Terms accepted", 10},
+		{"Streaming billed monthly (autoPurchaseStreamLicenses)", 16},
 		{"Projects of the payment method", 28},
 		{"Projects with usage", 28},
 		{"Snapshot taken (UTC)", 20},
@@ -165,12 +167,12 @@ func (b *builder) byPaymentMethod() error {
 		var (
 			id, name, typ, order, ids, projects, used sql.NullString
 			from, until, snapshot                     sql.NullTime
-			active                                    sql.NullBool
+			active, terms, autoStream                 sql.NullBool
 			currency                                  string
 			rows                                      int64
 			cost                                      money
 		)
-		if err := r.Scan(&id, &name, &typ, &order, &ids, &from, &until, &active, &projects, &used,
+		if err := r.Scan(&id, &name, &typ, &order, &ids, &from, &until, &active, &terms, &autoStream, &projects, &used,
 			&snapshot, &currency, &rows, &cost); err != nil {
 			return err
 		}
@@ -178,12 +180,14 @@ func (b *builder) byPaymentMethod() error {
 		if err != nil {
 			return err
 		}
-		act := cell{nil, b.st.text}
-		if active.Valid {
-			act = b.txt(yesNo(active.Bool))
+		flag := func(v sql.NullBool) cell {
+			if !v.Valid {
+				return cell{nil, b.st.text}
+			}
+			return b.txt(yesNo(v.Bool))
 		}
 		return t.add(b.txt(orNone(id)), b.nstr(name), b.nstr(typ), b.nstr(order), b.wrapped(ids.String),
-			b.day(from), b.day(until), act, b.wrapped(projects.String), b.wrapped(used.String),
+			b.day(from), b.day(until), flag(active), flag(terms), flag(autoStream), b.wrapped(projects.String), b.wrapped(used.String),
 			b.stamp(snapshot), b.txt(currency), b.count(rows), c)
 	})
 	if err != nil {

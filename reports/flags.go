@@ -9,10 +9,13 @@ import (
 // flagKind is one kind of item the Flags sheet lists.
 type flagKind string
 
-// Flag kinds. The first three come from flags.sql, the rest from the rate
+// Flag kinds. The first six come from flags.sql, the rest from the rate
 // card check.
 const (
 	flagOutsideValidity    flagKind = "outside_validity"
+	flagValidityUnknown    flagKind = "validity_unknown"
+	flagMethodState        flagKind = "method_state"
+	flagStreamLicenses     flagKind = "stream_licenses"
 	flagUnknownEntitlement flagKind = "unknown_entitlement"
 	flagNotCharged         flagKind = "not_charged"
 	flagRateVariance       flagKind = "rate_card_variance"
@@ -23,7 +26,8 @@ const (
 
 // flagKinds lists every kind in the order the Summary counts them.
 var flagKinds = []flagKind{
-	flagOutsideValidity, flagUnknownEntitlement, flagNotCharged,
+	flagOutsideValidity, flagValidityUnknown, flagMethodState, flagStreamLicenses,
+	flagUnknownEntitlement, flagNotCharged,
 	flagRateVariance, flagNoPrice, flagSeveralPrices, flagCurrencyDiffers,
 }
 
@@ -32,6 +36,12 @@ func (k flagKind) label() string {
 	switch k {
 	case flagOutsideValidity:
 		return "Payment method outside its validity"
+	case flagValidityUnknown:
+		return "Validity cannot be told at this granularity"
+	case flagMethodState:
+		return "Payment method not in a billable state"
+	case flagStreamLicenses:
+		return "Streaming billed through monthly charges"
 	case flagUnknownEntitlement:
 		return "Unknown entitlement type"
 	case flagNotCharged:
@@ -53,6 +63,12 @@ func (k flagKind) action() string {
 	switch k {
 	case flagOutsideValidity:
 		return "Ask the provider why this usage was charged to a payment method that was not valid on those days; have it moved to the method in force, or get the validity extended in writing."
+	case flagValidityUnknown:
+		return "Not counted as a violation nor as fine. Fetch this month at hour or day granularity (usage.granularity) and rebuild the workbook to tell which part fell inside the validity."
+	case flagMethodState:
+		return "Ask the provider why usage was charged to this payment method in this state (see Detail); have it moved to a valid, active method with accepted terms."
+	case flagStreamLicenses:
+		return "The payment method has autoPurchaseStreamLicenses true: streaming is billed through monthly charges, not by the minute. Check the invoice's monthly streaming charges against this usage; the amounts here are the usage as sent."
 	case flagUnknownEntitlement:
 		return "Ask the provider how this entitlement type is paid before signing off; its cost is shown apart under Other entitlement types, not as billed, balance or license."
 	case flagNotCharged:
@@ -166,6 +182,23 @@ func (b *builder) flags() error {
 			}
 			f.detail = fmt.Sprintf("Usage dated %s. The payment method is valid from %s until %s (first invalid day).",
 				when, dateOr(validFrom, "no start"), dateOr(validUntil, "no end"))
+		case flagValidityUnknown:
+			f.detail = fmt.Sprintf("Usage buckets of this granularity (%s) straddle the payment method's start or end date. The method is valid from %s until %s (first invalid day).",
+				b.p.Granularity, dateOr(validFrom, "no start"), dateOr(validUntil, "no end"))
+		case flagMethodState:
+			switch side.String {
+			case "end not after start":
+				f.detail = fmt.Sprintf("The payment method's end date %s is not after its start date %s: it is never valid.",
+					dateOr(validUntil, "no end"), dateOr(validFrom, "no start"))
+			case "inactive":
+				f.detail = "The payment method is inactive (status.isActive false)."
+			case "terms not accepted":
+				f.detail = "The payment method's terms and conditions are not accepted (status.termsAndConditionsAccepted false)."
+			default:
+				f.detail = side.String
+			}
+		case flagStreamLicenses:
+			f.detail = "Streaming usage charged to a payment method with autoPurchaseStreamLicenses true."
 		case flagUnknownEntitlement:
 			if subject.Valid {
 				f.detail = fmt.Sprintf("Entitlement type %q is not license, cash, quantity or pre-commitment.", subject.String)

@@ -16,7 +16,7 @@ const monthLayout = "2006-01"
 type Period struct {
 	Month       time.Time         // 1st of the month, 00:00 UTC
 	Basis       fetch.Basis       // usage: filter on date; reported: on date_processed
-	Granularity fetch.Granularity // which usage rows: the config's granularity
+	Granularity fetch.Granularity // which usage rows: hour, day or month (see MonthGranularity)
 }
 
 // ParseMonth parses a YYYY-MM month as the 1st of that month, UTC.
@@ -45,6 +45,9 @@ func (p Period) validate() error {
 	}
 	if !p.Granularity.Valid() {
 		return fmt.Errorf("period granularity %q is not one of hour, day, week, month, year", p.Granularity)
+	}
+	if !ServesMonths(p.Granularity) {
+		return fmt.Errorf("period granularity %q cannot serve a month: its buckets cross month boundaries; allowed: hour, day, month (MonthGranularity picks one)", p.Granularity)
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/tally-dev/tally/configs"
+	"github.com/tally-dev/tally/reports"
 	"github.com/tally-dev/tally/store"
 )
 
@@ -64,6 +65,12 @@ func Export(ctx context.Context, env *Env, opts ExportOptions) (ExportSummary, e
 		o.CSV = cfg.Export.FOCUSCSV && o.Format == configs.ExportFOCUS
 	}
 	if o.Format == configs.ExportFOCUS {
+		// FOCUS billing periods are months: a week or year bucket would be
+		// billed whole in one month.
+		if !reports.ServesMonths(cfg.Usage.Granularity) {
+			return ExportSummary{Source: env.Store.Path()}, &reports.GranularityError{Field: "usage.granularity",
+				Granularity: cfg.Usage.Granularity, Basis: cfg.UsageQueryBase().Basis(), Output: "the FOCUS export"}
+		}
 		o.Granularity = cfg.Usage.Granularity
 		o.Basis = cfg.UsageQueryBase().Basis()
 	}

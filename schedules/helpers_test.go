@@ -224,6 +224,8 @@ func (h *harness) span() fetch.UsageQuery {
 	return h.query(day(h.t, h.s.start), fetch.Day.Truncate(h.clock.Now()).AddDate(0, 0, 1))
 }
 
+func (h *harness) basis() string { return string(h.span().Basis()) }
+
 // fetch runs one recorded fetch like `tally fetch`.
 func (h *harness) fetch(ctx context.Context) (FetchSummary, error) {
 	return h.runner.Fetch(ctx, FetchOptions{})

@@ -89,6 +89,14 @@ func writeReports(ctx context.Context, env *Env, months []string) ([]WrittenRepo
 	var out []WrittenReport
 	for _, m := range ms {
 		p := reports.Period{Month: m, Basis: cfg.UsageQueryBase().Basis(), Granularity: cfg.Usage.Granularity}
+		g, note, err := reports.MonthGranularity(ctx, env.Store.DB(), p, "usage.granularity", env.now())
+		if err != nil {
+			return out, fmt.Errorf("report %s: %w", m.Format("2006-01"), err)
+		}
+		if note != "" {
+			env.Log.Warn().Str("month", m.Format("2006-01")).Msg(note)
+		}
+		p.Granularity = g
 		path := reports.DefaultPath(cfg.Reports.Dir, m)
 		opts := reports.Options{Tolerance: cfg.Reports.Tolerance, Now: env.Now}
 		// An empty month (a new deployment's first days, the 1st before

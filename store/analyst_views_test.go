@@ -77,14 +77,19 @@ func TestPaymentMethodViolationsView(t *testing.T) {
 	s, _ := exportFixture(t)
 	// The legacy method expired 40 days after the sim's start (10 September)
 	// while the archive project stayed billed to it.
-	got := rowsText(t, s, `SELECT month, payment_method_name, side, valid_until, first_day, last_day FROM payment_method_violations ORDER BY ALL`)
+	got := rowsText(t, s, `SELECT month, payment_method_name, problem, valid_until, first_day, last_day FROM payment_method_violations ORDER BY ALL`)
+	// The legacy method is inactive as well: every month it is charged
+	// is flagged for that, besides the days after its end.
 	want := []string{
+		"2026-08-01|Legacy EU agreement|inactive|2026-09-10|2026-08-01|2026-08-31",
+		"2026-09-01|Legacy EU agreement|inactive|2026-09-10|2026-09-01|2026-09-30",
 		"2026-09-01|Legacy EU agreement|on or after end|2026-09-10|2026-09-10|2026-09-30",
+		"2026-10-01|Legacy EU agreement|inactive|2026-09-10|2026-10-01|2026-10-20",
 		"2026-10-01|Legacy EU agreement|on or after end|2026-09-10|2026-10-01|2026-10-20",
 	}
 	equalLines(t, "violations", got, want)
 	equalLines(t, "violation cost",
-		rowsText(t, s, `SELECT sum(cost) FROM payment_method_violations`),
+		rowsText(t, s, `SELECT sum(cost) FROM payment_method_violations WHERE problem IN ('before start', 'on or after end')`),
 		rowsText(t, s, `SELECT sum(cost) FROM usage WHERE payment_method_name = 'Legacy EU agreement' AND date >= '2026-09-10'`))
 }
 

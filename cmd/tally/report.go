@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
@@ -39,7 +40,11 @@ across currencies.
 The workbook reads the analysts' published copy of the config's database
 (which every tally fetch refreshes), so it never waits for a running fetch.
 --basis defaults to the config's usage.reported_date (reported when true,
-usage otherwise); the rows read are those of the config's usage.granularity.
+usage otherwise); the rows read are those of the config's usage.granularity
+when it serves months (hour, day, month). Week and year buckets cross month
+boundaries: for them the finest loaded hour, day or month data covering the
+month is read (with a warning), or tally refuses (exit 2) and says what to
+fetch.
 --out defaults to <reports.dir>/YYYY-MM/tally-cost-YYYY-MM.xlsx. The file is
 written beside its final name and renamed into place: an interrupted run
 leaves the previous workbook, never half of a new one.`,
@@ -105,17 +110,25 @@ func runReport(ctx context.Context, o *reportOptions, w io.Writer) error {
 	}
 	defer st.Close()
 	p := reports.Period{Month: month, Basis: basis, Granularity: cfg.Usage.Granularity}
+	g, note, err := reports.MonthGranularity(ctx, st.DB(), p, "usage.granularity", time.Now())
+	if err != nil {
+		return fmt.Errorf("report %s: %w", o.month, err)
+	}
+	if note != "" {
+		o.log.Warn().Msg(note)
+	}
+	p.Granularity = g
 	n, err := reports.MonthRows(ctx, st.DB(), p)
 	if err != nil {
 		return fmt.Errorf("report %s: %w", o.month, err)
 	}
 	if n == 0 {
-		return emptyMonthError{month: o.month, basis: string(basis), granularity: string(cfg.Usage.Granularity)}
+		return emptyMonthError{month: o.month, basis: string(basis), granularity: string(g)}
 	}
 	if err := reports.WriteFile(ctx, st.DB(), p, out, reports.Options{Tolerance: cfg.Reports.Tolerance}); err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(w, "wrote %s (%s, basis %s, granularity %s)\n", out, o.month, basis, cfg.Usage.Granularity)
+	_, err = fmt.Fprintf(w, "wrote %s (%s, basis %s, granularity %s)\n", out, o.month, basis, g)
 	return err
 }
 

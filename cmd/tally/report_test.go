@@ -146,3 +146,50 @@ func TestReportWithoutPublishedCopy(t *testing.T) {
 		t.Errorf("missing data is a usage error (exit 2); want a failed run (exit 1)")
 	}
 }
+
+// A month at usage.granularity week: exit 2 naming the setting while no
+// hour, day or month window covers the month; read from the day rows once
+// a day window covering October is in the ledger.
+func TestReportAtWeekGranularity(t *testing.T) {
+	cfg, dir := reportSetup(t)
+	yml := "usage:\n  granularity: week\n  start: 2026-01-01\nstore:\n  path: data/tally.duckdb\nreports:\n  dir: out\n"
+	if err := os.WriteFile(cfg, []byte(yml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := execCLI(t, "", "report", "--config", cfg, "--month", "2026-10")
+	if code := exitCode(err); code != exitUsage {
+		t.Fatalf("report at week with no day data: exit %d (%v), want %d", code, err, exitUsage)
+	}
+	for _, s := range []string{`usage.granularity "week"`, "2026-10", "tally fetch --granularity"} {
+		if !strings.Contains(err.Error(), s) {
+			t.Errorf("error %q does not say %q", err, s)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "out")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a refused report created %s/out", dir)
+	}
+
+	ctx := context.Background()
+	st, err := store.Open(ctx, filepath.Join(dir, "data", "tally.duckdb"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.DB().ExecContext(ctx, `INSERT INTO fetch_windows (granularity, basis, scope, start, "end", rows, run_id, fetched_at)
+		VALUES ('day', 'usage', 'all', DATE '2026-10-01', DATE '2026-11-01', 2, CAST('0194c3a0-0000-7000-8000-000000000001' AS UUID), now())`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Publish(ctx); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	out, err := execCLI(t, "", "report", "--config", cfg, "--month", "2026-10")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "granularity day") {
+		t.Errorf("report printed %q, want it to name granularity day", out)
+	}
+	if got := usdTotal(t, filepath.Join(dir, "out", "2026-10", "tally-cost-2026-10.xlsx")); got != "3.75" {
+		t.Errorf("USD total %s, want 3.75 from the day rows", got)
+	}
+}

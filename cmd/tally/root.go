@@ -10,6 +10,8 @@ import (
 
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
+
+	"github.com/tally-dev/tally/reports"
 )
 
 // Exit codes of INTERFACE.md.
@@ -47,8 +49,9 @@ func exitCode(err error) int {
 	fmt.Fprintln(os.Stderr, "tally: "+err.Error())
 	var ue usageError
 	var pe partialError
+	var ge *reports.GranularityError
 	switch {
-	case errors.As(err, &ue):
+	case errors.As(err, &ue), errors.As(err, &ge):
 		return exitUsage
 	case errors.As(err, &pe) && pe.Partial():
 		return exitPartial

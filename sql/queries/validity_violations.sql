@@ -1,11 +1,13 @@
--- validity_violations: usage charged to a payment method on a day outside
--- its validity (before its start date, or on or after its end date), newest
+-- validity_violations: usage charged to a payment method the billing rules
+-- question (outside its validity, cannot tell at this granularity, a method
+-- inactive, without accepted terms or with end not after start), newest
 -- month first, from the payment_method_violations view.
 SELECT basis,
        month,
        payment_method_name,
        payment_method,
-       side,
+       problem,
+       violation,
        valid_from,
        valid_until,
        currency,
@@ -14,4 +16,4 @@ SELECT basis,
        rows,
        cost
 FROM payment_method_violations
-ORDER BY basis, month DESC, payment_method_name, side, currency;
+ORDER BY basis, month DESC, payment_method_name, problem, currency;

@@ -2,7 +2,10 @@
 -- method and currency, with the method as it stood that month: name, type,
 -- sales order number or marketplace ids (read from the spec JSON: every
 -- spec field whose name ends in Id or Code, whatever the variant is called),
--- validity dates and the projects it bills.
+-- validity dates, whether it is active and its terms accepted,
+-- autoPurchaseStreamLicenses (true: streaming is billed through monthly
+-- charges, not by the minute; shown, the sums are the usage as sent) and
+-- the projects it bills.
 --
 -- "As it stood that month" is payment_methods_by_month's. Usage with no payment method is one row with NULL details.
 --
@@ -38,6 +41,8 @@ SELECT b.payment_method,
        pm.start_date,
        pm.end_date,
        pm.is_active,
+       pm.terms_and_conditions_accepted,
+       pm.auto_purchase_stream_licenses,
        array_to_string(list_sort(pm.projects), ', ') AS projects,
        array_to_string(b.usage_projects, ', ') AS usage_projects,
        pm.snapshot_at,

@@ -1,10 +1,20 @@
 -- flags: what in the report month's usage needs a person to look at it
 -- before signing off. One row per flagged group:
 --
---   outside_validity  usage charged to a payment method on a day outside
---                     the method's validity (start_date inclusive, end_date
---                     exclusive, NULL unbounded; the usage day is compared),
---                     per method, currency and side (before / after);
+--   outside_validity  usage whose bucket lies wholly outside the payment
+--                     method's validity, per method, currency and side
+--                     ('before start' / 'on or after end');
+--   validity_unknown  usage whose bucket straddles the method's start or
+--                     end date: at this granularity Tally cannot tell
+--                     whether it was valid (side 'cannot tell'); neither
+--                     a violation nor fine;
+--   method_state      usage charged to a method whose end date is not
+--                     after its start date, that is inactive or whose
+--                     terms are not accepted (side names which);
+--   stream_licenses   streaming usage charged to a method with
+--                     autoPurchaseStreamLicenses true: billed through
+--                     monthly charges rather than by the minute, per the
+--                     interface; shown, the cost is counted as sent;
 --   unknown_entitlement  rows usage_rows pays as 'other': an entitlement
 --                     type that is not license, cash, quantity or
 --                     pre-commitment, or an entitlement with no type; per
@@ -12,47 +22,59 @@
 --   not_charged       rows with no date_processed in a closed month, per
 --                     project and currency: charges that may still arrive.
 --
--- Validity is read from the payment method as it stood that month
--- (payment_methods_by_month). Rate card
--- variances are flagged on the Rate card check and come from
+-- The payment method rules are usage_validity's (the method as it stood
+-- that month, the bucket [date, date + 1 granularity) against start_date
+-- inclusive and end_date exclusive); v reads it with month_usage's filter.
+-- Rate card variances are flagged on the Rate card check and come from
 -- rate_card_check.sql.
 --
 -- Parameters: $basis, $granularity, $month_start, $month_end (exclusive),
 -- $closed (the month is over).
 --
--- m is read three times; NOT MATERIALIZED has each read scan usage again
--- rather than hold the whole month's rows in memory.
+-- m and v are read more than once; NOT MATERIALIZED has each read scan
+-- usage again rather than hold the whole month's rows in memory.
 WITH m AS NOT MATERIALIZED (
     SELECT *, CAST(date AS DATE) AS day
     FROM month_usage
 ),
-pm AS (
-    SELECT id, display_name, start_date, end_date
-    FROM payment_methods_by_month
-    WHERE month = CAST($month_start AS DATE)
+v AS NOT MATERIALIZED (
+    SELECT *, CAST(date AS DATE) AS day
+    FROM usage_validity
+    WHERE basis = $basis
+      AND granularity = $granularity
+      AND (($basis = 'usage' AND date >= $month_start AND date < $month_end)
+        OR ($basis = 'reported' AND date_processed >= $month_start AND date_processed < $month_end))
+),
+problems AS (
+    SELECT *,
+           unnest(CASE validity
+                      WHEN 'valid' THEN []
+                      WHEN 'cannot tell' THEN [{'kind': 'validity_unknown', 'ord': 2, 'side': 'cannot tell'}]
+                      ELSE [{'kind': 'outside_validity', 'ord': 1, 'side': validity}]
+                  END
+                  || list_transform(method_problems, p -> {'kind': 'method_state', 'ord': 3, 'side': p})
+                  || CASE WHEN streaming_auto_purchase THEN [{'kind': 'stream_licenses', 'ord': 4, 'side': NULL}] ELSE [] END) AS p
+    FROM v
 ),
 flagged AS (
-    SELECT 1 AS kind_order,
-           'outside_validity' AS kind,
-           m.payment_method AS subject,
-           coalesce(nullif(pm.display_name, ''), min(nullif(m.payment_method_name, ''))) AS subject_name,
-           CASE WHEN pm.start_date IS NOT NULL AND m.day < pm.start_date THEN 'before start' ELSE 'on or after end' END AS side,
-           pm.start_date AS valid_from,
-           pm.end_date AS valid_until,
-           m.currency,
-           min(m.day) AS first_day,
-           max(m.day) AS last_day,
+    SELECT p.ord AS kind_order,
+           p.kind AS kind,
+           payment_method AS subject,
+           coalesce(nullif(pm_display_name, ''), min(nullif(payment_method_name, ''))) AS subject_name,
+           p.side AS side,
+           valid_from,
+           valid_until,
+           currency,
+           min(day) AS first_day,
+           max(day) AS last_day,
            count(*) AS rows,
-           sum(m.cost) AS cost
-    FROM m
-    JOIN pm ON pm.id = m.payment_method
-    WHERE (pm.start_date IS NOT NULL AND m.day < pm.start_date)
-       OR (pm.end_date IS NOT NULL AND m.day >= pm.end_date)
-    GROUP BY m.payment_method, pm.display_name, side, pm.start_date, pm.end_date, m.currency
+           sum(cost) AS cost
+    FROM problems
+    GROUP BY p.ord, p.kind, payment_method, pm_display_name, p.side, valid_from, valid_until, currency
 
     UNION ALL
 
-    SELECT 2, 'unknown_entitlement', entitlement_type, NULL, NULL, NULL, NULL,
+    SELECT 5, 'unknown_entitlement', entitlement_type, NULL, NULL, NULL, NULL,
            currency, min(day), max(day), count(*), sum(cost)
     FROM m
     WHERE paid_as = 'other'
@@ -60,7 +82,7 @@ flagged AS (
 
     UNION ALL
 
-    SELECT 3, 'not_charged', nullif(project, ''), NULL, NULL, NULL, NULL,
+    SELECT 6, 'not_charged', nullif(project, ''), NULL, NULL, NULL, NULL,
            currency, min(day), max(day), count(*), sum(cost)
     FROM m
     WHERE $closed AND date_processed IS NULL

@@ -1,40 +1,55 @@
--- payment_method_violations: usage charged to a payment method on a day
--- outside the method's validity (start_date inclusive, end_date exclusive,
--- NULL unbounded), per basis, calendar month (UTC), payment method, side
--- ('before start' or 'on or after end') and currency, with the rows, the
--- cost, the first and last day concerned and the validity as it stood.
+-- payment_method_violations: usage charged to a payment method that the
+-- billing rules question, per basis, calendar month (UTC), payment method,
+-- problem and currency, with the rows, the cost, the first and last day
+-- concerned and the method as it stood that month. The rules are
+-- usage_validity's; problem is one of
 --
--- Validity is read from the payment method as it stood that month
--- (payment_methods_by_month). The usage day is compared (the day of date). Rows are those
--- of the finest granularity loaded for each basis.
+--   'before start', 'on or after end'  the usage bucket lies wholly outside
+--       the validity (violation true);
+--   'cannot tell at this granularity'  the bucket straddles start_date or
+--       end_date (violation false: neither a violation nor fine; fetch a
+--       finer granularity to tell);
+--   'end not after start', 'inactive', 'terms not accepted'  the method
+--       itself (violation true).
+--
+-- A row with several problems is counted under each. Rows are those of
+-- usage_finest (one granularity per basis and day). streaming_auto_purchase
+-- is the cost of streaming usage charged to a method with
+-- autoPurchaseStreamLicenses true (shown, not a violation).
 CREATE OR REPLACE VIEW payment_method_violations AS
-WITH u AS (
-    SELECT u.*,
-           CAST(u.date AS DATE) AS day,
-           date_trunc('month', u.period_at) AS month_start
-    FROM usage_finest u
-    WHERE u.payment_method IS NOT NULL
+WITH v AS (
+    SELECT v.*
+    FROM usage_validity v
+    SEMI JOIN usage_coverage c
+        ON c.basis = v.basis AND c.granularity = v.granularity AND c.day = CAST(v.period_at AS DATE)
 ),
-pm AS (
-    SELECT CAST(month AS TIMESTAMP) AS month_start, id, display_name, type, start_date, end_date, is_active
-    FROM payment_methods_by_month
+p AS (
+    SELECT v.*, unnest(
+               CASE v.validity
+                   WHEN 'valid' THEN []
+                   WHEN 'cannot tell' THEN ['cannot tell at this granularity']
+                   ELSE [v.validity]
+               END || v.method_problems) AS problem
+    FROM v
 )
-SELECT u.basis,
-       CAST(u.month_start AS DATE) AS month,
-       u.payment_method,
-       coalesce(nullif(pm.display_name, ''), min(nullif(u.payment_method_name, ''))) AS payment_method_name,
-       pm.type,
-       CASE WHEN pm.start_date IS NOT NULL AND u.day < pm.start_date THEN 'before start' ELSE 'on or after end' END AS side,
-       pm.start_date AS valid_from,
-       pm.end_date AS valid_until,
-       pm.is_active,
-       u.currency,
-       min(u.day) AS first_day,
-       max(u.day) AS last_day,
+SELECT basis,
+       pm_month AS month,
+       payment_method,
+       coalesce(nullif(pm_display_name, ''), min(nullif(payment_method_name, ''))) AS payment_method_name,
+       pm_type AS type,
+       problem,
+       problem <> 'cannot tell at this granularity' AS violation,
+       valid_from,
+       valid_until,
+       pm_is_active AS is_active,
+       pm_terms_accepted AS terms_accepted,
+       pm_auto_purchase_stream_licenses AS auto_purchase_stream_licenses,
+       currency,
+       CAST(min(date) AS DATE) AS first_day,
+       CAST(max(date) AS DATE) AS last_day,
        count(*) AS rows,
-       sum(u.cost) AS cost
-FROM u
-JOIN pm ON pm.month_start = u.month_start AND pm.id = u.payment_method
-WHERE (pm.start_date IS NOT NULL AND u.day < pm.start_date)
-   OR (pm.end_date IS NOT NULL AND u.day >= pm.end_date)
-GROUP BY u.basis, u.month_start, u.payment_method, pm.display_name, pm.type, side, pm.start_date, pm.end_date, pm.is_active, u.currency;
+       sum(cost) AS cost,
+       sum(CASE WHEN streaming_auto_purchase THEN cost ELSE 0 END) AS streaming_auto_purchase
+FROM p
+GROUP BY basis, pm_month, payment_method, pm_display_name, pm_type, problem, valid_from, valid_until,
+         pm_is_active, pm_terms_accepted, pm_auto_purchase_stream_licenses, currency;

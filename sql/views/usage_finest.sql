@@ -1,14 +1,12 @@
--- usage_finest: the usage_rows of the finest granularity loaded for each
--- basis (hour, then day, week, month, year), so that a charge loaded at
--- two granularities counts once. The analyst views that sum usage read
--- it.
+-- usage_finest: the usage_rows that count once whatever mix of
+-- granularities is loaded: for each basis and day (of period_at), those of
+-- the granularity usage_coverage chooses for it (the finest loaded that
+-- covers the whole day, or the whole month for month rows). A small finer
+-- fetch replaces only the days it covers; the analyst views that sum usage
+-- read it. Rows of a day no loaded window covers (a ledger row lost) are
+-- not counted: load them again with tally fetch.
 CREATE OR REPLACE VIEW usage_finest AS
-WITH finest AS (
-    SELECT basis,
-           arg_min(granularity, CASE granularity WHEN 'hour' THEN 1 WHEN 'day' THEN 2 WHEN 'week' THEN 3 WHEN 'month' THEN 4 ELSE 5 END) AS granularity
-    FROM usage
-    GROUP BY basis
-)
 SELECT u.*
 FROM usage_rows u
-JOIN finest f ON f.basis = u.basis AND f.granularity = u.granularity;
+SEMI JOIN usage_coverage c
+    ON c.basis = u.basis AND c.granularity = u.granularity AND c.day = CAST(u.period_at AS DATE);

@@ -7,6 +7,13 @@
 -- billed) or 'other' (an entitlement of a type Tally does not know, or of
 -- none: shown as sent and counted as billed, never guessed).
 --
+-- Streaming usage charged to a payment method with
+-- autoPurchaseStreamLicenses true is, per the interface, billed through
+-- monthly charges rather than by the minute; the interface does not say
+-- how, so its cost is counted here as sent, like any row, and only shown:
+-- usage_validity marks it (streaming_auto_purchase), the workbook lists it
+-- on Flags and By payment method.
+--
 -- This is the one place these rules live: the workbook, focus and the
 -- other views read them here. Entitlement types are compared lowercased
 -- with non-letters dropped, so "PreCommitment", "pre-commitment" and

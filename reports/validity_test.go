@@ -1,0 +1,147 @@
+package reports_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/xuri/excelize/v2"
+
+	"github.com/tally-dev/tally/fetch"
+	"github.com/tally-dev/tally/reports"
+	tallysql "github.com/tally-dev/tally/sql"
+)
+
+// A month bucket (October 2026) against payment methods whose validity it
+// lies inside, outside or across, and methods in states that are flagged
+// whatever the dates: the Flags sheet and payment_method_violations judge
+// each bucket on what it can tell.
+func TestValidityJudgedOnTheBucket(t *testing.T) {
+	db := openDB(t)
+	const (
+		inside   = "aaaaaaaa-0000-4000-8000-000000000001" // valid all year
+		across   = "aaaaaaaa-0000-4000-8000-000000000002" // valid from 2026-10-15: the month straddles it
+		before   = "aaaaaaaa-0000-4000-8000-000000000003" // valid until 2026-10-01: the month is wholly after
+		inverted = "aaaaaaaa-0000-4000-8000-000000000004" // end 2026-10-01 not after start 2026-11-01
+		state    = "aaaaaaaa-0000-4000-8000-000000000005" // inactive, terms not accepted, streaming billed monthly
+	)
+	pms := []struct {
+		id, from, until       string
+		active, terms, stream bool
+	}{
+		{inside, "2026-01-01", "2027-01-01", true, true, false},
+		{across, "2026-10-15", "", true, true, false},
+		{before, "2026-01-01", "2026-10-01", true, true, false},
+		{inverted, "2026-11-01", "2026-10-01", true, true, false},
+		{state, "", "", false, false, true},
+	}
+	snap := time.Date(2026, 9, 1, 0, 0, 0, 0, time.UTC)
+	for _, p := range pms {
+		execSQL(t, db, `INSERT INTO payment_method_snapshots (snapshot_at, run_id, id, display_name, type, start_date, end_date,
+			is_active, terms_and_conditions_accepted, auto_purchase_stream_licenses)
+			VALUES (?, CAST(? AS UUID), ?, ?, 'direct', CAST(? AS DATE), CAST(? AS DATE), ?, ?, ?)`,
+			snap, runID, p.id, "pm "+p.id[len(p.id)-1:], nullable(p.from), nullable(p.until), p.active, p.terms, p.stream)
+		addUsage(t, db, use{granularity: "month", date: october, meter: "encode", solution: "Encoding", qty: 1, cost: "10",
+			currency: "USD", pm: p.id, project: "alpha"})
+	}
+	addUsage(t, db, use{granularity: "month", date: october, meter: "egress", solution: "Streaming", qty: 1, cost: "7",
+		currency: "USD", pm: state, project: "alpha"})
+	execSQL(t, db, `INSERT INTO fetch_windows (granularity, basis, scope, start, "end", rows, run_id, fetched_at)
+		VALUES ('month', 'usage', 'all', DATE '2026-10-01', DATE '2026-11-01', 6, CAST(? AS UUID), ?)`, runID, now)
+
+	path := reports.DefaultPath(t.TempDir(), october)
+	p := reports.Period{Month: october, Basis: fetch.BasisUsage, Granularity: fetch.Month}
+	if err := reports.WriteFile(context.Background(), db, p, path, reports.Options{Now: func() time.Time { return now }}); err != nil {
+		t.Fatal(err)
+	}
+	f, err := excelize.OpenFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	fl := rows(t, f, "Flags")
+	type key struct{ kind, subject string }
+	got := map[key]string{}
+	for _, r := range fl[1:] {
+		k := key{at(r, colOf(t, fl[0], "Kind")), at(r, colOf(t, fl[0], "Subject"))}
+		if k.kind == "No rate card price" || k.kind == "" {
+			continue
+		}
+		if _, dup := got[k]; dup && k.kind != "Payment method not in a billable state" {
+			t.Errorf("flag %v listed twice", k)
+		}
+		got[k] += at(r, colOf(t, fl[0], "Amount")) + ";"
+	}
+	want := map[key]string{
+		{"Validity cannot be told at this granularity", across}: "10;",
+		{"Payment method outside its validity", before}:         "10;",
+		{"Payment method outside its validity", inverted}:       "10;",
+		{"Payment method not in a billable state", inverted}:    "10;",
+		{"Payment method not in a billable state", state}:       "17;17;", // inactive, terms not accepted
+		{"Streaming billed through monthly charges", state}:     "7;",
+	}
+	for k, w := range want {
+		if got[k] != w {
+			t.Errorf("flag %v: usage values %q, want %q", k, got[k], w)
+		}
+	}
+	for k := range got {
+		if _, ok := want[k]; !ok {
+			t.Errorf("unexpected flag %v (%s)", k, got[k])
+		}
+	}
+	if n := len(find(t, fl, map[string]string{"Kind": "Payment method outside its validity", "Subject": across})); n != 0 {
+		t.Errorf("the straddling bucket is counted as a violation")
+	}
+
+	// The view says the same, with violation false for what it cannot tell.
+	// The test database has no views: the query carries them (Inline).
+	q, err := tallysql.Inline(`SELECT payment_method, problem, violation, CAST(cost AS DOUBLE)
+FROM payment_method_violations ORDER BY payment_method, problem`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	view := querySQL(t, db, q)
+	wantView := [][]string{
+		{across, "cannot tell at this granularity", "false", "10"},
+		{before, "on or after end", "true", "10"},
+		{inverted, "before start", "true", "10"},
+		{inverted, "end not after start", "true", "10"},
+		{state, "inactive", "true", "17"},
+		{state, "terms not accepted", "true", "17"},
+	}
+	if len(view) != len(wantView) {
+		t.Fatalf("payment_method_violations:\n%q\nwant\n%q", view, wantView)
+	}
+	for i := range view {
+		for j := range wantView[i] {
+			if view[i][j] != wantView[i][j] {
+				t.Errorf("payment_method_violations row %d: %q, want %q", i, view[i], wantView[i])
+				break
+			}
+		}
+	}
+
+	// At day granularity the same validity is told day by day: no
+	// "cannot tell", the days before the 15th outside it.
+	for d := 1; d <= 31; d++ {
+		addUsage(t, db, use{date: day(d), meter: "encode", qty: 1, cost: "1", currency: "USD", pm: across, project: "alpha"})
+	}
+	p.Granularity = fetch.Day
+	if err := reports.WriteFile(context.Background(), db, p, path, reports.Options{Now: func() time.Time { return now }}); err != nil {
+		t.Fatal(err)
+	}
+	g, err := excelize.OpenFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	fl = rows(t, g, "Flags")
+	if n := len(find(t, fl, map[string]string{"Kind": "Validity cannot be told at this granularity"})); n != 0 {
+		t.Errorf("day buckets flagged as undecidable %d times", n)
+	}
+	r := one(t, fl, map[string]string{"Kind": "Payment method outside its validity", "Subject": across})
+	if got := at(r, colOf(t, fl[0], "Rows")); got != "14" {
+		t.Errorf("%s rows outside the validity at day granularity, want 14 (1-14 October)", got)
+	}
+}

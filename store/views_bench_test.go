@@ -1,0 +1,52 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"testing"
+)
+
+// BenchmarkAnalystViews measures the views that sum usage_finest over a
+// year of hourly usage (benchStore), then with every row copied 15 times
+// more (about two million rows): a month total per currency, the monthly
+// cost per project and the payment method violations.
+//
+//	go test ./store -run '^$' -bench AnalystViews -benchtime 5x
+func BenchmarkAnalystViews(b *testing.B) {
+	s, rows := benchStore(b)
+	for _, copies := range []int{1, 16} {
+		if copies > 1 {
+			for n := int64(1); n < int64(copies); n *= 2 {
+				if _, err := s.DB().ExecContext(context.Background(), `INSERT INTO usage SELECT * FROM usage`); err != nil {
+					b.Fatal(err)
+				}
+			}
+			rows *= int64(copies)
+		}
+		benchViews(b, s, rows)
+	}
+}
+
+func benchViews(b *testing.B, s *Store, rows int64) {
+	for _, tc := range []struct{ name, q string }{
+		{"finest_by_month", `SELECT date_trunc('month', period_at), currency, sum(cost) FROM usage_finest GROUP BY ALL`},
+		{"project_monthly_cost", `SELECT count(*), sum(cost) FROM project_monthly_cost`},
+		{"payment_method_violations", `SELECT count(*), sum(cost) FROM payment_method_violations`},
+	} {
+		b.Run(fmt.Sprintf("%s/rows=%d", tc.name, rows), func(b *testing.B) {
+			for b.Loop() {
+				r, err := s.DB().QueryContext(context.Background(), tc.q)
+				if err != nil {
+					b.Fatal(err)
+				}
+				for r.Next() {
+				}
+				if err := r.Err(); err != nil {
+					b.Fatal(err)
+				}
+				r.Close()
+			}
+			b.ReportMetric(float64(rows)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+		})
+	}
+}
