@@ -119,8 +119,15 @@ func PlanWindows(ctx context.Context, cfg *configs.Config, st *store.Store, opts
 			return nil, q, fmt.Errorf("read ledger: %w", err)
 		}
 	}
+	// usage.window is sized for usage.granularity: a fetch at another
+	// granularity (--granularity) whose buckets it cannot hold (7d for
+	// months) takes the largest windows allowed instead of failing.
+	size := cfg.Usage.Window
+	if g != cfg.Usage.Granularity && fetch.CheckWindowSize(g, size) != nil {
+		size = fetch.WindowSize{}
+	}
 	plan, err := fetch.Plan(fetch.PlanInput{
-		From: from, To: to, Granularity: g, Size: cfg.Usage.Window,
+		From: from, To: to, Granularity: g, Size: size,
 		Loaded: loaded, Lookback: cfg.Usage.Lookback, Now: now,
 	})
 	if err != nil {

@@ -114,3 +114,22 @@ func TestPlanUsageErrors(t *testing.T) {
 		})
 	}
 }
+
+// usage.window is sized for the config's granularity: planning another
+// granularity whose buckets it cannot hold takes the largest windows.
+func TestPlanOtherGranularityIgnoresAWindowItCannotHold(t *testing.T) {
+	setPlanClock(t, time.Date(2026, 3, 22, 10, 0, 0, 0, time.UTC))
+	cfg := writePlanConfig(t, "usage:\n  granularity: day\n  start: 2026-01-01\n  window: 7d\n")
+	out, err := execCLI(t, "", "plan", "--config", cfg, "--granularity", "month", "--format", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "[\n  {\"start\":\"2026-01-01\",\"end\":\"2026-04-01\",\"granularity\":\"month\",\"reason\":\"backfill\"}\n]\n"; out != want {
+		t.Errorf("printed\n%s\nwant\n%s", out, want)
+	}
+	// At the config's own granularity the window still applies.
+	out, err = execCLI(t, "", "plan", "--config", cfg, "--format", "json")
+	if err != nil || strings.Count(out, `"granularity":"day"`) != 12 {
+		t.Errorf("day plan with 7d windows: %v\n%s", err, out)
+	}
+}
