@@ -127,7 +127,7 @@ func rowsText(t *testing.T, s *Store, query string, args ...any) []string {
 	for _, r := range res.Rows {
 		var parts []string
 		for i, v := range r {
-			s, ok := text(v, res.Types[i])
+			s, ok := CellText(v, res.Types[i])
 			if !ok {
 				s = "NULL"
 			}

@@ -90,7 +90,7 @@ func dump(t *testing.T, s *Store) []string {
 	for _, r := range res.Rows {
 		var b strings.Builder
 		for i, v := range r {
-			s, ok := text(v, res.Types[i])
+			s, ok := CellText(v, res.Types[i])
 			if !ok {
 				s = "NULL"
 			}
@@ -112,7 +112,7 @@ func ledger(t *testing.T, s *Store) []string {
 	for _, r := range res.Rows {
 		var parts []string
 		for i, v := range r {
-			s, _ := text(v, res.Types[i])
+			s, _ := CellText(v, res.Types[i])
 			parts = append(parts, s)
 		}
 		out = append(out, strings.Join(parts, " "))

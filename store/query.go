@@ -3,11 +3,9 @@ package store
 import (
 	"context"
 	"database/sql"
-	"encoding/csv"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"io/fs"
 	"math"
 	"math/big"
@@ -16,7 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	duckdb "github.com/duckdb/duckdb-go/v2"
 	"github.com/google/uuid"
@@ -192,185 +189,8 @@ func headerComment(text, name string) string {
 	return strings.TrimSpace(d)
 }
 
-// Output formats of WriteResult.
-const (
-	FormatTable = "table"
-	FormatCSV   = "csv"
-	FormatJSON  = "json"
-)
-
-// WriteResult writes res to w as format:
-//
-//   - csv: RFC 4180 (CRLF line ends) with one header row; NULL is an empty
-//     field.
-//   - json: one array of objects, keys in column order. DECIMAL values are
-//     JSON strings holding the exact value (a JSON number would be read as
-//     a float by most consumers), as the interface itself sends cost.
-//   - table: aligned columns for people, NULL written as NULL.
-//
-// Dates are YYYY-MM-DD, timestamps RFC 3339 in UTC, DECIMAL exact at its
-// column's scale.
-func WriteResult(w io.Writer, format string, res *Result) error {
-	switch format {
-	case FormatCSV:
-		return writeCSV(w, res)
-	case FormatJSON:
-		return writeJSON(w, res)
-	case FormatTable:
-		return writeTable(w, res)
-	}
-	return fmt.Errorf("format %q is not one of table, csv, json", format)
-}
-
-func writeCSV(w io.Writer, res *Result) error {
-	cw := csv.NewWriter(w)
-	cw.UseCRLF = true
-	if err := cw.Write(res.Columns); err != nil {
-		return err
-	}
-	rec := make([]string, len(res.Columns))
-	for _, row := range res.Rows {
-		for i, v := range row {
-			rec[i], _ = text(v, res.Types[i])
-		}
-		if err := cw.Write(rec); err != nil {
-			return err
-		}
-	}
-	cw.Flush()
-	return cw.Error()
-}
-
-func writeJSON(w io.Writer, res *Result) error {
-	keys := make([][]byte, len(res.Columns))
-	for i, c := range res.Columns {
-		k, err := json.Marshal(c)
-		if err != nil {
-			return err
-		}
-		keys[i] = k
-	}
-	var b []byte
-	b = append(b, '[')
-	for r, row := range res.Rows {
-		if r > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, "\n{"...)
-		for i, v := range row {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = append(b, keys[i]...)
-			b = append(b, ':')
-			j, err := json.Marshal(jsonValue(v, res.Types[i]))
-			if err != nil {
-				return fmt.Errorf("column %s: %w", res.Columns[i], err)
-			}
-			b = append(b, j...)
-		}
-		b = append(b, '}')
-		if len(b) > 1<<16 {
-			if _, err := w.Write(b); err != nil {
-				return err
-			}
-			b = b[:0]
-		}
-	}
-	if len(res.Rows) > 0 {
-		b = append(b, '\n')
-	}
-	b = append(b, "]\n"...)
-	_, err := w.Write(b)
-	return err
-}
-
-func writeTable(w io.Writer, res *Result) error {
-	cells := make([][]string, len(res.Rows))
-	widths := make([]int, len(res.Columns))
-	right := make([]bool, len(res.Columns))
-	for i, c := range res.Columns {
-		widths[i] = utf8.RuneCountInString(c)
-		right[i] = numericType(res.Types[i])
-	}
-	escape := strings.NewReplacer("\n", `\n`, "\r", `\r`, "\t", `\t`)
-	for r, row := range res.Rows {
-		cells[r] = make([]string, len(row))
-		for i, v := range row {
-			s, ok := text(v, res.Types[i])
-			if !ok {
-				s = "NULL"
-			} else if strings.HasPrefix(res.Types[i], "DECIMAL") {
-				s = trimDecimal(s)
-			}
-			s = escape.Replace(s)
-			cells[r][i] = s
-			widths[i] = max(widths[i], utf8.RuneCountInString(s))
-		}
-	}
-	var b strings.Builder
-	line := func(vals []string, alignRight func(int) bool) {
-		for i, v := range vals {
-			if i > 0 {
-				b.WriteString("  ")
-			}
-			pad := strings.Repeat(" ", widths[i]-utf8.RuneCountInString(v))
-			if alignRight(i) {
-				b.WriteString(pad + v)
-			} else if i < len(vals)-1 {
-				b.WriteString(v + pad)
-			} else {
-				b.WriteString(v)
-			}
-		}
-		b.WriteString("\n")
-	}
-	line(res.Columns, func(int) bool { return false })
-	rule := make([]string, len(res.Columns))
-	for i := range rule {
-		rule[i] = strings.Repeat("-", widths[i])
-	}
-	line(rule, func(int) bool { return false })
-	for _, row := range cells {
-		line(row, func(i int) bool { return right[i] })
-	}
-	if len(res.Rows) == 1 {
-		b.WriteString("(1 row)\n")
-	} else {
-		fmt.Fprintf(&b, "(%d rows)\n", len(res.Rows))
-	}
-	_, err := io.WriteString(w, b.String())
-	return err
-}
-
-// trimDecimal drops the trailing zeros a DECIMAL(38,12) column pads every
-// amount with, keeping two decimals, as money is read: 3.000000000000 is
-// 3.00, 0.100000000001 stays whole. CSV and JSON keep the column's scale.
-func trimDecimal(s string) string {
-	dot := strings.IndexByte(s, '.')
-	if dot < 0 {
-		return s
-	}
-	keep := min(dot+3, len(s))
-	t := strings.TrimRight(s[keep:], "0")
-	return s[:keep] + t
-}
-
-func numericType(typ string) bool {
-	switch {
-	case strings.HasPrefix(typ, "DECIMAL"):
-		return true
-	}
-	switch typ {
-	case "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT",
-		"UINTEGER", "UBIGINT", "UHUGEINT", "FLOAT", "DOUBLE", "BIGNUM":
-		return true
-	}
-	return false
-}
-
-// text renders v for csv and table; ok is false for NULL.
-func text(v any, typ string) (s string, ok bool) {
+// CellText renders v for csv and table; ok is false for NULL.
+func CellText(v any, typ string) (s string, ok bool) {
 	switch x := v.(type) {
 	case nil:
 		return "", false
@@ -379,11 +199,11 @@ func text(v any, typ string) (s string, ok bool) {
 	case fetch.Decimal:
 		return x.String(), true
 	case time.Time:
-		return formatTime(x, typ), true
+		return FormatTime(x, typ), true
 	case float64:
-		return formatFloat(x, 64), true
+		return FormatFloat(x, 64), true
 	case float32:
-		return formatFloat(float64(x), 32), true
+		return FormatFloat(float64(x), 32), true
 	case bool:
 		return strconv.FormatBool(x), true
 	case *big.Int:
@@ -395,27 +215,49 @@ func text(v any, typ string) (s string, ok bool) {
 	case int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64:
 		return fmt.Sprint(x), true
 	}
-	if b, err := json.Marshal(jsonValue(v, typ)); err == nil {
+	if b, err := json.Marshal(JSONValue(v, typ)); err == nil {
 		return string(b), true
 	}
 	return fmt.Sprint(v), true
 }
 
-// jsonValue is v as it appears in JSON output.
-func jsonValue(v any, typ string) any {
+func FormatTime(t time.Time, typ string) string {
+	t = t.UTC()
+	switch typ {
+	case "DATE":
+		return t.Format(fetch.DateLayout)
+	case "TIME":
+		return t.Format("15:04:05.999999")
+	}
+	return t.Format(time.RFC3339Nano)
+}
+
+// FormatFloat writes a float as encoding/json does: plain digits for
+// everyday magnitudes, an exponent for the very small and very large.
+func FormatFloat(f float64, bits int) string {
+	abs := math.Abs(f)
+	format := byte('f')
+	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	return strconv.FormatFloat(f, format, -1, bits)
+}
+
+// JSONValue is v as it appears in JSON output.
+func JSONValue(v any, typ string) any {
 	switch x := v.(type) {
 	case fetch.Decimal:
 		return x.String()
 	case time.Time:
-		return formatTime(x, typ)
+		return FormatTime(x, typ)
 	case float64:
 		if math.IsNaN(x) || math.IsInf(x, 0) {
-			return formatFloat(x, 64)
+			return FormatFloat(x, 64)
 		}
 		return x
 	case float32:
 		if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
-			return formatFloat(float64(x), 32)
+			return FormatFloat(float64(x), 32)
 		}
 		return x
 	case *big.Int:
@@ -427,39 +269,17 @@ func jsonValue(v any, typ string) any {
 	case []any:
 		out := make([]any, len(x))
 		for i, e := range x {
-			out[i] = jsonValue(e, "")
+			out[i] = JSONValue(e, "")
 		}
 		return out
 	case map[string]any:
 		out := make(map[string]any, len(x))
 		for k, e := range x {
-			out[k] = jsonValue(e, "")
+			out[k] = JSONValue(e, "")
 		}
 		return out
 	case duckdb.Interval:
 		return fmt.Sprintf("%d months %d days %d microseconds", x.Months, x.Days, x.Micros)
 	}
 	return v
-}
-
-func formatTime(t time.Time, typ string) string {
-	t = t.UTC()
-	switch typ {
-	case "DATE":
-		return t.Format(fetch.DateLayout)
-	case "TIME":
-		return t.Format("15:04:05.999999")
-	}
-	return t.Format(time.RFC3339Nano)
-}
-
-// formatFloat writes a float as encoding/json does: plain digits for
-// everyday magnitudes, an exponent for the very small and very large.
-func formatFloat(f float64, bits int) string {
-	abs := math.Abs(f)
-	format := byte('f')
-	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {
-		format = 'e'
-	}
-	return strconv.FormatFloat(f, format, -1, bits)
 }

@@ -110,7 +110,7 @@ FROM payment_method_snapshots WHERE snapshot_at = ? ORDER BY id`, t1.Truncate(ti
 	if res.Rows[1][0] != "someNewMarketplace" || res.Rows[1][2] != "2" {
 		t.Errorf("unknown variant not kept whole: %v", res.Rows[1])
 	}
-	if id, _ := text(res.Rows[0][5], res.Types[5]); id != run1.String() {
+	if id, _ := CellText(res.Rows[0][5], res.Types[5]); id != run1.String() {
 		t.Errorf("run_id = %s, want %s", id, run1)
 	}
 }

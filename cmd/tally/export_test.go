@@ -51,7 +51,7 @@ func lines(t *testing.T, st *store.Store, query string) []string {
 		t.Fatalf("%s: %v", query, err)
 	}
 	var b strings.Builder
-	if err := store.WriteResult(&b, store.FormatCSV, res); err != nil {
+	if err := writeResult(&b, formatCSV, res); err != nil {
 		t.Fatal(err)
 	}
 	return strings.Split(strings.TrimSpace(b.String()), "\r\n")

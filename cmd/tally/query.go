@@ -73,7 +73,7 @@ UTC.`,
 	f := cmd.Flags()
 	f.StringVar(&o.config, "config", "", "config file (YAML): query its published copy")
 	f.StringVar(&o.db, "db", "", "DuckDB file to query instead, opened read-only")
-	f.StringVar(&o.format, "format", store.FormatTable, "output: table, csv or json")
+	f.StringVar(&o.format, "format", formatTable, "output: table, csv or json")
 	f.StringVarP(&o.file, "file", "f", "", "file holding the SQL (- for standard input)")
 	f.StringVar(&o.name, "name", "", `named query to run ("" lists them)`)
 	return cmd
@@ -81,7 +81,7 @@ UTC.`,
 
 func runQuery(ctx context.Context, o *queryOptions, args []string, stdin io.Reader, w io.Writer) error {
 	switch o.format {
-	case store.FormatTable, store.FormatCSV, store.FormatJSON:
+	case formatTable, formatCSV, formatJSON:
 	default:
 		return usageErr("--format %q is not one of table, csv, json", o.format)
 	}
@@ -140,7 +140,7 @@ func runQuery(ctx context.Context, o *queryOptions, args []string, stdin io.Read
 		}
 		return err
 	}
-	return store.WriteResult(w, o.format, res)
+	return writeResult(w, o.format, res)
 }
 
 // openQueryStore opens what the options point at for analysts' SQL: the
@@ -196,12 +196,12 @@ func listQueries(w io.Writer, format string) error {
 	for _, v := range views {
 		res.Rows = append(res.Rows, []any{"view", v.Name, v.Description})
 	}
-	if format == store.FormatTable {
+	if format == formatTable {
 		fmt.Fprintln(w, `Run a query with: tally query --config FILE --name NAME; read a view with "SELECT * FROM NAME".`)
 		fmt.Fprintln(w)
 		return writeWrapped(w, res, outputWidth(w))
 	}
-	return store.WriteResult(w, format, res)
+	return writeResult(w, format, res)
 }
 
 // writeWrapped prints res as a table whose last column wraps at width, so
