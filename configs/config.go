@@ -37,6 +37,10 @@ type APIConfig struct {
 	Timeout     time.Duration
 	Concurrency int // windows in flight
 	MaxRetries  int
+	// ConnectRetries bounds the retries of a request that cannot connect
+	// (refused, no such host) before the interface has answered once in
+	// the run: a wrong address fails in seconds, not after MaxRetries.
+	ConnectRetries int
 	// Paths overrides resource paths by fetch.DefaultPaths key; only the
 	// overrides are here, the client keeps the defaults.
 	Paths map[string]string
@@ -99,20 +103,21 @@ const (
 
 // Defaults that INTERFACE.md documents.
 const (
-	DefaultBaseURL     = "https://app.mk.io"
-	DefaultTokenEnv    = "TALLY_API_TOKEN"
-	DefaultTimeout     = 60 * time.Second
-	DefaultConcurrency = 4
-	DefaultMaxRetries  = 8
-	DefaultGranularity = fetch.Day
-	DefaultLookback    = 7 * 24 * time.Hour
-	DefaultFormat      = fetch.FormatJSON
-	DefaultStorePath   = "data/tally.duckdb"
-	DefaultReportsDir  = "reports"
-	DefaultTolerance   = 0.005
-	DefaultLockWait    = 10 * time.Minute
-	DefaultGrace       = 30 * time.Second
-	DefaultExportDir   = "exports"
+	DefaultBaseURL        = "https://app.mk.io"
+	DefaultTokenEnv       = "TALLY_API_TOKEN"
+	DefaultTimeout        = 60 * time.Second
+	DefaultConcurrency    = 4
+	DefaultMaxRetries     = 8
+	DefaultConnectRetries = 3
+	DefaultGranularity    = fetch.Day
+	DefaultLookback       = 7 * 24 * time.Hour
+	DefaultFormat         = fetch.FormatJSON
+	DefaultStorePath      = "data/tally.duckdb"
+	DefaultReportsDir     = "reports"
+	DefaultTolerance      = 0.005
+	DefaultLockWait       = 10 * time.Minute
+	DefaultGrace          = 30 * time.Second
+	DefaultExportDir      = "exports"
 )
 
 // Environment variables that override the file.

@@ -35,13 +35,14 @@ type rawConfig struct {
 }
 
 type rawAPI struct {
-	BaseURL     yaml.Node `yaml:"base_url"`
-	TokenEnv    yaml.Node `yaml:"token_env"`
-	TokenFile   yaml.Node `yaml:"token_file"`
-	Timeout     yaml.Node `yaml:"timeout"`
-	Concurrency yaml.Node `yaml:"concurrency"`
-	MaxRetries  yaml.Node `yaml:"max_retries"`
-	Paths       yaml.Node `yaml:"paths"`
+	BaseURL        yaml.Node `yaml:"base_url"`
+	TokenEnv       yaml.Node `yaml:"token_env"`
+	TokenFile      yaml.Node `yaml:"token_file"`
+	Timeout        yaml.Node `yaml:"timeout"`
+	Concurrency    yaml.Node `yaml:"concurrency"`
+	MaxRetries     yaml.Node `yaml:"max_retries"`
+	ConnectRetries yaml.Node `yaml:"connect_retries"`
+	Paths          yaml.Node `yaml:"paths"`
 }
 
 type rawUsage struct {
@@ -478,6 +479,7 @@ func (p *parser) api(r *rawAPI, c *APIConfig) {
 	c.Timeout = p.duration(&r.Timeout, "api.timeout", DefaultTimeout, true, time.Hour, "60s")
 	c.Concurrency = p.integer(&r.Concurrency, "api.concurrency", DefaultConcurrency, 1, 32)
 	c.MaxRetries = p.integer(&r.MaxRetries, "api.max_retries", DefaultMaxRetries, 0, 50)
+	c.ConnectRetries = p.integer(&r.ConnectRetries, "api.connect_retries", DefaultConnectRetries, 0, 50)
 	c.Paths = p.paths(&r.Paths)
 }
 

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -27,6 +28,14 @@ type Client struct {
 	paths     map[string]string
 	userAgent string
 	errs      []error // from options, reported by NewClient
+
+	// connectRetries bounds the retries of a request that cannot connect
+	// while the interface has not answered this client once (reached):
+	// a wrong address fails in seconds, while an interface that answered
+	// and then went away gets the full retry policy.
+	connectRetries int
+	reached        atomic.Bool
+	sent, retried  atomic.Int64 // every request and retry, references included
 }
 
 // Option configures a Client.
@@ -80,6 +89,28 @@ func WithPaths(paths map[string]string) Option {
 	}
 }
 
+// WithConnectRetries sets how often a request that cannot connect (refused,
+// no such host, no route) is retried before the interface has answered
+// once (config api.connect_retries; default DefaultConnectRetries).
+func WithConnectRetries(n int) Option {
+	return func(c *Client) {
+		if n < 0 {
+			c.errs = append(c.errs, fmt.Errorf("connect retries %d must not be negative", n))
+			return
+		}
+		c.connectRetries = n
+	}
+}
+
+// DefaultConnectRetries is the connect retries of a client built without
+// WithConnectRetries.
+const DefaultConnectRetries = 3
+
+// Requests and Retries count what the client sent since it was made,
+// every resource included.
+func (c *Client) Requests() int64 { return c.sent.Load() }
+func (c *Client) Retries() int64  { return c.retried.Load() }
+
 // WithUserAgent sets the User-Agent to "tally/<version>"; the default is
 // "tally/dev".
 func WithUserAgent(version string) Option {
@@ -112,6 +143,8 @@ func NewClient(baseURL, token string, opts ...Option) (*Client, error) {
 		log:       zerolog.Nop(),
 		paths:     make(map[string]string, len(DefaultPaths)),
 		userAgent: "tally/dev",
+
+		connectRetries: DefaultConnectRetries,
 	}
 	c.retry.Sleep = sleepCtx
 	for k, v := range DefaultPaths {
@@ -292,8 +325,12 @@ func (c *Client) send(ctx context.Context, r request) (*http.Response, *body, er
 	if r.stats != nil {
 		r.stats.Requests.Add(1)
 	}
+	c.sent.Add(1)
 	start := time.Now()
 	resp, err := c.hc.Do(req)
+	if err == nil {
+		c.reached.Store(true)
+	}
 	if err != nil {
 		if cerr := ctx.Err(); cerr != nil {
 			return nil, nil, cerr

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net"
+	"syscall"
 	"time"
 )
 
@@ -122,7 +124,14 @@ func (c *Client) withRetry(ctx context.Context, stats *Stats, what string, fn fu
 			return cerr
 		}
 		var ex *exhaustedError
-		if !Retryable(err) || errors.As(err, &ex) {
+		var ue *UnreachableError
+		if errors.As(err, &ex) || errors.As(err, &ue) {
+			return err
+		}
+		if !c.reached.Load() && connectFailure(err) && (!Retryable(err) || attempt > c.connectRetries) {
+			return &UnreachableError{Address: c.baseStr, Attempts: attempt, Took: time.Since(start).Round(100 * time.Millisecond), Err: err}
+		}
+		if !Retryable(err) {
 			return err
 		}
 		if attempt >= p.MaxAttempts {
@@ -137,6 +146,7 @@ func (c *Client) withRetry(ctx context.Context, stats *Stats, what string, fn fu
 		if stats != nil {
 			stats.Retries.Add(1)
 		}
+		c.retried.Add(1)
 		ev := c.log.Warn().Str("op", what).Int("attempt", attempt).Int("max_attempts", p.MaxAttempts).
 			Dur("delay", d.Round(time.Millisecond)).AnErr("error", err)
 		var ae *APIError
@@ -152,4 +162,36 @@ func (c *Client) withRetry(ctx context.Context, stats *Stats, what string, fn fu
 		}
 		waited += d
 	}
+}
+
+// UnreachableError is a request that could not connect to the interface
+// (refused, no such host, no route) before the interface had answered
+// once: a wrong address or port, or a service that is down. It is given
+// up on after api.connect_retries, not the full retry policy.
+type UnreachableError struct {
+	Address  string // the base URL
+	Attempts int
+	Took     time.Duration
+	Err      error
+}
+
+func (e *UnreachableError) Error() string {
+	return fmt.Sprintf("cannot reach the interface at %s (api.base_url, or TALLY_BASE_URL): %v; tried %d times in %s: check the address and port, and that the service is up",
+		redactURL(e.Address), e.Err, e.Attempts, e.Took)
+}
+
+func (e *UnreachableError) Unwrap() error { return e.Err }
+
+// connectFailure reports an error of connecting, before any answer: the
+// address is wrong or nothing listens there.
+func connectFailure(err error) bool {
+	if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EHOSTUNREACH) || errors.Is(err, syscall.ENETUNREACH) {
+		return true
+	}
+	var dns *net.DNSError
+	if errors.As(err, &dns) {
+		return true
+	}
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
 }

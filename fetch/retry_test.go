@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -371,5 +372,51 @@ func TestTransportFailuresRetried(t *testing.T) {
 	checkRows(t, rows, 0, 4)
 	if hits.Load() != 3 {
 		t.Errorf("%d requests, want 3", hits.Load())
+	}
+}
+
+// A port nothing listens on fails after api.connect_retries, naming the
+// address; once the interface has answered, a refused connection is given
+// the full retry policy (a restart, not a wrong address).
+func TestConnectRetriesBeforeTheFirstAnswer(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now
+
+	var sleeps int
+	policy := RetryPolicy{MaxAttempts: 9, Sleep: func(context.Context, time.Duration) error { sleeps++; return nil }}
+	c, err := NewClient("http://"+addr, testToken, WithRetry(policy), WithConnectRetries(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Organization(context.Background())
+	var ue *UnreachableError
+	if !errors.As(err, &ue) || ue.Attempts != 3 || !strings.Contains(err.Error(), addr) || !strings.Contains(err.Error(), "api.base_url") {
+		t.Fatalf("error %v (%T), want an *UnreachableError after 3 attempts naming %s", err, err, addr)
+	}
+	if sleeps != 2 || c.Requests() != 3 || c.Retries() != 2 {
+		t.Errorf("sleeps %d, requests %d, retries %d; want 2, 3, 2", sleeps, c.Requests(), c.Retries())
+	}
+
+	// Answered once, then gone: the whole policy.
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"kind":"Organization","metadata":{"id":"0f8fad5b-d9cb-469f-a165-70867728950e"},"spec":{"name":"x"}}`)
+	}))
+	sleeps = 0
+	c, err = NewClient(srv.URL, testToken, WithRetry(policy), WithConnectRetries(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Organization(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	srv.Close()
+	_, err = c.Organization(context.Background())
+	if errors.As(err, &ue) || sleeps != 8 {
+		t.Errorf("after an answer: %v with %d retries; want the full policy (8 retries), not unreachable", err, sleeps)
 	}
 }

@@ -143,6 +143,8 @@ func PlanWindows(ctx context.Context, cfg *configs.Config, st *store.Store, opts
 func Fetch(ctx context.Context, env *Env, runID uuid.UUID, opts FetchOptions) (FetchSummary, error) {
 	start := time.Now()
 	var sum FetchSummary
+	sentBefore, retriedBefore := env.Client.Requests(), env.Client.Retries()
+	env.Log.Info().Msg("planning fetch")
 	plan, base, err := PlanWindows(ctx, env.Config, env.Store, opts, env.now())
 	if err != nil {
 		return sum, err
@@ -168,9 +170,8 @@ func Fetch(ctx context.Context, env *Env, runID uuid.UUID, opts FetchOptions) (F
 				q.Window = pw.Window
 				ws := &fetch.Stats{}
 				q.Stats = ws
+				env.Log.Info().Str("window", pw.Window.String()).Str("reason", pw.Reason).Msg("window started")
 				res, err := loadWindow(ctx, env, runID, q)
-				stats.Requests.Add(ws.Requests.Load())
-				stats.Retries.Add(ws.Retries.Load())
 				stats.Bytes.Add(ws.Bytes.Load())
 				mu.Lock()
 				done++
@@ -209,21 +210,35 @@ feed:
 	wg.Wait()
 	sort.Slice(sum.Failed, func(i, j int) bool { return sum.Failed[i].Window.Start.Before(sum.Failed[j].Window.Start) })
 
-	if env.stopping() {
+	unreachable := unreachableOnly(sum)
+	switch {
+	case env.stopping():
 		stopped = true
-	} else if ctx.Err() == nil {
+	case unreachable != nil:
+		// The interface never answered: reading the references would
+		// only retry the same wrong address four more times.
+		env.Log.Error().Err(unreachable).Msg("reference data not read: the interface could not be reached")
+	case ctx.Err() == nil:
+		refStart, refSent := time.Now(), env.Client.Requests()
+		env.Log.Info().Msg("reading reference data")
 		if err := refreshReference(ctx, env, runID); err != nil {
 			sum.RefErr = err
 			env.Log.Error().Err(err).Msg("reference data not refreshed")
 		}
+		env.Log.Info().Dur("took", time.Since(refStart).Round(time.Millisecond)).Int64("requests", env.Client.Requests()-refSent).
+			Msg("reference data read")
 	}
-	sum.Requests, sum.Retries, sum.Bytes = stats.Requests.Load(), stats.Retries.Load(), stats.Bytes.Load()
+	// Every request this fetch sent, references included.
+	sum.Requests, sum.Retries, sum.Bytes = env.Client.Requests()-sentBefore, env.Client.Retries()-retriedBefore, stats.Bytes.Load()
 	sum.Duration = time.Since(start)
 	if err := ctx.Err(); err != nil || stopped {
 		if err == nil {
 			err = context.Canceled
 		}
 		return sum, fmt.Errorf("fetch cancelled after %d of %d windows (each window is fully old or fully new; the next run fetches the rest): %w", sum.Loaded, sum.Planned, err)
+	}
+	if unreachable != nil {
+		return sum, unreachable
 	}
 	if len(sum.Failed) > 0 && sum.Loaded == 0 && sum.Planned > 0 {
 		return sum, fmt.Errorf("every window failed; first: %s: %w", sum.Failed[0].Window, sum.Failed[0].Err)
@@ -232,6 +247,25 @@ feed:
 		return sum, &PartialError{Failed: sum.Failed, RefErr: sum.RefErr}
 	}
 	return sum, nil
+}
+
+// unreachableOnly is the error of a fetch that never reached the
+// interface (every planned window failed to connect), or nil.
+func unreachableOnly(sum FetchSummary) error {
+	if sum.Loaded > 0 || len(sum.Failed) == 0 {
+		return nil
+	}
+	var first *fetch.UnreachableError
+	for _, f := range sum.Failed {
+		var ue *fetch.UnreachableError
+		if !errors.As(f.Err, &ue) {
+			return nil
+		}
+		if first == nil {
+			first = ue
+		}
+	}
+	return first
 }
 
 func firstGranularity(plan []fetch.PlannedWindow, cfg *configs.Config) fetch.Granularity {
@@ -262,44 +296,75 @@ func loadWindow(ctx context.Context, env *Env, runID uuid.UUID, q fetch.UsageQue
 }
 
 // refreshReference snapshots payment methods, their rate cards, projects,
-// locations and the organization. A rate card that cannot be read does not
-// stop the others; the snapshot keeps what was read and the error says what
-// was not.
+// locations and the organization, reading them concurrently (the rate
+// cards up to api.concurrency at once): against a slow interface they are
+// a dozen requests that need not wait for one another. A rate card that
+// cannot be read does not stop the others; the snapshot keeps what was read
+// and the error says what was not, in a fixed order.
 func refreshReference(ctx context.Context, env *Env, runID uuid.UUID) error {
 	c := env.Client
-	var ref store.Reference
-	var errs []error
-	if org, err := c.Organization(ctx); err != nil {
-		errs = append(errs, fmt.Errorf("organization: %w", err))
-	} else {
+	var (
+		ref                            store.Reference
+		orgErr, pmErr, projErr, locErr error
+		wg                             sync.WaitGroup
+	)
+	wg.Go(func() {
+		org, err := c.Organization(ctx)
+		if err != nil {
+			orgErr = fmt.Errorf("organization: %w", err)
+			return
+		}
 		ref.Organization = &org
-	}
+	})
+	wg.Go(func() {
+		var err error
+		if ref.Projects, err = c.Projects(ctx); err != nil {
+			projErr = fmt.Errorf("projects: %w", err)
+		}
+	})
+	wg.Go(func() {
+		var err error
+		if ref.Locations, err = c.Locations(ctx); err != nil {
+			locErr = fmt.Errorf("locations: %w", err)
+		}
+	})
 	pms, err := c.PaymentMethods(ctx)
 	if err != nil {
-		errs = append(errs, fmt.Errorf("payment methods: %w", err))
+		pmErr = fmt.Errorf("payment methods: %w", err)
 	}
 	ref.PaymentMethods = pms
-	for _, pm := range pms {
-		rc, err := c.RateCard(ctx, pm.ID)
-		if err != nil {
-			var ae *fetch.APIError
-			if errors.As(err, &ae) && ae.Status == 404 {
-				continue // a method without a rate card is not an error
+	cards := make([]*fetch.RateCard, len(pms))
+	cardErrs := make([]error, len(pms))
+	slots := make(chan struct{}, max(1, env.Config.API.Concurrency))
+	var cwg sync.WaitGroup
+	for i, pm := range pms {
+		cwg.Go(func() {
+			slots <- struct{}{}
+			defer func() { <-slots }()
+			rc, err := c.RateCard(ctx, pm.ID)
+			if err != nil {
+				var ae *fetch.APIError
+				if errors.As(err, &ae) && ae.Status == 404 {
+					return // a method without a rate card is not an error
+				}
+				cardErrs[i] = fmt.Errorf("rate card of payment method %s: %w", pm.ID, err)
+				return
 			}
-			errs = append(errs, fmt.Errorf("rate card of payment method %s: %w", pm.ID, err))
-			continue
+			if rc.PaymentMethodID == "" {
+				rc.PaymentMethodID = pm.ID
+			}
+			cards[i] = &rc
+		})
+	}
+	cwg.Wait()
+	wg.Wait()
+	for _, rc := range cards {
+		if rc != nil {
+			ref.RateCards = append(ref.RateCards, *rc)
 		}
-		if rc.PaymentMethodID == "" {
-			rc.PaymentMethodID = pm.ID
-		}
-		ref.RateCards = append(ref.RateCards, rc)
 	}
-	if ref.Projects, err = c.Projects(ctx); err != nil {
-		errs = append(errs, fmt.Errorf("projects: %w", err))
-	}
-	if ref.Locations, err = c.Locations(ctx); err != nil {
-		errs = append(errs, fmt.Errorf("locations: %w", err))
-	}
+	errs := append([]error{orgErr, pmErr}, cardErrs...)
+	errs = append(errs, projErr, locErr)
 	if err := env.Store.SaveSnapshot(ctx, runID, env.now(), ref); err != nil {
 		errs = append(errs, fmt.Errorf("save snapshot: %w", err))
 	}

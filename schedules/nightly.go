@@ -109,6 +109,7 @@ func writeReports(ctx context.Context, env *Env, months []string) ([]WrittenRepo
 				Msg("no usage rows for this month: no workbook written")
 			continue
 		}
+		env.Log.Info().Str("month", m.Format("2006-01")).Str("path", path).Msg("writing report")
 		if err := reports.WriteFile(ctx, env.Store.DB(), p, path, opts); err != nil {
 			return out, fmt.Errorf("report %s: %w", m.Format("2006-01"), err)
 		}

@@ -45,6 +45,7 @@ func (r *Runner) Client() (*fetch.Client, error) {
 	return fetch.NewClient(api.BaseURL, r.Token,
 		fetch.WithHTTPClient(newHTTPClient(api.Timeout, api.Concurrency)),
 		fetch.WithRetry(policy),
+		fetch.WithConnectRetries(api.ConnectRetries),
 		fetch.WithLogger(r.Log),
 		fetch.WithPaths(api.Paths),
 		fetch.WithUserAgent(r.Version),
@@ -174,10 +175,13 @@ func (r *Runner) recordedRun(ctx context.Context, command, job string, fn func(c
 	}
 	// A stop asked for while publishing lets the copy finish within the
 	// grace, as it lets a window finish.
+	pubStart := time.Now()
+	log.Info().Msg("publishing the analysts' copy")
 	published, err := st.Publish(runCtx)
 	if err != nil {
 		return out, errors.Join(runErr, fmt.Errorf("publish analysts' copy: %w", err))
 	}
+	log.Info().Str("path", published).Dur("took", time.Since(pubStart).Round(time.Millisecond)).Msg("analysts' copy published")
 	out.Published = published
 	return out, runErr
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -217,4 +218,48 @@ func TestFetchExitCodes(t *testing.T) {
 			t.Errorf("rows after the repair: %q (exit %d), want %q", got, code, want)
 		}
 	})
+}
+
+// A wrong port (TALLY_BASE_URL=http://127.0.0.1:1 style) ends the run in
+// seconds with exit 1 naming the address: each window tries
+// api.connect_retries times more, the references are not read at all, and
+// the summary counts every request sent.
+func TestFetchWrongPortFailsFast(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "tally.yaml")
+	start := fetch.Day.Truncate(time.Now().UTC()).AddDate(0, 0, -20).Format(fetch.DateLayout)
+	text := "api:\n  base_url: http://" + addr + "\n  token_env: " + cliTokenEnv + "\nusage:\n  start: " + start + "\nstore:\n  path: tally.duckdb\n"
+	if err := os.WriteFile(cfg, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(cliTokenEnv, "cli-token-0f3a9c2e71b84d56")
+	t.Setenv("TALLY_BASE_URL", "")
+	t.Setenv("TALLY_DB", "")
+	began := time.Now()
+	out, code, stderr := cli(t, "fetch", "--config", cfg, "--log-format", "json")
+	took := time.Since(began)
+	if code != exitFailed || !strings.Contains(stderr, "cannot reach the interface at http://"+addr) {
+		t.Fatalf("exit %d, stderr:\n%s\nwant exit 1 naming http://%s", code, stderr, addr)
+	}
+	if took > 30*time.Second {
+		t.Errorf("a wrong port took %s to fail; the default retries would take minutes, connect_retries seconds", took)
+	}
+	for _, resource := range []string{"payment methods", "projects:", "locations:", "organization:"} {
+		if strings.Contains(stderr, resource) {
+			t.Errorf("the references were read after the interface could not be reached (%q in the log)", resource)
+		}
+	}
+	// One window, the default api.connect_retries of 3: four requests.
+	if retries := strings.Count(stderr, `"message":"retrying"`); retries != 3 {
+		t.Errorf("%d retries, want api.connect_retries = 3", retries)
+	}
+	if !strings.Contains(out, "requests: 4 ") {
+		t.Errorf("summary %q does not count the 4 requests sent", out)
+	}
 }
