@@ -34,6 +34,7 @@ type Client struct {
 	// a wrong address fails in seconds, while an interface that answered
 	// and then went away gets the full retry policy.
 	connectRetries int
+	observer       Observer
 	reached        atomic.Bool
 	sent, retried  atomic.Int64 // every request and retry, references included
 }
@@ -100,6 +101,33 @@ func WithConnectRetries(n int) Option {
 		}
 		c.connectRetries = n
 	}
+}
+
+// Observer is told of every request the client sends, by resource (a
+// DefaultPaths key) and HTTP status (0: no answer, the connection failed),
+// and of every retry: the request and retry counters of /metrics.
+type Observer interface {
+	Request(resource string, status int)
+	Retry(resource string)
+}
+
+// WithObserver sets the Observer; it is called from the client's
+// goroutines and must be safe for concurrent use.
+func WithObserver(o Observer) Option { return func(c *Client) { c.observer = o } }
+
+type resourceKey struct{}
+
+// withResource marks ctx as the requests of one resource, for the
+// Observer.
+func withResource(ctx context.Context, resource string) context.Context {
+	return context.WithValue(ctx, resourceKey{}, resource)
+}
+
+func resourceOf(ctx context.Context) string {
+	if r, ok := ctx.Value(resourceKey{}).(string); ok {
+		return r
+	}
+	return "other"
 }
 
 // DefaultConnectRetries is the connect retries of a client built without
@@ -330,6 +358,13 @@ func (c *Client) send(ctx context.Context, r request) (*http.Response, *body, er
 	resp, err := c.hc.Do(req)
 	if err == nil {
 		c.reached.Store(true)
+	}
+	if c.observer != nil {
+		status := 0
+		if err == nil {
+			status = resp.StatusCode
+		}
+		c.observer.Request(resourceOf(ctx), status)
 	}
 	if err != nil {
 		if cerr := ctx.Err(); cerr != nil {

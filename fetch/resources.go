@@ -92,6 +92,7 @@ func checkID(what, id string) error {
 // cut mid-way is retried like a failed request.
 func (c *Client) getDocument(ctx context.Context, key string, vars map[string]string, what string, decode func([]byte) error) error {
 	u := c.endpoint(key, vars)
+	ctx = withResource(ctx, key)
 	return c.withRetry(ctx, nil, what, func(ctx context.Context, _ int) error {
 		resp, b, err := c.send(ctx, request{method: http.MethodGet, url: u})
 		if err != nil {
@@ -120,6 +121,7 @@ func (c *Client) getDocument(ctx context.Context, key string, vars map[string]st
 // supplemental.pagination.total, the seed's fallback rule.
 func listAll[T any](ctx context.Context, c *Client, key, what string, decode func(json.RawMessage, int) (T, error)) ([]T, error) {
 	link := c.endpoint(key, nil)
+	ctx = withResource(ctx, key)
 	seen := map[string]bool{link: true}
 	var out []T
 	for page := 1; ; page++ {

@@ -147,6 +147,9 @@ func (c *Client) withRetry(ctx context.Context, stats *Stats, what string, fn fu
 			stats.Retries.Add(1)
 		}
 		c.retried.Add(1)
+		if c.observer != nil {
+			c.observer.Retry(resourceOf(ctx))
+		}
 		ev := c.log.Warn().Str("op", what).Int("attempt", attempt).Int("max_attempts", p.MaxAttempts).
 			Dur("delay", d.Round(time.Millisecond)).AnErr("error", err)
 		var ae *APIError

@@ -101,7 +101,7 @@ func (c *Client) Usage(ctx context.Context, q UsageQuery) iter.Seq2[MeterData, e
 			yield(MeterData{}, fmt.Errorf("usage query: %w", err))
 			return
 		}
-		pctx, stop := context.WithCancel(ctx)
+		pctx, stop := context.WithCancel(withResource(ctx, "usage"))
 		pr := newProducer(pctx, &usageRun{c: c, q: q})
 		go pr.run()
 		defer func() {

@@ -69,6 +69,7 @@ func NewScheduler(r *Runner, opts ScheduleOptions) (*Scheduler, error) {
 		s.opts.MetricsEvery = 30 * time.Second
 	}
 	s.mon = newMonitor(jobs, s.scheds, r.Config.Schedule.Grace, time.Now)
+	r.observer = s.mon // the jobs' clients count their requests in the metrics
 	return s, nil
 }
 

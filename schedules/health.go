@@ -4,10 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/robfig/cron/v3"
 
 	"github.com/tally-dev/tally/configs"
@@ -38,10 +40,24 @@ type monitor struct {
 	now      func() time.Time
 	jobs     []*jobState
 	onChange func() // called after every change, outside the lock
+
+	// requests and retries count what the jobs' clients sent, by resource
+	// and status (see Request, Retry).
+	requests *prometheus.CounterVec
+	retries  *prometheus.CounterVec
 }
 
 func newMonitor(jobs []configs.Job, scheds []cron.Schedule, grace time.Duration, now func() time.Time) *monitor {
-	m := &monitor{started: now().UTC(), grace: grace, now: now}
+	m := &monitor{started: now().UTC(), grace: grace, now: now,
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tally_api_requests_total",
+			Help: "Requests sent to the management interface since the scheduler started, by resource and HTTP status (error: no answer).",
+		}, []string{"resource", "status"}),
+		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tally_api_retries_total",
+			Help: "Requests to the management interface that were retries, by resource.",
+		}, []string{"resource"}),
+	}
 	for i, j := range jobs {
 		m.jobs = append(m.jobs, &jobState{job: j, sched: scheds[i], runs: map[string]int64{}})
 	}
@@ -288,3 +304,14 @@ func JobStatuses(cfg *configs.Config, runs []store.JobRun, pending []store.RunIn
 
 // oneLine keeps a multi-line error on one line.
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// Request and Retry make the monitor the jobs' fetch.Observer.
+func (m *monitor) Request(resource string, status int) {
+	s := "error"
+	if status > 0 {
+		s = strconv.Itoa(status)
+	}
+	m.requests.WithLabelValues(resource, s).Inc()
+}
+
+func (m *monitor) Retry(resource string) { m.retries.WithLabelValues(resource).Inc() }

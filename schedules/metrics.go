@@ -46,6 +46,8 @@ func (m *monitor) Collect(ch chan<- prometheus.Metric) {
 	}
 	gauge, counter := prometheus.GaugeValue, prometheus.CounterValue
 
+	m.requests.Collect(ch)
+	m.retries.Collect(ch)
 	emit(desc("tally_scheduler_start_time_seconds", "When tally schedule started, as Unix time."), gauge, unix(h.Started))
 	healthy := desc("tally_job_healthy", "1 while the job's latest run succeeded within its expected interval (what /healthz checks), else 0.", "job")
 	running := desc("tally_job_running", "1 while a run of the job is in progress.", "job")

@@ -3,6 +3,7 @@ package schedules
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -210,6 +211,11 @@ func TestMetricsLintAndEndpoint(t *testing.T) {
 	fin := now.Add(-time.Minute)
 	m.runFinished("nightly", store.RunInfo{ID: uuid.New(), Job: "nightly", Command: "schedule", Started: now.Add(-time.Hour), Finished: &fin, Status: store.RunOK, Rows: 7})
 
+	m.Request("usage", 200)
+	m.Request("usage", 200)
+	m.Request("usage", 0)
+	m.Retry("rate_card")
+
 	text := m.metrics()
 	problems, err := promlint.New(bytes.NewReader(text)).Lint()
 	if err != nil {
@@ -277,5 +283,39 @@ func TestMetricsLintAndEndpoint(t *testing.T) {
 	}
 	if v, _ := has("tally_fetch_rows_total", "job", "nightly"); v != 7 {
 		t.Errorf("tally_fetch_rows_total = %v, want 7", v)
+	}
+	for _, c := range []struct {
+		name   string
+		labels []string
+		want   float64
+	}{
+		{"tally_api_requests_total", []string{"resource", "usage", "status", "200"}, 2},
+		{"tally_api_requests_total", []string{"resource", "usage", "status", "error"}, 1},
+		{"tally_api_retries_total", []string{"resource", "rate_card"}, 1},
+	} {
+		if v, ok := has(c.name, c.labels...); !ok || v != c.want {
+			t.Errorf("%s%q = %v (present %v), want %v", c.name, c.labels, v, ok, c.want)
+		}
+	}
+}
+
+// A scheduler's jobs count their clients' requests in its metrics, by
+// resource and status, references included.
+func TestSchedulerCountsAPIRequests(t *testing.T) {
+	h := newHarness(t, setup{granularity: "day", start: "2026-09-01", now: "2026-10-20T12:00:00Z"})
+	job := configs.Job{Name: "nightly", Cron: "@daily", Run: []string{"fetch"}}
+	h.runner.Config.Schedule.Jobs = []configs.Job{job}
+	s, err := NewScheduler(h.runner, ScheduleOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.runner.RunJob(context.Background(), "schedule", job); err != nil {
+		t.Fatal(err)
+	}
+	text := string(s.mon.metrics())
+	for _, want := range []string{`tally_api_requests_total{resource="usage",status="200"}`, `tally_api_requests_total{resource="payment_methods",status="200"}`, `tally_api_requests_total{resource="rate_card",status="200"}`} {
+		if !strings.Contains(text, want) {
+			t.Errorf("metrics have no %s:\n%s", want, text)
+		}
 	}
 }

@@ -32,6 +32,9 @@ type Runner struct {
 	// retry replaces the policy built from the config, so tests can retry
 	// through injected faults without really waiting.
 	retry *fetch.RetryPolicy
+	// observer, when set (tally schedule), counts the client's requests
+	// and retries for /metrics.
+	observer fetch.Observer
 }
 
 // Client builds the interface client from the config.
@@ -42,14 +45,18 @@ func (r *Runner) Client() (*fetch.Client, error) {
 	if r.retry != nil {
 		policy = *r.retry
 	}
-	return fetch.NewClient(api.BaseURL, r.Token,
+	opts := []fetch.Option{}
+	if r.observer != nil {
+		opts = append(opts, fetch.WithObserver(r.observer))
+	}
+	return fetch.NewClient(api.BaseURL, r.Token, append(opts,
 		fetch.WithHTTPClient(newHTTPClient(api.Timeout, api.Concurrency)),
 		fetch.WithRetry(policy),
 		fetch.WithConnectRetries(api.ConnectRetries),
 		fetch.WithLogger(r.Log),
 		fetch.WithPaths(api.Paths),
 		fetch.WithUserAgent(r.Version),
-	)
+	)...)
 }
 
 // withRun runs fn as one recorded run (see recordedRun) and returns the
