@@ -17,6 +17,14 @@
 -- any other type, or none, is shown as sent and, as Tally cannot know how
 -- it is paid, counted as billed (x_PaidAs 'other').
 --
+-- A closed month (closed_months) is frozen: its rows of the close's basis
+-- and granularity are replaced by one row per project, meter, payment
+-- method and currency as it stood at close, billed in the closed month, so
+-- a FOCUS consumer's sums for that billing period never move. Late charges
+-- loaded afterwards are 'Correction' rows (ChargeClass) billed in the month
+-- Tally loaded them (closed_month_adjustments.found_month), with the closed
+-- month as their charge period.
+--
 -- Columns Tally cannot fill from the interface are left out rather than
 -- guessed: CommitmentDiscountCategory (an unknown entitlement type has no
 -- honest Spend or Usage), region and resource columns (usage rows carry
@@ -27,7 +35,14 @@ WITH u AS (
            date_trunc('month', date) AS charge_month,
            coalesce(meter_sku, '') AS sku_key,
            coalesce(payment_method, '') AS pm_key
-    FROM usage_rows
+    FROM usage_rows ur
+    -- A closed month's rows are shown as they stood at close (the frozen
+    -- rows below), so a FOCUS consumer's sums for it never move.
+    WHERE NOT EXISTS (
+        SELECT 1 FROM closed_months c
+        WHERE c.basis = ur.basis AND c.granularity = ur.granularity
+          AND ur.period_at >= c.month AND ur.period_at < c.month + INTERVAL 1 MONTH
+    )
 ),
 priced AS (
     SELECT CAST(month AS TIMESTAMP) AS charge_month,
@@ -96,8 +111,8 @@ SELECT
     (date_trunc('month', coalesce(date_processed, date)) + INTERVAL 1 MONTH) AT TIME ZONE 'UTC' AS BillingPeriodEnd,
     -- ChargeCategory: every usage row is 'Usage'.
     'Usage' AS ChargeCategory,
-    -- ChargeClass: null; the interface marks no row as a correction of an
-    -- invoiced month (a late charge is billed in the month it is charged).
+    -- ChargeClass: null on usage rows; 'Correction' on the rows below that
+    -- carry late charges for a closed month.
     CAST(NULL AS VARCHAR) AS ChargeClass,
     -- ChargeDescription: the rate card's name for the price, with the meter.
     coalesce(price_display_name || ' (' || meter_name || ')', meter_name) AS ChargeDescription,
@@ -223,4 +238,79 @@ SELECT
     CAST(run_id AS VARCHAR) AS x_RunId,
     solution AS x_Solution,
     unit AS x_Unit
-FROM r;
+FROM r
+UNION ALL BY NAME
+-- A closed month: one row per project, meter, payment method and currency
+-- with the figures as closed (month_close_figures), billed in the closed
+-- month. Rate card columns are not kept at close: list and contracted
+-- cost are the usage value.
+SELECT f.billed AS BilledCost,
+       coalesce(nullif(f.payment_method, ''), 'unassigned') AS BillingAccountId,
+       'Unknown' AS BillingAccountType,
+       f.currency AS BillingCurrency,
+       CAST(c.month AS TIMESTAMP) AT TIME ZONE 'UTC' AS BillingPeriodStart,
+       (CAST(c.month AS TIMESTAMP) + INTERVAL 1 MONTH) AT TIME ZONE 'UTC' AS BillingPeriodEnd,
+       'Usage' AS ChargeCategory,
+       CAST(NULL AS VARCHAR) AS ChargeClass,
+       f.meter_name || ' (as closed ' || strftime(c.at, '%Y-%m-%d') || ')' AS ChargeDescription,
+       'Usage-Based' AS ChargeFrequency,
+       CAST(c.month AS TIMESTAMP) AT TIME ZONE 'UTC' AS ChargePeriodStart,
+       (CAST(c.month AS TIMESTAMP) + INTERVAL 1 MONTH) AT TIME ZONE 'UTC' AS ChargePeriodEnd,
+       f.cost AS ContractedCost,
+       f.effective AS EffectiveCost,
+       'Media cloud' AS InvoiceIssuerName,
+       f.cost AS ListCost,
+       'Standard' AS PricingCategory,
+       'Media cloud' AS ProviderName,
+       'Media cloud' AS PublisherName,
+       'Media' AS ServiceCategory,
+       f.meter_name AS ServiceName,
+       f.meter_name AS SkuId,
+       f.meter_name AS SkuMeter,
+       f.meter_name AS SkuPriceId,
+       nullif(f.project, '') AS SubAccountId,
+       nullif(f.project, '') AS SubAccountName,
+       CASE WHEN nullif(f.project, '') IS NOT NULL THEN 'Project' END AS SubAccountType,
+       c.basis AS x_Basis,
+       c.granularity AS x_Granularity,
+       f.cost AS x_Cost,
+       CAST(c.id AS VARCHAR) AS x_RunId
+FROM month_close_figures f
+JOIN closed_months c ON c.id = f.close_id
+UNION ALL BY NAME
+-- Late charges for a closed month: the difference between today's rows
+-- and the closed figures (closed_month_adjustments), as ChargeClass
+-- 'Correction' rows billed in found_month, the month Tally loaded them; the
+-- charge period stays the closed month.
+SELECT a.billed_difference AS BilledCost,
+       coalesce(nullif(a.payment_method, ''), 'unassigned') AS BillingAccountId,
+       'Unknown' AS BillingAccountType,
+       a.currency AS BillingCurrency,
+       CAST(a.found_month AS TIMESTAMP) AT TIME ZONE 'UTC' AS BillingPeriodStart,
+       (CAST(a.found_month AS TIMESTAMP) + INTERVAL 1 MONTH) AT TIME ZONE 'UTC' AS BillingPeriodEnd,
+       'Usage' AS ChargeCategory,
+       'Correction' AS ChargeClass,
+       a.meter_name || ' (late charges for closed ' || strftime(a.month, '%Y-%m') || ')' AS ChargeDescription,
+       'Usage-Based' AS ChargeFrequency,
+       CAST(a.month AS TIMESTAMP) AT TIME ZONE 'UTC' AS ChargePeriodStart,
+       (CAST(a.month AS TIMESTAMP) + INTERVAL 1 MONTH) AT TIME ZONE 'UTC' AS ChargePeriodEnd,
+       a.difference AS ContractedCost,
+       a.effective_difference AS EffectiveCost,
+       'Media cloud' AS InvoiceIssuerName,
+       a.difference AS ListCost,
+       'Standard' AS PricingCategory,
+       'Media cloud' AS ProviderName,
+       'Media cloud' AS PublisherName,
+       'Media' AS ServiceCategory,
+       a.meter_name AS ServiceName,
+       a.meter_name AS SkuId,
+       a.meter_name AS SkuMeter,
+       a.meter_name AS SkuPriceId,
+       nullif(a.project, '') AS SubAccountId,
+       nullif(a.project, '') AS SubAccountName,
+       CASE WHEN nullif(a.project, '') IS NOT NULL THEN 'Project' END AS SubAccountType,
+       a.basis AS x_Basis,
+       a.granularity AS x_Granularity,
+       a.difference AS x_Cost
+FROM closed_month_adjustments a
+WHERE a.difference <> 0 OR a.billed_difference <> 0 OR a.effective_difference <> 0;
