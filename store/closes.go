@@ -45,9 +45,9 @@ type CloseFigure struct {
 func (s *Store) LatestClose(ctx context.Context, month time.Time, basis fetch.Basis, g fetch.Granularity) (*MonthClose, error) {
 	var c MonthClose
 	var reason, hash, wb sql.NullString
-	err := s.db.QueryRowContext(ctx, `SELECT id, month, action, at, who, reason, content_hash, final_workbook
+	err := s.db.QueryRowContext(ctx, `SELECT id, month, action, acted_at, who, reason, content_hash, final_workbook
 FROM month_closes WHERE month = ? AND basis = ? AND granularity = ?
-ORDER BY at DESC, id DESC LIMIT 1`, month, string(basis), string(g)).Scan(&c.ID, &c.Month, &c.Action, &c.At, &c.Who, &reason, &hash, &wb)
+ORDER BY acted_at DESC, id DESC LIMIT 1`, month, string(basis), string(g)).Scan(&c.ID, &c.Month, &c.Action, &c.At, &c.Who, &reason, &hash, &wb)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
@@ -90,7 +90,7 @@ SELECT ?, ?, ?, ?, 'close', ?, ?, ?,
 // RecordReopen adds a reopen of a closed month: its own row, so the close
 // before it stays on record.
 func (s *Store) RecordReopen(ctx context.Context, c MonthClose) error {
-	_, err := s.db.ExecContext(ctx, `INSERT INTO month_closes (id, month, basis, granularity, action, at, who, reason)
+	_, err := s.db.ExecContext(ctx, `INSERT INTO month_closes (id, month, basis, granularity, action, acted_at, who, reason)
 VALUES (?, ?, ?, ?, 'reopen', ?, ?, ?)`, c.ID, c.Month, string(c.Basis), string(c.Granularity), c.At.UTC(), c.Who, c.Reason)
 	if err != nil {
 		return fmt.Errorf("record reopen: %w", err)

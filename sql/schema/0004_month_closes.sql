@@ -12,7 +12,7 @@ CREATE TABLE month_closes (
     basis          VARCHAR NOT NULL, -- usage or reported: which date put a row in the month
     granularity    VARCHAR NOT NULL, -- the usage rows closed: the config's usage.granularity
     action         VARCHAR NOT NULL, -- close or reopen
-    at             TIMESTAMP NOT NULL, -- when it was closed or reopened, UTC
+    acted_at       TIMESTAMP NOT NULL, -- when it was closed or reopened, UTC
     who            VARCHAR NOT NULL, -- the user ($USER) who ran tally close, or the job whose close step did it
     reason         VARCHAR, -- why, as given; required to reopen
     rows           BIGINT, -- fingerprint: usage rows in the month at close; NULL on a reopen

@@ -17,7 +17,7 @@
 -- Money is exact DECIMAL and is never added across currencies.
 CREATE OR REPLACE VIEW closed_month_adjustments AS
 WITH closed AS (
-    SELECT id, month, basis, granularity, at
+    SELECT id, month, basis, granularity, acted_at AS closed_at
     FROM closed_months
 ),
 today AS (
@@ -66,7 +66,7 @@ paired AS (
 SELECT c.month AS month, -- the closed month, its first day
        c.basis AS basis, -- usage or reported, as the close
        c.granularity AS granularity, -- the usage rows closed
-       c.at AS closed_at, -- when the month was closed, UTC
+       c.closed_at AS closed_at, -- when the month was closed, UTC
        p.project AS project, -- project name
        p.meter_name AS meter_name, -- the meter
        p.payment_method AS payment_method, -- payment method id
@@ -78,6 +78,6 @@ SELECT c.month AS month, -- the closed month, its first day
        CAST(p.today_cost - p.closed_cost AS DECIMAL(38, 12)) AS difference, -- today − closed: the adjustment
        CAST(p.today_billed - p.closed_billed AS DECIMAL(38, 12)) AS billed_difference, -- the adjustment to what is invoiced (FOCUS BilledCost)
        CAST(p.today_effective - p.closed_effective AS DECIMAL(38, 12)) AS effective_difference, -- the adjustment to the amortized cost (FOCUS EffectiveCost)
-       CAST(greatest(date_trunc('month', coalesce(p.last_fetched, c.at)), c.month + INTERVAL 1 MONTH) AS DATE) AS found_month -- the billing period the adjustment belongs to (see the header)
+       CAST(greatest(date_trunc('month', coalesce(p.last_fetched, c.closed_at)), c.month + INTERVAL 1 MONTH) AS DATE) AS found_month -- the billing period the adjustment belongs to (see the header)
 FROM paired p
 JOIN closed c ON c.id = p.close_id;

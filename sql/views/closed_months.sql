@@ -7,9 +7,9 @@ SELECT id, -- the close (month_closes.id)
        month, -- first day of the closed month
        basis, -- usage or reported
        granularity, -- the usage rows closed
-       at, -- when it was closed, UTC
+       acted_at, -- when it was closed, UTC
        who, -- who closed it
        reason -- why, as given
 FROM month_closes
-QUALIFY row_number() OVER (PARTITION BY month, basis, granularity ORDER BY at DESC, id DESC) = 1
+QUALIFY row_number() OVER (PARTITION BY month, basis, granularity ORDER BY acted_at DESC, id DESC) = 1
     AND action = 'close';
