@@ -130,7 +130,7 @@ var DefaultMonths = []string{"previous", "current"}
 
 // DefaultJobs is the schedule when schedule.jobs is left out.
 func DefaultJobs() []Job {
-	return []Job{{Name: "nightly", Cron: "CRON_TZ=UTC 30 2 * * *", Run: []string{"fetch", "report", "close"}}}
+	return []Job{{Name: "nightly", Cron: "CRON_TZ=UTC 30 2 * * *", Run: []string{"fetch", "report"}}}
 }
 
 // Error is an invalid or unreadable configuration: every problem found, one
