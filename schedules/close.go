@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/tally-dev/tally/configs"
 	"github.com/tally-dev/tally/fetch"
 	"github.com/tally-dev/tally/reports"
 	"github.com/tally-dev/tally/store"
@@ -70,6 +71,17 @@ func (r *Runner) Close(ctx context.Context, o CloseOptions) (CloseSummary, error
 	if err := CheckClose(o, now().UTC()); err != nil {
 		return sum, err
 	}
+	// Refused from the analysts' copy when it already says so, so a
+	// refusal neither waits for the lock nor leaves a run behind. The
+	// copy may lag the store; the same checks run again under the lock.
+	if pub, err := store.OpenPublished(ctx, r.Config.Store.Path, false); err == nil {
+		err := checkStore(ctx, pub, r.Config, o)
+		pub.Close()
+		var re *RefusedError
+		if errors.As(err, &re) {
+			return sum, err
+		}
+	}
 	published, err := r.withRun(ctx, "close", "", func(ctx context.Context, env *Env, runID uuid.UUID) (runStats, error) {
 		var err error
 		sum.Close, err = closeMonth(ctx, env, runID, o)
@@ -79,44 +91,37 @@ func (r *Runner) Close(ctx context.Context, o CloseOptions) (CloseSummary, error
 	return sum, err
 }
 
-// closeMonth closes or reopens o.Month for the config's basis and
-// granularity, in the store the run holds.
-func closeMonth(ctx context.Context, env *Env, runID uuid.UUID, o CloseOptions) (store.MonthClose, error) {
-	cfg := env.Config
+// checkStore refuses what the store says cannot be done: reopening a month
+// that is not closed, closing one already closed, one with a day no loaded
+// window covers, or one whose final workbook exists. It reads only, so it
+// can run on the analysts' copy before the lock is taken, and again on the
+// store under the lock.
+func checkStore(ctx context.Context, st *store.Store, cfg *configs.Config, o CloseOptions) error {
 	base := cfg.UsageQueryBase()
 	basis, g := base.Basis(), cfg.Usage.Granularity
 	m := o.Month.Format("2006-01")
-	c := store.MonthClose{ID: runID, Month: o.Month, Basis: basis, Granularity: g, At: env.now(), Who: o.Who, Reason: o.Reason}
-	if err := CheckClose(o, c.At); err != nil {
-		return c, err
-	}
-	last, err := env.Store.LatestClose(ctx, o.Month, basis, g)
+	last, err := st.LatestClose(ctx, o.Month, basis, g)
 	if err != nil {
-		return c, err
+		return err
 	}
 	closed := last != nil && last.Action == store.ActionClose
 	if o.Reopen {
 		if !closed {
-			return c, refused("--month %s is not closed (basis %s, granularity %s): there is nothing to reopen", m, basis, g)
+			return refused("--month %s is not closed (basis %s, granularity %s): there is nothing to reopen", m, basis, g)
 		}
-		c.Action = store.ActionReopen
-		if err := env.Store.RecordReopen(ctx, c); err != nil {
-			return c, err
-		}
-		env.Log.Warn().Str("month", m).Str("who", c.Who).Str("reason", c.Reason).Msg("month reopened")
-		return c, nil
+		return nil
 	}
 	if closed {
-		return c, refused("--month %s is already closed: closed %s UTC by %s (basis %s, granularity %s); to close it again, reopen it first with tally close --reopen --month %s --reason TEXT",
+		return refused("--month %s is already closed: closed %s UTC by %s (basis %s, granularity %s); to close it again, reopen it first with tally close --reopen --month %s --reason TEXT",
 			m, last.At.Format("2006-01-02 15:04"), last.Who, basis, g, m)
 	}
 	end := o.Month.AddDate(0, 1, 0)
-	missing, err := env.Store.UncoveredDays(ctx, o.Month, end, g, basis, base.Scope())
+	missing, err := st.UncoveredDays(ctx, o.Month, end, g, basis, base.Scope())
 	if err != nil {
-		return c, err
+		return err
 	}
 	if len(missing) > 0 {
-		return c, refused("--month %s is not fully loaded: %d day(s) have no loaded window at granularity %s, basis %s (first %s, last %s); run tally fetch --from %s --to %s, then close",
+		return refused("--month %s is not fully loaded: %d day(s) have no loaded window at granularity %s, basis %s (first %s, last %s); run tally fetch --from %s --to %s, then close",
 			m, len(missing), g, basis, missing[0].Format(time.DateOnly), missing[len(missing)-1].Format(time.DateOnly),
 			missing[0].Format(time.DateOnly), missing[len(missing)-1].AddDate(0, 0, 1).Format(time.DateOnly))
 	}
@@ -125,10 +130,35 @@ func closeMonth(ctx context.Context, env *Env, runID uuid.UUID, o CloseOptions) 
 		// A final workbook is never rewritten: one left by an earlier
 		// close (reopened since) is kept, and the close refused, so what
 		// finance already signed stays as signed.
-		return c, refused("--month %s: the final workbook %s already exists and is never rewritten; move it aside (keep it: it is what was signed off) and close again", m, final)
+		return refused("--month %s: the final workbook %s already exists and is never rewritten; move it aside (keep it: it is what was signed off) and close again", m, final)
 	} else if !errors.Is(err, os.ErrNotExist) {
-		return c, fmt.Errorf("close %s: %w", m, err)
+		return fmt.Errorf("close %s: %w", m, err)
 	}
+	return nil
+}
+
+// closeMonth closes or reopens o.Month for the config's basis and
+// granularity, in the store the run holds.
+func closeMonth(ctx context.Context, env *Env, runID uuid.UUID, o CloseOptions) (store.MonthClose, error) {
+	cfg := env.Config
+	basis, g := cfg.UsageQueryBase().Basis(), cfg.Usage.Granularity
+	m := o.Month.Format("2006-01")
+	c := store.MonthClose{ID: runID, Month: o.Month, Basis: basis, Granularity: g, At: env.now(), Who: o.Who, Reason: o.Reason}
+	if err := CheckClose(o, c.At); err != nil {
+		return c, err
+	}
+	if err := checkStore(ctx, env.Store, cfg, o); err != nil {
+		return c, err
+	}
+	if o.Reopen {
+		c.Action = store.ActionReopen
+		if err := env.Store.RecordReopen(ctx, c); err != nil {
+			return c, err
+		}
+		env.Log.Warn().Str("month", m).Str("who", c.Who).Str("reason", c.Reason).Msg("month reopened")
+		return c, nil
+	}
+	final := reports.FinalPath(cfg.Reports.Dir, o.Month)
 	p := reports.Period{Month: o.Month, Basis: basis, Granularity: g}
 	fp, err := reports.MonthFingerprint(ctx, env.Store.DB(), p)
 	if err != nil {

@@ -337,6 +337,14 @@ func TestCloseRefusals(t *testing.T) {
 		if n != 0 || actions != "close by alice: done; reopen by bob: credit note" {
 			t.Fatalf("closed months %d, history %q", n, actions)
 		}
+		// A refusal touches nothing: the runs are the close and the reopen.
+		var runs string
+		if err := db.QueryRow(`SELECT string_agg(status, ',' ORDER BY started) FROM runs WHERE command = 'close'`).Scan(&runs); err != nil {
+			t.Fatal(err)
+		}
+		if runs != "ok,ok" {
+			t.Fatalf("close runs %q, want ok,ok: a refusal left a run behind", runs)
+		}
 	})
 }
 
