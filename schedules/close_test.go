@@ -18,18 +18,26 @@ import (
 	"github.com/tally-dev/tally/configs"
 	"github.com/tally-dev/tally/fetch"
 	"github.com/tally-dev/tally/reports"
+	"github.com/tally-dev/tally/store"
 )
 
 // focusSums sums the focus view's BilledCost and x_Cost per currency for
 // one billing period and charge class (NULL: usage rows), exactly.
 func focusSums(t *testing.T, db *sql.DB, period time.Time, correction bool) map[string]string {
 	t.Helper()
+	return focusSumsOf(t, db, "focus", period, correction)
+}
+
+// focusSumsOf is focusSums over from: the view, or the query tally export
+// --format focus runs (store.FOCUSQuery).
+func focusSumsOf(t *testing.T, db *sql.DB, from string, period time.Time, correction bool) map[string]string {
+	t.Helper()
 	class := "ChargeClass IS NULL"
 	if correction {
 		class = "ChargeClass = 'Correction'"
 	}
 	rows, err := db.Query(`SELECT BillingCurrency, CAST(sum(BilledCost) AS VARCHAR), CAST(sum(x_Cost) AS VARCHAR), CAST(sum(EffectiveCost) AS VARCHAR)
-FROM focus WHERE x_Granularity = 'day' AND x_Basis = 'usage' AND BillingPeriodStart = CAST(? AS TIMESTAMP) AT TIME ZONE 'UTC' AND `+class+`
+FROM `+from+` WHERE x_Granularity = 'day' AND x_Basis = 'usage' AND BillingPeriodStart = CAST(? AS TIMESTAMP) AT TIME ZONE 'UTC' AND `+class+`
 GROUP BY 1`, period)
 	if err != nil {
 		t.Fatal(err)
@@ -183,6 +191,13 @@ func TestCloseOctoberThenLateChargesAreAdjustments(t *testing.T) {
 		}
 		if got := focusSums(t, db, oct, false); !equalMaps(got, focusBefore) {
 			t.Fatalf("FOCUS sums for October moved:\nbefore %v\nafter  %v", focusBefore, got)
+		}
+		exported, err := store.FOCUSQuery()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := focusSumsOf(t, db, "("+exported+")", oct, false); !equalMaps(got, focusBefore) {
+			t.Fatalf("FOCUS export sums for October moved:\nbefore %v\nafter  %v", focusBefore, got)
 		}
 		// The difference is there, as Correction rows in a later billing
 		// period, never in October.
