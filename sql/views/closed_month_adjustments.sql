@@ -13,7 +13,7 @@
 -- found_month is the billing period a difference belongs to: the month in
 -- which Tally last loaded the group's rows (the latest fetched_at; the
 -- close's own month when the rows are gone), and never earlier than the
--- month after the closed month. Rows outside a difference carry it too.
+-- month after the closed month; it matters only where there is a difference.
 -- Money is exact DECIMAL and is never added across currencies.
 CREATE OR REPLACE VIEW closed_month_adjustments AS
 WITH closed AS (
