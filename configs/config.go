@@ -71,6 +71,9 @@ type ReportsConfig struct {
 	// Months lists which months `tally run` reports: "previous" and/or
 	// "current", relative to the run's UTC date. Empty: none.
 	Months []string
+	// CloseAfter is how long after a month's end the nightly job's close
+	// step closes it (reports.close_after); 0: never.
+	CloseAfter time.Duration
 }
 
 // ScheduleConfig is what `tally schedule` runs and when.

@@ -85,6 +85,7 @@ reports:
   dir: ../out
   tolerance: 0
   months: [current]
+  close_after: 36h
 schedule:
   lock_wait: 0s
   grace: 1h
@@ -108,7 +109,7 @@ schedule:
 			PaymentMethodIDs: []string{"0B6F2A4E-5C1D-4E8F-9A3B-7C2D1E0F4A5B"}, MeterNames: []string{"a", "b"},
 		},
 		Store:   StoreConfig{Path: "/var/lib/tally/t.duckdb"},
-		Reports: ReportsConfig{Dir: "/etc/out", Tolerance: 0, Months: []string{"current"}},
+		Reports: ReportsConfig{Dir: "/etc/out", Tolerance: 0, Months: []string{"current"}, CloseAfter: 36 * time.Hour},
 		Schedule: ScheduleConfig{
 			Jobs: []Job{
 				{Name: "hourly", Cron: "@hourly", Run: []string{"fetch"}},
@@ -212,12 +213,15 @@ func TestValidation(t *testing.T) {
 		{"tolerance negative", minimal + "reports:\n  tolerance: -0.1\n", []string{`reports.tolerance: "-0.1" is not a fraction from 0 to 1`}},
 		{"tolerance above one", minimal + "reports:\n  tolerance: 1.5\n", []string{`reports.tolerance: "1.5" is not a fraction`}},
 		{"tolerance NaN", minimal + "reports:\n  tolerance: .nan\n", []string{`reports.tolerance: ".nan" is not a fraction`}},
+		{"close_after unit", minimal + "reports:\n  close_after: 5 days\n", []string{`reports.close_after: "5 days" is not <n>d or <n>h with n ≥ 1 (the time after a month's end at which the nightly job closes it), e.g. 5d`}},
+		{"close_after zero", minimal + "reports:\n  close_after: 0d\n", []string{`reports.close_after: "0d" is not <n>d or <n>h with n ≥ 1`}},
+		{"close_after long", minimal + "reports:\n  close_after: 400d\n", []string{`reports.close_after: "400d" is longer than a year (366d)`}},
 		{"months", minimal + "reports:\n  months: [previous, last]\n", []string{`reports.months[1]: "last" is not one of previous, current`}},
 		{"jobs not a list", minimal + "schedule:\n  jobs: nightly\n", []string{`schedule.jobs: must be a list, not "nightly"`}},
 		{"job name missing", minimal + "schedule:\n  jobs:\n    - cron: \"@daily\"\n      run: [fetch]\n", []string{"schedule.jobs[0].name: missing"}},
 		{"job names unique", minimal + "schedule:\n  jobs:\n    - {name: a, cron: '@daily', run: [fetch]}\n    - {name: a, cron: '@hourly', run: [report]}\n", []string{`schedule.jobs[1].name: "a" is the name of another job`}},
 		{"job cron missing", minimal + "schedule:\n  jobs:\n    - {name: a, cron: ' ', run: [fetch]}\n", []string{"schedule.jobs[0].cron: missing"}},
-		{"job run step", minimal + "schedule:\n  jobs:\n    - {name: a, cron: '@daily', run: [fetch, mail]}\n", []string{`schedule.jobs[0].run[1]: "mail" is not one of fetch, report, export`}},
+		{"job run step", minimal + "schedule:\n  jobs:\n    - {name: a, cron: '@daily', run: [fetch, mail]}\n", []string{`schedule.jobs[0].run[1]: "mail" is not one of fetch, report, close, export`}},
 		{"job run empty", minimal + "schedule:\n  jobs:\n    - {name: a, cron: '@daily', run: []}\n", []string{"schedule.jobs[0].run: missing"}},
 		{"job not a mapping", minimal + "schedule:\n  jobs:\n    - nightly\n", []string{`schedule.jobs[0]: must be a mapping with keys name, cron, run, not "nightly"`}},
 		{"lock_wait", minimal + "schedule:\n  lock_wait: -1s\n", []string{`schedule.lock_wait: "-1s" is not a duration from 0 up to 24h, e.g. 10m`}},
@@ -313,6 +317,10 @@ func TestLoadExample(t *testing.T) {
 	def.Reports.Dir = filepath.Join(dir, "reports")
 	def.Export.Dir = filepath.Join(dir, "exports")
 	def.Path = cfg.Path
+	// But for the close step, which the example shows (it does nothing
+	// while reports.close_after is "", the default) and the default job
+	// leaves out, so that a config without schedule.jobs keeps its steps.
+	def.Schedule.Jobs[0].Run = append(def.Schedule.Jobs[0].Run, "close")
 	if !reflect.DeepEqual(cfg, def) {
 		t.Errorf("example:\n got %+v\nwant %+v", cfg, def)
 	}

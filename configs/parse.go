@@ -65,6 +65,8 @@ type rawReports struct {
 	Dir       yaml.Node `yaml:"dir"`
 	Tolerance yaml.Node `yaml:"tolerance"`
 	Months    yaml.Node `yaml:"months"`
+	// CloseAfter: "" (never) or <n>d / <n>h after the month's end.
+	CloseAfter yaml.Node `yaml:"close_after"`
 }
 
 type rawExport struct {
@@ -629,6 +631,23 @@ func (p *parser) reports(r *rawReports, c *ReportsConfig) {
 			c.Tolerance = v
 		}
 	}
+	if s, ok := p.scalar(&r.CloseAfter, "reports.close_after"); ok && s != "" {
+		m := lookRE.FindStringSubmatch(s)
+		n := 0
+		if m != nil {
+			n, _ = strconv.Atoi(m[1])
+		}
+		switch {
+		case m == nil || n == 0:
+			p.addf(deref(&r.CloseAfter), "reports.close_after", "%q is not <n>d or <n>h with n ≥ 1 (the time after a month's end at which the nightly job closes it), e.g. 5d; or \"\" to never close automatically", s)
+		case (m[2] == "d" && n > 366) || (m[2] == "h" && n > 366*24):
+			p.addf(deref(&r.CloseAfter), "reports.close_after", "%q is longer than a year (366d); a month is closed within a year of its end, or by hand with tally close", s)
+		case m[2] == "d":
+			c.CloseAfter = time.Duration(n) * 24 * time.Hour
+		default:
+			c.CloseAfter = time.Duration(n) * time.Hour
+		}
+	}
 	if isNull(&r.Months) {
 		c.Months = slices.Clone(DefaultMonths)
 		return
@@ -641,7 +660,7 @@ func (p *parser) reports(r *rawReports, c *ReportsConfig) {
 	})
 }
 
-var jobSteps = []string{"fetch", "report", "export"}
+var jobSteps = []string{"fetch", "report", "close", "export"}
 
 func (p *parser) schedule(r *rawSchedule, c *ScheduleConfig) {
 	c.LockWait = p.duration(&r.LockWait, "schedule.lock_wait", DefaultLockWait, false, 24*time.Hour, "10m")

@@ -121,6 +121,9 @@ type builder struct {
 	detailRows   int64
 	detailIn     *detailReader // the Detail rows, read ahead
 	currencies   []string      // every currency of the month, sorted
+
+	adjustments      []adjustmentRow   // closed months' differences, for their sheet
+	adjustmentTotals []adjustmentTotal // and per closed month and currency, for the Summary
 }
 
 func newBuilder(ctx context.Context, src Source, p Period, opts Options) (*builder, error) {
@@ -169,6 +172,9 @@ func (b *builder) build() error {
 	for _, t := range totals {
 		b.currencies = append(b.currencies, t.currency)
 	}
+	if err := b.readAdjustments(); err != nil {
+		return err
+	}
 	steps := []struct {
 		name string
 		fill func() error
@@ -179,6 +185,12 @@ func (b *builder) build() error {
 		{sheetRateCard, b.rateCardCheck},
 		{sheetFlags, b.flags},
 		{sheetDaily, b.daily},
+	}
+	if len(b.adjustments) > 0 {
+		steps = append(steps, struct {
+			name string
+			fill func() error
+		}{sheetAdjustments, b.adjustmentsSheet})
 	}
 	for _, s := range steps {
 		if err := b.ctx.Err(); err != nil {

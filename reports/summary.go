@@ -70,6 +70,9 @@ func (b *builder) summary(totals []totalRow) error {
 	if err := s.totals(totals); err != nil {
 		return err
 	}
+	if err := s.adjustments(); err != nil {
+		return err
+	}
 	if err := s.entitlements(); err != nil {
 		return err
 	}

@@ -120,7 +120,7 @@ func (r *Runner) RunJob(ctx context.Context, command string, job configs.Job) (J
 			}
 			step, _ := lookupStep(name)
 			env.Log.Info().Str("step", name).Msg("step started")
-			res, err := step(ctx, env, runID)
+			res, err := step(withJobName(ctx, job.Name), env, runID)
 			stats.rows += res.Rows
 			stats.windows += res.Windows
 			sum.Outputs = append(sum.Outputs, res.Outputs...)

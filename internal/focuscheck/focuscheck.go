@@ -177,7 +177,8 @@ func Violations(ctx context.Context, db *sql.DB, from string) ([]string, error) 
 		}
 		cond := `"` + c.Name + `" IS NULL`
 		switch c.Name {
-		case "ListUnitPrice", "ContractedUnitPrice", "PricingCategory", "SkuPriceId":
+		case "ListUnitPrice", "ContractedUnitPrice", "PricingCategory", "SkuPriceId",
+			"PricingQuantity", "PricingUnit", "ConsumedQuantity", "ConsumedUnit":
 			cond = charge + ` AND ` + cond // null is allowed on a correction
 		}
 		n, err := count(cond)

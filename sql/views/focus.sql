@@ -17,6 +17,14 @@
 -- any other type, or none, is shown as sent and, as Tally cannot know how
 -- it is paid, counted as billed (x_PaidAs 'other').
 --
+-- A closed month (closed_months) is frozen: its rows of the close's basis
+-- and granularity are replaced by one row per project, meter, payment
+-- method and currency as it stood at close, billed in the closed month, so
+-- a FOCUS consumer's sums for that billing period never move. Late charges
+-- loaded afterwards are 'Correction' rows (ChargeClass) billed in the month
+-- Tally loaded them (closed_month_adjustments.found_month), with the closed
+-- month as their charge period.
+--
 -- Marketplace methods: the marketplace, not the platform, invoices and is
 -- paid, so FOCUS 1.2 wants BilledCost 0 wherever InvoiceIssuerName is not
 -- ProviderName; the value stays in EffectiveCost, ListCost and
@@ -49,7 +57,14 @@ WITH u AS (
            date_trunc('month', date) AS charge_month,
            coalesce(meter_sku, '') AS sku_key,
            coalesce(payment_method, '') AS pm_key
-    FROM usage_rows
+    FROM usage_rows ur
+    -- A closed month's rows are shown as they stood at close (the frozen
+    -- rows below), so a FOCUS consumer's sums for it never move.
+    WHERE NOT EXISTS (
+        SELECT 1 FROM closed_months c
+        WHERE c.basis = ur.basis AND c.granularity = ur.granularity
+          AND ur.period_at >= c.month AND ur.period_at < c.month + INTERVAL 1 MONTH
+    )
 ),
 priced AS (
     SELECT CAST(month AS TIMESTAMP) AS charge_month,
@@ -300,4 +315,102 @@ SELECT
     CAST(run_id AS VARCHAR) AS x_RunId,
     solution AS x_Solution,
     unit AS x_Unit
-FROM c;
+FROM c
+UNION ALL BY NAME
+-- A closed month: one row per project, meter, payment method and currency
+-- with the figures as closed (month_close_figures), billed in the closed
+-- month. The unit price is the closed value over the closed quantity (no
+-- rate card columns are kept at close); the marketplace rule and the
+-- billing account type are the payment method's in force that month, as on
+-- the rows they replace.
+SELECT CASE WHEN f.marketplace THEN CAST(0 AS DECIMAL(38, 12)) ELSE f.billed END AS BilledCost,
+       coalesce(nullif(f.payment_method, ''), 'unassigned') AS BillingAccountId,
+       coalesce(nullif(f.pm_type, ''), 'Unknown') AS BillingAccountType,
+       f.currency AS BillingCurrency,
+       CAST(f.month AS TIMESTAMP) AT TIME ZONE 'UTC' AS BillingPeriodStart,
+       (CAST(f.month AS TIMESTAMP) + INTERVAL 1 MONTH) AT TIME ZONE 'UTC' AS BillingPeriodEnd,
+       'Usage' AS ChargeCategory,
+       CASE WHEN f.unit_price IS NULL THEN 'Correction' END AS ChargeClass,
+       f.meter_name || ' (as closed ' || strftime(f.acted_at, '%Y-%m-%d') || ')' AS ChargeDescription,
+       'Usage-Based' AS ChargeFrequency,
+       CAST(f.month AS TIMESTAMP) AT TIME ZONE 'UTC' AS ChargePeriodStart,
+       (CAST(f.month AS TIMESTAMP) + INTERVAL 1 MONTH) AT TIME ZONE 'UTC' AS ChargePeriodEnd,
+       f.quantity AS ConsumedQuantity,
+       coalesce(nullif(f.unit, ''), 'Units') AS ConsumedUnit,
+       CASE WHEN f.unit_price IS NOT NULL THEN CAST(f.quantity * f.unit_price AS DECIMAL(38, 12)) ELSE f.cost END AS ContractedCost,
+       f.unit_price AS ContractedUnitPrice,
+       f.effective AS EffectiveCost,
+       CASE WHEN f.marketplace THEN f.pm_type ELSE 'Media cloud' END AS InvoiceIssuerName,
+       CASE WHEN f.unit_price IS NOT NULL THEN CAST(f.quantity * f.unit_price AS DECIMAL(38, 12)) ELSE f.cost END AS ListCost,
+       f.unit_price AS ListUnitPrice,
+       CASE WHEN f.unit_price IS NOT NULL THEN 'Standard' END AS PricingCategory,
+       f.quantity AS PricingQuantity,
+       coalesce(nullif(f.unit, ''), 'Units') AS PricingUnit,
+       'Media cloud' AS ProviderName,
+       'Media cloud' AS PublisherName,
+       'Media' AS ServiceCategory,
+       f.meter_name AS ServiceName,
+       f.meter_name AS SkuId,
+       f.meter_name AS SkuMeter,
+       f.meter_name AS SkuPriceId,
+       nullif(f.project, '') AS SubAccountId,
+       nullif(f.project, '') AS SubAccountName,
+       CASE WHEN nullif(f.project, '') IS NOT NULL THEN 'Project' END AS SubAccountType,
+       f.basis AS x_Basis,
+       f.granularity AS x_Granularity,
+       f.cost AS x_Cost,
+       CASE WHEN f.unit_price IS NOT NULL THEN 'cost / quantity' END AS x_PriceMatchedBy,
+       CAST(f.close_id AS VARCHAR) AS x_RunId
+FROM (
+    SELECT f.*, c.month, c.acted_at, c.basis, c.granularity, pm.type AS pm_type,
+           nullif(pm.type, '') IS NOT NULL AND lower(pm.type) <> 'direct' AS marketplace,
+           CASE WHEN f.quantity > 0 AND f.cost >= 0 THEN CAST(CAST(f.cost AS DOUBLE) / CAST(f.quantity AS DOUBLE) AS DECIMAL(38, 12))
+                WHEN f.quantity = 0 AND f.cost = 0 THEN CAST(0 AS DECIMAL(38, 12))
+           END AS unit_price
+    FROM month_close_figures f
+    JOIN closed_months c ON c.id = f.close_id
+    LEFT JOIN payment_methods_by_month pm ON pm.month = c.month AND pm.id = f.payment_method
+) f
+UNION ALL BY NAME
+-- Late charges for a closed month: the difference between today's rows
+-- and the closed figures (closed_month_adjustments), as ChargeClass
+-- 'Correction' rows billed in found_month, the month Tally loaded them; the
+-- charge period stays the closed month. A Correction may leave prices and
+-- quantities null, as FOCUS allows.
+SELECT CASE WHEN a.marketplace THEN CAST(0 AS DECIMAL(38, 12)) ELSE a.billed_difference END AS BilledCost,
+       coalesce(nullif(a.payment_method, ''), 'unassigned') AS BillingAccountId,
+       coalesce(nullif(a.pm_type, ''), 'Unknown') AS BillingAccountType,
+       a.currency AS BillingCurrency,
+       CAST(a.found_month AS TIMESTAMP) AT TIME ZONE 'UTC' AS BillingPeriodStart,
+       (CAST(a.found_month AS TIMESTAMP) + INTERVAL 1 MONTH) AT TIME ZONE 'UTC' AS BillingPeriodEnd,
+       'Usage' AS ChargeCategory,
+       'Correction' AS ChargeClass,
+       a.meter_name || ' (late charges for closed ' || strftime(a.month, '%Y-%m') || ')' AS ChargeDescription,
+       'Usage-Based' AS ChargeFrequency,
+       CAST(a.month AS TIMESTAMP) AT TIME ZONE 'UTC' AS ChargePeriodStart,
+       (CAST(a.month AS TIMESTAMP) + INTERVAL 1 MONTH) AT TIME ZONE 'UTC' AS ChargePeriodEnd,
+       a.difference AS ContractedCost,
+       a.effective_difference AS EffectiveCost,
+       CASE WHEN a.marketplace THEN a.pm_type ELSE 'Media cloud' END AS InvoiceIssuerName,
+       a.difference AS ListCost,
+       'Standard' AS PricingCategory,
+       'Media cloud' AS ProviderName,
+       'Media cloud' AS PublisherName,
+       'Media' AS ServiceCategory,
+       a.meter_name AS ServiceName,
+       a.meter_name AS SkuId,
+       a.meter_name AS SkuMeter,
+       a.meter_name AS SkuPriceId,
+       nullif(a.project, '') AS SubAccountId,
+       nullif(a.project, '') AS SubAccountName,
+       CASE WHEN nullif(a.project, '') IS NOT NULL THEN 'Project' END AS SubAccountType,
+       a.basis AS x_Basis,
+       a.granularity AS x_Granularity,
+       a.difference AS x_Cost
+FROM (
+    SELECT a.*, pm.type AS pm_type,
+           nullif(pm.type, '') IS NOT NULL AND lower(pm.type) <> 'direct' AS marketplace
+    FROM closed_month_adjustments a
+    LEFT JOIN payment_methods_by_month pm ON pm.month = a.month AND pm.id = a.payment_method
+) a
+WHERE a.difference <> 0 OR a.billed_difference <> 0 OR a.effective_difference <> 0;

@@ -1,0 +1,105 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/user"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tally-dev/tally/reports"
+	"github.com/tally-dev/tally/schedules"
+)
+
+func init() { commands = append(commands, newCloseCmd) }
+
+type closeOptions struct {
+	config string
+	month  string
+	reason string
+	reopen bool
+}
+
+func newCloseCmd(g *globalFlags) *cobra.Command {
+	o := &closeOptions{}
+	cmd := &cobra.Command{
+		Use:   "close --config FILE --month YYYY-MM [--reason TEXT] [--reopen]",
+		Short: "Close a month: write its final workbook once and record its fingerprint",
+		Long: `Close a month for finance: write its final workbook,
+<reports.dir>/YYYY-MM/tally-cost-YYYY-MM-final.xlsx, which is never written
+again, and record in month_closes who closed it, when, why, and the month's
+fingerprint (rows, usage value per currency, a hash of its rows). The
+month's figures per project, meter, payment method and currency are kept
+in month_close_figures.
+
+Late charges for a closed month are still loaded; they are adjustments,
+not restatements: closed_month_adjustments shows them, every workbook
+written while there are any has an "Adjustments to closed months" sheet,
+and the FOCUS view keeps the closed month as closed, with the late charges
+as Correction rows in the month Tally loaded them.
+
+A month is refused (exit 2, nothing changed) when it is not over, when a
+day of it has no loaded window at the config's granularity and basis, or
+when it is already closed. --reopen reopens a closed month; --reason is
+then required, and the reopen is its own row in month_closes.
+
+tally close is a writer: it takes the database's lock like tally fetch,
+and publishes the analysts' copy after.`,
+		Example: `  tally close --config tally.yaml --month 2026-10 --reason "October signed off"
+  tally close --config tally.yaml --month 2026-10 --reopen --reason "credit note 4711 from the provider"`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.config == "" {
+				return usageErr("--config is required: the config file whose data to close (see configs/tally.example.yaml)")
+			}
+			if o.month == "" {
+				return usageErr("--month is required: the month to close, YYYY-MM")
+			}
+			month, err := reports.ParseMonth(o.month)
+			if err != nil {
+				return usageErr("--month: %w", err)
+			}
+			r, err := newRunner(cmd, g, o.config)
+			if err != nil {
+				return err
+			}
+			sum, err := r.Close(cmd.Context(), schedules.CloseOptions{Month: month, Reason: o.reason, Who: who(), Reopen: o.reopen})
+			var refused *schedules.RefusedError
+			if errors.As(err, &refused) {
+				return usageErr("close %s: %w", o.month, err)
+			}
+			if err != nil {
+				return fmt.Errorf("close %s: %w", o.month, err)
+			}
+			out := cmd.OutOrStdout()
+			if o.reopen {
+				fmt.Fprintf(out, "reopened %s (basis %s, granularity %s) by %s: %s\n", o.month, sum.Close.Basis, sum.Close.Granularity, sum.Close.Who, sum.Close.Reason)
+			} else {
+				fmt.Fprintf(out, "closed %s (basis %s, granularity %s) by %s\nfinal workbook: %s\ncontent hash: %s\n",
+					o.month, sum.Close.Basis, sum.Close.Granularity, sum.Close.Who, sum.Close.FinalWorkbook, sum.Close.ContentHash)
+			}
+			if sum.Published != "" {
+				fmt.Fprintf(out, "analysts' copy: %s\n", sum.Published)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.config, "config", "", "config file (YAML)")
+	f.StringVar(&o.month, "month", "", "month to close or reopen, YYYY-MM (UTC)")
+	f.StringVar(&o.reason, "reason", "", "why; recorded in month_closes (required with --reopen)")
+	f.BoolVar(&o.reopen, "reopen", false, "reopen a closed month instead of closing it")
+	return cmd
+}
+
+// who names the person closing a month: $USER, else the account's name.
+func who() string {
+	if u := os.Getenv("USER"); u != "" {
+		return u
+	}
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return u.Username
+	}
+	return "unknown"
+}

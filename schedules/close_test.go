@@ -1,0 +1,411 @@
+package schedules
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"errors"
+	"math"
+	"math/big"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/xuri/excelize/v2"
+
+	"github.com/tally-dev/tally/configs"
+	"github.com/tally-dev/tally/fetch"
+	"github.com/tally-dev/tally/internal/focuscheck"
+	"github.com/tally-dev/tally/reports"
+	"github.com/tally-dev/tally/store"
+)
+
+// focusSums sums the focus view's BilledCost and x_Cost per currency for
+// one billing period and charge class (NULL: usage rows), exactly.
+func focusSums(t *testing.T, db *sql.DB, period time.Time, correction bool) map[string]string {
+	t.Helper()
+	return focusSumsOf(t, db, "focus", period, correction)
+}
+
+// focusSumsOf is focusSums over from: the view, or the query tally export
+// --format focus runs (store.FOCUSQuery).
+func focusSumsOf(t *testing.T, db *sql.DB, from string, period time.Time, correction bool) map[string]string {
+	t.Helper()
+	class := "ChargeClass IS NULL"
+	if correction {
+		class = "ChargeClass = 'Correction'"
+	}
+	rows, err := db.Query(`SELECT BillingCurrency, CAST(sum(BilledCost) AS VARCHAR), CAST(sum(x_Cost) AS VARCHAR), CAST(sum(EffectiveCost) AS VARCHAR)
+FROM `+from+` WHERE x_Granularity = 'day' AND x_Basis = 'usage' AND BillingPeriodStart = CAST(? AS TIMESTAMP) AT TIME ZONE 'UTC' AND `+class+`
+GROUP BY 1`, period)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	out := map[string]string{}
+	for rows.Next() {
+		var cur, billed, cost, eff string
+		if err := rows.Scan(&cur, &billed, &cost, &eff); err != nil {
+			t.Fatal(err)
+		}
+		out[cur] = "billed " + billed + " cost " + cost + " effective " + eff
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// adjustmentTotals sums closed_month_adjustments' difference per currency.
+func adjustmentTotals(t *testing.T, db *sql.DB) map[string]fetch.Decimal {
+	t.Helper()
+	rows, err := db.Query(`SELECT currency, CAST(sum(difference) AS VARCHAR) FROM closed_month_adjustments GROUP BY currency`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	out := map[string]fetch.Decimal{}
+	for rows.Next() {
+		var cur, s string
+		if err := rows.Scan(&cur, &s); err != nil {
+			t.Fatal(err)
+		}
+		out[cur] = fetch.MustDecimal(s)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func cents(d fetch.Decimal) int64 {
+	r := new(big.Rat).Mul(d.Rat(), big.NewRat(100, 1))
+	f, _ := r.Float64()
+	return int64(math.Round(f))
+}
+
+// TestCloseOctoberThenLateChargesAreAdjustments is issue 12's proof:
+// October is closed while its last hours are still provisional, the
+// simulator then charges them in November, and a later run loads them. The
+// final October workbook keeps its bytes, November's workbook shows the
+// simulator's difference per currency to the cent, and FOCUS sums for
+// October do not move: the difference is Correction rows billed later.
+func TestCloseOctoberThenLateChargesAreAdjustments(t *testing.T) {
+	h := newHarness(t, setup{granularity: fetch.Day, start: "2026-10-01", now: "2026-11-01T03:00:00Z", lookback: "5d", months: []string{"current"}})
+	ctx := context.Background()
+	oct, nov := day(t, "2026-10-01"), day(t, "2026-11-01")
+	octQ := h.query(oct, nov)
+	h.mustFetch()
+	atClose := h.sim.Truth(octQ)
+
+	sum, err := h.runner.Close(ctx, CloseOptions{Month: oct, Who: "finance-test", Reason: "October signed off"})
+	if err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	final := reports.FinalPath(h.runner.Config.Reports.Dir, oct)
+	if sum.Close.FinalWorkbook != final {
+		t.Fatalf("final workbook %q, want %q", sum.Close.FinalWorkbook, final)
+	}
+	before, err := os.ReadFile(final)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var focusBefore map[string]string
+	withDB(t, h.db, func(db *sql.DB) {
+		// The fingerprint is the truth at close, exactly.
+		var rows int64
+		var who, reason, action, hash string
+		if err := db.QueryRow(`SELECT rows, who, reason, action, content_hash FROM month_closes`).Scan(&rows, &who, &reason, &action, &hash); err != nil {
+			t.Fatal(err)
+		}
+		if rows != int64(atClose.Rows) || who != "finance-test" || reason != "October signed off" || action != "close" || len(hash) != 64 {
+			t.Fatalf("month_closes: rows %d who %q reason %q action %q hash %q; want rows %d", rows, who, reason, action, hash, atClose.Rows)
+		}
+		cost := map[string]fetch.Decimal{}
+		r, err := db.Query(`SELECT CAST(k AS VARCHAR), CAST(v AS VARCHAR) FROM (SELECT unnest(map_keys(cost)) AS k, unnest(map_values(cost)) AS v FROM month_closes)`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for r.Next() {
+			var k, v string
+			if err := r.Scan(&k, &v); err != nil {
+				t.Fatal(err)
+			}
+			cost[k] = fetch.MustDecimal(v)
+		}
+		r.Close()
+		if d := sameTotals(cost, atClose.Cost); d != "" {
+			t.Fatalf("month_closes.cost is not the truth at close: %s", d)
+		}
+		if adj := adjustmentTotals(t, db); len(adj) == 0 {
+			t.Fatal("closed_month_adjustments has no rows for the closed month")
+		} else {
+			for cur, d := range adj {
+				if !d.IsZero() {
+					t.Fatalf("right after the close, %s differs by %s", cur, d)
+				}
+			}
+		}
+		focusBefore = focusSums(t, db, oct, false)
+	})
+	if len(focusBefore) == 0 {
+		t.Fatal("no FOCUS rows for October")
+	}
+
+	// Two days later the simulator has charged October's last hours; the
+	// nightly run loads them (lookback) and writes November's workbook.
+	h.clock.Set(time.Date(2026, 11, 3, 3, 0, 0, 0, time.UTC))
+	later := h.sim.Truth(octQ)
+	want := map[string]fetch.Decimal{}
+	nonZero := false
+	for cur, c := range later.Cost {
+		d := c.Add(negate(atClose.Cost[cur]))
+		want[cur] = d
+		nonZero = nonZero || !d.IsZero()
+	}
+	if !nonZero {
+		t.Fatal("the simulator did not revise October between the close and the later run; the test proves nothing")
+	}
+	t.Logf("October at close %v, two days later %v: difference %v", atClose.Cost, later.Cost, want)
+	night, err := h.runner.Nightly(ctx, nil)
+	if err != nil {
+		t.Fatalf("nightly: %v", err)
+	}
+	if len(night.Reports) != 1 || !night.Reports[0].Month.Equal(nov) {
+		t.Fatalf("reports written: %+v", night.Reports)
+	}
+	h.wantExact(h.db, "October after the revision", octQ)
+
+	after, err := os.ReadFile(final)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(before, after) {
+		t.Fatal("the final October workbook changed")
+	}
+
+	withDB(t, h.db, func(db *sql.DB) {
+		if d := sameTotals(adjustmentTotals(t, db), want); d != "" {
+			t.Fatalf("closed_month_adjustments is not the simulator's difference: %s", d)
+		}
+		if got := focusSums(t, db, oct, false); !equalMaps(got, focusBefore) {
+			t.Fatalf("FOCUS sums for October moved:\nbefore %v\nafter  %v", focusBefore, got)
+		}
+		exported, err := store.FOCUSQuery()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := focusSumsOf(t, db, "("+exported+")", oct, false); !equalMaps(got, focusBefore) {
+			t.Fatalf("FOCUS export sums for October moved:\nbefore %v\nafter  %v", focusBefore, got)
+		}
+		// The difference is there, as Correction rows in a later billing
+		// period, never in October.
+		var n int
+		if err := db.QueryRow(`SELECT count(*) FROM focus WHERE ChargeClass = 'Correction' AND BillingPeriodStart <= TIMESTAMPTZ '2026-10-01 00:00:00+00'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n != 0 {
+			t.Fatalf("%d Correction rows billed in or before the closed October", n)
+		}
+		corr := map[string]fetch.Decimal{}
+		r, err := db.Query(`SELECT BillingCurrency, CAST(sum(x_Cost) AS VARCHAR) FROM focus WHERE ChargeClass = 'Correction' AND x_Granularity = 'day' AND x_Basis = 'usage' GROUP BY 1`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for r.Next() {
+			var cur, s string
+			if err := r.Scan(&cur, &s); err != nil {
+				t.Fatal(err)
+			}
+			corr[cur] = fetch.MustDecimal(s)
+		}
+		r.Close()
+		if d := sameTotals(corr, nonZeroOnly(want)); d != "" {
+			t.Fatalf("FOCUS Correction rows are not the difference: %s", d)
+		}
+		// The frozen and Correction rows still conform to FOCUS 1.2.
+		v, err := focuscheck.Violations(context.Background(), db, `(SELECT * FROM focus WHERE x_Granularity = 'day' AND x_Basis = 'usage')`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range v {
+			t.Errorf("FOCUS 1.2 with a closed month: %s", line)
+		}
+	})
+
+	// November's workbook: the Summary's adjustment per currency and the
+	// sheet's lines, to the cent.
+	f, err := excelize.OpenFile(night.Reports[0].Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	summary, err := f.GetRows("Summary", excelize.Options{RawCellValue: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int64{}
+	for _, row := range summary {
+		if len(row) >= 3 && row[0] == "2026-10" {
+			v, err := strconv.ParseFloat(row[2], 64)
+			if err != nil {
+				t.Fatalf("Summary adjustment %q: %v", row[2], err)
+			}
+			got[row[1]] = int64(math.Round(v * 100))
+		}
+	}
+	sheet, err := f.GetRows("Adjustments to closed months", excelize.Options{RawCellValue: true})
+	if err != nil {
+		t.Fatalf("November's workbook has no adjustments sheet: %v", err)
+	}
+	lines := map[string]float64{}
+	for _, row := range sheet[1:] {
+		v, err := strconv.ParseFloat(row[8], 64)
+		if err != nil {
+			t.Fatalf("adjustment line %v: %v", row, err)
+		}
+		lines[row[5]] += v
+	}
+	for cur, d := range nonZeroOnly(want) {
+		if got[cur] != cents(d) {
+			t.Errorf("Summary adjustment %s: %d cents, want %d (%s)", cur, got[cur], cents(d), d)
+		}
+		if c := int64(math.Round(lines[cur] * 100)); c != cents(d) {
+			t.Errorf("adjustments sheet %s: %d cents, want %d", cur, c, cents(d))
+		}
+	}
+	if len(got) != len(nonZeroOnly(want)) {
+		t.Errorf("Summary adjustments %v, want currencies of %v", got, want)
+	}
+}
+
+func negate(d fetch.Decimal) fetch.Decimal {
+	return fetch.MustDecimal("0").Add(fetch.NewDecimal(new(big.Int).Neg(mustScaled(d)), d.Scale()))
+}
+
+func mustScaled(d fetch.Decimal) *big.Int {
+	v, err := d.Scaled(d.Scale())
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+func nonZeroOnly(m map[string]fetch.Decimal) map[string]fetch.Decimal {
+	out := map[string]fetch.Decimal{}
+	for k, v := range m {
+		if !v.IsZero() {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+func equalMaps(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// TestCloseRefusals: a month not over, not fully loaded, already closed,
+// and a reopen without a reason are refused, saying why; a reopen with a
+// reason is its own row.
+func TestCloseRefusals(t *testing.T) {
+	h := newHarness(t, setup{granularity: fetch.Day, start: "2026-10-01", now: "2026-11-02T03:00:00Z"})
+	ctx := context.Background()
+	oct, nov, sep := day(t, "2026-10-01"), day(t, "2026-11-01"), day(t, "2026-09-01")
+	refusal := func(o CloseOptions, want ...string) {
+		t.Helper()
+		_, err := h.runner.Close(ctx, o)
+		var re *RefusedError
+		if !errors.As(err, &re) {
+			t.Fatalf("close %+v: %v, want a refusal", o, err)
+		}
+		for _, w := range want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("refusal %q does not say %q", err, w)
+			}
+		}
+	}
+	refusal(CloseOptions{Month: nov, Who: "t"}, "--month 2026-11 is not over", "2026-12-01")
+	h.mustFetch()
+	refusal(CloseOptions{Month: sep, Who: "t"}, "not fully loaded", "30 day(s)", "2026-09-01", "tally fetch --from 2026-09-01 --to 2026-10-01")
+	if _, err := h.runner.Close(ctx, CloseOptions{Month: oct, Who: "alice", Reason: "done"}); err != nil {
+		t.Fatal(err)
+	}
+	refusal(CloseOptions{Month: oct, Who: "bob"}, "already closed", "2026-11-02 03:00", "alice", "--reopen")
+	refusal(CloseOptions{Month: oct, Who: "bob", Reopen: true}, "--reason is required with --reopen")
+	if _, err := h.runner.Close(ctx, CloseOptions{Month: oct, Who: "bob", Reopen: true, Reason: "credit note"}); err != nil {
+		t.Fatal(err)
+	}
+	// Reopened, closing again is refused for the final workbook that
+	// already exists: it is never rewritten.
+	refusal(CloseOptions{Month: oct, Who: "bob"}, "already exists and is never rewritten")
+	withDB(t, h.db, func(db *sql.DB) {
+		var n int
+		if err := db.QueryRow(`SELECT count(*) FROM closed_months`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		var actions string
+		if err := db.QueryRow(`SELECT string_agg(action || ' by ' || who || ': ' || reason, '; ' ORDER BY acted_at, action) FROM month_closes`).Scan(&actions); err != nil {
+			t.Fatal(err)
+		}
+		if n != 0 || actions != "close by alice: done; reopen by bob: credit note" {
+			t.Fatalf("closed months %d, history %q", n, actions)
+		}
+		// A refusal touches nothing: the runs are the close and the reopen.
+		var runs string
+		if err := db.QueryRow(`SELECT string_agg(status, ',' ORDER BY started) FROM runs WHERE command = 'close'`).Scan(&runs); err != nil {
+			t.Fatal(err)
+		}
+		if runs != "ok,ok" {
+			t.Fatalf("close runs %q, want ok,ok: a refusal left a run behind", runs)
+		}
+	})
+}
+
+// TestCloseStepClosesAfterCloseAfter: the nightly job's close step closes
+// the previous month once reports.close_after has passed, naming the job,
+// and leaves it alone on the next run.
+func TestCloseStepClosesAfterCloseAfter(t *testing.T) {
+	h := newHarness(t, setup{granularity: fetch.Day, start: "2026-10-01", now: "2026-11-01T03:00:00Z"})
+	h.runner.Config.Reports.CloseAfter = 2 * 24 * time.Hour
+	job := configs.Job{Name: "nightly", Run: []string{"fetch", "report", "close"}}
+	ctx := context.Background()
+	if _, err := h.runner.RunJob(ctx, "run", job); err != nil {
+		t.Fatal(err)
+	}
+	final := reports.FinalPath(h.runner.Config.Reports.Dir, day(t, "2026-10-01"))
+	if _, err := os.Stat(final); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("closed before reports.close_after passed: %v", err)
+	}
+	h.clock.Set(time.Date(2026, 11, 3, 3, 0, 0, 0, time.UTC))
+	for range 2 {
+		sum, err := h.runner.RunJob(ctx, "run", job)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = sum
+	}
+	if _, err := os.Stat(final); err != nil {
+		t.Fatal(err)
+	}
+	withDB(t, h.db, func(db *sql.DB) {
+		var n int
+		var who string
+		if err := db.QueryRow(`SELECT count(*), any_value(who) FROM month_closes`).Scan(&n, &who); err != nil {
+			t.Fatal(err)
+		}
+		if n != 1 || who != "nightly" {
+			t.Fatalf("month_closes: %d rows by %q, want 1 by nightly", n, who)
+		}
+	})
+}

@@ -1,0 +1,124 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/tally-dev/tally/fetch"
+)
+
+// Actions of month_closes.
+const (
+	ActionClose  = "close"
+	ActionReopen = "reopen"
+)
+
+// MonthClose is one row of month_closes: a month closed or reopened.
+type MonthClose struct {
+	ID            uuid.UUID // the run that did it
+	Month         time.Time // 1st of the month, UTC
+	Basis         fetch.Basis
+	Granularity   fetch.Granularity
+	Action        string // ActionClose or ActionReopen
+	At            time.Time
+	Who           string
+	Reason        string
+	ContentHash   string // close only
+	FinalWorkbook string // close only
+}
+
+// CloseFigure is one project, meter, payment method and currency of a
+// closed month as it stood at close; amounts are exact decimal text.
+type CloseFigure struct {
+	Project, MeterName, PaymentMethod, Currency string
+	Rows                                        int64
+	Cost, Billed, Effective, Quantity           string
+	Unit                                        string // "" when the interface sent none
+}
+
+// LatestClose returns the latest month_closes row of a month, basis and
+// granularity, or nil when the month was never closed.
+func (s *Store) LatestClose(ctx context.Context, month time.Time, basis fetch.Basis, g fetch.Granularity) (*MonthClose, error) {
+	var c MonthClose
+	var reason, hash, wb sql.NullString
+	err := s.db.QueryRowContext(ctx, `SELECT id, month, action, acted_at, who, reason, content_hash, final_workbook
+FROM month_closes WHERE month = ? AND basis = ? AND granularity = ?
+ORDER BY acted_at DESC, id DESC LIMIT 1`, month, string(basis), string(g)).Scan(&c.ID, &c.Month, &c.Action, &c.At, &c.Who, &reason, &hash, &wb)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read month_closes: %w", err)
+	}
+	c.Basis, c.Granularity = basis, g
+	c.Month, c.At = c.Month.UTC(), c.At.UTC()
+	c.Reason, c.ContentHash, c.FinalWorkbook = reason.String, hash.String, wb.String
+	return &c, nil
+}
+
+// RecordClose adds a close and its figures in one transaction. The
+// fingerprint's row count and cost per currency are summed from the
+// figures, in DuckDB, so they are exact and agree with them by
+// construction.
+func (s *Store) RecordClose(ctx context.Context, c MonthClose, figs []CloseFigure) error {
+	return s.inTx(ctx, func(conn *sql.Conn) error {
+		for _, f := range figs {
+			if _, err := conn.ExecContext(ctx, `INSERT INTO month_close_figures
+(close_id, project, meter_name, payment_method, currency, rows, cost, billed, effective, quantity, unit)
+VALUES (?, ?, ?, ?, ?, ?, CAST(? AS DECIMAL(38, 12)), CAST(? AS DECIMAL(38, 12)), CAST(? AS DECIMAL(38, 12)), CAST(? AS DECIMAL(38, 12)), ?)`,
+				c.ID, textOrNull(f.Project), f.MeterName, textOrNull(f.PaymentMethod), f.Currency, f.Rows, f.Cost, f.Billed, f.Effective, f.Quantity, textOrNull(f.Unit)); err != nil {
+				return fmt.Errorf("record close figures: %w", err)
+			}
+		}
+		_, err := conn.ExecContext(ctx, `INSERT INTO month_closes
+SELECT ?, ?, ?, ?, 'close', ?, ?, ?,
+       (SELECT coalesce(sum(rows), 0) FROM month_close_figures WHERE close_id = ?),
+       (SELECT map(coalesce(list(currency ORDER BY currency), []), coalesce(list(total ORDER BY currency), []))
+        FROM (SELECT currency, CAST(sum(cost) AS DECIMAL(38, 12)) AS total FROM month_close_figures WHERE close_id = ? GROUP BY currency)),
+       ?, ?`,
+			c.ID, c.Month, string(c.Basis), string(c.Granularity), c.At.UTC(), c.Who, textOrNull(c.Reason), c.ID, c.ID, c.ContentHash, c.FinalWorkbook)
+		if err != nil {
+			return fmt.Errorf("record close: %w", err)
+		}
+		return nil
+	})
+}
+
+// RecordReopen adds a reopen of a closed month: its own row, so the close
+// before it stays on record.
+func (s *Store) RecordReopen(ctx context.Context, c MonthClose) error {
+	_, err := s.db.ExecContext(ctx, `INSERT INTO month_closes (id, month, basis, granularity, action, acted_at, who, reason)
+VALUES (?, ?, ?, ?, 'reopen', ?, ?, ?)`, c.ID, c.Month, string(c.Basis), string(c.Granularity), c.At.UTC(), c.Who, c.Reason)
+	if err != nil {
+		return fmt.Errorf("record reopen: %w", err)
+	}
+	return nil
+}
+
+// UncoveredDays lists the days of [from, to) that no loaded window of the
+// granularity, basis and scope covers, in order.
+func (s *Store) UncoveredDays(ctx context.Context, from, to time.Time, g fetch.Granularity, basis fetch.Basis, scope string) ([]time.Time, error) {
+	ledger, err := s.Ledger(ctx, g, basis, scope)
+	if err != nil {
+		return nil, err
+	}
+	var out []time.Time
+	for d := from; d.Before(to); d = d.AddDate(0, 0, 1) {
+		covered := false
+		for _, w := range ledger {
+			if !d.Before(w.Start) && d.Before(w.End) {
+				covered = true
+				break
+			}
+		}
+		if !covered {
+			out = append(out, d)
+		}
+	}
+	return out, nil
+}
