@@ -283,13 +283,37 @@ func (r *usageRun) window(ctx context.Context, w Window) error {
 	link := c.endpoint("usage", nil)
 	seen := map[string]bool{link: true}
 	rows := 0 // rows of w yielded so far
+	// fail wraps an error of w: after rows were handed on it is a
+	// *StreamError, which the caller answers by restarting (then
+	// splitting) the window, since what was handed on cannot be taken back
+	// here.
+	//
+	// Only the stream's faults are: a page that changed, or cuts and
+	// failures that outlived their retries. A bad answer (a malformed row,
+	// a missing field) is the interface's, would fail again, and fails the
+	// window as it is, leaving it as the last good run left it.
+	fail := func(err error) error {
+		var pc *pageChangedError
+		stream := rows > 0 && (errors.As(err, &pc) || Retryable(err))
+		err = fmt.Errorf("%s: %w", desc, err)
+		if stream {
+			return &StreamError{Window: w, Rows: rows, Err: err}
+		}
+		return err
+	}
 	for page := 1; ; page++ {
-		var (
-			pg    *usagePage
-			row   MeterData
-			exist bool
-		)
+		// The rows of this page handed on, by fingerprint: a page cut (or
+		// reset, or timed out) part way is asked for again, the same
+		// request or the same next link, and its first rows are checked
+		// against these and skipped, so nothing is handed on twice and
+		// nothing already loaded is fetched again.
+		var handed []uint64
+		var next string
 		err := c.withRetry(ctx, r.q.Stats, "usage "+w.String(), func(ctx context.Context, _ int) error {
+			if len(handed) > 0 {
+				c.log.Info().Str("window", w.String()).Int("page", page).Int("rows_taken", len(handed)).
+					Msg("resuming page: asking for it again and skipping the rows already taken")
+			}
 			req := request{method: http.MethodPost, url: link, body: payload, accept: accept, stats: r.q.Stats}
 			if page > 1 && r.getLinks {
 				req.method, req.body = http.MethodGet, nil
@@ -305,18 +329,40 @@ func (r *usageRun) window(ctx context.Context, w Window) error {
 			if err != nil {
 				return err
 			}
-			p := r.openPage(ctx, resp, b)
-			// Read up to the first row: a cut before it is retried
-			// here, since nothing of this answer was yielded yet.
-			md, ok, err := p.next()
-			if err != nil {
-				p.close()
-				return fmt.Errorf("row %d: %w", rows+1, err)
+			pg := r.openPage(ctx, resp, b)
+			defer pg.close()
+			for i := 0; ; i++ {
+				md, ok, err := pg.next()
+				if err != nil {
+					return fmt.Errorf("row %d: %w", rows-len(handed)+i+1, err)
+				}
+				if !ok {
+					if i < len(handed) {
+						return &pageChangedError{page: page, at: i + 1, shorter: true}
+					}
+					next = pg.nextLink()
+					return nil
+				}
+				if i < len(handed) {
+					if fingerprint(&md) != handed[i] {
+						return &pageChangedError{page: page, at: i + 1}
+					}
+					continue
+				}
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+				if !r.yield(md, nil) {
+					return errStopped
+				}
+				handed = append(handed, fingerprint(&md))
+				rows++
 			}
-			pg, row, exist = p, md, ok
-			return nil
 		})
 		if err != nil {
+			if errors.Is(err, errStopped) {
+				return errStopped
+			}
 			var ae *APIError
 			if page == 1 && rows == 0 && errors.As(err, &ae) && ae.Status == http.StatusBadRequest {
 				if a, b, ok := w.Split(); ok {
@@ -328,25 +374,8 @@ func (r *usageRun) window(ctx context.Context, w Window) error {
 					return r.window(ctx, b)
 				}
 			}
-			return fmt.Errorf("%s: %w", desc, err)
+			return fail(err)
 		}
-		for exist {
-			if err := ctx.Err(); err != nil {
-				pg.close()
-				return fmt.Errorf("%s: %w", desc, err)
-			}
-			if !r.yield(row, nil) {
-				pg.close()
-				return errStopped
-			}
-			rows++
-			if row, exist, err = pg.next(); err != nil {
-				pg.close()
-				return fmt.Errorf("%s: row %d: %w", desc, rows+1, err)
-			}
-		}
-		next := pg.nextLink()
-		pg.close()
 		if next == "" {
 			return nil
 		}

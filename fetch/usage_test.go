@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -460,9 +461,10 @@ func TestUsageCutOnSecondPageBeforeItsRows(t *testing.T) {
 	checkRows(t, rows, 0, 6)
 }
 
-// A cut after rows were yielded is yielded as ErrTruncated, never a quiet
-// end; the consumer restarts the window with Client.Retry and ends exact.
-func TestUsageCutAfterRowsRestartsWithRetry(t *testing.T) {
+// A body cut after rows were handed on is resumed, not restarted: the same
+// request is sent again, the rows already handed on are checked and
+// skipped, and the consumer sees every row once, with no error.
+func TestUsageCutAfterRowsResumesThePage(t *testing.T) {
 	full := usageJSON(rowsFrom(0, 5), "")
 	jsonCut := strings.Index(string(full), `"meter-003"`) // inside row 4
 	csvFull := []byte("date,meterName,cost,currency,quantity\n")
@@ -475,52 +477,111 @@ func TestUsageCutAfterRowsRestartsWithRetry(t *testing.T) {
 		body  []byte
 		ctype string
 		cut   func(http.ResponseWriter, []byte)
-		seen  int // rows yielded before the cut
 	}{
-		{"json, connection broken", full, "", abortAfter(jsonCut), 3},
-		{"json, short content length", full, "", shortLength(jsonCut), 3},
-		{"csv, cut mid-row", csvFull, "text/csv", abortAfter(csvCut), 3},
+		{"json, connection broken", full, "", abortAfter(jsonCut)},
+		{"json, short content length", full, "", shortLength(jsonCut)},
+		{"csv, cut mid-row", csvFull, "text/csv", abortAfter(csvCut)},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			cs := &cutServer{body: tt.body, ctype: tt.ctype, cuts: []func(http.ResponseWriter, []byte){tt.cut}}
 			srv := httptest.NewServer(cs)
 			defer srv.Close()
 			c, rec := newTestClient(t, srv)
-			q := UsageQuery{Window: window(t, "2026-10-01", "2026-11-01", Day)}
-			var committed []MeterData
-			var attempts []error
-			var yielded []int
-			err := c.Retry(context.Background(), func(ctx context.Context) error {
-				var tx []MeterData // rolled back unless the window ends cleanly
-				for md, err := range c.Usage(ctx, q) {
-					if err != nil {
-						attempts = append(attempts, err)
-						yielded = append(yielded, len(tx))
-						return err
-					}
-					tx = append(tx, md)
+			stats := &Stats{}
+			q := UsageQuery{Window: window(t, "2026-10-01", "2026-11-01", Day), Stats: stats}
+			var rows []MeterData
+			for md, err := range c.Usage(context.Background(), q) {
+				if err != nil {
+					t.Fatalf("after %d rows: %v", len(rows), err)
 				}
-				attempts = append(attempts, nil)
-				committed = tx
-				return nil
-			})
-			if err != nil {
-				t.Fatal(err)
+				rows = append(rows, md)
 			}
-			checkRows(t, committed, 0, 5)
-			if len(attempts) != 2 || !errors.Is(attempts[0], ErrTruncated) || !Retryable(attempts[0]) || attempts[1] != nil {
-				t.Fatalf("attempts %v, want a truncation then success", attempts)
-			}
-			if yielded[0] != tt.seen {
-				t.Errorf("%d rows yielded before the cut, want %d", yielded[0], tt.seen)
-			}
-			if !strings.Contains(attempts[0].Error(), "2026-10-01..2026-11-01") || !strings.Contains(attempts[0].Error(), fmt.Sprintf("row %d", tt.seen+1)) {
-				t.Errorf("error %q does not name the window and row", attempts[0])
+			checkRows(t, rows, 0, 5)
+			if n := cs.hits.Load(); n != 2 || stats.Requests.Load() != 2 || stats.Retries.Load() != 1 {
+				t.Errorf("%d requests (stats %d, retries %d), want the page asked for twice", n, stats.Requests.Load(), stats.Retries.Load())
 			}
 			if len(rec.get()) != 1 {
-				t.Errorf("delays %v, want one backoff before the restart", rec.get())
+				t.Errorf("delays %v, want one backoff before the page is asked for again", rec.get())
 			}
 		})
+	}
+}
+
+// A page cut on page k of many is resumed at that page: the pages before
+// are not asked for again and every row is handed on once, in order.
+func TestUsageCutOnALaterPageResumesThatPage(t *testing.T) {
+	const pages, per = 6, 50
+	var hits [pages + 1]atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := 1
+		if v := r.URL.Query().Get("page"); v != "" {
+			p, _ = strconv.Atoi(v)
+		}
+		next := ""
+		if p < pages {
+			next = fmt.Sprintf("/api/v1/organization/reports/usage?page=%d", p+1)
+		}
+		body := usageJSON(rowsFrom((p-1)*per, p*per), next)
+		w.Header().Set("Content-Type", "application/json")
+		if n := hits[p].Add(1); n <= 2 && p == 4 {
+			// cut page 4 twice, at different rows
+			abortAfter(strings.Index(string(body), fmt.Sprintf(`"meter-%03d"`, (p-1)*per+10*int(n))))(w, body)
+			return
+		}
+		w.Write(body)
+	}))
+	defer srv.Close()
+	c, _ := newTestClient(t, srv)
+	var rows []MeterData
+	for md, err := range c.Usage(context.Background(), UsageQuery{Window: window(t, "2026-10-01", "2026-11-01", Day)}) {
+		if err != nil {
+			t.Fatalf("after %d rows: %v", len(rows), err)
+		}
+		rows = append(rows, md)
+	}
+	checkRows(t, rows, 0, pages*per)
+	for p := 1; p <= pages; p++ {
+		want := int64(1)
+		if p == 4 {
+			want = 3
+		}
+		if got := hits[p].Load(); got != want {
+			t.Errorf("page %d asked for %d times, want %d", p, got, want)
+		}
+	}
+}
+
+// A page that comes back different after a cut (the answer changed between
+// the requests) is not patched together: the fetch fails with a
+// *StreamError, for the caller to restart the window.
+func TestUsagePageChangedAfterACut(t *testing.T) {
+	first := usageJSON(rowsFrom(0, 5), "")
+	changed := rowsFrom(0, 5)
+	changed[1]["cost"] = "9.9999"
+	second := usageJSON(changed, "")
+	var hits atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if hits.Add(1) == 1 {
+			abortAfter(strings.Index(string(first), `"meter-003"`))(w, first)
+			return
+		}
+		w.Write(second)
+	}))
+	defer srv.Close()
+	c, _ := newTestClient(t, srv)
+	var n int
+	var err error
+	for _, e := range c.Usage(context.Background(), UsageQuery{Window: window(t, "2026-10-01", "2026-11-01", Day)}) {
+		if e != nil {
+			err = e
+			break
+		}
+		n++
+	}
+	var se *StreamError
+	if !errors.As(err, &se) || se.Rows != 3 || n != 3 || !strings.Contains(err.Error(), "different row 2") || !strings.Contains(err.Error(), "2026-10-01..2026-11-01") {
+		t.Fatalf("after %d rows: %v (%T); want a *StreamError after 3 rows naming the window and the changed row", n, err, err)
 	}
 }
 

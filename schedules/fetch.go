@@ -275,24 +275,48 @@ func firstGranularity(plan []fetch.PlannedWindow, cfg *configs.Config) fetch.Gra
 	return cfg.Usage.Granularity
 }
 
-// loadWindow streams one window from the interface into the store. The
-// client retries each request before any row arrives; a stream cut after
-// rows were consumed rolls the window's transaction back, and the window is
-// fetched again from the start.
+// windowAttempts is how often a window is started before a failure after
+// rows (a page that kept failing past its retries, or changed) splits it.
+// The client already resumes a cut page on its own; a window fails this way
+// only when one page failed every retry, so two such failures out of two is
+// "more than half its attempts".
+const windowAttempts = 2
+
+// loadWindow streams one window from the interface into the store, in one
+// transaction. The client retries each request and resumes a page cut part
+// way; a failure after rows were handed on (fetch.StreamError) rolls the
+// transaction back and the window starts over, and a window that fails so
+// on every attempt is split into two bucket-aligned halves, loaded (and
+// recorded in the ledger) each on its own, recursively down to one bucket,
+// as a refused range is.
 func loadWindow(ctx context.Context, env *Env, runID uuid.UUID, q fetch.UsageQuery) (store.LoadResult, error) {
-	var res store.LoadResult
-	err := env.Client.Retry(ctx, func(ctx context.Context) error {
-		r, err := env.Store.LoadWindow(ctx, q, runID, env.Client.Usage(ctx, q))
-		res = r
-		return err
-	})
-	if err != nil {
-		// Not wrapped again: the store's errors already say "load window
-		// …" with the window, basis and scope, and the caller lists every
-		// failure under its window.
-		return store.LoadResult{}, err
+	var last error
+	for attempt := 1; attempt <= windowAttempts; attempt++ {
+		res, err := env.Store.LoadWindow(ctx, q, runID, env.Client.Usage(ctx, q))
+		var se *fetch.StreamError
+		if err == nil || ctx.Err() != nil || !errors.As(err, &se) {
+			// Not wrapped again: the store's errors already say "load
+			// window …" with the window, basis and scope.
+			return res, err
+		}
+		last = err
+		env.Log.Warn().Str("window", q.Window.String()).Int("attempt", attempt).Int("max_attempts", windowAttempts).
+			Int("rows_rolled_back", se.Rows).Err(err).Msg("window failed after rows were taken: starting it over")
 	}
-	return res, nil
+	a, b, ok := q.Window.Split()
+	if !ok {
+		return store.LoadResult{}, last
+	}
+	env.Log.Info().Str("window", q.Window.String()).Str("halves", a.String()+" "+b.String()).
+		Msg("window failed after rows on every attempt: splitting it in two")
+	qa, qb := q, q
+	qa.Window, qb.Window = a, b
+	ra, errA := loadWindow(ctx, env, runID, qa)
+	if ctx.Err() != nil {
+		return ra, errA
+	}
+	rb, errB := loadWindow(ctx, env, runID, qb)
+	return store.LoadResult{Rows: ra.Rows + rb.Rows, Replaced: ra.Replaced + rb.Replaced, Duration: ra.Duration + rb.Duration}, errors.Join(errA, errB)
 }
 
 // refreshReference snapshots payment methods, their rate cards, projects,
