@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"sort"
 	"strings"
 	"sync"
@@ -63,15 +64,18 @@ type WindowFailure struct {
 
 // FetchSummary is what one fetch did.
 type FetchSummary struct {
-	Planned   int
-	Loaded    int
-	Rows      int64
-	Requests  int64
-	Retries   int64
-	Bytes     int64
-	Duration  time.Duration
-	Failed    []WindowFailure
-	RefErr    error  // reference data that could not be refreshed
+	Planned  int
+	Loaded   int
+	Rows     int64
+	Requests int64
+	Retries  int64
+	Bytes    int64
+	Duration time.Duration
+	Failed   []WindowFailure
+	RefErr   error // reference data that could not be refreshed
+	// Warnings are optional reference resources the interface or the token
+	// does not offer (403, 404): the run is ok, and records them.
+	Warnings  []string
 	Published string // the analysts' copy, once the run is recorded
 }
 
@@ -221,7 +225,12 @@ feed:
 	case ctx.Err() == nil:
 		refStart, refSent := time.Now(), env.Client.Requests()
 		env.Log.Info().Msg("reading reference data")
-		if err := refreshReference(ctx, env, runID); err != nil {
+		warnings, err := refreshReference(ctx, env, runID)
+		for _, w := range warnings {
+			env.Log.Warn().Msg(w)
+		}
+		sum.Warnings = warnings
+		if err != nil {
 			sum.RefErr = err
 			env.Log.Error().Err(err).Msg("reference data not refreshed")
 		}
@@ -325,7 +334,13 @@ func loadWindow(ctx context.Context, env *Env, runID uuid.UUID, q fetch.UsageQue
 // a dozen requests that need not wait for one another. A rate card that
 // cannot be read does not stop the others; the snapshot keeps what was read
 // and the error says what was not, in a fixed order.
-func refreshReference(ctx context.Context, env *Env, runID uuid.UUID) error {
+//
+// The numbers need payment methods, rate cards and projects: one that
+// cannot be read makes the run partial. The organization and locations
+// only describe: an interface without them (404), or a token not allowed
+// to read them (403), is a warning, and the run is ok; any other failure
+// of theirs (5xx after every retry) is still partial.
+func refreshReference(ctx context.Context, env *Env, runID uuid.UUID) ([]string, error) {
 	c := env.Client
 	var (
 		ref                            store.Reference
@@ -387,10 +402,20 @@ func refreshReference(ctx context.Context, env *Env, runID uuid.UUID) error {
 			ref.RateCards = append(ref.RateCards, *rc)
 		}
 	}
+	var warnings []string
+	optional := func(err error) error {
+		var ae *fetch.APIError
+		if errors.As(err, &ae) && (ae.Status == http.StatusForbidden || ae.Status == http.StatusNotFound) {
+			warnings = append(warnings, fmt.Sprintf("%v: optional, so the run goes on without it (the previous snapshot, if any, stays)", err))
+			return nil
+		}
+		return err
+	}
+	orgErr, locErr = optional(orgErr), optional(locErr)
 	errs := append([]error{orgErr, pmErr}, cardErrs...)
 	errs = append(errs, projErr, locErr)
 	if err := env.Store.SaveSnapshot(ctx, runID, env.now(), ref); err != nil {
 		errs = append(errs, fmt.Errorf("save snapshot: %w", err))
 	}
-	return errors.Join(errs...)
+	return warnings, errors.Join(errs...)
 }

@@ -4,8 +4,10 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"io"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -369,4 +371,89 @@ func TestPublishedCopyWhileFetching(t *testing.T) {
 	readTotals("after the fetch, same session")
 	closeReader()
 	h.wantExact(published, "published copy after the fetch", newSpan)
+}
+
+// The numbers need payment methods, rate cards and projects; the
+// organization and locations only describe. An optional resource the
+// interface does not offer (404) or the token may not read (403) is a
+// warning recorded on the run, which stays ok; a needed one, or an
+// optional one failing otherwise (5xx every retry), makes the run partial
+// naming it, and the previous snapshot stays.
+func TestOptionalReferenceResources(t *testing.T) {
+	warnings := func(t *testing.T, h *harness) string {
+		t.Helper()
+		var w sql.NullString
+		withDB(t, h.db, func(db *sql.DB) {
+			if err := db.QueryRow(`SELECT warnings FROM runs ORDER BY started DESC LIMIT 1`).Scan(&w); err != nil {
+				t.Fatal(err)
+			}
+		})
+		return w.String
+	}
+	for _, c := range []struct {
+		name, resource string
+		status         int
+		warning        string
+	}{
+		{"organization missing", "organization", http.StatusNotFound, "organization: "},
+		{"locations forbidden", "locations", http.StatusForbidden, "locations: "},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := newHarness(t, setup{granularity: "day", start: "2026-09-01", now: "2026-09-20T12:00:00Z", deny: map[string]int{c.resource: c.status}})
+			sum, err := h.fetch(context.Background())
+			if err != nil {
+				t.Fatalf("an optional resource answering %d made the fetch fail: %v", c.status, err)
+			}
+			if len(sum.Warnings) != 1 || !strings.HasPrefix(sum.Warnings[0], c.warning) || !strings.Contains(sum.Warnings[0], strconv.Itoa(c.status)) {
+				t.Errorf("warnings %q, want one naming %s and %d", sum.Warnings, c.resource, c.status)
+			}
+			if w := warnings(t, h); !strings.HasPrefix(w, c.warning) || !strings.Contains(w, "optional") {
+				t.Errorf("runs.warnings %q, want the warning recorded on the run", w)
+			}
+			h.wantExact(h.db, c.name, h.span())
+		})
+	}
+
+	t.Run("projects forbidden", func(t *testing.T) {
+		h := newHarness(t, setup{granularity: "day", start: "2026-09-01", now: "2026-09-20T12:00:00Z"})
+		h.mustFetch()
+		h.setIntercept(func(w http.ResponseWriter, r *http.Request) bool {
+			if r.URL.Path == "/api/v1/projects" {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusForbidden)
+				io.WriteString(w, `{"error":{"code":"Forbidden","detail":"the token may not read projects"},"ref":"r-1","status":403}`)
+				return true
+			}
+			return false
+		})
+		_, err := h.fetch(context.Background())
+		var pe *PartialError
+		if !errors.As(err, &pe) || !strings.Contains(err.Error(), "projects: ") || !strings.Contains(err.Error(), "403") {
+			t.Fatalf("fetch: %v; want partial naming projects and the 403", err)
+		}
+		withDB(t, h.db, func(db *sql.DB) {
+			var n int
+			if err := db.QueryRow(`SELECT count(*) FROM projects`).Scan(&n); err != nil || n == 0 {
+				t.Errorf("the previous projects snapshot is gone (%d projects, %v)", n, err)
+			}
+		})
+	})
+
+	t.Run("organization failing every retry", func(t *testing.T) {
+		h := newHarness(t, setup{granularity: "day", start: "2026-09-01", now: "2026-09-20T12:00:00Z"})
+		h.setIntercept(func(w http.ResponseWriter, r *http.Request) bool {
+			if r.URL.Path == "/api/v1/organization" {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusServiceUnavailable)
+				io.WriteString(w, `{"error":{"code":"ServiceUnavailable","detail":"down"},"ref":"r-2","status":503}`)
+				return true
+			}
+			return false
+		})
+		_, err := h.fetch(context.Background())
+		var pe *PartialError
+		if !errors.As(err, &pe) || !strings.Contains(err.Error(), "organization: ") {
+			t.Fatalf("fetch: %v; want partial naming the organization", err)
+		}
+	})
 }

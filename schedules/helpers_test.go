@@ -80,6 +80,7 @@ type setup struct {
 	faults      sim.Faults
 	paging      bool     // JSON usage answers paged every 500 rows
 	months      []string // reports.months
+	deny        map[string]int // sim resources answered 403 or 404 (sim.Options.Deny)
 }
 
 // harness is a simulated interface behind an httptest server, a runner
@@ -115,7 +116,7 @@ func newHarness(t *testing.T, s setup) *harness {
 	h.db = filepath.Join(h.dir, "tally.duckdb")
 	h.sim = sim.New(sim.Options{
 		Token: testToken, Seed: 3, Start: day(t, s.start), Now: h.clock.Now,
-		PageSize: 500, UsagePaging: s.paging, Faults: s.faults,
+		PageSize: 500, UsagePaging: s.paging, Faults: s.faults, Deny: s.deny,
 	})
 	h.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h.mu.Lock()

@@ -17,6 +17,9 @@ type StepResult struct {
 	Rows    int64    // usage rows loaded
 	Windows int      // windows loaded
 	Outputs []string // files or folders written (workbooks, exports)
+	// Warnings are what went wrong without failing the step; the run
+	// records them.
+	Warnings []string
 }
 
 // StepFunc is one step of a scheduled job (a name in schedule.jobs[].run).
@@ -81,7 +84,7 @@ func MissingSteps(job configs.Job) []string {
 // fetchStep is `tally fetch` as a step: the due windows and reference data.
 func fetchStep(ctx context.Context, env *Env, runID uuid.UUID) (StepResult, error) {
 	sum, err := Fetch(ctx, env, runID, FetchOptions{})
-	return StepResult{Rows: sum.Rows, Windows: sum.Loaded}, err
+	return StepResult{Rows: sum.Rows, Windows: sum.Loaded, Warnings: sum.Warnings}, err
 }
 
 // reportStep writes the workbooks of reports.months, as `tally run` does.
@@ -123,6 +126,7 @@ func (r *Runner) RunJob(ctx context.Context, command string, job configs.Job) (J
 			res, err := step(withJobName(ctx, job.Name), env, runID)
 			stats.rows += res.Rows
 			stats.windows += res.Windows
+			stats.warnings = append(stats.warnings, res.Warnings...)
 			sum.Outputs = append(sum.Outputs, res.Outputs...)
 			switch {
 			case err == nil:

@@ -55,7 +55,7 @@ func (r *Runner) Nightly(ctx context.Context, months []string) (NightlySummary, 
 		sum.RunID = runID
 		var fetchErr error
 		sum.Fetch, fetchErr = Fetch(ctx, env, runID, FetchOptions{})
-		stats := runStats{rows: sum.Fetch.Rows, windows: sum.Fetch.Loaded}
+		stats := runStats{rows: sum.Fetch.Rows, windows: sum.Fetch.Loaded, warnings: sum.Fetch.Warnings}
 		if fetchErr != nil && !isPartial(fetchErr) {
 			return stats, fetchErr
 		}

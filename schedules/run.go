@@ -155,7 +155,7 @@ func (r *Runner) recordedRun(ctx context.Context, command, job string, fn func(c
 	env.Log = log
 	log.Info().Str("command", command).Msg("run started")
 	stats, runErr := callRecovering(runCtx, env, runID, fn)
-	res := store.RunResult{Status: store.RunOK, Rows: stats.rows, Windows: stats.windows}
+	res := store.RunResult{Status: store.RunOK, Rows: stats.rows, Windows: stats.windows, Warnings: stats.warnings}
 	var pe *PartialError
 	switch {
 	case errors.As(runErr, &pe):
@@ -267,8 +267,9 @@ func callRecovering(ctx context.Context, env *Env, runID uuid.UUID, fn func(ctx 
 }
 
 type runStats struct {
-	rows    int64
-	windows int
+	rows     int64
+	windows  int
+	warnings []string
 }
 
 // Fetch is `tally fetch`: one recorded run of the fetch job.
@@ -277,7 +278,7 @@ func (r *Runner) Fetch(ctx context.Context, opts FetchOptions) (FetchSummary, er
 	published, err := r.withRun(ctx, "fetch", "", func(ctx context.Context, env *Env, runID uuid.UUID) (runStats, error) {
 		var err error
 		sum, err = Fetch(ctx, env, runID, opts)
-		return runStats{rows: sum.Rows, windows: sum.Loaded}, err
+		return runStats{rows: sum.Rows, windows: sum.Loaded, warnings: sum.Warnings}, err
 	})
 	sum.Published = published
 	return sum, err

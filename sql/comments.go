@@ -14,6 +14,9 @@ type Comment struct {
 	Text   string
 }
 
+// alterAddRE is a column a migration adds: ALTER TABLE t ADD COLUMN c …
+var alterAddRE = regexp.MustCompile(`(?i)^\s*ALTER\s+TABLE\s+("?[A-Za-z_][A-Za-z0-9_]*"?)\s+ADD\s+COLUMN\s+("?[A-Za-z_][A-Za-z0-9_]*"?)`)
+
 var createRE = regexp.MustCompile(`(?i)^\s*CREATE\s+(?:OR\s+REPLACE\s+)?(TABLE|VIEW)\s+(?:IF\s+NOT\s+EXISTS\s+)?("?[A-Za-z_][A-Za-z0-9_]*"?)`)
 
 // asRE finds the name a select-list line gives its column: "… AS name,".
@@ -37,6 +40,13 @@ func Comments(text string) []Comment {
 		trimmed := strings.TrimSpace(line)
 		if strings.HasPrefix(trimmed, "--") {
 			block = append(block, strings.TrimSpace(strings.TrimPrefix(trimmed, "--")))
+			continue
+		}
+		if m := alterAddRE.FindStringSubmatch(line); m != nil {
+			if _, note, ok := strings.Cut(line, "--"); ok && strings.TrimSpace(note) != "" {
+				out = append(out, Comment{Kind: "TABLE", Object: strings.Trim(m[1], `"`), Column: strings.Trim(m[2], `"`), Text: strings.TrimSpace(note)})
+			}
+			block = nil
 			continue
 		}
 		if m := createRE.FindStringSubmatch(line); m != nil {

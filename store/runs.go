@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql/driver"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -29,6 +30,9 @@ type RunResult struct {
 	Err     string // what went wrong, for partial and failed runs
 	Rows    int64  // usage rows loaded
 	Windows int    // windows loaded
+	// Warnings are what went wrong without failing the run (an optional
+	// resource not offered); tally status shows them.
+	Warnings []string
 }
 
 // BeginRun records the start of a run of command (and of the scheduled
@@ -57,8 +61,8 @@ func (s *Store) FinishRun(ctx context.Context, id uuid.UUID, r RunResult) error 
 	default:
 		return fmt.Errorf("finish run %s: status %q is not one of ok, partial, failed, skipped", id, r.Status)
 	}
-	res, err := s.db.ExecContext(ctx, `UPDATE runs SET finished = ?, status = ?, error = ?, rows = ?, windows = ? WHERE id = ?::UUID`,
-		time.Now().UTC(), r.Status, textOrNull(r.Err), r.Rows, r.Windows, id.String())
+	res, err := s.db.ExecContext(ctx, `UPDATE runs SET finished = ?, status = ?, error = ?, rows = ?, windows = ?, warnings = ? WHERE id = ?::UUID`,
+		time.Now().UTC(), r.Status, textOrNull(r.Err), r.Rows, r.Windows, textOrNull(strings.Join(r.Warnings, "\n")), id.String())
 	if err != nil {
 		return fmt.Errorf("finish run %s: %w", id, err)
 	}

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 )
@@ -83,5 +84,27 @@ func TestFailUnfinished(t *testing.T) {
 	}
 	if got := scalar(t, s, `SELECT status FROM runs WHERE id = ?::UUID`, done.String()); got != "ok" {
 		t.Errorf("finished run: %v", got)
+	}
+}
+
+// A run's warnings are recorded with it and read back by Status, one a
+// line, as tally status shows them.
+func TestRunWarnings(t *testing.T) {
+	s := openTemp(t)
+	ctx := context.Background()
+	id := NewRunID()
+	if err := s.BeginRun(ctx, id, "fetch", ""); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"organization: GET /api/v1/organization: 404 NotFound: optional", "locations: 403 Forbidden: optional"}
+	if err := s.FinishRun(ctx, id, RunResult{Status: RunOK, Warnings: want}); err != nil {
+		t.Fatal(err)
+	}
+	st, err := s.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Runs) != 1 || !slices.Equal(st.Runs[0].Warnings, want) || st.Runs[0].Status != RunOK {
+		t.Fatalf("runs %+v, want one ok run with warnings %q", st.Runs, want)
 	}
 }

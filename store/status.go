@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -40,6 +41,7 @@ type RunInfo struct {
 	Error    string     `json:"error,omitempty"`
 	Rows     int64      `json:"rows"`
 	Windows  int        `json:"windows"`
+	Warnings []string   `json:"warnings,omitempty"`
 }
 
 // Span is what the ledger covers for one granularity, basis and scope: from
@@ -103,10 +105,13 @@ func (s *Store) Status(ctx context.Context) (*Status, error) {
 	err := s.eachRow(ctx, "last_runs", func(rows *sql.Rows) error {
 		var r RunInfo
 		var id []byte
-		var job, errText sql.NullString
+		var job, errText, warnings sql.NullString
 		var finished sql.NullTime
-		if err := rows.Scan(&id, &r.Command, &job, &r.Started, &finished, &r.Status, &errText, &r.Rows, &r.Windows); err != nil {
+		if err := rows.Scan(&id, &r.Command, &job, &r.Started, &finished, &r.Status, &errText, &r.Rows, &r.Windows, &warnings); err != nil {
 			return err
+		}
+		if warnings.String != "" {
+			r.Warnings = strings.Split(warnings.String, "\n")
 		}
 		var err error
 		if r.ID, err = uuid.FromBytes(id); err != nil {

@@ -153,6 +153,13 @@ func writeStatusTable(w io.Writer, rep *statusReport, cfg *configs.Config) error
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\n", r.ID, r.Command, statusDash(r.Job), statusTime(r.Started), finished,
 				r.Status, r.Rows, r.Windows, statusDash(statusOneLine(r.Error)))
 		}
+		// Warnings of the latest run: what it went on without.
+		if w := rep.Runs[0].Warnings; len(w) > 0 {
+			fmt.Fprintf(tw, "\nWARNINGS of the latest run\n")
+			for _, line := range w {
+				fmt.Fprintf(tw, "%s\n", line)
+			}
+		}
 	}
 
 	fmt.Fprintf(tw, "\nLOADED (start inclusive, end exclusive)\n")

@@ -37,6 +37,11 @@ type Options struct {
 	UsagePaging bool
 	// Faults are injected into answers; see Faults.
 	Faults Faults
+	// Deny answers a resource with an Error body of this status instead:
+	// 403, as for a token not allowed to read it, or 404, as an interface
+	// without it. Keys are route patterns: "organization", "locations",
+	// "projects", "organization/paymentMethods", …
+	Deny map[string]int
 }
 
 // Server is the simulated management interface, an http.Handler. It is
@@ -108,6 +113,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Allow", strings.Join(route.methods, ", "))
 		s.writeError(w, http.StatusMethodNotAllowed, "MethodNotAllowed",
 			fmt.Sprintf("%s is not allowed on %s; allowed: %s", r.Method, r.URL.Path, strings.Join(route.methods, ", ")), nil)
+		return
+	}
+	if status, ok := s.opts.Deny[strings.Join(route.pattern, "/")]; ok {
+		code, detail := "NotFound", fmt.Sprintf("no resource at %s", r.URL.Path)
+		if status == http.StatusForbidden {
+			code, detail = "Forbidden", fmt.Sprintf("the token may not read %s", r.URL.Path)
+		}
+		s.writeError(w, status, code, detail, nil)
 		return
 	}
 	if route.pagedGet && r.Method == http.MethodGet && !r.URL.Query().Has("$skiptoken") {

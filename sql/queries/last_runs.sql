@@ -11,7 +11,8 @@ SELECT id,
        status,
        error,
        rows,
-       windows
+       windows,
+       warnings
 FROM runs
 ORDER BY started DESC, id DESC
 LIMIT 20;
