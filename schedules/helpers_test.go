@@ -78,8 +78,8 @@ type setup struct {
 	lookback    string // usage.lookback
 	reported    bool
 	faults      sim.Faults
-	paging      bool     // JSON usage answers paged every 500 rows
-	months      []string // reports.months
+	paging      bool           // JSON usage answers paged every 500 rows
+	months      []string       // reports.months
 	deny        map[string]int // sim resources answered 403 or 404 (sim.Options.Deny)
 }
 
