@@ -41,6 +41,9 @@ type APIConfig struct {
 	// (refused, no such host) before the interface has answered once in
 	// the run: a wrong address fails in seconds, not after MaxRetries.
 	ConnectRetries int
+	// TokenWarnBefore is how long before a JWT token's expiry every run
+	// warns (api.token_warn_before).
+	TokenWarnBefore time.Duration
 	// Paths overrides resource paths by fetch.DefaultPaths key; only the
 	// overrides are here, the client keeps the defaults.
 	Paths map[string]string
@@ -106,21 +109,22 @@ const (
 
 // Defaults that INTERFACE.md documents.
 const (
-	DefaultBaseURL        = "https://app.mk.io"
-	DefaultTokenEnv       = "TALLY_API_TOKEN"
-	DefaultTimeout        = 60 * time.Second
-	DefaultConcurrency    = 4
-	DefaultMaxRetries     = 8
-	DefaultConnectRetries = 3
-	DefaultGranularity    = fetch.Day
-	DefaultLookback       = 7 * 24 * time.Hour
-	DefaultFormat         = fetch.FormatJSON
-	DefaultStorePath      = "data/tally.duckdb"
-	DefaultReportsDir     = "reports"
-	DefaultTolerance      = 0.005
-	DefaultLockWait       = 10 * time.Minute
-	DefaultGrace          = 30 * time.Second
-	DefaultExportDir      = "exports"
+	DefaultBaseURL         = "https://app.mk.io"
+	DefaultTokenEnv        = "TALLY_API_TOKEN"
+	DefaultTimeout         = 60 * time.Second
+	DefaultConcurrency     = 4
+	DefaultMaxRetries      = 8
+	DefaultConnectRetries  = 3
+	DefaultTokenWarnBefore = 14 * 24 * time.Hour
+	DefaultGranularity     = fetch.Day
+	DefaultLookback        = 7 * 24 * time.Hour
+	DefaultFormat          = fetch.FormatJSON
+	DefaultStorePath       = "data/tally.duckdb"
+	DefaultReportsDir      = "reports"
+	DefaultTolerance       = 0.005
+	DefaultLockWait        = 10 * time.Minute
+	DefaultGrace           = 30 * time.Second
+	DefaultExportDir       = "exports"
 )
 
 // Environment variables that override the file.

@@ -40,7 +40,7 @@ func TestDefaults(t *testing.T) {
 	want := &Config{
 		API: APIConfig{
 			BaseURL: "https://app.mk.io", TokenEnv: "TALLY_API_TOKEN", Timeout: 60 * time.Second,
-			Concurrency: 4, MaxRetries: 8, ConnectRetries: 3, Paths: map[string]string{},
+			Concurrency: 4, MaxRetries: 8, ConnectRetries: 3, TokenWarnBefore: 14 * 24 * time.Hour, Paths: map[string]string{},
 		},
 		Usage: UsageConfig{
 			Granularity: fetch.Day, Start: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
@@ -101,7 +101,7 @@ schedule:
 	want := &Config{
 		API: APIConfig{
 			BaseURL: "http://127.0.0.1:8080/prefix", TokenFile: "/etc/tally/secrets/token", Timeout: 90 * time.Second,
-			Concurrency: 32, MaxRetries: 0, ConnectRetries: 3, Paths: map[string]string{"usage": "/v2/usage", "rate_card": "/v2/pm/{id}/card"},
+			Concurrency: 32, MaxRetries: 0, ConnectRetries: 3, TokenWarnBefore: 14 * 24 * time.Hour, Paths: map[string]string{"usage": "/v2/usage", "rate_card": "/v2/pm/{id}/card"},
 		},
 		Usage: UsageConfig{
 			Granularity: fetch.Hour, Start: time.Date(2024, 2, 29, 0, 0, 0, 0, time.UTC), Lookback: 36 * time.Hour,
@@ -152,11 +152,11 @@ func TestValidation(t *testing.T) {
 		want      []string // one fragment a problem
 	}{
 		{"unknown section", minimal + "apii:\n  x: 1\n", []string{"apii: unknown key; known keys in the top level: api, usage, store, reports, schedule, export; did you mean api? (line 3)"}},
-		{"unknown key", "api:\n  tokn_env: X\n" + minimal, []string{"api.tokn_env: unknown key; known keys in api: base_url, token_env, token_file, timeout, concurrency, max_retries, connect_retries, paths; did you mean token_env? (line 2)"}},
+		{"unknown key", "api:\n  tokn_env: X\n" + minimal, []string{"api.tokn_env: unknown key; known keys in api: base_url, token_env, token_file, timeout, concurrency, max_retries, connect_retries, token_warn_before, paths; did you mean token_env? (line 2)"}},
 		{"unknown job key", minimal + "schedule:\n  jobs:\n    - name: a\n      cron: \"@daily\"\n      run: [fetch]\n      when: now\n", []string{"schedule.jobs[0].when: unknown key; known keys in schedule.jobs[0]: name, cron, run (line 8)"}},
 		{"key twice", minimal + "api:\n  timeout: 1s\n  timeout: 2s\n", []string{"api.timeout: given twice (first on line 4) (line 5)"}},
-		{"section not a mapping", minimal + "api: 5\n", []string{`api: must be a mapping with keys base_url, token_env, token_file, timeout, concurrency, max_retries, connect_retries, paths, not "5" (line 3)`}},
-		{"section an alias of a scalar", "usage:\n  start: &s 2026-01-01\napi: *s\n", []string{`api: must be a mapping with keys base_url, token_env, token_file, timeout, concurrency, max_retries, connect_retries, paths, not "2026-01-01" (line 2)`}},
+		{"section not a mapping", minimal + "api: 5\n", []string{`api: must be a mapping with keys base_url, token_env, token_file, timeout, concurrency, max_retries, connect_retries, token_warn_before, paths, not "5" (line 3)`}},
+		{"section an alias of a scalar", "usage:\n  start: &s 2026-01-01\napi: *s\n", []string{`api: must be a mapping with keys base_url, token_env, token_file, timeout, concurrency, max_retries, connect_retries, token_warn_before, paths, not "2026-01-01" (line 2)`}},
 		{"top level not a mapping", "- a\n- b\n", []string{"config: must be a mapping with keys api, usage, store, reports, schedule, export, not a list (line 1)", "usage.start: missing"}},
 		{"merge key", minimal + "x: &x\n  timeout: 1s\n", []string{"x: unknown key"}},
 		{"merge key used", "base: &b {timeout: 1s}\n" + minimal, []string{"base: unknown key"}},

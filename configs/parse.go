@@ -35,14 +35,15 @@ type rawConfig struct {
 }
 
 type rawAPI struct {
-	BaseURL        yaml.Node `yaml:"base_url"`
-	TokenEnv       yaml.Node `yaml:"token_env"`
-	TokenFile      yaml.Node `yaml:"token_file"`
-	Timeout        yaml.Node `yaml:"timeout"`
-	Concurrency    yaml.Node `yaml:"concurrency"`
-	MaxRetries     yaml.Node `yaml:"max_retries"`
-	ConnectRetries yaml.Node `yaml:"connect_retries"`
-	Paths          yaml.Node `yaml:"paths"`
+	BaseURL         yaml.Node `yaml:"base_url"`
+	TokenEnv        yaml.Node `yaml:"token_env"`
+	TokenFile       yaml.Node `yaml:"token_file"`
+	Timeout         yaml.Node `yaml:"timeout"`
+	Concurrency     yaml.Node `yaml:"concurrency"`
+	MaxRetries      yaml.Node `yaml:"max_retries"`
+	ConnectRetries  yaml.Node `yaml:"connect_retries"`
+	TokenWarnBefore yaml.Node `yaml:"token_warn_before"`
+	Paths           yaml.Node `yaml:"paths"`
 }
 
 type rawUsage struct {
@@ -482,6 +483,22 @@ func (p *parser) api(r *rawAPI, c *APIConfig) {
 	c.Concurrency = p.integer(&r.Concurrency, "api.concurrency", DefaultConcurrency, 1, 32)
 	c.MaxRetries = p.integer(&r.MaxRetries, "api.max_retries", DefaultMaxRetries, 0, 50)
 	c.ConnectRetries = p.integer(&r.ConnectRetries, "api.connect_retries", DefaultConnectRetries, 0, 50)
+	c.TokenWarnBefore = DefaultTokenWarnBefore
+	if s, ok := p.scalar(&r.TokenWarnBefore, "api.token_warn_before"); ok {
+		m := lookRE.FindStringSubmatch(s)
+		n := 0
+		if m != nil {
+			n, _ = strconv.Atoi(m[1])
+		}
+		switch {
+		case m == nil || (m[2] == "d" && n > 366) || (m[2] == "h" && n > 366*24):
+			p.addf(deref(&r.TokenWarnBefore), "api.token_warn_before", "%q is not <n>d or <n>h from 0 up to a year (366d), e.g. 14d", s)
+		case m[2] == "d":
+			c.TokenWarnBefore = time.Duration(n) * 24 * time.Hour
+		default:
+			c.TokenWarnBefore = time.Duration(n) * time.Hour
+		}
+	}
 	c.Paths = p.paths(&r.Paths)
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/tally-dev/tally/configs"
+	"github.com/tally-dev/tally/fetch"
 	"github.com/tally-dev/tally/store"
 )
 
@@ -70,6 +71,9 @@ func NewScheduler(r *Runner, opts ScheduleOptions) (*Scheduler, error) {
 	}
 	s.mon = newMonitor(jobs, s.scheds, r.Config.Schedule.Grace, time.Now)
 	r.observer = s.mon // the jobs' clients count their requests in the metrics
+	if exp, ok := fetch.TokenExpiry(r.Token); ok {
+		s.mon.tokenExpires = &exp
+	}
 	return s, nil
 }
 

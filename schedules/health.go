@@ -45,6 +45,8 @@ type monitor struct {
 	// and status (see Request, Retry).
 	requests *prometheus.CounterVec
 	retries  *prometheus.CounterVec
+
+	tokenExpires *time.Time // see Health.TokenExpires
 }
 
 func newMonitor(jobs []configs.Job, scheds []cron.Schedule, grace time.Duration, now func() time.Time) *monitor {
@@ -140,11 +142,14 @@ func (m *monitor) tickSkipped(name string) {
 
 // Health is the body of /healthz.
 type Health struct {
-	Healthy   bool        `json:"healthy"`
-	Status    string      `json:"status"` // ok or failing
-	CheckedAt time.Time   `json:"checked_at"`
-	Started   time.Time   `json:"scheduler_started"`
-	Jobs      []JobHealth `json:"jobs"`
+	Healthy   bool      `json:"healthy"`
+	Status    string    `json:"status"` // ok or failing
+	CheckedAt time.Time `json:"checked_at"`
+	Started   time.Time `json:"scheduler_started"`
+	// TokenExpires is the API token's expiry, when it is a JWT with an exp
+	// claim (a detail: health is the jobs').
+	TokenExpires *time.Time  `json:"token_expires,omitempty"`
+	Jobs         []JobHealth `json:"jobs"`
 }
 
 // JobHealth is one job's part of Health. A job is healthy while its latest
@@ -190,7 +195,7 @@ func (m *monitor) health() Health {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := m.now().UTC()
-	h := Health{Healthy: true, Status: "ok", CheckedAt: now, Started: m.started, Jobs: []JobHealth{}}
+	h := Health{Healthy: true, Status: "ok", CheckedAt: now, Started: m.started, TokenExpires: m.tokenExpires, Jobs: []JobHealth{}}
 	for _, j := range m.jobs {
 		jh := jobHealth(j, now, m.started, m.grace)
 		if !jh.Healthy {

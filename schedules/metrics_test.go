@@ -211,6 +211,11 @@ func TestMetricsLintAndEndpoint(t *testing.T) {
 	fin := now.Add(-time.Minute)
 	m.runFinished("nightly", store.RunInfo{ID: uuid.New(), Job: "nightly", Command: "schedule", Started: now.Add(-time.Hour), Finished: &fin, Status: store.RunOK, Rows: 7})
 
+	exp := time.Date(2027, 5, 1, 12, 0, 0, 0, time.UTC)
+	m.tokenExpires = &exp
+	if h := m.health(); h.TokenExpires == nil || !h.TokenExpires.Equal(exp) {
+		t.Errorf("/healthz token_expires %v, want %v", h.TokenExpires, exp)
+	}
 	m.Request("usage", 200)
 	m.Request("usage", 200)
 	m.Request("usage", 0)
@@ -292,6 +297,7 @@ func TestMetricsLintAndEndpoint(t *testing.T) {
 		{"tally_api_requests_total", []string{"resource", "usage", "status", "200"}, 2},
 		{"tally_api_requests_total", []string{"resource", "usage", "status", "error"}, 1},
 		{"tally_api_retries_total", []string{"resource", "rate_card"}, 1},
+		{"tally_token_expiry_timestamp_seconds", nil, float64(exp.Unix())},
 	} {
 		if v, ok := has(c.name, c.labels...); !ok || v != c.want {
 			t.Errorf("%s%q = %v (present %v), want %v", c.name, c.labels, v, ok, c.want)

@@ -107,6 +107,15 @@ func (e *SkippedError) Unwrap() error {
 // schedule.grace later, so what is in flight finishes or rolls back.
 func (r *Runner) recordedRun(ctx context.Context, command, job string, fn func(ctx context.Context, env *Env, runID uuid.UUID) (runStats, error)) (RunOutcome, error) {
 	out := RunOutcome{RunInfo: store.RunInfo{Command: command, Job: job}}
+	now := time.Now
+	if r.Now != nil {
+		now = r.Now
+	}
+	// Every run checks: a scheduler runs for months while a token
+	// expires at most a year after it was made.
+	if err := CheckToken(r.Config, r.Token, now().UTC(), r.Log); err != nil {
+		return out, err
+	}
 	wait := r.LockWait
 	if wait == 0 {
 		wait = r.Config.Schedule.LockWait

@@ -5,6 +5,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
 	"github.com/tally-dev/tally/configs"
@@ -77,6 +78,11 @@ func newRunner(cmd *cobra.Command, g *globalFlags, cfgPath string) (*schedules.R
 	}
 	token, err := cfg.Token(os.Getenv)
 	if err != nil {
+		return nil, usageError{err}
+	}
+	// An expired token stops every command that would send it, before
+	// anything is sent; each run warns of one expiring soon.
+	if err := schedules.CheckToken(cfg, token, clock().UTC(), zerolog.Nop()); err != nil {
 		return nil, usageError{err}
 	}
 	// store.path pointing at no folder or at a file that is not DuckDB is

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -261,5 +262,59 @@ func TestFetchWrongPortFailsFast(t *testing.T) {
 	}
 	if !strings.Contains(out, "requests: 4 ") {
 		t.Errorf("summary %q does not count the 4 requests sent", out)
+	}
+}
+
+// jwtToken is a JWT-shaped token whose exp claim is exp, with a subject
+// claim that must never appear in a log.
+func jwtToken(exp time.Time, sub string) string {
+	enc := base64.RawURLEncoding.EncodeToString
+	return enc([]byte(`{"alg":"RS256","typ":"JWT"}`)) + "." +
+		enc([]byte(fmt.Sprintf(`{"sub":%q,"org":"o-1","exp":%d}`, sub, exp.Unix()))) + "." + enc([]byte("sig-0f3a9c2e71b84d56"))
+}
+
+// A token's expiry (a JWT's exp) is read without verifying it: an expired
+// one stops the run before any request, exit 2, naming the date and how to
+// renew; one expiring within api.token_warn_before is warned about on the
+// run; neither the token nor its other claims ever reach the log.
+func TestTokenExpiry(t *testing.T) {
+	start := fetch.Day.Truncate(time.Now().UTC()).AddDate(0, 0, -5)
+	for _, c := range []struct {
+		name    string
+		exp     time.Time
+		code    int
+		message string
+	}{
+		{"expired", time.Now().UTC().Add(-time.Hour).Truncate(time.Second), exitUsage, "the API token expired on "},
+		{"expiring in five days", time.Now().UTC().AddDate(0, 0, 5).Truncate(time.Second), exitOK, "the API token expires soon"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			token := jwtToken(c.exp, "alice@example.com")
+			s := &cliSim{}
+			s.now.Store(time.Now().UTC().Truncate(time.Hour).UnixNano())
+			s.sim = sim.New(sim.Options{Token: token, Seed: 9, Start: start, Now: func() time.Time { return time.Unix(0, s.now.Load()).UTC() }})
+			s.failDay.Store("")
+			srv := httptest.NewServer(s.sim)
+			t.Cleanup(srv.Close)
+			s.url = srv.URL
+			cfg, _ := cliConfig(t, s, start, "")
+			_, code, stderr := cli(t, "fetch", "--config", cfg, "--log-format", "json")
+			if code != c.code || !strings.Contains(stderr, c.message) {
+				t.Fatalf("exit %d, stderr:\n%s\nwant exit %d saying %q", code, stderr, c.code, c.message)
+			}
+			if c.code == exitUsage {
+				if n := s.sim.Requests(); n != 0 {
+					t.Errorf("%d requests were sent with an expired token", n)
+				}
+				if !strings.Contains(stderr, c.exp.Format(time.RFC3339)) || !strings.Contains(stderr, "create a new personal API token") {
+					t.Errorf("stderr %q does not name the date and how to renew", stderr)
+				}
+			}
+			for _, secret := range []string{token, "alice@example.com", strings.Split(token, ".")[1]} {
+				if strings.Contains(stderr, secret) {
+					t.Errorf("the log carries the token or its claims (%q)", secret)
+				}
+			}
+		})
 	}
 }

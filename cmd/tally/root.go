@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tally-dev/tally/reports"
+	"github.com/tally-dev/tally/schedules"
 )
 
 // Exit codes of INTERFACE.md.
@@ -51,7 +52,7 @@ func exitCode(err error) int {
 	var pe partialError
 	var ge *reports.GranularityError
 	switch {
-	case errors.As(err, &ue), errors.As(err, &ge):
+	case errors.As(err, &ue), errors.As(err, &ge), errors.As(err, new(*schedules.TokenExpiredError)):
 		return exitUsage
 	case errors.As(err, &pe) && pe.Partial():
 		return exitPartial

@@ -64,6 +64,9 @@ type statusReport struct {
 	Published   string          `json:"published"`
 	PublishedAt *time.Time      `json:"published_at"` // nil: no copy yet
 	Writer      *store.LockInfo `json:"writer"`       // the run holding the lock, if any
+	// TokenExpires is the API token's expiry when it is a JWT with an exp
+	// claim; nil for an opaque token or when none is set.
+	TokenExpires *time.Time `json:"token_expires"`
 	// Jobs are the configured jobs with their latest runs (from the copy,
 	// or noted beside the database when the lock was held) and next times.
 	Jobs []schedules.JobStatus `json:"jobs"`
@@ -88,6 +91,11 @@ func runStatus(ctx context.Context, o *statusOptions, w io.Writer) error {
 	}
 	if rep.Writer, err = store.LockHolder(cfg.Store.Path); err != nil {
 		return err
+	}
+	if token, err := cfg.Token(os.Getenv); err == nil {
+		if exp, ok := fetch.TokenExpiry(token); ok {
+			rep.TokenExpires = &exp
+		}
 	}
 	fi, err := os.Stat(rep.Published)
 	switch {
@@ -134,6 +142,17 @@ func writeStatusTable(w io.Writer, rep *statusReport, cfg *configs.Config) error
 		fmt.Fprintf(tw, "running now\tpid %d, command %q, since %s (not in the published copy yet)\n", h.PID, h.Command, statusTime(h.Started))
 	} else {
 		fmt.Fprintf(tw, "running now\tnothing\n")
+	}
+	if exp := rep.TokenExpires; exp != nil {
+		left := time.Until(*exp)
+		note := fmt.Sprintf("in %.0f days", left.Hours()/24)
+		switch {
+		case left <= 0:
+			note = "EXPIRED: create a new personal API token in the web application"
+		case left <= cfg.API.TokenWarnBefore:
+			note += ": create a new personal API token in the web application soon"
+		}
+		fmt.Fprintf(tw, "token expires\t%s (%s)\n", statusTime(*exp), note)
 	}
 	writeStatusJobs(tw, rep, cfg)
 	if rep.PublishedAt == nil {
