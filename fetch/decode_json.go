@@ -19,6 +19,8 @@ type envelope struct {
 	sawValue bool
 	next     string // @odata.nextLink, once read
 	total    int64  // supplemental.pagination.total, once read; 0 if absent
+	records  int64  // supplemental.records of a usage answer, once read
+	hasRecs  bool   // whether supplemental.records was there
 	offset   int64  // where dec's input starts in the answer (see fastJSON.careful)
 }
 
@@ -118,6 +120,7 @@ func (e *envelope) more() (bool, error) {
 					return false, err
 				}
 				e.total = paginationTotal(raw)
+				e.records, e.hasRecs = usageRecords(raw)
 			default:
 				if err := skipValue(e.dec); err != nil {
 					return false, err
@@ -143,6 +146,23 @@ func paginationTotal(raw json.RawMessage) int64 {
 		return 0
 	}
 	return n
+}
+
+// usageRecords reads supplemental.records of a usage answer: the rows the
+// interface says it sent in this answer. Absent, or not a whole number, it
+// is not there to check against.
+func usageRecords(raw json.RawMessage) (int64, bool) {
+	var s struct {
+		Records *json.Number `json:"records"`
+	}
+	if json.Unmarshal(raw, &s) != nil || s.Records == nil {
+		return 0, false
+	}
+	n, err := s.Records.Int64()
+	if err != nil || n < 0 {
+		return 0, false
+	}
+	return n, true
 }
 
 // skipValue consumes one JSON value of any shape without keeping it.

@@ -35,6 +35,8 @@ type fastJSON struct {
 	first    bool // envKeys: right after '{'; envValue: right after '['
 	sawValue bool
 	nextLink string
+	records  int64 // supplemental.records, once read
+	hasRecs  bool
 	total    int64
 
 	strs   map[string]string         // text values seen, to share one string each
@@ -241,6 +243,7 @@ func (s *fastJSON) careful() *envelope {
 		}
 	}
 	e.state, e.sawValue, e.next, e.total = s.state, s.sawValue, s.nextLink, s.total
+	e.records, e.hasRecs = s.records, s.hasRecs
 	// The decoder counts from the prefix; the answer's bytes from its start.
 	e.offset = s.base + int64(s.pos) - int64(len(prefix))
 	s.buf = nil
@@ -348,6 +351,7 @@ func (s *fastJSON) key() (step, error) {
 	}
 	if string(key) == "supplemental" {
 		s.total = paginationTotal(p[i:j])
+		s.records, s.hasRecs = usageRecords(p[i:j])
 	}
 	s.pos, s.first = j, false
 	return stepOK, nil

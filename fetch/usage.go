@@ -340,6 +340,11 @@ func (r *usageRun) window(ctx context.Context, w Window) error {
 					if i < len(handed) {
 						return &pageChangedError{page: page, at: i + 1, shorter: true}
 					}
+					// An answer that says how many rows it holds and holds
+					// another number is not one to load.
+					if n, has := pg.records(); has && n != int64(i) {
+						return fmt.Errorf("page %d: supplemental.records says %d rows, the answer held %d: the answer is inconsistent, so the window is not loaded", page, n, i)
+					}
 					next = pg.nextLink()
 					return nil
 				}
@@ -489,6 +494,18 @@ func (p *usagePage) failure(err error) error {
 		return err
 	}
 	return readFailure(p.ctx, p.body, err)
+}
+
+// records is the answer's supplemental.records, known once next returned
+// false, and whether it sent one (a CSV answer has none).
+func (p *usagePage) records() (int64, bool) {
+	switch {
+	case p.fast != nil:
+		return p.fast.records, p.fast.hasRecs
+	case p.env != nil:
+		return p.env.records, p.env.hasRecs
+	}
+	return 0, false
 }
 
 // nextLink is the answer's @odata.nextLink, known once next returned false.

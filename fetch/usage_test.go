@@ -664,3 +664,45 @@ func TestUsageRowErrorsNameWindowAndRow(t *testing.T) {
 		})
 	}
 }
+
+// supplemental.records, where the interface sends it, must match the rows
+// of the answer: either way round, before or after value, a mismatch fails
+// the window naming it; an answer without records is not checked.
+func TestUsageSupplementalRecords(t *testing.T) {
+	rows, _ := json.Marshal(rowsFrom(0, 3))
+	for _, c := range []struct {
+		name, body, want string
+	}{
+		{"fewer rows than records, after value", `{"value":` + string(rows) + `,"supplemental":{"records":4}}`, "supplemental.records says 4 rows, the answer held 3"},
+		{"more rows than records, before value", `{"supplemental":{"records":2},"value":` + string(rows) + `}`, "supplemental.records says 2 rows, the answer held 3"},
+		{"records absent", `{"value":` + string(rows) + `,"supplemental":{"start":"2026-10-01"}}`, ""},
+		{"records agree", `{"supplemental":{"records":3},"value":` + string(rows) + `}`, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				writeJSON(w, http.StatusOK, []byte(c.body))
+			}))
+			defer srv.Close()
+			cl, _ := newTestClient(t, srv)
+			var got []MeterData
+			var err error
+			for md, e := range cl.Usage(context.Background(), UsageQuery{Window: window(t, "2026-10-01", "2026-11-01", Day)}) {
+				if e != nil {
+					err = e
+					break
+				}
+				got = append(got, md)
+			}
+			if c.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				checkRows(t, got, 0, 3)
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "2026-10-01..2026-11-01") || Retryable(err) {
+				t.Fatalf("error %v; want a window failure saying %q", err, c.want)
+			}
+		})
+	}
+}

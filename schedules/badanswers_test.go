@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -138,9 +139,24 @@ func TestBadAnswers(t *testing.T) {
 			want: want{errParts: []string{"row 2", `field "currency"`, `"usd"`, "three capital letters"}},
 		},
 		{
+			name: "supplemental.records that the rows do not match",
+			corrupt: func(t *testing.T, b []byte) []byte {
+				return regexp.MustCompile(`"records":\d+`).ReplaceAll(b, []byte(`"records":9999`))
+			},
+			want: want{errParts: []string{"supplemental.records says 9999 rows", "2026-02-18..2026-03-04"}},
+		},
+		{
 			name: "the same row twice",
 			corrupt: func(t *testing.T, b []byte) []byte {
-				return proofEditRow(t, b, 2, func(row string) string { return row + ",\n" + row })
+				// The interface counts what it sends: supplemental.records
+				// counts the repeated row too.
+				b = proofEditRow(t, b, 2, func(row string) string { return row + ",\n" + row })
+				m := regexp.MustCompile(`"records":(\d+)`).FindSubmatchIndex(b)
+				if m == nil {
+					t.Fatal("the answer has no supplemental.records")
+				}
+				n, _ := strconv.Atoi(string(b[m[2]:m[3]]))
+				return append(append(append([]byte(nil), b[:m[2]]...), strconv.Itoa(n+1)...), b[m[3]:]...)
 			},
 			want: want{rows: append(append([]fetch.MeterData(nil), answer...), answer[1])},
 		},

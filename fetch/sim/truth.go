@@ -231,11 +231,11 @@ func (c *catalog) eachRow(q query, now int64, fn func(*rowAgg) bool) {
 	}
 	index := map[key]int{}
 	var rows []rowAgg
-	for b := q.g.Truncate(time.Unix(lo, 0)); b.Unix() < hi; b = q.g.Next(b) {
+	for b := bucketStart(q.g, time.Unix(lo, 0)); b.Unix() < hi; b = nextBucket(q.g, b) {
 		bs := b.Unix()
 		clear(index)
 		rows = rows[:0]
-		c.units(q, f, now, max(bs, lo), min(q.g.Next(b).Unix(), hi), func(_ int64, u *unit) {
+		c.units(q, f, now, max(bs, lo), min(nextBucket(q.g, b).Unix(), hi), func(_ int64, u *unit) {
 			p := int64(uncharged)
 			if u.processed != uncharged {
 				p = truncUnix(q.g, u.processed)
@@ -285,7 +285,7 @@ func truncUnix(g fetch.Granularity, t int64) int64 {
 		d := t - floorMod(t, daySec)
 		return d - floorMod(d/daySec+3, 7)*daySec
 	}
-	return g.Truncate(time.Unix(t, 0)).Unix()
+	return bucketStart(g, time.Unix(t, 0)).Unix()
 }
 
 func floorMod(a, b int64) int64 {

@@ -47,7 +47,7 @@ func (s *Server) validate(req usageRequest) (query, string, *apiError) {
 		if v == "" {
 			return time.Time{}, invalid(field, v, "%s is required, as a YYYY-MM-DD date", field)
 		}
-		t, err := fetch.ParseDate(v)
+		t, err := parseDay(v)
 		if err != nil {
 			return time.Time{}, invalid(field, v, "%s %q is not a YYYY-MM-DD date", field, v)
 		}
@@ -67,7 +67,7 @@ func (s *Server) validate(req usageRequest) (query, string, *apiError) {
 	q.g = fetch.Day
 	if req.Granularity != "" {
 		q.g = fetch.Granularity(req.Granularity)
-		if !q.g.Valid() {
+		if !validGranularity(q.g) {
 			return q, "", invalid("granularity", req.Granularity, "granularity %q is not one of year, month, week, day, hour", req.Granularity)
 		}
 	}
@@ -92,7 +92,7 @@ func (s *Server) validate(req usageRequest) (query, string, *apiError) {
 			return q, "", invalid("paymentMethodIds", id, "paymentMethodIds item %q is not a UUID", id)
 		}
 	}
-	if maxEnd, ok := q.g.MaxEnd(q.start); ok && q.end.After(maxEnd) {
+	if maxEnd, ok := rangeLimit(q.g, q.start); ok && q.end.After(maxEnd) {
 		limit := "31 days"
 		if q.g == fetch.Day {
 			limit = "1 year"
