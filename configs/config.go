@@ -77,6 +77,29 @@ type ReportsConfig struct {
 	// CloseAfter is how long after a month's end the nightly job's close
 	// step closes it (reports.close_after); 0: never.
 	CloseAfter time.Duration
+	// Deliver is where the deliver step sends workbooks (reports.deliver).
+	Deliver DeliverConfig
+}
+
+// DeliverConfig is reports.deliver: a shared folder and/or a mail server
+// the deliver step sends each finished month's workbook to, once.
+type DeliverConfig struct {
+	Dir  string      // "" for none
+	SMTP *SMTPConfig // nil for none
+}
+
+// SMTPConfig is reports.deliver.smtp. The password comes from
+// PasswordEnv or PasswordFile, never from the YAML.
+type SMTPConfig struct {
+	Host         string
+	Port         int
+	Security     string // starttls or tls (implicit)
+	Username     string
+	PasswordEnv  string
+	PasswordFile string
+	From         string
+	To           []string
+	Subject      string // {month} is replaced by YYYY-MM
 }
 
 // ScheduleConfig is what `tally schedule` runs and when.

@@ -221,7 +221,7 @@ func TestValidation(t *testing.T) {
 		{"job name missing", minimal + "schedule:\n  jobs:\n    - cron: \"@daily\"\n      run: [fetch]\n", []string{"schedule.jobs[0].name: missing"}},
 		{"job names unique", minimal + "schedule:\n  jobs:\n    - {name: a, cron: '@daily', run: [fetch]}\n    - {name: a, cron: '@hourly', run: [report]}\n", []string{`schedule.jobs[1].name: "a" is the name of another job`}},
 		{"job cron missing", minimal + "schedule:\n  jobs:\n    - {name: a, cron: ' ', run: [fetch]}\n", []string{"schedule.jobs[0].cron: missing"}},
-		{"job run step", minimal + "schedule:\n  jobs:\n    - {name: a, cron: '@daily', run: [fetch, mail]}\n", []string{`schedule.jobs[0].run[1]: "mail" is not one of fetch, report, close, export`}},
+		{"job run step", minimal + "schedule:\n  jobs:\n    - {name: a, cron: '@daily', run: [fetch, mail]}\n", []string{`schedule.jobs[0].run[1]: "mail" is not one of fetch, report, close, deliver, export`}},
 		{"job run empty", minimal + "schedule:\n  jobs:\n    - {name: a, cron: '@daily', run: []}\n", []string{"schedule.jobs[0].run: missing"}},
 		{"job not a mapping", minimal + "schedule:\n  jobs:\n    - nightly\n", []string{`schedule.jobs[0]: must be a mapping with keys name, cron, run, not "nightly"`}},
 		{"lock_wait", minimal + "schedule:\n  lock_wait: -1s\n", []string{`schedule.lock_wait: "-1s" is not a duration from 0 up to 24h, e.g. 10m`}},
@@ -317,10 +317,11 @@ func TestLoadExample(t *testing.T) {
 	def.Reports.Dir = filepath.Join(dir, "reports")
 	def.Export.Dir = filepath.Join(dir, "exports")
 	def.Path = cfg.Path
-	// But for the close step, which the example shows (it does nothing
-	// while reports.close_after is "", the default) and the default job
-	// leaves out, so that a config without schedule.jobs keeps its steps.
-	def.Schedule.Jobs[0].Run = append(def.Schedule.Jobs[0].Run, "close")
+	// But for the close and deliver steps, which the example shows (they
+	// do nothing while reports.close_after and reports.deliver are unset,
+	// the defaults) and the default job leaves out, so that a config
+	// without schedule.jobs keeps its steps.
+	def.Schedule.Jobs[0].Run = append(def.Schedule.Jobs[0].Run, "close", "deliver")
 	if !reflect.DeepEqual(cfg, def) {
 		t.Errorf("example:\n got %+v\nwant %+v", cfg, def)
 	}

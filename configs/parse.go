@@ -67,7 +67,25 @@ type rawReports struct {
 	Tolerance yaml.Node `yaml:"tolerance"`
 	Months    yaml.Node `yaml:"months"`
 	// CloseAfter: "" (never) or <n>d / <n>h after the month's end.
-	CloseAfter yaml.Node `yaml:"close_after"`
+	CloseAfter yaml.Node  `yaml:"close_after"`
+	Deliver    rawDeliver `yaml:"deliver"`
+}
+
+type rawDeliver struct {
+	Dir  yaml.Node `yaml:"dir"`
+	SMTP rawSMTP   `yaml:"smtp"`
+}
+
+type rawSMTP struct {
+	Host         yaml.Node `yaml:"host"`
+	Port         yaml.Node `yaml:"port"`
+	Security     yaml.Node `yaml:"security"`
+	Username     yaml.Node `yaml:"username"`
+	PasswordEnv  yaml.Node `yaml:"password_env"`
+	PasswordFile yaml.Node `yaml:"password_file"`
+	From         yaml.Node `yaml:"from"`
+	To           yaml.Node `yaml:"to"`
+	Subject      yaml.Node `yaml:"subject"`
 }
 
 type rawExport struct {
@@ -665,6 +683,7 @@ func (p *parser) reports(r *rawReports, c *ReportsConfig) {
 			c.CloseAfter = time.Duration(n) * time.Hour
 		}
 	}
+	p.deliver(&r.Deliver, &c.Deliver)
 	if isNull(&r.Months) {
 		c.Months = slices.Clone(DefaultMonths)
 		return
@@ -677,7 +696,7 @@ func (p *parser) reports(r *rawReports, c *ReportsConfig) {
 	})
 }
 
-var jobSteps = []string{"fetch", "report", "close", "export"}
+var jobSteps = []string{"fetch", "report", "close", "deliver", "export"}
 
 func (p *parser) schedule(r *rawSchedule, c *ScheduleConfig) {
 	c.LockWait = p.duration(&r.LockWait, "schedule.lock_wait", DefaultLockWait, false, 24*time.Hour, "10m")
@@ -733,4 +752,61 @@ func (p *parser) export(r *rawExport, c *ExportConfig) {
 		p.addf(deref(&r.Format), "export.format", "%q is not one of parquet, focus", f)
 	}
 	c.FOCUSCSV = p.boolean(&r.FOCUSCSV, "export.focus_csv")
+}
+
+// deliver reads reports.deliver: a folder, and/or a mail server.
+func (p *parser) deliver(r *rawDeliver, c *DeliverConfig) {
+	if s := p.text(&r.Dir, "reports.deliver.dir", ""); s != "" {
+		c.Dir = p.path(s)
+	}
+	m := &r.SMTP
+	if isNull(&m.Host) && isNull(&m.From) && isNull(&m.To) && isNull(&m.Port) {
+		return
+	}
+	s := &SMTPConfig{
+		Host:         p.text(&m.Host, "reports.deliver.smtp.host", ""),
+		Security:     p.text(&m.Security, "reports.deliver.smtp.security", "starttls"),
+		Username:     p.text(&m.Username, "reports.deliver.smtp.username", ""),
+		PasswordEnv:  p.text(&m.PasswordEnv, "reports.deliver.smtp.password_env", ""),
+		PasswordFile: p.text(&m.PasswordFile, "reports.deliver.smtp.password_file", ""),
+		From:         p.text(&m.From, "reports.deliver.smtp.from", ""),
+		Subject:      p.text(&m.Subject, "reports.deliver.smtp.subject", "Tally cost workbook {month}"),
+	}
+	if s.PasswordFile != "" {
+		s.PasswordFile = p.path(s.PasswordFile)
+	}
+	if s.Host == "" {
+		p.addf(deref(&m.Host), "reports.deliver.smtp.host", "missing; the mail server to send workbooks through, e.g. smtp.example.com")
+	}
+	if s.From == "" {
+		p.addf(deref(&m.From), "reports.deliver.smtp.from", "missing; the sender address, e.g. tally@example.com")
+	}
+	if s.Security != "starttls" && s.Security != "tls" {
+		p.addf(deref(&m.Security), "reports.deliver.smtp.security", "%q is not one of starttls (port 587), tls (implicit TLS, port 465)", s.Security)
+	}
+	def := 587
+	if s.Security == "tls" {
+		def = 465
+	}
+	s.Port = p.integer(&m.Port, "reports.deliver.smtp.port", def, 1, 65535)
+	if s.PasswordEnv != "" && s.PasswordFile != "" {
+		p.addf(deref(&m.PasswordFile), "reports.deliver.smtp.password_env and password_file", "set one, not both")
+	}
+	if s.PasswordEnv != "" && !envNameRE.MatchString(s.PasswordEnv) {
+		p.addf(deref(&m.PasswordEnv), "reports.deliver.smtp.password_env", "%q is not an environment variable name", s.PasswordEnv)
+	}
+	if s.Username != "" && s.PasswordEnv == "" && s.PasswordFile == "" {
+		p.addf(deref(&m.Username), "reports.deliver.smtp.username", "is set but no password: set password_env or password_file (the password is never in the YAML)")
+	}
+	if isNull(&m.To) {
+		p.addf(deref(&m.To), "reports.deliver.smtp.to", "missing; the recipients, e.g. [finance@example.com]")
+	} else {
+		s.To = p.list(&m.To, "reports.deliver.smtp.to", func(v string) string {
+			if !strings.Contains(v, "@") {
+				return "is not an e-mail address"
+			}
+			return ""
+		})
+	}
+	c.SMTP = s
 }

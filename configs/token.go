@@ -57,3 +57,27 @@ func (c *Config) Token(getenv func(string) string) (string, error) {
 	}
 	return tok, nil
 }
+
+// Password returns the SMTP password from password_env (through getenv) or
+// password_file, "" when neither is set. Errors name the key, never the
+// password.
+func (s *SMTPConfig) Password(getenv func(string) string) (string, error) {
+	switch {
+	case s.PasswordFile != "":
+		b, err := os.ReadFile(s.PasswordFile)
+		if err != nil {
+			return "", fmt.Errorf("reports.deliver.smtp.password_file: %w; put the password in that file (mode 600)", err)
+		}
+		return strings.TrimSpace(string(b)), nil
+	case s.PasswordEnv != "":
+		v := ""
+		if getenv != nil {
+			v = strings.TrimSpace(getenv(s.PasswordEnv))
+		}
+		if v == "" {
+			return "", fmt.Errorf("reports.deliver.smtp.password_env: the environment variable %s is not set or empty; export the mail password in it", s.PasswordEnv)
+		}
+		return v, nil
+	}
+	return "", nil
+}

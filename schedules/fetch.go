@@ -85,6 +85,9 @@ type FetchSummary struct {
 type PartialError struct {
 	Failed []WindowFailure
 	RefErr error
+	// Other is work of a later step that failed after its retries while
+	// the rest went on (a delivery), each naming itself.
+	Other []error
 }
 
 func (e *PartialError) Error() string {
@@ -100,6 +103,12 @@ func (e *PartialError) Error() string {
 			b.WriteString("\n")
 		}
 		fmt.Fprintf(&b, "reference data not refreshed (reports use the previous snapshot): %v", e.RefErr)
+	}
+	for _, o := range e.Other {
+		if b.Len() > 0 {
+			b.WriteString("\n")
+		}
+		b.WriteString(o.Error())
 	}
 	return b.String()
 }

@@ -1,0 +1,237 @@
+package schedules
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"database/sql"
+	"encoding/base64"
+	"errors"
+	"io"
+	"math/big"
+	"mime"
+	"mime/multipart"
+	"net"
+	"net/mail"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/emersion/go-sasl"
+	"github.com/emersion/go-smtp"
+
+	"github.com/tally-dev/tally/configs"
+	"github.com/tally-dev/tally/store"
+)
+
+// mailServer is a real SMTP server in-process (go-smtp) with STARTTLS on a
+// self-signed certificate and AUTH PLAIN, keeping what it received.
+type mailServer struct {
+	mu       sync.Mutex
+	refuse   bool // answer 550 to DATA
+	messages [][]byte
+	auths    []string // user:password of each successful AUTH
+	addr     string
+	pool     *x509.CertPool
+}
+
+func newMailServer(t *testing.T) *mailServer {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "127.0.0.1"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, KeyUsage: x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, _ := x509.ParseCertificate(der)
+	ms := &mailServer{pool: x509.NewCertPool()}
+	ms.pool.AddCert(cert)
+	srv := smtp.NewServer(smtp.BackendFunc(func(*smtp.Conn) (smtp.Session, error) { return &mailSession{ms: ms}, nil }))
+	srv.Domain = "127.0.0.1"
+	srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms.addr = ln.Addr().String()
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return ms
+}
+
+type mailSession struct {
+	ms   *mailServer
+	auth bool
+}
+
+func (s *mailSession) AuthMechanisms() []string { return []string{sasl.Plain} }
+func (s *mailSession) Auth(string) (sasl.Server, error) {
+	return sasl.NewPlainServer(func(_, user, pass string) error {
+		s.ms.mu.Lock()
+		defer s.ms.mu.Unlock()
+		s.ms.auths = append(s.ms.auths, user+":"+pass)
+		s.auth = true
+		return nil
+	}), nil
+}
+func (s *mailSession) Mail(string, *smtp.MailOptions) error {
+	if !s.auth {
+		return smtp.ErrAuthRequired
+	}
+	return nil
+}
+func (s *mailSession) Rcpt(string, *smtp.RcptOptions) error { return nil }
+func (s *mailSession) Data(r io.Reader) error {
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return err
+	}
+	s.ms.mu.Lock()
+	defer s.ms.mu.Unlock()
+	if s.ms.refuse {
+		return &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 7, 1}, Message: "mailbox unavailable"}
+	}
+	s.ms.messages = append(s.ms.messages, b)
+	return nil
+}
+func (s *mailSession) Reset()        {}
+func (s *mailSession) Logout() error { return nil }
+
+// The deliver step sends the finished month's workbook by mail (STARTTLS,
+// AUTH, the workbook attached intact, the totals in the text) and to a
+// shared folder, once each. A mail server that refuses makes the run
+// partial naming the delivery; the next run delivers it; a third sends
+// nothing. The password is in no log and not in the database.
+func TestDeliverWorkbooks(t *testing.T) {
+	const password = "smtp-S3CRET-7c1e"
+	t.Setenv("TALLY_TEST_SMTP_PASSWORD", password)
+	oldPause, oldRoots := deliverPause, deliverRootCAs
+	t.Cleanup(func() { deliverPause, deliverRootCAs = oldPause, oldRoots })
+	deliverPause = time.Millisecond
+	ms := newMailServer(t)
+	deliverRootCAs = ms.pool
+	host, port, _ := net.SplitHostPort(ms.addr)
+	var portN int
+	for _, c := range port {
+		portN = portN*10 + int(c-'0')
+	}
+
+	h := newHarness(t, setup{granularity: "day", start: "2026-10-01", now: "2026-11-03T03:00:00Z", months: []string{"previous"}})
+	share := filepath.Join(t.TempDir(), "finance")
+	if err := os.Mkdir(share, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	h.runner.Config.Reports.Deliver = configs.DeliverConfig{Dir: share, SMTP: &configs.SMTPConfig{
+		Host: host, Port: portN, Security: "starttls", Username: "tally", PasswordEnv: "TALLY_TEST_SMTP_PASSWORD",
+		From: "tally@example.com", To: []string{"finance@example.com"}, Subject: "Tally cost workbook {month}",
+	}}
+	job := configs.Job{Name: "nightly", Cron: "@daily", Run: []string{"fetch", "report", "deliver"}}
+	book := filepath.Join(h.runner.Config.Reports.Dir, "2026-10", "tally-cost-2026-10.xlsx")
+
+	// Run 1: the mail server refuses; the folder gets its copy.
+	ms.refuse = true
+	sum, err := h.runner.RunJob(context.Background(), "run", job)
+	var pe *PartialError
+	if !errors.As(err, &pe) || sum.Run.Status != store.RunPartial || !strings.Contains(err.Error(), "smtp:"+host) || !strings.Contains(err.Error(), "tally-cost-2026-10.xlsx") {
+		t.Fatalf("run 1: %v (%s); want partial naming the mail delivery of October's workbook", err, sum.Run.Status)
+	}
+	copied, err := os.ReadFile(filepath.Join(share, "tally-cost-2026-10.xlsx"))
+	if err != nil {
+		t.Fatalf("the shared folder has no copy: %v", err)
+	}
+	if wb, _ := os.ReadFile(book); !bytes.Equal(copied, wb) {
+		t.Error("the folder's copy differs from the workbook")
+	}
+
+	// Run 2: the server takes it: delivered once, intact.
+	ms.refuse = false
+	if _, err := h.runner.RunJob(context.Background(), "run", job); err != nil {
+		t.Fatalf("run 2: %v", err)
+	}
+	wb, _ := os.ReadFile(book)
+	if len(ms.messages) != 1 {
+		t.Fatalf("%d messages received, want 1", len(ms.messages))
+	}
+	if len(ms.auths) == 0 || ms.auths[0] != "tally:"+password {
+		t.Errorf("AUTH %q, want the user and the password from password_env", ms.auths)
+	}
+	msg, err := mail.ReadMessage(bytes.NewReader(ms.messages[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := msg.Header.Get("Subject"); got != "Tally cost workbook 2026-10" {
+		t.Errorf("subject %q", got)
+	}
+	mt, params, err := mime.ParseMediaType(msg.Header.Get("Content-Type"))
+	if err != nil || !strings.HasPrefix(mt, "multipart/") {
+		t.Fatalf("content type %q: %v", msg.Header.Get("Content-Type"), err)
+	}
+	var text string
+	var attached []byte
+	mr := multipart.NewReader(msg.Body, params["boundary"])
+	for {
+		part, err := mr.NextPart()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(part) // quoted-printable is decoded by the reader, base64 is not
+		if strings.EqualFold(part.Header.Get("Content-Transfer-Encoding"), "base64") {
+			if b, err = base64.StdEncoding.DecodeString(strings.Join(strings.Fields(string(b)), "")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if part.FileName() != "" {
+			if ct := part.Header.Get("Content-Type"); !strings.HasPrefix(ct, xlsxType) {
+				t.Errorf("attachment type %q, want %s", ct, xlsxType)
+			}
+			attached = b
+		} else {
+			text += string(b)
+		}
+	}
+	if !bytes.Equal(attached, wb) {
+		t.Errorf("the attachment (%d bytes) is not the workbook (%d bytes)", len(attached), len(wb))
+	}
+	if !strings.Contains(text, "usage value") || !strings.Contains(text, "EUR") || !strings.Contains(text, "October 2026") {
+		t.Errorf("the text has no totals per currency:\n%s", text)
+	}
+
+	// Run 3: nothing new to deliver.
+	if _, err := h.runner.RunJob(context.Background(), "run", job); err != nil {
+		t.Fatalf("run 3: %v", err)
+	}
+	if len(ms.messages) != 1 {
+		t.Errorf("%d messages after a third run, want the one: a workbook is delivered once", len(ms.messages))
+	}
+	withDB(t, h.db, func(db *sql.DB) {
+		var n int
+		if err := db.QueryRow(`SELECT count(*) FROM deliveries WHERE path LIKE '%tally-cost-2026-10.xlsx'`).Scan(&n); err != nil || n != 2 {
+			t.Errorf("%d deliveries recorded (%v), want 2: the folder and the mail, once each", n, err)
+		}
+	})
+	if strings.Contains(h.logs.String(), password) {
+		t.Error("the password is in the log")
+	}
+	if b, _ := os.ReadFile(h.db); bytes.Contains(b, []byte(password)) {
+		t.Error("the password is in the database")
+	}
+}
