@@ -490,19 +490,7 @@ func TestFaultStubbornWindowIsSplit(t *testing.T) {
 		t.Errorf("loaded %d of %d windows", sum.Loaded, sum.Planned)
 	}
 	withDB(t, e.db, func(db *sql.DB) {
-		r, err := db.Query(`SELECT strftime(start, '%Y-%m-%d') || '..' || strftime("end", '%Y-%m-%d') FROM fetch_windows WHERE start < DATE '2026-01-15' ORDER BY start`)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var got []string
-		for r.Next() {
-			var s string
-			if err := r.Scan(&s); err != nil {
-				t.Fatal(err)
-			}
-			got = append(got, s)
-		}
-		r.Close()
+		got := queryStrings(t, db, `SELECT strftime(start, '%Y-%m-%d') || '..' || strftime("end", '%Y-%m-%d') FROM fetch_windows WHERE start < DATE '2026-01-15' ORDER BY start`)
 		if want := []string{"2026-01-01..2026-01-08", "2026-01-08..2026-01-15"}; !slices.Equal(got, want) {
 			t.Errorf("ledger holds %v for the split window, want its halves %v", got, want)
 		}

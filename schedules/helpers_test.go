@@ -487,22 +487,33 @@ func ledgerOverlaps(t testing.TB, path string) []string {
 	t.Helper()
 	var out []string
 	withDB(t, path, func(db *sql.DB) {
-		rows, err := db.Query(`SELECT a.granularity || ' ' || a.start || '..' || a."end" || ' overlaps ' || b.start || '..' || b."end"
+		out = queryStrings(t, db, `SELECT a.granularity || ' ' || a.start || '..' || a."end" || ' overlaps ' || b.start || '..' || b."end"
 FROM fetch_windows a JOIN fetch_windows b
   ON a.granularity = b.granularity AND a.basis = b.basis AND a.scope = b.scope
  AND a.start < b."end" AND b.start < a."end" AND (a.start, a."end") < (b.start, b."end")`)
-		if err != nil {
+	})
+	return out
+}
+
+// queryStrings runs a query of one text column and returns its rows.
+func queryStrings(t testing.TB, db *sql.DB, query string, args ...any) []string {
+	t.Helper()
+	rows, err := db.Query(query, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
 			t.Fatal(err)
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var s string
-			if err := rows.Scan(&s); err != nil {
-				t.Fatal(err)
-			}
-			out = append(out, s)
-		}
-	})
+		out = append(out, s)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
 	return out
 }
 
