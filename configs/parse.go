@@ -503,18 +503,12 @@ func (p *parser) api(r *rawAPI, c *APIConfig) {
 	c.ConnectRetries = p.integer(&r.ConnectRetries, "api.connect_retries", DefaultConnectRetries, 0, 50)
 	c.TokenWarnBefore = DefaultTokenWarnBefore
 	if s, ok := p.scalar(&r.TokenWarnBefore, "api.token_warn_before"); ok {
-		m := lookRE.FindStringSubmatch(s)
-		n := 0
-		if m != nil {
-			n, _ = strconv.Atoi(m[1])
-		}
+		d, ok := dayHours(s)
 		switch {
-		case m == nil || (m[2] == "d" && n > 366) || (m[2] == "h" && n > 366*24):
+		case !ok || d > 366*24*time.Hour:
 			p.addf(deref(&r.TokenWarnBefore), "api.token_warn_before", "%q is not <n>d or <n>h from 0 up to a year (366d), e.g. 14d", s)
-		case m[2] == "d":
-			c.TokenWarnBefore = time.Duration(n) * 24 * time.Hour
 		default:
-			c.TokenWarnBefore = time.Duration(n) * time.Hour
+			c.TokenWarnBefore = d
 		}
 	}
 	c.Paths = p.paths(&r.Paths)
@@ -599,20 +593,14 @@ func (p *parser) usage(r *rawUsage, c *UsageConfig) {
 
 	c.Lookback = DefaultLookback
 	if s, ok := p.scalar(&r.Lookback, "usage.lookback"); ok {
-		m := lookRE.FindStringSubmatch(s)
-		n := 0
-		if m != nil {
-			n, _ = strconv.Atoi(m[1])
-		}
+		d, ok := dayHours(s)
 		switch {
-		case m == nil:
+		case !ok:
 			p.addf(deref(&r.Lookback), "usage.lookback", "%q is not <n>d or <n>h with n ≥ 0, e.g. 7d, 36h, 0d", s)
-		case (m[2] == "d" && n > 3660) || (m[2] == "h" && n > 3660*24):
+		case d > 3660*24*time.Hour:
 			p.addf(deref(&r.Lookback), "usage.lookback", "%q is longer than ten years (3660d); older data is a backfill: set usage.start", s)
-		case m[2] == "d":
-			c.Lookback = time.Duration(n) * 24 * time.Hour
 		default:
-			c.Lookback = time.Duration(n) * time.Hour
+			c.Lookback = d
 		}
 	}
 
@@ -667,20 +655,14 @@ func (p *parser) reports(r *rawReports, c *ReportsConfig) {
 		}
 	}
 	if s, ok := p.scalar(&r.CloseAfter, "reports.close_after"); ok && s != "" {
-		m := lookRE.FindStringSubmatch(s)
-		n := 0
-		if m != nil {
-			n, _ = strconv.Atoi(m[1])
-		}
+		d, ok := dayHours(s)
 		switch {
-		case m == nil || n == 0:
+		case !ok || d == 0:
 			p.addf(deref(&r.CloseAfter), "reports.close_after", "%q is not <n>d or <n>h with n ≥ 1 (the time after a month's end at which the nightly job closes it), e.g. 5d; or \"\" to never close automatically", s)
-		case (m[2] == "d" && n > 366) || (m[2] == "h" && n > 366*24):
+		case d > 366*24*time.Hour:
 			p.addf(deref(&r.CloseAfter), "reports.close_after", "%q is longer than a year (366d); a month is closed within a year of its end, or by hand with tally close", s)
-		case m[2] == "d":
-			c.CloseAfter = time.Duration(n) * 24 * time.Hour
 		default:
-			c.CloseAfter = time.Duration(n) * time.Hour
+			c.CloseAfter = d
 		}
 	}
 	p.deliver(&r.Deliver, &c.Deliver)
@@ -809,4 +791,18 @@ func (p *parser) deliver(r *rawDeliver, c *DeliverConfig) {
 		})
 	}
 	c.SMTP = s
+}
+
+// dayHours reads the <n>d or <n>h durations of the config (lookback,
+// close_after, token_warn_before); each key words its own limits.
+func dayHours(s string) (time.Duration, bool) {
+	m := lookRE.FindStringSubmatch(s)
+	if m == nil {
+		return 0, false
+	}
+	n, _ := strconv.Atoi(m[1])
+	if m[2] == "d" {
+		return time.Duration(n) * 24 * time.Hour, true
+	}
+	return time.Duration(n) * time.Hour, true
 }
