@@ -50,7 +50,7 @@ func (e *GranularityError) Error() string {
 // or year it returns the finest of hour, day and month whose loaded windows
 // of p's basis cover the whole month (up to today for the month to date),
 // with a note saying so; with none, a *GranularityError naming field.
-func MonthGranularity(ctx context.Context, db *sql.DB, p Period, field string, now time.Time) (fetch.Granularity, string, error) {
+func MonthGranularity(ctx context.Context, db Source, p Period, field string, now time.Time) (fetch.Granularity, string, error) {
 	if ServesMonths(p.Granularity) {
 		return p.Granularity, "", nil
 	}

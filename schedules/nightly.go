@@ -2,6 +2,7 @@ package schedules
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -88,32 +89,19 @@ func writeReports(ctx context.Context, env *Env, months []string) ([]WrittenRepo
 	}
 	var out []WrittenReport
 	for _, m := range ms {
-		p := reports.Period{Month: m, Basis: cfg.UsageQueryBase().Basis(), Granularity: cfg.Usage.Granularity}
-		g, note, err := reports.MonthGranularity(ctx, env.Store.DB(), p, "usage.granularity", env.now())
-		if err != nil {
-			return out, fmt.Errorf("report %s: %w", m.Format("2006-01"), err)
-		}
-		if note != "" {
-			env.Log.Warn().Str("month", m.Format("2006-01")).Msg(note)
-		}
-		p.Granularity = g
 		path := reports.DefaultPath(cfg.Reports.Dir, m)
-		opts := reports.Options{Tolerance: cfg.Reports.Tolerance, Now: env.Now}
-		// An empty month (a new deployment's first days, the 1st before
-		// any usage) gets no workbook: one would look like a month that
-		// cost nothing. Said, not a failure.
-		if n, err := reports.MonthRows(ctx, env.Store.DB(), p); err != nil {
-			return out, fmt.Errorf("report %s: %w", m.Format("2006-01"), err)
-		} else if n == 0 {
-			env.Log.Warn().Str("month", m.Format("2006-01")).Str("basis", string(p.Basis)).Str("granularity", string(p.Granularity)).
-				Msg("no usage rows for this month: no workbook written")
+		_, err := Report(ctx, cfg, env.Store.DB(), m, "", path, env.Now, env.Log)
+		var empty *EmptyMonthError
+		if errors.As(err, &empty) {
+			// A new deployment's first days, the 1st before any usage:
+			// said, not a failure.
+			env.Log.Warn().Str("month", m.Format("2006-01")).Str("basis", string(empty.Period.Basis)).
+				Str("granularity", string(empty.Period.Granularity)).Msg("no usage rows for this month: no workbook written")
 			continue
 		}
-		env.Log.Info().Str("month", m.Format("2006-01")).Str("path", path).Msg("writing report")
-		if err := reports.WriteFile(ctx, env.Store.DB(), p, path, opts); err != nil {
-			return out, fmt.Errorf("report %s: %w", m.Format("2006-01"), err)
+		if err != nil {
+			return out, err
 		}
-		env.Log.Info().Str("month", m.Format("2006-01")).Str("path", path).Msg("report written")
 		out = append(out, WrittenReport{Month: m, Path: path})
 	}
 	return out, nil

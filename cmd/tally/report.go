@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
@@ -94,12 +93,6 @@ func runReport(ctx context.Context, o *reportOptions, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if basis == "" {
-		basis = fetch.BasisUsage
-		if cfg.Usage.ReportedDate {
-			basis = fetch.BasisReported
-		}
-	}
 	out := o.out
 	if out == "" {
 		out = reports.DefaultPath(cfg.Reports.Dir, month)
@@ -109,36 +102,10 @@ func runReport(ctx context.Context, o *reportOptions, w io.Writer) error {
 		return fmt.Errorf("report %s: %w", o.month, err)
 	}
 	defer st.Close()
-	p := reports.Period{Month: month, Basis: basis, Granularity: cfg.Usage.Granularity}
-	g, note, err := reports.MonthGranularity(ctx, st.DB(), p, "usage.granularity", time.Now())
+	p, err := schedules.Report(ctx, cfg, st.DB(), month, basis, out, nil, o.log)
 	if err != nil {
-		return fmt.Errorf("report %s: %w", o.month, err)
-	}
-	if note != "" {
-		o.log.Warn().Msg(note)
-	}
-	p.Granularity = g
-	n, err := reports.MonthRows(ctx, st.DB(), p)
-	if err != nil {
-		return fmt.Errorf("report %s: %w", o.month, err)
-	}
-	if n == 0 {
-		return emptyMonthError{month: o.month, basis: string(basis), granularity: string(g)}
-	}
-	if err := reports.WriteFile(ctx, st.DB(), p, out, reports.Options{Tolerance: cfg.Reports.Tolerance}); err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(w, "wrote %s (%s, basis %s, granularity %s)\n", out, o.month, basis, g)
+	_, err = fmt.Fprintf(w, "wrote %s (%s, basis %s, granularity %s)\n", out, o.month, p.Basis, p.Granularity)
 	return err
 }
-
-// emptyMonthError is a month with no usage rows for the basis and
-// granularity: no workbook is written (an empty one would look like a month
-// that cost nothing), and the exit is 3, partial.
-type emptyMonthError struct{ month, basis, granularity string }
-
-func (e emptyMonthError) Error() string {
-	return fmt.Sprintf("report %s: no usage rows for %s at basis %s and granularity %s, so no workbook was written; fetch the month first (tally fetch), or check usage.granularity and --basis against tally status", e.month, e.month, e.basis, e.granularity)
-}
-
-func (emptyMonthError) Partial() bool { return true }

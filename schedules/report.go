@@ -1,0 +1,68 @@
+package schedules
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/tally-dev/tally/configs"
+	"github.com/tally-dev/tally/fetch"
+	"github.com/tally-dev/tally/reports"
+)
+
+// EmptyMonthError is a month with no usage rows for the basis and
+// granularity: no workbook is written (an empty one would look like a
+// month that cost nothing). tally report exits 3 on it; the nightly job
+// says so and goes on.
+type EmptyMonthError struct {
+	Period reports.Period
+}
+
+func (e *EmptyMonthError) Error() string {
+	m := e.Period.Month.Format("2006-01")
+	return fmt.Sprintf("report %s: no usage rows for %s at basis %s and granularity %s, so no workbook was written; fetch the month first (tally fetch), or check usage.granularity and --basis against tally status",
+		m, m, e.Period.Basis, e.Period.Granularity)
+}
+
+// Partial marks the error for exit code 3.
+func (e *EmptyMonthError) Partial() bool { return true }
+
+// Report is the one way a month's workbook is written, by tally report and
+// by the jobs' report step: from src (the analysts' copy, or the store a
+// run holds) to path, at basis ("" is the config's: reported when
+// usage.reported_date, else usage), at the finest granularity that serves
+// the month (reports.MonthGranularity, warning when it is not the
+// config's). A month without rows is an *EmptyMonthError, nothing written.
+func Report(ctx context.Context, cfg *configs.Config, src reports.Source, month time.Time, basis fetch.Basis, path string, now func() time.Time, log zerolog.Logger) (reports.Period, error) {
+	if now == nil {
+		now = time.Now
+	}
+	if basis == "" {
+		basis = cfg.UsageQueryBase().Basis()
+	}
+	p := reports.Period{Month: month, Basis: basis, Granularity: cfg.Usage.Granularity}
+	label := month.Format("2006-01")
+	g, note, err := reports.MonthGranularity(ctx, src, p, "usage.granularity", now())
+	if err != nil {
+		return p, fmt.Errorf("report %s: %w", label, err)
+	}
+	if note != "" {
+		log.Warn().Str("month", label).Msg(note)
+	}
+	p.Granularity = g
+	n, err := reports.MonthRows(ctx, src, p)
+	if err != nil {
+		return p, fmt.Errorf("report %s: %w", label, err)
+	}
+	if n == 0 {
+		return p, &EmptyMonthError{Period: p}
+	}
+	log.Info().Str("month", label).Str("path", path).Msg("writing report")
+	if err := reports.WriteFile(ctx, src, p, path, reports.Options{Tolerance: cfg.Reports.Tolerance, Now: now}); err != nil {
+		return p, fmt.Errorf("report %s: %w", label, err)
+	}
+	log.Info().Str("month", label).Str("path", path).Msg("report written")
+	return p, nil
+}
