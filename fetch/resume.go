@@ -1,10 +1,10 @@
 package fetch
 
 import (
+	"encoding/binary"
 	"fmt"
-	"hash/fnv"
+	"hash/maphash"
 	"math"
-	"strconv"
 )
 
 // StreamError is a usage fetch that failed after rows of its window were
@@ -37,38 +37,47 @@ func (e *pageChangedError) Error() string {
 	return fmt.Sprintf("page %d came back with a different row %d than was already taken: the answer changed between requests; the window starts over", e.page, e.at)
 }
 
+// fpSeed seeds the row fingerprints: they are compared only within one
+// process (a page and its re-read), so any seed serves.
+var fpSeed = maphash.MakeSeed()
+
 // fingerprint identifies a row for checking a re-read page: every field
-// the interface sent, so a changed amount or date is a changed row. A
-// 64-bit FNV-1a over the fields keeps a page's worth to 8 bytes a row.
+// the interface sent, so a changed amount or date is a changed row, hashed
+// with the runtime's fast hash (hash/maphash) into 8 bytes a row, without
+// allocating on the hot path of every row.
 func fingerprint(md *MeterData) uint64 {
-	h := fnv.New64a()
-	var buf [8]byte
-	num := func(v uint64) {
-		for i := range buf {
-			buf[i] = byte(v >> (8 * i))
-		}
-		h.Write(buf[:])
+	var h maphash.Hash
+	h.SetSeed(fpSeed)
+	var b [8 * 8]byte
+	n := 0
+	put := func(v uint64) {
+		binary.LittleEndian.PutUint64(b[n:], v)
+		n += 8
 	}
-	str := func(s string) {
-		num(uint64(len(s)))
-		h.Write([]byte(s))
-	}
-	num(uint64(md.Date.UnixNano()))
+	put(uint64(md.Date.UnixNano()))
 	if md.DateProcessed != nil {
-		num(1)
-		num(uint64(md.DateProcessed.UnixNano()))
+		put(uint64(md.DateProcessed.UnixNano()))
 	} else {
-		num(0)
+		put(1<<63 - 1)
 	}
-	for _, s := range []string{md.MeterName, md.MeterSku, md.Family, md.Solution, md.Unit, md.Currency,
-		md.Entitlement, md.EntitlementType, md.PaymentMethod, md.PaymentMethodName, md.Project, md.Cost.String()} {
-		str(s)
-	}
-	num(math.Float64bits(md.Quantity))
+	put(uint64(md.Cost.scale))
+	put(uint64(md.Cost.small))
+	put(math.Float64bits(md.Quantity))
 	if md.Price != nil {
-		str(strconv.FormatFloat(*md.Price, 'g', -1, 64))
+		put(math.Float64bits(*md.Price))
 	} else {
-		num(0)
+		put(math.Float64bits(math.NaN()) ^ 1)
+	}
+	h.Write(b[:n])
+	for _, s := range [...]string{md.MeterName, md.MeterSku, md.Family, md.Solution, md.Unit, md.Currency,
+		md.Entitlement, md.EntitlementType, md.PaymentMethod, md.PaymentMethodName, md.Project} {
+		// The length first, so "ab"+"c" and "a"+"bc" differ.
+		binary.LittleEndian.PutUint64(b[:8], uint64(len(s)))
+		h.Write(b[:8])
+		h.WriteString(s)
+	}
+	if md.Cost.big != nil { // an unscaled cost beyond int64: rare
+		h.WriteString(md.Cost.big.String())
 	}
 	return h.Sum64()
 }
