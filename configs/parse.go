@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"go.yaml.in/yaml/v3"
 
@@ -282,10 +283,25 @@ func orTop(path string) string {
 }
 
 func join(path, key string) string {
+	key = keyName(key)
 	if path == "" {
 		return key
 	}
 	return path + "." + key
+}
+
+// keyName quotes a key that is not a plain name, so a key holding a newline
+// or a dot cannot break a problem onto two lines or pass for a nested path.
+func keyName(key string) string {
+	for _, r := range key {
+		if r == '.' || r == ' ' || !unicode.IsGraphic(r) {
+			return strconv.Quote(key)
+		}
+	}
+	if key == "" {
+		return `""`
+	}
+	return key
 }
 
 // deref follows an alias to the node it names.
@@ -541,7 +557,7 @@ func (p *parser) paths(n *yaml.Node) map[string]string {
 	}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := deref(n.Content[i]), n.Content[i+1]
-		field := "api.paths." + k.Value
+		field := join("api.paths", k.Value)
 		def, known := fetch.DefaultPaths[k.Value]
 		if k.Kind != yaml.ScalarNode || !known {
 			msg := fmt.Sprintf("unknown resource; known: %s", strings.Join(keys, ", "))
