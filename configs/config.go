@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tally-dev/tally/fetch"
+	"github.com/tally-dev/tally"
 )
 
 // Config is a loaded, validated configuration. Paths are resolved; every
@@ -44,18 +44,18 @@ type APIConfig struct {
 	// TokenWarnBefore is how long before a JWT token's expiry every run
 	// warns (api.token_warn_before).
 	TokenWarnBefore time.Duration
-	// Paths overrides resource paths by fetch.DefaultPaths key; only the
+	// Paths overrides resource paths by tally.DefaultPaths key; only the
 	// overrides are here, the client keeps the defaults.
 	Paths map[string]string
 }
 
 // UsageConfig is what usage to fetch.
 type UsageConfig struct {
-	Granularity      fetch.Granularity
+	Granularity      tally.Granularity
 	Start            time.Time // first day to backfill, midnight UTC
 	Lookback         time.Duration
-	Window           fetch.WindowSize // zero: the largest the granularity allows
-	Format           fetch.Format
+	Window           tally.WindowSize // zero: the largest the granularity allows
+	Format           tally.Format
 	ReportedDate     bool // filterOnReportedDate
 	ProjectNames     []string
 	PaymentMethodIDs []string
@@ -139,9 +139,9 @@ const (
 	DefaultMaxRetries      = 8
 	DefaultConnectRetries  = 3
 	DefaultTokenWarnBefore = 14 * 24 * time.Hour
-	DefaultGranularity     = fetch.Day
+	DefaultGranularity     = tally.Day
 	DefaultLookback        = 7 * 24 * time.Hour
-	DefaultFormat          = fetch.FormatJSON
+	DefaultFormat          = tally.FormatJSON
 	DefaultStorePath       = "data/tally.duckdb"
 	DefaultReportsDir      = "reports"
 	DefaultTolerance       = 0.005
@@ -228,8 +228,8 @@ func Parse(data []byte, dir string, getenv func(string) string) (*Config, error)
 
 // UsageQueryBase returns the usage query the config asks for, without a
 // window: format, basis and filters.
-func (c *Config) UsageQueryBase() fetch.UsageQuery {
-	return fetch.UsageQuery{
+func (c *Config) UsageQueryBase() tally.UsageQuery {
+	return tally.UsageQuery{
 		Format:           c.Usage.Format,
 		ReportedDate:     c.Usage.ReportedDate,
 		ProjectNames:     append([]string(nil), c.Usage.ProjectNames...),

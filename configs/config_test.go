@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tally-dev/tally/fetch"
+	"github.com/tally-dev/tally"
 )
 
 func noEnv(string) string { return "" }
@@ -43,8 +43,8 @@ func TestDefaults(t *testing.T) {
 			Concurrency: 4, MaxRetries: 8, ConnectRetries: 3, TokenWarnBefore: 14 * 24 * time.Hour, Paths: map[string]string{},
 		},
 		Usage: UsageConfig{
-			Granularity: fetch.Day, Start: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
-			Lookback: 7 * 24 * time.Hour, Format: fetch.FormatJSON,
+			Granularity: tally.Day, Start: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
+			Lookback: 7 * 24 * time.Hour, Format: tally.FormatJSON,
 		},
 		Store:   StoreConfig{Path: "/etc/tally/data/tally.duckdb"},
 		Reports: ReportsConfig{Dir: "/etc/tally/reports", Tolerance: 0.005, Months: []string{"previous", "current"}},
@@ -104,8 +104,8 @@ schedule:
 			Concurrency: 32, MaxRetries: 0, ConnectRetries: 3, TokenWarnBefore: 14 * 24 * time.Hour, Paths: map[string]string{"usage": "/v2/usage", "rate_card": "/v2/pm/{id}/card"},
 		},
 		Usage: UsageConfig{
-			Granularity: fetch.Hour, Start: time.Date(2024, 2, 29, 0, 0, 0, 0, time.UTC), Lookback: 36 * time.Hour,
-			Window: fetch.WindowSize{N: 1, Unit: 'm'}, Format: fetch.FormatCSV, ReportedDate: true,
+			Granularity: tally.Hour, Start: time.Date(2024, 2, 29, 0, 0, 0, 0, time.UTC), Lookback: 36 * time.Hour,
+			Window: tally.WindowSize{N: 1, Unit: 'm'}, Format: tally.FormatCSV, ReportedDate: true,
 			PaymentMethodIDs: []string{"0B6F2A4E-5C1D-4E8F-9A3B-7C2D1E0F4A5B"}, MeterNames: []string{"a", "b"},
 		},
 		Store:   StoreConfig{Path: "/var/lib/tally/t.duckdb"},
@@ -502,7 +502,7 @@ func TestToken(t *testing.T) {
 func TestUsageQueryBase(t *testing.T) {
 	cfg := mustParse(t, minimal+"  format: csv\n  reported_date: true\n  project_names: [b, a]\n  meter_names: [m]\n", noEnv)
 	q := cfg.UsageQueryBase()
-	if q.Format != fetch.FormatCSV || !q.ReportedDate || q.Basis() != fetch.BasisReported || q.Scope() != "projects=a,b;meters=m" || !q.Window.Start.IsZero() {
+	if q.Format != tally.FormatCSV || !q.ReportedDate || q.Basis() != tally.BasisReported || q.Scope() != "projects=a,b;meters=m" || !q.Window.Start.IsZero() {
 		t.Errorf("query = %+v scope %q", q, q.Scope())
 	}
 	q.ProjectNames[0] = "changed"

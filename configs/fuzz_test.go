@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tally-dev/tally/fetch"
+	"github.com/tally-dev/tally"
 )
 
 // FuzzParseConfig feeds Parse arbitrary text: it must never panic, every
@@ -31,8 +31,8 @@ func FuzzParseConfig(f *testing.F) {
 		a, u := cfg.API, cfg.Usage
 		switch {
 		case !u.Granularity.Valid(), u.Start.IsZero(), u.Lookback < 0,
-			fetch.CheckWindowSize(u.Granularity, u.Window) != nil,
-			u.Format != fetch.FormatJSON && u.Format != fetch.FormatCSV,
+			tally.CheckWindowSize(u.Granularity, u.Window) != nil,
+			u.Format != tally.FormatJSON && u.Format != tally.FormatCSV,
 			len(u.ProjectNames) > 0 && len(u.PaymentMethodIDs) > 0,
 			a.Concurrency < 1 || a.Concurrency > 32, a.MaxRetries < 0 || a.MaxRetries > 50,
 			a.Timeout <= 0, (a.TokenEnv == "") == (a.TokenFile == ""),
@@ -42,7 +42,7 @@ func FuzzParseConfig(f *testing.F) {
 			t.Fatalf("accepted an invalid config: %+v", cfg)
 		}
 		for k, v := range a.Paths {
-			if _, ok := fetch.DefaultPaths[k]; !ok || !strings.HasPrefix(v, "/") || strings.HasPrefix(v, "//") {
+			if _, ok := tally.DefaultPaths[k]; !ok || !strings.HasPrefix(v, "/") || strings.HasPrefix(v, "//") {
 				t.Fatalf("accepted path %s = %q", k, v)
 			}
 		}

@@ -19,7 +19,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/tally-dev/tally/fetch"
+	"github.com/tally-dev/tally"
 )
 
 // The file's shape. Leaves are yaml.Nodes so that every value is converted
@@ -533,7 +533,7 @@ func (p *parser) api(r *rawAPI, c *APIConfig) {
 // baseURL checks the interface's address by fetch's rule (the token goes
 // there), naming the field and the line.
 func (p *parser) baseURL(n *yaml.Node, field, s string) string {
-	if _, err := fetch.CheckBaseURL(s); err != nil {
+	if _, err := tally.CheckBaseURL(s); err != nil {
 		p.addf(deref(n), field, "%v", err)
 		return s
 	}
@@ -546,8 +546,8 @@ func (p *parser) paths(n *yaml.Node) map[string]string {
 	if isNull(n) {
 		return out
 	}
-	keys := make([]string, 0, len(fetch.DefaultPaths))
-	for k := range fetch.DefaultPaths {
+	keys := make([]string, 0, len(tally.DefaultPaths))
+	for k := range tally.DefaultPaths {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
@@ -558,7 +558,7 @@ func (p *parser) paths(n *yaml.Node) map[string]string {
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := deref(n.Content[i]), n.Content[i+1]
 		field := join("api.paths", k.Value)
-		def, known := fetch.DefaultPaths[k.Value]
+		def, known := tally.DefaultPaths[k.Value]
 		if k.Kind != yaml.ScalarNode || !known {
 			msg := fmt.Sprintf("unknown resource; known: %s", strings.Join(keys, ", "))
 			if s := suggest(k.Value, keys); s != "" {
@@ -578,7 +578,7 @@ func (p *parser) paths(n *yaml.Node) map[string]string {
 			}
 			continue
 		}
-		if err := fetch.CheckPath(k.Value, s); err != nil {
+		if err := tally.CheckPath(k.Value, s); err != nil {
 			p.addf(deref(v), field, "%v", err)
 			continue
 		}
@@ -590,14 +590,14 @@ func (p *parser) paths(n *yaml.Node) map[string]string {
 func (p *parser) usage(r *rawUsage, c *UsageConfig) {
 	gs := p.text(&r.Granularity, "usage.granularity", string(DefaultGranularity))
 	c.Granularity = DefaultGranularity
-	if g := fetch.Granularity(gs); g.Valid() {
+	if g := tally.Granularity(gs); g.Valid() {
 		c.Granularity = g
 	} else {
 		p.addf(deref(&r.Granularity), "usage.granularity", "%q is not one of hour, day, week, month, year", gs)
 	}
 
 	s, ok := p.scalar(&r.Start, "usage.start")
-	switch t, err := fetch.ParseDate(s); {
+	switch t, err := tally.ParseDate(s); {
 	case (!ok && isNull(&r.Start)) || (ok && s == ""):
 		p.addf(deref(&r.Start), "usage.start", "missing; set the first day to backfill as YYYY-MM-DD, e.g. 2026-01-01")
 	case !ok: // not a single value: reported
@@ -621,9 +621,9 @@ func (p *parser) usage(r *rawUsage, c *UsageConfig) {
 	}
 
 	if s, ok := p.scalar(&r.Window, "usage.window"); ok {
-		if w, err := fetch.ParseWindowSize(s); err != nil {
+		if w, err := tally.ParseWindowSize(s); err != nil {
 			p.addf(deref(&r.Window), "usage.window", "%v", err)
-		} else if err := fetch.CheckWindowSize(c.Granularity, w); err != nil {
+		} else if err := tally.CheckWindowSize(c.Granularity, w); err != nil {
 			p.addf(deref(&r.Window), "usage.window", "%v", err)
 		} else {
 			c.Window = w
@@ -631,9 +631,9 @@ func (p *parser) usage(r *rawUsage, c *UsageConfig) {
 	}
 
 	c.Format = DefaultFormat
-	switch f := p.text(&r.Format, "usage.format", string(DefaultFormat)); fetch.Format(f) {
-	case fetch.FormatJSON, fetch.FormatCSV:
-		c.Format = fetch.Format(f)
+	switch f := p.text(&r.Format, "usage.format", string(DefaultFormat)); tally.Format(f) {
+	case tally.FormatJSON, tally.FormatCSV:
+		c.Format = tally.Format(f)
 	default:
 		p.addf(deref(&r.Format), "usage.format", "%q is not one of json, csv", f)
 	}

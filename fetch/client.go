@@ -6,12 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/tally-dev/tally"
 
 	"github.com/rs/zerolog"
 )
@@ -77,11 +78,11 @@ func WithLogger(l zerolog.Logger) Option {
 func WithPaths(paths map[string]string) Option {
 	return func(c *Client) {
 		for k, v := range paths {
-			if err := checkPathKey(k); err != nil {
+			if err := tally.CheckPathKey(k); err != nil {
 				c.errs = append(c.errs, err)
 				continue
 			}
-			if err := CheckPath(k, v); err != nil {
+			if err := tally.CheckPath(k, v); err != nil {
 				c.errs = append(c.errs, fmt.Errorf("api path %s: %w", k, err))
 				continue
 			}
@@ -153,7 +154,7 @@ func WithUserAgent(version string) Option {
 // be https; plain http is accepted only for a loopback host (a local
 // simulation), so the token never crosses a network in clear text.
 func NewClient(baseURL, token string, opts ...Option) (*Client, error) {
-	base, err := CheckBaseURL(baseURL)
+	base, err := tally.CheckBaseURL(baseURL)
 	if err != nil {
 		return nil, fmt.Errorf("base url %w", err)
 	}
@@ -169,13 +170,13 @@ func NewClient(baseURL, token string, opts ...Option) (*Client, error) {
 		token:     token,
 		retry:     DefaultRetry(),
 		log:       zerolog.Nop(),
-		paths:     make(map[string]string, len(DefaultPaths)),
+		paths:     make(map[string]string, len(tally.DefaultPaths)),
 		userAgent: "tally/dev",
 
 		connectRetries: DefaultConnectRetries,
 	}
 	c.retry.Sleep = sleepCtx
-	for k, v := range DefaultPaths {
+	for k, v := range tally.DefaultPaths {
 		c.paths[k] = v
 	}
 	for _, o := range opts {
@@ -195,61 +196,6 @@ func NewClient(baseURL, token string, opts ...Option) (*Client, error) {
 		c.hc = &hc
 	}
 	return c, nil
-}
-
-// baseURLAllowed says what a base URL may be, in every error about one.
-const baseURLAllowed = "an https:// address such as https://app.mk.io (http:// only for a loopback host such as http://127.0.0.1:8080)"
-
-// CheckBaseURL is the one rule for the interface's address (NewClient and
-// the config's api.base_url): the token goes there, so it is https, or
-// plain http only to this machine (the simulator, tests); no user or
-// password (the token is the only credential), no query or fragment. A
-// user and password written into it never appear in the error.
-func CheckBaseURL(raw string) (*url.URL, error) {
-	raw = strings.TrimSpace(raw)
-	shown := redactUserinfo(raw)
-	u, err := url.Parse(raw)
-	switch {
-	case err != nil:
-		return nil, fmt.Errorf("%q is not a URL: use %s", shown, baseURLAllowed)
-	case u.User != nil:
-		return nil, fmt.Errorf("%q must not carry a user or password (left out here): the token is the only credential, from api.token_env or api.token_file", shown)
-	case u.Host == "" || u.Hostname() == "" || u.Opaque != "":
-		return nil, fmt.Errorf("%q is not %s: it has no host", shown, baseURLAllowed)
-	case u.Scheme != "https" && u.Scheme != "http":
-		return nil, fmt.Errorf("%q is not %s: its scheme is %q", shown, baseURLAllowed, u.Scheme)
-	case u.Scheme == "http" && !isLoopback(u.Hostname()):
-		return nil, fmt.Errorf("%q uses http to a host that is not loopback (127.0.0.0/8, ::1, localhost), so the token would cross the network in clear: use %s", shown, baseURLAllowed)
-	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || strings.Contains(raw, "#"):
-		return nil, fmt.Errorf("%q must not have a query or fragment: use %s", shown, baseURLAllowed)
-	}
-	return u, nil
-}
-
-// redactUserinfo hides a user and password written into an address, so an
-// error never repeats a secret, even in an address url.Parse refuses.
-func redactUserinfo(s string) string {
-	scheme, rest, ok := strings.Cut(s, "://")
-	if !ok {
-		return s
-	}
-	authority, path := rest, ""
-	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
-		authority, path = rest[:i], rest[i:]
-	}
-	at := strings.LastIndex(authority, "@")
-	if at < 0 {
-		return s
-	}
-	return scheme + "://…@" + authority[at+1:] + path
-}
-
-func isLoopback(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // defaultHTTPClient bounds the wait for answer headers but not the body: a
@@ -296,7 +242,7 @@ func effectivePort(u *url.URL) string {
 
 // endpoint returns the URL of a resource path with its placeholders filled.
 func (c *Client) endpoint(key string, vars map[string]string) string {
-	return c.baseStr + expandPath(c.paths[key], vars)
+	return c.baseStr + tally.ExpandPath(c.paths[key], vars)
 }
 
 // nextURL resolves a next link and checks that it stays on the base URL's
@@ -325,7 +271,7 @@ type request struct {
 	url    string
 	body   []byte // nil: no body
 	accept string // "" means application/json
-	stats  *Stats
+	stats  *tally.Stats
 }
 
 // send makes one attempt at r. A non-2xx answer becomes an *APIError with
@@ -394,7 +340,7 @@ func (c *Client) send(ctx context.Context, r request) (*http.Response, *body, er
 // told apart from a cut connection.
 type body struct {
 	rc    io.ReadCloser
-	stats *Stats
+	stats *tally.Stats
 	err   error
 }
 

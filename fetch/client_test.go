@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tally-dev/tally"
+
 	"github.com/rs/zerolog"
 )
 
@@ -63,8 +65,8 @@ func newTestClient(t *testing.T, srv *httptest.Server, opts ...Option) (*Client,
 }
 
 // collect drains a usage iterator; it stops at the first error.
-func collect(seq func(func(MeterData, error) bool)) ([]MeterData, error) {
-	var rows []MeterData
+func collect(seq func(func(tally.MeterData, error) bool)) ([]tally.MeterData, error) {
+	var rows []tally.MeterData
 	for md, err := range seq {
 		if err != nil {
 			return rows, err
@@ -105,7 +107,7 @@ func rowsFrom(from, to int) []map[string]any {
 }
 
 // checkRows asserts rows are exactly usageRow(from)…usageRow(to-1), in order.
-func checkRows(t *testing.T, rows []MeterData, from, to int) {
+func checkRows(t *testing.T, rows []tally.MeterData, from, to int) {
 	t.Helper()
 	if len(rows) != to-from {
 		t.Fatalf("got %d rows, want %d", len(rows), to-from)
@@ -133,17 +135,17 @@ func writeAPIError(w http.ResponseWriter, status int, code, detail, ref string) 
 	writeJSON(w, status, b)
 }
 
-func window(t *testing.T, start, end string, g Granularity) Window {
+func window(t *testing.T, start, end string, g tally.Granularity) tally.Window {
 	t.Helper()
-	s, err := ParseDate(start)
+	s, err := tally.ParseDate(start)
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := ParseDate(end)
+	e, err := tally.ParseDate(end)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return Window{Start: s, End: e, Granularity: g}
+	return tally.Window{Start: s, End: e, Granularity: g}
 }
 
 func TestNewClientBaseURL(t *testing.T) {
@@ -278,9 +280,9 @@ func TestRequestHeadersAndBody(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hc.record(r)
 		switch r.URL.Path {
-		case DefaultPaths["usage"]:
+		case tally.DefaultPaths["usage"]:
 			writeJSON(w, 200, usageJSON(nil, ""))
-		case DefaultPaths["projects"]:
+		case tally.DefaultPaths["projects"]:
 			writeJSON(w, 200, []byte(`{"value":[]}`))
 		default:
 			http.NotFound(w, r)
@@ -288,12 +290,12 @@ func TestRequestHeadersAndBody(t *testing.T) {
 	}))
 	defer srv.Close()
 	c, _ := newTestClient(t, srv, WithUserAgent("1.2.3"))
-	w := window(t, "2026-10-01", "2026-11-01", Hour)
-	if _, err := collect(c.Usage(context.Background(), UsageQuery{Window: w, ReportedDate: true,
+	w := window(t, "2026-10-01", "2026-11-01", tally.Hour)
+	if _, err := collect(c.Usage(context.Background(), tally.UsageQuery{Window: w, ReportedDate: true,
 		ProjectNames: []string{"alpha", "beta"}, MeterNames: []string{"m1"}})); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := collect(c.Usage(context.Background(), UsageQuery{Window: w, Format: FormatCSV, PaymentMethodIDs: []string{"pm-1"}})); err != nil {
+	if _, err := collect(c.Usage(context.Background(), tally.UsageQuery{Window: w, Format: tally.FormatCSV, PaymentMethodIDs: []string{"pm-1"}})); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.Projects(context.Background()); err != nil {
@@ -347,19 +349,19 @@ func TestUsageQueryRefusedBeforeSending(t *testing.T) {
 	}))
 	defer srv.Close()
 	c, _ := newTestClient(t, srv)
-	ok := window(t, "2026-10-01", "2026-11-01", Day)
+	ok := window(t, "2026-10-01", "2026-11-01", tally.Day)
 	tests := []struct {
 		name    string
-		q       UsageQuery
+		q       tally.UsageQuery
 		wantErr []string
 	}{
-		{"both filters", UsageQuery{Window: ok, ProjectNames: []string{"a"}, PaymentMethodIDs: []string{"b"}}, []string{"mutually exclusive", `"a"`, `"b"`}},
-		{"hour window too long", UsageQuery{Window: window(t, "2026-10-01", "2026-12-01", Hour)}, []string{"2026-10-01..2026-12-01", "no later than 2026-11-01"}},
-		{"empty window", UsageQuery{Window: window(t, "2026-10-01", "2026-10-01", Day)}, []string{"end must be after start"}},
-		{"month window off boundary", UsageQuery{Window: window(t, "2026-10-02", "2026-11-01", Month)}, []string{"month boundaries"}},
-		{"bad granularity", UsageQuery{Window: Window{Start: ok.Start, End: ok.End, Granularity: "minute"}}, []string{`"minute"`}},
-		{"bad format", UsageQuery{Window: ok, Format: "xml"}, []string{`"xml"`, "json or csv"}},
-		{"empty project name", UsageQuery{Window: ok, ProjectNames: []string{"a", ""}}, []string{"project names", "entry 2"}},
+		{"both filters", tally.UsageQuery{Window: ok, ProjectNames: []string{"a"}, PaymentMethodIDs: []string{"b"}}, []string{"mutually exclusive", `"a"`, `"b"`}},
+		{"hour window too long", tally.UsageQuery{Window: window(t, "2026-10-01", "2026-12-01", tally.Hour)}, []string{"2026-10-01..2026-12-01", "no later than 2026-11-01"}},
+		{"empty window", tally.UsageQuery{Window: window(t, "2026-10-01", "2026-10-01", tally.Day)}, []string{"end must be after start"}},
+		{"month window off boundary", tally.UsageQuery{Window: window(t, "2026-10-02", "2026-11-01", tally.Month)}, []string{"month boundaries"}},
+		{"bad granularity", tally.UsageQuery{Window: tally.Window{Start: ok.Start, End: ok.End, Granularity: "minute"}}, []string{`"minute"`}},
+		{"bad format", tally.UsageQuery{Window: ok, Format: "xml"}, []string{`"xml"`, "json or csv"}},
+		{"empty project name", tally.UsageQuery{Window: ok, ProjectNames: []string{"a", ""}}, []string{"project names", "entry 2"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -406,7 +408,7 @@ func TestAPIErrorStatuses(t *testing.T) {
 			c, _ := newTestClient(t, srv, WithRetry(testPolicy(rec, 3)))
 
 			// A one-day window cannot be split: a 400 surfaces too.
-			_, uerr := collect(c.Usage(context.Background(), UsageQuery{Window: window(t, "2026-10-01", "2026-10-02", Day)}))
+			_, uerr := collect(c.Usage(context.Background(), tally.UsageQuery{Window: window(t, "2026-10-01", "2026-10-02", tally.Day)}))
 			_, oerr := c.Organization(context.Background())
 			_, lerr := c.PaymentMethods(context.Background())
 			for i, err := range []error{uerr, oerr, lerr} {
@@ -484,14 +486,14 @@ func TestTokenNeverLeaks(t *testing.T) {
 
 	echo := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
-		case DefaultPaths["organization"]:
+		case tally.DefaultPaths["organization"]:
 			writeAPIError(w, 401, "Unauthorized", "bad token "+r.Header.Get("Authorization"), r.Header.Get("Authorization"))
-		case DefaultPaths["projects"]:
+		case tally.DefaultPaths["projects"]:
 			w.WriteHeader(500)
 			fmt.Fprintf(w, "crash; headers were %v", r.Header)
-		case DefaultPaths["locations"]:
+		case tally.DefaultPaths["locations"]:
 			writeJSON(w, 200, []byte(`{"value":[],"@odata.nextLink":"https://elsewhere.example/?t=`+testToken+`"}`))
-		case DefaultPaths["usage"]:
+		case tally.DefaultPaths["usage"]:
 			w.Header().Set("Retry-After", "1")
 			writeAPIError(w, 429, "TooMany", "slow down "+r.Header.Get("Authorization"), "r")
 		}
@@ -505,7 +507,7 @@ func TestTokenNeverLeaks(t *testing.T) {
 	errs = append(errs, err)
 	_, err = c.Locations(ctx)
 	errs = append(errs, err)
-	_, err = collect(c.Usage(ctx, UsageQuery{Window: window(t, "2026-10-01", "2026-10-02", Day)}))
+	_, err = collect(c.Usage(ctx, tally.UsageQuery{Window: window(t, "2026-10-01", "2026-10-02", tally.Day)}))
 	errs = append(errs, err)
 	err = c.Retry(ctx, func(ctx context.Context) error { return fmt.Errorf("%w: by hand", ErrTruncated) })
 	errs = append(errs, err)

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/tally-dev/tally"
 )
 
 // csvRows reads a CSV usage answer row by row. Its header names MeterData
@@ -80,20 +82,20 @@ func (c *csvRows) readHeader() error {
 
 // next returns the next row, or false at the end. Reader errors are
 // returned as they are; a final row cut mid-way is ErrTruncated.
-func (c *csvRows) next() (MeterData, bool, error) {
+func (c *csvRows) next() (tally.MeterData, bool, error) {
 	if c.done {
-		return MeterData{}, false, nil
+		return tally.MeterData{}, false, nil
 	}
 	if c.cols == nil {
 		if err := c.readHeader(); err != nil {
 			c.done = true
-			return MeterData{}, false, err
+			return tally.MeterData{}, false, err
 		}
 	}
 	rec, err := c.r.Read()
 	if err == io.EOF {
 		c.done = true
-		return MeterData{}, false, nil
+		return tally.MeterData{}, false, nil
 	}
 	if err != nil {
 		c.done = true
@@ -102,14 +104,14 @@ func (c *csvRows) next() (MeterData, bool, error) {
 			// A short last row without its line break, or a quoted
 			// field still open at the end, is a body cut mid-row.
 			if _, nerr := c.r.Read(); nerr == io.EOF && (errors.Is(pe.Err, csv.ErrQuote) || c.tail.last != '\n') {
-				return MeterData{}, false, fmt.Errorf("%w: csv line %d ends mid-row", ErrTruncated, pe.Line)
+				return tally.MeterData{}, false, fmt.Errorf("%w: csv line %d ends mid-row", ErrTruncated, pe.Line)
 			}
-			return MeterData{}, false, shapef("csv line %d: %v", pe.Line, pe.Err)
+			return tally.MeterData{}, false, shapef("csv line %d: %v", pe.Line, pe.Err)
 		}
 		if errors.As(err, &pe) {
-			return MeterData{}, false, shapef("csv line %d: %v", pe.Line, pe.Err)
+			return tally.MeterData{}, false, shapef("csv line %d: %v", pe.Line, pe.Err)
 		}
-		return MeterData{}, false, err
+		return tally.MeterData{}, false, err
 	}
 	c.b.reset()
 	for i, cell := range rec {
@@ -119,13 +121,13 @@ func (c *csvRows) next() (MeterData, bool, error) {
 		}
 		if err := c.b.set(c.cols[i], v); err != nil {
 			c.done = true
-			return MeterData{}, false, err
+			return tally.MeterData{}, false, err
 		}
 	}
 	md, err := c.b.finish()
 	if err != nil {
 		c.done = true
-		return MeterData{}, false, err
+		return tally.MeterData{}, false, err
 	}
 	return md, true, nil
 }

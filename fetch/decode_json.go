@@ -8,6 +8,8 @@ import (
 	"math"
 	"strconv"
 	"time"
+
+	"github.com/tally-dev/tally"
 )
 
 // envelope reads a list answer ({"value":[…],"supplemental":{…},
@@ -285,7 +287,7 @@ func badValue(f meterField, v scalar, msg string) error {
 
 // rowBuilder fills one MeterData from its fields, in any order.
 type rowBuilder struct {
-	md   MeterData
+	md   tally.MeterData
 	seen [numMeterFields]bool // set and non-null
 }
 
@@ -328,7 +330,7 @@ func (b *rowBuilder) set(f meterField, v scalar) error {
 		if v.kind != '#' && v.kind != 's' {
 			return badValue(f, v, "is not a decimal string")
 		}
-		d, err := ParseDecimal(v.text)
+		d, err := tally.ParseDecimal(v.text)
 		if err != nil {
 			return badValue(f, v, "is not a decimal number (such as \"12.3400\")")
 		}
@@ -354,7 +356,7 @@ func (b *rowBuilder) clear(f meterField) {
 	case fPrice:
 		b.md.Price = nil
 	case fCost:
-		b.md.Cost = Decimal{}
+		b.md.Cost = tally.Decimal{}
 	default:
 		*b.text(f) = ""
 	}
@@ -389,10 +391,10 @@ func (b *rowBuilder) text(f meterField) *string {
 }
 
 // finish checks the required fields and returns the row.
-func (b *rowBuilder) finish() (MeterData, error) {
+func (b *rowBuilder) finish() (tally.MeterData, error) {
 	for _, f := range requiredMeterFields {
 		if !b.seen[f] {
-			return MeterData{}, &fieldError{field: meterFieldNames[f], msg: "is missing or null (required)"}
+			return tally.MeterData{}, &fieldError{field: meterFieldNames[f], msg: "is missing or null (required)"}
 		}
 	}
 	// Totals are kept per currency and never added across currencies, so a
@@ -400,7 +402,7 @@ func (b *rowBuilder) finish() (MeterData, error) {
 	// in two: refuse it rather than store it. A well-formed code Tally has
 	// not seen is stored as sent and totalled on its own.
 	if !isCurrencyCode(b.md.Currency) {
-		return MeterData{}, badValue(fCurrency, scalar{kind: 's', text: b.md.Currency},
+		return tally.MeterData{}, badValue(fCurrency, scalar{kind: 's', text: b.md.Currency},
 			"is not a currency code: ISO 4217 codes are three capital letters, such as USD or EUR")
 	}
 	return b.md, nil
@@ -430,7 +432,7 @@ var timestampLayouts = []string{
 	"2006-01-02T15:04:05.999999999",
 	"2006-01-02 15:04:05.999999999Z07:00",
 	"2006-01-02 15:04:05.999999999",
-	DateLayout,
+	tally.DateLayout,
 }
 
 // parseTimestamp parses a date-time in one of timestampLayouts, in UTC.
@@ -449,31 +451,31 @@ func parseTimestamp(s string) (time.Time, error) {
 // key names match exactly and null is told from absent. Unknown keys are
 // skipped. Decoder errors are returned unwrapped; value errors are
 // *fieldError. offset is where dec's input starts in the answer.
-func decodeMeterDataJSON(dec *json.Decoder, b *rowBuilder, offset int64) (MeterData, error) {
+func decodeMeterDataJSON(dec *json.Decoder, b *rowBuilder, offset int64) (tally.MeterData, error) {
 	b.reset()
 	t, err := dec.Token()
 	if err != nil {
-		return MeterData{}, err
+		return tally.MeterData{}, err
 	}
 	if t != json.Delim('{') {
-		return MeterData{}, shapef("row is %s, not an object", describeToken(t))
+		return tally.MeterData{}, shapef("row is %s, not an object", describeToken(t))
 	}
 	for dec.More() {
 		t, err := dec.Token()
 		if err != nil {
-			return MeterData{}, err
+			return tally.MeterData{}, err
 		}
 		key, _ := t.(string)
 		f, known := meterFieldByName[key]
 		if !known {
 			if err := skipValue(dec); err != nil {
-				return MeterData{}, fieldReadError(key, err, offset+dec.InputOffset())
+				return tally.MeterData{}, fieldReadError(key, err, offset+dec.InputOffset())
 			}
 			continue
 		}
 		t, err = dec.Token()
 		if err != nil {
-			return MeterData{}, fieldReadError(key, err, offset+dec.InputOffset())
+			return tally.MeterData{}, fieldReadError(key, err, offset+dec.InputOffset())
 		}
 		var v scalar
 		switch x := t.(type) {
@@ -486,14 +488,14 @@ func decodeMeterDataJSON(dec *json.Decoder, b *rowBuilder, offset int64) (MeterD
 		case bool:
 			v = scalar{kind: 'b', text: strconv.FormatBool(x)}
 		case json.Delim:
-			return MeterData{}, &fieldError{field: key, value: describeToken(x), msg: "is not a single value"}
+			return tally.MeterData{}, &fieldError{field: key, value: describeToken(x), msg: "is not a single value"}
 		}
 		if err := b.set(f, v); err != nil {
-			return MeterData{}, err
+			return tally.MeterData{}, err
 		}
 	}
 	if _, err := dec.Token(); err != nil { // }
-		return MeterData{}, err
+		return tally.MeterData{}, err
 	}
 	return b.finish()
 }

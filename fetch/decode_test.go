@@ -8,13 +8,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tally-dev/tally"
 )
 
 // decodePage reads a whole usage answer with the decoder Usage uses.
-func decodePage(body string, csv bool) ([]MeterData, string, error) {
+func decodePage(body string, csv bool) ([]tally.MeterData, string, error) {
 	p := newUsagePage(context.Background(), io.NopCloser(strings.NewReader(body)), nil, csv)
 	defer p.close()
-	var rows []MeterData
+	var rows []tally.MeterData
 	for {
 		md, ok, err := p.next()
 		if err != nil {
@@ -52,16 +54,16 @@ func TestDecodeUsageJSONFullRow(t *testing.T) {
 	r := rows[0]
 	price := 0.02
 	dp := mustTime(t, "2026-10-02T00:00:00Z")
-	want := MeterData{
+	want := tally.MeterData{
 		Date: mustTime(t, "2026-10-01T00:00:00Z"), DateProcessed: &dp, MeterName: "video_encoding_ondemand",
 		MeterSku: "SKU-1", Family: "Encoding", Solution: "VOD", Unit: "minutes", Quantity: 12.5, Price: &price,
-		Cost: MustDecimal("0.2500"), Currency: "USD", Entitlement: "7f9c2d4e-0000-4000-8000-000000000001",
+		Cost: tally.MustDecimal("0.2500"), Currency: "USD", Entitlement: "7f9c2d4e-0000-4000-8000-000000000001",
 		EntitlementType: "cash", PaymentMethod: "5a1b2c3d-0000-4000-8000-000000000002", PaymentMethodName: "Main", Project: "alpha",
 	}
 	assertRow(t, r, want)
 }
 
-func assertRow(t *testing.T, got, want MeterData) {
+func assertRow(t *testing.T, got, want tally.MeterData) {
 	t.Helper()
 	if !got.Date.Equal(want.Date) || got.Date.Location() != time.UTC {
 		t.Errorf("Date = %v, want %v in UTC", got.Date, want.Date)
@@ -81,7 +83,7 @@ func assertRow(t *testing.T, got, want MeterData) {
 	if got.Cost.String() != want.Cost.String() {
 		t.Errorf("Cost = %s, want %s", got.Cost, want.Cost)
 	}
-	texts := func(m MeterData) [12]string {
+	texts := func(m tally.MeterData) [12]string {
 		return [12]string{m.MeterName, m.MeterSku, m.Family, m.Solution, m.Unit, m.Currency, m.Entitlement,
 			m.EntitlementType, m.PaymentMethod, m.PaymentMethodName, m.Project, strconv.FormatFloat(m.Quantity, 'g', -1, 64)}
 	}
@@ -99,7 +101,7 @@ func TestDecodeUsageJSON(t *testing.T) {
 		body     string
 		rows     int
 		next     string
-		check    func(t *testing.T, rows []MeterData)
+		check    func(t *testing.T, rows []tally.MeterData)
 		wantErr  []string // substrings of the error
 		truncErr bool     // the error wraps ErrTruncated
 	}{
@@ -108,13 +110,13 @@ func TestDecodeUsageJSON(t *testing.T) {
 		{name: "next link null", body: `{"value":[],"@odata.nextLink":null}`, rows: 0},
 		{name: "value null", body: `{"value":null}`, rows: 0},
 		{name: "keys in any order", body: `{"value":[{"quantity":3,"currency":"USD","cost":"9.9","meterName":"z","date":"2026-10-01"}]}`, rows: 1,
-			check: func(t *testing.T, rows []MeterData) {
+			check: func(t *testing.T, rows []tally.MeterData) {
 				if rows[0].Quantity != 3 || rows[0].Cost.String() != "9.9" || rows[0].MeterName != "z" || rows[0].Currency != "USD" {
 					t.Errorf("row %+v", rows[0])
 				}
 			}},
 		{name: "nulls", body: `{"value":[` + minimal(`,"dateProcessed":null,"meterSku":null,"unit":null,"price":null,"entitlement":null,"entitlementType":null,"paymentMethodName":null,"project":null`) + `]}`, rows: 1,
-			check: func(t *testing.T, rows []MeterData) {
+			check: func(t *testing.T, rows []tally.MeterData) {
 				r := rows[0]
 				if r.DateProcessed != nil || r.Price != nil || r.MeterSku != "" || r.Unit != "" || r.Entitlement != "" || r.Project != "" {
 					t.Errorf("nulls not empty: %+v", r)
@@ -122,7 +124,7 @@ func TestDecodeUsageJSON(t *testing.T) {
 			}},
 		{name: "unknown fields ignored", body: `{"kind":"x","value":[{"extra":{"a":[1,2,{"b":null}]},"date":"2026-10-01T00:00:00Z","meterName":"m","more":[[]],"cost":"1","currency":"EUR","quantity":1,"flag":true}],"other":"y"}`, rows: 1},
 		{name: "cost as a number is exact", body: `{"value":[{"date":"2026-10-01T00:00:00Z","meterName":"m","cost":0.1000000000000000055511151231257827,"currency":"EUR","quantity":1}]}`, rows: 1,
-			check: func(t *testing.T, rows []MeterData) {
+			check: func(t *testing.T, rows []tally.MeterData) {
 				if got := rows[0].Cost.String(); got != "0.1000000000000000055511151231257827" {
 					t.Errorf("cost = %s", got)
 				}
@@ -132,7 +134,7 @@ func TestDecodeUsageJSON(t *testing.T) {
 			`{"date":"2026-10-01T00:00:00","meterName":"m","cost":"1","currency":"EUR","quantity":1},` +
 			`{"date":"2026-10-01","meterName":"m","cost":"1","currency":"EUR","quantity":1},` +
 			`{"date":"2026-10-01T00:00:00.000Z","meterName":"m","cost":"1","currency":"EUR","quantity":1}]}`, rows: 4,
-			check: func(t *testing.T, rows []MeterData) {
+			check: func(t *testing.T, rows []tally.MeterData) {
 				want := mustTime(t, "2026-10-01T00:00:00Z")
 				for i, r := range rows {
 					if !r.Date.Equal(want) || r.Date.Location() != time.UTC {
@@ -141,7 +143,7 @@ func TestDecodeUsageJSON(t *testing.T) {
 				}
 			}},
 		{name: "quantity as string", body: `{"value":[` + strings.Replace(minimal(""), `"quantity":1`, `"quantity":"2.5"`, 1) + `]}`, rows: 1,
-			check: func(t *testing.T, rows []MeterData) {
+			check: func(t *testing.T, rows []tally.MeterData) {
 				if rows[0].Quantity != 2.5 {
 					t.Errorf("quantity %v", rows[0].Quantity)
 				}
@@ -209,7 +211,7 @@ func TestDecodeUsageCSV(t *testing.T) {
 	tests := []struct {
 		name     string
 		body     string
-		check    func(t *testing.T, rows []MeterData)
+		check    func(t *testing.T, rows []tally.MeterData)
 		rows     int
 		wantErr  []string
 		truncErr bool
@@ -219,16 +221,16 @@ func TestDecodeUsageCSV(t *testing.T) {
 				"alpha,12.5,0.2500,USD,enc,2026-10-01T00:00:00Z,,,minutes\n" +
 				",1,1e-3,EUR,str,2026-10-02,2026-10-03T00:00:00Z,0.5,\n",
 			rows: 2,
-			check: func(t *testing.T, rows []MeterData) {
-				assertRow(t, rows[0], MeterData{Date: mustTime(t, "2026-10-01T00:00:00Z"), MeterName: "enc", Unit: "minutes",
-					Quantity: 12.5, Cost: MustDecimal("0.2500"), Currency: "USD", Project: "alpha"})
+			check: func(t *testing.T, rows []tally.MeterData) {
+				assertRow(t, rows[0], tally.MeterData{Date: mustTime(t, "2026-10-01T00:00:00Z"), MeterName: "enc", Unit: "minutes",
+					Quantity: 12.5, Cost: tally.MustDecimal("0.2500"), Currency: "USD", Project: "alpha"})
 				dp, price := mustTime(t, "2026-10-03T00:00:00Z"), 0.5
-				assertRow(t, rows[1], MeterData{Date: mustTime(t, "2026-10-02T00:00:00Z"), DateProcessed: &dp, MeterName: "str",
-					Quantity: 1, Price: &price, Cost: MustDecimal("0.001"), Currency: "EUR"})
+				assertRow(t, rows[1], tally.MeterData{Date: mustTime(t, "2026-10-02T00:00:00Z"), DateProcessed: &dp, MeterName: "str",
+					Quantity: 1, Price: &price, Cost: tally.MustDecimal("0.001"), Currency: "EUR"})
 			}},
 		{name: "byte order mark and CRLF", body: "\ufeff" + strings.ReplaceAll(header, "\n", "\r\n") + "2026-10-01,m,1,EUR,1\r\n", rows: 1},
 		{name: "quoted fields", body: header + `2026-10-01,"a, ""b""",1.5,EUR,1` + "\n", rows: 1,
-			check: func(t *testing.T, rows []MeterData) {
+			check: func(t *testing.T, rows []tally.MeterData) {
 				if rows[0].MeterName != `a, "b"` {
 					t.Errorf("meterName %q", rows[0].MeterName)
 				}

@@ -1,8 +1,9 @@
-// Package fetch owns Tally's side of the media cloud's management interface:
-// the HTTP client (bearer auth, paging by @odata.nextLink, retries with
-// backoff), the usage query and its date windows, the resource types
-// (MeterData, payment methods, rate cards, projects, locations) and their
-// decoding from JSON and CSV.
+// Package fetch owns Tally's HTTP side of the media cloud's management
+// interface: the client (bearer auth, paging by @odata.nextLink, retries
+// with backoff, resuming a cut page), the usage request and the decoding of
+// its JSON and CSV answers, and the reference resources. The types it speaks
+// in (MeterData, windows, decimals, the usage query) are the root package
+// tally's.
 //
 // It knows nothing of storage: rows leave it as an iterator, and what becomes
 // of them is the caller's business.

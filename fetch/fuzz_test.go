@@ -7,6 +7,8 @@ import (
 	"io"
 	"testing"
 	"time"
+
+	"github.com/tally-dev/tally"
 )
 
 // Seed corpora live in testdata/fuzz/<Name>/; `go test` runs them as
@@ -14,12 +16,12 @@ import (
 
 // checkDecodedRow holds for every row a decoder lets through, whatever the
 // input: required fields were present, times are UTC, the cost round-trips.
-func checkDecodedRow(t *testing.T, md MeterData) {
+func checkDecodedRow(t *testing.T, md tally.MeterData) {
 	t.Helper()
 	if md.Date.Location() != time.UTC || md.DateProcessed != nil && md.DateProcessed.Location() != time.UTC {
 		t.Fatalf("times not in UTC: %v %v", md.Date, md.DateProcessed)
 	}
-	back, err := ParseDecimal(md.Cost.String())
+	back, err := tally.ParseDecimal(md.Cost.String())
 	if err != nil || back.Cmp(md.Cost) != 0 || back.String() != md.Cost.String() {
 		t.Fatalf("cost %s does not round-trip: %v", md.Cost, err)
 	}
@@ -88,7 +90,7 @@ func FuzzDecodeList(f *testing.F) {
 			if rc, err := decodeRateCard(data); err == nil {
 				for _, e := range rc.Entries {
 					for _, p := range e.Prices {
-						if _, err := ParseDecimal(p.Price.String()); err != nil {
+						if _, err := tally.ParseDecimal(p.Price.String()); err != nil {
 							t.Fatalf("price %s does not round-trip", p.Price)
 						}
 					}

@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/tally-dev/tally"
 )
 
 // maxDocument bounds a single-resource answer (a payment method, a rate
@@ -17,65 +19,65 @@ import (
 const maxDocument = 32 << 20
 
 // PaymentMethods lists the organization's payment methods, every page.
-func (c *Client) PaymentMethods(ctx context.Context) ([]PaymentMethod, error) {
+func (c *Client) PaymentMethods(ctx context.Context) ([]tally.PaymentMethod, error) {
 	return listAll(ctx, c, "payment_methods", "payment methods", decodePaymentMethod)
 }
 
 // PaymentMethod reads one payment method.
-func (c *Client) PaymentMethod(ctx context.Context, id string) (PaymentMethod, error) {
+func (c *Client) PaymentMethod(ctx context.Context, id string) (tally.PaymentMethod, error) {
 	if err := checkID("payment method id", id); err != nil {
-		return PaymentMethod{}, fmt.Errorf("get payment method: %w", err)
+		return tally.PaymentMethod{}, fmt.Errorf("get payment method: %w", err)
 	}
-	var pm PaymentMethod
+	var pm tally.PaymentMethod
 	err := c.getDocument(ctx, "payment_method", map[string]string{"id": id}, "payment method "+id, func(raw []byte) error {
 		var err error
 		pm, err = decodePaymentMethod(raw, 0)
 		return err
 	})
 	if err != nil {
-		return PaymentMethod{}, fmt.Errorf("get payment method %s: %w", id, err)
+		return tally.PaymentMethod{}, fmt.Errorf("get payment method %s: %w", id, err)
 	}
 	return pm, nil
 }
 
 // RateCard reads a payment method's rate card. Prices are exact: JSON
 // numbers are read as their text.
-func (c *Client) RateCard(ctx context.Context, paymentMethodID string) (RateCard, error) {
+func (c *Client) RateCard(ctx context.Context, paymentMethodID string) (tally.RateCard, error) {
 	if err := checkID("payment method id", paymentMethodID); err != nil {
-		return RateCard{}, fmt.Errorf("get rate card: %w", err)
+		return tally.RateCard{}, fmt.Errorf("get rate card: %w", err)
 	}
-	var rc RateCard
+	var rc tally.RateCard
 	err := c.getDocument(ctx, "rate_card", map[string]string{"id": paymentMethodID}, "rate card "+paymentMethodID, func(raw []byte) error {
 		var err error
 		rc, err = decodeRateCard(raw)
 		return err
 	})
 	if err != nil {
-		return RateCard{}, fmt.Errorf("get rate card of payment method %s: %w", paymentMethodID, err)
+		return tally.RateCard{}, fmt.Errorf("get rate card of payment method %s: %w", paymentMethodID, err)
 	}
 	return rc, nil
 }
 
 // Projects lists the projects the token can see, every page.
-func (c *Client) Projects(ctx context.Context) ([]Project, error) {
+func (c *Client) Projects(ctx context.Context) ([]tally.Project, error) {
 	return listAll(ctx, c, "projects", "projects", decodeProject)
 }
 
 // Locations lists the locations projects can be created in.
-func (c *Client) Locations(ctx context.Context) ([]Location, error) {
+func (c *Client) Locations(ctx context.Context) ([]tally.Location, error) {
 	return listAll(ctx, c, "locations", "locations", decodeLocation)
 }
 
 // Organization reads the token's organization.
-func (c *Client) Organization(ctx context.Context) (Organization, error) {
-	var org Organization
+func (c *Client) Organization(ctx context.Context) (tally.Organization, error) {
+	var org tally.Organization
 	err := c.getDocument(ctx, "organization", nil, "organization", func(raw []byte) error {
 		var err error
 		org, err = decodeOrganization(raw)
 		return err
 	})
 	if err != nil {
-		return Organization{}, fmt.Errorf("get organization: %w", err)
+		return tally.Organization{}, fmt.Errorf("get organization: %w", err)
 	}
 	return org, nil
 }
@@ -240,19 +242,19 @@ type paymentMethodSpecJSON struct {
 
 // decodePaymentMethod decodes one PaymentMethodSummary; n is its position in
 // a list (0 for a single one). A spec type Tally does not know is kept.
-func decodePaymentMethod(raw json.RawMessage, n int) (PaymentMethod, error) {
+func decodePaymentMethod(raw json.RawMessage, n int) (tally.PaymentMethod, error) {
 	var j paymentMethodJSON
 	if err := json.Unmarshal(raw, &j); err != nil {
-		return PaymentMethod{}, itemError("payment method", n, "", err)
+		return tally.PaymentMethod{}, itemError("payment method", n, "", err)
 	}
 	id := j.Metadata.ID
-	fail := func(format string, args ...any) (PaymentMethod, error) {
-		return PaymentMethod{}, itemError("payment method", n, id, fmt.Errorf(format, args...))
+	fail := func(format string, args ...any) (tally.PaymentMethod, error) {
+		return tally.PaymentMethod{}, itemError("payment method", n, id, fmt.Errorf(format, args...))
 	}
 	if id == "" {
 		return fail("metadata.id is missing")
 	}
-	pm := PaymentMethod{
+	pm := tally.PaymentMethod{
 		ID:                         id,
 		OrganizationID:             j.Metadata.OrganizationID,
 		DisplayName:                j.Metadata.DisplayName,
@@ -353,12 +355,12 @@ type rateCardJSON struct {
 }
 
 // decodeRateCard decodes a PaymentsMethodRateCard; every price is exact.
-func decodeRateCard(raw json.RawMessage) (RateCard, error) {
+func decodeRateCard(raw json.RawMessage) (tally.RateCard, error) {
 	var j rateCardJSON
 	if err := json.Unmarshal(raw, &j); err != nil {
-		return RateCard{}, itemError("rate card", 0, "", err)
+		return tally.RateCard{}, itemError("rate card", 0, "", err)
 	}
-	rc := RateCard{
+	rc := tally.RateCard{
 		PaymentMethodID:        j.Metadata.PaymentMethodID,
 		ProductPublicationID:   j.Metadata.ProductPublicationID,
 		ProductPublicationName: j.Metadata.ProductPublicationName,
@@ -368,9 +370,9 @@ func decodeRateCard(raw json.RawMessage) (RateCard, error) {
 	}
 	// A price is a JSON number, read as its exact text; a number sent
 	// as a string is taken too.
-	price := func(where string, raw json.RawMessage) (Decimal, error) {
-		fail := func(format string, args ...any) (Decimal, error) {
-			return Decimal{}, itemError("rate card", 0, rc.PaymentMethodID, fmt.Errorf("%s: %s", where, fmt.Sprintf(format, args...)))
+	price := func(where string, raw json.RawMessage) (tally.Decimal, error) {
+		fail := func(format string, args ...any) (tally.Decimal, error) {
+			return tally.Decimal{}, itemError("rate card", 0, rc.PaymentMethodID, fmt.Errorf("%s: %s", where, fmt.Sprintf(format, args...)))
 		}
 		text := string(bytes.TrimSpace(raw))
 		if text == "" || text == "null" {
@@ -381,27 +383,27 @@ func decodeRateCard(raw json.RawMessage) (RateCard, error) {
 				return fail("price %s is not a number", raw)
 			}
 		}
-		d, err := ParseDecimal(text)
+		d, err := tally.ParseDecimal(text)
 		if err != nil {
 			return fail("price %q is not a decimal number", text)
 		}
 		return d, nil
 	}
 	for i, e := range j.Spec.RateCard {
-		entry := RateCardEntry{Family: e.Family, Solution: e.Solution}
+		entry := tally.RateCardEntry{Family: e.Family, Solution: e.Solution}
 		for k, p := range e.Prices {
 			where := fmt.Sprintf("entry %d (%s/%s) price %d (%s)", i+1, e.Family, e.Solution, k+1, p.Name)
 			v, err := price(where, p.Price)
 			if err != nil {
-				return RateCard{}, err
+				return tally.RateCard{}, err
 			}
-			rp := RateCardPrice{Name: p.Name, DisplayName: p.DisplayName, Sku: p.Sku, Unit: p.Unit, Price: v}
+			rp := tally.RateCardPrice{Name: p.Name, DisplayName: p.DisplayName, Sku: p.Sku, Unit: p.Unit, Price: v}
 			for m, lp := range p.LocationPrices {
 				lv, err := price(fmt.Sprintf("%s location price %d (%s)", where, m+1, lp.LocationGroup), lp.Price)
 				if err != nil {
-					return RateCard{}, err
+					return tally.RateCard{}, err
 				}
-				rp.LocationPrices = append(rp.LocationPrices, LocationPrice{LocationGroup: lp.LocationGroup, Sku: lp.Sku, Price: lv})
+				rp.LocationPrices = append(rp.LocationPrices, tally.LocationPrice{LocationGroup: lp.LocationGroup, Sku: lp.Sku, Price: lv})
 			}
 			entry.Prices = append(entry.Prices, rp)
 		}
@@ -428,15 +430,15 @@ type projectJSON struct {
 
 // decodeProject decodes a ProjectGet. The spec's name is required by the
 // schema, the metadata's optional: spec first.
-func decodeProject(raw json.RawMessage, n int) (Project, error) {
+func decodeProject(raw json.RawMessage, n int) (tally.Project, error) {
 	var j projectJSON
 	if err := json.Unmarshal(raw, &j); err != nil {
-		return Project{}, itemError("project", n, "", err)
+		return tally.Project{}, itemError("project", n, "", err)
 	}
 	if j.Metadata.ID == "" {
-		return Project{}, itemError("project", n, "", fmt.Errorf("metadata.id is missing"))
+		return tally.Project{}, itemError("project", n, "", fmt.Errorf("metadata.id is missing"))
 	}
-	return Project{
+	return tally.Project{
 		ID:                      j.Metadata.ID,
 		Name:                    firstOf(j.Spec.Name, j.Metadata.Name),
 		DisplayName:             firstOf(j.Spec.DisplayName, j.Metadata.DisplayName),
@@ -466,15 +468,15 @@ type locationJSON struct {
 }
 
 // decodeLocation decodes a LocationSchema_v1.
-func decodeLocation(raw json.RawMessage, n int) (Location, error) {
+func decodeLocation(raw json.RawMessage, n int) (tally.Location, error) {
 	var j locationJSON
 	if err := json.Unmarshal(raw, &j); err != nil {
-		return Location{}, itemError("location", n, "", err)
+		return tally.Location{}, itemError("location", n, "", err)
 	}
 	if j.Metadata.ID == "" && j.Metadata.Name == "" {
-		return Location{}, itemError("location", n, "", fmt.Errorf("metadata.id and metadata.name are both missing"))
+		return tally.Location{}, itemError("location", n, "", fmt.Errorf("metadata.id and metadata.name are both missing"))
 	}
-	return Location{
+	return tally.Location{
 		ID:          j.Metadata.ID,
 		Name:        j.Metadata.Name,
 		DisplayName: j.Metadata.DisplayName,
@@ -496,15 +498,15 @@ type organizationJSON struct {
 }
 
 // decodeOrganization decodes an OrganizationSchema.
-func decodeOrganization(raw json.RawMessage) (Organization, error) {
+func decodeOrganization(raw json.RawMessage) (tally.Organization, error) {
 	var j organizationJSON
 	if err := json.Unmarshal(raw, &j); err != nil {
-		return Organization{}, itemError("organization", 0, "", err)
+		return tally.Organization{}, itemError("organization", 0, "", err)
 	}
 	if j.Metadata.ID == "" {
-		return Organization{}, itemError("organization", 0, "", fmt.Errorf("metadata.id is missing"))
+		return tally.Organization{}, itemError("organization", 0, "", fmt.Errorf("metadata.id is missing"))
 	}
-	return Organization{
+	return tally.Organization{
 		ID:   j.Metadata.ID,
 		Name: firstOf(j.Spec.Name, j.Metadata.Name),
 		Raw:  append(json.RawMessage(nil), raw...),

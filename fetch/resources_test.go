@@ -11,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/tally-dev/tally"
 )
 
 // listServer serves items in pages of size per, with next links
@@ -103,7 +105,7 @@ func TestPaymentMethods(t *testing.T) {
 		{"direct", "2026-02-01", "2026-03-01", "pubD", "", false, false},
 		{"direct", "", "", "", "", false, true},
 	}
-	day := func(p interface{ Format(string) string }) string { return p.Format(DateLayout) }
+	day := func(p interface{ Format(string) string }) string { return p.Format(tally.DateLayout) }
 	for i, pm := range pms {
 		w := want[i]
 		start, end := "", ""
@@ -420,7 +422,7 @@ func TestProjectsLocationsOrganization(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []Project{
+	want := []tally.Project{
 		{ID: "p-1", Name: "alpha", DisplayName: "Alpha", IsActive: true, LocationID: "loc-1", LocationName: "eu-west", AssignedPaymentMethodID: "pm-1"},
 		{ID: "p-2", Name: "beta", DisplayName: "Beta", LocationID: "loc-2", LocationName: "us-east"},
 		{ID: "p-3", Name: "gamma", DisplayName: "Gamma", IsActive: true, LocationID: "loc-1", LocationName: "eu-west"},

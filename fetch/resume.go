@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"hash/maphash"
 	"math"
+
+	"github.com/tally-dev/tally"
 )
 
 // StreamError is a usage fetch that failed after rows of its window were
@@ -13,7 +15,7 @@ import (
 // window (in a new transaction), and splits a window that keeps failing
 // this way into halves that need fewer pages in a row.
 type StreamError struct {
-	Window Window
+	Window tally.Window
 	Rows   int // rows handed on before the failure
 	Err    error
 }
@@ -45,7 +47,7 @@ var fpSeed = maphash.MakeSeed()
 // the interface sent, so a changed amount or date is a changed row, hashed
 // with the runtime's fast hash (hash/maphash) into 8 bytes a row, without
 // allocating on the hot path of every row.
-func fingerprint(md *MeterData) uint64 {
+func fingerprint(md *tally.MeterData) uint64 {
 	var h maphash.Hash
 	h.SetSeed(fpSeed)
 	var b [8 * 8]byte
@@ -60,8 +62,9 @@ func fingerprint(md *MeterData) uint64 {
 	} else {
 		put(1<<63 - 1)
 	}
-	put(uint64(md.Cost.scale))
-	put(uint64(md.Cost.small))
+	put(uint64(md.Cost.Scale()))
+	small, fits := md.Cost.Unscaled64()
+	put(uint64(small))
 	put(math.Float64bits(md.Quantity))
 	if md.Price != nil {
 		put(math.Float64bits(*md.Price))
@@ -76,8 +79,8 @@ func fingerprint(md *MeterData) uint64 {
 		h.Write(b[:8])
 		h.WriteString(s)
 	}
-	if md.Cost.big != nil { // an unscaled cost beyond int64: rare
-		h.WriteString(md.Cost.big.String())
+	if !fits { // an unscaled cost beyond int64: rare
+		h.WriteString(md.Cost.String())
 	}
 	return h.Sum64()
 }

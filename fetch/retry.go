@@ -8,6 +8,8 @@ import (
 	"net"
 	"syscall"
 	"time"
+
+	"github.com/tally-dev/tally"
 )
 
 // RetryPolicy bounds the retries of one request (and of one Client.Retry).
@@ -108,7 +110,7 @@ func (c *Client) Retry(ctx context.Context, fn func(ctx context.Context) error) 
 
 // withRetry is the retry loop shared by every request and by Retry. fn gets
 // the attempt number, from 1.
-func (c *Client) withRetry(ctx context.Context, stats *Stats, what string, fn func(ctx context.Context, attempt int) error) error {
+func (c *Client) withRetry(ctx context.Context, stats *tally.Stats, what string, fn func(ctx context.Context, attempt int) error) error {
 	p := c.retry
 	start := time.Now()
 	var waited time.Duration

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tally-dev/tally"
 )
 
 func TestParseRetryAfter(t *testing.T) {
@@ -108,8 +110,8 @@ func TestMaxAttemptsCap(t *testing.T) {
 	defer srv.Close()
 	rec := &sleepRecorder{}
 	c, _ := newTestClient(t, srv, WithRetry(RetryPolicy{MaxAttempts: 5, BaseDelay: 100 * time.Millisecond, MaxDelay: 300 * time.Millisecond, Sleep: rec.sleep}))
-	stats := &Stats{}
-	_, err := collect(c.Usage(context.Background(), UsageQuery{Window: window(t, "2026-10-01", "2026-11-01", Day), Stats: stats}))
+	stats := &tally.Stats{}
+	_, err := collect(c.Usage(context.Background(), tally.UsageQuery{Window: window(t, "2026-10-01", "2026-11-01", tally.Day), Stats: stats}))
 	var ae *APIError
 	if !errors.As(err, &ae) || ae.Status != 503 {
 		t.Fatalf("err = %v, want the 503", err)
@@ -336,8 +338,8 @@ func TestTransportFailuresRetried(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stats := &Stats{}
-	_, err = collect(c.Usage(context.Background(), UsageQuery{Window: window(t, "2026-10-01", "2026-11-01", Day), Stats: stats}))
+	stats := &tally.Stats{}
+	_, err = collect(c.Usage(context.Background(), tally.UsageQuery{Window: window(t, "2026-10-01", "2026-11-01", tally.Day), Stats: stats}))
 	if !errors.Is(err, syscall.ECONNREFUSED) || !strings.Contains(err.Error(), "give up after 3 attempts") || stats.Requests.Load() != 3 {
 		t.Errorf("dead server: err %v after %d requests", err, stats.Requests.Load())
 	}
@@ -365,7 +367,7 @@ func TestTransportFailuresRetried(t *testing.T) {
 	hc := srv.Client()
 	hc.Timeout = 200 * time.Millisecond
 	c, _ = newTestClient(t, srv, WithHTTPClient(hc))
-	rows, err := collect(c.Usage(context.Background(), UsageQuery{Window: window(t, "2026-10-01", "2026-11-01", Day)}))
+	rows, err := collect(c.Usage(context.Background(), tally.UsageQuery{Window: window(t, "2026-10-01", "2026-11-01", tally.Day)}))
 	if err != nil {
 		t.Fatal(err)
 	}

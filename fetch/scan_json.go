@@ -9,6 +9,8 @@ import (
 	"math/bits"
 	"time"
 	"unicode/utf8"
+
+	"github.com/tally-dev/tally"
 )
 
 // fastJSON reads a JSON usage answer straight from a buffer: no
@@ -140,7 +142,7 @@ var errHandoff = errors.New("hand off to the careful decoder")
 
 // next returns the next row, false at the end of the answer, or
 // errHandoff.
-func (s *fastJSON) next(b *rowBuilder) (MeterData, bool, error) {
+func (s *fastJSON) next(b *rowBuilder) (tally.MeterData, bool, error) {
 	for {
 		var (
 			st  step
@@ -149,7 +151,7 @@ func (s *fastJSON) next(b *rowBuilder) (MeterData, bool, error) {
 		)
 		switch s.state {
 		case envDone:
-			return MeterData{}, false, nil
+			return tally.MeterData{}, false, nil
 		case envStart:
 			st = s.start()
 		case envKeys:
@@ -159,17 +161,17 @@ func (s *fastJSON) next(b *rowBuilder) (MeterData, bool, error) {
 		}
 		switch {
 		case err != nil:
-			return MeterData{}, false, err
+			return tally.MeterData{}, false, err
 		case st == stepMore:
 			if !s.fill() {
-				return MeterData{}, false, errHandoff
+				return tally.MeterData{}, false, errHandoff
 			}
 		case st == stepOdd:
-			return MeterData{}, false, errHandoff
+			return tally.MeterData{}, false, errHandoff
 		case row:
 			return b.md, true, nil
 		case s.state == envDone:
-			return MeterData{}, false, nil
+			return tally.MeterData{}, false, nil
 		}
 	}
 }
@@ -533,12 +535,12 @@ func (s *fastJSON) setString(b *rowBuilder, f meterField, raw []byte) error {
 			return nil
 		}
 	case fQuantity, fPrice:
-		if x, ok := parsePlainFloat(raw); ok {
+		if x, ok := tally.ParsePlainFloat(raw); ok {
 			s.setFloat(b, f, x)
 			return nil
 		}
 	case fCost:
-		if d, ok := parsePlainDecimal(raw); ok {
+		if d, ok := tally.ParsePlainDecimal(raw); ok {
 			b.md.Cost, b.seen[f] = d, true
 			return nil
 		}
@@ -553,12 +555,12 @@ func (s *fastJSON) setString(b *rowBuilder, f meterField, raw []byte) error {
 func (s *fastJSON) setNumber(b *rowBuilder, f meterField, raw []byte) error {
 	switch f {
 	case fQuantity, fPrice:
-		if x, ok := parsePlainFloat(raw); ok {
+		if x, ok := tally.ParsePlainFloat(raw); ok {
 			s.setFloat(b, f, x)
 			return nil
 		}
 	case fCost:
-		if d, ok := parsePlainDecimal(raw); ok {
+		if d, ok := tally.ParsePlainDecimal(raw); ok {
 			b.md.Cost, b.seen[f] = d, true
 			return nil
 		}
@@ -641,26 +643,6 @@ func parseUTCSeconds(b []byte) (time.Time, bool) {
 
 func daysIn(m time.Month, year int) int {
 	return time.Date(year, m+1, 0, 0, 0, 0, 0, time.UTC).Day()
-}
-
-// pow10f are the powers of ten a float64 holds exactly.
-var pow10f = [...]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10,
-	1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22}
-
-// parsePlainFloat parses -?digits(.digits)? of at most 15 significant
-// digits. Such a mantissa and power of ten are exact doubles, so one
-// division gives the correctly rounded value, as strconv.ParseFloat does.
-// It reports false for any other text.
-func parsePlainFloat(b []byte) (float64, bool) {
-	neg, m, digits, frac, ok := plainNumber(b)
-	if !ok || digits > 15 || frac >= len(pow10f) {
-		return 0, false
-	}
-	x := float64(m) / pow10f[frac]
-	if neg {
-		x = -x
-	}
-	return x, true
 }
 
 // plainString returns the key or string at p[i] when it has no escape,

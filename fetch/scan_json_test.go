@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"testing/iotest"
+
+	"github.com/tally-dev/tally"
 )
 
 // The fast JSON reader must give exactly what the careful decoder gives:
@@ -16,7 +18,7 @@ import (
 // These tests run both over the same bytes and compare.
 
 type pageResult struct {
-	rows []MeterData
+	rows []tally.MeterData
 	next string
 	err  string
 }

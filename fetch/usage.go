@@ -9,6 +9,8 @@ import (
 	"iter"
 	"mime"
 	"net/http"
+
+	"github.com/tally-dev/tally"
 )
 
 // maxPages bounds one listing, against a server whose next links never end
@@ -20,25 +22,25 @@ var errStopped = errors.New("consumer stopped")
 
 // usageBody is the interface's CustomerUsageQueryData.
 type usageBody struct {
-	StartDate            string      `json:"startDate"`
-	EndDate              string      `json:"endDate"`
-	Granularity          Granularity `json:"granularity"`
-	Format               Format      `json:"format"`
-	FilterOnReportedDate bool        `json:"filterOnReportedDate"`
-	GroupBy              []string    `json:"groupBy"`
-	ProjectNames         []string    `json:"projectNames,omitempty"`
-	PaymentMethodIDs     []string    `json:"paymentMethodIds,omitempty"`
-	MeterNames           []string    `json:"meterNames,omitempty"`
+	StartDate            string            `json:"startDate"`
+	EndDate              string            `json:"endDate"`
+	Granularity          tally.Granularity `json:"granularity"`
+	Format               tally.Format      `json:"format"`
+	FilterOnReportedDate bool              `json:"filterOnReportedDate"`
+	GroupBy              []string          `json:"groupBy"`
+	ProjectNames         []string          `json:"projectNames,omitempty"`
+	PaymentMethodIDs     []string          `json:"paymentMethodIds,omitempty"`
+	MeterNames           []string          `json:"meterNames,omitempty"`
 }
 
 // checkUsageQuery rejects a query the interface would refuse, before
 // anything is sent.
-func checkUsageQuery(q UsageQuery) error {
+func checkUsageQuery(q tally.UsageQuery) error {
 	if err := q.Window.Validate(); err != nil {
 		return err
 	}
 	switch q.Format {
-	case "", FormatJSON, FormatCSV:
+	case "", tally.FormatJSON, tally.FormatCSV:
 	default:
 		return fmt.Errorf("format %q is not json or csv", q.Format)
 	}
@@ -58,14 +60,14 @@ func checkUsageQuery(q UsageQuery) error {
 	return nil
 }
 
-func newUsageBody(q UsageQuery, w Window) usageBody {
+func newUsageBody(q tally.UsageQuery, w tally.Window) usageBody {
 	f := q.Format
 	if f == "" {
-		f = FormatJSON
+		f = tally.FormatJSON
 	}
 	return usageBody{
-		StartDate:            w.Start.Format(DateLayout),
-		EndDate:              w.End.Format(DateLayout),
+		StartDate:            w.Start.Format(tally.DateLayout),
+		EndDate:              w.End.Format(tally.DateLayout),
 		Granularity:          w.Granularity,
 		Format:               f,
 		FilterOnReportedDate: q.ReportedDate,
@@ -95,10 +97,10 @@ func newUsageBody(q UsageQuery, w Window) usageBody {
 // before, so a caller that stops early causes no request it did not need.
 // The caller sees the same rows and errors, in the same order, as if it
 // read the answer itself.
-func (c *Client) Usage(ctx context.Context, q UsageQuery) iter.Seq2[MeterData, error] {
-	return func(yield func(MeterData, error) bool) {
+func (c *Client) Usage(ctx context.Context, q tally.UsageQuery) iter.Seq2[tally.MeterData, error] {
+	return func(yield func(tally.MeterData, error) bool) {
 		if err := checkUsageQuery(q); err != nil {
-			yield(MeterData{}, fmt.Errorf("usage query: %w", err))
+			yield(tally.MeterData{}, fmt.Errorf("usage query: %w", err))
 			return
 		}
 		pctx, stop := context.WithCancel(withResource(ctx, "usage"))
@@ -116,7 +118,7 @@ func (c *Client) Usage(ctx context.Context, q UsageQuery) iter.Seq2[MeterData, e
 				if ctx.Err() != nil {
 					// Cancelled: the producer's error names where.
 					b = pr.errorAfterCancel(ctx, q)
-					yield(MeterData{}, b.err)
+					yield(tally.MeterData{}, b.err)
 					return
 				}
 				if !yield(md, nil) {
@@ -127,7 +129,7 @@ func (c *Client) Usage(ctx context.Context, q UsageQuery) iter.Seq2[MeterData, e
 				close(b.ack)
 			}
 			if b.err != nil {
-				yield(MeterData{}, b.err)
+				yield(tally.MeterData{}, b.err)
 				return
 			}
 			select {
@@ -150,7 +152,7 @@ const (
 // any. ack, when set, is closed once the rows were taken: the end of a
 // page.
 type rowBatch struct {
-	rows []MeterData
+	rows []tally.MeterData
 	err  error
 	ack  chan struct{}
 }
@@ -160,12 +162,12 @@ type producer struct {
 	ctx     context.Context
 	r       *usageRun
 	batches chan rowBatch
-	free    chan []MeterData
-	cur     []MeterData
+	free    chan []tally.MeterData
+	cur     []tally.MeterData
 }
 
 func newProducer(ctx context.Context, r *usageRun) *producer {
-	pr := &producer{ctx: ctx, r: r, batches: make(chan rowBatch, batchesAhead), free: make(chan []MeterData, batchesAhead+2)}
+	pr := &producer{ctx: ctx, r: r, batches: make(chan rowBatch, batchesAhead), free: make(chan []tally.MeterData, batchesAhead+2)}
 	r.yield = pr.add
 	r.beforeRead = func() { pr.flush(nil) }
 	r.pageDone = pr.pageDone
@@ -184,12 +186,12 @@ func (pr *producer) run() {
 	}
 }
 
-func (pr *producer) add(md MeterData, _ error) bool {
+func (pr *producer) add(md tally.MeterData, _ error) bool {
 	if pr.cur == nil {
 		select {
 		case pr.cur = <-pr.free:
 		default:
-			pr.cur = make([]MeterData, 0, batchRows)
+			pr.cur = make([]tally.MeterData, 0, batchRows)
 		}
 	}
 	pr.cur = append(pr.cur, md)
@@ -235,7 +237,7 @@ func (pr *producer) pageDone() bool {
 // errorAfterCancel returns the producer's error once the caller's context
 // is cancelled, or, when the producer had already finished, the error the
 // consumer would have met reading on.
-func (pr *producer) errorAfterCancel(ctx context.Context, q UsageQuery) rowBatch {
+func (pr *producer) errorAfterCancel(ctx context.Context, q tally.UsageQuery) rowBatch {
 	for b := range pr.batches {
 		if b.ack != nil {
 			close(b.ack)
@@ -250,8 +252,8 @@ func (pr *producer) errorAfterCancel(ctx context.Context, q UsageQuery) rowBatch
 // usageRun is one Usage iteration.
 type usageRun struct {
 	c        *Client
-	q        UsageQuery
-	yield    func(MeterData, error) bool
+	q        tally.UsageQuery
+	yield    func(tally.MeterData, error) bool
 	getLinks bool // the server answered 405 to a POST of a next link: GET them
 
 	// beforeRead, when set, is called before each read of an answer's
@@ -260,7 +262,7 @@ type usageRun struct {
 	pageDone   func() bool
 }
 
-func (r *usageRun) describe(w Window) string {
+func (r *usageRun) describe(w tally.Window) string {
 	if w == r.q.Window {
 		return "fetch usage " + w.String()
 	}
@@ -269,7 +271,7 @@ func (r *usageRun) describe(w Window) string {
 
 // window fetches every page of w, splitting w when the interface refuses
 // its range.
-func (r *usageRun) window(ctx context.Context, w Window) error {
+func (r *usageRun) window(ctx context.Context, w tally.Window) error {
 	c := r.c
 	desc := r.describe(w)
 	payload, err := json.Marshal(newUsageBody(r.q, w))
@@ -277,7 +279,7 @@ func (r *usageRun) window(ctx context.Context, w Window) error {
 		return fmt.Errorf("%s: encode query: %w", desc, err)
 	}
 	accept := "application/json"
-	if r.q.Format == FormatCSV {
+	if r.q.Format == tally.FormatCSV {
 		accept = "text/csv, application/json"
 	}
 	link := c.endpoint("usage", nil)
@@ -451,19 +453,19 @@ func isCSV(contentType string) bool {
 
 // next returns the next row, false at the end of the answer. After an
 // error it returns that error again: a half-read row is never resumed.
-func (p *usagePage) next() (MeterData, bool, error) {
+func (p *usagePage) next() (tally.MeterData, bool, error) {
 	if p.err != nil {
-		return MeterData{}, false, p.err
+		return tally.MeterData{}, false, p.err
 	}
 	md, ok, err := p.read()
 	if err != nil {
 		p.err = p.failure(err)
-		return MeterData{}, false, p.err
+		return tally.MeterData{}, false, p.err
 	}
 	return md, ok, nil
 }
 
-func (p *usagePage) read() (MeterData, bool, error) {
+func (p *usagePage) read() (tally.MeterData, bool, error) {
 	if p.csv != nil {
 		return p.csv.next()
 	}
@@ -476,11 +478,11 @@ func (p *usagePage) read() (MeterData, bool, error) {
 	}
 	ok, err := p.env.more()
 	if err != nil || !ok {
-		return MeterData{}, false, err
+		return tally.MeterData{}, false, err
 	}
 	md, err := decodeMeterDataJSON(p.env.dec, &p.b, p.env.offset)
 	if err != nil {
-		return MeterData{}, false, err
+		return tally.MeterData{}, false, err
 	}
 	return md, true, nil
 }

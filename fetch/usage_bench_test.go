@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tally-dev/tally"
 )
 
 // Benchmarks of the usage decoders and the paged usage stream, for
@@ -158,7 +160,7 @@ func BenchmarkUsage(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	q := UsageQuery{Window: Window{time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2026, 2, 1, 0, 0, 0, 0, time.UTC), Hour}}
+	q := tally.UsageQuery{Window: tally.Window{Start: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), End: time.Date(2026, 2, 1, 0, 0, 0, 0, time.UTC), Granularity: tally.Hour}}
 	var total int64
 	for _, body := range bodies {
 		total += int64(len(body))

@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/tally-dev/tally"
 )
 
 // pagedUsage serves usage rows 0..14 in three pages of five. Page 2 puts its
@@ -73,8 +75,8 @@ func newPagedUsage(t *testing.T) (*pagedUsage, *httptest.Server) {
 func TestUsageThreePages(t *testing.T) {
 	s, srv := newPagedUsage(t)
 	c, _ := newTestClient(t, srv)
-	stats := &Stats{}
-	rows, err := collect(c.Usage(context.Background(), UsageQuery{Window: window(t, "2026-10-01", "2026-11-01", Day), Stats: stats}))
+	stats := &tally.Stats{}
+	rows, err := collect(c.Usage(context.Background(), tally.UsageQuery{Window: window(t, "2026-10-01", "2026-11-01", tally.Day), Stats: stats}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,8 +106,8 @@ func TestUsageNextLink405FallsBackToGET(t *testing.T) {
 		return 0
 	}
 	c, rec := newTestClient(t, srv)
-	stats := &Stats{}
-	rows, err := collect(c.Usage(context.Background(), UsageQuery{Window: window(t, "2026-10-01", "2026-11-01", Day), Stats: stats}))
+	stats := &tally.Stats{}
+	rows, err := collect(c.Usage(context.Background(), tally.UsageQuery{Window: window(t, "2026-10-01", "2026-11-01", tally.Day), Stats: stats}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +124,7 @@ func TestUsageConsumerStopsEarly(t *testing.T) {
 	s, srv := newPagedUsage(t)
 	c, _ := newTestClient(t, srv)
 	n := 0
-	for _, err := range c.Usage(context.Background(), UsageQuery{Window: window(t, "2026-10-01", "2026-11-01", Day)}) {
+	for _, err := range c.Usage(context.Background(), tally.UsageQuery{Window: window(t, "2026-10-01", "2026-11-01", tally.Day)}) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -149,15 +151,15 @@ func TestUsageLoopGuard(t *testing.T) {
 				hits.Add(1)
 				page := 1
 				fmt.Sscan(r.URL.Query().Get("$skiptoken"), &page)
-				next := srv.URL + DefaultPaths["usage"] + "?$skiptoken=2"
+				next := srv.URL + tally.DefaultPaths["usage"] + "?$skiptoken=2"
 				if page == 2 {
-					next = srv.URL + DefaultPaths["usage"] + tt.link
+					next = srv.URL + tally.DefaultPaths["usage"] + tt.link
 				}
 				writeJSON(w, 200, usageJSON(rowsFrom((page-1)*2, page*2), next))
 			}))
 			defer srv.Close()
 			c, _ := newTestClient(t, srv)
-			rows, err := collect(c.Usage(context.Background(), UsageQuery{Window: window(t, "2026-10-01", "2026-11-01", Day)}))
+			rows, err := collect(c.Usage(context.Background(), tally.UsageQuery{Window: window(t, "2026-10-01", "2026-11-01", tally.Day)}))
 			if err == nil || !strings.Contains(err.Error(), "already followed") || !strings.Contains(err.Error(), "2026-10-01..2026-11-01") {
 				t.Fatalf("err = %v, want a loop error naming the window", err)
 			}
@@ -190,9 +192,9 @@ func TestUsageForeignNextLinkRefused(t *testing.T) {
 	defer srv.Close()
 	port := srv.URL[strings.LastIndex(srv.URL, ":")+1:]
 	tests := []struct{ name, link string }{
-		{"other server", other.URL + DefaultPaths["usage"] + "?$skiptoken=2"},
-		{"other scheme", "https://127.0.0.1:" + port + DefaultPaths["usage"] + "?$skiptoken=2"},
-		{"other host name, same port", "http://localhost:" + port + DefaultPaths["usage"] + "?$skiptoken=2"},
+		{"other server", other.URL + tally.DefaultPaths["usage"] + "?$skiptoken=2"},
+		{"other scheme", "https://127.0.0.1:" + port + tally.DefaultPaths["usage"] + "?$skiptoken=2"},
+		{"other host name, same port", "http://localhost:" + port + tally.DefaultPaths["usage"] + "?$skiptoken=2"},
 		{"scheme-relative to the other server", "//" + strings.TrimPrefix(other.URL, "http://") + "/x"},
 	}
 	for _, tt := range tests {
@@ -200,7 +202,7 @@ func TestUsageForeignNextLinkRefused(t *testing.T) {
 			hits.Store(0)
 			link.Store(tt.link)
 			c, _ := newTestClient(t, srv)
-			rows, err := collect(c.Usage(context.Background(), UsageQuery{Window: window(t, "2026-10-01", "2026-11-01", Day)}))
+			rows, err := collect(c.Usage(context.Background(), tally.UsageQuery{Window: window(t, "2026-10-01", "2026-11-01", tally.Day)}))
 			if err == nil || !strings.Contains(err.Error(), "not on the base url's origin") {
 				t.Fatalf("err = %v, want a refused next link", err)
 			}
@@ -233,8 +235,8 @@ func (s *dayServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeAPIError(w, 400, "BadBody", err.Error(), "r")
 		return
 	}
-	start, _ := ParseDate(q.StartDate)
-	end, _ := ParseDate(q.EndDate)
+	start, _ := tally.ParseDate(q.StartDate)
+	end, _ := tally.ParseDate(q.EndDate)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if end.Sub(start) > time.Duration(s.maxDays)*24*time.Hour {
@@ -255,8 +257,8 @@ func TestUsageSplitsRefusedRange(t *testing.T) {
 	srv := httptest.NewServer(ds)
 	defer srv.Close()
 	c, _ := newTestClient(t, srv)
-	w := window(t, "2026-10-01", "2026-11-01", Day)
-	rows, err := collect(c.Usage(context.Background(), UsageQuery{Window: w}))
+	w := window(t, "2026-10-01", "2026-11-01", tally.Day)
+	rows, err := collect(c.Usage(context.Background(), tally.UsageQuery{Window: w}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,7 +271,7 @@ func TestUsageSplitsRefusedRange(t *testing.T) {
 		}
 	}
 	// The answered parts tile the window, in order.
-	next := w.Start.Format(DateLayout)
+	next := w.Start.Format(tally.DateLayout)
 	for _, a := range ds.answered {
 		s, e, _ := strings.Cut(a, "..")
 		if s != next {
@@ -289,7 +291,7 @@ func TestUsageSplitStopsAtOneUnit(t *testing.T) {
 	srv := httptest.NewServer(ds)
 	defer srv.Close()
 	c, _ := newTestClient(t, srv)
-	_, err := collect(c.Usage(context.Background(), UsageQuery{Window: window(t, "2026-10-01", "2026-11-01", Day)}))
+	_, err := collect(c.Usage(context.Background(), tally.UsageQuery{Window: window(t, "2026-10-01", "2026-11-01", tally.Day)}))
 	var ae *APIError
 	if !errors.As(err, &ae) || ae.Status != 400 || ae.Code != "InvalidRange" || ae.Ref != "ref-range" {
 		t.Fatalf("err = %v, want the 400 APIError", err)
@@ -325,9 +327,9 @@ func TestUsageCancelMidStream(t *testing.T) {
 			c, _ := newTestClient(t, srv)
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			var got []MeterData
+			var got []tally.MeterData
 			var gotErr error
-			for md, err := range c.Usage(ctx, UsageQuery{Window: window(t, "2026-10-01", "2026-11-01", Day)}) {
+			for md, err := range c.Usage(ctx, tally.UsageQuery{Window: window(t, "2026-10-01", "2026-11-01", tally.Day)}) {
 				if err != nil {
 					gotErr = err
 					continue // the iterator must end by itself after an error
@@ -421,8 +423,8 @@ func TestUsageCutBeforeAnyRowIsRetried(t *testing.T) {
 			srv := httptest.NewServer(cs)
 			defer srv.Close()
 			c, rec := newTestClient(t, srv)
-			stats := &Stats{}
-			rows, err := collect(c.Usage(context.Background(), UsageQuery{Window: window(t, "2026-10-01", "2026-11-01", Day), Stats: stats}))
+			stats := &tally.Stats{}
+			rows, err := collect(c.Usage(context.Background(), tally.UsageQuery{Window: window(t, "2026-10-01", "2026-11-01", tally.Day), Stats: stats}))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -442,7 +444,7 @@ func TestUsageCutOnSecondPageBeforeItsRows(t *testing.T) {
 	var srv *httptest.Server
 	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Query().Get("$skiptoken") == "" {
-			writeJSON(w, 200, usageJSON(rowsFrom(0, 3), srv.URL+DefaultPaths["usage"]+"?$skiptoken=2"))
+			writeJSON(w, 200, usageJSON(rowsFrom(0, 3), srv.URL+tally.DefaultPaths["usage"]+"?$skiptoken=2"))
 			return
 		}
 		body := usageJSON(rowsFrom(3, 6), "")
@@ -454,7 +456,7 @@ func TestUsageCutOnSecondPageBeforeItsRows(t *testing.T) {
 	}))
 	defer srv.Close()
 	c, _ := newTestClient(t, srv)
-	rows, err := collect(c.Usage(context.Background(), UsageQuery{Window: window(t, "2026-10-01", "2026-11-01", Day)}))
+	rows, err := collect(c.Usage(context.Background(), tally.UsageQuery{Window: window(t, "2026-10-01", "2026-11-01", tally.Day)}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -487,9 +489,9 @@ func TestUsageCutAfterRowsResumesThePage(t *testing.T) {
 			srv := httptest.NewServer(cs)
 			defer srv.Close()
 			c, rec := newTestClient(t, srv)
-			stats := &Stats{}
-			q := UsageQuery{Window: window(t, "2026-10-01", "2026-11-01", Day), Stats: stats}
-			var rows []MeterData
+			stats := &tally.Stats{}
+			q := tally.UsageQuery{Window: window(t, "2026-10-01", "2026-11-01", tally.Day), Stats: stats}
+			var rows []tally.MeterData
 			for md, err := range c.Usage(context.Background(), q) {
 				if err != nil {
 					t.Fatalf("after %d rows: %v", len(rows), err)
@@ -532,8 +534,8 @@ func TestUsageCutOnALaterPageResumesThatPage(t *testing.T) {
 	}))
 	defer srv.Close()
 	c, _ := newTestClient(t, srv)
-	var rows []MeterData
-	for md, err := range c.Usage(context.Background(), UsageQuery{Window: window(t, "2026-10-01", "2026-11-01", Day)}) {
+	var rows []tally.MeterData
+	for md, err := range c.Usage(context.Background(), tally.UsageQuery{Window: window(t, "2026-10-01", "2026-11-01", tally.Day)}) {
 		if err != nil {
 			t.Fatalf("after %d rows: %v", len(rows), err)
 		}
@@ -572,7 +574,7 @@ func TestUsagePageChangedAfterACut(t *testing.T) {
 	c, _ := newTestClient(t, srv)
 	var n int
 	var err error
-	for _, e := range c.Usage(context.Background(), UsageQuery{Window: window(t, "2026-10-01", "2026-11-01", Day)}) {
+	for _, e := range c.Usage(context.Background(), tally.UsageQuery{Window: window(t, "2026-10-01", "2026-11-01", tally.Day)}) {
 		if e != nil {
 			err = e
 			break
@@ -589,11 +591,11 @@ func TestUsageCSVAndJSONByContentType(t *testing.T) {
 	csvBody := "meterName,date,quantity,currency,cost,project\nmeter-000,2026-10-01,0,USD,0.0000,alpha\nmeter-001,2026-10-01,1,USD,1.0001,\n"
 	tests := []struct {
 		name, ctype, body string
-		format            Format
+		format            tally.Format
 	}{
-		{"csv asked and sent", "text/csv; charset=utf-8", csvBody, FormatCSV},
-		{"csv asked, json sent", "application/json", string(usageJSON(rowsFrom(0, 2), "")), FormatCSV},
-		{"json asked, csv sent", "text/csv", csvBody, FormatJSON},
+		{"csv asked and sent", "text/csv; charset=utf-8", csvBody, tally.FormatCSV},
+		{"csv asked, json sent", "application/json", string(usageJSON(rowsFrom(0, 2), "")), tally.FormatCSV},
+		{"json asked, csv sent", "text/csv", csvBody, tally.FormatJSON},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -603,7 +605,7 @@ func TestUsageCSVAndJSONByContentType(t *testing.T) {
 			}))
 			defer srv.Close()
 			c, _ := newTestClient(t, srv)
-			rows, err := collect(c.Usage(context.Background(), UsageQuery{Window: window(t, "2026-10-01", "2026-11-01", Day), Format: tt.format}))
+			rows, err := collect(c.Usage(context.Background(), tally.UsageQuery{Window: window(t, "2026-10-01", "2026-11-01", tally.Day), Format: tt.format}))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -634,7 +636,7 @@ func TestUsageRowErrorsNameWindowAndRow(t *testing.T) {
 			var srv *httptest.Server
 			srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				if r.URL.RawQuery == "" {
-					writeJSON(w, 200, usageJSON(rowsFrom(0, 2), srv.URL+DefaultPaths["usage"]+"?p=2"))
+					writeJSON(w, 200, usageJSON(rowsFrom(0, 2), srv.URL+tally.DefaultPaths["usage"]+"?p=2"))
 					return
 				}
 				ct := tt.ctype
@@ -646,7 +648,7 @@ func TestUsageRowErrorsNameWindowAndRow(t *testing.T) {
 			}))
 			defer srv.Close()
 			c, rec := newTestClient(t, srv)
-			rows, err := collect(c.Usage(context.Background(), UsageQuery{Window: window(t, "2026-10-01", "2026-11-01", Day)}))
+			rows, err := collect(c.Usage(context.Background(), tally.UsageQuery{Window: window(t, "2026-10-01", "2026-11-01", tally.Day)}))
 			if err == nil {
 				t.Fatal("no error")
 			}
@@ -684,9 +686,9 @@ func TestUsageSupplementalRecords(t *testing.T) {
 			}))
 			defer srv.Close()
 			cl, _ := newTestClient(t, srv)
-			var got []MeterData
+			var got []tally.MeterData
 			var err error
-			for md, e := range cl.Usage(context.Background(), UsageQuery{Window: window(t, "2026-10-01", "2026-11-01", Day)}) {
+			for md, e := range cl.Usage(context.Background(), tally.UsageQuery{Window: window(t, "2026-10-01", "2026-11-01", tally.Day)}) {
 				if e != nil {
 					err = e
 					break

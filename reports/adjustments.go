@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tally-dev/tally/fetch"
+	"github.com/tally-dev/tally"
 )
 
 const sheetAdjustments = "Adjustments to closed months"
@@ -23,14 +23,14 @@ type adjustmentRow struct {
 // adjustmentTotal is one closed month's adjustment in one currency.
 type adjustmentTotal struct {
 	month, currency string
-	diff            fetch.Decimal
+	diff            tally.Decimal
 }
 
 // readAdjustments reads every non-zero difference of a closed month of the
 // report's basis and granularity, and sums them per closed month and
 // currency, exactly, for the Summary.
 func (b *builder) readAdjustments() error {
-	totals := map[[2]string]fetch.Decimal{}
+	totals := map[[2]string]tally.Decimal{}
 	err := b.each("adjustments", func(r *sql.Rows) error {
 		var a adjustmentRow
 		if err := r.Scan(&a.month, &a.closedAt, &a.project, &a.meter, &a.paymentMethod, &a.currency, &a.closed, &a.today, &a.diff); err != nil {

@@ -9,8 +9,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tally-dev/tally/fetch"
 	"github.com/xuri/excelize/v2"
+
+	"github.com/tally-dev/tally"
 )
 
 var detailColumns = []column{
@@ -95,7 +96,7 @@ func (b *builder) startDetail() error {
 		money[c], price[c] = m, p
 	}
 	dateStyle := b.st.date
-	if b.p.Granularity == fetch.Hour {
+	if b.p.Granularity == tally.Hour {
 		dateStyle = b.st.hour
 	}
 	r := &detailReader{

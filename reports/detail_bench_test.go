@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tally-dev/tally/fetch"
+	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/reports"
 )
 
@@ -39,7 +39,7 @@ FROM range(?) t(i)`, n, n, n); err != nil {
 func BenchmarkBuild(b *testing.B) {
 	const n = 100_000
 	db := benchDB(b, n)
-	p := reports.Period{Month: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), Basis: fetch.BasisUsage, Granularity: fetch.Hour}
+	p := reports.Period{Month: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), Basis: tally.BasisUsage, Granularity: tally.Hour}
 	opts := reports.Options{Now: func() time.Time { return time.Date(2026, 2, 15, 0, 0, 0, 0, time.UTC) }}
 	b.ReportAllocs()
 	for b.Loop() {

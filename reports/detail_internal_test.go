@@ -13,7 +13,7 @@ import (
 	_ "github.com/duckdb/duckdb-go/v2"
 	"github.com/xuri/excelize/v2"
 
-	"github.com/tally-dev/tally/fetch"
+	"github.com/tally-dev/tally"
 )
 
 // Read a few days at a time, the Detail rows come out in the month's
@@ -37,14 +37,14 @@ FROM range(300) t(i)`, basis); err != nil {
 	detailRangeRows = 25
 	defer func() { detailRangeRows = old }()
 	for _, tt := range []struct {
-		basis fetch.Basis
+		basis tally.Basis
 		month time.Time
 	}{
-		{fetch.BasisUsage, time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC)},
-		{fetch.BasisReported, time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)},
+		{tally.BasisUsage, time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC)},
+		{tally.BasisReported, time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)},
 	} {
 		t.Run(string(tt.basis), func(t *testing.T) {
-			p := Period{Month: tt.month, Basis: tt.basis, Granularity: fetch.Hour}
+			p := Period{Month: tt.month, Basis: tt.basis, Granularity: tally.Hour}
 			var buf bytes.Buffer
 			if err := Build(context.Background(), db, p, &buf, Options{Now: func() time.Time { return time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC) }}); err != nil {
 				t.Fatal(err)

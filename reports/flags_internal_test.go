@@ -5,14 +5,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tally-dev/tally/fetch"
+	"github.com/tally-dev/tally"
 )
 
 // A rate card variance advises a billing query only when part of the
 // meter's value is invoiced; a balance draw or a license says what to do
 // instead. Its amount is always the variance.
 func TestRateCardFlagAdvice(t *testing.T) {
-	m := func(s string) money { return money{dec: fetch.MustDecimal(s), valid: true} }
+	m := func(s string) money { return money{dec: tally.MustDecimal(s), valid: true} }
 	for _, c := range []struct {
 		name, invoiced, balance, want, not string
 	}{

@@ -8,18 +8,18 @@ import (
 	"slices"
 	"time"
 
-	"github.com/tally-dev/tally/fetch"
+	"github.com/tally-dev/tally"
 	tallysql "github.com/tally-dev/tally/sql"
 )
 
 // MonthlyGranularities are the granularities whose buckets never cross a
 // month boundary, the only ones a month's workbook, close or export reads:
 // a week or year bucket would land whole in the month of its start date.
-var MonthlyGranularities = []fetch.Granularity{fetch.Hour, fetch.Day, fetch.Month}
+var MonthlyGranularities = []tally.Granularity{tally.Hour, tally.Day, tally.Month}
 
 // ServesMonths reports whether rows of granularity g can be summed into
 // calendar months: hour, day and month can; week and year cannot.
-func ServesMonths(g fetch.Granularity) bool { return slices.Contains(MonthlyGranularities, g) }
+func ServesMonths(g tally.Granularity) bool { return slices.Contains(MonthlyGranularities, g) }
 
 // GranularityError is a month asked for at a granularity that cannot serve
 // it (week or year) when no hour, day or month data covering the month is
@@ -28,9 +28,9 @@ func ServesMonths(g fetch.Granularity) bool { return slices.Contains(MonthlyGran
 // user should fetch a granularity that serves months.
 type GranularityError struct {
 	Field       string            // the setting that chose the granularity, e.g. usage.granularity
-	Granularity fetch.Granularity // the value asked for
+	Granularity tally.Granularity // the value asked for
 	Month       time.Time         // zero: not one month (Output says what)
-	Basis       fetch.Basis
+	Basis       tally.Basis
 	Output      string // what was refused when Month is zero, e.g. "the FOCUS export"
 }
 
@@ -50,7 +50,7 @@ func (e *GranularityError) Error() string {
 // or year it returns the finest of hour, day and month whose loaded windows
 // of p's basis cover the whole month (up to today for the month to date),
 // with a note saying so; with none, a *GranularityError naming field.
-func MonthGranularity(ctx context.Context, db Source, p Period, field string, now time.Time) (fetch.Granularity, string, error) {
+func MonthGranularity(ctx context.Context, db Source, p Period, field string, now time.Time) (tally.Granularity, string, error) {
 	if ServesMonths(p.Granularity) {
 		return p.Granularity, "", nil
 	}
@@ -62,7 +62,7 @@ func MonthGranularity(ctx context.Context, db Source, p Period, field string, no
 		return "", "", err
 	}
 	coverEnd := p.end()
-	if tomorrow := fetch.Day.Truncate(now).AddDate(0, 0, 1); tomorrow.Before(coverEnd) {
+	if tomorrow := tally.Day.Truncate(now).AddDate(0, 0, 1); tomorrow.Before(coverEnd) {
 		coverEnd = tomorrow
 	}
 	rows, err := db.QueryContext(ctx, string(text),
@@ -73,13 +73,13 @@ func MonthGranularity(ctx context.Context, db Source, p Period, field string, no
 		return "", "", fmt.Errorf("month coverage: %w", err)
 	}
 	defer rows.Close()
-	covered := map[fetch.Granularity]bool{}
+	covered := map[tally.Granularity]bool{}
 	for rows.Next() {
 		var g string
 		if err := rows.Scan(&g); err != nil {
 			return "", "", fmt.Errorf("month coverage: %w", err)
 		}
-		covered[fetch.Granularity(g)] = true
+		covered[tally.Granularity(g)] = true
 	}
 	if err := rows.Err(); err != nil {
 		return "", "", fmt.Errorf("month coverage: %w", err)

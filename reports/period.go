@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/tally-dev/tally/fetch"
+	"github.com/tally-dev/tally"
 )
 
 // monthLayout is the form of a report month on the command line and in file
@@ -15,8 +15,8 @@ const monthLayout = "2006-01"
 // Period says which usage rows a workbook covers.
 type Period struct {
 	Month       time.Time         // 1st of the month, 00:00 UTC
-	Basis       fetch.Basis       // usage: filter on date; reported: on date_processed
-	Granularity fetch.Granularity // which usage rows: hour, day or month (see MonthGranularity)
+	Basis       tally.Basis       // usage: filter on date; reported: on date_processed
+	Granularity tally.Granularity // which usage rows: hour, day or month (see MonthGranularity)
 }
 
 // ParseMonth parses a YYYY-MM month as the 1st of that month, UTC.
@@ -37,10 +37,10 @@ func DefaultPath(dir string, month time.Time) string {
 
 func (p Period) validate() error {
 	m := p.Month
-	if m.IsZero() || !m.Equal(fetch.Month.Truncate(m)) {
+	if m.IsZero() || !m.Equal(tally.Month.Truncate(m)) {
 		return fmt.Errorf("period month %s is not the 1st of a month at 00:00 UTC", m.Format(time.RFC3339))
 	}
-	if p.Basis != fetch.BasisUsage && p.Basis != fetch.BasisReported {
+	if p.Basis != tally.BasisUsage && p.Basis != tally.BasisReported {
 		return fmt.Errorf("period basis %q is not one of usage, reported", p.Basis)
 	}
 	if !p.Granularity.Valid() {
@@ -58,6 +58,6 @@ func (p Period) end() time.Time { return p.Month.AddDate(0, 1, 0) }
 // closed reports whether the month is over on now's (UTC) date: its last day
 // is before today. A month that is not closed is month to date.
 func (p Period) closed(now time.Time) bool {
-	today := fetch.Day.Truncate(now)
+	today := tally.Day.Truncate(now)
 	return !today.Before(p.end())
 }

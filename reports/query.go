@@ -7,7 +7,7 @@ import (
 	"io/fs"
 	"math/big"
 
-	"github.com/tally-dev/tally/fetch"
+	"github.com/tally-dev/tally"
 	tallysql "github.com/tally-dev/tally/sql"
 )
 
@@ -81,7 +81,7 @@ func (b *builder) each(name string, scan func(*sql.Rows) error, extra ...any) er
 // money is an exact amount as the queries hand it over: DECIMAL cast to
 // text, so no float touches it before its cell.
 type money struct {
-	dec   fetch.Decimal
+	dec   tally.Decimal
 	valid bool
 }
 
@@ -99,7 +99,7 @@ func (m *money) Scan(src any) error {
 	default:
 		return fmt.Errorf("money: want DECIMAL as text, got %T", src)
 	}
-	d, err := fetch.ParseDecimal(s)
+	d, err := tally.ParseDecimal(s)
 	if err != nil {
 		return fmt.Errorf("money: %w", err)
 	}
@@ -133,7 +133,7 @@ func (m money) round(places int) string {
 			q.Add(q, big.NewInt(1))
 		}
 	}
-	return fetch.NewDecimal(q, places).String()
+	return tally.NewDecimal(q, places).String()
 }
 
 // CurrencyTotal is a month's usage value in one currency and the part of

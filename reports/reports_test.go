@@ -24,7 +24,7 @@ import (
 	_ "github.com/duckdb/duckdb-go/v2"
 	"github.com/xuri/excelize/v2"
 
-	"github.com/tally-dev/tally/fetch"
+	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/reports"
 )
 
@@ -33,7 +33,7 @@ import (
 var (
 	october = time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC)
 	now     = time.Date(2026, 11, 10, 8, 30, 0, 0, time.UTC)
-	period  = reports.Period{Month: october, Basis: fetch.BasisUsage, Granularity: fetch.Day}
+	period  = reports.Period{Month: october, Basis: tally.BasisUsage, Granularity: tally.Day}
 )
 
 const (
@@ -307,7 +307,7 @@ func querySQL(t *testing.T, db *sql.DB, q string, args ...any) [][]string {
 // the double nearest the decimal, and shows the decimal rounded to the cent.
 func sameAmount(t *testing.T, what, cellValue, decimal string) {
 	t.Helper()
-	want, err := fetch.ParseDecimal(decimal)
+	want, err := tally.ParseDecimal(decimal)
 	if err != nil {
 		t.Fatalf("%s: check SQL gave %q: %v", what, decimal, err)
 	}
@@ -341,7 +341,7 @@ func centsOf(r *big.Rat) string {
 			q.Add(q, big.NewInt(1))
 		}
 	}
-	return fetch.NewDecimal(q, 2).String()
+	return tally.NewDecimal(q, 2).String()
 }
 
 // monthFilter is the check SQL's own filter for the fixture period.
@@ -427,7 +427,7 @@ func TestTotalsMatchSQL(t *testing.T) {
 			if c[0] == "USD" && i == 4 || c[0] == "EUR" && i == 3 {
 				continue
 			}
-			if d, _ := fetch.ParseDecimal(c[i]); d.IsZero() {
+			if d, _ := tally.ParseDecimal(c[i]); d.IsZero() {
 				t.Errorf("fixture leaves %s %s empty", c[0], names[i-2])
 			}
 		}
@@ -473,7 +473,7 @@ func TestTotalsMatchSQL(t *testing.T) {
 			v, _ := new(big.Rat).SetString(strconv.FormatFloat(mustFloat(t, at(r, col)), 'g', 15, 64))
 			sum.Add(sum, v)
 		}
-		want, _ := fetch.ParseDecimal(c[1])
+		want, _ := tally.ParseDecimal(c[1])
 		if centsOf(sum) != centsOf(want.Rat()) {
 			t.Errorf("Daily %s adds up to %s, SQL %s", c[0], centsOf(sum), c[1])
 		}
@@ -488,7 +488,7 @@ func TestTotalsMatchSQL(t *testing.T) {
 				v, _ := new(big.Rat).SetString(strconv.FormatFloat(mustFloat(t, at(r, colOf(t, tab[0], s.col))), 'g', 15, 64))
 				sum.Add(sum, v)
 			}
-			want, _ := fetch.ParseDecimal(c[1])
+			want, _ := tally.ParseDecimal(c[1])
 			if centsOf(sum) != centsOf(want.Rat()) {
 				t.Errorf("%s %s adds up to %s, SQL %s", s.sheet, c[0], centsOf(sum), c[1])
 			}
@@ -836,7 +836,7 @@ func TestDetailSplitsPastLimit(t *testing.T) {
 		}
 	}
 	for _, c := range querySQL(t, db, `SELECT currency, CAST(sum(cost) AS VARCHAR) FROM usage WHERE `+monthFilter+` GROUP BY ALL`) {
-		w, _ := fetch.ParseDecimal(c[1])
+		w, _ := tally.ParseDecimal(c[1])
 		if total[c[0]] == nil || total[c[0]].Cmp(w.Rat()) != 0 {
 			t.Errorf("Detail %s adds up to %v, SQL %s", c[0], total[c[0]], c[1])
 		}
@@ -882,8 +882,8 @@ func TestBasisAndGranularityChooseRows(t *testing.T) {
 		total string
 	}{
 		// The reported row was sampled on the 5th and charged on the 6th.
-		{"reported", reports.Period{Month: october, Basis: fetch.BasisReported, Granularity: fetch.Day}, day(6), "2026-10-05", "1000"},
-		{"hour", reports.Period{Month: october, Basis: fetch.BasisUsage, Granularity: fetch.Hour}, day(5), "2026-10-05 03:00", "1000"},
+		{"reported", reports.Period{Month: october, Basis: tally.BasisReported, Granularity: tally.Day}, day(6), "2026-10-05", "1000"},
+		{"hour", reports.Period{Month: october, Basis: tally.BasisUsage, Granularity: tally.Hour}, day(5), "2026-10-05 03:00", "1000"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "r.xlsx")
@@ -1028,9 +1028,9 @@ func TestBadInput(t *testing.T) {
 		opts reports.Options
 		want string
 	}{
-		{"mid-month", reports.Period{Month: day(2), Basis: fetch.BasisUsage, Granularity: fetch.Day}, reports.Options{}, "not the 1st of a month"},
-		{"basis", reports.Period{Month: october, Basis: "invoice", Granularity: fetch.Day}, reports.Options{}, `basis "invoice"`},
-		{"granularity", reports.Period{Month: october, Basis: fetch.BasisUsage, Granularity: "minute"}, reports.Options{}, `granularity "minute"`},
+		{"mid-month", reports.Period{Month: day(2), Basis: tally.BasisUsage, Granularity: tally.Day}, reports.Options{}, "not the 1st of a month"},
+		{"basis", reports.Period{Month: october, Basis: "invoice", Granularity: tally.Day}, reports.Options{}, `basis "invoice"`},
+		{"granularity", reports.Period{Month: october, Basis: tally.BasisUsage, Granularity: "minute"}, reports.Options{}, `granularity "minute"`},
 		{"tolerance", period, reports.Options{Tolerance: -1}, "tolerance -1"},
 		{"limit", period, reports.Options{DetailRowLimit: 1 << 21}, "detail row limit 2097152"},
 	} {
@@ -1123,7 +1123,7 @@ func TestLibreOffice(t *testing.T) {
 			continue
 		}
 		col := colOf(t, header, "Total usage value")
-		w, _ := fetch.ParseDecimal(want[0][0])
+		w, _ := tally.ParseDecimal(want[0][0])
 		if got := displayCents(mustFloat(t, at(rec, col))); got != centsOf(w.Rat()) {
 			t.Errorf("LibreOffice reads the %s total as %s, SQL %s", at(rec, 0), at(rec, col), want[0][0])
 		}
@@ -1135,7 +1135,7 @@ func TestLibreOffice(t *testing.T) {
 	bp := sheets["By project"]
 	for _, c := range querySQL(t, db, `SELECT project, currency, CAST(sum(cost) AS VARCHAR) FROM usage WHERE `+monthFilter+` GROUP BY ALL`) {
 		r := one(t, bp, map[string]string{"Project": c[0], "Currency": c[1]})
-		w, _ := fetch.ParseDecimal(c[2])
+		w, _ := tally.ParseDecimal(c[2])
 		if got := displayCents(mustFloat(t, at(r, colOf(t, bp[0], "Total usage value")))); got != centsOf(w.Rat()) {
 			t.Errorf("LibreOffice reads %s %s as %s, SQL %s", c[0], c[1], got, c[2])
 		}

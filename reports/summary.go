@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/tally-dev/tally/fetch"
+	"github.com/tally-dev/tally"
 )
 
 // totalRow is one currency's usage value for the month.
@@ -45,7 +45,7 @@ func (b *builder) summary(totals []totalRow) error {
 	}
 	s.row++
 	basis := "usage: usage that happened in the month (by sample date)"
-	if b.p.Basis == fetch.BasisReported {
+	if b.p.Basis == tally.BasisReported {
 		basis = "reported: usage charged in the month (by processing date), as invoices count it"
 	}
 	status := "Month to date: the month is not over, figures will still grow"

@@ -7,7 +7,7 @@ import (
 
 	"github.com/xuri/excelize/v2"
 
-	"github.com/tally-dev/tally/fetch"
+	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/reports"
 	tallysql "github.com/tally-dev/tally/sql"
 )
@@ -50,7 +50,7 @@ func TestValidityJudgedOnTheBucket(t *testing.T) {
 		VALUES ('month', 'usage', 'all', DATE '2026-10-01', DATE '2026-11-01', 6, CAST(? AS UUID), ?)`, runID, now)
 
 	path := reports.DefaultPath(t.TempDir(), october)
-	p := reports.Period{Month: october, Basis: fetch.BasisUsage, Granularity: fetch.Month}
+	p := reports.Period{Month: october, Basis: tally.BasisUsage, Granularity: tally.Month}
 	if err := reports.WriteFile(context.Background(), db, p, path, reports.Options{Now: func() time.Time { return now }}); err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +127,7 @@ FROM payment_method_violations ORDER BY payment_method, problem`)
 	for d := 1; d <= 31; d++ {
 		addUsage(t, db, use{date: day(d), meter: "encode", qty: 1, cost: "1", currency: "USD", pm: across, project: "alpha"})
 	}
-	p.Granularity = fetch.Day
+	p.Granularity = tally.Day
 	if err := reports.WriteFile(context.Background(), db, p, path, reports.Options{Now: func() time.Time { return now }}); err != nil {
 		t.Fatal(err)
 	}

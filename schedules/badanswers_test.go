@@ -14,7 +14,8 @@ import (
 
 	"github.com/xuri/excelize/v2"
 
-	"github.com/tally-dev/tally/fetch"
+	"github.com/tally-dev/tally"
+	"github.com/tally-dev/tally/internal/prooftest"
 	"github.com/tally-dev/tally/reports"
 	"github.com/tally-dev/tally/store"
 )
@@ -77,13 +78,13 @@ func TestBadAnswers(t *testing.T) {
 	// is corrupted, and the last one.
 	e := proofStart(t, proofSetup{lookback: "20d"})
 	e.mustFetch()
-	bad := fetch.Window{Start: day(t, "2026-02-18"), End: day(t, "2026-03-04"), Granularity: fetch.Day}
+	bad := tally.Window{Start: prooftest.Day(t, "2026-02-18"), End: prooftest.Day(t, "2026-03-04"), Granularity: tally.Day}
 	badQ := e.query(bad.Start, bad.End)
 	answer := e.sim.Rows(badQ) // in answer order: row k is answer[k-1]
 
 	type want struct {
 		errParts []string          // the window fails with an error holding these
-		rows     []fetch.MeterData // or the window is stored as these rows
+		rows     []tally.MeterData // or the window is stored as these rows
 	}
 	cases := []struct {
 		name    string
@@ -158,21 +159,21 @@ func TestBadAnswers(t *testing.T) {
 				n, _ := strconv.Atoi(string(b[m[2]:m[3]]))
 				return append(append(append([]byte(nil), b[:m[2]]...), strconv.Itoa(n+1)...), b[m[3]:]...)
 			},
-			want: want{rows: append(append([]fetch.MeterData(nil), answer...), answer[1])},
+			want: want{rows: append(append([]tally.MeterData(nil), answer...), answer[1])},
 		},
 		{
 			name: "a well-formed currency code Tally has not seen",
 			corrupt: func(t *testing.T, b []byte) []byte {
 				return proofEditRow(t, b, 2, func(row string) string { return proofSetField(t, row, "currency", `"XTS"`) })
 			},
-			want: want{rows: proofWithRow(answer, 1, func(md *fetch.MeterData) { md.Currency = "XTS" })},
+			want: want{rows: proofWithRow(answer, 1, func(md *tally.MeterData) { md.Currency = "XTS" })},
 		},
 		{
 			name: "an unknown entitlement type",
 			corrupt: func(t *testing.T, b []byte) []byte {
 				return proofEditRow(t, b, 2, func(row string) string { return proofSetField(t, row, "entitlementType", `"loyaltyBonus"`) })
 			},
-			want: want{rows: proofWithRow(answer, 1, func(md *fetch.MeterData) { md.EntitlementType = "loyaltyBonus" })},
+			want: want{rows: proofWithRow(answer, 1, func(md *tally.MeterData) { md.EntitlementType = "loyaltyBonus" })},
 		},
 	}
 	for _, c := range cases {
@@ -186,7 +187,7 @@ func TestBadAnswers(t *testing.T) {
 			}
 			cfg := e.configWith(dir, func(s *proofSetup) { s.format = format })
 			e.faults.set(func(w http.ResponseWriter, r *http.Request, q proofRequest) bool {
-				if !q.usage || q.start != bad.Start.Format(fetch.DateLayout) {
+				if !q.usage || q.start != bad.Start.Format(tally.DateLayout) {
 					return false
 				}
 				rec := proofRecord(e.sim, r)
@@ -216,7 +217,7 @@ func TestBadAnswers(t *testing.T) {
 				// The window is fully old: the rows the first run stored,
 				// not one of them from this run.
 				after := proofWindowRows(t, db, badQ)
-				if d := firstDiff(after.lines, before.lines); d != "" {
+				if d := prooftest.FirstDiff(after.lines, before.lines); d != "" {
 					t.Errorf("the failed window changed: %s", d)
 				}
 				if after.runs[run] > 0 {
@@ -228,15 +229,15 @@ func TestBadAnswers(t *testing.T) {
 					t.Fatalf("fetch: %v", err)
 				}
 				got := proofWindowRows(t, db, badQ)
-				if d := firstDiff(got.lines, renderAll(c.want.rows)); d != "" {
+				if d := prooftest.FirstDiff(got.lines, prooftest.RenderAll(c.want.rows)); d != "" {
 					t.Errorf("the window is not stored as the interface answered it: %s", d)
 				}
 				if got.runs[run] != len(got.lines) {
 					t.Errorf("%d of %d rows come from this run", got.runs[run], len(got.lines))
 				}
-				withDB(t, db, func(sdb *sql.DB) {
+				prooftest.WithDB(t, db, func(sdb *sql.DB) {
 					rows, _ := proofStored(t, sdb, badQ)
-					if d := sameTotals(proofTotals(rows), proofTotals(c.want.rows)); d != "" {
+					if d := prooftest.SameTotals(proofTotals(rows), proofTotals(c.want.rows)); d != "" {
 						t.Errorf("totals differ from the answer's: %s", d)
 					}
 				})
@@ -272,7 +273,7 @@ func TestUnknownEntitlementTypeFlagged(t *testing.T) {
 	}
 	defer st.Close()
 	path := filepath.Join(e.dir, "feb.xlsx")
-	p := reports.Period{Month: day(t, "2026-02-01"), Basis: fetch.BasisUsage, Granularity: fetch.Day}
+	p := reports.Period{Month: prooftest.Day(t, "2026-02-01"), Basis: tally.BasisUsage, Granularity: tally.Day}
 	if err := reports.WriteFile(context.Background(), st.DB(), p, path, reports.Options{Now: e.clock.Now}); err != nil {
 		t.Fatal(err)
 	}
@@ -293,8 +294,8 @@ func TestUnknownEntitlementTypeFlagged(t *testing.T) {
 	t.Errorf("the Flags sheet does not list the entitlement type loyaltyBonus:\n%v", rows)
 }
 
-func proofWithRow(rows []fetch.MeterData, i int, edit func(*fetch.MeterData)) []fetch.MeterData {
-	out := append([]fetch.MeterData(nil), rows...)
+func proofWithRow(rows []tally.MeterData, i int, edit func(*tally.MeterData)) []tally.MeterData {
+	out := append([]tally.MeterData(nil), rows...)
 	edit(&out[i])
 	return out
 }
@@ -305,12 +306,12 @@ type proofWindow struct {
 	runs  map[string]int
 }
 
-func proofWindowRows(t *testing.T, db string, q fetch.UsageQuery) proofWindow {
+func proofWindowRows(t *testing.T, db string, q tally.UsageQuery) proofWindow {
 	t.Helper()
 	w := proofWindow{runs: map[string]int{}}
-	withDB(t, db, func(sdb *sql.DB) {
+	prooftest.WithDB(t, db, func(sdb *sql.DB) {
 		rows, runs := proofStored(t, sdb, q)
-		w.lines = renderAll(rows)
+		w.lines = prooftest.RenderAll(rows)
 		for _, r := range runs {
 			w.runs[r]++
 		}
@@ -322,7 +323,7 @@ func proofWindowRows(t *testing.T, db string, q fetch.UsageQuery) proofWindow {
 func proofLastRun(t *testing.T, db string) string {
 	t.Helper()
 	var id string
-	withDB(t, db, func(sdb *sql.DB) {
+	prooftest.WithDB(t, db, func(sdb *sql.DB) {
 		if err := sdb.QueryRow(`SELECT CAST(id AS VARCHAR) FROM runs ORDER BY started DESC LIMIT 1`).Scan(&id); err != nil {
 			t.Fatal(err)
 		}

@@ -10,8 +10,8 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/configs"
-	"github.com/tally-dev/tally/fetch"
 	"github.com/tally-dev/tally/reports"
 	"github.com/tally-dev/tally/store"
 )
@@ -194,7 +194,7 @@ func closeStep(ctx context.Context, env *Env, runID uuid.UUID) (StepResult, erro
 		return StepResult{}, nil
 	}
 	now := env.now()
-	month := fetch.Month.Truncate(now).AddDate(0, -1, 0)
+	month := tally.Month.Truncate(now).AddDate(0, -1, 0)
 	m := month.Format("2006-01")
 	if due := month.AddDate(0, 1, 0).Add(cfg.Reports.CloseAfter); now.Before(due) {
 		env.Log.Info().Str("month", m).Time("due", due).Msg("close step: not due yet")

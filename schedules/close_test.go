@@ -15,9 +15,10 @@ import (
 
 	"github.com/xuri/excelize/v2"
 
+	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/configs"
-	"github.com/tally-dev/tally/fetch"
 	"github.com/tally-dev/tally/internal/focuscheck"
+	"github.com/tally-dev/tally/internal/prooftest"
 	"github.com/tally-dev/tally/reports"
 	"github.com/tally-dev/tally/store"
 )
@@ -59,20 +60,20 @@ GROUP BY 1`, period)
 }
 
 // adjustmentTotals sums closed_month_adjustments' difference per currency.
-func adjustmentTotals(t *testing.T, db *sql.DB) map[string]fetch.Decimal {
+func adjustmentTotals(t *testing.T, db *sql.DB) map[string]tally.Decimal {
 	t.Helper()
 	rows, err := db.Query(`SELECT currency, CAST(sum(difference) AS VARCHAR) FROM closed_month_adjustments GROUP BY currency`)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rows.Close()
-	out := map[string]fetch.Decimal{}
+	out := map[string]tally.Decimal{}
 	for rows.Next() {
 		var cur, s string
 		if err := rows.Scan(&cur, &s); err != nil {
 			t.Fatal(err)
 		}
-		out[cur] = fetch.MustDecimal(s)
+		out[cur] = tally.MustDecimal(s)
 	}
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
@@ -80,7 +81,7 @@ func adjustmentTotals(t *testing.T, db *sql.DB) map[string]fetch.Decimal {
 	return out
 }
 
-func cents(d fetch.Decimal) int64 {
+func cents(d tally.Decimal) int64 {
 	r := new(big.Rat).Mul(d.Rat(), big.NewRat(100, 1))
 	f, _ := r.Float64()
 	return int64(math.Round(f))
@@ -93,9 +94,9 @@ func cents(d fetch.Decimal) int64 {
 // simulator's difference per currency to the cent, and FOCUS sums for
 // October do not move: the difference is Correction rows billed later.
 func TestCloseOctoberThenLateChargesAreAdjustments(t *testing.T) {
-	h := newHarness(t, setup{granularity: fetch.Day, start: "2026-10-01", now: "2026-11-01T03:00:00Z", lookback: "5d", months: []string{"current"}})
+	h := newHarness(t, setup{granularity: tally.Day, start: "2026-10-01", now: "2026-11-01T03:00:00Z", lookback: "5d", months: []string{"current"}})
 	ctx := context.Background()
-	oct, nov := day(t, "2026-10-01"), day(t, "2026-11-01")
+	oct, nov := prooftest.Day(t, "2026-10-01"), prooftest.Day(t, "2026-11-01")
 	octQ := h.query(oct, nov)
 	h.mustFetch()
 	atClose := h.sim.Truth(octQ)
@@ -113,7 +114,7 @@ func TestCloseOctoberThenLateChargesAreAdjustments(t *testing.T) {
 		t.Fatal(err)
 	}
 	var focusBefore map[string]string
-	withDB(t, h.db, func(db *sql.DB) {
+	prooftest.WithDB(t, h.db, func(db *sql.DB) {
 		// The fingerprint is the truth at close, exactly.
 		var rows int64
 		var who, reason, action, hash string
@@ -123,7 +124,7 @@ func TestCloseOctoberThenLateChargesAreAdjustments(t *testing.T) {
 		if rows != int64(atClose.Rows) || who != "finance-test" || reason != "October signed off" || action != "close" || len(hash) != 64 {
 			t.Fatalf("month_closes: rows %d who %q reason %q action %q hash %q; want rows %d", rows, who, reason, action, hash, atClose.Rows)
 		}
-		cost := map[string]fetch.Decimal{}
+		cost := map[string]tally.Decimal{}
 		r, err := db.Query(`SELECT CAST(k AS VARCHAR), CAST(v AS VARCHAR) FROM (SELECT unnest(map_keys(cost)) AS k, unnest(map_values(cost)) AS v FROM month_closes)`)
 		if err != nil {
 			t.Fatal(err)
@@ -133,10 +134,10 @@ func TestCloseOctoberThenLateChargesAreAdjustments(t *testing.T) {
 			if err := r.Scan(&k, &v); err != nil {
 				t.Fatal(err)
 			}
-			cost[k] = fetch.MustDecimal(v)
+			cost[k] = tally.MustDecimal(v)
 		}
 		r.Close()
-		if d := sameTotals(cost, atClose.Cost); d != "" {
+		if d := prooftest.SameTotals(cost, atClose.Cost); d != "" {
 			t.Fatalf("month_closes.cost is not the truth at close: %s", d)
 		}
 		if adj := adjustmentTotals(t, db); len(adj) == 0 {
@@ -158,7 +159,7 @@ func TestCloseOctoberThenLateChargesAreAdjustments(t *testing.T) {
 	// nightly run loads them (lookback) and writes November's workbook.
 	h.clock.Set(time.Date(2026, 11, 3, 3, 0, 0, 0, time.UTC))
 	later := h.sim.Truth(octQ)
-	want := map[string]fetch.Decimal{}
+	want := map[string]tally.Decimal{}
 	nonZero := false
 	for cur, c := range later.Cost {
 		d := c.Add(negate(atClose.Cost[cur]))
@@ -186,8 +187,8 @@ func TestCloseOctoberThenLateChargesAreAdjustments(t *testing.T) {
 		t.Fatal("the final October workbook changed")
 	}
 
-	withDB(t, h.db, func(db *sql.DB) {
-		if d := sameTotals(adjustmentTotals(t, db), want); d != "" {
+	prooftest.WithDB(t, h.db, func(db *sql.DB) {
+		if d := prooftest.SameTotals(adjustmentTotals(t, db), want); d != "" {
 			t.Fatalf("closed_month_adjustments is not the simulator's difference: %s", d)
 		}
 		if got := focusSums(t, db, oct, false); !equalMaps(got, focusBefore) {
@@ -209,7 +210,7 @@ func TestCloseOctoberThenLateChargesAreAdjustments(t *testing.T) {
 		if n != 0 {
 			t.Fatalf("%d Correction rows billed in or before the closed October", n)
 		}
-		corr := map[string]fetch.Decimal{}
+		corr := map[string]tally.Decimal{}
 		r, err := db.Query(`SELECT BillingCurrency, CAST(sum(x_Cost) AS VARCHAR) FROM focus WHERE ChargeClass = 'Correction' AND x_Granularity = 'day' AND x_Basis = 'usage' GROUP BY 1`)
 		if err != nil {
 			t.Fatal(err)
@@ -219,10 +220,10 @@ func TestCloseOctoberThenLateChargesAreAdjustments(t *testing.T) {
 			if err := r.Scan(&cur, &s); err != nil {
 				t.Fatal(err)
 			}
-			corr[cur] = fetch.MustDecimal(s)
+			corr[cur] = tally.MustDecimal(s)
 		}
 		r.Close()
-		if d := sameTotals(corr, nonZeroOnly(want)); d != "" {
+		if d := prooftest.SameTotals(corr, nonZeroOnly(want)); d != "" {
 			t.Fatalf("FOCUS Correction rows are not the difference: %s", d)
 		}
 		// The frozen and Correction rows still conform to FOCUS 1.2.
@@ -281,11 +282,11 @@ func TestCloseOctoberThenLateChargesAreAdjustments(t *testing.T) {
 	}
 }
 
-func negate(d fetch.Decimal) fetch.Decimal {
-	return fetch.MustDecimal("0").Add(fetch.NewDecimal(new(big.Int).Neg(mustScaled(d)), d.Scale()))
+func negate(d tally.Decimal) tally.Decimal {
+	return tally.MustDecimal("0").Add(tally.NewDecimal(new(big.Int).Neg(mustScaled(d)), d.Scale()))
 }
 
-func mustScaled(d fetch.Decimal) *big.Int {
+func mustScaled(d tally.Decimal) *big.Int {
 	v, err := d.Scaled(d.Scale())
 	if err != nil {
 		panic(err)
@@ -293,8 +294,8 @@ func mustScaled(d fetch.Decimal) *big.Int {
 	return v
 }
 
-func nonZeroOnly(m map[string]fetch.Decimal) map[string]fetch.Decimal {
-	out := map[string]fetch.Decimal{}
+func nonZeroOnly(m map[string]tally.Decimal) map[string]tally.Decimal {
+	out := map[string]tally.Decimal{}
 	for k, v := range m {
 		if !v.IsZero() {
 			out[k] = v
@@ -319,9 +320,9 @@ func equalMaps(a, b map[string]string) bool {
 // and a reopen without a reason are refused, saying why; a reopen with a
 // reason is its own row.
 func TestCloseRefusals(t *testing.T) {
-	h := newHarness(t, setup{granularity: fetch.Day, start: "2026-10-01", now: "2026-11-02T03:00:00Z"})
+	h := newHarness(t, setup{granularity: tally.Day, start: "2026-10-01", now: "2026-11-02T03:00:00Z"})
 	ctx := context.Background()
-	oct, nov, sep := day(t, "2026-10-01"), day(t, "2026-11-01"), day(t, "2026-09-01")
+	oct, nov, sep := prooftest.Day(t, "2026-10-01"), prooftest.Day(t, "2026-11-01"), prooftest.Day(t, "2026-09-01")
 	refusal := func(o CloseOptions, want ...string) {
 		t.Helper()
 		_, err := h.runner.Close(ctx, o)
@@ -349,7 +350,7 @@ func TestCloseRefusals(t *testing.T) {
 	// Reopened, closing again is refused for the final workbook that
 	// already exists: it is never rewritten.
 	refusal(CloseOptions{Month: oct, Who: "bob"}, "already exists and is never rewritten")
-	withDB(t, h.db, func(db *sql.DB) {
+	prooftest.WithDB(t, h.db, func(db *sql.DB) {
 		var n int
 		if err := db.QueryRow(`SELECT count(*) FROM closed_months`).Scan(&n); err != nil {
 			t.Fatal(err)
@@ -376,14 +377,14 @@ func TestCloseRefusals(t *testing.T) {
 // the previous month once reports.close_after has passed, naming the job,
 // and leaves it alone on the next run.
 func TestCloseStepClosesAfterCloseAfter(t *testing.T) {
-	h := newHarness(t, setup{granularity: fetch.Day, start: "2026-10-01", now: "2026-11-01T03:00:00Z"})
+	h := newHarness(t, setup{granularity: tally.Day, start: "2026-10-01", now: "2026-11-01T03:00:00Z"})
 	h.runner.Config.Reports.CloseAfter = 2 * 24 * time.Hour
 	job := configs.Job{Name: "nightly", Run: []string{"fetch", "report", "close"}}
 	ctx := context.Background()
 	if _, err := h.runner.RunJob(ctx, "run", job); err != nil {
 		t.Fatal(err)
 	}
-	final := reports.FinalPath(h.runner.Config.Reports.Dir, day(t, "2026-10-01"))
+	final := reports.FinalPath(h.runner.Config.Reports.Dir, prooftest.Day(t, "2026-10-01"))
 	if _, err := os.Stat(final); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("closed before reports.close_after passed: %v", err)
 	}
@@ -398,7 +399,7 @@ func TestCloseStepClosesAfterCloseAfter(t *testing.T) {
 	if _, err := os.Stat(final); err != nil {
 		t.Fatal(err)
 	}
-	withDB(t, h.db, func(db *sql.DB) {
+	prooftest.WithDB(t, h.db, func(db *sql.DB) {
 		var n int
 		var who string
 		if err := db.QueryRow(`SELECT count(*), any_value(who) FROM month_closes`).Scan(&n, &who); err != nil {

@@ -15,8 +15,9 @@ import (
 
 	"github.com/xuri/excelize/v2"
 
-	"github.com/tally-dev/tally/fetch"
+	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/fetch/sim"
+	"github.com/tally-dev/tally/internal/prooftest"
 )
 
 // Crashes: a real tally process killed with SIGKILL at random moments, over
@@ -31,7 +32,7 @@ type proofCrash struct {
 	bin, dir, cfg, db string
 	sim               *sim.Server
 	from, to          time.Time
-	g                 fetch.Granularity
+	g                 tally.Granularity
 	env               []string
 }
 
@@ -40,9 +41,9 @@ func proofCrashStart(t *testing.T) *proofCrash {
 	// The sim's clock stands still and the fetched span ends days before
 	// it, so every window's truth is final and the same in every run.
 	now := time.Now().UTC().Truncate(time.Hour)
-	to := fetch.Day.Truncate(now).AddDate(0, 0, -2)
+	to := tally.Day.Truncate(now).AddDate(0, 0, -2)
 	from := to.AddDate(0, 0, -21)
-	c := &proofCrash{bin: proofBinary(t), dir: t.TempDir(), from: from, to: to, g: fetch.Hour}
+	c := &proofCrash{bin: proofBinary(t), dir: t.TempDir(), from: from, to: to, g: tally.Hour}
 	c.sim = sim.New(sim.Options{Token: proofToken, Seed: 21, Start: from, Now: func() time.Time { return now },
 		PageSize: 400, UsagePaging: true})
 	url := proofServe(t, c.sim)
@@ -62,7 +63,7 @@ store:
   path: tally.duckdb
 reports:
   dir: reports
-`, url, from.Format(fetch.DateLayout))
+`, url, from.Format(tally.DateLayout))
 	if err := os.WriteFile(c.cfg, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +131,7 @@ func (c *proofCrash) consistent(t *testing.T, label string) (windows int) {
 	if _, err := os.Stat(c.db); errors.Is(err, os.ErrNotExist) {
 		return 0 // killed before the database was created
 	}
-	withDB(t, c.db, func(db *sql.DB) {
+	prooftest.WithDB(t, c.db, func(db *sql.DB) {
 		// A database appears under its name only once created and
 		// migrated, whenever the kill fell.
 		var tables int
@@ -144,9 +145,9 @@ func (c *proofCrash) consistent(t *testing.T, label string) (windows int) {
 		if err != nil {
 			t.Fatalf("%s: read the ledger: %v", label, err)
 		}
-		var ws []fetch.Window
+		var ws []tally.Window
 		for rs.Next() {
-			w := fetch.Window{Granularity: c.g}
+			w := tally.Window{Granularity: c.g}
 			if err := rs.Scan(&w.Start, &w.End); err != nil {
 				t.Fatal(err)
 			}
@@ -155,9 +156,9 @@ func (c *proofCrash) consistent(t *testing.T, label string) (windows int) {
 		}
 		rs.Close()
 		for _, w := range ws {
-			q := fetch.UsageQuery{Window: w}
+			q := tally.UsageQuery{Window: w}
 			rows, _ := proofStored(t, db, q)
-			if d := firstDiff(renderAll(rows), renderAll(c.sim.Rows(q))); d != "" {
+			if d := prooftest.FirstDiff(prooftest.RenderAll(rows), prooftest.RenderAll(c.sim.Rows(q))); d != "" {
 				t.Errorf("%s: window %s is neither fully old nor fully new: %s", label, w, d)
 			}
 		}
@@ -169,7 +170,7 @@ func (c *proofCrash) consistent(t *testing.T, label string) (windows int) {
 
 func TestCrashKilledAtRandomMoments(t *testing.T) {
 	c := proofCrashStart(t)
-	span := []string{"--from", c.from.Format(fetch.DateLayout), "--to", c.to.Format(fetch.DateLayout)}
+	span := []string{"--from", c.from.Format(tally.DateLayout), "--to", c.to.Format(tally.DateLayout)}
 	t.Run("fetch", func(t *testing.T) {
 		rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
 		// About 12 s of kills; on a slow, busy machine it goes on (up to
@@ -199,10 +200,10 @@ func TestCrashKilledAtRandomMoments(t *testing.T) {
 		}
 		t.Logf("%d fetches killed", kills)
 		c.run(t, append([]string{"fetch"}, span...)...)
-		proofExact(t, c.sim, c.db, fetch.UsageQuery{Window: fetch.Window{Start: c.from, End: c.to, Granularity: c.g}})
+		proofExact(t, c.sim, c.db, tally.UsageQuery{Window: tally.Window{Start: c.from, End: c.to, Granularity: c.g}})
 	})
 	t.Run("report", func(t *testing.T) {
-		month := fetch.Month.Truncate(c.to.AddDate(0, 0, -1))
+		month := tally.Month.Truncate(c.to.AddDate(0, 0, -1))
 		final := filepath.Join(c.dir, "reports", month.Format("2006-01"), "tally-cost-"+month.Format("2006-01")+".xlsx")
 		args := []string{"report", "--month", month.Format("2006-01")}
 

@@ -226,7 +226,7 @@ func (s *Scheduler) runJob(ctx context.Context, job configs.Job) {
 func (s *Scheduler) noteFailed(job configs.Job, started time.Time, msg string) {
 	fin := time.Now().UTC()
 	r := store.RunInfo{ID: store.NewRunID(), Job: job.Name, Command: "schedule", Started: started, Finished: &fin, Status: store.RunFailed, Error: msg}
-	if err := appendJournal(s.r.Config.Store.Path, r); err != nil {
+	if err := store.AppendJournal(s.r.Config.Store.Path, r); err != nil {
 		s.r.Log.Error().Err(err).Str("job", job.Name).Msg("failed run not noted")
 	}
 	s.mon.runFinished(job.Name, r)
@@ -255,7 +255,7 @@ func (s *Scheduler) seed(ctx context.Context) {
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		s.r.Log.Warn().Err(err).Msg("previous runs not read: health starts from no history")
 	}
-	pending, err := PendingRuns(db)
+	pending, err := store.PendingRuns(db)
 	if err != nil {
 		s.r.Log.Warn().Err(err).Msg("runs noted beside the database not read")
 	}

@@ -29,6 +29,7 @@ import (
 	"github.com/emersion/go-smtp"
 
 	"github.com/tally-dev/tally/configs"
+	"github.com/tally-dev/tally/internal/prooftest"
 	"github.com/tally-dev/tally/store"
 )
 
@@ -222,7 +223,7 @@ func TestDeliverWorkbooks(t *testing.T) {
 	if len(ms.messages) != 1 {
 		t.Errorf("%d messages after a third run, want the one: a workbook is delivered once", len(ms.messages))
 	}
-	withDB(t, h.db, func(db *sql.DB) {
+	prooftest.WithDB(t, h.db, func(db *sql.DB) {
 		var n int
 		if err := db.QueryRow(`SELECT count(*) FROM deliveries WHERE path LIKE '%tally-cost-2026-10.xlsx'`).Scan(&n); err != nil || n != 2 {
 			t.Errorf("%d deliveries recorded (%v), want 2: the folder and the mail, once each", n, err)

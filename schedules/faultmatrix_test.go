@@ -11,8 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tally-dev/tally/fetch"
+	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/fetch/sim"
+	"github.com/tally-dev/tally/internal/prooftest"
 )
 
 // The fault matrix: every fault the interface or the network can throw at
@@ -305,9 +306,9 @@ func TestFaultConnectionRefusedThenBack(t *testing.T) {
 // it.
 func TestFaultWindowFailingEveryRetry(t *testing.T) {
 	e := proofStart(t, proofSetup{attempts: 4})
-	bad := fetch.Window{Start: day(t, "2026-01-15"), End: day(t, "2026-01-29"), Granularity: fetch.Day}
+	bad := tally.Window{Start: prooftest.Day(t, "2026-01-15"), End: prooftest.Day(t, "2026-01-29"), Granularity: tally.Day}
 	e.faults.set(func(w http.ResponseWriter, r *http.Request, q proofRequest) bool {
-		if q.usage && q.start == bad.Start.Format(fetch.DateLayout) {
+		if q.usage && q.start == bad.Start.Format(tally.DateLayout) {
 			proofError(w, http.StatusServiceUnavailable, "")
 			return true
 		}
@@ -327,10 +328,10 @@ func TestFaultWindowFailingEveryRetry(t *testing.T) {
 	if sum.Loaded != sum.Planned-1 {
 		t.Errorf("%d of %d windows loaded, want all but one", sum.Loaded, sum.Planned)
 	}
-	start, end := day(t, e.s.start), e.span().Window.End
+	start, end := prooftest.Day(t, e.s.start), e.span().Window.End
 	proofExact(t, e.sim, e.db, e.query(start, bad.Start))
 	proofExact(t, e.sim, e.db, e.query(bad.End, end))
-	withDB(t, e.db, func(db *sql.DB) {
+	prooftest.WithDB(t, e.db, func(db *sql.DB) {
 		rows, _ := proofStored(t, db, e.query(bad.Start, bad.End))
 		var ledger int
 		if err := db.QueryRow(`SELECT count(*) FROM fetch_windows WHERE start < ? AND "end" > ?`, bad.End, bad.Start).Scan(&ledger); err != nil {
@@ -357,10 +358,10 @@ func TestFaultLateChargesRevisedBetweenRuns(t *testing.T) {
 			e.mustFetch()
 			proofExact(t, e.sim, e.db, e.span())
 
-			recent := e.query(day(t, "2026-03-08"), day(t, "2026-03-12"))
-			was := renderAll(e.sim.Rows(recent))
+			recent := e.query(prooftest.Day(t, "2026-03-08"), prooftest.Day(t, "2026-03-12"))
+			was := prooftest.RenderAll(e.sim.Rows(recent))
 			e.clock.Set(e.clock.Now().Add(30 * time.Hour))
-			if firstDiff(renderAll(e.sim.Rows(recent)), was) == "" {
+			if prooftest.FirstDiff(prooftest.RenderAll(e.sim.Rows(recent)), was) == "" {
 				t.Fatal("the sim revised nothing between the runs: the test proves nothing")
 			}
 			e.mustFetch()
@@ -386,7 +387,7 @@ func TestFaultConcurrentWindowsOverlapOneOlderEntry(t *testing.T) {
 		t.Fatalf("rerun loaded %d of %d windows, want 2 of 2", sum.Loaded, sum.Planned)
 	}
 	proofExact(t, e.sim, e.db, e.span())
-	withDB(t, e.db, func(db *sql.DB) {
+	prooftest.WithDB(t, e.db, func(db *sql.DB) {
 		var overlaps int
 		if err := db.QueryRow(`SELECT count(*) FROM fetch_windows a JOIN fetch_windows b
 ON a.granularity = b.granularity AND a.basis = b.basis AND a.scope = b.scope
@@ -403,14 +404,14 @@ AND a.start < b."end" AND b.start < a."end" AND (a.start, a."end") < (b.start, b
 // makes, 500-row pages, and 10% cut bodies, 15% 429 and 10% 5xx.
 var largeWindowCases = []struct {
 	name     string
-	g        fetch.Granularity
+	g        tally.Granularity
 	window   string // the largest the granularity allows
 	now      string
 	windows  int
 	minPages int64
 }{
-	{"173-day day backfill, one window", fetch.Day, "1y", "2026-06-22T12:00:00Z", 1, 4},
-	{"81-day hourly backfill", fetch.Hour, "31d", "2026-03-22T12:00:00Z", 3, 40},
+	{"173-day day backfill, one window", tally.Day, "1y", "2026-06-22T12:00:00Z", 1, 4},
+	{"81-day hourly backfill", tally.Hour, "31d", "2026-03-22T12:00:00Z", 3, 40},
 }
 
 func largeWindowFaults(seed int64) sim.Faults {
@@ -470,7 +471,7 @@ func TestFaultLargestWindowsManyPages(t *testing.T) {
 // fetch_windows, and the store ends exact.
 func TestFaultStubbornWindowIsSplit(t *testing.T) {
 	e := proofStart(t, proofSetup{attempts: 3})
-	bad := fetch.Window{Start: day(t, "2026-01-01"), End: day(t, "2026-01-15"), Granularity: fetch.Day}
+	bad := tally.Window{Start: prooftest.Day(t, "2026-01-01"), End: prooftest.Day(t, "2026-01-15"), Granularity: tally.Day}
 	e.faults.set(func(w http.ResponseWriter, r *http.Request, q proofRequest) bool {
 		if q.usage && q.start == "2026-01-01" && q.end == "2026-01-15" {
 			proofCut(w, r, e.sim, 0.6)
@@ -489,8 +490,8 @@ func TestFaultStubbornWindowIsSplit(t *testing.T) {
 	if sum.Loaded != sum.Planned {
 		t.Errorf("loaded %d of %d windows", sum.Loaded, sum.Planned)
 	}
-	withDB(t, e.db, func(db *sql.DB) {
-		got := queryStrings(t, db, `SELECT strftime(start, '%Y-%m-%d') || '..' || strftime("end", '%Y-%m-%d') FROM fetch_windows WHERE start < DATE '2026-01-15' ORDER BY start`)
+	prooftest.WithDB(t, e.db, func(db *sql.DB) {
+		got := prooftest.QueryStrings(t, db, `SELECT strftime(start, '%Y-%m-%d') || '..' || strftime("end", '%Y-%m-%d') FROM fetch_windows WHERE start < DATE '2026-01-15' ORDER BY start`)
 		if want := []string{"2026-01-01..2026-01-08", "2026-01-08..2026-01-15"}; !slices.Equal(got, want) {
 			t.Errorf("ledger holds %v for the split window, want its halves %v", got, want)
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/rs/zerolog"
 
+	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/configs"
 	"github.com/tally-dev/tally/fetch"
 	"github.com/tally-dev/tally/store"
@@ -53,12 +54,12 @@ func (e *Env) now() time.Time {
 // config's granularity.
 type FetchOptions struct {
 	From, To    time.Time
-	Granularity fetch.Granularity
+	Granularity tally.Granularity
 }
 
 // WindowFailure is one window that failed after every retry.
 type WindowFailure struct {
-	Window fetch.Window
+	Window tally.Window
 	Err    error
 }
 
@@ -118,14 +119,14 @@ func (e *PartialError) Partial() bool { return true }
 
 // PlanWindows returns the windows a fetch with these options would request,
 // from the ledger in the store (or an empty ledger when st is nil).
-func PlanWindows(ctx context.Context, cfg *configs.Config, st *store.Store, opts FetchOptions, now time.Time) ([]fetch.PlannedWindow, fetch.UsageQuery, error) {
+func PlanWindows(ctx context.Context, cfg *configs.Config, st *store.Store, opts FetchOptions, now time.Time) ([]tally.PlannedWindow, tally.UsageQuery, error) {
 	q := cfg.UsageQueryBase()
 	opts, err := opts.Resolve(cfg, now)
 	if err != nil {
 		return nil, q, err
 	}
 	g, from, to := opts.Granularity, opts.From, opts.To
-	var loaded []fetch.LoadedWindow
+	var loaded []tally.LoadedWindow
 	if st != nil {
 		loaded, err = st.Ledger(ctx, g, q.Basis(), q.Scope())
 		if err != nil {
@@ -136,10 +137,10 @@ func PlanWindows(ctx context.Context, cfg *configs.Config, st *store.Store, opts
 	// granularity (--granularity) whose buckets it cannot hold (7d for
 	// months) takes the largest windows allowed instead of failing.
 	size := cfg.Usage.Window
-	if g != cfg.Usage.Granularity && fetch.CheckWindowSize(g, size) != nil {
-		size = fetch.WindowSize{}
+	if g != cfg.Usage.Granularity && tally.CheckWindowSize(g, size) != nil {
+		size = tally.WindowSize{}
 	}
-	plan, err := fetch.Plan(fetch.PlanInput{
+	plan, err := tally.Plan(tally.PlanInput{
 		From: from, To: to, Granularity: g, Size: size,
 		Loaded: loaded, Lookback: cfg.Usage.Lookback, Now: now,
 	})
@@ -169,9 +170,9 @@ func Fetch(ctx context.Context, env *Env, runID uuid.UUID, opts FetchOptions) (F
 	var (
 		mu    sync.Mutex
 		done  int
-		stats fetch.Stats
+		stats tally.Stats
 	)
-	jobs := make(chan fetch.PlannedWindow)
+	jobs := make(chan tally.PlannedWindow)
 	var wg sync.WaitGroup
 	workers := max(1, min(env.Config.API.Concurrency, len(plan)))
 	for range workers {
@@ -181,7 +182,7 @@ func Fetch(ctx context.Context, env *Env, runID uuid.UUID, opts FetchOptions) (F
 			for pw := range jobs {
 				q := base
 				q.Window = pw.Window
-				ws := &fetch.Stats{}
+				ws := &tally.Stats{}
 				q.Stats = ws
 				env.Log.Info().Str("window", pw.Window.String()).Str("reason", pw.Reason).Msg("window started")
 				res, err := loadWindow(ctx, env, runID, q)
@@ -286,7 +287,7 @@ func unreachableOnly(sum FetchSummary) error {
 	return first
 }
 
-func firstGranularity(plan []fetch.PlannedWindow, cfg *configs.Config) fetch.Granularity {
+func firstGranularity(plan []tally.PlannedWindow, cfg *configs.Config) tally.Granularity {
 	if len(plan) > 0 {
 		return plan[0].Granularity
 	}
@@ -307,7 +308,7 @@ const windowAttempts = 2
 // on every attempt is split into two bucket-aligned halves, loaded (and
 // recorded in the ledger) each on its own, recursively down to one bucket,
 // as a refused range is.
-func loadWindow(ctx context.Context, env *Env, runID uuid.UUID, q fetch.UsageQuery) (store.LoadResult, error) {
+func loadWindow(ctx context.Context, env *Env, runID uuid.UUID, q tally.UsageQuery) (store.LoadResult, error) {
 	var last error
 	for attempt := 1; attempt <= windowAttempts; attempt++ {
 		res, err := env.Store.LoadWindow(ctx, q, runID, env.Client.Usage(ctx, q))
@@ -381,7 +382,7 @@ func refreshReference(ctx context.Context, env *Env, runID uuid.UUID) ([]string,
 		pmErr = fmt.Errorf("payment methods: %w", err)
 	}
 	ref.PaymentMethods = pms
-	cards := make([]*fetch.RateCard, len(pms))
+	cards := make([]*tally.RateCard, len(pms))
 	cardErrs := make([]error, len(pms))
 	slots := make(chan struct{}, max(1, env.Config.API.Concurrency))
 	var cwg sync.WaitGroup

@@ -13,7 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tally-dev/tally/fetch"
+	"github.com/tally-dev/tally"
+	"github.com/tally-dev/tally/internal/prooftest"
 	"github.com/tally-dev/tally/store"
 )
 
@@ -24,9 +25,9 @@ import (
 func TestFetchThroughFaults(t *testing.T) {
 	for _, s := range []setup{
 		// 21 days in 7-day hour windows.
-		{granularity: fetch.Hour, start: "2025-02-10", now: "2025-03-03T14:30:00Z", faults: faults(11)},
+		{granularity: tally.Hour, start: "2025-02-10", now: "2025-03-03T14:30:00Z", faults: faults(11)},
 		// Two months in 7-day day windows, answers paged.
-		{granularity: fetch.Day, start: "2025-01-01", now: "2025-03-03T14:30:00Z", faults: faults(12), paging: true},
+		{granularity: tally.Day, start: "2025-01-01", now: "2025-03-03T14:30:00Z", faults: faults(12), paging: true},
 	} {
 		t.Run(string(s.granularity), func(t *testing.T) {
 			h := newHarness(t, s)
@@ -40,13 +41,13 @@ func TestFetchThroughFaults(t *testing.T) {
 			}
 			h.wantExact(h.db, "first fetch", h.span())
 			h.wantExact(store.PublishedPath(h.db), "published copy of the first fetch", h.span())
-			before := dump(t, h.db)
+			before := prooftest.Dump(t, h.db)
 
 			second := h.mustFetch()
 			if second.Planned >= first.Planned {
 				t.Errorf("second fetch planned %d windows, the first %d: only the lookback should be fetched again", second.Planned, first.Planned)
 			}
-			if d := firstDiff(dump(t, h.db), before); d != "" {
+			if d := prooftest.FirstDiff(prooftest.Dump(t, h.db), before); d != "" {
 				t.Errorf("a second identical fetch changed the usage table: %s", d)
 			}
 
@@ -55,7 +56,7 @@ func TestFetchThroughFaults(t *testing.T) {
 			oldSpan := h.span()
 			oldTruth := h.sim.Truth(oldSpan)
 			h.clock.Set(h.clock.Now().Add(29 * time.Hour))
-			if d := sameTotals(h.sim.Truth(oldSpan).Cost, oldTruth.Cost); d == "" {
+			if d := prooftest.SameTotals(h.sim.Truth(oldSpan).Cost, oldTruth.Cost); d == "" {
 				t.Fatal("moving the clock revised nothing in the loaded span; the test checks nothing")
 			}
 			h.mustFetch()
@@ -65,7 +66,7 @@ func TestFetchThroughFaults(t *testing.T) {
 				t.Errorf("ledger has overlapping windows: %q", o)
 			}
 			// tally status adds the ledger's row counts up.
-			withDB(t, h.db, func(db *sql.DB) {
+			prooftest.WithDB(t, h.db, func(db *sql.DB) {
 				var ledgerRows, rows int64
 				if err := db.QueryRow(`SELECT (SELECT sum(rows)::BIGINT FROM fetch_windows), (SELECT count(*) FROM usage)`).Scan(&ledgerRows, &rows); err != nil {
 					t.Fatal(err)
@@ -83,8 +84,8 @@ func TestFetchThroughFaults(t *testing.T) {
 // failed, and the next run ends exact with no window loaded twice.
 func TestFetchCancelledThenRerun(t *testing.T) {
 	for _, s := range []setup{
-		{granularity: fetch.Hour, start: "2025-01-20", now: "2025-03-03T14:30:00Z", faults: faults(22)},
-		{granularity: fetch.Day, start: "2025-01-01", now: "2025-03-03T14:30:00Z", faults: faults(21)},
+		{granularity: tally.Hour, start: "2025-01-20", now: "2025-03-03T14:30:00Z", faults: faults(22)},
+		{granularity: tally.Day, start: "2025-01-01", now: "2025-03-03T14:30:00Z", faults: faults(21)},
 	} {
 		t.Run(string(s.granularity), func(t *testing.T) { fetchCancelledThenRerun(t, s) })
 	}
@@ -122,8 +123,8 @@ func fetchCancelledThenRerun(t *testing.T, s setup) {
 
 	// What is in is whole: every ledger window holds exactly its truth,
 	// and no row lies outside the ledger.
-	var loaded []fetch.Window
-	withDB(t, h.db, func(db *sql.DB) {
+	var loaded []tally.Window
+	prooftest.WithDB(t, h.db, func(db *sql.DB) {
 		var status, msg string
 		if err := db.QueryRow(`SELECT status, error FROM runs`).Scan(&status, &msg); err != nil {
 			t.Fatal(err)
@@ -137,7 +138,7 @@ func fetchCancelledThenRerun(t *testing.T, s setup) {
 		}
 		defer rows.Close()
 		for rows.Next() {
-			w := fetch.Window{Granularity: s.granularity}
+			w := tally.Window{Granularity: s.granularity}
 			if err := rows.Scan(&w.Start, &w.End); err != nil {
 				t.Fatal(err)
 			}
@@ -159,8 +160,8 @@ func fetchCancelledThenRerun(t *testing.T, s setup) {
 		h.wantExact(h.db, "window "+w.String()+" loaded before the cancel", q)
 		inLedger += h.sim.Truth(q).Rows
 	}
-	withDB(t, h.db, func(db *sql.DB) {
-		if _, n := totals(t, db, s.granularity, "usage", day(t, "2000-01-01"), day(t, "2100-01-01")); n != inLedger {
+	prooftest.WithDB(t, h.db, func(db *sql.DB) {
+		if _, n := prooftest.Totals(t, db, s.granularity, "usage", prooftest.Day(t, "2000-01-01"), prooftest.Day(t, "2100-01-01")); n != inLedger {
 			t.Errorf("usage holds %d rows, the ledger's windows %d: rows outside any loaded window", n, inLedger)
 		}
 	})
@@ -180,8 +181,8 @@ func fetchCancelledThenRerun(t *testing.T, s setup) {
 // and the next run, with the fault gone, repairs it.
 func TestFetchWindowFailingEveryRetry(t *testing.T) {
 	for _, s := range []setup{
-		{granularity: fetch.Hour, start: "2025-02-03", now: "2025-03-03T14:30:00Z", faults: faults(32)},
-		{granularity: fetch.Day, start: "2025-01-01", now: "2025-03-03T14:30:00Z", faults: faults(31)},
+		{granularity: tally.Hour, start: "2025-02-03", now: "2025-03-03T14:30:00Z", faults: faults(32)},
+		{granularity: tally.Day, start: "2025-01-01", now: "2025-03-03T14:30:00Z", faults: faults(31)},
 	} {
 		t.Run(string(s.granularity), func(t *testing.T) { fetchWindowFailingEveryRetry(t, s) })
 	}
@@ -197,7 +198,7 @@ func fetchWindowFailingEveryRetry(t *testing.T, s setup) {
 	var attempts int
 	var mu sync.Mutex
 	h.setIntercept(func(w http.ResponseWriter, r *http.Request) bool {
-		if start, ok := usageStart(r); ok && start == bad.Start.Format(fetch.DateLayout) {
+		if start, ok := usageStart(r); ok && start == bad.Start.Format(tally.DateLayout) {
 			mu.Lock()
 			attempts++
 			mu.Unlock()
@@ -229,8 +230,8 @@ func fetchWindowFailingEveryRetry(t *testing.T, s setup) {
 		}
 		h.wantExact(h.db, "window "+pw.String()+" beside the failed one", h.query(pw.Start, pw.End))
 	}
-	withDB(t, h.db, func(db *sql.DB) {
-		if _, n := totals(t, db, s.granularity, "usage", bad.Start, bad.End); n != 0 {
+	prooftest.WithDB(t, h.db, func(db *sql.DB) {
+		if _, n := prooftest.Totals(t, db, s.granularity, "usage", bad.Start, bad.End); n != 0 {
 			t.Errorf("the failed window holds %d rows", n)
 		}
 		var status, msg string
@@ -252,8 +253,8 @@ func fetchWindowFailingEveryRetry(t *testing.T, s setup) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.ContainsFunc(next, func(pw fetch.PlannedWindow) bool {
-		return pw.Window == bad && pw.Reason == fetch.ReasonMissing
+	if !slices.ContainsFunc(next, func(pw tally.PlannedWindow) bool {
+		return pw.Window == bad && pw.Reason == tally.ReasonMissing
 	}) {
 		t.Errorf("the next plan %v does not fetch the failed window %s as missing", next, bad)
 	}
@@ -265,18 +266,18 @@ func fetchWindowFailingEveryRetry(t *testing.T, s setup) {
 // basis 'reported' and equal the truth of the reported query.
 func TestFetchReportedBasis(t *testing.T) {
 	for _, s := range []setup{
-		{granularity: fetch.Day, start: "2025-01-10", now: "2025-03-03T14:30:00Z", reported: true, faults: faults(41)},
-		{granularity: fetch.Hour, start: "2025-02-16", now: "2025-03-03T14:30:00Z", reported: true, faults: faults(42)},
+		{granularity: tally.Day, start: "2025-01-10", now: "2025-03-03T14:30:00Z", reported: true, faults: faults(41)},
+		{granularity: tally.Hour, start: "2025-02-16", now: "2025-03-03T14:30:00Z", reported: true, faults: faults(42)},
 	} {
 		t.Run(string(s.granularity), func(t *testing.T) {
 			h := newHarness(t, s)
 			h.mustFetch()
 			q := h.span()
-			if q.Basis() != fetch.BasisReported {
+			if q.Basis() != tally.BasisReported {
 				t.Fatal("the query is not on the reported basis")
 			}
 			h.wantExact(h.db, "reported basis", q)
-			withDB(t, h.db, func(db *sql.DB) {
+			prooftest.WithDB(t, h.db, func(db *sql.DB) {
 				var other, uncharged int
 				if err := db.QueryRow(`SELECT count(*) FILTER (basis <> 'reported'), count(*) FILTER (date_processed IS NULL) FROM usage`).Scan(&other, &uncharged); err != nil {
 					t.Fatal(err)
@@ -289,7 +290,7 @@ func TestFetchReportedBasis(t *testing.T) {
 			// would notice rows filtered on the wrong date.
 			uq := q
 			uq.ReportedDate = false
-			if sameTotals(h.sim.Truth(uq).Cost, h.sim.Truth(q).Cost) == "" {
+			if prooftest.SameTotals(h.sim.Truth(uq).Cost, h.sim.Truth(q).Cost) == "" {
 				t.Fatal("usage and reported truths are equal; the test cannot tell the bases apart")
 			}
 		})
@@ -301,7 +302,7 @@ func TestFetchReportedBasis(t *testing.T) {
 // complete state, and the fetch finishes and publishes while the reader
 // still has the old copy open.
 func TestPublishedCopyWhileFetching(t *testing.T) {
-	h := newHarness(t, setup{granularity: fetch.Day, start: "2025-01-20", now: "2025-03-03T14:30:00Z"})
+	h := newHarness(t, setup{granularity: tally.Day, start: "2025-01-20", now: "2025-03-03T14:30:00Z"})
 	h.mustFetch()
 	published := store.PublishedPath(h.db)
 	oldSpan := h.span()
@@ -309,7 +310,7 @@ func TestPublishedCopyWhileFetching(t *testing.T) {
 
 	h.clock.Set(h.clock.Now().Add(26 * time.Hour))
 	newSpan := h.span()
-	if sameTotals(h.sim.Truth(newSpan).Cost, oldTruth.Cost) == "" {
+	if prooftest.SameTotals(h.sim.Truth(newSpan).Cost, oldTruth.Cost) == "" {
 		t.Fatal("the clock moved but the truth did not; the test checks nothing")
 	}
 	// Hold the first usage answer until the reader is done: a slow answer
@@ -345,8 +346,8 @@ func TestPublishedCopyWhileFetching(t *testing.T) {
 	defer closeReader()
 	readTotals := func(label string) {
 		t.Helper()
-		got, n := totals(t, reader.DB(), fetch.Day, "usage", oldSpan.Window.Start, newSpan.Window.End)
-		if d := sameTotals(got, oldTruth.Cost); d != "" || n != oldTruth.Rows {
+		got, n := prooftest.Totals(t, reader.DB(), tally.Day, "usage", oldSpan.Window.Start, newSpan.Window.End)
+		if d := prooftest.SameTotals(got, oldTruth.Cost); d != "" || n != oldTruth.Rows {
 			t.Errorf("%s: the reader sees %d rows (previous state %d), totals differ: %s", label, n, oldTruth.Rows, d)
 		}
 	}
@@ -383,7 +384,7 @@ func TestOptionalReferenceResources(t *testing.T) {
 	warnings := func(t *testing.T, h *harness) string {
 		t.Helper()
 		var w sql.NullString
-		withDB(t, h.db, func(db *sql.DB) {
+		prooftest.WithDB(t, h.db, func(db *sql.DB) {
 			if err := db.QueryRow(`SELECT warnings FROM runs ORDER BY started DESC LIMIT 1`).Scan(&w); err != nil {
 				t.Fatal(err)
 			}
@@ -431,7 +432,7 @@ func TestOptionalReferenceResources(t *testing.T) {
 		if !errors.As(err, &pe) || !strings.Contains(err.Error(), "projects: ") || !strings.Contains(err.Error(), "403") {
 			t.Fatalf("fetch: %v; want partial naming projects and the 403", err)
 		}
-		withDB(t, h.db, func(db *sql.DB) {
+		prooftest.WithDB(t, h.db, func(db *sql.DB) {
 			var n int
 			if err := db.QueryRow(`SELECT count(*) FROM projects`).Scan(&n); err != nil || n == 0 {
 				t.Errorf("the previous projects snapshot is gone (%d projects, %v)", n, err)

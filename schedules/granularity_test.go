@@ -13,14 +13,15 @@ import (
 
 	"github.com/xuri/excelize/v2"
 
+	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/configs"
-	"github.com/tally-dev/tally/fetch"
+	"github.com/tally-dev/tally/internal/prooftest"
 	"github.com/tally-dev/tally/reports"
 )
 
 // fetchAt runs one recorded fetch of [from, to) at granularity g through
 // the real fetch path.
-func (h *harness) fetchAt(g fetch.Granularity, from, to time.Time) {
+func (h *harness) fetchAt(g tally.Granularity, from, to time.Time) {
 	h.t.Helper()
 	sum, err := h.runner.Fetch(context.Background(), FetchOptions{From: from, To: to, Granularity: g})
 	if err != nil {
@@ -33,12 +34,12 @@ func (h *harness) fetchAt(g fetch.Granularity, from, to time.Time) {
 
 // monthTruth is the sim's exact cost per currency of month m on the
 // harness's basis.
-func (h *harness) monthTruth(m time.Time) map[string]fetch.Decimal {
+func (h *harness) monthTruth(m time.Time) map[string]tally.Decimal {
 	return h.sim.Truth(h.query(m, m.AddDate(0, 1, 0))).Cost
 }
 
 // finestTotals sums usage_finest of a basis in month m per currency.
-func finestTotals(t *testing.T, db *sql.DB, basis string, m time.Time) map[string]fetch.Decimal {
+func finestTotals(t *testing.T, db *sql.DB, basis string, m time.Time) map[string]tally.Decimal {
 	t.Helper()
 	rows, err := db.Query(`SELECT currency, CAST(sum(cost) AS VARCHAR) FROM usage_finest
 WHERE basis = ? AND period_at >= ? AND period_at < ? GROUP BY currency`, basis, m, m.AddDate(0, 1, 0))
@@ -46,13 +47,13 @@ WHERE basis = ? AND period_at >= ? AND period_at < ? GROUP BY currency`, basis, 
 		t.Fatal(err)
 	}
 	defer rows.Close()
-	out := map[string]fetch.Decimal{}
+	out := map[string]tally.Decimal{}
 	for rows.Next() {
 		var cur, s string
 		if err := rows.Scan(&cur, &s); err != nil {
 			t.Fatal(err)
 		}
-		d, err := fetch.ParseDecimal(s)
+		d, err := tally.ParseDecimal(s)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -77,22 +78,22 @@ func TestUsageFinestMixedLoadsMatchTruth(t *testing.T) {
 }
 
 func testUsageFinestMixedLoads(t *testing.T, reported bool) {
-	h := newHarness(t, setup{granularity: fetch.Day, window: "1y", start: "2025-01-01", now: "2026-01-10T12:00:00Z", reported: reported})
+	h := newHarness(t, setup{granularity: tally.Day, window: "1y", start: "2025-01-01", now: "2026-01-10T12:00:00Z", reported: reported})
 	// usage.window left out: the largest window each granularity allows (a
 	// set window must suit every granularity fetched with it).
-	h.runner.Config.Usage.Window = fetch.WindowSize{}
-	jan, jul := day(t, "2025-01-01"), day(t, "2025-07-01")
-	h.fetchAt(fetch.Day, jan, jul)
-	h.fetchAt(fetch.Hour, day(t, "2025-06-01"), day(t, "2025-06-03"))
-	h.fetchAt(fetch.Month, jan, day(t, "2026-01-01"))
+	h.runner.Config.Usage.Window = tally.WindowSize{}
+	jan, jul := prooftest.Day(t, "2025-01-01"), prooftest.Day(t, "2025-07-01")
+	h.fetchAt(tally.Day, jan, jul)
+	h.fetchAt(tally.Hour, prooftest.Day(t, "2025-06-01"), prooftest.Day(t, "2025-06-03"))
+	h.fetchAt(tally.Month, jan, prooftest.Day(t, "2026-01-01"))
 
-	withDB(t, h.db, func(db *sql.DB) {
+	prooftest.WithDB(t, h.db, func(db *sql.DB) {
 		for m := jan; m.Year() == 2025; m = m.AddDate(0, 1, 0) {
 			want := h.monthTruth(m)
 			if len(want) < 2 {
 				t.Fatalf("%s: truth in %d currencies; the test wants two", m.Format("2006-01"), len(want))
 			}
-			if d := sameTotals(finestTotals(t, db, h.basis(), m), want); d != "" {
+			if d := prooftest.SameTotals(finestTotals(t, db, h.basis(), m), want); d != "" {
 				t.Errorf("usage_finest %s differs from the truth: %s", m.Format("2006-01"), d)
 			}
 		}
@@ -167,13 +168,13 @@ func summaryTotals(t *testing.T, path string) (string, map[string]float64) {
 		}
 		out[r[0]] = v
 	}
-	return labelled(summary, "Granularity"), out
+	return prooftest.Labelled(summary, "Granularity"), out
 }
 
 // months are the workbooks the report tests write.
 var months = []string{"2025-01", "2025-02"}
 
-func checkWorkbook(t *testing.T, h *harness, path string, m time.Time, wantGranularity fetch.Granularity) {
+func checkWorkbook(t *testing.T, h *harness, path string, m time.Time, wantGranularity tally.Granularity) {
 	t.Helper()
 	g, got := summaryTotals(t, path)
 	if g != string(wantGranularity) {
@@ -196,12 +197,12 @@ func checkWorkbook(t *testing.T, h *harness, path string, m time.Time, wantGranu
 // the month once there is some, and then equal to the truth.
 func TestMonthlyReportAtWeekAndYear(t *testing.T) {
 	for _, tt := range []struct {
-		g      fetch.Granularity
+		g      tally.Granularity
 		window string
-		fetch  fetch.Granularity // what the test loads so the month can be served
+		fetch  tally.Granularity // what the test loads so the month can be served
 	}{
-		{fetch.Week, "4w", fetch.Day},
-		{fetch.Year, "1y", fetch.Month},
+		{tally.Week, "4w", tally.Day},
+		{tally.Year, "1y", tally.Month},
 	} {
 		t.Run(string(tt.g), func(t *testing.T) {
 			h := newHarness(t, setup{granularity: tt.g, window: tt.window, start: "2025-01-01", now: "2025-03-10T12:00:00Z"})
@@ -219,7 +220,7 @@ func TestMonthlyReportAtWeekAndYear(t *testing.T) {
 				}
 			}
 
-			h.fetchAt(tt.fetch, day(t, "2025-01-01"), day(t, "2025-03-01"))
+			h.fetchAt(tt.fetch, prooftest.Day(t, "2025-01-01"), prooftest.Day(t, "2025-03-01"))
 			sum, err := h.runner.Nightly(context.Background(), months)
 			if err != nil {
 				t.Fatalf("nightly after fetching %s: %v", tt.fetch, err)
@@ -239,20 +240,20 @@ func TestMonthlyReportAtWeekAndYear(t *testing.T) {
 
 // At month granularity the workbook equals the truth as it is.
 func TestMonthlyReportAtMonth(t *testing.T) {
-	h := newHarness(t, setup{granularity: fetch.Month, window: "1m", start: "2025-01-01", now: "2025-03-10T12:00:00Z"})
+	h := newHarness(t, setup{granularity: tally.Month, window: "1m", start: "2025-01-01", now: "2025-03-10T12:00:00Z"})
 	sum, err := h.runner.Nightly(context.Background(), months)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range sum.Reports {
-		checkWorkbook(t, h, r.Path, r.Month, fetch.Month)
+		checkWorkbook(t, h, r.Path, r.Month, tally.Month)
 	}
 }
 
 // The FOCUS export bills every row in a month: at week granularity it is
 // refused as a usage error naming usage.granularity, and nothing is written.
 func TestFOCUSExportRefusesWeek(t *testing.T) {
-	h := newHarness(t, setup{granularity: fetch.Week, window: "4w", start: "2025-01-01", now: "2025-02-10T12:00:00Z"})
+	h := newHarness(t, setup{granularity: tally.Week, window: "4w", start: "2025-01-01", now: "2025-02-10T12:00:00Z"})
 	h.mustFetch()
 	dir := t.TempDir()
 	_, err := h.runner.Export(context.Background(), ExportOptions{Dir: dir, Format: configs.ExportFOCUS})

@@ -1,7 +1,6 @@
 package schedules
 
 import (
-	"archive/zip"
 	"bytes"
 	"context"
 	"database/sql"
@@ -10,9 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,10 +18,11 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/configs"
 	"github.com/tally-dev/tally/fetch"
 	"github.com/tally-dev/tally/fetch/sim"
-	"github.com/tally-dev/tally/store"
+	"github.com/tally-dev/tally/internal/prooftest"
 )
 
 // testToken is the bearer token of every test; tests check it never lands
@@ -72,7 +70,7 @@ func faults(seed int64) sim.Faults {
 
 // setup describes one test's interface and config.
 type setup struct {
-	granularity fetch.Granularity
+	granularity tally.Granularity
 	start, now  string // usage.start (YYYY-MM-DD) and the clock (RFC 3339)
 	window      string // usage.window
 	lookback    string // usage.lookback
@@ -115,7 +113,7 @@ func newHarness(t *testing.T, s setup) *harness {
 	h := &harness{t: t, s: s, dir: t.TempDir(), clock: &clock{t: now}, logs: &bytes.Buffer{}}
 	h.db = filepath.Join(h.dir, "tally.duckdb")
 	h.sim = sim.New(sim.Options{
-		Token: testToken, Seed: 3, Start: day(t, s.start), Now: h.clock.Now,
+		Token: testToken, Seed: 3, Start: prooftest.Day(t, s.start), Now: h.clock.Now,
 		PageSize: 500, UsagePaging: s.paging, Faults: s.faults, Deny: s.deny,
 	})
 	h.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -201,28 +199,19 @@ func unavailable(w http.ResponseWriter) {
 	io.WriteString(w, `{"error":{"code":"ServiceUnavailable","detail":"the service is temporarily unavailable; retry later"}}`)
 }
 
-func day(t testing.TB, s string) time.Time {
-	t.Helper()
-	d, err := fetch.ParseDate(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
-}
-
 // query is the usage query of [from, to) in the harness's granularity and
 // basis.
-func (h *harness) query(from, to time.Time) fetch.UsageQuery {
-	return fetch.UsageQuery{
-		Window:       fetch.Window{Start: from, End: to, Granularity: h.s.granularity},
+func (h *harness) query(from, to time.Time) tally.UsageQuery {
+	return tally.UsageQuery{
+		Window:       tally.Window{Start: from, End: to, Granularity: h.s.granularity},
 		ReportedDate: h.s.reported,
 	}
 }
 
 // span is everything a fetch with default options covers at the clock's
 // time: usage.start to tomorrow.
-func (h *harness) span() fetch.UsageQuery {
-	return h.query(day(h.t, h.s.start), fetch.Day.Truncate(h.clock.Now()).AddDate(0, 0, 1))
+func (h *harness) span() tally.UsageQuery {
+	return h.query(prooftest.Day(h.t, h.s.start), tally.Day.Truncate(h.clock.Now()).AddDate(0, 0, 1))
 }
 
 func (h *harness) basis() string { return string(h.span().Basis()) }
@@ -244,241 +233,29 @@ func (h *harness) mustFetch() FetchSummary {
 	return sum
 }
 
-// withDB opens a database file read-only for fn; no run may hold it.
-func withDB(t testing.TB, path string, fn func(db *sql.DB)) {
-	t.Helper()
-	st, err := store.OpenReadOnly(context.Background(), path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	fn(st.DB())
-}
-
-// stored reads the usage rows of one granularity and basis back as the
-// client decoded them.
-func stored(t testing.TB, db *sql.DB, g fetch.Granularity, basis string, from, to time.Time) []fetch.MeterData {
-	t.Helper()
-	rows, _ := storedRuns(t, db, g, basis, from, to)
-	return rows
-}
-
-// storedRuns is stored with the run id that wrote each row.
-func storedRuns(t testing.TB, db *sql.DB, g fetch.Granularity, basis string, from, to time.Time) (rows []fetch.MeterData, runs []string) {
-	t.Helper()
-	col := "date"
-	if basis == string(fetch.BasisReported) {
-		col = "date_processed"
-	}
-	rs, err := db.Query(`SELECT date, date_processed, meter_name, meter_sku, family, solution, unit,
-       quantity, price, CAST(cost AS VARCHAR), currency, entitlement, entitlement_type,
-       payment_method, payment_method_name, project, CAST(run_id AS VARCHAR)
-FROM usage WHERE granularity = ? AND basis = ? AND `+col+` >= ? AND `+col+` < ?`, string(g), basis, from, to)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rs.Close()
-	for rs.Next() {
-		var (
-			md                                                    fetch.MeterData
-			processed                                             sql.NullTime
-			sku, family, solution, unit, ent, entType, pm, pmName sql.NullString
-			project                                               sql.NullString
-			price                                                 sql.NullFloat64
-			cost, run                                             string
-		)
-		if err := rs.Scan(&md.Date, &processed, &md.MeterName, &sku, &family, &solution, &unit,
-			&md.Quantity, &price, &cost, &md.Currency, &ent, &entType, &pm, &pmName, &project, &run); err != nil {
-			t.Fatal(err)
-		}
-		md.Date = md.Date.UTC()
-		if processed.Valid {
-			p := processed.Time.UTC()
-			md.DateProcessed = &p
-		}
-		if price.Valid {
-			md.Price = &price.Float64
-		}
-		md.MeterSku, md.Family, md.Solution, md.Unit = sku.String, family.String, solution.String, unit.String
-		md.Entitlement, md.EntitlementType, md.PaymentMethod, md.PaymentMethodName = ent.String, entType.String, pm.String, pmName.String
-		md.Project = project.String
-		if md.Cost, err = fetch.ParseDecimal(cost); err != nil {
-			t.Fatal(err)
-		}
-		rows = append(rows, md)
-		runs = append(runs, run)
-	}
-	if err := rs.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return rows, runs
-}
-
-// render is a row as one line, every field exact: floats by their shortest
-// round-trip text, costs as exact fractions.
-func render(md fetch.MeterData) string {
-	f := func(p *float64) string {
-		if p == nil {
-			return "null"
-		}
-		return strconv.FormatFloat(*p, 'g', -1, 64)
-	}
-	processed := "null"
-	if md.DateProcessed != nil {
-		processed = md.DateProcessed.UTC().Format(time.RFC3339)
-	}
-	return strings.Join([]string{
-		md.Date.UTC().Format(time.RFC3339), processed, md.MeterName, md.MeterSku, md.Family, md.Solution,
-		md.Unit, f(&md.Quantity), f(md.Price), md.Cost.Rat().RatString(), md.Currency, md.Entitlement,
-		md.EntitlementType, md.PaymentMethod, md.PaymentMethodName, md.Project,
-	}, "|")
-}
-
-func renderAll(rows []fetch.MeterData) []string {
-	out := make([]string, len(rows))
-	for i, r := range rows {
-		out[i] = render(r)
-	}
-	slices.Sort(out)
-	return out
-}
-
-// totals sums costs per currency exactly, in DuckDB.
-func totals(t testing.TB, db *sql.DB, g fetch.Granularity, basis string, from, to time.Time) (map[string]fetch.Decimal, int) {
-	t.Helper()
-	col := "date"
-	if basis == string(fetch.BasisReported) {
-		col = "date_processed"
-	}
-	rows, err := db.Query(`SELECT currency, CAST(sum(cost) AS VARCHAR), count(*) FROM usage
-WHERE granularity = ? AND basis = ? AND `+col+` >= ? AND `+col+` < ? GROUP BY currency`, string(g), basis, from, to)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	out := map[string]fetch.Decimal{}
-	n := 0
-	for rows.Next() {
-		var cur, sum string
-		var c int
-		if err := rows.Scan(&cur, &sum, &c); err != nil {
-			t.Fatal(err)
-		}
-		d, err := fetch.ParseDecimal(sum)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out[cur] = d
-		n += c
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out, n
-}
-
-// sameTotals reports how two per-currency totals differ, exactly; "" when
-// they are equal.
-func sameTotals(got, want map[string]fetch.Decimal) string {
-	var diffs []string
-	for cur, w := range want {
-		g, ok := got[cur]
-		if !ok || g.Cmp(w) != 0 {
-			diffs = append(diffs, fmt.Sprintf("%s: got %s, want %s", cur, g, w))
-		}
-	}
-	for cur, g := range got {
-		if _, ok := want[cur]; !ok {
-			diffs = append(diffs, fmt.Sprintf("%s: got %s, want none", cur, g))
-		}
-	}
-	slices.Sort(diffs)
-	return strings.Join(diffs, "; ")
-}
-
 // wantExact checks that the database at path holds exactly the sim's truth
 // for q at the sim's clock: totals per currency compared as decimals, the
 // row count, and every row field by field.
-func (h *harness) wantExact(path, label string, q fetch.UsageQuery) {
+func (h *harness) wantExact(path, label string, q tally.UsageQuery) {
 	h.t.Helper()
 	truth := h.sim.Truth(q)
 	if truth.Rows == 0 || len(truth.Cost) == 0 {
 		h.t.Fatalf("%s: the truth of %s is empty; the test covers nothing", label, q.Window)
 	}
-	want := renderAll(h.sim.Rows(q))
-	withDB(h.t, path, func(db *sql.DB) {
-		got, n := totals(h.t, db, q.Window.Granularity, string(q.Basis()), q.Window.Start, q.Window.End)
-		if d := sameTotals(got, truth.Cost); d != "" {
+	want := prooftest.RenderAll(h.sim.Rows(q))
+	prooftest.WithDB(h.t, path, func(db *sql.DB) {
+		got, n := prooftest.Totals(h.t, db, q.Window.Granularity, string(q.Basis()), q.Window.Start, q.Window.End)
+		if d := prooftest.SameTotals(got, truth.Cost); d != "" {
 			h.t.Errorf("%s: totals per currency differ from the truth: %s", label, d)
 		}
 		if n != truth.Rows {
 			h.t.Errorf("%s: %d rows, truth %d", label, n, truth.Rows)
 		}
-		rows := renderAll(stored(h.t, db, q.Window.Granularity, string(q.Basis()), q.Window.Start, q.Window.End))
-		if d := firstDiff(rows, want); d != "" {
+		rows := prooftest.RenderAll(prooftest.Stored(h.t, db, q.Window.Granularity, string(q.Basis()), q.Window.Start, q.Window.End))
+		if d := prooftest.FirstDiff(rows, want); d != "" {
 			h.t.Errorf("%s: rows differ from the truth: %s", label, d)
 		}
 	})
-}
-
-// firstDiff describes the first difference of two sorted line lists.
-func firstDiff(got, want []string) string {
-	for i := 0; i < max(len(got), len(want)); i++ {
-		var g, w string
-		if i < len(got) {
-			g = got[i]
-		}
-		if i < len(want) {
-			w = want[i]
-		}
-		if g != w {
-			return fmt.Sprintf("%d lines vs %d; first difference at line %d:\n  got  %s\n  want %s", len(got), len(want), i, g, w)
-		}
-	}
-	return ""
-}
-
-// dump is the whole usage table, every column but run_id and fetched_at,
-// in a fixed order.
-func dump(t testing.TB, path string) []string {
-	t.Helper()
-	var out []string
-	withDB(t, path, func(db *sql.DB) {
-		rows, err := db.Query(`SELECT COLUMNS(* EXCLUDE (run_id, fetched_at))::VARCHAR FROM usage ORDER BY ALL`)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer rows.Close()
-		cols, err := rows.Columns()
-		if err != nil {
-			t.Fatal(err)
-		}
-		vals := make([]sql.NullString, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		for rows.Next() {
-			if err := rows.Scan(ptrs...); err != nil {
-				t.Fatal(err)
-			}
-			parts := make([]string, len(vals))
-			for i, v := range vals {
-				parts[i] = "null"
-				if v.Valid {
-					parts[i] = strconv.Quote(v.String)
-				}
-			}
-			out = append(out, strings.Join(parts, "|"))
-		}
-		if err := rows.Err(); err != nil {
-			t.Fatal(err)
-		}
-		if len(cols) != 18 {
-			t.Fatalf("usage has %d columns besides run_id and fetched_at, want 18: %q", len(cols), cols)
-		}
-	})
-	return out
 }
 
 // ledgerOverlaps lists loaded windows of the same granularity, basis and
@@ -486,34 +263,12 @@ func dump(t testing.TB, path string) []string {
 func ledgerOverlaps(t testing.TB, path string) []string {
 	t.Helper()
 	var out []string
-	withDB(t, path, func(db *sql.DB) {
-		out = queryStrings(t, db, `SELECT a.granularity || ' ' || a.start || '..' || a."end" || ' overlaps ' || b.start || '..' || b."end"
+	prooftest.WithDB(t, path, func(db *sql.DB) {
+		out = prooftest.QueryStrings(t, db, `SELECT a.granularity || ' ' || a.start || '..' || a."end" || ' overlaps ' || b.start || '..' || b."end"
 FROM fetch_windows a JOIN fetch_windows b
   ON a.granularity = b.granularity AND a.basis = b.basis AND a.scope = b.scope
  AND a.start < b."end" AND b.start < a."end" AND (a.start, a."end") < (b.start, b."end")`)
 	})
-	return out
-}
-
-// queryStrings runs a query of one text column and returns its rows.
-func queryStrings(t testing.TB, db *sql.DB, query string, args ...any) []string {
-	t.Helper()
-	rows, err := db.Query(query, args...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, s)
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
 	return out
 }
 
@@ -528,45 +283,5 @@ func (h *harness) checkNoToken() {
 	if !bytes.Contains(h.logs.Bytes(), []byte(`"level":"debug"`)) {
 		h.t.Errorf("no debug line was logged; the token check saw less than it should")
 	}
-	noTokenInFiles(h.t, h.dir, testToken)
-}
-
-func noTokenInFiles(t testing.TB, dir, token string) {
-	t.Helper()
-	err := filepath.Walk(dir, func(path string, fi os.FileInfo, err error) error {
-		if err != nil || fi.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		if bytes.Contains(b, []byte(token)) {
-			t.Errorf("the token appears in %s", path)
-		}
-		if strings.HasSuffix(path, ".xlsx") {
-			zr, err := zip.NewReader(bytes.NewReader(b), int64(len(b)))
-			if err != nil {
-				return fmt.Errorf("open workbook %s: %w", path, err)
-			}
-			for _, f := range zr.File {
-				rc, err := f.Open()
-				if err != nil {
-					return err
-				}
-				part, err := io.ReadAll(rc)
-				rc.Close()
-				if err != nil {
-					return err
-				}
-				if bytes.Contains(part, []byte(token)) {
-					t.Errorf("the token appears in %s, part %s", path, f.Name)
-				}
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	prooftest.NoTokenInFiles(h.t, h.dir, testToken)
 }

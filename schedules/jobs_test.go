@@ -13,8 +13,8 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/configs"
-	"github.com/tally-dev/tally/fetch"
 	"github.com/tally-dev/tally/fetch/sim"
 	"github.com/tally-dev/tally/store"
 )
@@ -110,7 +110,7 @@ schedule:
 	if err != nil {
 		t.Fatal(err)
 	}
-	truth := srv.Truth(fetch.UsageQuery{Window: fetch.Window{Start: cfg.Usage.Start, End: time.Date(2026, 3, 11, 0, 0, 0, 0, time.UTC), Granularity: fetch.Day}})
+	truth := srv.Truth(tally.UsageQuery{Window: tally.Window{Start: cfg.Usage.Start, End: time.Date(2026, 3, 11, 0, 0, 0, 0, time.UTC), Granularity: tally.Day}})
 	if sum.Run.Status != store.RunOK || sum.Run.Rows != int64(truth.Rows) || sum.Run.Windows == 0 || sum.Run.Published == "" {
 		t.Fatalf("run %+v, truth %d rows", sum.Run, truth.Rows)
 	}

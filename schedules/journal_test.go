@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -53,12 +52,12 @@ func TestLockHeldRunSkippedAndRecorded(t *testing.T) {
 	if sum.Run.Status != store.RunSkipped || sum.Run.ID == uuid.Nil || sum.Run.Job != "nightly" || sum.Run.Finished == nil {
 		t.Fatalf("outcome %+v", sum.Run)
 	}
-	pending, err := PendingRuns(db)
+	pending, err := store.PendingRuns(db)
 	if err != nil || len(pending) != 1 || pending[0].ID != sum.Run.ID || pending[0].Status != store.RunSkipped ||
 		!strings.Contains(pending[0].Error, holder) || pending[0].Job != "nightly" || pending[0].Command != "schedule" {
 		t.Fatalf("pending %+v, %v", pending, err)
 	}
-	if fi, err := os.Stat(JournalPath(db)); err != nil || fi.Mode().Perm() != 0o600 {
+	if fi, err := os.Stat(store.JournalPath(db)); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("journal %v %v", fi, err)
 	}
 	lock.Release()
@@ -72,10 +71,10 @@ func TestLockHeldRunSkippedAndRecorded(t *testing.T) {
 		runs[1].ID != next.Run.ID || runs[1].Status != store.RunOK {
 		t.Fatalf("runs after the fold: %+v", runs)
 	}
-	if p, err := PendingRuns(db); err != nil || len(p) != 0 {
+	if p, err := store.PendingRuns(db); err != nil || len(p) != 0 {
 		t.Fatalf("still pending after the fold: %+v, %v", p, err)
 	}
-	if m, _ := filepath.Glob(JournalPath(db) + "*"); len(m) != 0 {
+	if m, _ := filepath.Glob(store.JournalPath(db) + "*"); len(m) != 0 {
 		t.Fatalf("journal files left: %v", m)
 	}
 }
@@ -101,80 +100,5 @@ func TestDeadRunClosedByNextRun(t *testing.T) {
 	runs := schedRuns(t, r)
 	if len(runs) != 2 || runs[0].ID != dead || runs[0].Status != store.RunFailed || !strings.Contains(runs[0].Error, "interrupted") || runs[1].Status != store.RunOK {
 		t.Fatalf("runs %+v", runs)
-	}
-}
-
-// Writers appending while runs fold the journal lose nothing and record
-// nothing twice.
-func TestJournalAppendsWhileFolding(t *testing.T) {
-	ctx := context.Background()
-	db := filepath.Join(t.TempDir(), "tally.duckdb")
-	st, err := store.Open(ctx, db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	const writers, each = 4, 25
-	var wg sync.WaitGroup
-	for w := range writers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range each {
-				fin := time.Now().UTC()
-				r := store.RunInfo{ID: store.NewRunID(), Job: fmt.Sprintf("w%d", w), Command: "fetch", Started: fin, Finished: &fin, Status: store.RunSkipped, Error: fmt.Sprint(i)}
-				if err := appendJournal(db, r); err != nil {
-					t.Error(err)
-				}
-			}
-		}()
-	}
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	folded := 0
-	for running := true; running; {
-		select {
-		case <-done:
-			running = false
-		default:
-		}
-		n, err := foldJournal(ctx, st, db)
-		if err != nil {
-			t.Fatal(err)
-		}
-		folded += n
-	}
-	n, err := foldJournal(ctx, st, db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	folded += n
-	var rows int
-	if err := st.DB().QueryRow(`SELECT count(DISTINCT id) FROM runs WHERE status = 'skipped'`).Scan(&rows); err != nil {
-		t.Fatal(err)
-	}
-	if rows != writers*each || folded != writers*each {
-		t.Fatalf("%d runs recorded, %d folded; %d were noted", rows, folded, writers*each)
-	}
-}
-
-// A torn last line (a writer killed mid-write) is left out; the rest is
-// read.
-func TestJournalTornLine(t *testing.T) {
-	db := filepath.Join(t.TempDir(), "tally.duckdb")
-	fin := time.Now().UTC()
-	r := store.RunInfo{ID: store.NewRunID(), Command: "run", Started: fin, Finished: &fin, Status: store.RunSkipped}
-	if err := appendJournal(db, r); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.OpenFile(JournalPath(db), os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.WriteString(`{"id":"01a1fca4-8da7-7e9e-ae93-10c6eb`)
-	f.Close()
-	got, err := PendingRuns(db)
-	if err != nil || len(got) != 1 || got[0].ID != r.ID {
-		t.Fatalf("pending %+v, %v", got, err)
 	}
 }

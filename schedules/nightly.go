@@ -8,14 +8,14 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/tally-dev/tally/fetch"
+	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/reports"
 )
 
 // ReportMonths resolves reports.months ("previous", "current" or YYYY-MM)
 // against today: the previous month is final, the current one month to date.
 func ReportMonths(names []string, now time.Time) ([]time.Time, error) {
-	this := fetch.Month.Truncate(now)
+	this := tally.Month.Truncate(now)
 	var out []time.Time
 	for _, n := range names {
 		switch n {

@@ -12,7 +12,8 @@ import (
 
 	"github.com/xuri/excelize/v2"
 
-	"github.com/tally-dev/tally/fetch"
+	"github.com/tally-dev/tally"
+	"github.com/tally-dev/tally/internal/prooftest"
 	"github.com/tally-dev/tally/reports"
 )
 
@@ -21,7 +22,7 @@ import (
 // run and totals per currency equal to the database's and the sim's.
 func TestNightlyOneRunID(t *testing.T) {
 	h := newHarness(t, setup{
-		granularity: fetch.Day, start: "2025-02-01", now: "2025-03-04T09:00:00Z",
+		granularity: tally.Day, start: "2025-02-01", now: "2025-03-04T09:00:00Z",
 		faults: faults(51), months: []string{"previous", "current"},
 	})
 	sum, err := h.runner.Nightly(context.Background(), nil)
@@ -31,7 +32,7 @@ func TestNightlyOneRunID(t *testing.T) {
 	if sum.Fetch.Loaded == 0 || sum.Fetch.Loaded != sum.Fetch.Planned || sum.Fetch.Published == "" {
 		t.Fatalf("fetch summary %+v", sum.Fetch)
 	}
-	feb, mar := day(t, "2025-02-01"), day(t, "2025-03-01")
+	feb, mar := prooftest.Day(t, "2025-02-01"), prooftest.Day(t, "2025-03-01")
 	var months []time.Time
 	for _, r := range sum.Reports {
 		months = append(months, r.Month)
@@ -48,8 +49,8 @@ func TestNightlyOneRunID(t *testing.T) {
 	}
 	run := sum.RunID.String()
 
-	var dbTotals map[string]fetch.Decimal
-	withDB(t, h.db, func(db *sql.DB) {
+	var dbTotals map[string]tally.Decimal
+	prooftest.WithDB(t, h.db, func(db *sql.DB) {
 		var n int
 		var id, status string
 		if err := db.QueryRow(`SELECT count(*), any_value(id::VARCHAR), any_value(status) FROM runs`).Scan(&n, &id, &status); err != nil {
@@ -76,7 +77,7 @@ func TestNightlyOneRunID(t *testing.T) {
 				t.Errorf("%s carries run ids %q, want only %s", table, ids, run)
 			}
 		}
-		dbTotals, _ = totals(t, db, fetch.Day, "usage", feb, mar)
+		dbTotals, _ = prooftest.Totals(t, db, tally.Day, "usage", feb, mar)
 	})
 	h.wantExact(h.db, "February", h.query(feb, mar))
 	if len(dbTotals) < 2 {
@@ -92,7 +93,7 @@ func TestNightlyOneRunID(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := labelled(summary, "Last run id"); got != run {
+	if got := prooftest.Labelled(summary, "Last run id"); got != run {
 		t.Errorf("Summary's last run id is %q, want %s", got, run)
 	}
 	// The totals table: a "Currency" header, then one row per currency.
@@ -130,14 +131,4 @@ func TestNightlyOneRunID(t *testing.T) {
 	if p := reports.DefaultPath(h.runner.Config.Reports.Dir, mar); sum.Reports[1].Path != p {
 		t.Errorf("current month's workbook at %s, want %s", sum.Reports[1].Path, p)
 	}
-}
-
-// labelled is the value beside the first cell holding label in column A.
-func labelled(rows [][]string, label string) string {
-	for _, r := range rows {
-		if len(r) > 1 && r[0] == label {
-			return r[1]
-		}
-	}
-	return ""
 }

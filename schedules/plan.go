@@ -8,8 +8,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/configs"
-	"github.com/tally-dev/tally/fetch"
 	"github.com/tally-dev/tally/store"
 )
 
@@ -25,18 +25,18 @@ func (o FetchOptions) Resolve(cfg *configs.Config, now time.Time) (FetchOptions,
 		o.From = cfg.Usage.Start
 	}
 	if o.To.IsZero() {
-		o.To = fetch.Day.Truncate(now.UTC()).AddDate(0, 0, 1)
+		o.To = tally.Day.Truncate(now.UTC()).AddDate(0, 0, 1)
 	}
 	if !o.To.After(o.From) {
 		return o, fmt.Errorf("--to %s must be after --from %s (--to is exclusive; --from defaults to usage.start, --to to tomorrow)",
-			o.To.Format(fetch.DateLayout), o.From.Format(fetch.DateLayout))
+			o.To.Format(tally.DateLayout), o.From.Format(tally.DateLayout))
 	}
 	return o, nil
 }
 
 // PlanReport is what `tally plan` prints and where its ledger came from.
 type PlanReport struct {
-	Windows []fetch.PlannedWindow
+	Windows []tally.PlannedWindow
 	// Ledger is the database whose ledger was read: the analysts'
 	// published copy, or the database itself before any copy exists; ""
 	// when there is neither (a first fetch).

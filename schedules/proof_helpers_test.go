@@ -22,9 +22,11 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/configs"
 	"github.com/tally-dev/tally/fetch"
 	"github.com/tally-dev/tally/fetch/sim"
+	"github.com/tally-dev/tally/internal/prooftest"
 )
 
 // Helpers of the reliability and security proofs (faultmatrix, badanswers,
@@ -90,7 +92,7 @@ func (b *proofBuffer) Bytes() []byte {
 // proofSetup is one test's interface and config; zero fields take the
 // defaults of proofStart.
 type proofSetup struct {
-	granularity fetch.Granularity // day
+	granularity tally.Granularity // day
 	start       string            // usage.start and the sim's first day: 2026-01-01
 	now         string            // the clock, RFC 3339: 2026-03-10T12:00:00Z
 	window      string            // usage.window: 14d
@@ -131,7 +133,7 @@ type proofEnv struct {
 func proofStart(t *testing.T, s proofSetup) *proofEnv {
 	t.Helper()
 	if s.granularity == "" {
-		s.granularity = fetch.Day
+		s.granularity = tally.Day
 	}
 	if s.start == "" {
 		s.start = "2026-01-01"
@@ -164,7 +166,7 @@ func proofStart(t *testing.T, s proofSetup) *proofEnv {
 	e := &proofEnv{t: t, s: s, dir: t.TempDir(), clock: &clock{t: now}, logs: &proofBuffer{}, sleeps: &proofSleeps{}}
 	e.db = filepath.Join(e.dir, "tally.duckdb")
 	e.sim = sim.New(sim.Options{
-		Token: proofToken, Seed: 11, Start: day(t, s.start), Now: e.clock.Now,
+		Token: proofToken, Seed: 11, Start: prooftest.Day(t, s.start), Now: e.clock.Now,
 		PageSize: 200, UsagePaging: s.paging, Faults: s.faults,
 	})
 	e.faults = &proofFaults{next: e.sim, attempts: map[string]int{}}
@@ -266,12 +268,12 @@ func (e *proofEnv) mustFetch() FetchSummary {
 
 // span is what a fetch with default options covers: usage.start to
 // tomorrow, at the clock's time.
-func (e *proofEnv) span() fetch.UsageQuery {
-	return e.query(day(e.t, e.s.start), fetch.Day.Truncate(e.clock.Now()).AddDate(0, 0, 1))
+func (e *proofEnv) span() tally.UsageQuery {
+	return e.query(prooftest.Day(e.t, e.s.start), tally.Day.Truncate(e.clock.Now()).AddDate(0, 0, 1))
 }
 
-func (e *proofEnv) query(from, to time.Time) fetch.UsageQuery {
-	return fetch.UsageQuery{Window: fetch.Window{Start: from, End: to, Granularity: e.s.granularity}, ReportedDate: e.s.reported}
+func (e *proofEnv) query(from, to time.Time) tally.UsageQuery {
+	return tally.UsageQuery{Window: tally.Window{Start: from, End: to, Granularity: e.s.granularity}, ReportedDate: e.s.reported}
 }
 
 // listen opens the manual server's port again (the same address).
@@ -480,14 +482,14 @@ func proofWait(w http.ResponseWriter, r *http.Request, next http.Handler, d time
 
 // proofStored reads back the usage rows of q's granularity and basis whose
 // filtered date is in q's window, and the run that wrote each.
-func proofStored(t testing.TB, db *sql.DB, q fetch.UsageQuery) (rows []fetch.MeterData, runs []string) {
+func proofStored(t testing.TB, db *sql.DB, q tally.UsageQuery) (rows []tally.MeterData, runs []string) {
 	t.Helper()
-	return storedRuns(t, db, q.Window.Granularity, string(q.Basis()), q.Window.Start, q.Window.End)
+	return prooftest.StoredRuns(t, db, q.Window.Granularity, string(q.Basis()), q.Window.Start, q.Window.End)
 }
 
 // proofTotals sums rows' costs per currency, exactly.
-func proofTotals(rows []fetch.MeterData) map[string]fetch.Decimal {
-	out := map[string]fetch.Decimal{}
+func proofTotals(rows []tally.MeterData) map[string]tally.Decimal {
+	out := map[string]tally.Decimal{}
 	for _, r := range rows {
 		out[r.Currency] = out[r.Currency].Add(r.Cost)
 	}
@@ -497,21 +499,21 @@ func proofTotals(rows []fetch.MeterData) map[string]fetch.Decimal {
 // proofExact checks that the database at path holds exactly the sim's
 // truth for q at the sim's clock: totals per currency and the row count
 // against sim.Truth, and every row, field by field, against sim.Rows.
-func proofExact(t testing.TB, s *sim.Server, path string, q fetch.UsageQuery) {
+func proofExact(t testing.TB, s *sim.Server, path string, q tally.UsageQuery) {
 	t.Helper()
 	truth := s.Truth(q)
 	if truth.Rows == 0 || len(truth.Cost) == 0 {
 		t.Fatalf("the truth of %s is empty: the test covers nothing", q.Window)
 	}
-	withDB(t, path, func(db *sql.DB) {
+	prooftest.WithDB(t, path, func(db *sql.DB) {
 		rows, _ := proofStored(t, db, q)
-		if d := sameTotals(proofTotals(rows), truth.Cost); d != "" {
+		if d := prooftest.SameTotals(proofTotals(rows), truth.Cost); d != "" {
 			t.Errorf("%s: totals per currency differ from the truth: %s", q.Window, d)
 		}
 		if len(rows) != truth.Rows {
 			t.Errorf("%s: %d rows stored, truth %d", q.Window, len(rows), truth.Rows)
 		}
-		if d := firstDiff(renderAll(rows), renderAll(s.Rows(q))); d != "" {
+		if d := prooftest.FirstDiff(prooftest.RenderAll(rows), prooftest.RenderAll(s.Rows(q))); d != "" {
 			t.Errorf("%s: rows differ from the truth: %s", q.Window, d)
 		}
 	})
@@ -523,7 +525,7 @@ func proofExact(t testing.TB, s *sim.Server, path string, q fetch.UsageQuery) {
 // window would replace would be counted twice).
 func proofNoDoubles(t testing.TB, path string) {
 	t.Helper()
-	withDB(t, path, func(db *sql.DB) {
+	prooftest.WithDB(t, path, func(db *sql.DB) {
 		var twice, orphans int
 		if err := db.QueryRow(`SELECT count(*) FROM (SELECT 1 FROM fetch_windows
 GROUP BY granularity, basis, scope, start, "end" HAVING count(*) > 1)`).Scan(&twice); err != nil {

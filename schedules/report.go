@@ -7,8 +7,8 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/configs"
-	"github.com/tally-dev/tally/fetch"
 	"github.com/tally-dev/tally/reports"
 )
 
@@ -35,7 +35,7 @@ func (e *EmptyMonthError) Partial() bool { return true }
 // usage.reported_date, else usage), at the finest granularity that serves
 // the month (reports.MonthGranularity, warning when it is not the
 // config's). A month without rows is an *EmptyMonthError, nothing written.
-func Report(ctx context.Context, cfg *configs.Config, src reports.Source, month time.Time, basis fetch.Basis, path string, now func() time.Time, log zerolog.Logger) (reports.Period, error) {
+func Report(ctx context.Context, cfg *configs.Config, src reports.Source, month time.Time, basis tally.Basis, path string, now func() time.Time, log zerolog.Logger) (reports.Period, error) {
 	if now == nil {
 		now = time.Now
 	}

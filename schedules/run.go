@@ -50,7 +50,7 @@ func (r *Runner) Client() (*fetch.Client, error) {
 		opts = append(opts, fetch.WithObserver(r.observer))
 	}
 	return fetch.NewClient(api.BaseURL, r.Token, append(opts,
-		fetch.WithHTTPClient(newHTTPClient(api.Timeout, api.Concurrency)),
+		fetch.WithHTTPClient(fetch.NewHTTPClient(api.Timeout, api.Concurrency)),
 		fetch.WithRetry(policy),
 		fetch.WithConnectRetries(api.ConnectRetries),
 		fetch.WithLogger(r.Log),
@@ -74,7 +74,7 @@ type RunOutcome struct {
 
 // SkippedError is a run that did not start because another process held
 // the database's lock for longer than schedule.lock_wait. The skip is
-// recorded (see JournalPath) and the error names the holder.
+// recorded (see store.JournalPath) and the error names the holder.
 type SkippedError struct {
 	Wait   time.Duration
 	Locked *store.LockedError // nil when the wait ended by shutdown
@@ -202,7 +202,7 @@ func (r *Runner) recordedRun(ctx context.Context, command, job string, fn func(c
 	return out, runErr
 }
 
-// skipped records a run that could not take the lock (see JournalPath) and
+// skipped records a run that could not take the lock (see store.JournalPath) and
 // returns the *SkippedError. Errors other than a held lock or a stop while
 // waiting (a missing folder, say) are returned as they are.
 func (r *Runner) skipped(ctx context.Context, out RunOutcome, began time.Time, wait time.Duration, lockErr error) (RunOutcome, error) {
@@ -220,7 +220,7 @@ func (r *Runner) skipped(ctx context.Context, out RunOutcome, began time.Time, w
 	fin := time.Now().UTC()
 	out.ID, out.Started, out.Finished = store.NewRunID(), began, &fin
 	out.Status, out.Error = store.RunSkipped, serr.Error()
-	if err := appendJournal(r.Config.Store.Path, out.RunInfo); err != nil {
+	if err := store.AppendJournal(r.Config.Store.Path, out.RunInfo); err != nil {
 		return out, errors.Join(serr, err)
 	}
 	r.Log.Warn().Str("run_id", out.ID.String()).Str("command", out.Command).Str("job", out.Job).Err(serr).Msg("run skipped")
@@ -237,7 +237,7 @@ func (r *Runner) tidyRuns(ctx context.Context, st *store.Store) {
 	} else if n > 0 {
 		r.Log.Warn().Int64("runs", n).Msg("runs left running by a dead process recorded as failed")
 	}
-	if n, err := foldJournal(ctx, st, r.Config.Store.Path); err != nil {
+	if n, err := st.FoldJournal(ctx, r.Config.Store.Path); err != nil {
 		r.Log.Warn().Err(err).Msg("runs noted beside the database not folded in yet")
 	} else if n > 0 {
 		r.Log.Info().Int("runs", n).Msg("runs noted beside the database folded into runs")

@@ -26,8 +26,9 @@ import (
 
 	"github.com/xuri/excelize/v2"
 
-	"github.com/tally-dev/tally/fetch"
+	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/fetch/sim"
+	"github.com/tally-dev/tally/internal/prooftest"
 )
 
 // Security: the token never leaves the process except in the Authorization
@@ -91,10 +92,10 @@ func proofHostile(s *sim.Server, a, b string) proofRule {
 func TestSecurityFullRunLeaksNothing(t *testing.T) {
 	bin := proofBinary(t)
 	now := time.Now().UTC()
-	start := fetch.Month.Truncate(now).AddDate(0, -1, 0)
+	start := tally.Month.Truncate(now).AddDate(0, -1, 0)
 	s := sim.New(sim.Options{Token: proofToken, Seed: 4, Start: start, Now: func() time.Time { return now }, PageSize: 300, UsagePaging: true})
 	projects := map[string]bool{}
-	for _, md := range s.Rows(fetch.UsageQuery{Window: fetch.Window{Start: start, End: start.AddDate(0, 1, 0), Granularity: fetch.Day}}) {
+	for _, md := range s.Rows(tally.UsageQuery{Window: tally.Window{Start: start, End: start.AddDate(0, 1, 0), Granularity: tally.Day}}) {
 		projects[md.Project] = true
 	}
 	names := slices.Sorted(maps.Keys(projects))
@@ -125,7 +126,7 @@ reports:
   months: [previous]
 export:
   dir: exports
-`, url, start.Format(fetch.DateLayout))
+`, url, start.Format(tally.DateLayout))
 	if err := os.WriteFile(filepath.Join(dir, "tally.yaml"), []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -286,7 +287,7 @@ func proofFileHasNoToken(t *testing.T, path string) {
 			proofNoToken(t, path+"!"+f.Name, part)
 		}
 	case strings.HasSuffix(path, ".duckdb"):
-		withDB(t, path, func(db *sql.DB) {
+		prooftest.WithDB(t, path, func(db *sql.DB) {
 			proofNoTokenInTables(t, db, path, "")
 		})
 	case strings.HasSuffix(path, ".parquet"):
@@ -404,16 +405,16 @@ func TestSecurityNextLinkToAnotherOriginRefused(t *testing.T) {
 	}))
 	defer other.Close()
 	e := proofStart(t, proofSetup{paging: true})
-	linked := fetch.Window{Start: day(t, "2026-01-15"), End: day(t, "2026-01-29"), Granularity: fetch.Day}
-	moved := fetch.Window{Start: day(t, "2026-02-12"), End: day(t, "2026-02-26"), Granularity: fetch.Day}
+	linked := tally.Window{Start: prooftest.Day(t, "2026-01-15"), End: prooftest.Day(t, "2026-01-29"), Granularity: tally.Day}
+	moved := tally.Window{Start: prooftest.Day(t, "2026-02-12"), End: prooftest.Day(t, "2026-02-26"), Granularity: tally.Day}
 	e.faults.set(func(w http.ResponseWriter, r *http.Request, q proofRequest) bool {
 		switch {
-		case q.usage && q.start == linked.Start.Format(fetch.DateLayout):
+		case q.usage && q.start == linked.Start.Format(tally.DateLayout):
 			rec := proofRecord(e.sim, r)
 			body := regexp.MustCompile(`"@odata.nextLink":"http://[^/"]+`).ReplaceAllString(rec.Body.String(), `"@odata.nextLink":"`+other.URL)
 			proofSend(w, rec, []byte(body))
 			return true
-		case q.usage && q.start == moved.Start.Format(fetch.DateLayout):
+		case q.usage && q.start == moved.Start.Format(tally.DateLayout):
 			http.Redirect(w, r, other.URL+r.URL.Path, http.StatusTemporaryRedirect)
 			return true
 		}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/tally-dev/tally/fetch"
+	"github.com/tally-dev/tally"
 )
 
 // Actions of month_closes.
@@ -22,8 +22,8 @@ const (
 type MonthClose struct {
 	ID            uuid.UUID // the run that did it
 	Month         time.Time // 1st of the month, UTC
-	Basis         fetch.Basis
-	Granularity   fetch.Granularity
+	Basis         tally.Basis
+	Granularity   tally.Granularity
 	Action        string // ActionClose or ActionReopen
 	At            time.Time
 	Who           string
@@ -43,7 +43,7 @@ type CloseFigure struct {
 
 // LatestClose returns the latest month_closes row of a month, basis and
 // granularity, or nil when the month was never closed.
-func (s *Store) LatestClose(ctx context.Context, month time.Time, basis fetch.Basis, g fetch.Granularity) (*MonthClose, error) {
+func (s *Store) LatestClose(ctx context.Context, month time.Time, basis tally.Basis, g tally.Granularity) (*MonthClose, error) {
 	var c MonthClose
 	var reason, hash, wb sql.NullString
 	err := s.db.QueryRowContext(ctx, `SELECT id, month, action, acted_at, who, reason, content_hash, final_workbook
@@ -102,7 +102,7 @@ VALUES (?, ?, ?, ?, 'reopen', ?, ?, ?)`, c.ID, c.Month, string(c.Basis), string(
 
 // UncoveredDays lists the days of [from, to) that no loaded window of the
 // granularity, basis and scope covers, in order.
-func (s *Store) UncoveredDays(ctx context.Context, from, to time.Time, g fetch.Granularity, basis fetch.Basis, scope string) ([]time.Time, error) {
+func (s *Store) UncoveredDays(ctx context.Context, from, to time.Time, g tally.Granularity, basis tally.Basis, scope string) ([]time.Time, error) {
 	ledger, err := s.Ledger(ctx, g, basis, scope)
 	if err != nil {
 		return nil, err

@@ -21,7 +21,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/tally-dev/tally/fetch"
+	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/internal/atomicfile"
 	tallysql "github.com/tally-dev/tally/sql"
 )
@@ -49,8 +49,8 @@ type ExportOptions struct {
 	CSV bool
 	// Granularity and Basis select the usage rows FOCUS maps, so each
 	// charge is counted once; required for format focus.
-	Granularity fetch.Granularity
-	Basis       fetch.Basis
+	Granularity tally.Granularity
+	Basis       tally.Basis
 	Now         func() time.Time // the manifest's written_at; nil = time.Now
 }
 
@@ -161,7 +161,7 @@ func (s *Store) Export(ctx context.Context, o ExportOptions) (ExportResult, erro
 	}
 	if !o.From.IsZero() && !o.Until.IsZero() && !o.Until.After(o.From) {
 		return res, fmt.Errorf("export to %s: until %s must be after from %s (until is exclusive)",
-			dir, o.Until.Format(fetch.DateLayout), o.From.Format(fetch.DateLayout))
+			dir, o.Until.Format(tally.DateLayout), o.From.Format(tally.DateLayout))
 	}
 	if err := os.MkdirAll(dir, dirMode); err != nil {
 		return res, fmt.Errorf("export to %s: %w", dir, err)
@@ -256,7 +256,7 @@ func exportDatasets(o ExportOptions) ([]dataset, error) {
 		if !o.Granularity.Valid() {
 			return nil, fmt.Errorf("granularity %q is not one of hour, day, week, month, year", o.Granularity)
 		}
-		if o.Basis != fetch.BasisUsage && o.Basis != fetch.BasisReported {
+		if o.Basis != tally.BasisUsage && o.Basis != tally.BasisReported {
 			return nil, fmt.Errorf("basis %q is not one of usage, reported", o.Basis)
 		}
 		body, err := FOCUSQuery()

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tally-dev/tally/fetch"
+	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/fetch/sim"
 )
 
@@ -23,7 +23,7 @@ func benchStore(b *testing.B) (*Store, int64) {
 	b.Cleanup(func() { s.Close() })
 	var rows int64
 	for m := start; m.Before(start.AddDate(1, 0, 0)); m = m.AddDate(0, 1, 0) {
-		q := fetch.UsageQuery{Window: fetch.Window{Start: m, End: m.AddDate(0, 1, 0), Granularity: fetch.Hour}}
+		q := tally.UsageQuery{Window: tally.Window{Start: m, End: m.AddDate(0, 1, 0), Granularity: tally.Hour}}
 		res, err := s.LoadWindow(context.Background(), q, NewRunID(), rowsOf(srv.Rows(q)...))
 		if err != nil {
 			b.Fatal(err)
@@ -45,8 +45,8 @@ func BenchmarkExport(b *testing.B) {
 		o    ExportOptions
 	}{
 		{"parquet", ExportOptions{Format: ExportParquet}},
-		{"focus", ExportOptions{Format: ExportFOCUS, Granularity: fetch.Hour, Basis: fetch.BasisUsage}},
-		{"focus+csv", ExportOptions{Format: ExportFOCUS, CSV: true, Granularity: fetch.Hour, Basis: fetch.BasisUsage}},
+		{"focus", ExportOptions{Format: ExportFOCUS, Granularity: tally.Hour, Basis: tally.BasisUsage}},
+		{"focus+csv", ExportOptions{Format: ExportFOCUS, CSV: true, Granularity: tally.Hour, Basis: tally.BasisUsage}},
 	} {
 		b.Run(tc.name+"/first", func(b *testing.B) {
 			for b.Loop() {

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/fetch"
 	"github.com/tally-dev/tally/fetch/sim"
 	"github.com/tally-dev/tally/internal/focuscheck"
@@ -30,7 +31,7 @@ var (
 	// raised by priceBump, so a row shows which card was in force.
 	firstSnapshot  = time.Date(2026, 8, 10, 3, 0, 0, 0, time.UTC)
 	secondSnapshot = time.Date(2026, 10, 5, 3, 0, 0, 0, time.UTC)
-	priceBump      = fetch.MustDecimal("0.001")
+	priceBump      = tally.MustDecimal("0.001")
 )
 
 // exportMonths are the windows of the fixture, one per month.
@@ -45,7 +46,7 @@ func exportFixture(t *testing.T) (*Store, *sim.Server) {
 	srv := sim.New(sim.Options{Seed: 7, Start: exportStart, Now: func() time.Time { return exportNow }})
 	s := openTemp(t)
 	for _, m := range exportMonths {
-		q := fetch.UsageQuery{Window: window(t, fetch.Day, m[0], m[1])}
+		q := tally.UsageQuery{Window: window(t, tally.Day, m[0], m[1])}
 		load(t, s, q, srv.Rows(q)...)
 	}
 	ts := httptest.NewServer(srv)
@@ -279,9 +280,9 @@ func TestExportRewritesOnlyChangedMonths(t *testing.T) {
 
 	// September is fetched again and one cost changed: only September of
 	// usage is written again.
-	q := fetch.UsageQuery{Window: window(t, fetch.Day, "2026-09-01", "2026-10-01")}
+	q := tally.UsageQuery{Window: window(t, tally.Day, "2026-09-01", "2026-10-01")}
 	rows := srv.Rows(q)
-	rows[0].Cost = rows[0].Cost.Add(fetch.MustDecimal("0.000000000001"))
+	rows[0].Cost = rows[0].Cost.Add(tally.MustDecimal("0.000000000001"))
 	load(t, s, q, rows...)
 	res = exportTo(t, s, o)
 	if u := datasetOf(t, res, "usage"); !slices.Equal(u.Written, []string{"2026-09"}) || !slices.Equal(u.Unchanged, []string{"2026-08", "2026-10"}) {
@@ -301,7 +302,7 @@ func TestExportRewritesOnlyChangedMonths(t *testing.T) {
 	// --from/--until only.
 	before = fileIDs(t, dir)
 	for _, m := range exportMonths {
-		q := fetch.UsageQuery{Window: window(t, fetch.Day, m[0], m[1])}
+		q := tally.UsageQuery{Window: window(t, tally.Day, m[0], m[1])}
 		load(t, s, q, srv.Rows(q)...)
 	}
 	res = exportTo(t, s, ExportOptions{Dir: dir, Format: ExportParquet, From: date(t, "2026-09-15"), Until: date(t, "2026-10-01")})
@@ -314,7 +315,7 @@ func TestExportRewritesOnlyChangedMonths(t *testing.T) {
 	}
 
 	// October's rows are all gone (fetched again, empty): its folder goes.
-	q = fetch.UsageQuery{Window: window(t, fetch.Day, "2026-10-01", "2026-10-21")}
+	q = tally.UsageQuery{Window: window(t, tally.Day, "2026-10-01", "2026-10-21")}
 	load(t, s, q)
 	res = exportTo(t, s, o)
 	if u := datasetOf(t, res, "usage"); !slices.Equal(u.Removed, []string{"2026-10"}) || !slices.Equal(u.Written, []string{"2026-08"}) {
@@ -345,7 +346,7 @@ func distinct(t *testing.T, s *Store, col, from string) []string {
 func TestExportFOCUSFollowsTheRules(t *testing.T) {
 	s, _ := exportFixture(t)
 	dir := t.TempDir()
-	res := exportTo(t, s, ExportOptions{Dir: dir, Format: ExportFOCUS, CSV: true, Granularity: fetch.Day, Basis: fetch.BasisUsage})
+	res := exportTo(t, s, ExportOptions{Dir: dir, Format: ExportFOCUS, CSV: true, Granularity: tally.Day, Basis: tally.BasisUsage})
 	f := datasetOf(t, res, "focus")
 	if f.Partition != "billing_period" || len(f.Written) < 3 {
 		t.Fatalf("focus: %+v", f)
@@ -414,7 +415,7 @@ FROM `+from+` WHERE SkuMeter = 'video_encoding_uhd' AND BillingCurrency = 'USD' 
 	if len(card) != 1 {
 		t.Fatalf("rate card prices %v", card)
 	}
-	first := fetch.MustDecimal(card[0])
+	first := tally.MustDecimal(card[0])
 	second := first.Add(priceBump)
 	wantPrices := []string{
 		"2026-08|" + first.String() + "|" + firstSnapshot.Format(time.RFC3339),
@@ -450,7 +451,7 @@ func TestExportFromReadOnlyCopy(t *testing.T) {
 	ctx := context.Background()
 	ro := openPublished(t, s)
 	dir := t.TempDir()
-	res, err := ro.Export(ctx, ExportOptions{Dir: dir, Format: ExportFOCUS, Granularity: fetch.Day, Basis: fetch.BasisUsage})
+	res, err := ro.Export(ctx, ExportOptions{Dir: dir, Format: ExportFOCUS, Granularity: tally.Day, Basis: tally.BasisUsage})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -471,8 +472,8 @@ func TestExportRefusesBadOptions(t *testing.T) {
 		{"no folder", ExportOptions{Format: ExportParquet}, "the export folder is empty"},
 		{"format", ExportOptions{Dir: dir, Format: "orc"}, `format "orc" is not one of parquet, focus`},
 		{"csv with parquet", ExportOptions{Dir: dir, Format: ExportParquet, CSV: true}, "CSV is written for format focus only"},
-		{"focus without granularity", ExportOptions{Dir: dir, Format: ExportFOCUS, Basis: fetch.BasisUsage}, `granularity "" is not one of`},
-		{"focus without basis", ExportOptions{Dir: dir, Format: ExportFOCUS, Granularity: fetch.Day}, `basis "" is not one of usage, reported`},
+		{"focus without granularity", ExportOptions{Dir: dir, Format: ExportFOCUS, Basis: tally.BasisUsage}, `granularity "" is not one of`},
+		{"focus without basis", ExportOptions{Dir: dir, Format: ExportFOCUS, Granularity: tally.Day}, `basis "" is not one of usage, reported`},
 		{"until before from", ExportOptions{Dir: dir, Format: ExportParquet, From: date(t, "2026-10-01"), Until: date(t, "2026-10-01")}, "until 2026-10-01 must be after from 2026-10-01"},
 	}
 	for _, tc := range tests {
@@ -573,7 +574,7 @@ func openPublished(t *testing.T, s *Store) *Store {
 func TestFOCUSCheckerFindsBrokenRows(t *testing.T) {
 	s, _ := exportFixture(t)
 	dir := t.TempDir()
-	exportTo(t, s, ExportOptions{Dir: dir, Format: ExportFOCUS, Granularity: fetch.Day, Basis: fetch.BasisUsage})
+	exportTo(t, s, ExportOptions{Dir: dir, Format: ExportFOCUS, Granularity: tally.Day, Basis: tally.BasisUsage})
 	from := `read_parquet(` + quoted(filepath.Join(dir, "focus", "*", "*.parquet")) + `, hive_partitioning = true)`
 	ctx := context.Background()
 	for _, c := range []struct{ name, change, want string }{

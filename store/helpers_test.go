@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tally-dev/tally/fetch"
+	"github.com/tally-dev/tally"
 )
 
 // openTemp opens a new store in a temporary folder and closes it when the
@@ -26,29 +26,29 @@ func openTemp(t *testing.T) *Store {
 
 func date(t testing.TB, s string) time.Time {
 	t.Helper()
-	d, err := fetch.ParseDate(s)
+	d, err := tally.ParseDate(s)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return d
 }
 
-func window(t testing.TB, g fetch.Granularity, start, end string) fetch.Window {
-	return fetch.Window{Start: date(t, start), End: date(t, end), Granularity: g}
+func window(t testing.TB, g tally.Granularity, start, end string) tally.Window {
+	return tally.Window{Start: date(t, start), End: date(t, end), Granularity: g}
 }
 
 // row builds a usage row; cost is decimal text.
-func row(d time.Time, meter, project, cost string) fetch.MeterData {
+func row(d time.Time, meter, project, cost string) tally.MeterData {
 	price := 0.25
-	return fetch.MeterData{
+	return tally.MeterData{
 		Date: d, MeterName: meter, MeterSku: "sku-" + meter, Family: "fam", Solution: "sol",
-		Unit: "minutes", Quantity: 4, Price: &price, Cost: fetch.MustDecimal(cost), Currency: "USD",
+		Unit: "minutes", Quantity: 4, Price: &price, Cost: tally.MustDecimal(cost), Currency: "USD",
 		PaymentMethod: "pm-" + project, PaymentMethodName: "PM " + project, Project: project,
 	}
 }
 
-func rowsOf(rows ...fetch.MeterData) iter.Seq2[fetch.MeterData, error] {
-	return func(yield func(fetch.MeterData, error) bool) {
+func rowsOf(rows ...tally.MeterData) iter.Seq2[tally.MeterData, error] {
+	return func(yield func(tally.MeterData, error) bool) {
 		for _, r := range rows {
 			if !yield(r, nil) {
 				return
@@ -58,18 +58,18 @@ func rowsOf(rows ...fetch.MeterData) iter.Seq2[fetch.MeterData, error] {
 }
 
 // failingAfter yields rows, then the error.
-func failingAfter(err error, rows ...fetch.MeterData) iter.Seq2[fetch.MeterData, error] {
-	return func(yield func(fetch.MeterData, error) bool) {
+func failingAfter(err error, rows ...tally.MeterData) iter.Seq2[tally.MeterData, error] {
+	return func(yield func(tally.MeterData, error) bool) {
 		for _, r := range rows {
 			if !yield(r, nil) {
 				return
 			}
 		}
-		yield(fetch.MeterData{}, err)
+		yield(tally.MeterData{}, err)
 	}
 }
 
-func load(t *testing.T, s *Store, q fetch.UsageQuery, rows ...fetch.MeterData) LoadResult {
+func load(t *testing.T, s *Store, q tally.UsageQuery, rows ...tally.MeterData) LoadResult {
 	t.Helper()
 	res, err := s.LoadWindow(context.Background(), q, NewRunID(), rowsOf(rows...))
 	if err != nil {
@@ -165,19 +165,19 @@ func mustContain(t *testing.T, err error, parts ...string) {
 
 var errBoom = errors.New("connection reset by peer")
 
-func decimalSum(ds ...fetch.Decimal) fetch.Decimal {
-	sum := fetch.MustDecimal("0")
+func decimalSum(ds ...tally.Decimal) tally.Decimal {
+	sum := tally.MustDecimal("0")
 	for _, d := range ds {
 		sum = sum.Add(d)
 	}
 	return sum
 }
 
-func mustDecimal(t *testing.T, v any) fetch.Decimal {
+func mustDecimal(t *testing.T, v any) tally.Decimal {
 	t.Helper()
-	d, ok := v.(fetch.Decimal)
+	d, ok := v.(tally.Decimal)
 	if !ok {
-		t.Fatalf("got %T %v, want fetch.Decimal", v, v)
+		t.Fatalf("got %T %v, want tally.Decimal", v, v)
 	}
 	return d
 }

@@ -13,7 +13,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/tally-dev/tally/fetch"
+	"github.com/tally-dev/tally"
 )
 
 // costScale and costWidth are usage.cost's DECIMAL(38, 12).
@@ -56,7 +56,7 @@ type LoadResult struct {
 // The ledger records q.Stats as it stands at commit; a Stats shared by
 // several windows gives their running total, so give each window its own
 // for per-window numbers.
-func (s *Store) LoadWindow(ctx context.Context, q fetch.UsageQuery, runID uuid.UUID, rows iter.Seq2[fetch.MeterData, error]) (LoadResult, error) {
+func (s *Store) LoadWindow(ctx context.Context, q tally.UsageQuery, runID uuid.UUID, rows iter.Seq2[tally.MeterData, error]) (LoadResult, error) {
 	began := time.Now()
 	w := q.Window
 	label := fmt.Sprintf("load window %s (%s, %s, %s)", w, w.Granularity, q.Basis(), q.Scope())
@@ -124,7 +124,7 @@ VALUES (?, ?, ?, ?::DATE, ?::DATE, ?, ?::UUID, ?, ?, ?, ?, ?)`,
 // checkWindow accepts any non-empty window of whole UTC days: the ledger
 // stores dates, and a window the interface would refuse is the fetcher's
 // concern, not the store's.
-func checkWindow(w fetch.Window) error {
+func checkWindow(w tally.Window) error {
 	if !w.Granularity.Valid() {
 		return fmt.Errorf("granularity %q is not one of hour, day, week, month, year", w.Granularity)
 	}
@@ -143,7 +143,7 @@ func checkWindow(w fetch.Window) error {
 // granularity, basis and scope that does not lie wholly inside it: one that
 // loading the window cuts back. Entries wholly inside a window cannot
 // overlap another window of the same run, as those never overlap.
-func (s *Store) cutsBack(ctx context.Context, q fetch.UsageQuery) (bool, error) {
+func (s *Store) cutsBack(ctx context.Context, q tally.UsageQuery) (bool, error) {
 	w := q.Window
 	var n int
 	err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM fetch_windows
@@ -158,7 +158,7 @@ WHERE granularity = ? AND basis = ? AND scope = ? AND start < ?::DATE AND "end" 
 // the part before and the part after, each with the rows the usage table
 // holds for those days. The parts keep the run, fetch time and costs of the
 // fetch that loaded them.
-func trimLedger(ctx context.Context, conn *sql.Conn, q fetch.UsageQuery) error {
+func trimLedger(ctx context.Context, conn *sql.Conn, q tally.UsageQuery) error {
 	w := q.Window
 	g, basis, scope := string(w.Granularity), string(q.Basis()), q.Scope()
 	const overlapping = `granularity = ? AND basis = ? AND scope = ? AND start < ?::DATE AND "end" > ?::DATE`
@@ -212,16 +212,16 @@ VALUES (?, ?, ?, ?::DATE, ?::DATE, ?, ?::UUID, ?, ?, ?, ?, ?)`,
 }
 
 // scopeDelete builds the DELETE of the rows q's window and scope own.
-func scopeDelete(q fetch.UsageQuery) (string, []any) {
+func scopeDelete(q tally.UsageQuery) (string, []any) {
 	where, args := scopeWhere(q)
 	return "DELETE FROM usage WHERE " + where, args
 }
 
 // scopeWhere builds the condition selecting the usage rows of q's window and
 // scope. Only placeholders are built; the values travel as parameters.
-func scopeWhere(q fetch.UsageQuery) (string, []any) {
+func scopeWhere(q tally.UsageQuery) (string, []any) {
 	dateCol := "date"
-	if q.Basis() == fetch.BasisReported {
+	if q.Basis() == tally.BasisReported {
 		dateCol = "date_processed"
 	}
 	var b strings.Builder
@@ -242,14 +242,14 @@ func scopeWhere(q fetch.UsageQuery) (string, []any) {
 	return b.String(), args
 }
 
-func rowLabel(i int64, md fetch.MeterData) string {
+func rowLabel(i int64, md tally.MeterData) string {
 	return fmt.Sprintf("row %d (meter %q, project %q, date %s)", i, md.MeterName, md.Project, md.Date.UTC().Format(time.RFC3339))
 }
 
 // checkRow refuses a row the query could not have returned: one whose
 // filtered date lies outside the window. Loading it would put a row where
 // no later load of its own window replaces it.
-func checkRow(w fetch.Window, reported bool, md fetch.MeterData) error {
+func checkRow(w tally.Window, reported bool, md tally.MeterData) error {
 	if reported {
 		if md.DateProcessed == nil {
 			return fmt.Errorf("date_processed is null, but the window filters on the reported date %s", w)
@@ -270,10 +270,10 @@ func checkRow(w fetch.Window, reported bool, md fetch.MeterData) error {
 // would not replace it, and it would be counted twice.
 type scopeCheck struct {
 	projects, paymentMethods, meters map[string]bool
-	q                                fetch.UsageQuery
+	q                                tally.UsageQuery
 }
 
-func newScopeCheck(q fetch.UsageQuery) scopeCheck {
+func newScopeCheck(q tally.UsageQuery) scopeCheck {
 	set := func(vals []string) map[string]bool {
 		if len(vals) == 0 {
 			return nil
@@ -287,7 +287,7 @@ func newScopeCheck(q fetch.UsageQuery) scopeCheck {
 	return scopeCheck{set(q.ProjectNames), set(q.PaymentMethodIDs), set(q.MeterNames), q}
 }
 
-func (c scopeCheck) check(md fetch.MeterData) error {
+func (c scopeCheck) check(md tally.MeterData) error {
 	switch {
 	case c.projects != nil && !c.projects[md.Project]:
 		return fmt.Errorf("project %q is not one of the query's projects (%s)", md.Project, strings.Join(c.q.ProjectNames, ", "))
@@ -315,7 +315,7 @@ func timeOrNull(t *time.Time) driver.Value {
 
 // Ledger returns the windows loaded for a granularity, basis and scope,
 // ordered by start (then end).
-func (s *Store) Ledger(ctx context.Context, g fetch.Granularity, basis fetch.Basis, scope string) ([]fetch.LoadedWindow, error) {
+func (s *Store) Ledger(ctx context.Context, g tally.Granularity, basis tally.Basis, scope string) ([]tally.LoadedWindow, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT start, "end", fetched_at FROM fetch_windows
 WHERE granularity = ? AND basis = ? AND scope = ?
 ORDER BY start, "end"`, string(g), string(basis), scope)
@@ -323,9 +323,9 @@ ORDER BY start, "end"`, string(g), string(basis), scope)
 		return nil, fmt.Errorf("read ledger: %w", err)
 	}
 	defer rows.Close()
-	var out []fetch.LoadedWindow
+	var out []tally.LoadedWindow
 	for rows.Next() {
-		var lw fetch.LoadedWindow
+		var lw tally.LoadedWindow
 		if err := rows.Scan(&lw.Start, &lw.End, &lw.FetchedAt); err != nil {
 			return nil, fmt.Errorf("read ledger: %w", err)
 		}

@@ -11,27 +11,27 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tally-dev/tally/fetch"
+	"github.com/tally-dev/tally"
 )
 
 // randomCost is an exact cost with 3 to 12 decimals and up to 14 integer
 // digits, sometimes negative (credits): values a float would round.
-func randomCost(r *rand.Rand) fetch.Decimal {
+func randomCost(r *rand.Rand) tally.Decimal {
 	v := big.NewInt(r.Int64N(100_000_000_000_000_000))
 	if r.IntN(10) == 0 {
 		v.Neg(v)
 	}
-	return fetch.NewDecimal(v, 3+r.IntN(10))
+	return tally.NewDecimal(v, 3+r.IntN(10))
 }
 
 func TestLoadWindowSumsExactly(t *testing.T) {
 	ctx := context.Background()
 	s := openTemp(t)
 	r := rand.New(rand.NewPCG(1, 2))
-	w := window(t, fetch.Hour, "2026-03-01", "2026-04-01")
-	var rows []fetch.MeterData
-	byProject := map[string][]fetch.Decimal{}
-	var all []fetch.Decimal
+	w := window(t, tally.Hour, "2026-03-01", "2026-04-01")
+	var rows []tally.MeterData
+	byProject := map[string][]tally.Decimal{}
+	var all []tally.Decimal
 	for i := range 5000 {
 		md := row(w.Start.Add(time.Duration(r.IntN(31*24))*time.Hour), fmt.Sprintf("meter-%d", i%7), fmt.Sprintf("p%d", i%3), "0")
 		md.Cost = randomCost(r)
@@ -39,7 +39,7 @@ func TestLoadWindowSumsExactly(t *testing.T) {
 		byProject[md.Project] = append(byProject[md.Project], md.Cost)
 		all = append(all, md.Cost)
 	}
-	res := load(t, s, fetch.UsageQuery{Window: w}, rows...)
+	res := load(t, s, tally.UsageQuery{Window: w}, rows...)
 	if res.Rows != 5000 || res.Replaced != 0 {
 		t.Fatalf("result %+v, want 5000 rows and none replaced", res)
 	}
@@ -85,18 +85,18 @@ func TestLoadWindowSumsExactly(t *testing.T) {
 func TestLoadWindowReplaces(t *testing.T) {
 	ctx := context.Background()
 	s := openTemp(t)
-	w := window(t, fetch.Day, "2026-01-01", "2026-02-01")
-	q := fetch.UsageQuery{Window: w}
-	before := window(t, fetch.Day, "2025-12-01", "2026-01-01")
-	load(t, s, fetch.UsageQuery{Window: before}, row(date(t, "2025-12-31"), "enc", "a", "9.99"))
+	w := window(t, tally.Day, "2026-01-01", "2026-02-01")
+	q := tally.UsageQuery{Window: w}
+	before := window(t, tally.Day, "2025-12-01", "2026-01-01")
+	load(t, s, tally.UsageQuery{Window: before}, row(date(t, "2025-12-31"), "enc", "a", "9.99"))
 
-	first := []fetch.MeterData{
+	first := []tally.MeterData{
 		row(date(t, "2026-01-01"), "enc", "a", "1.000000000001"),
 		row(date(t, "2026-01-31"), "enc", "b", "2"),
 		row(date(t, "2026-01-15"), "egress", "a", "3.5"),
 	}
 	load(t, s, q, first...)
-	second := []fetch.MeterData{
+	second := []tally.MeterData{
 		row(date(t, "2026-01-02"), "enc", "a", "10"),
 		row(date(t, "2026-01-31"), "egress", "c", "0.000000000007"),
 	}
@@ -128,7 +128,7 @@ func TestLoadWindowReplaces(t *testing.T) {
 	})
 
 	// Another granularity and basis over the same dates are other rows.
-	load(t, s, fetch.UsageQuery{Window: window(t, fetch.Month, "2026-01-01", "2026-02-01")}, row(date(t, "2026-01-01"), "enc", "a", "12"))
+	load(t, s, tally.UsageQuery{Window: window(t, tally.Month, "2026-01-01", "2026-02-01")}, row(date(t, "2026-01-01"), "enc", "a", "12"))
 	load(t, s, q) // an empty answer empties the window
 	if n := count(t, s, `SELECT count(*) FROM usage WHERE granularity = 'day' AND date >= '2026-01-01'`); n != 0 {
 		t.Fatalf("%d day rows left in the emptied window", n)
@@ -136,7 +136,7 @@ func TestLoadWindowReplaces(t *testing.T) {
 	if n := count(t, s, `SELECT count(*) FROM usage WHERE granularity = 'month'`); n != 1 {
 		t.Fatalf("%d month rows, want 1", n)
 	}
-	lw, err := s.Ledger(ctx, fetch.Day, fetch.BasisUsage, "all")
+	lw, err := s.Ledger(ctx, tally.Day, tally.BasisUsage, "all")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,44 +148,44 @@ func TestLoadWindowReplaces(t *testing.T) {
 func ptr[T any](v T) *T { return &v }
 
 func TestLoadWindowScopedReplace(t *testing.T) {
-	w := window(t, fetch.Day, "2026-01-01", "2026-01-08")
+	w := window(t, tally.Day, "2026-01-01", "2026-01-08")
 	d := date(t, "2026-01-03")
-	base := []fetch.MeterData{
+	base := []tally.MeterData{
 		row(d, "enc", "a", "1"), row(d, "egress", "a", "2"),
 		row(d, "enc", "b", "3"), row(d, "egress", "b", "4"),
 		row(d, "enc", "c", "5"),
 	}
 	for _, tc := range []struct {
 		name  string
-		q     fetch.UsageQuery
-		rows  []fetch.MeterData
+		q     tally.UsageQuery
+		rows  []tally.MeterData
 		scope string
 		want  string // what each (meter, project) costs afterwards
 	}{
 		{
 			name:  "projects",
-			q:     fetch.UsageQuery{Window: w, ProjectNames: []string{"b", "a"}},
-			rows:  []fetch.MeterData{row(d, "enc", "a", "10")},
+			q:     tally.UsageQuery{Window: w, ProjectNames: []string{"b", "a"}},
+			rows:  []tally.MeterData{row(d, "enc", "a", "10")},
 			scope: "projects=a,b",
 			want:  "enc a 10|enc c 5|",
 		},
 		{
 			name:  "payment methods",
-			q:     fetch.UsageQuery{Window: w, PaymentMethodIDs: []string{"pm-b"}},
-			rows:  []fetch.MeterData{row(d, "enc", "b", "30"), row(d, "other", "b", "31")},
+			q:     tally.UsageQuery{Window: w, PaymentMethodIDs: []string{"pm-b"}},
+			rows:  []tally.MeterData{row(d, "enc", "b", "30"), row(d, "other", "b", "31")},
 			scope: "payment_methods=pm-b",
 			want:  "egress a 2|enc a 1|enc b 30|enc c 5|other b 31|",
 		},
 		{
 			name:  "meters",
-			q:     fetch.UsageQuery{Window: w, MeterNames: []string{"egress"}},
-			rows:  []fetch.MeterData{row(d, "egress", "c", "40")},
+			q:     tally.UsageQuery{Window: w, MeterNames: []string{"egress"}},
+			rows:  []tally.MeterData{row(d, "egress", "c", "40")},
 			scope: "meters=egress",
 			want:  "egress c 40|enc a 1|enc b 3|enc c 5|",
 		},
 		{
 			name:  "projects and meters",
-			q:     fetch.UsageQuery{Window: w, ProjectNames: []string{"a"}, MeterNames: []string{"enc"}},
+			q:     tally.UsageQuery{Window: w, ProjectNames: []string{"a"}, MeterNames: []string{"enc"}},
 			rows:  nil,
 			scope: "projects=a;meters=enc",
 			want:  "egress a 2|egress b 4|enc b 3|enc c 5|",
@@ -193,7 +193,7 @@ func TestLoadWindowScopedReplace(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := openTemp(t)
-			load(t, s, fetch.UsageQuery{Window: w}, base...)
+			load(t, s, tally.UsageQuery{Window: w}, base...)
 			load(t, s, tc.q, tc.rows...)
 			res, err := s.Query(context.Background(), `SELECT meter_name || ' ' || project || ' ' || cost::DECIMAL(10,0) || '|' FROM usage ORDER BY 1`)
 			if err != nil {
@@ -227,30 +227,30 @@ func sortedLines(lines ...string) []string {
 
 func TestLoadWindowReportedBasis(t *testing.T) {
 	s := openTemp(t)
-	w := window(t, fetch.Day, "2026-02-01", "2026-03-01")
-	reported := func(sampled, charged, cost string) fetch.MeterData {
+	w := window(t, tally.Day, "2026-02-01", "2026-03-01")
+	reported := func(sampled, charged, cost string) tally.MeterData {
 		md := row(date(t, sampled), "enc", "a", cost)
 		md.DateProcessed = ptr(date(t, charged))
 		return md
 	}
-	q := fetch.UsageQuery{Window: w, ReportedDate: true}
+	q := tally.UsageQuery{Window: w, ReportedDate: true}
 	// Charged in February, sampled in January: the reported basis may hold
 	// usage from before the window.
 	load(t, s, q, reported("2026-01-30", "2026-02-01", "1"), reported("2026-02-27", "2026-02-28", "2"))
-	load(t, s, fetch.UsageQuery{Window: window(t, fetch.Day, "2026-03-01", "2026-04-01"), ReportedDate: true},
+	load(t, s, tally.UsageQuery{Window: window(t, tally.Day, "2026-03-01", "2026-04-01"), ReportedDate: true},
 		reported("2026-02-28", "2026-03-01", "4"))
 	// The usage basis over the same dates is separate.
-	load(t, s, fetch.UsageQuery{Window: w}, row(date(t, "2026-02-10"), "enc", "a", "8"))
+	load(t, s, tally.UsageQuery{Window: w}, row(date(t, "2026-02-10"), "enc", "a", "8"))
 
 	load(t, s, q, reported("2026-01-15", "2026-02-20", "16"))
 	got := mustDecimal(t, scalar(t, s, `SELECT sum(cost) FROM usage WHERE basis = 'reported'`))
-	if got.Cmp(fetch.MustDecimal("20")) != 0 {
+	if got.Cmp(tally.MustDecimal("20")) != 0 {
 		t.Fatalf("reported sum %s, want 20 (16 + March's 4)", got)
 	}
-	if got := mustDecimal(t, scalar(t, s, `SELECT sum(cost) FROM usage WHERE basis = 'usage'`)); got.Cmp(fetch.MustDecimal("8")) != 0 {
+	if got := mustDecimal(t, scalar(t, s, `SELECT sum(cost) FROM usage WHERE basis = 'usage'`)); got.Cmp(tally.MustDecimal("8")) != 0 {
 		t.Fatalf("usage sum %s, want 8", got)
 	}
-	lw, err := s.Ledger(context.Background(), fetch.Day, fetch.BasisReported, "all")
+	lw, err := s.Ledger(context.Background(), tally.Day, tally.BasisReported, "all")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,64 +266,64 @@ func TestLoadWindowReportedBasis(t *testing.T) {
 }
 
 func TestLoadWindowFailuresRollBack(t *testing.T) {
-	w := window(t, fetch.Day, "2026-01-01", "2026-02-01")
-	q := fetch.UsageQuery{Window: w, ProjectNames: []string{"a"}}
-	good := []fetch.MeterData{row(date(t, "2026-01-05"), "enc", "a", "1.5"), row(date(t, "2026-01-06"), "enc", "a", "2.5")}
-	many := make([]fetch.MeterData, 5000)
+	w := window(t, tally.Day, "2026-01-01", "2026-02-01")
+	q := tally.UsageQuery{Window: w, ProjectNames: []string{"a"}}
+	good := []tally.MeterData{row(date(t, "2026-01-05"), "enc", "a", "1.5"), row(date(t, "2026-01-06"), "enc", "a", "2.5")}
+	many := make([]tally.MeterData, 5000)
 	for i := range many {
 		many[i] = row(date(t, "2026-01-07"), "enc", "a", "0.1")
 	}
 	for _, tc := range []struct {
 		name  string
-		rows  func(cancel context.CancelFunc) iter.Seq2[fetch.MeterData, error]
+		rows  func(cancel context.CancelFunc) iter.Seq2[tally.MeterData, error]
 		parts []string
 	}{
 		{
 			name: "row after the window",
-			rows: func(context.CancelFunc) iter.Seq2[fetch.MeterData, error] {
+			rows: func(context.CancelFunc) iter.Seq2[tally.MeterData, error] {
 				return rowsOf(good[0], row(date(t, "2026-02-01"), "egress", "a", "1"))
 			},
 			parts: []string{"2026-01-01..2026-02-01", `meter "egress"`, `project "a"`, "2026-02-01T00:00:00Z", "outside the window"},
 		},
 		{
 			name: "row before the window",
-			rows: func(context.CancelFunc) iter.Seq2[fetch.MeterData, error] {
+			rows: func(context.CancelFunc) iter.Seq2[tally.MeterData, error] {
 				return rowsOf(row(date(t, "2025-12-31"), "egress", "a", "1"))
 			},
 			parts: []string{"row 1", "2025-12-31T00:00:00Z", "outside the window"},
 		},
 		{
 			name: "row outside the scope",
-			rows: func(context.CancelFunc) iter.Seq2[fetch.MeterData, error] {
+			rows: func(context.CancelFunc) iter.Seq2[tally.MeterData, error] {
 				return rowsOf(good[0], row(date(t, "2026-01-09"), "enc", "b", "1"))
 			},
 			parts: []string{"row 2", `project "b" is not one of the query's projects (a)`},
 		},
 		{
 			name: "13 decimals",
-			rows: func(context.CancelFunc) iter.Seq2[fetch.MeterData, error] {
+			rows: func(context.CancelFunc) iter.Seq2[tally.MeterData, error] {
 				return rowsOf(good[0], row(date(t, "2026-01-09"), "enc", "a", "0.0000000000001"))
 			},
 			parts: []string{"row 2", `meter "enc"`, "0.0000000000001", "more than 12 decimal places"},
 		},
 		{
 			name: "too large",
-			rows: func(context.CancelFunc) iter.Seq2[fetch.MeterData, error] {
+			rows: func(context.CancelFunc) iter.Seq2[tally.MeterData, error] {
 				return rowsOf(row(date(t, "2026-01-09"), "enc", "a", "1e26"))
 			},
 			parts: []string{"row 1", "does not fit DECIMAL(38, 12)"},
 		},
 		{
 			name: "iterator error midway",
-			rows: func(context.CancelFunc) iter.Seq2[fetch.MeterData, error] {
+			rows: func(context.CancelFunc) iter.Seq2[tally.MeterData, error] {
 				return failingAfter(errBoom, many...)
 			},
 			parts: []string{"after 5000 rows", errBoom.Error()},
 		},
 		{
 			name: "cancelled midway",
-			rows: func(cancel context.CancelFunc) iter.Seq2[fetch.MeterData, error] {
-				return func(yield func(fetch.MeterData, error) bool) {
+			rows: func(cancel context.CancelFunc) iter.Seq2[tally.MeterData, error] {
+				return func(yield func(tally.MeterData, error) bool) {
 					for i, md := range many {
 						if i == 3000 {
 							cancel()
@@ -340,7 +340,7 @@ func TestLoadWindowFailuresRollBack(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := openTemp(t)
 			load(t, s, q, good...)
-			load(t, s, fetch.UsageQuery{Window: w}, append(good, row(date(t, "2026-01-05"), "enc", "b", "7"))...)
+			load(t, s, tally.UsageQuery{Window: w}, append(good, row(date(t, "2026-01-05"), "enc", "b", "7"))...)
 			load(t, s, q, good...)
 			before, ledgerBefore := dump(t, s), ledger(t, s)
 			ctx, cancel := context.WithCancel(context.Background())
@@ -360,12 +360,12 @@ func TestLoadWindowFailuresRollBack(t *testing.T) {
 
 func TestLoadWindowRefusesBadWindows(t *testing.T) {
 	s := openTemp(t)
-	for _, w := range []fetch.Window{
-		{Start: date(t, "2026-01-02"), End: date(t, "2026-01-01"), Granularity: fetch.Day},
+	for _, w := range []tally.Window{
+		{Start: date(t, "2026-01-02"), End: date(t, "2026-01-01"), Granularity: tally.Day},
 		{Start: date(t, "2026-01-01"), End: date(t, "2026-01-02"), Granularity: "minute"},
-		{Start: date(t, "2026-01-01").Add(time.Hour), End: date(t, "2026-01-02"), Granularity: fetch.Hour},
+		{Start: date(t, "2026-01-01").Add(time.Hour), End: date(t, "2026-01-02"), Granularity: tally.Hour},
 	} {
-		if _, err := s.LoadWindow(context.Background(), fetch.UsageQuery{Window: w}, NewRunID(), rowsOf()); err == nil {
+		if _, err := s.LoadWindow(context.Background(), tally.UsageQuery{Window: w}, NewRunID(), rowsOf()); err == nil {
 			t.Errorf("window %s (%s) accepted", w, w.Granularity)
 		}
 	}
@@ -378,24 +378,24 @@ func TestLoadWindowConcurrently(t *testing.T) {
 	start := date(t, "2026-01-01")
 	// Something to replace in every window.
 	for i := range windows {
-		w := fetch.Window{Start: start.AddDate(0, 0, 7*i), End: start.AddDate(0, 0, 7*i+7), Granularity: fetch.Day}
-		load(t, s, fetch.UsageQuery{Window: w}, row(w.Start, "old", "a", "1"))
+		w := tally.Window{Start: start.AddDate(0, 0, 7*i), End: start.AddDate(0, 0, 7*i+7), Granularity: tally.Day}
+		load(t, s, tally.UsageQuery{Window: w}, row(w.Start, "old", "a", "1"))
 	}
 	var wg sync.WaitGroup
 	errs := make([]error, windows)
 	for i := range windows {
 		wg.Go(func() {
-			w := fetch.Window{Start: start.AddDate(0, 0, 7*i), End: start.AddDate(0, 0, 7*i+7), Granularity: fetch.Day}
-			rows := func(yield func(fetch.MeterData, error) bool) {
+			w := tally.Window{Start: start.AddDate(0, 0, 7*i), End: start.AddDate(0, 0, 7*i+7), Granularity: tally.Day}
+			rows := func(yield func(tally.MeterData, error) bool) {
 				for j := range perWindow {
 					if !yield(row(w.Start.AddDate(0, 0, j%7), fmt.Sprintf("m%d", j%5), fmt.Sprintf("w%d", i), "0.000000000001"), nil) {
 						return
 					}
 				}
 			}
-			stats := &fetch.Stats{}
+			stats := &tally.Stats{}
 			stats.Requests.Add(int64(i + 1))
-			_, errs[i] = s.LoadWindow(ctx, fetch.UsageQuery{Window: w, Stats: stats}, NewRunID(), rows)
+			_, errs[i] = s.LoadWindow(ctx, tally.UsageQuery{Window: w, Stats: stats}, NewRunID(), rows)
 		})
 	}
 	wg.Wait()
@@ -414,7 +414,7 @@ func TestLoadWindowConcurrently(t *testing.T) {
 	for i, r := range res.Rows {
 		w0 := start.AddDate(0, 0, 7*i)
 		if r[0] != fmt.Sprintf("w%d", i) || r[1] != int64(perWindow) ||
-			mustDecimal(t, r[2]).Cmp(fetch.MustDecimal("0.000000002")) != 0 ||
+			mustDecimal(t, r[2]).Cmp(tally.MustDecimal("0.000000002")) != 0 ||
 			!r[3].(time.Time).Equal(w0) || !r[4].(time.Time).Equal(w0.AddDate(0, 0, 6)) {
 			t.Errorf("window %d: %v", i, r)
 		}
@@ -438,7 +438,7 @@ func TestLoadWindowConcurrently(t *testing.T) {
 func TestLoadWindowStreams(t *testing.T) {
 	s := openTemp(t)
 	const n = 200_000
-	w := window(t, fetch.Hour, "2026-01-01", "2026-02-01")
+	w := window(t, tally.Hour, "2026-01-01", "2026-02-01")
 	var early, late uint64
 	heap := func() uint64 {
 		runtime.GC()
@@ -446,7 +446,7 @@ func TestLoadWindowStreams(t *testing.T) {
 		runtime.ReadMemStats(&m)
 		return m.HeapAlloc
 	}
-	rows := func(yield func(fetch.MeterData, error) bool) {
+	rows := func(yield func(tally.MeterData, error) bool) {
 		for i := range n {
 			switch i {
 			case 20_000:
@@ -460,14 +460,14 @@ func TestLoadWindowStreams(t *testing.T) {
 			}
 		}
 	}
-	res, err := s.LoadWindow(context.Background(), fetch.UsageQuery{Window: w}, NewRunID(), rows)
+	res, err := s.LoadWindow(context.Background(), tally.UsageQuery{Window: w}, NewRunID(), rows)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if res.Rows != n {
 		t.Fatalf("loaded %d rows, want %d", res.Rows, n)
 	}
-	if got := mustDecimal(t, scalar(t, s, `SELECT sum(cost) FROM usage`)); got.Cmp(fetch.MustDecimal("24691.3578024")) != 0 {
+	if got := mustDecimal(t, scalar(t, s, `SELECT sum(cost) FROM usage`)); got.Cmp(tally.MustDecimal("24691.3578024")) != 0 {
 		t.Fatalf("sum %s", got)
 	}
 	// 180,000 retained rows would be tens of megabytes.
@@ -482,12 +482,12 @@ func TestLoadWindowStreams(t *testing.T) {
 func TestLoadWindowCutsOverlappedLedgerEntries(t *testing.T) {
 	s := openTemp(t)
 	d := func(v string) time.Time { return date(t, v) }
-	q := func(start, end string) fetch.UsageQuery {
-		return fetch.UsageQuery{Window: window(t, fetch.Day, start, end)}
+	q := func(start, end string) tally.UsageQuery {
+		return tally.UsageQuery{Window: window(t, tally.Day, start, end)}
 	}
 	load(t, s, q("2026-01-01", "2026-01-08"), row(d("2026-01-01"), "enc", "a", "1"), row(d("2026-01-02"), "enc", "a", "1"),
 		row(d("2026-01-06"), "enc", "a", "1"), row(d("2026-01-07"), "enc", "a", "1"))
-	other := fetch.UsageQuery{Window: window(t, fetch.Day, "2026-01-01", "2026-01-08"), ProjectNames: []string{"b"}}
+	other := tally.UsageQuery{Window: window(t, tally.Day, "2026-01-01", "2026-01-08"), ProjectNames: []string{"b"}}
 	load(t, s, other, row(d("2026-01-04"), "enc", "b", "1"))
 	load(t, s, q("2026-01-06", "2026-01-10"), row(d("2026-01-06"), "enc", "a", "2"), row(d("2026-01-09"), "enc", "a", "2"))
 	equalLines(t, "ledger after a lookback", ledger(t, s), []string{
@@ -515,37 +515,37 @@ func TestLedger(t *testing.T) {
 	for _, w := range [][2]string{
 		{"2026-01-01", "2026-01-08"}, {"2026-01-08", "2026-01-15"}, {"2026-01-15", "2026-01-22"}, {"2026-02-01", "2026-02-08"},
 	} {
-		load(t, s, fetch.UsageQuery{Window: window(t, fetch.Day, w[0], w[1])})
+		load(t, s, tally.UsageQuery{Window: window(t, tally.Day, w[0], w[1])})
 	}
-	load(t, s, fetch.UsageQuery{Window: window(t, fetch.Day, "2026-01-01", "2026-01-08"), ProjectNames: []string{"a"}})
-	load(t, s, fetch.UsageQuery{Window: window(t, fetch.Day, "2026-01-01", "2026-01-08"), ReportedDate: true})
+	load(t, s, tally.UsageQuery{Window: window(t, tally.Day, "2026-01-01", "2026-01-08"), ProjectNames: []string{"a"}})
+	load(t, s, tally.UsageQuery{Window: window(t, tally.Day, "2026-01-01", "2026-01-08"), ReportedDate: true})
 	// Replaces the two windows wholly inside it, cuts back the one it
 	// overlaps.
-	load(t, s, fetch.UsageQuery{Window: window(t, fetch.Day, "2026-01-05", "2026-01-22")})
+	load(t, s, tally.UsageQuery{Window: window(t, tally.Day, "2026-01-05", "2026-01-22")})
 
-	got, err := s.Ledger(ctx, fetch.Day, fetch.BasisUsage, "all")
+	got, err := s.Ledger(ctx, tally.Day, tally.BasisUsage, "all")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var lines []string
 	for _, lw := range got {
-		if lw.Granularity != fetch.Day || lw.FetchedAt.IsZero() || time.Since(lw.FetchedAt) > time.Hour {
+		if lw.Granularity != tally.Day || lw.FetchedAt.IsZero() || time.Since(lw.FetchedAt) > time.Hour {
 			t.Errorf("window %+v", lw)
 		}
 		lines = append(lines, lw.String())
 	}
 	equalLines(t, "ledger", lines, []string{"2026-01-01..2026-01-05", "2026-01-05..2026-01-22", "2026-02-01..2026-02-08"})
 	for _, tc := range []struct {
-		basis fetch.Basis
+		basis tally.Basis
 		scope string
 		want  int
-	}{{fetch.BasisUsage, "projects=a", 1}, {fetch.BasisReported, "all", 1}, {fetch.BasisUsage, "projects=b", 0}} {
-		got, err := s.Ledger(ctx, fetch.Day, tc.basis, tc.scope)
+	}{{tally.BasisUsage, "projects=a", 1}, {tally.BasisReported, "all", 1}, {tally.BasisUsage, "projects=b", 0}} {
+		got, err := s.Ledger(ctx, tally.Day, tc.basis, tc.scope)
 		if err != nil || len(got) != tc.want {
 			t.Errorf("%s %s: %d windows (%v), want %d", tc.basis, tc.scope, len(got), err, tc.want)
 		}
 	}
-	if got, _ := s.Ledger(ctx, fetch.Hour, fetch.BasisUsage, "all"); len(got) != 0 {
+	if got, _ := s.Ledger(ctx, tally.Hour, tally.BasisUsage, "all"); len(got) != 0 {
 		t.Errorf("hour ledger has %d windows, want none", len(got))
 	}
 }

@@ -11,7 +11,7 @@ import (
 	duckdb "github.com/duckdb/duckdb-go/v2"
 	"github.com/google/uuid"
 
-	"github.com/tally-dev/tally/fetch"
+	"github.com/tally-dev/tally"
 )
 
 // A window's rows reach the usage table through one INSERT … SELECT whose
@@ -85,20 +85,20 @@ const (
 var sourceText = [...]struct {
 	name     string
 	col      int
-	field    func(*fetch.MeterData) string
+	field    func(*tally.MeterData) string
 	nullable bool
 }{
-	{"meter_name", 2, func(md *fetch.MeterData) string { return md.MeterName }, false},
-	{"meter_sku", 3, func(md *fetch.MeterData) string { return md.MeterSku }, true},
-	{"family", 4, func(md *fetch.MeterData) string { return md.Family }, true},
-	{"solution", 5, func(md *fetch.MeterData) string { return md.Solution }, true},
-	{"unit", 6, func(md *fetch.MeterData) string { return md.Unit }, true},
-	{"currency", 10, func(md *fetch.MeterData) string { return md.Currency }, false},
-	{"entitlement", 11, func(md *fetch.MeterData) string { return md.Entitlement }, true},
-	{"entitlement_type", 12, func(md *fetch.MeterData) string { return md.EntitlementType }, true},
-	{"payment_method", 13, func(md *fetch.MeterData) string { return md.PaymentMethod }, true},
-	{"payment_method_name", 14, func(md *fetch.MeterData) string { return md.PaymentMethodName }, true},
-	{"project", 15, func(md *fetch.MeterData) string { return md.Project }, true},
+	{"meter_name", 2, func(md *tally.MeterData) string { return md.MeterName }, false},
+	{"meter_sku", 3, func(md *tally.MeterData) string { return md.MeterSku }, true},
+	{"family", 4, func(md *tally.MeterData) string { return md.Family }, true},
+	{"solution", 5, func(md *tally.MeterData) string { return md.Solution }, true},
+	{"unit", 6, func(md *tally.MeterData) string { return md.Unit }, true},
+	{"currency", 10, func(md *tally.MeterData) string { return md.Currency }, false},
+	{"entitlement", 11, func(md *tally.MeterData) string { return md.Entitlement }, true},
+	{"entitlement_type", 12, func(md *tally.MeterData) string { return md.EntitlementType }, true},
+	{"payment_method", 13, func(md *tally.MeterData) string { return md.PaymentMethod }, true},
+	{"payment_method_name", 14, func(md *tally.MeterData) string { return md.PaymentMethodName }, true},
+	{"project", 15, func(md *tally.MeterData) string { return md.Project }, true},
 }
 
 type rowSourceKey struct{}
@@ -123,7 +123,7 @@ func registerWindowRows(ctx context.Context, db *sql.DB) error {
 
 // insertRows inserts rows, checked as LoadWindow says, on conn (inside the
 // window's transaction) and returns how many it inserted.
-func insertRows(ctx context.Context, conn *sql.Conn, q fetch.UsageQuery, runID uuid.UUID, fetchedAt time.Time, rows iter.Seq2[fetch.MeterData, error]) (int64, error) {
+func insertRows(ctx context.Context, conn *sql.Conn, q tally.UsageQuery, runID uuid.UUID, fetchedAt time.Time, rows iter.Seq2[tally.MeterData, error]) (int64, error) {
 	src := &rowSource{chunks: make(chan *chunkRows, 2), free: make(chan *chunkRows, 4), stop: make(chan struct{})}
 	fed := make(chan int64, 1)
 	go func() {
@@ -166,7 +166,7 @@ type rowSource struct {
 
 // chunkRows is one chunk's worth of checked rows.
 type chunkRows struct {
-	rows []fetch.MeterData
+	rows []tally.MeterData
 	cost []costCell
 }
 
@@ -199,9 +199,9 @@ func (c *textCache) bytes(s string) []byte {
 
 // feed reads rows into chunks until the rows end, a row fails its checks,
 // or the INSERT is over; it returns the rows handed over.
-func (s *rowSource) feed(ctx context.Context, q fetch.UsageQuery, rows iter.Seq2[fetch.MeterData, error]) (int64, error) {
+func (s *rowSource) feed(ctx context.Context, q tally.UsageQuery, rows iter.Seq2[tally.MeterData, error]) (int64, error) {
 	defer close(s.chunks)
-	scope, reported := newScopeCheck(q), q.Basis() == fetch.BasisReported
+	scope, reported := newScopeCheck(q), q.Basis() == tally.BasisReported
 	var (
 		n   int64
 		cur *chunkRows
@@ -301,7 +301,7 @@ func (s *rowSource) FillChunk(local any, chunk duckdb.DataChunk) error {
 	return nil
 }
 
-func fillRow(chunk duckdb.DataChunk, i int, md *fetch.MeterData, cc costCell, text *[len(sourceText)]textCache) error {
+func fillRow(chunk duckdb.DataChunk, i int, md *tally.MeterData, cc costCell, text *[len(sourceText)]textCache) error {
 	if err := duckdb.SetChunkValue(chunk, colDate, i, md.Date); err != nil {
 		return err
 	}
@@ -350,7 +350,7 @@ func fillRow(chunk duckdb.DataChunk, i int, md *fetch.MeterData, cc costCell, te
 // checkLoadRow refuses a row outside the window or the scope, and a cost
 // the column cannot hold exactly; it returns the cost as the column takes
 // it.
-func checkLoadRow(w fetch.Window, reported bool, scope scopeCheck, md fetch.MeterData) (costCell, error) {
+func checkLoadRow(w tally.Window, reported bool, scope scopeCheck, md tally.MeterData) (costCell, error) {
 	if err := checkRow(w, reported, md); err != nil {
 		return costCell{}, err
 	}

@@ -7,16 +7,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tally-dev/tally/fetch"
+	"github.com/tally-dev/tally"
 )
 
 // numberedRows yields n rows of w whose quantity is their number, failing
 // with err instead of row fail (from 1) when fail > 0.
-func numberedRows(w fetch.Window, n, fail int, err error) func(func(fetch.MeterData, error) bool) {
-	return func(yield func(fetch.MeterData, error) bool) {
+func numberedRows(w tally.Window, n, fail int, err error) func(func(tally.MeterData, error) bool) {
+	return func(yield func(tally.MeterData, error) bool) {
 		for i := 1; i <= n; i++ {
 			if i == fail {
-				yield(fetch.MeterData{}, err)
+				yield(tally.MeterData{}, err)
 				return
 			}
 			md := row(w.Start.Add(time.Duration(i%(31*24))*time.Hour), fmt.Sprintf("meter-%d", i%9), fmt.Sprintf("p%d", i%4), "1.5")
@@ -37,9 +37,9 @@ func numberedRows(w fetch.Window, n, fail int, err error) func(func(fetch.MeterD
 func TestLoadWindowManyChunks(t *testing.T) {
 	ctx := context.Background()
 	s := openTemp(t)
-	w := window(t, fetch.Hour, "2026-01-01", "2026-02-01")
+	w := window(t, tally.Hour, "2026-01-01", "2026-02-01")
 	const n = 30_000
-	res, err := s.LoadWindow(ctx, fetch.UsageQuery{Window: w}, NewRunID(), numberedRows(w, n, 0, nil))
+	res, err := s.LoadWindow(ctx, tally.UsageQuery{Window: w}, NewRunID(), numberedRows(w, n, 0, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func TestLoadWindowManyChunks(t *testing.T) {
 	check()
 
 	boom := errors.New("connection reset mid-window")
-	_, err = s.LoadWindow(ctx, fetch.UsageQuery{Window: w}, NewRunID(), numberedRows(w, n, 20_001, boom))
+	_, err = s.LoadWindow(ctx, tally.UsageQuery{Window: w}, NewRunID(), numberedRows(w, n, 20_001, boom))
 	if !errors.Is(err, boom) {
 		t.Fatalf("err = %v, want the rows' own error", err)
 	}
@@ -65,7 +65,7 @@ func TestLoadWindowManyChunks(t *testing.T) {
 	check() // the first load stands, whole
 
 	// A row the window refuses, deep in the stream, names its number.
-	bad := func(yield func(fetch.MeterData, error) bool) {
+	bad := func(yield func(tally.MeterData, error) bool) {
 		for md, err := range numberedRows(w, n, 0, nil) {
 			if md.Quantity == 12_345 {
 				md.Date = w.End
@@ -75,7 +75,7 @@ func TestLoadWindowManyChunks(t *testing.T) {
 			}
 		}
 	}
-	_, err = s.LoadWindow(ctx, fetch.UsageQuery{Window: w}, NewRunID(), bad)
+	_, err = s.LoadWindow(ctx, tally.UsageQuery{Window: w}, NewRunID(), bad)
 	mustContain(t, err, "row 12345", "outside the window")
 	check()
 }
@@ -84,9 +84,9 @@ func TestLoadWindowManyChunks(t *testing.T) {
 // the error is the context's.
 func TestLoadWindowCancelledMidStream(t *testing.T) {
 	s := openTemp(t)
-	w := window(t, fetch.Hour, "2026-01-01", "2026-02-01")
+	w := window(t, tally.Hour, "2026-01-01", "2026-02-01")
 	ctx, cancel := context.WithCancel(context.Background())
-	rows := func(yield func(fetch.MeterData, error) bool) {
+	rows := func(yield func(tally.MeterData, error) bool) {
 		for md, err := range numberedRows(w, 50_000, 0, nil) {
 			if md.Quantity == 10_000 {
 				cancel()
@@ -96,7 +96,7 @@ func TestLoadWindowCancelledMidStream(t *testing.T) {
 			}
 		}
 	}
-	_, err := s.LoadWindow(ctx, fetch.UsageQuery{Window: w}, NewRunID(), rows)
+	_, err := s.LoadWindow(ctx, tally.UsageQuery{Window: w}, NewRunID(), rows)
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want context.Canceled", err)
 	}

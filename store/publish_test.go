@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tally-dev/tally/fetch"
+	"github.com/tally-dev/tally"
 )
 
 func TestPublishedPath(t *testing.T) {
@@ -32,9 +32,9 @@ func TestPublishWhileTheWriterKeepsWriting(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	jan := window(t, fetch.Day, "2026-01-01", "2026-02-01")
-	load(t, s, fetch.UsageQuery{Window: jan}, row(date(t, "2026-01-02"), "enc", "a", "1.000000000001"), row(date(t, "2026-01-03"), "enc", "b", "2"))
-	if err := s.SaveSnapshot(ctx, NewRunID(), time.Now(), Reference{Projects: []fetch.Project{{Name: "a"}}}); err != nil {
+	jan := window(t, tally.Day, "2026-01-01", "2026-02-01")
+	load(t, s, tally.UsageQuery{Window: jan}, row(date(t, "2026-01-02"), "enc", "a", "1.000000000001"), row(date(t, "2026-01-03"), "enc", "b", "2"))
+	if err := s.SaveSnapshot(ctx, NewRunID(), time.Now(), Reference{Projects: []tally.Project{{Name: "a"}}}); err != nil {
 		t.Fatal(err)
 	}
 	// A copy left by a killed run is cleared away.
@@ -71,8 +71,8 @@ func TestPublishWhileTheWriterKeepsWriting(t *testing.T) {
 	}
 	loaded := make(chan error, 1)
 	go func() {
-		feb := window(t, fetch.Day, "2026-02-01", "2026-03-01")
-		_, err := s.LoadWindow(ctx, fetch.UsageQuery{Window: feb}, NewRunID(), func(yield func(fetch.MeterData, error) bool) {
+		feb := window(t, tally.Day, "2026-02-01", "2026-03-01")
+		_, err := s.LoadWindow(ctx, tally.UsageQuery{Window: feb}, NewRunID(), func(yield func(tally.MeterData, error) bool) {
 			for i := range 20_000 {
 				if !yield(row(date(t, "2026-02-01").AddDate(0, 0, i%28), "enc", "c", "3"), nil) {
 					return
@@ -85,7 +85,7 @@ func TestPublishWhileTheWriterKeepsWriting(t *testing.T) {
 		if n := count(t, ro, `SELECT count(*) FROM usage`); n != 2 {
 			t.Fatalf("published copy has %d rows, want 2", n)
 		}
-		if got := mustDecimal(t, scalar(t, ro, `SELECT sum(cost) FROM usage`)); got.Cmp(fetch.MustDecimal("3.000000000001")) != 0 {
+		if got := mustDecimal(t, scalar(t, ro, `SELECT sum(cost) FROM usage`)); got.Cmp(tally.MustDecimal("3.000000000001")) != 0 {
 			t.Fatalf("published sum %s", got)
 		}
 	}

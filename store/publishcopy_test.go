@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tally-dev/tally/fetch"
+	"github.com/tally-dev/tally"
 )
 
 // The copy is the database file copied after a checkpoint: it holds what
@@ -21,8 +21,8 @@ func TestPublishCopiesTheCommittedFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	jan := window(t, fetch.Day, "2026-01-01", "2026-02-01")
-	load(t, s, fetch.UsageQuery{Window: jan}, row(date(t, "2026-01-02"), "enc", "a", "1.5"), row(date(t, "2026-01-03"), "enc", "b", "2"))
+	jan := window(t, tally.Day, "2026-01-01", "2026-02-01")
+	load(t, s, tally.UsageQuery{Window: jan}, row(date(t, "2026-01-02"), "enc", "a", "1.5"), row(date(t, "2026-01-03"), "enc", "b", "2"))
 
 	// A load in progress: its transaction is open, uncommitted.
 	conn, err := s.db.Conn(ctx)
@@ -51,7 +51,7 @@ func TestPublishCopiesTheCommittedFile(t *testing.T) {
 	checkCopy(t, pub, 0)
 
 	// DuckDB's own copy, used when the file changed while it was copied.
-	load(t, s, fetch.UsageQuery{Window: jan}, row(date(t, "2026-01-02"), "enc", "a", "1.5"))
+	load(t, s, tally.UsageQuery{Window: jan}, row(date(t, "2026-01-02"), "enc", "a", "1.5"))
 	snap := PublishedPath(path) + ".tmp-snapshot"
 	if err := s.copyDatabase(ctx, snap, "tally_publish_test"); err != nil {
 		t.Fatal(err)
@@ -81,12 +81,12 @@ func TestPublishFileCopyUnderCommits(t *testing.T) {
 				return
 			default:
 			}
-			w := fetch.Window{Start: day.AddDate(0, 0, i), End: day.AddDate(0, 0, i+1), Granularity: fetch.Day}
-			var rows []fetch.MeterData
+			w := tally.Window{Start: day.AddDate(0, 0, i), End: day.AddDate(0, 0, i+1), Granularity: tally.Day}
+			var rows []tally.MeterData
 			for k := range 500 {
 				rows = append(rows, row(w.Start, fmt.Sprintf("m%d", k), "p", "1"))
 			}
-			if _, err := s.LoadWindow(ctx, fetch.UsageQuery{Window: w}, NewRunID(), rowsOf(rows...)); err != nil {
+			if _, err := s.LoadWindow(ctx, tally.UsageQuery{Window: w}, NewRunID(), rowsOf(rows...)); err != nil {
 				done <- err
 				return
 			}

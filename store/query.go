@@ -18,7 +18,7 @@ import (
 	duckdb "github.com/duckdb/duckdb-go/v2"
 	"github.com/google/uuid"
 
-	"github.com/tally-dev/tally/fetch"
+	"github.com/tally-dev/tally"
 	tallysql "github.com/tally-dev/tally/sql"
 )
 
@@ -27,7 +27,7 @@ import (
 type Result struct {
 	Columns []string
 	Types   []string // DuckDB type names: DECIMAL(38,12), DATE, TIMESTAMP, …
-	// Rows hold nil for NULL, fetch.Decimal for DECIMAL, uuid.UUID for
+	// Rows hold nil for NULL, tally.Decimal for DECIMAL, uuid.UUID for
 	// UUID, time.Time (UTC) for dates and times, and the driver's Go value
 	// otherwise.
 	Rows [][]any
@@ -91,7 +91,7 @@ func readResult(rows *sql.Rows) (*Result, error) {
 func normalize(v any, typ string) any {
 	switch x := v.(type) {
 	case duckdb.Decimal:
-		return fetch.NewDecimal(x.Value, int(x.Scale))
+		return tally.NewDecimal(x.Value, int(x.Scale))
 	case []byte:
 		if typ == "UUID" && len(x) == 16 {
 			return uuid.UUID(x)
@@ -196,7 +196,7 @@ func CellText(v any, typ string) (s string, ok bool) {
 		return "", false
 	case string:
 		return x, true
-	case fetch.Decimal:
+	case tally.Decimal:
 		return x.String(), true
 	case time.Time:
 		return FormatTime(x, typ), true
@@ -225,7 +225,7 @@ func FormatTime(t time.Time, typ string) string {
 	t = t.UTC()
 	switch typ {
 	case "DATE":
-		return t.Format(fetch.DateLayout)
+		return t.Format(tally.DateLayout)
 	case "TIME":
 		return t.Format("15:04:05.999999")
 	}
@@ -246,7 +246,7 @@ func FormatFloat(f float64, bits int) string {
 // JSONValue is v as it appears in JSON output.
 func JSONValue(v any, typ string) any {
 	switch x := v.(type) {
-	case fetch.Decimal:
+	case tally.Decimal:
 		return x.String()
 	case time.Time:
 		return FormatTime(x, typ)

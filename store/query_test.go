@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tally-dev/tally/fetch"
+	"github.com/tally-dev/tally"
 )
 
 func TestQueryNeverWrites(t *testing.T) {
@@ -17,7 +17,7 @@ func TestQueryNeverWrites(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	load(t, s, fetch.UsageQuery{Window: window(t, fetch.Day, "2026-01-01", "2026-01-08")},
+	load(t, s, tally.UsageQuery{Window: window(t, tally.Day, "2026-01-01", "2026-01-08")},
 		row(date(t, "2026-01-01"), "enc", "a", "1"), row(date(t, "2026-01-02"), "enc", "a", "2"))
 
 	// On the writer's store a query runs in a transaction rolled back.
@@ -85,11 +85,11 @@ func TestNamedQueries(t *testing.T) {
 
 	// Every named query runs on a loaded store, and the cost queries add up.
 	s := openTemp(t)
-	load(t, s, fetch.UsageQuery{Window: window(t, fetch.Hour, "2026-01-30", "2026-02-02")},
+	load(t, s, tally.UsageQuery{Window: window(t, tally.Hour, "2026-01-30", "2026-02-02")},
 		row(date(t, "2026-01-31").Add(3*3600e9), "enc", "a", "0.000000000001"),
 		row(date(t, "2026-01-31").Add(5*3600e9), "enc", "a", "2"),
 		row(date(t, "2026-02-01"), "enc", "a", "3"))
-	load(t, s, fetch.UsageQuery{Window: window(t, fetch.Day, "2026-01-30", "2026-02-02")},
+	load(t, s, tally.UsageQuery{Window: window(t, tally.Day, "2026-01-30", "2026-02-02")},
 		row(date(t, "2026-01-31"), "enc", "a", "999"))
 	for _, q := range qs {
 		res, err := s.Query(context.Background(), q.SQL)
@@ -101,11 +101,11 @@ func TestNamedQueries(t *testing.T) {
 		case "cost_by_meter_day":
 			var got []string
 			for _, r := range res.Rows {
-				got = append(got, r[1].(time.Time).Format(fetch.DateLayout)+" "+mustDecimal(t, r[6]).String())
+				got = append(got, r[1].(time.Time).Format(tally.DateLayout)+" "+mustDecimal(t, r[6]).String())
 			}
 			equalLines(t, q.Name, got, []string{"2026-01-31 2.000000000001", "2026-02-01 3.000000000000"})
 		case "cost_by_project_month":
-			if len(res.Rows) != 2 || mustDecimal(t, res.Rows[0][4]).Cmp(fetch.MustDecimal("2.000000000001")) != 0 {
+			if len(res.Rows) != 2 || mustDecimal(t, res.Rows[0][4]).Cmp(tally.MustDecimal("2.000000000001")) != 0 {
 				t.Errorf("%s: %v", q.Name, res.Rows)
 			}
 		}

@@ -11,18 +11,18 @@ import (
 	duckdb "github.com/duckdb/duckdb-go/v2"
 	"github.com/google/uuid"
 
-	"github.com/tally-dev/tally/fetch"
+	"github.com/tally-dev/tally"
 )
 
 // Reference is the billing reference data of one fetch. A nil part was not
 // fetched and is not snapshotted; the views keep showing its previous
 // snapshot.
 type Reference struct {
-	Organization   *fetch.Organization
-	PaymentMethods []fetch.PaymentMethod
-	RateCards      []fetch.RateCard
-	Projects       []fetch.Project
-	Locations      []fetch.Location
+	Organization   *tally.Organization
+	PaymentMethods []tally.PaymentMethod
+	RateCards      []tally.RateCard
+	Projects       []tally.Project
+	Locations      []tally.Location
 }
 
 // SaveSnapshot appends one snapshot, dated at, of each non-nil part of ref,
@@ -119,12 +119,12 @@ func (s *Store) SaveSnapshot(ctx context.Context, runID uuid.UUID, at time.Time,
 // rateCardRows flattens rate cards into rows: one per price, then one per
 // location price with location_group set. A location price without its own
 // sku carries its price's sku, so joins on sku find it.
-func rateCardRows(at time.Time, run duckdb.UUID, cards []fetch.RateCard) ([][]driver.Value, error) {
+func rateCardRows(at time.Time, run duckdb.UUID, cards []tally.RateCard) ([][]driver.Value, error) {
 	var rows [][]driver.Value
 	for _, c := range cards {
 		for _, e := range c.Entries {
 			for _, p := range e.Prices {
-				add := func(group, sku string, price fetch.Decimal) error {
+				add := func(group, sku string, price tally.Decimal) error {
 					v, err := price.Scaled(costScale)
 					if err == nil && v.CmpAbs(maxCost) > 0 {
 						err = fmt.Errorf("%s does not fit DECIMAL(%d, %d)", price, costWidth, costScale)

@@ -7,18 +7,18 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tally-dev/tally/fetch"
+	"github.com/tally-dev/tally"
 )
 
-func rateCard(pm string, price, euPrice string) fetch.RateCard {
-	return fetch.RateCard{
+func rateCard(pm string, price, euPrice string) tally.RateCard {
+	return tally.RateCard{
 		PaymentMethodID: pm, ProductPublicationID: "pub-" + pm, ProductPublicationName: "Standard", Currency: "USD",
-		Entries: []fetch.RateCardEntry{{Family: "video", Solution: "encoding", Prices: []fetch.RateCardPrice{{
+		Entries: []tally.RateCardEntry{{Family: "video", Solution: "encoding", Prices: []tally.RateCardPrice{{
 			Name: "advanced_sd(video_encoding_ondemand)", DisplayName: "Advanced SD", Sku: "SKU-ENC", Unit: "minutes",
-			Price: fetch.MustDecimal(price),
-			LocationPrices: []fetch.LocationPrice{
-				{LocationGroup: "eu", Price: fetch.MustDecimal(euPrice)},
-				{LocationGroup: "us", Sku: "SKU-ENC-US", Price: fetch.MustDecimal("0.5")},
+			Price: tally.MustDecimal(price),
+			LocationPrices: []tally.LocationPrice{
+				{LocationGroup: "eu", Price: tally.MustDecimal(euPrice)},
+				{LocationGroup: "us", Sku: "SKU-ENC-US", Price: tally.MustDecimal("0.5")},
 			},
 		}}}},
 		Raw: json.RawMessage(`{"kind":"RateCard"}`),
@@ -32,16 +32,16 @@ func TestSnapshotsAndViewsShowTheLatest(t *testing.T) {
 	t2 := t1.Add(24 * time.Hour)
 	valid := date(t, "2026-01-01")
 	first := Reference{
-		Organization: &fetch.Organization{ID: "org-1", Name: "Acme", Raw: json.RawMessage(`{"metadata":{"id":"org-1"}}`)},
-		PaymentMethods: []fetch.PaymentMethod{
+		Organization: &tally.Organization{ID: "org-1", Name: "Acme", Raw: json.RawMessage(`{"metadata":{"id":"org-1"}}`)},
+		PaymentMethods: []tally.PaymentMethod{
 			{ID: "pm-a", DisplayName: "Direct A", Type: "direct", StartDate: &valid, Projects: []string{"a", "b"}, IsActive: true,
 				SalesOrderNumber: "SO-1", Spec: json.RawMessage(`{"type":"direct","salesOrderNumber":"SO-1"}`)},
 			{ID: "pm-b", DisplayName: "Market B", Type: "someNewMarketplace", IsActive: true,
 				Spec: json.RawMessage(`{"type":"someNewMarketplace","unknownField":{"deep":[1,2]}}`)},
 		},
-		RateCards: []fetch.RateCard{rateCard("pm-a", "0.012345678901", "0.02"), rateCard("pm-b", "1", "2")},
-		Projects:  []fetch.Project{{ID: "p-a", Name: "a", IsActive: true, LocationName: "eu-west"}, {ID: "p-b", Name: "b"}},
-		Locations: []fetch.Location{{ID: "l-1", Name: "eu-west", Type: "SaaS", CloudName: "cloud", RegionName: "west"}},
+		RateCards: []tally.RateCard{rateCard("pm-a", "0.012345678901", "0.02"), rateCard("pm-b", "1", "2")},
+		Projects:  []tally.Project{{ID: "p-a", Name: "a", IsActive: true, LocationName: "eu-west"}, {ID: "p-b", Name: "b"}},
+		Locations: []tally.Location{{ID: "l-1", Name: "eu-west", Type: "SaaS", CloudName: "cloud", RegionName: "west"}},
 	}
 	run1 := NewRunID()
 	if err := s.SaveSnapshot(ctx, run1, t1, first); err != nil {
@@ -50,9 +50,9 @@ func TestSnapshotsAndViewsShowTheLatest(t *testing.T) {
 	// The second fetch got payment method a only, its rate card only (b's
 	// failed) and the projects; no locations and no organization.
 	second := Reference{
-		PaymentMethods: []fetch.PaymentMethod{{ID: "pm-a", DisplayName: "Direct A (renamed)", Type: "direct"}},
-		RateCards:      []fetch.RateCard{rateCard("pm-a", "0.013", "0.021")},
-		Projects:       []fetch.Project{{ID: "p-c", Name: "c"}},
+		PaymentMethods: []tally.PaymentMethod{{ID: "pm-a", DisplayName: "Direct A (renamed)", Type: "direct"}},
+		RateCards:      []tally.RateCard{rateCard("pm-a", "0.013", "0.021")},
+		Projects:       []tally.Project{{ID: "p-c", Name: "c"}},
 	}
 	if err := s.SaveSnapshot(ctx, NewRunID(), t2, second); err != nil {
 		t.Fatal(err)
@@ -119,8 +119,8 @@ func TestSnapshotRefusesAnInexactPriceWhole(t *testing.T) {
 	ctx := context.Background()
 	s := openTemp(t)
 	err := s.SaveSnapshot(ctx, NewRunID(), time.Now(), Reference{
-		Organization: &fetch.Organization{ID: "org-1", Name: "Acme"},
-		RateCards:    []fetch.RateCard{rateCard("pm-a", "0.1", "0.0000000000001")},
+		Organization: &tally.Organization{ID: "org-1", Name: "Acme"},
+		RateCards:    []tally.RateCard{rateCard("pm-a", "0.1", "0.0000000000001")},
 	})
 	mustContain(t, err, "pm-a", "advanced_sd(video_encoding_ondemand)", `location group "eu"`, "0.0000000000001", "more than 12 decimal places")
 	for _, table := range []string{"organization_snapshots", "rate_card_price_snapshots"} {
@@ -129,7 +129,7 @@ func TestSnapshotRefusesAnInexactPriceWhole(t *testing.T) {
 		}
 	}
 	err = s.SaveSnapshot(ctx, NewRunID(), time.Now(), Reference{
-		Projects: []fetch.Project{{Name: "a", Raw: json.RawMessage(`{not json`)}},
+		Projects: []tally.Project{{Name: "a", Raw: json.RawMessage(`{not json`)}},
 	})
 	if err == nil || !strings.Contains(err.Error(), "project_snapshots") {
 		t.Fatalf("invalid raw JSON: %v", err)

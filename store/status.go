@@ -10,7 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/tally-dev/tally/fetch"
+	"github.com/tally-dev/tally"
 )
 
 // Status is what `tally status` shows: recent runs, what the ledger covers,
@@ -48,8 +48,8 @@ type RunInfo struct {
 // the first window's start to the last window's end (exclusive), holes
 // included (see Gaps).
 type Span struct {
-	Granularity   fetch.Granularity
-	Basis         fetch.Basis
+	Granularity   tally.Granularity
+	Basis         tally.Basis
 	Scope         string
 	Start, End    time.Time
 	Windows       int
@@ -60,8 +60,8 @@ type Span struct {
 // Gap is a date range, start inclusive and end exclusive, between loaded
 // windows that no window of the same granularity, basis and scope covers.
 type Gap struct {
-	Granularity fetch.Granularity
-	Basis       fetch.Basis
+	Granularity tally.Granularity
+	Basis       tally.Basis
 	Scope       string
 	Start, End  time.Time
 }
@@ -76,26 +76,26 @@ type Freshness struct {
 // MarshalJSON writes the span's edges as dates, as `tally plan` does.
 func (s Span) MarshalJSON() ([]byte, error) {
 	return json.Marshal(struct {
-		Granularity   fetch.Granularity `json:"granularity"`
-		Basis         fetch.Basis       `json:"basis"`
+		Granularity   tally.Granularity `json:"granularity"`
+		Basis         tally.Basis       `json:"basis"`
 		Scope         string            `json:"scope"`
 		Start         string            `json:"start"`
 		End           string            `json:"end"`
 		Windows       int               `json:"windows"`
 		Rows          int64             `json:"rows"`
 		LastFetchedAt time.Time         `json:"last_fetched_at"`
-	}{s.Granularity, s.Basis, s.Scope, s.Start.Format(fetch.DateLayout), s.End.Format(fetch.DateLayout), s.Windows, s.Rows, s.LastFetchedAt})
+	}{s.Granularity, s.Basis, s.Scope, s.Start.Format(tally.DateLayout), s.End.Format(tally.DateLayout), s.Windows, s.Rows, s.LastFetchedAt})
 }
 
 // MarshalJSON writes the gap's edges as dates, as `tally plan` does.
 func (g Gap) MarshalJSON() ([]byte, error) {
 	return json.Marshal(struct {
-		Granularity fetch.Granularity `json:"granularity"`
-		Basis       fetch.Basis       `json:"basis"`
+		Granularity tally.Granularity `json:"granularity"`
+		Basis       tally.Basis       `json:"basis"`
 		Scope       string            `json:"scope"`
 		Start       string            `json:"start"`
 		End         string            `json:"end"`
-	}{g.Granularity, g.Basis, g.Scope, g.Start.Format(fetch.DateLayout), g.End.Format(fetch.DateLayout)})
+	}{g.Granularity, g.Basis, g.Scope, g.Start.Format(tally.DateLayout), g.End.Format(tally.DateLayout)})
 }
 
 // Status reads the store's status through the named queries last_runs,

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tally-dev/tally/fetch"
+	"github.com/tally-dev/tally"
 )
 
 func TestStatus(t *testing.T) {
@@ -33,11 +33,11 @@ func TestStatus(t *testing.T) {
 	charged := date(t, "2026-01-10")
 	late := row(date(t, "2026-01-09"), "enc", "a", "1")
 	late.DateProcessed = &charged
-	load(t, s, fetch.UsageQuery{Window: window(t, fetch.Day, "2026-01-01", "2026-01-08")}, row(date(t, "2026-01-07"), "enc", "a", "1"))
-	load(t, s, fetch.UsageQuery{Window: window(t, fetch.Day, "2026-01-08", "2026-01-15")}, late)
-	load(t, s, fetch.UsageQuery{Window: window(t, fetch.Day, "2026-01-22", "2026-02-01")})
-	load(t, s, fetch.UsageQuery{Window: window(t, fetch.Day, "2026-02-03", "2026-02-05")})
-	load(t, s, fetch.UsageQuery{Window: window(t, fetch.Month, "2026-01-01", "2026-03-01")}, row(date(t, "2026-02-01"), "enc", "a", "5"))
+	load(t, s, tally.UsageQuery{Window: window(t, tally.Day, "2026-01-01", "2026-01-08")}, row(date(t, "2026-01-07"), "enc", "a", "1"))
+	load(t, s, tally.UsageQuery{Window: window(t, tally.Day, "2026-01-08", "2026-01-15")}, late)
+	load(t, s, tally.UsageQuery{Window: window(t, tally.Day, "2026-01-22", "2026-02-01")})
+	load(t, s, tally.UsageQuery{Window: window(t, tally.Day, "2026-02-03", "2026-02-05")})
+	load(t, s, tally.UsageQuery{Window: window(t, tally.Month, "2026-01-01", "2026-03-01")}, row(date(t, "2026-02-01"), "enc", "a", "5"))
 
 	st, err := s.Status(ctx)
 	if err != nil {

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	_ "github.com/duckdb/duckdb-go/v2" // registers the "duckdb" driver
+
 	tallysql "github.com/tally-dev/tally/sql"
 )
 

@@ -10,7 +10,7 @@ import (
 	"testing/fstest"
 	"time"
 
-	"github.com/tally-dev/tally/fetch"
+	"github.com/tally-dev/tally"
 )
 
 // realMigrations are the embedded sql/schema files.
@@ -87,7 +87,7 @@ func TestOpenAppliesAndRecordsMigrations(t *testing.T) {
 	}
 	// A write puts the write-ahead log beside the database: it holds the same
 	// data, so it must be as private as the file.
-	load(t, s, fetch.UsageQuery{Window: window(t, fetch.Day, "2026-01-01", "2026-01-02")}, row(date(t, "2026-01-01"), "m", "p", "1"))
+	load(t, s, tally.UsageQuery{Window: window(t, tally.Day, "2026-01-01", "2026-01-02")}, row(date(t, "2026-01-01"), "m", "p", "1"))
 	for _, f := range []string{path, path + ".wal"} {
 		fi, err := os.Stat(f)
 		if os.IsNotExist(err) && f != path {
@@ -152,7 +152,7 @@ func TestOpenUpgradesAnOlderDatabase(t *testing.T) {
 		if n := len(appliedMigrations(t, s)); n != len(real) {
 			t.Fatalf("upgraded database has %d migrations, want %d", n, len(real))
 		}
-		load(t, s, fetch.UsageQuery{Window: window(t, fetch.Day, "2026-01-01", "2026-01-02")}, row(date(t, "2026-01-01"), "m", "p", "1"))
+		load(t, s, tally.UsageQuery{Window: window(t, tally.Day, "2026-01-01", "2026-01-02")}, row(date(t, "2026-01-01"), "m", "p", "1"))
 	})
 
 	t.Run("a later migration over existing data", func(t *testing.T) {
@@ -280,7 +280,7 @@ func TestOpenReadOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	load(t, s, fetch.UsageQuery{Window: window(t, fetch.Day, "2026-01-01", "2026-01-02")}, row(date(t, "2026-01-01"), "m", "p", "1"))
+	load(t, s, tally.UsageQuery{Window: window(t, tally.Day, "2026-01-01", "2026-01-02")}, row(date(t, "2026-01-01"), "m", "p", "1"))
 	s.Close()
 
 	ro, err := OpenReadOnly(ctx, path)
@@ -291,7 +291,7 @@ func TestOpenReadOnly(t *testing.T) {
 	if _, err := ro.DB().Exec(`DELETE FROM usage`); err == nil {
 		t.Fatal("DELETE on a read-only store succeeded")
 	}
-	_, err = ro.LoadWindow(ctx, fetch.UsageQuery{Window: window(t, fetch.Day, "2026-01-01", "2026-01-02")}, NewRunID(), rowsOf())
+	_, err = ro.LoadWindow(ctx, tally.UsageQuery{Window: window(t, tally.Day, "2026-01-01", "2026-01-02")}, NewRunID(), rowsOf())
 	mustContain(t, err, "read-only")
 	if err := ro.BeginRun(ctx, NewRunID(), "fetch", ""); err == nil {
 		t.Fatal("BeginRun on a read-only store succeeded")

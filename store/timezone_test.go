@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tally-dev/tally/fetch"
+	"github.com/tally-dev/tally"
 )
 
 // On a machine whose time zone is not UTC, a month's bounds passed as
@@ -53,7 +53,7 @@ func utcOnAnyMachine(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	q := fetch.UsageQuery{Window: window(t, fetch.Day, "2026-09-01", "2026-12-01")}
+	q := tally.UsageQuery{Window: window(t, tally.Day, "2026-09-01", "2026-12-01")}
 	load(t, s, q, row(date(t, "2026-09-30"), "m", "p", "1"), row(date(t, "2026-10-01"), "m", "p", "2"),
 		row(date(t, "2026-10-31"), "m", "p", "4"), row(date(t, "2026-11-01"), "m", "p", "8"))
 	oct, nov := date(t, "2026-10-01"), date(t, "2026-11-01")

@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tally-dev/tally/fetch"
+	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/fetch/sim"
 	"github.com/tally-dev/tally/store"
 )
@@ -73,7 +73,7 @@ type badSetup struct {
 func newBadSetup(t *testing.T) *badSetup {
 	t.Helper()
 	now := time.Now().UTC()
-	start := fetch.Day.Truncate(now).AddDate(0, 0, -20)
+	start := tally.Day.Truncate(now).AddDate(0, 0, -20)
 	srv := httptest.NewServer(sim.New(sim.Options{Token: badToken, Seed: 2, Start: start, Now: func() time.Time { return now }}))
 	t.Cleanup(srv.Close)
 	b := &badSetup{dir: t.TempDir(), base: srv.URL}
@@ -96,7 +96,7 @@ func newBadSetup(t *testing.T) *badSetup {
 func (b *badSetup) config(t *testing.T, name, api, storePath string) string {
 	t.Helper()
 	yaml := fmt.Sprintf("api:\n  base_url: %s\n  max_retries: 0\n%susage:\n  granularity: day\n  start: %s\n  lookback: 1d\nstore:\n  path: %s\n",
-		b.base, api, fetch.Day.Truncate(time.Now().UTC()).AddDate(0, 0, -20).Format(fetch.DateLayout), storePath)
+		b.base, api, tally.Day.Truncate(time.Now().UTC()).AddDate(0, 0, -20).Format(tally.DateLayout), storePath)
 	path := filepath.Join(b.dir, name)
 	if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
@@ -357,15 +357,15 @@ func TestBadInputPermissions(t *testing.T) {
 // others are loaded, and the next run loads it.
 func TestPartialFetchExitsThreeNamingWindows(t *testing.T) {
 	now := time.Now().UTC()
-	start := fetch.Day.Truncate(now).AddDate(0, 0, -21)
-	bad := fetch.Window{Start: start.AddDate(0, 0, 7), End: start.AddDate(0, 0, 14), Granularity: fetch.Day}
+	start := tally.Day.Truncate(now).AddDate(0, 0, -21)
+	bad := tally.Window{Start: start.AddDate(0, 0, 7), End: start.AddDate(0, 0, 14), Granularity: tally.Day}
 	s := sim.New(sim.Options{Token: badToken, Seed: 2, Start: start, Now: func() time.Time { return now }})
 	var failing atomic.Bool
 	failing.Store(true)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		r.Body = io.NopCloser(bytes.NewReader(body))
-		if failing.Load() && strings.Contains(string(body), `"startDate":"`+bad.Start.Format(fetch.DateLayout)+`"`) {
+		if failing.Load() && strings.Contains(string(body), `"startDate":"`+bad.Start.Format(tally.DateLayout)+`"`) {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusServiceUnavailable)
 			io.WriteString(w, `{"error":{"code":"ServiceUnavailable","detail":"down for maintenance"},"ref":"r-42","status":503}`)
@@ -377,7 +377,7 @@ func TestPartialFetchExitsThreeNamingWindows(t *testing.T) {
 	dir := t.TempDir()
 	cfg := writeBadConfig(t, dir, "tally.yaml", fmt.Sprintf(
 		"api:\n  base_url: %s\n  max_retries: 0\nusage:\n  granularity: day\n  start: %s\n  window: 7d\nstore:\n  path: tally.duckdb\n",
-		srv.URL, start.Format(fetch.DateLayout)))
+		srv.URL, start.Format(tally.DateLayout)))
 	t.Setenv("TALLY_API_TOKEN", badToken)
 	t.Setenv("TALLY_DB", "")
 	t.Setenv("TALLY_BASE_URL", "")

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tally-dev/tally/fetch"
+	"github.com/tally-dev/tally"
 )
 
 // TestCloseCommand: tally close refuses with exit 2, saying why, a month
@@ -15,7 +15,7 @@ import (
 // when and by whom) and a reopen without a reason; it closes last month,
 // writing its final workbook, and reopens it with a reason.
 func TestCloseCommand(t *testing.T) {
-	this := fetch.Month.Truncate(time.Now().UTC())
+	this := tally.Month.Truncate(time.Now().UTC())
 	last, before := this.AddDate(0, -1, 0), this.AddDate(0, -2, 0)
 	s := newCLISim(t, last)
 	cfg, _ := cliConfig(t, s, last, "")

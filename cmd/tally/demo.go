@@ -1,14 +1,29 @@
 package main
 
 import (
-	"fmt"
-	"os"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/tally-dev/tally"
+	"github.com/tally-dev/tally/configs"
+	"github.com/tally-dev/tally/fetch/sim"
 	"github.com/tally-dev/tally/schedules"
+	"github.com/tally-dev/tally/store"
 )
 
 func init() { commands = append(commands, newDemoCmd) }
@@ -28,7 +43,7 @@ the last full month. Everything stays in --dir.`,
 				return err
 			}
 			began := time.Now()
-			res, err := schedules.Demo(cmd.Context(), dir, log, version, began)
+			res, err := runDemo(cmd.Context(), dir, log, version, began)
 			if err != nil {
 				return err
 			}
@@ -69,4 +84,106 @@ func shellQuote(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// demoResult says where the demo put things.
+type demoResult struct {
+	Dir       string
+	Config    string
+	Database  string
+	Published string
+	Workbook  string
+	BaseURL   string
+	Nightly   schedules.NightlySummary
+}
+
+// runDemo runs the whole nightly path on this machine: the simulated interface
+// on loopback, a config written into dir, a fetch into a fresh DuckDB file
+// and the workbook of the last full month. dir is created if missing; a
+// database already there is replaced so every demo starts fresh.
+func runDemo(ctx context.Context, dir string, log zerolog.Logger, version string, now time.Time) (demoResult, error) {
+	var res demoResult
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return res, err
+	}
+	res.Dir = abs
+	if err := os.MkdirAll(abs, 0o750); err != nil {
+		return res, fmt.Errorf("create demo folder: %w", err)
+	}
+	token, err := randomToken(now)
+	if err != nil {
+		return res, err
+	}
+
+	// The simulated organization's usage starts on the first of the
+	// previous month, so the demo has one full month and the month to date.
+	start := tally.Month.Truncate(now).AddDate(0, -1, 0)
+	srv := sim.New(sim.Options{Token: token, Seed: 1, Start: start, Now: func() time.Time { return now }})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return res, fmt.Errorf("start simulated interface: %w", err)
+	}
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	go hs.Serve(ln)
+	defer hs.Close()
+	res.BaseURL = "http://" + ln.Addr().String()
+
+	tokenFile := filepath.Join(abs, "token")
+	if err := os.WriteFile(tokenFile, []byte(token+"\n"), 0o600); err != nil {
+		return res, fmt.Errorf("write demo token: %w", err)
+	}
+	res.Config = filepath.Join(abs, "tally.yaml")
+	res.Database = filepath.Join(abs, "tally.duckdb")
+	for _, p := range []string{res.Database, res.Database + ".wal", store.PublishedPath(res.Database)} {
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return res, fmt.Errorf("clear previous demo database: %w", err)
+		}
+	}
+	yaml := fmt.Sprintf(`# Written by tally demo: the simulated interface it served is gone now,
+# but the database and the analysts' copy stay for tally query.
+api:
+  base_url: %s
+  token_file: token
+  concurrency: 4
+usage:
+  granularity: hour
+  start: %s
+  lookback: 2d
+store:
+  path: tally.duckdb
+reports:
+  dir: reports
+  months: [previous]
+`, res.BaseURL, start.Format(tally.DateLayout))
+	if err := os.WriteFile(res.Config, []byte(yaml), 0o600); err != nil {
+		return res, fmt.Errorf("write demo config: %w", err)
+	}
+	cfg, err := configs.Load(res.Config, func(string) string { return "" })
+	if err != nil {
+		return res, fmt.Errorf("demo config: %w", err)
+	}
+	r := &schedules.Runner{Config: cfg, Token: token, Log: log, Version: version, Now: func() time.Time { return now }}
+	res.Nightly, err = r.Nightly(ctx, nil)
+	if err != nil {
+		return res, err
+	}
+	res.Published = res.Nightly.Fetch.Published
+	if len(res.Nightly.Reports) > 0 {
+		res.Workbook = res.Nightly.Reports[0].Path
+	}
+	return res, nil
+}
+
+// randomToken makes the demo's token JWT-shaped, as the platform's
+// personal tokens are, expiring 300 days after now, so tally status shows
+// its expiry: a random id and signature, nothing signed.
+func randomToken(now time.Time) (string, error) {
+	b := make([]byte, 24)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("make demo token: %w", err)
+	}
+	enc := base64.RawURLEncoding.EncodeToString
+	payload := fmt.Sprintf(`{"sub":"demo","jti":"%s","exp":%d}`, hex.EncodeToString(b[:12]), now.AddDate(0, 0, 300).Unix())
+	return enc([]byte(`{"alg":"HS256","typ":"JWT"}`)) + "." + enc([]byte(payload)) + "." + enc(b[12:]), nil
 }

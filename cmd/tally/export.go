@@ -10,8 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/configs"
-	"github.com/tally-dev/tally/fetch"
 	"github.com/tally-dev/tally/schedules"
 )
 
@@ -102,12 +102,12 @@ func runExport(cmd *cobra.Command, g *globalFlags, o *exportOptions) error {
 		return usageErr("--format %q is not one of parquet, focus", o.format)
 	}
 	if o.from != "" {
-		if opts.From, err = fetch.ParseDate(o.from); err != nil {
+		if opts.From, err = tally.ParseDate(o.from); err != nil {
 			return usageErr("--from: %v", err)
 		}
 	}
 	if o.until != "" {
-		if opts.Until, err = fetch.ParseDate(o.until); err != nil {
+		if opts.Until, err = tally.ParseDate(o.until); err != nil {
 			return usageErr("--until: %v", err)
 		}
 	}

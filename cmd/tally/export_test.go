@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tally-dev/tally/fetch"
+	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/store"
 )
 
@@ -23,7 +23,7 @@ import (
 // complete month has one before it.
 func exportSetup(t *testing.T) (cfg, pub string) {
 	t.Helper()
-	start := fetch.Month.Truncate(time.Now().UTC()).AddDate(0, -2, 0)
+	start := tally.Month.Truncate(time.Now().UTC()).AddDate(0, -2, 0)
 	s := newCLISim(t, start)
 	cfg, db := cliConfig(t, s, start, "")
 	if out, code, stderr := cli(t, "fetch", "--config", cfg); code != 0 {

@@ -8,8 +8,8 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
+	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/configs"
-	"github.com/tally-dev/tally/fetch"
 	"github.com/tally-dev/tally/schedules"
 	"github.com/tally-dev/tally/store"
 )
@@ -98,17 +98,17 @@ func fetchOptions(from, to, gran string) (schedules.FetchOptions, error) {
 	var o schedules.FetchOptions
 	var err error
 	if from != "" {
-		if o.From, err = fetch.ParseDate(from); err != nil {
+		if o.From, err = tally.ParseDate(from); err != nil {
 			return o, usageErr("--from: %v", err)
 		}
 	}
 	if to != "" {
-		if o.To, err = fetch.ParseDate(to); err != nil {
+		if o.To, err = tally.ParseDate(to); err != nil {
 			return o, usageErr("--to: %v", err)
 		}
 	}
 	if gran != "" {
-		if o.Granularity, err = fetch.ParseGranularity(gran); err != nil {
+		if o.Granularity, err = tally.ParseGranularity(gran); err != nil {
 			return o, usageErr("--granularity: %v", err)
 		}
 	}

@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tally-dev/tally/fetch"
+	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/fetch/sim"
 	"github.com/tally-dev/tally/store"
 )
@@ -95,7 +95,7 @@ reports:
   months: [previous]
 schedule:
   lock_wait: 100ms
-%s`, s.url, cliTokenEnv, start.Format(fetch.DateLayout), extra)
+%s`, s.url, cliTokenEnv, start.Format(tally.DateLayout), extra)
 	if err := os.WriteFile(cfg, []byte(text), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +142,7 @@ func cli(t *testing.T, args ...string) (out string, code int, stderr string) {
 }
 
 func TestFetchExitCodes(t *testing.T) {
-	start := fetch.Day.Truncate(time.Now().UTC()).AddDate(0, 0, -20)
+	start := tally.Day.Truncate(time.Now().UTC()).AddDate(0, 0, -20)
 	s := newCLISim(t, start)
 	cfg, db := cliConfig(t, s, start, "")
 
@@ -194,9 +194,9 @@ func TestFetchExitCodes(t *testing.T) {
 	})
 	t.Run("window failing every retry, then repaired", func(t *testing.T) {
 		bad := start.AddDate(0, 0, 7)
-		s.failDay.Store(bad.Format(fetch.DateLayout))
+		s.failDay.Store(bad.Format(tally.DateLayout))
 		out, code, stderr := cli(t, "fetch", "--config", cfg, "--log-format", "json")
-		window := fetch.Window{Start: bad, End: bad.AddDate(0, 0, 7), Granularity: fetch.Day}.String()
+		window := tally.Window{Start: bad, End: bad.AddDate(0, 0, 7), Granularity: tally.Day}.String()
 		if code != exitPartial || !strings.Contains(stderr, window) || !strings.Contains(out, "1 failed") {
 			t.Fatalf("exit %d; want 3 naming window %s\nstdout:\n%s\nstderr:\n%s", code, window, out, stderr)
 		}
@@ -213,7 +213,7 @@ func TestFetchExitCodes(t *testing.T) {
 		}
 		// The repaired database holds the truth up to the sim's clock.
 		to := time.Now().UTC().AddDate(0, 0, 2)
-		truth := s.sim.Truth(fetch.UsageQuery{Window: fetch.Window{Start: start, End: to, Granularity: fetch.Day}})
+		truth := s.sim.Truth(tally.UsageQuery{Window: tally.Window{Start: start, End: to, Granularity: tally.Day}})
 		got, code, _ := cli(t, "query", "--config", cfg, "--format", "csv", "SELECT count(*) AS n FROM usage")
 		if want := fmt.Sprintf("n\r\n%d\r\n", truth.Rows); code != exitOK || got != want {
 			t.Errorf("rows after the repair: %q (exit %d), want %q", got, code, want)
@@ -234,7 +234,7 @@ func TestFetchWrongPortFailsFast(t *testing.T) {
 	ln.Close()
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "tally.yaml")
-	start := fetch.Day.Truncate(time.Now().UTC()).AddDate(0, 0, -20).Format(fetch.DateLayout)
+	start := tally.Day.Truncate(time.Now().UTC()).AddDate(0, 0, -20).Format(tally.DateLayout)
 	text := "api:\n  base_url: http://" + addr + "\n  token_env: " + cliTokenEnv + "\nusage:\n  start: " + start + "\nstore:\n  path: tally.duckdb\n"
 	if err := os.WriteFile(cfg, []byte(text), 0o600); err != nil {
 		t.Fatal(err)
@@ -278,7 +278,7 @@ func jwtToken(exp time.Time, sub string) string {
 // renew; one expiring within api.token_warn_before is warned about on the
 // run; neither the token nor its other claims ever reach the log.
 func TestTokenExpiry(t *testing.T) {
-	start := fetch.Day.Truncate(time.Now().UTC()).AddDate(0, 0, -5)
+	start := tally.Day.Truncate(time.Now().UTC()).AddDate(0, 0, -5)
 	for _, c := range []struct {
 		name    string
 		exp     time.Time

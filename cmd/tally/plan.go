@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/tally-dev/tally/fetch"
+	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/schedules"
 )
 
@@ -82,13 +82,13 @@ type planJSON struct {
 
 // writePlanJSON prints one JSON array, one window object a line, so the
 // output is both valid JSON and easy to read or grep.
-func writePlanJSON(w io.Writer, windows []fetch.PlannedWindow) error {
+func writePlanJSON(w io.Writer, windows []tally.PlannedWindow) error {
 	var b bytes.Buffer
 	b.WriteString("[")
 	for i, pw := range windows {
 		line, err := json.Marshal(planJSON{
-			Start:       pw.Start.Format(fetch.DateLayout),
-			End:         pw.End.Format(fetch.DateLayout),
+			Start:       pw.Start.Format(tally.DateLayout),
+			End:         pw.End.Format(tally.DateLayout),
 			Granularity: string(pw.Granularity),
 			Reason:      pw.Reason,
 		})
@@ -109,18 +109,18 @@ func writePlanJSON(w io.Writer, windows []fetch.PlannedWindow) error {
 	return err
 }
 
-func windowDays(w fetch.Window) int {
+func windowDays(w tally.Window) int {
 	return int(w.End.Sub(w.Start) / (24 * time.Hour))
 }
 
-func writePlanTable(w io.Writer, windows []fetch.PlannedWindow) error {
+func writePlanTable(w io.Writer, windows []tally.PlannedWindow) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "START\tEND\tGRANULARITY\tDAYS\tREASON")
 	total := 0
 	for _, pw := range windows {
 		days := windowDays(pw.Window)
 		total += days
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", pw.Start.Format(fetch.DateLayout), pw.End.Format(fetch.DateLayout), pw.Granularity, days, pw.Reason)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", pw.Start.Format(tally.DateLayout), pw.End.Format(tally.DateLayout), pw.Granularity, days, pw.Reason)
 	}
 	noun := "windows"
 	if len(windows) == 1 {

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tally-dev/tally/fetch"
+	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/fetch/sim"
 )
 
@@ -56,7 +56,7 @@ func fetchWindows(t *testing.T, cfg string) ([]string, error) {
 // with the same reasons: before anything is loaded, after a window failed,
 // on a later night with late charges, and after windows were split.
 func TestPlanIsWhatFetchRequests(t *testing.T) {
-	start := fetch.Day.Truncate(time.Now().UTC()).AddDate(0, 0, -40)
+	start := tally.Day.Truncate(time.Now().UTC()).AddDate(0, 0, -40)
 	s := newCLISim(t, start)
 	cfg, _ := cliConfig(t, s, start, "")
 	old := clock
@@ -91,21 +91,21 @@ func TestPlanIsWhatFetchRequests(t *testing.T) {
 	}
 
 	// The second week's window fails: the backfill ends partial.
-	failed := start.AddDate(0, 0, 7).Format(fetch.DateLayout)
+	failed := start.AddDate(0, 0, 7).Format(tally.DateLayout)
 	s.failDay.Store(failed)
 	step("first fetch", true, func(plan []string) {
-		if r := reasons(plan); r[fetch.ReasonBackfill] != len(plan) {
+		if r := reasons(plan); r[tally.ReasonBackfill] != len(plan) {
 			t.Errorf("first fetch: plan %v, want only backfill windows", plan)
 		}
 	})
 	s.failDay.Store("")
 	step("after a failed window", false, func(plan []string) {
 		if !slices.ContainsFunc(plan, func(p string) bool {
-			return strings.HasPrefix(p, failed+"..") && strings.HasSuffix(p, " "+fetch.ReasonMissing)
+			return strings.HasPrefix(p, failed+"..") && strings.HasSuffix(p, " "+tally.ReasonMissing)
 		}) {
 			t.Errorf("after a failed window: plan %v does not fetch the window of %s again as missing", plan, failed)
 		}
-		if r := reasons(plan); r[fetch.ReasonBackfill] > 0 {
+		if r := reasons(plan); r[tally.ReasonBackfill] > 0 {
 			t.Errorf("after a failed window: plan %v still backfills what is loaded", plan)
 		}
 	})

@@ -15,7 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/tally-dev/tally/fetch"
+	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/store"
 )
 
@@ -59,13 +59,13 @@ func queryFixture(t *testing.T, publish bool) (cfgPath, dbPath string) {
 		t.Fatal(err)
 	}
 	d := time.Date(2026, 1, 30, 0, 0, 0, 0, time.UTC)
-	rows := []fetch.MeterData{
-		{Date: d, MeterName: "enc", Quantity: 1.5, Cost: fetch.MustDecimal("0.100000000001"), Currency: "USD", Project: "a"},
-		{Date: d.AddDate(0, 0, 1), MeterName: "enc", Quantity: 2, Cost: fetch.MustDecimal("12345678901234.2"), Currency: "USD", Project: "a"},
-		{Date: d.AddDate(0, 0, 2), MeterName: "egress", Quantity: 3, Cost: fetch.MustDecimal("3"), Currency: "EUR", Project: "b"},
+	rows := []tally.MeterData{
+		{Date: d, MeterName: "enc", Quantity: 1.5, Cost: tally.MustDecimal("0.100000000001"), Currency: "USD", Project: "a"},
+		{Date: d.AddDate(0, 0, 1), MeterName: "enc", Quantity: 2, Cost: tally.MustDecimal("12345678901234.2"), Currency: "USD", Project: "a"},
+		{Date: d.AddDate(0, 0, 2), MeterName: "egress", Quantity: 3, Cost: tally.MustDecimal("3"), Currency: "EUR", Project: "b"},
 	}
-	q := fetch.UsageQuery{Window: fetch.Window{Start: d, End: d.AddDate(0, 0, 3), Granularity: fetch.Day}}
-	if _, err := s.LoadWindow(ctx, q, run, func(yield func(fetch.MeterData, error) bool) {
+	q := tally.UsageQuery{Window: tally.Window{Start: d, End: d.AddDate(0, 0, 3), Granularity: tally.Day}}
+	if _, err := s.LoadWindow(ctx, q, run, func(yield func(tally.MeterData, error) bool) {
 		for _, r := range rows {
 			if !yield(r, nil) {
 				return

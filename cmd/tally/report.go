@@ -11,7 +11,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
-	"github.com/tally-dev/tally/fetch"
+	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/reports"
 	"github.com/tally-dev/tally/schedules"
 )
@@ -78,11 +78,11 @@ func runReport(ctx context.Context, o *reportOptions, w io.Writer) error {
 	if err != nil {
 		return usageErr("--month: %w", err)
 	}
-	var basis fetch.Basis
+	var basis tally.Basis
 	switch o.basis {
 	case "":
-	case string(fetch.BasisUsage), string(fetch.BasisReported):
-		basis = fetch.Basis(o.basis)
+	case string(tally.BasisUsage), string(tally.BasisReported):
+		basis = tally.Basis(o.basis)
 	default:
 		return usageErr("--basis %q is not one of usage, reported", o.basis)
 	}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/xuri/excelize/v2"
 
-	"github.com/tally-dev/tally/fetch"
+	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/reports"
 )
 
@@ -18,12 +18,12 @@ import (
 // run; the next run, with the fault gone, exits 0.
 func TestRunExitCodes(t *testing.T) {
 	now := time.Now().UTC()
-	previous := fetch.Month.Truncate(now).AddDate(0, -1, 0)
+	previous := tally.Month.Truncate(now).AddDate(0, -1, 0)
 	s := newCLISim(t, previous)
 	cfg, db := cliConfig(t, s, previous, "")
 	workbook := reports.DefaultPath(filepath.Join(filepath.Dir(db), "reports"), previous)
 
-	s.failDay.Store(previous.AddDate(0, 0, 14).Format(fetch.DateLayout))
+	s.failDay.Store(previous.AddDate(0, 0, 14).Format(tally.DateLayout))
 	out, code, stderr := cli(t, "run", "--config", cfg, "--log-format", "json")
 	if code != exitPartial || !strings.Contains(out, "1 failed") {
 		t.Fatalf("run with a failing window: exit %d, want 3\nstdout:\n%s\nstderr:\n%s", code, out, stderr)

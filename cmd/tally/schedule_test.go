@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tally-dev/tally/fetch"
+	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/fetch/sim"
 	"github.com/tally-dev/tally/schedules"
 	"github.com/tally-dev/tally/store"
@@ -215,7 +215,7 @@ store:
   path: tally.duckdb
 reports:
   months: []
-%s`, baseURL, start.Format(fetch.DateLayout), extra)
+%s`, baseURL, start.Format(tally.DateLayout), extra)
 	path := filepath.Join(dir, name)
 	if err := os.WriteFile(path, []byte(yml), 0o600); err != nil {
 		t.Fatal(err)
@@ -297,7 +297,7 @@ func schedRunsOf(t *testing.T, db string) []store.RunInfo {
 
 func TestScheduleProcesses(t *testing.T) {
 	bin := schedBinary(t)
-	today := fetch.Day.Truncate(time.Now().UTC())
+	today := tally.Day.Truncate(time.Now().UTC())
 	start := today.AddDate(0, 0, -5)
 
 	// A bad cron spec stops tally schedule, and every other command, at
@@ -348,7 +348,7 @@ func TestScheduleProcesses(t *testing.T) {
 		// tally status shows the skip already, from the journal.
 		out, err := execCLI(t, "", "status", "--config", short)
 		if err != nil || !regexpMatch(`(?m)^nightly\s+CRON_TZ=UTC 30 2 \* \* \*\s+fetch\s+\S+\s+skipped\*\s+`, out) ||
-			!strings.Contains(out, "* noted in "+schedules.JournalPath(db)) {
+			!strings.Contains(out, "* noted in "+store.JournalPath(db)) {
 			t.Fatalf("status while the holder runs: %v\n%s", err, out)
 		}
 
@@ -372,7 +372,7 @@ func TestScheduleProcesses(t *testing.T) {
 			runs[2].Command != "run" || runs[2].Job != "nightly" || runs[2].Status != store.RunOK || runs[2].Started.Before(*runs[0].Finished) {
 			t.Fatalf("runs %q", got)
 		}
-		if p, err := schedules.PendingRuns(db); err != nil || len(p) != 0 {
+		if p, err := store.PendingRuns(db); err != nil || len(p) != 0 {
 			t.Fatalf("journal not folded: %v %v", p, err)
 		}
 	})

@@ -15,6 +15,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
+	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/configs"
 	"github.com/tally-dev/tally/fetch"
 	"github.com/tally-dev/tally/schedules"
@@ -114,7 +115,7 @@ func runStatus(ctx context.Context, o *statusOptions, w io.Writer) error {
 			return err
 		}
 	}
-	pending, err := schedules.PendingRuns(cfg.Store.Path)
+	pending, err := store.PendingRuns(cfg.Store.Path)
 	if err != nil {
 		return err
 	}
@@ -188,7 +189,7 @@ func writeStatusTable(w io.Writer, rep *statusReport, cfg *configs.Config) error
 		fmt.Fprintf(tw, "GRANULARITY\tBASIS\tSCOPE\tSTART\tEND\tWINDOWS\tROWS\tLAST FETCHED\n")
 		for _, s := range rep.Spans {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\n", s.Granularity, s.Basis, s.Scope,
-				s.Start.Format(fetch.DateLayout), s.End.Format(fetch.DateLayout), s.Windows, s.Rows, statusTime(s.LastFetchedAt))
+				s.Start.Format(tally.DateLayout), s.End.Format(tally.DateLayout), s.Windows, s.Rows, statusTime(s.LastFetchedAt))
 		}
 	}
 
@@ -199,7 +200,7 @@ func writeStatusTable(w io.Writer, rep *statusReport, cfg *configs.Config) error
 		fmt.Fprintf(tw, "GRANULARITY\tBASIS\tSCOPE\tSTART\tEND\tDAYS\n")
 		for _, g := range rep.Gaps {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\n", g.Granularity, g.Basis, g.Scope,
-				g.Start.Format(fetch.DateLayout), g.End.Format(fetch.DateLayout), int(g.End.Sub(g.Start).Hours()/24))
+				g.Start.Format(tally.DateLayout), g.End.Format(tally.DateLayout), int(g.End.Sub(g.Start).Hours()/24))
 		}
 	}
 
@@ -261,6 +262,6 @@ func writeStatusJobs(tw io.Writer, rep *statusReport, cfg *configs.Config) {
 			statusTimeOrNone(j.LastSuccess), next, errText)
 	}
 	if pending {
-		fmt.Fprintf(tw, "* noted in %s while another process held the database; the next run records it in runs\n", schedules.JournalPath(cfg.Store.Path))
+		fmt.Fprintf(tw, "* noted in %s while another process held the database; the next run records it in runs\n", store.JournalPath(cfg.Store.Path))
 	}
 }

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tally-dev/tally/fetch"
+	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/fetch/sim"
 )
 
@@ -119,7 +119,7 @@ var sixDecimals = regexp.MustCompile(`^\d+(\.\d{1,6})?$`)
 // meter is billed off its card price.
 func TestRateCardsJoinUsage(t *testing.T) {
 	s, ts := setup(t, sim.Options{})
-	rows := s.Rows(usageQuery("2024-01-01", "2027-01-01", fetch.Year))
+	rows := s.Rows(usageQuery("2024-01-01", "2027-01-01", tally.Year))
 	paren := regexp.MustCompile(`\(([^)]+)\)$`)
 	how := map[string]string{} // meter → how it matched
 	variance := map[string]bool{}
@@ -166,7 +166,7 @@ func TestRateCardsJoinUsage(t *testing.T) {
 			if way == "" {
 				continue
 			}
-			card := fetch.MustDecimal(found).Float64()
+			card := tally.MustDecimal(found).Float64()
 			if diff := *r.Price/card - 1; diff > 0.02 && diff < 0.04 {
 				variance[r.MeterName] = true
 			} else if diff < -1e-12 || diff > 1e-12 {
@@ -190,7 +190,7 @@ func TestRateCardsJoinUsage(t *testing.T) {
 
 func TestUsageVariety(t *testing.T) {
 	s, _ := setup(t, sim.Options{})
-	rows := s.Rows(usageQuery("2025-01-01", "2026-01-01", fetch.Month))
+	rows := s.Rows(usageQuery("2025-01-01", "2026-01-01", tally.Month))
 	ents, curs := map[string]bool{}, map[string]bool{}
 	zero := 0
 	for _, r := range rows {
@@ -228,12 +228,12 @@ func TestPaymentMethodSwitch(t *testing.T) {
 	s, ts := setup(t, sim.Options{})
 	pms := paymentMethods(t, ts.URL)
 	// Start is 2025-01-01: the switch falls on the 15th of the next month.
-	day := func(d string) []fetch.MeterData {
-		q := usageQuery(d, mustDate(d).AddDate(0, 0, 1).Format(fetch.DateLayout), fetch.Day)
+	day := func(d string) []tally.MeterData {
+		q := usageQuery(d, mustDate(d).AddDate(0, 0, 1).Format(tally.DateLayout), tally.Day)
 		q.ProjectNames = []string{"sports-live"}
 		return s.Rows(q)
 	}
-	methodOf := func(rows []fetch.MeterData) (string, string) {
+	methodOf := func(rows []tally.MeterData) (string, string) {
 		if len(rows) == 0 {
 			t.Fatal("no rows")
 		}
@@ -252,7 +252,7 @@ func TestPaymentMethodSwitch(t *testing.T) {
 	if start, _ := pms[after].Spec["startDate"].(string); start != "2025-02-15" {
 		t.Errorf("the new method starts %q", start)
 	}
-	month := s.Rows(fetch.UsageQuery{Window: fetch.Window{Start: mustDate("2025-02-01"), End: mustDate("2025-03-01"), Granularity: fetch.Month}, ProjectNames: []string{"sports-live"}})
+	month := s.Rows(tally.UsageQuery{Window: tally.Window{Start: mustDate("2025-02-01"), End: mustDate("2025-03-01"), Granularity: tally.Month}, ProjectNames: []string{"sports-live"}})
 	methods := map[string]bool{}
 	for _, r := range month {
 		methods[r.PaymentMethod+r.Currency] = true
@@ -262,7 +262,7 @@ func TestPaymentMethodSwitch(t *testing.T) {
 	}
 	// Usage billed to a method outside its validity.
 	outside := 0
-	for _, r := range s.Rows(usageQuery("2025-01-01", "2026-01-01", fetch.Day)) {
+	for _, r := range s.Rows(usageQuery("2025-01-01", "2026-01-01", tally.Day)) {
 		spec := pms[r.PaymentMethod].Spec
 		if end, ok := spec["endDate"].(string); ok && !r.Date.Before(mustDate(end)) {
 			outside++
@@ -318,7 +318,7 @@ func TestProjects(t *testing.T) {
 	if *then["sports-live"].Spec.AssignedPaymentMethodID == *now["sports-live"].Spec.AssignedPaymentMethodID {
 		t.Error("sports-live's assigned payment method did not change")
 	}
-	q := usageQuery("2025-01-01", "2025-01-05", fetch.Day)
+	q := usageQuery("2025-01-01", "2025-01-05", tally.Day)
 	q.ProjectNames = []string{"training"}
 	if rows := s2.Rows(q); len(rows) != 0 {
 		t.Errorf("%d usage rows for a project not yet created", len(rows))
@@ -344,7 +344,7 @@ func TestProjectUsage(t *testing.T) {
 	if rep.Supplemental.Project != "newsroom" || rep.Supplemental.Records != len(rep.Value) || rep.Supplemental.Start != "2025-06-01" {
 		t.Errorf("supplemental %+v", rep.Supplemental)
 	}
-	q := fetch.UsageQuery{Window: fetch.Window{Start: mustDate("2025-06-01"), End: mustDate("2025-07-01"), Granularity: fetch.Month}, ProjectNames: []string{"newsroom"}}
+	q := tally.UsageQuery{Window: tally.Window{Start: mustDate("2025-06-01"), End: mustDate("2025-07-01"), Granularity: tally.Month}, ProjectNames: []string{"newsroom"}}
 	want := map[string]int64{}
 	for _, r := range s.Rows(q) {
 		want[r.MeterName] += q4(r.Quantity)

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tally-dev/tally/fetch"
+	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/fetch/sim"
 )
 
@@ -164,7 +164,7 @@ func TestSlowFaults(t *testing.T) {
 	if took := time.Since(began); took < delay {
 		t.Errorf("slow answer came after %s, want at least %s", took, delay)
 	}
-	sameRows(t, "slow answer", got, s.Rows(usageQuery("2025-03-01", "2025-03-02", fetch.Day)))
+	sameRows(t, "slow answer", got, s.Rows(usageQuery("2025-03-01", "2025-03-02", tally.Day)))
 }
 
 func TestRefuseRange(t *testing.T) {
@@ -219,9 +219,9 @@ func TestFaultsAreDeterministic(t *testing.T) {
 // gets exactly the fault-free rows.
 func TestFaultsNeverChangeData(t *testing.T) {
 	s, ts := setup(t, sim.Options{UsagePaging: true, PageSize: 9, Faults: sim.Faults{Seed: 1, RateLimitBare: 0.2, ServerError: 0.2, Cut: 0.3}})
-	q := usageQuery("2025-04-01", "2025-04-04", fetch.Day)
+	q := usageQuery("2025-04-01", "2025-04-04", tally.Day)
 	body := requestBody(q)
-	var rows []fetch.MeterData
+	var rows []tally.MeterData
 	url := ts.URL + usagePath
 	for attempts := 0; url != ""; attempts++ {
 		if attempts > 500 {

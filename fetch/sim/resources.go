@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tally-dev/tally/fetch"
+	"github.com/tally-dev/tally"
 )
 
 const (
@@ -91,7 +91,7 @@ func dateOrNil(t *time.Time) any {
 	if t == nil {
 		return nil
 	}
-	return t.Format(fetch.DateLayout)
+	return t.Format(tally.DateLayout)
 }
 
 func (s *Server) now() time.Time { return s.opts.Now().UTC() }
@@ -256,7 +256,7 @@ func (s *Server) handleProjectUsage(x *exchange) {
 	}
 	from := time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC)
 	to := from.AddDate(0, 1, 0)
-	q := query{start: from, end: to, g: fetch.Month, projects: []string{name}}
+	q := query{start: from, end: to, g: tally.Month, projects: []string{name}}
 	byMeter := map[int]int64{}
 	var order []int
 	s.cat.eachRow(q, now.Unix(), func(r *rowAgg) bool {
@@ -276,8 +276,8 @@ func (s *Server) handleProjectUsage(x *exchange) {
 	}
 	s.writeJSON(x, map[string]any{
 		"supplemental": map[string]any{
-			"records": len(value), "start": from.Format(fetch.DateLayout),
-			"end": now.AddDate(0, 0, 1).Format(fetch.DateLayout), "project": name,
+			"records": len(value), "start": from.Format(tally.DateLayout),
+			"end": now.AddDate(0, 0, 1).Format(tally.DateLayout), "project": name,
 		},
 		"value": value,
 	})

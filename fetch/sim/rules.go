@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/tally-dev/tally/fetch"
+	"github.com/tally-dev/tally"
 )
 
 // The seed's rules for a usage query, read here on their own rather than
@@ -18,7 +18,7 @@ import (
 // year on, or the last day of that month when it has no such day, the
 // reading no interface can refuse.
 
-func validGranularity(g fetch.Granularity) bool {
+func validGranularity(g tally.Granularity) bool {
 	switch g {
 	case "hour", "day", "week", "month", "year":
 		return true
@@ -27,7 +27,7 @@ func validGranularity(g fetch.Granularity) bool {
 }
 
 // bucketStart is the start of the bucket of granularity g holding t, UTC.
-func bucketStart(g fetch.Granularity, t time.Time) time.Time {
+func bucketStart(g tally.Granularity, t time.Time) time.Time {
 	t = t.UTC()
 	y, m, d := t.Date()
 	switch g {
@@ -47,7 +47,7 @@ func bucketStart(g fetch.Granularity, t time.Time) time.Time {
 }
 
 // nextBucket is the start of the bucket after the one starting at b.
-func nextBucket(g fetch.Granularity, b time.Time) time.Time {
+func nextBucket(g tally.Granularity, b time.Time) time.Time {
 	switch g {
 	case "hour":
 		return b.Add(time.Hour)
@@ -65,7 +65,7 @@ func nextBucket(g fetch.Granularity, b time.Time) time.Time {
 
 // rangeLimit is the last endDate (exclusive) a query of granularity g from
 // start may ask for, and whether there is a limit at all.
-func rangeLimit(g fetch.Granularity, start time.Time) (time.Time, bool) {
+func rangeLimit(g tally.Granularity, start time.Time) (time.Time, bool) {
 	switch g {
 	case "hour":
 		return start.AddDate(0, 0, 31), true

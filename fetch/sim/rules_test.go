@@ -5,14 +5,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tally-dev/tally/fetch"
+	"github.com/tally-dev/tally"
 )
 
 // The simulator's reading of the seed's rules, at the boundaries.
 func TestRules(t *testing.T) {
 	d := func(s string) time.Time { t, _ := time.Parse(time.RFC3339, s); return t }
 	for _, c := range []struct {
-		g           fetch.Granularity
+		g           tally.Granularity
 		at, start   string
 		next, limit string // limit "" when there is none
 	}{
@@ -47,7 +47,7 @@ func TestRulesAgreeWithTallys(t *testing.T) {
 		if i%500 == 0 {
 			at = time.Date(2024+4*(i%2), 2, 29, 6, 0, 0, 0, time.UTC) // leap days too
 		}
-		for _, g := range []fetch.Granularity{fetch.Hour, fetch.Day, fetch.Week, fetch.Month, fetch.Year} {
+		for _, g := range []tally.Granularity{tally.Hour, tally.Day, tally.Week, tally.Month, tally.Year} {
 			b := bucketStart(g, at)
 			if want := g.Truncate(at); !b.Equal(want) {
 				t.Fatalf("%s of %s: sim %s, Tally %s", g, at, b, want)

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tally-dev/tally/fetch"
+	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/fetch/sim"
 )
 
@@ -320,13 +320,13 @@ func equalInts(a, b []int) bool {
 	return true
 }
 
-// usageQuery builds a fetch.UsageQuery for the tests.
-func usageQuery(from, to string, g fetch.Granularity) fetch.UsageQuery {
-	return fetch.UsageQuery{Window: fetch.Window{Start: mustDate(from), End: mustDate(to), Granularity: g}}
+// usageQuery builds a tally.UsageQuery for the tests.
+func usageQuery(from, to string, g tally.Granularity) tally.UsageQuery {
+	return tally.UsageQuery{Window: tally.Window{Start: mustDate(from), End: mustDate(to), Granularity: g}}
 }
 
 func mustDate(s string) time.Time {
-	t, err := fetch.ParseDate(s)
+	t, err := tally.ParseDate(s)
 	if err != nil {
 		panic(err)
 	}

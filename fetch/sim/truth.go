@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/tally-dev/tally/fetch"
+	"github.com/tally-dev/tally"
 )
 
 const (
@@ -32,17 +32,17 @@ const (
 // query is a usage query as the sim evaluates it.
 type query struct {
 	start, end time.Time
-	g          fetch.Granularity
+	g          tally.Granularity
 	reported   bool
 	projects   []string
 	pms        []string
 	meters     []string
 }
 
-func fromUsageQuery(q fetch.UsageQuery) query {
+func fromUsageQuery(q tally.UsageQuery) query {
 	g := q.Window.Granularity
 	if g == "" {
-		g = fetch.Day
+		g = tally.Day
 	}
 	return query{
 		start: q.Window.Start.UTC(), end: q.Window.End.UTC(), g: g, reported: q.ReportedDate,
@@ -275,13 +275,13 @@ func (c *catalog) eachRow(q query, now int64, fn func(*rowAgg) bool) {
 
 // truncUnix is Granularity.Truncate on unix seconds, with arithmetic for
 // the granularities whose buckets have a fixed length.
-func truncUnix(g fetch.Granularity, t int64) int64 {
+func truncUnix(g tally.Granularity, t int64) int64 {
 	switch g {
-	case fetch.Hour:
+	case tally.Hour:
 		return t - floorMod(t, hourSec)
-	case fetch.Day:
+	case tally.Day:
 		return t - floorMod(t, daySec)
-	case fetch.Week:
+	case tally.Week:
 		d := t - floorMod(t, daySec)
 		return d - floorMod(d/daySec+3, 7)*daySec
 	}
@@ -297,11 +297,11 @@ func floorMod(a, b int64) int64 {
 }
 
 // meterData renders a row as the client decodes it.
-func (c *catalog) meterData(r *rowAgg) fetch.MeterData {
+func (c *catalog) meterData(r *rowAgg) tally.MeterData {
 	p := c.pairs[r.pair]
 	m := meters[p.model.meter]
 	pm := c.pms[r.pm]
-	md := fetch.MeterData{
+	md := tally.MeterData{
 		Date:              time.Unix(r.bucket, 0).UTC(),
 		MeterName:         m.name,
 		MeterSku:          m.sku,
@@ -310,7 +310,7 @@ func (c *catalog) meterData(r *rowAgg) fetch.MeterData {
 		Unit:              m.unit,
 		Quantity:          float64(r.q4) / 1e4,
 		Price:             price(r),
-		Cost:              fetch.NewDecimal(big.NewInt(r.cost10), 10),
+		Cost:              tally.NewDecimal(big.NewInt(r.cost10), 10),
 		Currency:          pm.currency,
 		PaymentMethod:     pm.id,
 		PaymentMethodName: pm.name,
@@ -359,7 +359,7 @@ func fixed(v int64, scale int) string {
 // currency (exact) and its quantity summed over every meter.
 type Truth struct {
 	Rows     int
-	Cost     map[string]fetch.Decimal
+	Cost     map[string]tally.Decimal
 	Quantity float64
 }
 
@@ -367,10 +367,10 @@ type Truth struct {
 // The cost and quantity are summed hour by hour, not from the rows, so a
 // test comparing them with the rows checks the aggregation too. Truth skips
 // the interface's range limits: it answers for any window.
-func (s *Server) Truth(q fetch.UsageQuery) Truth {
+func (s *Server) Truth(q tally.UsageQuery) Truth {
 	iq := fromUsageQuery(q)
 	now := s.opts.Now().Unix()
-	t := Truth{Cost: map[string]fetch.Decimal{}}
+	t := Truth{Cost: map[string]tally.Decimal{}}
 	lo, hi := s.cat.span(iq, now)
 	byPM := make([]int64, len(s.cat.pms))
 	seen := make([]bool, len(s.cat.pms))
@@ -389,7 +389,7 @@ func (s *Server) Truth(q fetch.UsageQuery) Truth {
 		}
 	}
 	for cur, v := range cost {
-		t.Cost[cur] = fetch.NewDecimal(big.NewInt(v), 10)
+		t.Cost[cur] = tally.NewDecimal(big.NewInt(v), 10)
 	}
 	t.Quantity = float64(q4) / 1e4
 	s.cat.eachRow(iq, now, func(*rowAgg) bool { t.Rows++; return true })
@@ -399,8 +399,8 @@ func (s *Server) Truth(q fetch.UsageQuery) Truth {
 // Rows returns exactly the rows a fault-free usage request for q answers
 // at the sim's current clock, all pages together, in answer order. Like
 // Truth it skips the interface's range limits.
-func (s *Server) Rows(q fetch.UsageQuery) []fetch.MeterData {
-	var out []fetch.MeterData
+func (s *Server) Rows(q tally.UsageQuery) []tally.MeterData {
+	var out []tally.MeterData
 	s.cat.eachRow(fromUsageQuery(q), s.opts.Now().Unix(), func(r *rowAgg) bool {
 		out = append(out, s.cat.meterData(r))
 		return true

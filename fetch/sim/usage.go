@@ -12,7 +12,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/tally-dev/tally/fetch"
+	"github.com/tally-dev/tally"
 )
 
 // usageRequest is CustomerUsageQueryData as sent.
@@ -64,9 +64,9 @@ func (s *Server) validate(req usageRequest) (query, string, *apiError) {
 		return q, "", &apiError{"InvalidRange", fmt.Sprintf("endDate %s must be after startDate %s (endDate is exclusive)", req.EndDate, req.StartDate),
 			map[string]any{"startDate": req.StartDate, "endDate": req.EndDate}}
 	}
-	q.g = fetch.Day
+	q.g = tally.Day
 	if req.Granularity != "" {
-		q.g = fetch.Granularity(req.Granularity)
+		q.g = tally.Granularity(req.Granularity)
 		if !validGranularity(q.g) {
 			return q, "", invalid("granularity", req.Granularity, "granularity %q is not one of year, month, week, day, hour", req.Granularity)
 		}
@@ -94,13 +94,13 @@ func (s *Server) validate(req usageRequest) (query, string, *apiError) {
 	}
 	if maxEnd, ok := rangeLimit(q.g, q.start); ok && q.end.After(maxEnd) {
 		limit := "31 days"
-		if q.g == fetch.Day {
+		if q.g == tally.Day {
 			limit = "1 year"
 		}
 		return q, "", &apiError{"InvalidRange",
 			fmt.Sprintf("a %s query may span at most %s: with startDate %s, endDate may be at most %s, not %s",
-				q.g, limit, req.StartDate, maxEnd.Format(fetch.DateLayout), req.EndDate),
-			map[string]any{"granularity": string(q.g), "maxEndDate": maxEnd.Format(fetch.DateLayout)}}
+				q.g, limit, req.StartDate, maxEnd.Format(tally.DateLayout), req.EndDate),
+			map[string]any{"granularity": string(q.g), "maxEndDate": maxEnd.Format(tally.DateLayout)}}
 	}
 	s.mu.Lock()
 	refuse := s.faults.RefuseRangeDays

@@ -16,17 +16,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tally-dev/tally/fetch"
+	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/fetch/sim"
 )
 
 const usagePath = "/api/v1/organization/reports/usage"
 
 // requestBody renders q as CustomerUsageQueryData.
-func requestBody(q fetch.UsageQuery) string {
+func requestBody(q tally.UsageQuery) string {
 	m := map[string]any{
-		"startDate":   q.Window.Start.Format(fetch.DateLayout),
-		"endDate":     q.Window.End.Format(fetch.DateLayout),
+		"startDate":   q.Window.Start.Format(tally.DateLayout),
+		"endDate":     q.Window.End.Format(tally.DateLayout),
 		"granularity": string(q.Window.Granularity),
 		"groupBy":     []string{"meter"},
 	}
@@ -50,7 +50,7 @@ func requestBody(q fetch.UsageQuery) string {
 }
 
 type usagePage struct {
-	Value        []fetch.MeterData `json:"value"`
+	Value        []tally.MeterData `json:"value"`
 	Supplemental struct {
 		Records     int      `json:"records"`
 		Start       string   `json:"start"`
@@ -97,7 +97,7 @@ func post(t *testing.T, url, body string) []byte {
 
 // usageJSON runs q in JSON and follows @odata.nextLink, by POST with the
 // same body or, when get is set, by GET.
-func usageJSON(t *testing.T, ts *httptest.Server, q fetch.UsageQuery, get bool) (rows []fetch.MeterData, pages []usagePage) {
+func usageJSON(t *testing.T, ts *httptest.Server, q tally.UsageQuery, get bool) (rows []tally.MeterData, pages []usagePage) {
 	t.Helper()
 	body := requestBody(q)
 	p := decodePage(t, post(t, ts.URL+usagePath, body))
@@ -128,9 +128,9 @@ func usageJSON(t *testing.T, ts *httptest.Server, q fetch.UsageQuery, get bool) 
 }
 
 // usageCSV runs q in CSV and decodes the rows by column name.
-func usageCSV(t *testing.T, ts *httptest.Server, q fetch.UsageQuery) []fetch.MeterData {
+func usageCSV(t *testing.T, ts *httptest.Server, q tally.UsageQuery) []tally.MeterData {
 	t.Helper()
-	q.Format = fetch.FormatCSV
+	q.Format = tally.FormatCSV
 	resp := do(t, http.MethodPost, ts.URL+usagePath, requestBody(q), "")
 	defer resp.Body.Close()
 	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/csv" {
@@ -148,10 +148,10 @@ func usageCSV(t *testing.T, ts *httptest.Server, q fetch.UsageQuery) []fetch.Met
 	for i, h := range recs[0] {
 		col[h] = i
 	}
-	var rows []fetch.MeterData
+	var rows []tally.MeterData
 	for _, r := range recs[1:] {
 		get := func(name string) string { return r[col[name]] }
-		var md fetch.MeterData
+		var md tally.MeterData
 		var err error
 		if md.Date, err = time.Parse(time.RFC3339, get("date")); err != nil {
 			t.Fatal(err)
@@ -174,7 +174,7 @@ func usageCSV(t *testing.T, ts *httptest.Server, q fetch.UsageQuery) []fetch.Met
 			}
 			md.Price = &p
 		}
-		if md.Cost, err = fetch.ParseDecimal(get("cost")); err != nil {
+		if md.Cost, err = tally.ParseDecimal(get("cost")); err != nil {
 			t.Fatal(err)
 		}
 		md.Currency, md.Entitlement, md.EntitlementType = get("currency"), get("entitlement"), get("entitlementType")
@@ -184,7 +184,7 @@ func usageCSV(t *testing.T, ts *httptest.Server, q fetch.UsageQuery) []fetch.Met
 	return rows
 }
 
-func rowString(r fetch.MeterData) string {
+func rowString(r tally.MeterData) string {
 	dp, price := "null", "null"
 	if r.DateProcessed != nil {
 		dp = r.DateProcessed.UTC().Format(time.RFC3339)
@@ -199,7 +199,7 @@ func rowString(r fetch.MeterData) string {
 }
 
 // sameRows compares rows field by field, the cost by its exact text.
-func sameRows(t *testing.T, what string, got, want []fetch.MeterData) {
+func sameRows(t *testing.T, what string, got, want []tally.MeterData) {
 	t.Helper()
 	if len(got) != len(want) {
 		t.Fatalf("%s: %d rows, want %d", what, len(got), len(want))
@@ -213,25 +213,25 @@ func sameRows(t *testing.T, what string, got, want []fetch.MeterData) {
 
 func TestUsageAnswersMatchRows(t *testing.T) {
 	s, ts := setup(t, sim.Options{Seed: 3})
-	pms := s.Rows(usageQuery("2025-03-01", "2025-03-02", fetch.Day))
-	cases := map[string]fetch.UsageQuery{
-		"hour":              usageQuery("2025-02-10", "2025-02-17", fetch.Hour),
-		"day":               usageQuery("2025-01-01", "2025-04-01", fetch.Day),
-		"week, unaligned":   usageQuery("2025-01-08", "2025-03-19", fetch.Week),
-		"month":             usageQuery("2025-01-01", "2025-07-01", fetch.Month),
-		"year":              usageQuery("2024-01-01", "2027-01-01", fetch.Year),
-		"reported day":      {Window: fetch.Window{Start: mustDate("2025-02-01"), End: mustDate("2025-03-01"), Granularity: fetch.Day}, ReportedDate: true},
-		"projects":          {Window: fetch.Window{Start: mustDate("2025-01-01"), End: mustDate("2025-03-01"), Granularity: fetch.Day}, ProjectNames: []string{"sports-live", "training"}},
-		"meters":            {Window: fetch.Window{Start: mustDate("2025-01-01"), End: mustDate("2025-03-01"), Granularity: fetch.Week}, MeterNames: []string{"storage_gb_hours", "drm_license_requests"}},
-		"payment method":    {Window: fetch.Window{Start: mustDate("2025-02-01"), End: mustDate("2025-03-01"), Granularity: fetch.Day}, PaymentMethodIDs: []string{pms[0].PaymentMethod}},
-		"around the clock":  usageQuery("2026-01-01", "2026-02-01", fetch.Hour),
-		"before any usage":  usageQuery("2024-06-01", "2024-07-01", fetch.Day),
-		"unknown project":   {Window: fetch.Window{Start: mustDate("2025-01-01"), End: mustDate("2025-02-01"), Granularity: fetch.Day}, ProjectNames: []string{"nope"}},
-		"reported, recent":  {Window: fetch.Window{Start: mustDate("2026-01-01"), End: mustDate("2026-01-15"), Granularity: fetch.Hour}, ReportedDate: true},
-		"day, one project":  {Window: fetch.Window{Start: mustDate("2025-06-01"), End: mustDate("2025-06-02"), Granularity: fetch.Day}, ProjectNames: []string{"archive"}},
-		"hour, one meter":   {Window: fetch.Window{Start: mustDate("2025-06-01"), End: mustDate("2025-06-02"), Granularity: fetch.Hour}, MeterNames: []string{"live_channel_minutes"}},
-		"month, reported":   {Window: fetch.Window{Start: mustDate("2025-01-01"), End: mustDate("2026-01-01"), Granularity: fetch.Month}, ReportedDate: true},
-		"week, two project": {Window: fetch.Window{Start: mustDate("2025-01-06"), End: mustDate("2025-04-07"), Granularity: fetch.Week}, ProjectNames: []string{"archive", "newsroom"}},
+	pms := s.Rows(usageQuery("2025-03-01", "2025-03-02", tally.Day))
+	cases := map[string]tally.UsageQuery{
+		"hour":              usageQuery("2025-02-10", "2025-02-17", tally.Hour),
+		"day":               usageQuery("2025-01-01", "2025-04-01", tally.Day),
+		"week, unaligned":   usageQuery("2025-01-08", "2025-03-19", tally.Week),
+		"month":             usageQuery("2025-01-01", "2025-07-01", tally.Month),
+		"year":              usageQuery("2024-01-01", "2027-01-01", tally.Year),
+		"reported day":      {Window: tally.Window{Start: mustDate("2025-02-01"), End: mustDate("2025-03-01"), Granularity: tally.Day}, ReportedDate: true},
+		"projects":          {Window: tally.Window{Start: mustDate("2025-01-01"), End: mustDate("2025-03-01"), Granularity: tally.Day}, ProjectNames: []string{"sports-live", "training"}},
+		"meters":            {Window: tally.Window{Start: mustDate("2025-01-01"), End: mustDate("2025-03-01"), Granularity: tally.Week}, MeterNames: []string{"storage_gb_hours", "drm_license_requests"}},
+		"payment method":    {Window: tally.Window{Start: mustDate("2025-02-01"), End: mustDate("2025-03-01"), Granularity: tally.Day}, PaymentMethodIDs: []string{pms[0].PaymentMethod}},
+		"around the clock":  usageQuery("2026-01-01", "2026-02-01", tally.Hour),
+		"before any usage":  usageQuery("2024-06-01", "2024-07-01", tally.Day),
+		"unknown project":   {Window: tally.Window{Start: mustDate("2025-01-01"), End: mustDate("2025-02-01"), Granularity: tally.Day}, ProjectNames: []string{"nope"}},
+		"reported, recent":  {Window: tally.Window{Start: mustDate("2026-01-01"), End: mustDate("2026-01-15"), Granularity: tally.Hour}, ReportedDate: true},
+		"day, one project":  {Window: tally.Window{Start: mustDate("2025-06-01"), End: mustDate("2025-06-02"), Granularity: tally.Day}, ProjectNames: []string{"archive"}},
+		"hour, one meter":   {Window: tally.Window{Start: mustDate("2025-06-01"), End: mustDate("2025-06-02"), Granularity: tally.Hour}, MeterNames: []string{"live_channel_minutes"}},
+		"month, reported":   {Window: tally.Window{Start: mustDate("2025-01-01"), End: mustDate("2026-01-01"), Granularity: tally.Month}, ReportedDate: true},
+		"week, two project": {Window: tally.Window{Start: mustDate("2025-01-06"), End: mustDate("2025-04-07"), Granularity: tally.Week}, ProjectNames: []string{"archive", "newsroom"}},
 	}
 	for name, q := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -243,7 +243,7 @@ func TestUsageAnswersMatchRows(t *testing.T) {
 				t.Errorf("%d pages without UsagePaging", len(pages))
 			}
 			sup := pages[0].Supplemental
-			if sup.Start != q.Window.Start.Format(fetch.DateLayout) || sup.End != q.Window.End.Format(fetch.DateLayout) ||
+			if sup.Start != q.Window.Start.Format(tally.DateLayout) || sup.End != q.Window.End.Format(tally.DateLayout) ||
 				sup.Granularity != string(q.Window.Granularity) || sup.Format != "json" || len(sup.GroupBy) != 1 ||
 				strings.Join(sup.Filters.ProjectNames, ",") != strings.Join(q.ProjectNames, ",") ||
 				strings.Join(sup.Filters.MeterNames, ",") != strings.Join(q.MeterNames, ",") {
@@ -302,7 +302,7 @@ func TestUsageJSONShape(t *testing.T) {
 		if r["cost"][0] != '"' {
 			t.Errorf("cost %s is not a JSON string", r["cost"])
 		}
-		c, err := fetch.ParseDecimal(strings.Trim(string(r["cost"]), `"`))
+		c, err := tally.ParseDecimal(strings.Trim(string(r["cost"]), `"`))
 		if err != nil || c.Scale() != 10 {
 			t.Errorf("cost %s: %v, want 10 decimals", r["cost"], err)
 		}
@@ -340,7 +340,7 @@ func TestUsageJSONShape(t *testing.T) {
 
 func TestUsagePaging(t *testing.T) {
 	s, ts := setup(t, sim.Options{UsagePaging: true, PageSize: 7})
-	q := usageQuery("2025-02-10", "2025-02-14", fetch.Day)
+	q := usageQuery("2025-02-10", "2025-02-14", tally.Day)
 	want := s.Rows(q)
 	if len(want) < 30 {
 		t.Fatalf("only %d rows; the test wants several pages", len(want))
@@ -363,7 +363,7 @@ func TestUsagePaging(t *testing.T) {
 }
 
 // sumCost adds the rows' costs per currency, exactly.
-func sumCost(rows []fetch.MeterData) map[string]*big.Rat {
+func sumCost(rows []tally.MeterData) map[string]*big.Rat {
 	out := map[string]*big.Rat{}
 	for _, r := range rows {
 		if out[r.Currency] == nil {
@@ -380,11 +380,11 @@ func q4(f float64) int64 { return int64(math.Round(f * 1e4)) }
 
 func TestTruthEqualsRows(t *testing.T) {
 	s, _ := setup(t, sim.Options{Seed: 11, Now: fixedClock(time.Date(2025, 8, 20, 7, 0, 0, 0, time.UTC))})
-	cases := map[string]fetch.UsageQuery{
-		"year of hours": usageQuery("2025-01-01", "2026-01-01", fetch.Hour),
-		"day":           usageQuery("2025-02-01", "2025-08-21", fetch.Day),
-		"reported week": {Window: fetch.Window{Start: mustDate("2025-01-06"), End: mustDate("2025-08-25"), Granularity: fetch.Week}, ReportedDate: true},
-		"month filter":  {Window: fetch.Window{Start: mustDate("2025-01-01"), End: mustDate("2025-09-01"), Granularity: fetch.Month}, ProjectNames: []string{"sports-live"}},
+	cases := map[string]tally.UsageQuery{
+		"year of hours": usageQuery("2025-01-01", "2026-01-01", tally.Hour),
+		"day":           usageQuery("2025-02-01", "2025-08-21", tally.Day),
+		"reported week": {Window: tally.Window{Start: mustDate("2025-01-06"), End: mustDate("2025-08-25"), Granularity: tally.Week}, ReportedDate: true},
+		"month filter":  {Window: tally.Window{Start: mustDate("2025-01-01"), End: mustDate("2025-09-01"), Granularity: tally.Month}, ProjectNames: []string{"sports-live"}},
 	}
 	for name, q := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -416,7 +416,7 @@ func TestTruthEqualsRows(t *testing.T) {
 
 // rollUp sums finer rows into the coarser granularity g, keyed as the
 // interface groups rows.
-func rollUp(rows []fetch.MeterData, g fetch.Granularity) map[string][2]string {
+func rollUp(rows []tally.MeterData, g tally.Granularity) map[string][2]string {
 	type acc struct {
 		cost *big.Rat
 		q    int64
@@ -446,13 +446,13 @@ func TestAggregationConsistency(t *testing.T) {
 	s, _ := setup(t, sim.Options{Seed: 5, Now: fixedClock(time.Date(2025, 4, 9, 15, 0, 0, 0, time.UTC))})
 	for _, reported := range []bool{false, true} {
 		// Weeks straddle months, so months roll up from days.
-		for _, step := range [][2]fetch.Granularity{{fetch.Hour, fetch.Day}, {fetch.Day, fetch.Week}, {fetch.Day, fetch.Month}, {fetch.Month, fetch.Year}, {fetch.Hour, fetch.Year}} {
+		for _, step := range [][2]tally.Granularity{{tally.Hour, tally.Day}, {tally.Day, tally.Week}, {tally.Day, tally.Month}, {tally.Month, tally.Year}, {tally.Hour, tally.Year}} {
 			finer, g := step[0], step[1]
 			t.Run(fmt.Sprintf("%s from %s, reported=%v", g, finer, reported), func(t *testing.T) {
 				// The window is whole years, so it covers whole buckets of
 				// every granularity below a year.
-				q := func(g fetch.Granularity) fetch.UsageQuery {
-					return fetch.UsageQuery{Window: fetch.Window{Start: mustDate("2024-01-01"), End: mustDate("2026-01-01"), Granularity: g}, ReportedDate: reported}
+				q := func(g tally.Granularity) tally.UsageQuery {
+					return tally.UsageQuery{Window: tally.Window{Start: mustDate("2024-01-01"), End: mustDate("2026-01-01"), Granularity: g}, ReportedDate: reported}
 				}
 				fine, coarse := s.Rows(q(finer)), s.Rows(q(g))
 				got, want := rollUp(fine, g), rollUp(coarse, g)
@@ -475,8 +475,8 @@ func TestAggregationConsistency(t *testing.T) {
 func TestReportedBasisExcludesUncharged(t *testing.T) {
 	now := time.Date(2025, 3, 18, 9, 0, 0, 0, time.UTC)
 	s, _ := setup(t, sim.Options{Now: fixedClock(now)})
-	w := fetch.Window{Start: mustDate("2025-03-10"), End: mustDate("2025-03-19"), Granularity: fetch.Hour}
-	usage := s.Rows(fetch.UsageQuery{Window: w})
+	w := tally.Window{Start: mustDate("2025-03-10"), End: mustDate("2025-03-19"), Granularity: tally.Hour}
+	usage := s.Rows(tally.UsageQuery{Window: w})
 	uncharged := 0
 	for _, r := range usage {
 		if r.DateProcessed == nil {
@@ -486,7 +486,7 @@ func TestReportedBasisExcludesUncharged(t *testing.T) {
 	if uncharged == 0 {
 		t.Fatal("the usage basis shows no uncharged row near the clock")
 	}
-	reported := s.Rows(fetch.UsageQuery{Window: w, ReportedDate: true})
+	reported := s.Rows(tally.UsageQuery{Window: w, ReportedDate: true})
 	early := 0
 	for _, r := range reported {
 		if r.DateProcessed == nil {
@@ -509,8 +509,8 @@ func TestLateCharges(t *testing.T) {
 	var clockNow atomic.Int64
 	clockNow.Store(now.Unix())
 	s, ts := setup(t, sim.Options{Now: func() time.Time { return time.Unix(clockNow.Load(), 0).UTC() }})
-	recent := usageQuery("2025-05-19", "2025-05-21", fetch.Hour)
-	old := usageQuery("2025-05-01", "2025-05-15", fetch.Day)
+	recent := usageQuery("2025-05-19", "2025-05-21", tally.Hour)
+	old := usageQuery("2025-05-01", "2025-05-15", tally.Day)
 	recentBefore, _ := usageJSON(t, ts, recent, false)
 	oldBefore, _ := usageJSON(t, ts, old, false)
 	truthBefore := s.Truth(recent)
@@ -520,7 +520,7 @@ func TestLateCharges(t *testing.T) {
 	oldAfter, _ := usageJSON(t, ts, old, false)
 	sameRows(t, "old rows after the clock moved", oldAfter, oldBefore)
 
-	before := map[string]fetch.MeterData{}
+	before := map[string]tally.MeterData{}
 	for _, r := range recentBefore {
 		if r.DateProcessed != nil && r.Date.After(now.Add(-6*time.Hour)) {
 			t.Fatalf("an hour less than 6 hours old is charged: %s", rowString(r))
@@ -595,7 +595,7 @@ func TestDeterminism(t *testing.T) {
 // well under a second (go test -bench YearOfDaily ./fetch/sim).
 func BenchmarkYearOfDailyData(b *testing.B) {
 	srv := sim.New(sim.Options{Now: func() time.Time { return time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC) }})
-	q := fetch.UsageQuery{Window: fetch.Window{Start: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC), End: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), Granularity: fetch.Day}}
+	q := tally.UsageQuery{Window: tally.Window{Start: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC), End: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), Granularity: tally.Day}}
 	for b.Loop() {
 		if rows := srv.Rows(q); len(rows) < 365*15 {
 			b.Fatalf("%d rows for a year of days", len(rows))

@@ -12,7 +12,7 @@ import (
 	"reflect"
 	"time"
 
-	"github.com/tally-dev/tally/fetch"
+	"github.com/tally-dev/tally"
 )
 
 // usagePath is where the bench serves usage answers (fetch's default).
@@ -72,8 +72,8 @@ func runGen(ctx context.Context, args []string) error {
 	for d := 0; d < days; d += per {
 		e := min(d+per, days)
 		want.Windows = append(want.Windows, mWindow{
-			Start: m.AddDate(0, 0, d).Format(fetch.DateLayout),
-			End:   m.AddDate(0, 0, e).Format(fetch.DateLayout),
+			Start: m.AddDate(0, 0, d).Format(tally.DateLayout),
+			End:   m.AddDate(0, 0, e).Format(tally.DateLayout),
 		})
 	}
 	if have, err := readManifest(*dir); err == nil && sameParams(have, want) {
@@ -94,8 +94,8 @@ func runGen(ctx context.Context, args []string) error {
 	var bytes int64
 	for wi := range want.Windows {
 		w := &want.Windows[wi]
-		ws, _ := time.Parse(fetch.DateLayout, w.Start)
-		we, _ := time.Parse(fetch.DateLayout, w.End)
+		ws, _ := time.Parse(tally.DateLayout, w.Start)
+		we, _ := time.Parse(tally.DateLayout, w.End)
 		lo := ds.hourRows(int(ws.Sub(m) / time.Hour))
 		hi := ds.hourRows(int(we.Sub(m) / time.Hour))
 		w.Rows = hi - lo

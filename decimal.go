@@ -1,4 +1,4 @@
-package fetch
+package tally
 
 import (
 	"errors"
@@ -73,10 +73,11 @@ func plainNumber(b []byte) (neg bool, m uint64, digits, frac int, ok bool) {
 	return neg, m, digits, frac, digits > 0
 }
 
-// parsePlainDecimal parses a plain decimal of at most 18 digits into the
+// ParsePlainDecimal is the decoders' allocation-free path: it parses a
+// plain decimal of at most 18 digits into the
 // int64 form; it reports false for any other text, which ParseDecimal then
 // judges.
-func parsePlainDecimal(b []byte) (Decimal, bool) {
+func ParsePlainDecimal(b []byte) (Decimal, bool) {
 	neg, m, digits, frac, ok := plainNumber(b)
 	if !ok || digits > 18 {
 		return Decimal{}, false
@@ -88,8 +89,33 @@ func parsePlainDecimal(b []byte) (Decimal, bool) {
 	return Decimal{small: v, scale: int32(frac)}, true
 }
 
+// pow10f are the powers of ten a float64 holds exactly.
+var pow10f = [...]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10,
+	1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22}
+
+// ParsePlainFloat parses -?digits(.digits)? of at most 15 significant
+// digits. Such a mantissa and power of ten are exact doubles, so one
+// division gives the correctly rounded value, as strconv.ParseFloat does.
+// It reports false for any other text.
+func ParsePlainFloat(b []byte) (float64, bool) {
+	neg, m, digits, frac, ok := plainNumber(b)
+	if !ok || digits > 15 || frac >= len(pow10f) {
+		return 0, false
+	}
+	x := float64(m) / pow10f[frac]
+	if neg {
+		x = -x
+	}
+	return x, true
+}
+
+// Unscaled64 returns the unscaled value when it fits an int64, so a
+// caller can hash or compare a cost without allocating; ok is false for the
+// rare cost beyond it, which String then spells.
+func (d Decimal) Unscaled64() (v int64, ok bool) { return d.small, d.big == nil }
+
 func (d *Decimal) parse(s string) error {
-	if p, ok := parsePlainDecimal([]byte(s)); ok {
+	if p, ok := ParsePlainDecimal([]byte(s)); ok {
 		*d = p
 		return nil
 	}

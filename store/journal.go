@@ -1,4 +1,4 @@
-package schedules
+package store
 
 import (
 	"bufio"
@@ -14,8 +14,6 @@ import (
 	"syscall"
 
 	"github.com/google/uuid"
-
-	"github.com/tally-dev/tally/store"
 )
 
 // The journal holds runs that could not be written into the database when
@@ -27,12 +25,12 @@ import (
 // JournalPath is the journal of runs noted beside the database at dbPath.
 func JournalPath(dbPath string) string { return dbPath + ".runs.jsonl" }
 
-// appendJournal notes r in the journal. Writers hold an flock on the file
+// AppendJournal notes r in the journal. Writers hold an flock on the file
 // while they write, and check that the file they locked is still the one
 // at the journal's path: a run folding the journal renames it away first,
 // and a line written to the renamed file after the fold read it would be
 // lost.
-func appendJournal(dbPath string, r store.RunInfo) error {
+func AppendJournal(dbPath string, r RunInfo) error {
 	line, err := json.Marshal(r)
 	if err != nil {
 		return fmt.Errorf("note run %s: %w", r.ID, err)
@@ -83,12 +81,12 @@ func samePath(f *os.File, path string) bool {
 	return err == nil && os.SameFile(a, b)
 }
 
-// foldJournal records the journal's runs in st and removes what it
+// FoldJournal records the journal's runs in st and removes what it
 // recorded. The caller holds the database's lock. The journal is renamed
 // aside before it is read, so runs noted meanwhile go to a new journal; a
 // fold that dies half way leaves the renamed file, which the next fold
 // reads again (recording a run twice keeps one row).
-func foldJournal(ctx context.Context, st *store.Store, dbPath string) (int, error) {
+func (st *Store) FoldJournal(ctx context.Context, dbPath string) (int, error) {
 	path := JournalPath(dbPath)
 	if _, err := os.Stat(path); err == nil {
 		aside := path + "." + uuid.NewString()
@@ -124,7 +122,7 @@ func foldJournal(ctx context.Context, st *store.Store, dbPath string) (int, erro
 // readJournal reads the runs of one journal file. With wait, it first
 // waits for a writer that still holds the file. A torn last line (a writer
 // that died mid-write) is left out.
-func readJournal(file string, wait bool) ([]store.RunInfo, error) {
+func readJournal(file string, wait bool) ([]RunInfo, error) {
 	f, err := os.Open(file)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -138,7 +136,7 @@ func readJournal(file string, wait bool) ([]store.RunInfo, error) {
 			return nil, fmt.Errorf("read journal %s: %w", file, err)
 		}
 	}
-	var runs []store.RunInfo
+	var runs []RunInfo
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
 	for sc.Scan() {
@@ -146,7 +144,7 @@ func readJournal(file string, wait bool) ([]store.RunInfo, error) {
 		if len(line) == 0 {
 			continue
 		}
-		var r store.RunInfo
+		var r RunInfo
 		if err := json.Unmarshal(line, &r); err != nil || r.ID == uuid.Nil {
 			continue
 		}
@@ -161,13 +159,13 @@ func readJournal(file string, wait bool) ([]store.RunInfo, error) {
 // PendingRuns returns the runs noted in the journal of the database at
 // dbPath that no run has folded into the database yet, oldest first. It
 // takes no lock, so `tally status` can show them while a run is going on.
-func PendingRuns(dbPath string) ([]store.RunInfo, error) {
+func PendingRuns(dbPath string) ([]RunInfo, error) {
 	path := JournalPath(dbPath)
 	files, err := filepath.Glob(globQuote(path) + ".*")
 	if err != nil {
 		return nil, fmt.Errorf("read journal %s: %w", path, err)
 	}
-	var out []store.RunInfo
+	var out []RunInfo
 	for _, file := range append(files, path) {
 		runs, err := readJournal(file, false)
 		if err != nil {

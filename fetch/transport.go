@@ -1,4 +1,4 @@
-package schedules
+package fetch
 
 import (
 	"context"
@@ -9,11 +9,11 @@ import (
 	"time"
 )
 
-// newHTTPClient builds the client used against the interface. The timeout is
+// NewHTTPClient builds the client used against the interface. The timeout is
 // per request, but a usage answer may stream for minutes: so it bounds the
 // wait for response headers and every pause in the body, not the whole
 // answer. TLS verification is the standard library's, always on.
-func newHTTPClient(timeout time.Duration, conns int) *http.Client {
+func NewHTTPClient(timeout time.Duration, conns int) *http.Client {
 	tr := &http.Transport{
 		Proxy:                 http.ProxyFromEnvironment,
 		DialContext:           (&net.Dialer{Timeout: min(timeout, 30*time.Second), KeepAlive: 30 * time.Second}).DialContext,

@@ -1,7 +1,8 @@
-package fetch
+package tally
 
 import (
 	"fmt"
+	"net"
 	"net/url"
 	"regexp"
 	"slices"
@@ -35,8 +36,8 @@ func pathKeys() []string {
 	return keys
 }
 
-// checkPathKey reports a key that is not one of DefaultPaths'.
-func checkPathKey(key string) error {
+// CheckPathKey reports a key that is not one of DefaultPaths'.
+func CheckPathKey(key string) error {
 	if _, ok := DefaultPaths[key]; !ok {
 		return fmt.Errorf("api path %q is not known; allowed keys: %s", key, strings.Join(pathKeys(), ", "))
 	}
@@ -51,7 +52,7 @@ func checkPathKey(key string) error {
 func CheckPath(key, tmpl string) error {
 	def, ok := DefaultPaths[key]
 	if !ok {
-		return checkPathKey(key)
+		return CheckPathKey(key)
 	}
 	if !strings.HasPrefix(tmpl, "/") || strings.HasPrefix(tmpl, "//") || strings.ContainsAny(tmpl, "?# \t\r\n") {
 		return fmt.Errorf("%q must be a path on the base address starting with a single /, without query or spaces, e.g. %q", tmpl, def)
@@ -73,10 +74,65 @@ func CheckPath(key, tmpl string) error {
 	return nil
 }
 
-// expandPath fills a path template; every value is path-escaped so an id
+// ExpandPath fills a path template; every value is path-escaped so an id
 // cannot reach another resource ("../" or "?").
-func expandPath(tmpl string, vars map[string]string) string {
+func ExpandPath(tmpl string, vars map[string]string) string {
 	return placeholderRE.ReplaceAllStringFunc(tmpl, func(p string) string {
 		return url.PathEscape(vars[p[1:len(p)-1]])
 	})
+}
+
+// baseURLAllowed says what a base URL may be, in every error about one.
+const baseURLAllowed = "an https:// address such as https://app.mk.io (http:// only for a loopback host such as http://127.0.0.1:8080)"
+
+// CheckBaseURL is the one rule for the interface's address (NewClient and
+// the config's api.base_url): the token goes there, so it is https, or
+// plain http only to this machine (the simulator, tests); no user or
+// password (the token is the only credential), no query or fragment. A
+// user and password written into it never appear in the error.
+func CheckBaseURL(raw string) (*url.URL, error) {
+	raw = strings.TrimSpace(raw)
+	shown := redactUserinfo(raw)
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("%q is not a URL: use %s", shown, baseURLAllowed)
+	case u.User != nil:
+		return nil, fmt.Errorf("%q must not carry a user or password (left out here): the token is the only credential, from api.token_env or api.token_file", shown)
+	case u.Host == "" || u.Hostname() == "" || u.Opaque != "":
+		return nil, fmt.Errorf("%q is not %s: it has no host", shown, baseURLAllowed)
+	case u.Scheme != "https" && u.Scheme != "http":
+		return nil, fmt.Errorf("%q is not %s: its scheme is %q", shown, baseURLAllowed, u.Scheme)
+	case u.Scheme == "http" && !isLoopback(u.Hostname()):
+		return nil, fmt.Errorf("%q uses http to a host that is not loopback (127.0.0.0/8, ::1, localhost), so the token would cross the network in clear: use %s", shown, baseURLAllowed)
+	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || strings.Contains(raw, "#"):
+		return nil, fmt.Errorf("%q must not have a query or fragment: use %s", shown, baseURLAllowed)
+	}
+	return u, nil
+}
+
+// redactUserinfo hides a user and password written into an address, so an
+// error never repeats a secret, even in an address url.Parse refuses.
+func redactUserinfo(s string) string {
+	scheme, rest, ok := strings.Cut(s, "://")
+	if !ok {
+		return s
+	}
+	authority, path := rest, ""
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		authority, path = rest[:i], rest[i:]
+	}
+	at := strings.LastIndex(authority, "@")
+	if at < 0 {
+		return s
+	}
+	return scheme + "://…@" + authority[at+1:] + path
+}
+
+func isLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
