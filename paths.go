@@ -136,3 +136,30 @@ func isLoopback(host string) bool {
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
 }
+
+// CheckSinkURL is the rule for an address Tally posts alerts to
+// (alerts.webhook.url): https, or plain http only to this machine, with a
+// host and no user or password. Unlike the base URL it may carry a query,
+// as Teams workflow addresses do. Such an address often holds its own
+// secret, so the error shows only its scheme and host; SinkName is that
+// same safe name, for logs.
+func CheckSinkURL(raw string) (*url.URL, error) {
+	u, err := url.Parse(strings.TrimSpace(raw))
+	switch {
+	case err != nil || u.Opaque != "":
+		return nil, fmt.Errorf("is not a URL; use an https:// address such as https://hooks.slack.com/services/…")
+	case u.User != nil:
+		return nil, fmt.Errorf("%s must not carry a user or password", SinkName(u))
+	case u.Hostname() == "":
+		return nil, fmt.Errorf("has no host; use an https:// address such as https://hooks.slack.com/services/…")
+	case u.Scheme != "https" && u.Scheme != "http":
+		return nil, fmt.Errorf("has scheme %q; use https:// (http:// only for a loopback host)", u.Scheme)
+	case u.Scheme == "http" && !isLoopback(u.Hostname()):
+		return nil, fmt.Errorf("%s uses http to a host that is not loopback, so alerts would cross the network in clear; use https://", SinkName(u))
+	}
+	return u, nil
+}
+
+// SinkName is an alert address without its path or query, which may hold
+// a secret: scheme://host.
+func SinkName(u *url.URL) string { return u.Scheme + "://" + u.Host }

@@ -20,6 +20,12 @@ type Config struct {
 	Reports  ReportsConfig
 	Schedule ScheduleConfig
 	Export   ExportConfig
+	// Budgets are the monthly budgets the alerts step checks (budgets).
+	Budgets []Budget
+	// Anomalies are the thresholds of a cost anomaly (anomalies).
+	Anomalies AnomalyConfig
+	// Alerts are where budget crossings and anomalies are sent (alerts).
+	Alerts AlertsConfig
 
 	// Path is the file the config came from, absolute; "" when parsed from
 	// bytes.
@@ -124,6 +130,53 @@ type ExportConfig struct {
 	FOCUSCSV bool   // with format focus, also write the rows as CSV
 }
 
+// Budget is one entry of budgets: a monthly amount for a scope in one
+// currency, and the percentages of it that alert on actual and on
+// forecast cost.
+type Budget struct {
+	Name string
+	// ScopeKind is all, project, payment_method or family; Scope names the
+	// project, payment method id or family ("" for all), as the forecasts
+	// view keys them.
+	ScopeKind, Scope string
+	Currency         string
+	Amount           tally.Decimal
+	Actual           []int // percent thresholds on the month's actual cost
+	Forecast         []int // percent thresholds on its month-end forecast
+}
+
+// ScopeText is the budget's scope as written: all or kind:name.
+func (b Budget) ScopeText() string {
+	if b.ScopeKind == "all" {
+		return "all"
+	}
+	return b.ScopeKind + ":" + b.Scope
+}
+
+// AnomalyConfig is anomalies: a day's cost is anomalous when it exceeds
+// the median of the 28 days before by more than MADs scaled median
+// absolute deviations and by at least MinAmount.
+type AnomalyConfig struct {
+	MADs      tally.Decimal
+	MinAmount tally.Decimal
+}
+
+// AlertsConfig is alerts: the sinks beside the log, which always gets
+// every alert.
+type AlertsConfig struct {
+	Webhook *WebhookConfig // nil for none
+}
+
+// WebhookConfig is alerts.webhook. The signing secret comes from
+// SecretEnv or SecretFile, never from the YAML; with neither, bodies are
+// sent unsigned.
+type WebhookConfig struct {
+	URL        string
+	SecretEnv  string
+	SecretFile string
+	Timeout    time.Duration
+}
+
 // Export formats.
 const (
 	ExportParquet = "parquet" // usage and the reference tables, Hive-partitioned by month
@@ -148,6 +201,9 @@ const (
 	DefaultLockWait        = 10 * time.Minute
 	DefaultGrace           = 30 * time.Second
 	DefaultExportDir       = "exports"
+	DefaultAnomalyMADs     = "4"
+	DefaultAnomalyMin      = "1"
+	DefaultWebhookTimeout  = 10 * time.Second
 )
 
 // Environment variables that override the file.

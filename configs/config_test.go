@@ -52,7 +52,8 @@ func TestDefaults(t *testing.T) {
 			Jobs:     []Job{{Name: "nightly", Cron: "CRON_TZ=UTC 30 2 * * *", Run: []string{"fetch", "report"}}},
 			LockWait: 10 * time.Minute, Grace: 30 * time.Second,
 		},
-		Export: ExportConfig{Dir: "/etc/tally/exports", Format: "parquet"},
+		Export:    ExportConfig{Dir: "/etc/tally/exports", Format: "parquet"},
+		Anomalies: AnomalyConfig{MADs: tally.MustDecimal("4"), MinAmount: tally.MustDecimal("1")},
 	}
 	if !reflect.DeepEqual(cfg, want) {
 		t.Errorf("defaults:\n got %+v\nwant %+v", cfg, want)
@@ -117,7 +118,8 @@ schedule:
 			},
 			LockWait: 0, Grace: time.Hour,
 		},
-		Export: ExportConfig{Dir: "/etc/tally/exports", Format: "parquet"},
+		Export:    ExportConfig{Dir: "/etc/tally/exports", Format: "parquet"},
+		Anomalies: AnomalyConfig{MADs: tally.MustDecimal("4"), MinAmount: tally.MustDecimal("1")},
 	}
 	if !reflect.DeepEqual(cfg, want) {
 		t.Errorf("parsed:\n got %+v\nwant %+v", cfg, want)
@@ -151,14 +153,26 @@ func TestValidation(t *testing.T) {
 		name, yml string
 		want      []string // one fragment a problem
 	}{
-		{"unknown section", minimal + "apii:\n  x: 1\n", []string{"apii: unknown key; known keys in the top level: api, usage, store, reports, schedule, export; did you mean api? (line 3)"}},
+		{"unknown section", minimal + "apii:\n  x: 1\n", []string{"apii: unknown key; known keys in the top level: api, usage, store, reports, schedule, export, budgets, anomalies, alerts; did you mean api? (line 3)"}},
 		{"unknown key", "api:\n  tokn_env: X\n" + minimal, []string{"api.tokn_env: unknown key; known keys in api: base_url, token_env, token_file, timeout, concurrency, max_retries, connect_retries, token_warn_before, paths; did you mean token_env? (line 2)"}},
 		{"unknown job key", minimal + "schedule:\n  jobs:\n    - name: a\n      cron: \"@daily\"\n      run: [fetch]\n      when: now\n", []string{"schedule.jobs[0].when: unknown key; known keys in schedule.jobs[0]: name, cron, run (line 8)"}},
 		{"key twice", minimal + "api:\n  timeout: 1s\n  timeout: 2s\n", []string{"api.timeout: given twice (first on line 4) (line 5)"}},
 		{"section not a mapping", minimal + "api: 5\n", []string{`api: must be a mapping with keys base_url, token_env, token_file, timeout, concurrency, max_retries, connect_retries, token_warn_before, paths, not "5" (line 3)`}},
 		{"section an alias of a scalar", "usage:\n  start: &s 2026-01-01\napi: *s\n", []string{`api: must be a mapping with keys base_url, token_env, token_file, timeout, concurrency, max_retries, connect_retries, token_warn_before, paths, not "2026-01-01" (line 2)`}},
-		{"top level not a mapping", "- a\n- b\n", []string{"config: must be a mapping with keys api, usage, store, reports, schedule, export, not a list (line 1)", "usage.start: missing"}},
+		{"top level not a mapping", "- a\n- b\n", []string{"config: must be a mapping with keys api, usage, store, reports, schedule, export, budgets, anomalies, alerts, not a list (line 1)", "usage.start: missing"}},
 		{"merge key", minimal + "x: &x\n  timeout: 1s\n", []string{"x: unknown key"}},
+		{"budget problems", minimal + "budgets:\n  - name: a\n    scope: team:x\n    currency: usd\n    amount: -5\n    actual: [80, 0]\n  - name: a\n    currency: EUR\n    amount: 10\n", []string{
+			`budgets[0].scope: "team:x" is not all, project:NAME, payment_method:ID or family:NAME`,
+			`budgets[0].currency: "usd" is not a currency code of three capital letters`,
+			`budgets[0].amount: "-5" is not an amount above 0`,
+			`budgets[0].actual[1]: "0" is not a percentage from 1 to 1000`,
+			`budgets[1].name: "a" is the name of another budget`}},
+		{"anomaly thresholds", minimal + "anomalies:\n  mads: 0\n  min_amount: x\n", []string{
+			"anomalies.mads: is 0", `anomalies.min_amount: "x" is not an amount of 0 or more`}},
+		{"webhook in clear", minimal + "alerts:\n  webhook:\n    url: http://hooks.example.com/services/T000/SECRETPATH\n    secret_env: A\n    secret_file: b\n", []string{
+			"alerts.webhook.url: http://hooks.example.com uses http to a host that is not loopback",
+			"alerts.webhook.secret_env and secret_file: set one, not both"}},
+		{"webhook without url", minimal + "alerts:\n  webhook:\n    secret_env: A\n", []string{"alerts.webhook.url: missing"}},
 		{"merge key used", "base: &b {timeout: 1s}\n" + minimal, []string{"base: unknown key"}},
 		{"merge key in section", minimal + "api:\n  <<: {timeout: 1s}\n", []string{"api.<<: merge keys are not supported"}},
 		{"not YAML", "usage: [\n", []string{"config: not valid YAML"}},
@@ -221,7 +235,7 @@ func TestValidation(t *testing.T) {
 		{"job name missing", minimal + "schedule:\n  jobs:\n    - cron: \"@daily\"\n      run: [fetch]\n", []string{"schedule.jobs[0].name: missing"}},
 		{"job names unique", minimal + "schedule:\n  jobs:\n    - {name: a, cron: '@daily', run: [fetch]}\n    - {name: a, cron: '@hourly', run: [report]}\n", []string{`schedule.jobs[1].name: "a" is the name of another job`}},
 		{"job cron missing", minimal + "schedule:\n  jobs:\n    - {name: a, cron: ' ', run: [fetch]}\n", []string{"schedule.jobs[0].cron: missing"}},
-		{"job run step", minimal + "schedule:\n  jobs:\n    - {name: a, cron: '@daily', run: [fetch, mail]}\n", []string{`schedule.jobs[0].run[1]: "mail" is not one of fetch, report, close, deliver, export`}},
+		{"job run step", minimal + "schedule:\n  jobs:\n    - {name: a, cron: '@daily', run: [fetch, mail]}\n", []string{`schedule.jobs[0].run[1]: "mail" is not one of fetch, report, close, deliver, alerts, export`}},
 		{"job run empty", minimal + "schedule:\n  jobs:\n    - {name: a, cron: '@daily', run: []}\n", []string{"schedule.jobs[0].run: missing"}},
 		{"job not a mapping", minimal + "schedule:\n  jobs:\n    - nightly\n", []string{`schedule.jobs[0]: must be a mapping with keys name, cron, run, not "nightly"`}},
 		{"lock_wait", minimal + "schedule:\n  lock_wait: -1s\n", []string{`schedule.lock_wait: "-1s" is not a duration from 0 up to 24h, e.g. 10m`}},
@@ -361,6 +375,9 @@ func TestExampleDocumentsEveryKey(t *testing.T) {
 		sec := top.Field(i).Tag.Get("yaml")
 		want[key{"", sec}] = true
 		st := top.Field(i).Type
+		for st.Kind() == reflect.Pointer || st.Kind() == reflect.Slice {
+			st = st.Elem() // budgets: a list of entries
+		}
 		for j := 0; j < st.NumField(); j++ {
 			want[key{sec, st.Field(j).Tag.Get("yaml")}] = true
 		}

@@ -27,12 +27,40 @@ import (
 // does not hide the problems of the others. The yaml tags are the only list
 // of keys: the walk that refuses unknown keys reads them.
 type rawConfig struct {
-	API      rawAPI      `yaml:"api"`
-	Usage    rawUsage    `yaml:"usage"`
-	Store    rawStore    `yaml:"store"`
-	Reports  rawReports  `yaml:"reports"`
-	Schedule rawSchedule `yaml:"schedule"`
-	Export   rawExport   `yaml:"export"`
+	API       rawAPI       `yaml:"api"`
+	Usage     rawUsage     `yaml:"usage"`
+	Store     rawStore     `yaml:"store"`
+	Reports   rawReports   `yaml:"reports"`
+	Schedule  rawSchedule  `yaml:"schedule"`
+	Export    rawExport    `yaml:"export"`
+	Budgets   *[]rawBudget `yaml:"budgets"`
+	Anomalies rawAnomalies `yaml:"anomalies"`
+	Alerts    rawAlerts    `yaml:"alerts"`
+}
+
+type rawBudget struct {
+	Name     yaml.Node `yaml:"name"`
+	Scope    yaml.Node `yaml:"scope"`
+	Currency yaml.Node `yaml:"currency"`
+	Amount   yaml.Node `yaml:"amount"`
+	Actual   yaml.Node `yaml:"actual"`
+	Forecast yaml.Node `yaml:"forecast"`
+}
+
+type rawAnomalies struct {
+	MADs      yaml.Node `yaml:"mads"`
+	MinAmount yaml.Node `yaml:"min_amount"`
+}
+
+type rawAlerts struct {
+	Webhook rawWebhook `yaml:"webhook"`
+}
+
+type rawWebhook struct {
+	URL        yaml.Node `yaml:"url"`
+	SecretEnv  yaml.Node `yaml:"secret_env"`
+	SecretFile yaml.Node `yaml:"secret_file"`
+	Timeout    yaml.Node `yaml:"timeout"`
 }
 
 type rawAPI struct {
@@ -177,6 +205,9 @@ func (p *parser) parse(data []byte) *Config {
 	p.reports(&raw.Reports, &cfg.Reports)
 	p.schedule(&raw.Schedule, &cfg.Schedule)
 	p.export(&raw.Export, &cfg.Export)
+	p.budgets(raw.Budgets, &cfg.Budgets)
+	p.anomalies(&raw.Anomalies, &cfg.Anomalies)
+	p.alerts(&raw.Alerts, &cfg.Alerts)
 	cfg.Warnings = p.warnings
 	return cfg
 }
@@ -694,7 +725,7 @@ func (p *parser) reports(r *rawReports, c *ReportsConfig) {
 	})
 }
 
-var jobSteps = []string{"fetch", "report", "close", "deliver", "export"}
+var jobSteps = []string{"fetch", "report", "close", "deliver", "alerts", "export"}
 
 func (p *parser) schedule(r *rawSchedule, c *ScheduleConfig) {
 	c.LockWait = p.duration(&r.LockWait, "schedule.lock_wait", DefaultLockWait, false, 24*time.Hour, "10m")

@@ -23,13 +23,14 @@ type simOptions struct {
 	token    string
 	seed     int64
 	faults   string
+	spike    string
 	pageSize int
 }
 
 func newSimCmd(g *globalFlags) *cobra.Command {
 	o := &simOptions{}
 	cmd := &cobra.Command{
-		Use:   "sim [--addr 127.0.0.1:8080] [--token T] [--seed N] [--faults SPEC] [--page-size N]",
+		Use:   "sim [--addr 127.0.0.1:8080] [--token T] [--seed N] [--faults SPEC] [--page-size N] [--spike PROJECT:METER:DAY[:FACTOR]]",
 		Short: "Serve a simulated management interface with seeded data, until interrupted",
 		Long: "Serve a simulated management interface: usage, payment methods, rate cards,\n" +
 			"projects, locations and the organization, with the interface's shapes, limits\n" +
@@ -57,6 +58,7 @@ func newSimCmd(g *globalFlags) *cobra.Command {
 	f.StringVar(&o.addr, "addr", "127.0.0.1:8080", "address to listen on, HOST:PORT (port 0 picks a free one)")
 	f.StringVar(&o.token, "token", sim.DefaultToken, "bearer token the simulated interface accepts")
 	f.Int64Var(&o.seed, "seed", 1, "data seed: the same seed serves the same data")
+	f.StringVar(&o.spike, "spike", "", "multiply one project's use of one meter on one UTC day, e.g. newsroom:streaming_egress_gb:2025-03-10:5, for the anomaly detector to find")
 	f.StringVar(&o.faults, "faults", "", "faults to inject, e.g. 429=0.1,5xx=0.05,cut=0.02 (see --help)")
 	f.IntVar(&o.pageSize, "page-size", 100, "list page size when a request sets no $top")
 	return cmd
@@ -65,6 +67,14 @@ func newSimCmd(g *globalFlags) *cobra.Command {
 // runSim serves the simulated interface on o.addr until ctx is cancelled,
 // then shuts down gracefully.
 func runSim(ctx context.Context, o *simOptions, out io.Writer, log zerolog.Logger) error {
+	var spike sim.Spike
+	if o.spike != "" {
+		sp, err := sim.ParseSpike(o.spike)
+		if err != nil {
+			return usageErr("--spike: %w", err)
+		}
+		spike = sp
+	}
 	faults, err := sim.ParseFaults(o.faults)
 	if err != nil {
 		return usageErr("--faults: %w", err)
@@ -87,7 +97,7 @@ func runSim(ctx context.Context, o *simOptions, out io.Writer, log zerolog.Logge
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", o.addr, err)
 	}
-	s := sim.New(sim.Options{Token: o.token, Seed: o.seed, PageSize: o.pageSize, Faults: faults})
+	s := sim.New(sim.Options{Token: o.token, Seed: o.seed, PageSize: o.pageSize, Faults: faults, Spike: spike})
 	hs := &http.Server{
 		Handler:           logRequests(s, log),
 		ReadHeaderTimeout: 10 * time.Second,

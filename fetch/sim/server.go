@@ -7,10 +7,13 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/tally-dev/tally"
 )
 
 // DefaultToken is the bearer token the sim accepts when Options.Token is
@@ -42,6 +45,18 @@ type Options struct {
 	// without it. Keys are route patterns: "organization", "locations",
 	// "projects", "organization/paymentMethods", …
 	Deny map[string]int
+	// Spike multiplies one project's use of one meter on one UTC day, for
+	// the anomaly detector to find; the zero Spike injects nothing.
+	Spike Spike
+}
+
+// Spike is an injected jump in cost: every hour of Day, Project's use of
+// Meter is Factor times what it would be.
+type Spike struct {
+	Project string
+	Meter   string // the meter name, e.g. streaming_egress_gb
+	Day     time.Time
+	Factor  int64
 }
 
 // Server is the simulated management interface, an http.Handler. It is
@@ -76,6 +91,7 @@ func New(opts Options) *Server {
 		opts.PageSize = 100
 	}
 	s := &Server{opts: opts, cat: newCatalog(opts.Seed, opts.Start)}
+	s.cat.setSpike(opts.Spike)
 	s.SetFaults(opts.Faults)
 	return s
 }
@@ -282,4 +298,37 @@ func abort(w http.ResponseWriter) {
 		f.Flush()
 	}
 	panic(http.ErrAbortHandler)
+}
+
+// ParseSpike reads PROJECT:METER:YYYY-MM-DD[:FACTOR] (factor 5 when left
+// out), the form of `tally sim --spike`, checking the project and meter
+// against the simulated organization's.
+func ParseSpike(s string) (Spike, error) {
+	parts := strings.Split(s, ":")
+	if len(parts) < 3 || len(parts) > 4 {
+		return Spike{}, fmt.Errorf("spike %q is not PROJECT:METER:YYYY-MM-DD[:FACTOR], e.g. newsroom:streaming_egress_gb:2025-03-10:5", s)
+	}
+	sp := Spike{Project: parts[0], Meter: parts[1], Factor: 5}
+	day, err := tally.ParseDate(parts[2])
+	if err != nil {
+		return Spike{}, fmt.Errorf("spike %q: day %q is not a date YYYY-MM-DD", s, parts[2])
+	}
+	sp.Day = day
+	if len(parts) == 4 {
+		f, err := strconv.ParseInt(parts[3], 10, 64)
+		if err != nil || f < 2 || f > 1000 {
+			return Spike{}, fmt.Errorf("spike %q: factor %q is not a whole number from 2 to 1000", s, parts[3])
+		}
+		sp.Factor = f
+	}
+	c := newCatalog(0, day)
+	var pairs []string
+	for _, p := range c.pairs {
+		name := c.projects[p.project].name + ":" + meters[p.model.meter].name
+		if name == sp.Project+":"+sp.Meter {
+			return sp, nil
+		}
+		pairs = append(pairs, name)
+	}
+	return Spike{}, fmt.Errorf("spike %q: %s does not use %s; allowed PROJECT:METER pairs: %s", s, sp.Project, sp.Meter, strings.Join(pairs, ", "))
 }

@@ -138,6 +138,9 @@ func (c *catalog) hourUnits(h, now int64, f *filter, fn func(*unit)) {
 		}
 		bill := c.billing[i][pm]
 		q := c.quantity(h, i, p.model)
+		if i == c.spikePair && h >= c.spikeDay && h < c.spikeDay+daySec {
+			q *= c.spikeFactor
+		}
 		u = unit{pair: i, pm: pm, ent: bill.ent, processed: uncharged}
 		if charged {
 			u.processed = h + lag*hourSec

@@ -1,0 +1,139 @@
+package configs
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/tally-dev/tally"
+)
+
+var currencyRE = regexp.MustCompile(`^[A-Z]{3}$`)
+
+// scopeKinds are what a budget may cover besides all.
+var scopeKinds = []string{"project", "payment_method", "family"}
+
+// budgets reads the budgets list; left out, there are none.
+func (p *parser) budgets(r *[]rawBudget, c *[]Budget) {
+	if r == nil {
+		return
+	}
+	names := map[string]bool{}
+	for i := range *r {
+		rb := &(*r)[i]
+		path := fmt.Sprintf("budgets[%d]", i)
+		if p.dropped[path] {
+			continue
+		}
+		b := Budget{
+			Name:     p.text(&rb.Name, path+".name", ""),
+			Currency: p.text(&rb.Currency, path+".currency", ""),
+		}
+		switch {
+		case b.Name == "":
+			p.addf(deref(&rb.Name), path+".name", "missing; give the budget a name, e.g. platform")
+		case names[b.Name]:
+			p.addf(deref(&rb.Name), path+".name", "%q is the name of another budget; names must be unique", b.Name)
+		case strings.ContainsAny(b.Name, ":\n"):
+			p.addf(deref(&rb.Name), path+".name", "%q holds a colon or a line break; use letters, digits, spaces, - or _", b.Name)
+		}
+		names[b.Name] = true
+		scope := p.text(&rb.Scope, path+".scope", "all")
+		if scope == "all" {
+			b.ScopeKind = "all"
+		} else if kind, name, ok := strings.Cut(scope, ":"); ok && slices.Contains(scopeKinds, kind) && strings.TrimSpace(name) != "" {
+			b.ScopeKind, b.Scope = kind, strings.TrimSpace(name)
+		} else {
+			p.addf(deref(&rb.Scope), path+".scope", "%q is not all, project:NAME, payment_method:ID or family:NAME", scope)
+		}
+		if !currencyRE.MatchString(b.Currency) {
+			p.addf(deref(&rb.Currency), path+".currency", "%q is not a currency code of three capital letters, e.g. USD; a budget is in one currency, as costs are never summed across them", b.Currency)
+		}
+		amount := p.text(&rb.Amount, path+".amount", "")
+		if d, err := tally.ParseDecimal(amount); err != nil || d.Sign() <= 0 {
+			p.addf(deref(&rb.Amount), path+".amount", "%q is not an amount above 0, e.g. 5000 or 1250.50", amount)
+		} else {
+			b.Amount = d
+		}
+		b.Actual = p.percents(&rb.Actual, path+".actual", []int{80, 100})
+		b.Forecast = p.percents(&rb.Forecast, path+".forecast", []int{100})
+		*c = append(*c, b)
+	}
+}
+
+// percents reads a list of thresholds in percent of a budget; left out,
+// def; an empty list means none.
+func (p *parser) percents(n *yaml.Node, path string, def []int) []int {
+	if isNull(deref(n)) {
+		return def
+	}
+	out := []int{}
+	for _, s := range p.list(n, path, func(s string) string {
+		if v, err := strconv.Atoi(strings.TrimSuffix(s, "%")); err != nil || v < 1 || v > 1000 {
+			return "is not a percentage from 1 to 1000, e.g. 80"
+		}
+		return ""
+	}) {
+		v, _ := strconv.Atoi(strings.TrimSuffix(s, "%"))
+		out = append(out, v)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+func (p *parser) anomalies(r *rawAnomalies, c *AnomalyConfig) {
+	c.MADs = p.amount(&r.MADs, "anomalies.mads", DefaultAnomalyMADs, "a number of MADs above 0, e.g. 4")
+	c.MinAmount = p.amount(&r.MinAmount, "anomalies.min_amount", DefaultAnomalyMin, "an amount of 0 or more, e.g. 10")
+	if c.MADs.Sign() == 0 {
+		p.addf(deref(&r.MADs), "anomalies.mads", "is 0; every day above its median would be an anomaly; use a number above 0, e.g. 4")
+	}
+}
+
+// amount reads a non-negative decimal of at most 6 decimals.
+func (p *parser) amount(n *yaml.Node, path, def, allowed string) tally.Decimal {
+	s := p.text(n, path, def)
+	d, err := tally.ParseDecimal(s)
+	if err != nil || d.Sign() < 0 || d.Scale() > 6 {
+		p.addf(deref(n), path, "%q is not %s", s, allowed)
+		return tally.MustDecimal(def)
+	}
+	return d
+}
+
+func (p *parser) alerts(r *rawAlerts, c *AlertsConfig) {
+	w := &r.Webhook
+	u := p.text(&w.URL, "alerts.webhook.url", "")
+	if u == "" {
+		for _, n := range []*yaml.Node{&w.SecretEnv, &w.SecretFile, &w.Timeout} {
+			if !isNull(deref(n)) {
+				p.addf(deref(n), "alerts.webhook.url", "missing; the address to post alerts to, e.g. https://hooks.slack.com/services/…")
+				break
+			}
+		}
+		return
+	}
+	h := &WebhookConfig{
+		URL:        u,
+		SecretEnv:  p.text(&w.SecretEnv, "alerts.webhook.secret_env", ""),
+		SecretFile: p.text(&w.SecretFile, "alerts.webhook.secret_file", ""),
+		Timeout:    p.duration(&w.Timeout, "alerts.webhook.timeout", DefaultWebhookTimeout, true, 5*time.Minute, "10s"),
+	}
+	if _, err := tally.CheckSinkURL(u); err != nil {
+		p.addf(deref(&w.URL), "alerts.webhook.url", "%v", err)
+	}
+	if h.SecretEnv != "" && h.SecretFile != "" {
+		p.addf(deref(&w.SecretFile), "alerts.webhook.secret_env and secret_file", "set one, not both")
+	}
+	if h.SecretEnv != "" && !envNameRE.MatchString(h.SecretEnv) {
+		p.addf(deref(&w.SecretEnv), "alerts.webhook.secret_env", "%q is not an environment variable name", h.SecretEnv)
+	}
+	if h.SecretFile != "" {
+		h.SecretFile = p.path(h.SecretFile)
+	}
+	c.Webhook = h
+}

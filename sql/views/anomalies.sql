@@ -1,0 +1,48 @@
+-- anomalies: the days a project's meter cost jumped, per currency, on
+-- basis usage: a day whose cost exceeds the median of the trailing 28 days
+-- before it by more than mads scaled median absolute deviations (MAD ×
+-- 1.4826, which matches a standard deviation for normal noise) and by at
+-- least min_amount. The thresholds are the last run's (alert_settings,
+-- from the config's anomalies section), or 4 and 1 before any run wrote
+-- them. A baseline needs 14 days with usage among the 28; a median and MAD
+-- are robust: one earlier spike does not hide the next.
+--
+-- Rows are usage_finest's at hour or day granularity (a week or month
+-- bucket cannot be split into days). Only jumps up are anomalies: a drop is
+-- usually usage not charged yet.
+CREATE OR REPLACE VIEW anomalies AS
+WITH settings AS (
+    SELECT coalesce((SELECT mads FROM alert_settings ORDER BY updated_at DESC LIMIT 1), 4) AS mads,
+           coalesce((SELECT min_amount FROM alert_settings ORDER BY updated_at DESC LIMIT 1), 1) AS min_amount
+),
+daily AS (
+    SELECT CAST(period_at AS DATE) AS day, coalesce(project, '') AS project, meter_name, currency, sum(cost) AS cost
+    FROM usage_finest
+    WHERE basis = 'usage' AND granularity IN ('hour', 'day')
+    GROUP BY ALL
+),
+scored AS (
+    SELECT d.*,
+           median(d.cost) OVER w AS baseline,
+           mad(d.cost) OVER w AS mad,
+           count(*) OVER w AS baseline_days
+    FROM daily d
+    WINDOW w AS (PARTITION BY project, meter_name, currency ORDER BY day
+                 RANGE BETWEEN INTERVAL 28 DAYS PRECEDING AND INTERVAL 1 DAY PRECEDING)
+)
+SELECT s.day, -- the UTC day
+       s.project, -- '' for usage without a project
+       s.meter_name,
+       s.currency,
+       s.cost, -- what the meter cost that day
+       s.baseline, -- the median day of the 28 before
+       s.mad, -- their median absolute deviation, unscaled
+       s.baseline_days, -- days with usage among the 28
+       s.cost - s.baseline AS excess, -- how much more than the median
+       CASE WHEN s.mad > 0 THEN CAST((s.cost - s.baseline) / (s.mad * 1.4826) AS DOUBLE) END AS score, -- excess in scaled MADs; null when the baseline never varies
+       t.mads AS threshold_mads, -- the thresholds applied
+       t.min_amount AS threshold_amount
+FROM scored s, settings t
+WHERE s.baseline_days >= 14
+  AND s.cost - s.baseline >= t.min_amount
+  AND s.cost - s.baseline > t.mads * 1.4826 * s.mad;

@@ -1,0 +1,44 @@
+-- forecast_days: every day of every month with usage, per budget scope and
+-- currency: what it cost (kind actual) or, for the days after as_of in the
+-- current month, what it is expected to cost (kind forecast).
+--
+-- as_of is the last complete day: the day before the latest day with
+-- usage, which holds only part of its day. A forecast day costs the mean
+-- of the same weekday over the 28 days up to as_of (four of each weekday;
+-- a day without usage counts as 0), so a quiet weekend stays quiet. The
+-- latest, partial day is forecast too: its cost so far is in actual_cost.
+CREATE OR REPLACE VIEW forecast_days AS
+WITH latest AS (
+    SELECT max(day) - 1 AS as_of FROM scope_daily_cost
+),
+series AS (
+    SELECT DISTINCT scope_kind, scope, currency, CAST(date_trunc('month', day) AS DATE) AS month
+    FROM scope_daily_cost, latest
+    WHERE day <= as_of + 1
+),
+days AS (
+    SELECT s.*, CAST(g.d AS DATE) AS day, a.as_of
+    FROM series s, latest a,
+         generate_series(CAST(s.month AS TIMESTAMP), CAST(s.month + INTERVAL 1 MONTH - INTERVAL 1 DAY AS TIMESTAMP), INTERVAL 1 DAY) AS g(d)
+),
+profile AS (
+    SELECT scope_kind, scope, currency, isodow(day) AS dow, CAST(sum(cost) / 4 AS DECIMAL(38, 12)) AS rate
+    FROM scope_daily_cost, latest
+    WHERE day > as_of - 28 AND day <= as_of
+    GROUP BY ALL
+)
+SELECT d.month, -- first day of the month
+       d.scope_kind, -- all, project, payment_method or family
+       d.scope, -- the project, payment method id or family; '' for all
+       d.currency,
+       d.day, -- the UTC day
+       CASE WHEN d.day <= d.as_of THEN 'actual' ELSE 'forecast' END AS kind, -- actual: what it cost; forecast: expected
+       CASE WHEN d.day <= d.as_of THEN coalesce(c.cost, 0)
+            ELSE coalesce(p.rate, 0) END AS cost, -- the day's cost, or its forecast
+       d.as_of -- the last complete day of the data
+FROM days d
+LEFT JOIN scope_daily_cost c
+       ON c.scope_kind = d.scope_kind AND c.scope = d.scope AND c.currency = d.currency AND c.day = d.day
+LEFT JOIN profile p
+       ON p.scope_kind = d.scope_kind AND p.scope = d.scope AND p.currency = d.currency AND p.dow = isodow(d.day)
+WHERE d.day <= d.as_of OR d.month = CAST(date_trunc('month', d.as_of + 1) AS DATE);

@@ -1,0 +1,19 @@
+-- forecasts: the month-end cost per month, budget scope and currency: the
+-- month to date plus the remaining days at the rate of the trailing 28
+-- days, weekday by weekday (see forecast_days). For a month that is over,
+-- the forecast is what it cost. Budgets compare actual_cost and
+-- forecast_cost with their amount.
+CREATE OR REPLACE VIEW forecasts AS
+SELECT f.month, -- first day of the month
+       f.scope_kind, -- all, project, payment_method or family
+       f.scope, -- the project, payment method id or family; '' for all
+       f.currency,
+       any_value(f.as_of) AS as_of, -- the last complete day of the data
+       (SELECT coalesce(sum(c.cost), 0) FROM scope_daily_cost c
+         WHERE c.scope_kind = f.scope_kind AND c.scope = f.scope AND c.currency = f.currency
+           AND c.day >= f.month AND c.day < f.month + INTERVAL 1 MONTH) AS actual_cost, -- cost so far, the latest partial day included
+       sum(f.cost) FILTER (WHERE f.kind = 'actual') AS cost_to_as_of, -- cost of the complete days
+       count(*) FILTER (WHERE f.kind = 'forecast') AS forecast_days, -- days still forecast
+       CAST(sum(f.cost) AS DECIMAL(38, 6)) AS forecast_cost -- the expected month-end cost
+FROM forecast_days f
+GROUP BY f.month, f.scope_kind, f.scope, f.currency;

@@ -1,0 +1,27 @@
+-- scope_daily_cost: what each budget scope cost per UTC day and currency,
+-- on basis usage (when the usage happened): the whole organization
+-- (scope_kind all, scope ''), each project, each payment method (its id)
+-- and each meter family. Budgets, forecasts and their chart read it.
+--
+-- Rows are usage_finest's at hour or day granularity: a week, month or
+-- year bucket cannot be split into days, so days only such buckets cover
+-- are left out. The cost is the usage value, every row as the interface
+-- reports it, whatever pays it.
+CREATE OR REPLACE VIEW scope_daily_cost AS
+WITH d AS (
+    SELECT CAST(period_at AS DATE) AS day, project, payment_method, family, currency, cost
+    FROM usage_finest
+    WHERE basis = 'usage' AND granularity IN ('hour', 'day')
+)
+SELECT day, -- the UTC day
+       'all' AS scope_kind, -- all, project, payment_method or family
+       '' AS scope, -- the project name, payment method id or family; '' for all (and for rows without one)
+       currency,
+       sum(cost) AS cost
+FROM d GROUP BY ALL
+UNION ALL
+SELECT day, 'project', coalesce(project, ''), currency, sum(cost) FROM d GROUP BY ALL
+UNION ALL
+SELECT day, 'payment_method', coalesce(payment_method, ''), currency, sum(cost) FROM d GROUP BY ALL
+UNION ALL
+SELECT day, 'family', coalesce(family, ''), currency, sum(cost) FROM d GROUP BY ALL;
