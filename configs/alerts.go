@@ -89,6 +89,7 @@ func (p *parser) percents(n *yaml.Node, path string, def []int) []int {
 func (p *parser) anomalies(r *rawAnomalies, c *AnomalyConfig) {
 	c.MADs = p.amount(&r.MADs, "anomalies.mads", DefaultAnomalyMADs, "a number of MADs above 0, e.g. 4")
 	c.MinAmount = p.amount(&r.MinAmount, "anomalies.min_amount", DefaultAnomalyMin, "an amount of 0 or more, e.g. 10")
+	c.MinPercent = p.amount(&r.MinPercent, "anomalies.min_percent", DefaultAnomalyPercent, "a percentage of 0 or more, e.g. 50")
 	if c.MADs.Sign() == 0 {
 		p.addf(deref(&r.MADs), "anomalies.mads", "is 0; every day above its median would be an anomaly; use a number above 0, e.g. 4")
 	}

@@ -155,10 +155,12 @@ func (b Budget) ScopeText() string {
 
 // AnomalyConfig is anomalies: a day's cost is anomalous when it exceeds
 // the median of the 28 days before by more than MADs scaled median
-// absolute deviations and by at least MinAmount.
+// absolute deviations, by at least MinAmount and by at least MinPercent of
+// the median.
 type AnomalyConfig struct {
-	MADs      tally.Decimal
-	MinAmount tally.Decimal
+	MADs       tally.Decimal
+	MinAmount  tally.Decimal
+	MinPercent tally.Decimal
 }
 
 // AlertsConfig is alerts: the sinks beside the log, which always gets
@@ -203,6 +205,7 @@ const (
 	DefaultExportDir       = "exports"
 	DefaultAnomalyMADs     = "4"
 	DefaultAnomalyMin      = "1"
+	DefaultAnomalyPercent  = "50"
 	DefaultWebhookTimeout  = 10 * time.Second
 )
 

@@ -53,7 +53,7 @@ func TestDefaults(t *testing.T) {
 			LockWait: 10 * time.Minute, Grace: 30 * time.Second,
 		},
 		Export:    ExportConfig{Dir: "/etc/tally/exports", Format: "parquet"},
-		Anomalies: AnomalyConfig{MADs: tally.MustDecimal("4"), MinAmount: tally.MustDecimal("1")},
+		Anomalies: AnomalyConfig{MADs: tally.MustDecimal("4"), MinAmount: tally.MustDecimal("1"), MinPercent: tally.MustDecimal("50")},
 	}
 	if !reflect.DeepEqual(cfg, want) {
 		t.Errorf("defaults:\n got %+v\nwant %+v", cfg, want)
@@ -119,7 +119,7 @@ schedule:
 			LockWait: 0, Grace: time.Hour,
 		},
 		Export:    ExportConfig{Dir: "/etc/tally/exports", Format: "parquet"},
-		Anomalies: AnomalyConfig{MADs: tally.MustDecimal("4"), MinAmount: tally.MustDecimal("1")},
+		Anomalies: AnomalyConfig{MADs: tally.MustDecimal("4"), MinAmount: tally.MustDecimal("1"), MinPercent: tally.MustDecimal("50")},
 	}
 	if !reflect.DeepEqual(cfg, want) {
 		t.Errorf("parsed:\n got %+v\nwant %+v", cfg, want)

@@ -48,8 +48,9 @@ type rawBudget struct {
 }
 
 type rawAnomalies struct {
-	MADs      yaml.Node `yaml:"mads"`
-	MinAmount yaml.Node `yaml:"min_amount"`
+	MADs       yaml.Node `yaml:"mads"`
+	MinAmount  yaml.Node `yaml:"min_amount"`
+	MinPercent yaml.Node `yaml:"min_percent"`
 }
 
 type rawAlerts struct {

@@ -71,6 +71,7 @@ func NewScheduler(r *Runner, opts ScheduleOptions) (*Scheduler, error) {
 	}
 	s.mon = newMonitor(jobs, s.scheds, r.Config.Schedule.Grace, time.Now)
 	r.observer = s.mon // the jobs' clients count their requests in the metrics
+	r.onAlerts = s.mon.alertsChecked
 	if exp, ok := fetch.TokenExpiry(r.Token); ok {
 		s.mon.tokenExpires = &exp
 	}

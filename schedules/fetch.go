@@ -14,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/tally-dev/tally"
+	"github.com/tally-dev/tally/alerts"
 	"github.com/tally-dev/tally/configs"
 	"github.com/tally-dev/tally/fetch"
 	"github.com/tally-dev/tally/store"
@@ -30,6 +31,11 @@ type Env struct {
 	// or step starts, while the work in flight may finish until its
 	// context is cancelled. nil: never.
 	Stop <-chan struct{}
+	// Version is the build's, for the User-Agent of webhook posts.
+	Version string
+	// OnAlerts, when set (tally schedule), receives every alert check's
+	// figures for /metrics.
+	OnAlerts func(alerts.Check)
 }
 
 // stopping reports whether the run has been asked to stop.
@@ -78,6 +84,8 @@ type FetchSummary struct {
 	// does not offer (403, 404): the run is ok, and records them.
 	Warnings  []string
 	Published string // the analysts' copy, once the run is recorded
+	// Alerts is what the budget and anomaly check after the fetch found.
+	Alerts alerts.Check
 }
 
 // PartialError reports a fetch where some windows (or the reference data)
@@ -262,8 +270,19 @@ feed:
 	if len(sum.Failed) > 0 && sum.Loaded == 0 && sum.Planned > 0 {
 		return sum, fmt.Errorf("every window failed; first: %s: %w", sum.Failed[0].Window, sum.Failed[0].Err)
 	}
-	if len(sum.Failed) > 0 || sum.RefErr != nil {
-		return sum, &PartialError{Failed: sum.Failed, RefErr: sum.RefErr}
+	// Alerts follow every fetch that loaded what it could: a budget
+	// crossed or a day that jumped is news the morning it is fetched.
+	check, alertErr := CheckAlerts(ctx, env, runID)
+	sum.Alerts = check
+	if alertErr != nil && !errors.As(alertErr, new(*alerts.SendError)) {
+		return sum, alertErr
+	}
+	if len(sum.Failed) > 0 || sum.RefErr != nil || alertErr != nil {
+		pe := &PartialError{Failed: sum.Failed, RefErr: sum.RefErr}
+		if alertErr != nil {
+			pe.Other = append(pe.Other, alertErr)
+		}
+		return sum, pe
 	}
 	return sum, nil
 }

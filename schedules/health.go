@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/robfig/cron/v3"
 
+	"github.com/tally-dev/tally/alerts"
 	"github.com/tally-dev/tally/configs"
 	"github.com/tally-dev/tally/store"
 )
@@ -47,6 +48,25 @@ type monitor struct {
 	retries  *prometheus.CounterVec
 
 	tokenExpires *time.Time // see Health.TokenExpires
+
+	// budgets are the latest alert check's figures, by budget name;
+	// anomalies counts the new anomalies the checks found.
+	budgets   map[string][2]float64 // actual and forecast, as fractions of the amount
+	anomalies int64
+}
+
+// alertsChecked takes one alert check's figures for /metrics.
+func (m *monitor) alertsChecked(c alerts.Check) {
+	m.mu.Lock()
+	if m.budgets == nil {
+		m.budgets = map[string][2]float64{}
+	}
+	for _, b := range c.Budgets {
+		m.budgets[b.Budget.Name] = [2]float64{b.ActualRatio(), b.ForecastRatio()}
+	}
+	m.anomalies += int64(c.Anomalies)
+	m.mu.Unlock()
+	m.changed()
 }
 
 func newMonitor(jobs []configs.Job, scheds []cron.Schedule, grace time.Duration, now func() time.Time) *monitor {

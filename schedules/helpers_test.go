@@ -79,6 +79,8 @@ type setup struct {
 	paging      bool           // JSON usage answers paged every 500 rows
 	months      []string       // reports.months
 	deny        map[string]int // sim resources answered 403 or 404 (sim.Options.Deny)
+	spike       sim.Spike      // an injected cost jump (sim.Options.Spike)
+	extra       string         // YAML sections appended to the config (budgets, alerts)
 }
 
 // harness is a simulated interface behind an httptest server, a runner
@@ -114,7 +116,7 @@ func newHarness(t *testing.T, s setup) *harness {
 	h.db = filepath.Join(h.dir, "tally.duckdb")
 	h.sim = sim.New(sim.Options{
 		Token: testToken, Seed: 3, Start: prooftest.Day(t, s.start), Now: h.clock.Now,
-		PageSize: 500, UsagePaging: s.paging, Faults: s.faults, Deny: s.deny,
+		PageSize: 500, UsagePaging: s.paging, Faults: s.faults, Deny: s.deny, Spike: s.spike,
 	})
 	h.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h.mu.Lock()
@@ -153,7 +155,7 @@ reports:
 schedule:
   lock_wait: 200ms
   grace: 0s # a cancel also stops the windows in flight: they must roll back whole
-`, h.srv.URL, s.granularity, s.start, s.lookback, s.window, s.reported, strings.Join(quoted, ", "))
+%s`, h.srv.URL, s.granularity, s.start, s.lookback, s.window, s.reported, strings.Join(quoted, ", "), s.extra)
 	cfg, err := configs.Parse([]byte(yaml), h.dir, nil)
 	if err != nil {
 		t.Fatalf("config:\n%s\n%v", yaml, err)

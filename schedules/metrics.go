@@ -48,6 +48,15 @@ func (m *monitor) Collect(ch chan<- prometheus.Metric) {
 
 	m.requests.Collect(ch)
 	m.retries.Collect(ch)
+	m.mu.Lock()
+	actual := desc("tally_budget_actual_ratio", "The month's actual cost as a fraction of the budget (1 = 100%), at the latest alert check.", "budget")
+	forecast := desc("tally_budget_forecast_ratio", "The month-end forecast as a fraction of the budget (1 = 100%), at the latest alert check.", "budget")
+	for name, r := range m.budgets {
+		emit(actual, gauge, r[0], name)
+		emit(forecast, gauge, r[1], name)
+	}
+	emit(desc("tally_anomalies_total", "Cost anomalies found since the scheduler started (each day, project, meter and currency once)."), counter, float64(m.anomalies))
+	m.mu.Unlock()
 	if h.TokenExpires != nil {
 		emit(desc("tally_token_expiry_timestamp_seconds", "When the API token expires (its exp claim), as Unix time; absent for a token that does not say."), gauge, unix(*h.TokenExpires))
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/rs/zerolog"
 
+	"github.com/tally-dev/tally/alerts"
 	"github.com/tally-dev/tally/configs"
 	"github.com/tally-dev/tally/fetch"
 	"github.com/tally-dev/tally/store"
@@ -35,6 +36,9 @@ type Runner struct {
 	// observer, when set (tally schedule), counts the client's requests
 	// and retries for /metrics.
 	observer fetch.Observer
+	// onAlerts, when set (tally schedule), receives alert checks for
+	// /metrics.
+	onAlerts func(alerts.Check)
 }
 
 // Client builds the interface client from the config.
@@ -150,7 +154,7 @@ func (r *Runner) recordedRun(ctx context.Context, command, job string, fn func(c
 
 	runCtx, stop := graceful(ctx, r.Config.Schedule.Grace)
 	defer stop()
-	env := &Env{Config: r.Config, Client: client, Store: st, Log: r.Log, Now: r.Now, Stop: ctx.Done()}
+	env := &Env{Config: r.Config, Client: client, Store: st, Log: r.Log, Now: r.Now, Stop: ctx.Done(), Version: r.Version, OnAlerts: r.onAlerts}
 	runID := store.NewRunID()
 	out.ID = runID
 	if err := st.BeginRun(ctx, runID, command, job); err != nil {

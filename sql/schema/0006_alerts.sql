@@ -20,5 +20,6 @@ CREATE TABLE alerts (
 CREATE TABLE alert_settings (
     mads       DECIMAL(9, 3) NOT NULL, -- anomalies.mads: how many scaled MADs above the median a day's cost must be
     min_amount DECIMAL(18, 6) NOT NULL, -- anomalies.min_amount: and by at least this much, in the row's currency
+    min_percent DECIMAL(9, 3) NOT NULL, -- anomalies.min_percent: and by at least this percentage of the median
     updated_at TIMESTAMP NOT NULL -- when a run last wrote them, UTC
 );

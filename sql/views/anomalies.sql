@@ -1,10 +1,11 @@
 -- anomalies: the days a project's meter cost jumped, per currency, on
 -- basis usage: a day whose cost exceeds the median of the trailing 28 days
 -- before it by more than mads scaled median absolute deviations (MAD ×
--- 1.4826, which matches a standard deviation for normal noise) and by at
--- least min_amount. The thresholds are the last run's (alert_settings,
--- from the config's anomalies section), or 4 and 1 before any run wrote
--- them. A baseline needs 14 days with usage among the 28; a median and MAD
+-- 1.4826, which matches a standard deviation for normal noise), by at
+-- least min_amount and by at least min_percent of the median: a steady
+-- meter's 2% wobble is many MADs but no news. The thresholds are the last
+-- run's (alert_settings, from the config's anomalies section), or 4, 1 and
+-- 50 before any run wrote them. A baseline needs 14 days with usage among the 28; a median and MAD
 -- are robust: one earlier spike does not hide the next.
 --
 -- Rows are usage_finest's at hour or day granularity (a week or month
@@ -13,7 +14,8 @@
 CREATE OR REPLACE VIEW anomalies AS
 WITH settings AS (
     SELECT coalesce((SELECT mads FROM alert_settings ORDER BY updated_at DESC LIMIT 1), 4) AS mads,
-           coalesce((SELECT min_amount FROM alert_settings ORDER BY updated_at DESC LIMIT 1), 1) AS min_amount
+           coalesce((SELECT min_amount FROM alert_settings ORDER BY updated_at DESC LIMIT 1), 1) AS min_amount,
+           coalesce((SELECT min_percent FROM alert_settings ORDER BY updated_at DESC LIMIT 1), 50) AS min_percent
 ),
 daily AS (
     SELECT CAST(period_at AS DATE) AS day, coalesce(project, '') AS project, meter_name, currency, sum(cost) AS cost
@@ -41,8 +43,10 @@ SELECT s.day, -- the UTC day
        s.cost - s.baseline AS excess, -- how much more than the median
        CASE WHEN s.mad > 0 THEN CAST((s.cost - s.baseline) / (s.mad * 1.4826) AS DOUBLE) END AS score, -- excess in scaled MADs; null when the baseline never varies
        t.mads AS threshold_mads, -- the thresholds applied
-       t.min_amount AS threshold_amount
+       t.min_amount AS threshold_amount,
+       t.min_percent AS threshold_percent
 FROM scored s, settings t
 WHERE s.baseline_days >= 14
   AND s.cost - s.baseline >= t.min_amount
+  AND s.cost - s.baseline >= s.baseline * t.min_percent / 100
   AND s.cost - s.baseline > t.mads * 1.4826 * s.mad;

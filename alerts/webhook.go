@@ -1,0 +1,133 @@
+package alerts
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/tally-dev/tally"
+	"github.com/tally-dev/tally/configs"
+)
+
+// SignatureHeader carries sha256=<hex HMAC-SHA256 of the body> when the
+// webhook has a secret, so the receiver can check the body came from Tally
+// unchanged.
+const SignatureHeader = "X-Tally-Signature"
+
+// Webhook posts alerts as JSON to one address.
+type Webhook struct {
+	url     string
+	name    string // scheme://host: the address may hold a secret in its path
+	secret  []byte
+	client  *http.Client
+	agent   string
+	Tries   int           // attempts per alert in one run
+	Pause   time.Duration // before the second try, doubled after each
+	Timeout time.Duration // per attempt
+}
+
+// NewWebhook reads cfg's secret (from its environment variable or file)
+// and checks its address. getenv is os.Getenv outside tests.
+func NewWebhook(cfg *configs.WebhookConfig, getenv func(string) string, version string) (*Webhook, error) {
+	u, err := tally.CheckSinkURL(cfg.URL)
+	if err != nil {
+		return nil, fmt.Errorf("alerts.webhook.url %w", err)
+	}
+	w := &Webhook{url: cfg.URL, name: tally.SinkName(u), client: &http.Client{}, agent: "tally/" + version,
+		Tries: 3, Pause: 2 * time.Second, Timeout: cfg.Timeout}
+	switch {
+	case cfg.SecretEnv != "":
+		s := strings.TrimSpace(getenv(cfg.SecretEnv))
+		if s == "" {
+			return nil, fmt.Errorf("alerts.webhook.secret_env: environment variable %s is empty or not set; set it to the webhook's signing secret", cfg.SecretEnv)
+		}
+		w.secret = []byte(s)
+	case cfg.SecretFile != "":
+		b, err := os.ReadFile(cfg.SecretFile)
+		if err != nil {
+			return nil, fmt.Errorf("alerts.webhook.secret_file: %w", err)
+		}
+		if w.secret = bytes.TrimSpace(b); len(w.secret) == 0 {
+			return nil, fmt.Errorf("alerts.webhook.secret_file: %s is empty; write the webhook's signing secret in it", cfg.SecretFile)
+		}
+	}
+	return w, nil
+}
+
+// Name is the sink as logs and errors show it: webhook:scheme://host.
+func (w *Webhook) Name() string { return "webhook:" + w.name }
+
+// Sign is the signature header's value for body.
+func Sign(secret, body []byte) string {
+	m := hmac.New(sha256.New, secret)
+	m.Write(body)
+	return "sha256=" + hex.EncodeToString(m.Sum(nil))
+}
+
+// Send posts body, trying again after a network error, a 429 or a 5xx.
+// Other answers are final: a 4xx will not change by trying again.
+func (w *Webhook) Send(ctx context.Context, key string, body []byte) error {
+	pause := w.Pause
+	var last error
+	for try := 1; try <= max(1, w.Tries); try++ {
+		if try > 1 {
+			t := time.NewTimer(pause)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return ctx.Err()
+			case <-t.C:
+			}
+			pause *= 2
+		}
+		retry, err := w.post(ctx, key, body)
+		if err == nil {
+			return nil
+		}
+		last = err
+		if !retry {
+			break
+		}
+	}
+	return fmt.Errorf("%s: %w", w.Name(), last)
+}
+
+func (w *Webhook) post(ctx context.Context, key string, body []byte) (retry bool, err error) {
+	ctx, cancel := context.WithTimeout(ctx, w.Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.url, bytes.NewReader(body))
+	if err != nil {
+		return false, errors.New("cannot build the request")
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", w.agent)
+	req.Header.Set("X-Tally-Alert", key)
+	if w.secret != nil {
+		req.Header.Set(SignatureHeader, Sign(w.secret, body))
+	}
+	resp, err := w.client.Do(req)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // the error names the whole address, which may hold a secret
+		}
+		return true, fmt.Errorf("post failed: %v", err)
+	}
+	defer resp.Body.Close()
+	snippet, _ := io.ReadAll(io.LimitReader(resp.Body, 200))
+	if resp.StatusCode/100 == 2 {
+		return false, nil
+	}
+	retry = resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500
+	return retry, fmt.Errorf("answered %s: %s", resp.Status, strings.TrimSpace(string(snippet)))
+}

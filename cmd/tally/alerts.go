@@ -1,0 +1,80 @@
+package main
+
+import (
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+)
+
+func init() { commands = append(commands, newAlertsCmd) }
+
+func newAlertsCmd(g *globalFlags) *cobra.Command {
+	var config string
+	var dryRun bool
+	cmd := &cobra.Command{
+		Use:   "alerts --config FILE [--dry-run]",
+		Short: "Check budgets and cost anomalies and send the alerts not yet sent",
+		Long: `Checks every budget of the config against the current month's actual and
+forecast cost, and looks for cost anomalies (a project's meter costing far
+more on a day than the 28 days before), on the usage already loaded. Each
+threshold crossing and each anomaly is recorded once in the alerts table
+and sent once: to the log, and to alerts.webhook when set. A send that
+fails is tried again by the next run, which is then partial (exit 3).
+
+Every tally fetch ends with the same check; this command runs it on its
+own. With --dry-run it reads the analysts' copy and lists what would be
+sent now, changing and sending nothing.
+
+See README "Budgets and alerts" for the forecast and anomaly methods.`,
+		Example: `  tally alerts --config tally.yaml --dry-run
+  tally alerts --config tally.yaml`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if config == "" {
+				return usageErr("--config is required: the config file whose budgets to check (see configs/tally.example.yaml)")
+			}
+			r, err := newRunner(cmd, g, config)
+			if err != nil {
+				return err
+			}
+			sum, err := r.Alerts(cmd.Context(), dryRun)
+			out := cmd.OutOrStdout()
+			if len(sum.Check.Budgets) > 0 {
+				tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+				fmt.Fprintln(tw, "budget\tscope\tmonth\tamount\tactual\t%\tforecast\t%\tas of")
+				for _, b := range sum.Check.Budgets {
+					if !b.Found {
+						fmt.Fprintf(tw, "%s\t%s\t\t%s %s\tno usage in %s\t\t\t\t\n", b.Budget.Name, b.Budget.ScopeText(), b.Budget.Amount, b.Budget.Currency, b.Budget.Currency)
+						continue
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s %s\t%s\t%.1f\t%s\t%.1f\t%s\n", b.Budget.Name, b.Budget.ScopeText(), b.Month.Format("2006-01"),
+						b.Budget.Amount, b.Budget.Currency, b.Actual, b.ActualRatio()*100, b.Forecast, b.ForecastRatio()*100, b.AsOf.Format("2006-01-02"))
+				}
+				tw.Flush()
+			}
+			if dryRun {
+				fmt.Fprintf(out, "\n%d alert(s) would be sent now:\n", len(sum.ToSend))
+				for _, a := range sum.ToSend {
+					fmt.Fprintf(out, "  %s\n", a.Text)
+				}
+				return err
+			}
+			fmt.Fprintf(out, "\n%d new alert(s):\n", len(sum.Check.New))
+			for _, a := range sum.Check.New {
+				note := ""
+				if a.Status != "pending" {
+					note = " (" + a.Status + ": found more than a week after its day, recorded, not sent)"
+				}
+				fmt.Fprintf(out, "  %s%s\n", a.Text, note)
+			}
+			if sum.Published != "" {
+				fmt.Fprintf(out, "analysts' copy: %s\n", sum.Published)
+			}
+			return err
+		},
+	}
+	cmd.Flags().StringVar(&config, "config", "", "config file (YAML)")
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "list what would be sent, from the analysts' copy; change and send nothing")
+	return cmd
+}

@@ -1,0 +1,269 @@
+package schedules
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/big"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tally-dev/tally"
+	"github.com/tally-dev/tally/alerts"
+	"github.com/tally-dev/tally/fetch/sim"
+	"github.com/tally-dev/tally/internal/prooftest"
+)
+
+// The forecast made on day 20 from the data fetched that morning, against
+// what the month finally cost (the simulator's truth, read after every
+// charge of the month arrived): within 5% for every project whose usage is
+// steady, with the error of each project logged.
+func TestForecastOnDay20(t *testing.T) {
+	for _, month := range []string{"2026-03", "2026-06"} {
+		t.Run(month, func(t *testing.T) {
+			first := prooftest.Day(t, month+"-01")
+			h := newHarness(t, setup{granularity: tally.Day, start: "2026-01-01",
+				now: first.AddDate(0, 0, 19).Add(7 * time.Hour).Format(time.RFC3339), faults: faults(11)})
+			h.mustFetch()
+			type key struct{ project, currency string }
+			forecast := map[key]*big.Rat{}
+			cv := map[key]float64{}
+			prooftest.WithDB(t, h.db, func(db *sql.DB) {
+				rows, err := db.Query(`SELECT scope, currency, CAST(forecast_cost AS VARCHAR), CAST(as_of AS VARCHAR) FROM forecasts
+WHERE scope_kind = 'project' AND month = ?`, first)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer rows.Close()
+				for rows.Next() {
+					var p, cur, f, asOf string
+					if err := rows.Scan(&p, &cur, &f, &asOf); err != nil {
+						t.Fatal(err)
+					}
+					if want := first.AddDate(0, 0, 18).Format(tally.DateLayout); asOf != want {
+						t.Fatalf("as_of %s, want %s: the day before the partial day 20", asOf, want)
+					}
+					r, _ := new(big.Rat).SetString(f)
+					forecast[key{p, cur}] = r
+				}
+				// Steady: the daily cost of the 28 days before varies by
+				// less than a tenth of its mean, weekday by weekday.
+				rows2, err := db.Query(`WITH d AS (
+    SELECT scope, currency, day, CAST(cost AS DOUBLE) AS cost FROM scope_daily_cost
+    WHERE scope_kind = 'project' AND day > ? - INTERVAL 29 DAY AND day <= ? - INTERVAL 1 DAY),
+w AS (SELECT scope, currency, isodow(day) AS dow, stddev_pop(cost) / nullif(avg(cost), 0) AS cv FROM d GROUP BY ALL)
+SELECT scope, currency, max(coalesce(cv, 1)) FROM w GROUP BY ALL`, first.AddDate(0, 0, 19), first.AddDate(0, 0, 19))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer rows2.Close()
+				for rows2.Next() {
+					var k key
+					var v float64
+					if err := rows2.Scan(&k.project, &k.currency, &v); err != nil {
+						t.Fatal(err)
+					}
+					cv[k] = v
+				}
+			})
+			h.clock.Set(first.AddDate(0, 1, 3))
+			steady := 0
+			for k, f := range forecast {
+				q := tally.UsageQuery{Window: tally.Window{Start: first, End: first.AddDate(0, 1, 0), Granularity: tally.Day}, ProjectNames: []string{k.project}}
+				final := h.sim.Truth(q).Cost[k.currency]
+				if final.Sign() == 0 {
+					continue
+				}
+				errRat := new(big.Rat).Quo(new(big.Rat).Sub(f, final.Rat()), final.Rat())
+				e, _ := errRat.Float64()
+				t.Logf("%s %s %s: forecast on day 20 %s, final %s, error %+.2f%% (weekday cv %.3f)",
+					month, k.project, k.currency, f.FloatString(2), final, e*100, cv[k])
+				if cv[k] < 0.10 {
+					steady++
+					if math.Abs(e) > 0.05 {
+						t.Errorf("%s %s: forecast off by %.2f%%, more than 5%% for a steady project", k.project, k.currency, e*100)
+					}
+				}
+			}
+			if steady == 0 {
+				t.Fatalf("no steady project among %d forecasts: the bound was not tested", len(forecast))
+			}
+		})
+	}
+}
+
+// A spike injected into one project's meter on one day of six months is
+// the one anomaly found.
+func TestAnomalyFindsTheSpikeAndNothingElse(t *testing.T) {
+	for _, g := range []tally.Granularity{tally.Day, tally.Hour} {
+		t.Run(string(g), func(t *testing.T) {
+			start := "2026-01-01"
+			if g == tally.Hour {
+				start = "2026-04-01" // hourly rows of three months keep the test quick; the day case covers six
+			}
+			spike := prooftest.Day(t, "2026-06-10")
+			h := newHarness(t, setup{granularity: g, start: start, now: "2026-07-01T06:00:00Z", window: "31d", faults: faults(5),
+				spike: sim.Spike{Project: "newsroom", Meter: "streaming_egress_gb", Day: spike, Factor: 3}})
+			h.mustFetch()
+			prooftest.WithDB(t, h.db, func(db *sql.DB) {
+				got := prooftest.QueryStrings(t, db, `SELECT day || ' ' || project || ' ' || meter_name || ' ' || currency FROM anomalies ORDER BY ALL`)
+				want := []string{"2026-06-10 newsroom streaming_egress_gb USD"}
+				if strings.Join(got, "\n") != strings.Join(want, "\n") {
+					t.Errorf("anomalies %q, want %q", got, want)
+				}
+				judged := prooftest.QueryStrings(t, db, `SELECT CAST(count(*) AS VARCHAR) FROM (
+    SELECT count(*) OVER (PARTITION BY project, meter_name, currency ORDER BY day RANGE BETWEEN INTERVAL 28 DAYS PRECEDING AND INTERVAL 1 DAY PRECEDING) AS n
+    FROM (SELECT DISTINCT CAST(period_at AS DATE) AS day, project, meter_name, currency FROM usage_finest WHERE basis = 'usage'))
+WHERE n >= 14`)
+				t.Logf("%s: %s project-meter-currency days judged against a baseline, %d anomalous", g, judged[0], len(got))
+			})
+		})
+	}
+}
+
+// webhookSink is a real HTTP server standing in for a chat webhook: it
+// answers with fail (when set) and records the bodies it took, each with
+// whether its signature matched.
+type webhookSink struct {
+	mu     sync.Mutex
+	secret []byte
+	fail   int // status to answer with; 0: 200
+	failN  int // answer fail this many times, then 200; -1: always
+	got    []map[string]any
+	bad    []string
+	tries  int
+}
+
+func (s *webhookSink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.tries++
+	if s.fail != 0 && s.failN != 0 {
+		if s.failN > 0 {
+			s.failN--
+		}
+		http.Error(w, "unavailable", s.fail)
+		return
+	}
+	if sig := r.Header.Get(alerts.SignatureHeader); sig != alerts.Sign(s.secret, body) || r.Header.Get("Content-Type") != "application/json" {
+		s.bad = append(s.bad, fmt.Sprintf("signature %q", sig))
+	}
+	var m map[string]any
+	if err := json.Unmarshal(body, &m); err != nil {
+		s.bad = append(s.bad, err.Error())
+	}
+	s.got = append(s.got, m)
+}
+
+func (s *webhookSink) keys() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for _, m := range s.got {
+		if m["kind"] == "budget" {
+			out = append(out, fmt.Sprintf("budget %v %v %v", m["budget"], m["threshold"], m["month"]))
+		} else {
+			out = append(out, fmt.Sprintf("anomaly %v %v %v", m["project"], m["meter"], m["day"]))
+		}
+	}
+	return out
+}
+
+// Every budget crossing and the anomaly reach a real webhook once, signed,
+// after the webhook failed the first run: that run is partial, naming the
+// sink, and the next one sends what it could not; a third sends nothing.
+func TestAlertsSentOnceSignedAndRetried(t *testing.T) {
+	old := webhookTune
+	webhookTune = func(w *alerts.Webhook) { w.Pause = time.Millisecond }
+	t.Cleanup(func() { webhookTune = old })
+	sink := &webhookSink{secret: []byte("hook-secret-9d1c"), fail: http.StatusServiceUnavailable, failN: -1}
+	hook := httptest.NewServer(sink)
+	t.Cleanup(hook.Close)
+	dir := t.TempDir()
+	secretFile := filepath.Join(dir, "hook.secret")
+	if err := os.WriteFile(secretFile, append(sink.secret, '\n'), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, setup{granularity: tally.Day, start: "2026-04-01", now: "2026-06-12T06:00:00Z", window: "31d",
+		spike: sim.Spike{Project: "newsroom", Meter: "streaming_egress_gb", Day: prooftest.Day(t, "2026-06-10"), Factor: 4},
+		extra: fmt.Sprintf(`budgets:
+  - name: org
+    currency: EUR
+    amount: 100
+  - name: newsroom
+    scope: project:newsroom
+    currency: USD
+    amount: 1000000
+alerts:
+  webhook:
+    url: %s/services/T0/B0/secretpath
+    secret_file: %s
+`, hook.URL, secretFile)})
+
+	_, err := h.runner.Fetch(context.Background(), FetchOptions{})
+	var pe *PartialError
+	if !errors.As(err, &pe) || !strings.Contains(err.Error(), "webhook:"+hook.URL) || strings.Contains(err.Error(), "secretpath") {
+		t.Fatalf("first run: %v; want partial naming the sink by host only", err)
+	}
+	if sink.tries != 4*3 {
+		t.Errorf("%d posts; want 3 tries for each of 4 alerts", sink.tries)
+	}
+	sink.mu.Lock()
+	sink.failN = 0
+	sink.mu.Unlock()
+
+	h.clock.Set(h.clock.Now().Add(24 * time.Hour))
+	if _, err := h.runner.Fetch(context.Background(), FetchOptions{}); err != nil {
+		t.Fatalf("second run: %v", err)
+	}
+	want := []string{"budget org actual 80% 2026-06", "budget org actual 100% 2026-06", "budget org forecast 100% 2026-06",
+		"anomaly newsroom streaming_egress_gb 2026-06-10"}
+	if got := sink.keys(); strings.Join(slices.Sorted(slices.Values(got)), "\n") != strings.Join(slices.Sorted(slices.Values(want)), "\n") {
+		t.Errorf("webhook got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if len(sink.bad) > 0 {
+		t.Errorf("bad posts: %v", sink.bad)
+	}
+	for _, m := range sink.got {
+		text, _ := m["text"].(string)
+		if !strings.HasPrefix(text, "Tally: ") || strings.Contains(text, "http") {
+			t.Errorf("text %q: want a link-free line", text)
+		}
+		if m["kind"] == "budget" {
+			if _, err := tally.ParseDecimal(fmt.Sprint(m["actual"])); err != nil || m["currency"] != "EUR" || m["amount"] != "100.00" {
+				t.Errorf("budget body %v", m)
+			}
+		}
+	}
+
+	h.clock.Set(h.clock.Now().Add(24 * time.Hour))
+	before := len(sink.keys())
+	if _, err := h.runner.Fetch(context.Background(), FetchOptions{}); err != nil {
+		t.Fatalf("third run: %v", err)
+	}
+	if after := len(sink.keys()); after != before {
+		t.Errorf("third run sent %d more alerts; each is sent once", after-before)
+	}
+	prooftest.WithDB(t, h.db, func(db *sql.DB) {
+		got := prooftest.QueryStrings(t, db, `SELECT status || ' ' || attempts FROM alerts ORDER BY key`)
+		if strings.Join(got, ",") != "sent 2,sent 2,sent 2,sent 2" {
+			t.Errorf("alerts table: %v; want all sent, at the second of two runs", got)
+		}
+	})
+	if strings.Contains(h.logs.String(), string(sink.secret)) || strings.Contains(h.logs.String(), "secretpath") {
+		t.Error("the webhook secret or its address's path appears in the logs")
+	}
+	prooftest.NoTokenInFiles(t, h.dir, string(sink.secret))
+}
