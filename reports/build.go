@@ -30,6 +30,8 @@ type Options struct {
 	// Now gives the generated-at time and decides whether the month is
 	// closed; nil means time.Now.
 	Now func() time.Time
+	// Budgets, when any, get a Budgets and forecast sheet.
+	Budgets []Budget
 }
 
 // Defaults of Options and limits.
@@ -185,6 +187,12 @@ func (b *builder) build() error {
 		{sheetRateCard, b.rateCardCheck},
 		{sheetFlags, b.flags},
 		{sheetDaily, b.daily},
+	}
+	if len(b.opts.Budgets) > 0 {
+		steps = append([]struct {
+			name string
+			fill func() error
+		}{{sheetBudgets, b.budgets}}, steps...)
 	}
 	if len(b.adjustments) > 0 {
 		steps = append(steps, struct {

@@ -232,7 +232,10 @@ func (b *builder) flags() error {
 		}
 		b.flagCounts[f.kind]++
 	}
-	return t.finish("Nothing flagged for this month.")
+	if err := t.finish("Nothing flagged for this month."); err != nil {
+		return err
+	}
+	return b.anomalies(max(t.row, t.first+3) + 3)
 }
 
 func dateOr(t sql.NullTime, none string) string {

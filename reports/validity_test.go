@@ -59,7 +59,7 @@ func TestValidityJudgedOnTheBucket(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	fl := rows(t, f, "Flags")
+	fl := flagRows(t, f)
 	type key struct{ kind, subject string }
 	got := map[key]string{}
 	for _, r := range fl[1:] {
@@ -136,7 +136,7 @@ FROM payment_method_violations ORDER BY payment_method, problem`)
 		t.Fatal(err)
 	}
 	defer g.Close()
-	fl = rows(t, g, "Flags")
+	fl = flagRows(t, g)
 	if n := len(find(t, fl, map[string]string{"Kind": "Validity cannot be told at this granularity"})); n != 0 {
 		t.Errorf("day buckets flagged as undecidable %d times", n)
 	}

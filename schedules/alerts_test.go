@@ -1,6 +1,7 @@
 package schedules
 
 import (
+	"archive/zip"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -19,10 +20,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xuri/excelize/v2"
+
 	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/alerts"
 	"github.com/tally-dev/tally/fetch/sim"
 	"github.com/tally-dev/tally/internal/prooftest"
+	"github.com/tally-dev/tally/store"
 )
 
 // The forecast made on day 20 from the data fetched that morning, against
@@ -266,4 +270,108 @@ alerts:
 		t.Error("the webhook secret or its address's path appears in the logs")
 	}
 	prooftest.NoTokenInFiles(t, h.dir, string(sink.secret))
+}
+
+// The workbook of a month with budgets has a Budgets and forecast sheet
+// whose figures are the forecasts view's, with a chart per budget, and the
+// Flags sheet lists the month's anomaly in its Anomalies section.
+func TestWorkbookBudgetsAndAnomalies(t *testing.T) {
+	h := newHarness(t, setup{granularity: tally.Hour, start: "2026-05-01", now: "2026-06-20T06:00:00Z", window: "31d",
+		spike: sim.Spike{Project: "newsroom", Meter: "streaming_egress_gb", Day: prooftest.Day(t, "2026-06-10"), Factor: 4},
+		extra: `budgets:
+  - name: news
+    scope: project:newsroom
+    currency: USD
+    amount: 2500.50
+  - name: typo
+    scope: project:newsrooom
+    currency: USD
+    amount: 10
+`})
+	h.mustFetch()
+	june := prooftest.Day(t, "2026-06-01")
+	path := filepath.Join(h.dir, "june.xlsx")
+	st, err := store.OpenReadOnly(context.Background(), h.db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Report(context.Background(), h.runner.Config, st.DB(), june, "", path, h.clock.Now, h.runner.Log)
+	st.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var actual, forecast string
+	prooftest.WithDB(t, h.db, func(db *sql.DB) {
+		got := prooftest.QueryStrings(t, db, `SELECT CAST(actual_cost AS VARCHAR) || ' ' || CAST(forecast_cost AS VARCHAR) FROM forecasts
+WHERE month = DATE '2026-06-01' AND scope_kind = 'project' AND scope = 'newsroom' AND currency = 'USD'`)
+		if len(got) != 1 {
+			t.Fatalf("forecasts %v", got)
+		}
+		actual, forecast, _ = strings.Cut(got[0], " ")
+	})
+	f, err := excelize.OpenFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rows, err := f.GetRows("Budgets and forecast", excelize.Options{RawCellValue: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) < 3 || rows[1][0] != "news" || rows[2][0] != "typo" {
+		t.Fatalf("budget rows %q", rows[:min(3, len(rows))])
+	}
+	same := func(what, cellText, exact string) {
+		t.Helper()
+		c, _ := new(big.Rat).SetString(cellText)
+		e, _ := new(big.Rat).SetString(exact)
+		if c == nil || e == nil || math.Abs(ratFloat(new(big.Rat).Sub(c, e))) > 0.005 {
+			t.Errorf("%s: cell %s, view %s", what, cellText, exact)
+		}
+	}
+	same("amount", rows[1][3], "2500.50")
+	same("actual", rows[1][4], actual)
+	same("forecast", rows[1][6], forecast)
+	a, _ := new(big.Rat).SetString(actual)
+	same("actual %", rows[1][5], new(big.Rat).Quo(a, big.NewRat(250050, 100)).FloatString(6))
+	if len(rows[2]) > 4 && rows[2][4] != "" {
+		t.Errorf("a budget whose scope has no usage shows actual %q; want blank", rows[2][4])
+	}
+	zr, err := zip.OpenReader(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	charts := 0
+	for _, zf := range zr.File {
+		if strings.HasPrefix(zf.Name, "xl/charts/chart") {
+			charts++
+		}
+	}
+	zr.Close()
+	daily, err := f.GetRows("Daily")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := len(daily[0]) - 1 + 1; charts != want { // one a currency on Daily, one for the budget with usage
+		t.Errorf("%d charts; want %d", charts, want)
+	}
+	flags, err := f.GetRows("Flags")
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for i, r := range flags {
+		if len(r) > 0 && strings.HasPrefix(r[0], "Anomalies") && i+2 < len(flags) {
+			row := flags[i+2]
+			found = len(row) > 3 && row[1] == "newsroom" && row[2] == "streaming_egress_gb" && row[3] == "USD"
+		}
+	}
+	if !found {
+		t.Errorf("the Flags sheet has no Anomalies section listing newsroom's spike:\n%q", flags)
+	}
+}
+
+func ratFloat(r *big.Rat) float64 {
+	f, _ := r.Float64()
+	return f
 }

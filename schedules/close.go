@@ -164,7 +164,7 @@ func closeMonth(ctx context.Context, env *Env, runID uuid.UUID, o CloseOptions) 
 	if err != nil {
 		return c, err
 	}
-	opts := reports.Options{Tolerance: cfg.Reports.Tolerance, Now: env.Now}
+	opts := reports.Options{Tolerance: cfg.Reports.Tolerance, Now: env.Now, Budgets: ReportBudgets(cfg)}
 	if err := reports.WriteFile(ctx, env.Store.DB(), p, final, opts); err != nil {
 		return c, fmt.Errorf("close %s: %w", m, err)
 	}

@@ -20,6 +20,8 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/robfig/cron/v3"
 
+	"github.com/tally-dev/tally"
+	"github.com/tally-dev/tally/alerts"
 	"github.com/tally-dev/tally/configs"
 	"github.com/tally-dev/tally/store"
 )
@@ -135,6 +137,11 @@ func TestMetricsText(t *testing.T) {
 	m.tickSkipped(odd)
 	m.tickSkipped(odd)
 	m.runStarted("weekly")
+	platform := configs.Budget{Name: "platform", ScopeKind: "all", Currency: "USD", Amount: tally.MustDecimal("200")}
+	m.alertsChecked(alerts.Check{Anomalies: 2, Budgets: []alerts.BudgetStatus{
+		{Budget: platform, Found: true, Actual: tally.MustDecimal("50"), Forecast: tally.MustDecimal("250")}}})
+	m.alertsChecked(alerts.Check{Anomalies: 1, Budgets: []alerts.BudgetStatus{
+		{Budget: platform, Found: true, Actual: tally.MustDecimal("100"), Forecast: tally.MustDecimal("210")}}})
 
 	samples := parseProm(t, m.metrics())
 	want := []struct {
@@ -160,6 +167,9 @@ func TestMetricsText(t *testing.T) {
 		{"tally_job_skipped_total", []string{"job", odd}, 2},
 		{"tally_fetch_rows_total", []string{"job", odd}, 1234},
 		{"tally_scheduler_start_time_seconds", nil, float64(now.Unix())},
+		{"tally_budget_actual_ratio", []string{"budget", "platform"}, 0.5},
+		{"tally_budget_forecast_ratio", []string{"budget", "platform"}, 1.05},
+		{"tally_anomalies_total", nil, 3},
 	}
 	for _, w := range want {
 		got, ok := promValue(samples, w.name, w.labels...)
@@ -220,6 +230,8 @@ func TestMetricsLintAndEndpoint(t *testing.T) {
 	m.Request("usage", 200)
 	m.Request("usage", 0)
 	m.Retry("rate_card")
+	m.alertsChecked(alerts.Check{Anomalies: 1, Budgets: []alerts.BudgetStatus{{Budget: configs.Budget{Name: "b", Amount: tally.MustDecimal("10")},
+		Actual: tally.MustDecimal("1"), Forecast: tally.MustDecimal("2")}}})
 
 	text := m.metrics()
 	problems, err := promlint.New(bytes.NewReader(text)).Lint()

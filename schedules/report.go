@@ -60,9 +60,18 @@ func Report(ctx context.Context, cfg *configs.Config, src reports.Source, month 
 		return p, &EmptyMonthError{Period: p}
 	}
 	log.Info().Str("month", label).Str("path", path).Msg("writing report")
-	if err := reports.WriteFile(ctx, src, p, path, reports.Options{Tolerance: cfg.Reports.Tolerance, Now: now}); err != nil {
+	if err := reports.WriteFile(ctx, src, p, path, reports.Options{Tolerance: cfg.Reports.Tolerance, Now: now, Budgets: ReportBudgets(cfg)}); err != nil {
 		return p, fmt.Errorf("report %s: %w", label, err)
 	}
 	log.Info().Str("month", label).Str("path", path).Msg("report written")
 	return p, nil
+}
+
+// ReportBudgets are the config's budgets as the workbook shows them.
+func ReportBudgets(cfg *configs.Config) []reports.Budget {
+	var out []reports.Budget
+	for _, b := range cfg.Budgets {
+		out = append(out, reports.Budget{Name: b.Name, ScopeKind: b.ScopeKind, Scope: b.Scope, ScopeText: b.ScopeText(), Currency: b.Currency, Amount: b.Amount})
+	}
+	return out
 }

@@ -8,14 +8,17 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
 	"github.com/tally-dev/tally"
+	"github.com/tally-dev/tally/alerts"
 	"github.com/tally-dev/tally/configs"
 	"github.com/tally-dev/tally/fetch"
 	"github.com/tally-dev/tally/schedules"
@@ -71,7 +74,26 @@ type statusReport struct {
 	// Jobs are the configured jobs with their latest runs (from the copy,
 	// or noted beside the database when the lock was held) and next times.
 	Jobs []schedules.JobStatus `json:"jobs"`
+	// Budgets are the config's budgets in the current month, from the
+	// copy; Problems say which budget names a scope and currency with no
+	// usage, which makes the command exit 2.
+	Budgets  []statusBudget `json:"budgets"`
+	Problems []string       `json:"problems,omitempty"`
 	*store.Status
+}
+
+// statusBudget is one budget as tally status shows it.
+type statusBudget struct {
+	Name          string  `json:"name"`
+	Scope         string  `json:"scope"`
+	Currency      string  `json:"currency"`
+	Amount        string  `json:"amount"`
+	Month         string  `json:"month,omitempty"`
+	AsOf          string  `json:"as_of,omitempty"`
+	Actual        string  `json:"actual,omitempty"`
+	Forecast      string  `json:"forecast,omitempty"`
+	ActualRatio   float64 `json:"actual_ratio"`
+	ForecastRatio float64 `json:"forecast_ratio"`
 }
 
 func runStatus(ctx context.Context, o *statusOptions, w io.Writer) error {
@@ -114,6 +136,9 @@ func runStatus(ctx context.Context, o *statusOptions, w io.Writer) error {
 		if rep.Status, err = st.Status(ctx); err != nil {
 			return err
 		}
+		if err := statusBudgets(ctx, st, cfg, &rep); err != nil {
+			return err
+		}
 	}
 	pending, err := store.PendingRuns(cfg.Store.Path)
 	if err != nil {
@@ -125,10 +150,57 @@ func runStatus(ctx context.Context, o *statusOptions, w io.Writer) error {
 		if err != nil {
 			return fmt.Errorf("encode status: %w", err)
 		}
-		_, err = w.Write(append(b, '\n'))
+		if _, err = w.Write(append(b, '\n')); err != nil {
+			return err
+		}
+	} else if err := writeStatusTable(w, &rep, cfg); err != nil {
 		return err
 	}
-	return writeStatusTable(w, &rep, cfg)
+	if len(rep.Problems) > 0 {
+		return usageErr("%s", strings.Join(rep.Problems, "\n"))
+	}
+	return nil
+}
+
+// statusBudgets checks each budget against the copy: its figures this
+// month, and a problem when its scope has no usage in its currency (a
+// typo in a project name, or the wrong currency), which would otherwise
+// read as a budget never reached.
+func statusBudgets(ctx context.Context, st *store.Store, cfg *configs.Config, rep *statusReport) error {
+	if len(cfg.Budgets) == 0 {
+		return nil
+	}
+	check, err := alerts.Evaluate(ctx, st, cfg, uuid.Nil, time.Now(), false)
+	if err != nil {
+		return err
+	}
+	for i, b := range check.Budgets {
+		sb := statusBudget{Name: b.Budget.Name, Scope: b.Budget.ScopeText(), Currency: b.Budget.Currency, Amount: b.Budget.Amount.String()}
+		if !b.Month.IsZero() {
+			sb.Month, sb.AsOf = b.Month.Format("2006-01"), b.AsOf.Format(tally.DateLayout)
+			sb.Actual, sb.Forecast = b.Actual.String(), b.Forecast.String()
+			sb.ActualRatio, sb.ForecastRatio = b.ActualRatio(), b.ForecastRatio()
+		}
+		rep.Budgets = append(rep.Budgets, sb)
+		have, err := st.ScopeCurrencies(ctx, b.Budget.ScopeKind, b.Budget.Scope)
+		if err != nil {
+			return err
+		}
+		if slices.Contains(have, b.Budget.Currency) {
+			continue
+		}
+		where := fmt.Sprintf("budgets[%d].currency (budget %q)", i, b.Budget.Name)
+		switch {
+		case len(have) > 0:
+			rep.Problems = append(rep.Problems, fmt.Sprintf("%s: %s never bills in %s; it bills in %s", where, b.Budget.ScopeText(), b.Budget.Currency, strings.Join(have, ", ")))
+		case b.Budget.ScopeKind == "all":
+			rep.Problems = append(rep.Problems, fmt.Sprintf("%s: no usage at hour or day granularity is loaded yet, so the budget cannot be checked", where))
+		default:
+			rep.Problems = append(rep.Problems, fmt.Sprintf("budgets[%d].scope (budget %q): %s has no usage at all; check the name (tally query \"SELECT DISTINCT scope FROM scope_daily_cost WHERE scope_kind = '%s'\")",
+				i, b.Budget.Name, b.Budget.ScopeText(), b.Budget.ScopeKind))
+		}
+	}
+	return nil
 }
 
 func writeStatusTable(w io.Writer, rep *statusReport, cfg *configs.Config) error {
@@ -201,6 +273,18 @@ func writeStatusTable(w io.Writer, rep *statusReport, cfg *configs.Config) error
 		for _, g := range rep.Gaps {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\n", g.Granularity, g.Basis, g.Scope,
 				g.Start.Format(tally.DateLayout), g.End.Format(tally.DateLayout), int(g.End.Sub(g.Start).Hours()/24))
+		}
+	}
+
+	if len(rep.Budgets) > 0 {
+		fmt.Fprintf(tw, "\nBUDGETS (this month; see tally alerts)\n")
+		fmt.Fprintf(tw, "NAME\tSCOPE\tAMOUNT\tMONTH\tACTUAL\t%%\tFORECAST\t%%\tAS OF\n")
+		for _, b := range rep.Budgets {
+			fmt.Fprintf(tw, "%s\t%s\t%s %s\t%s\t%s\t%.1f\t%s\t%.1f\t%s\n", b.Name, b.Scope, b.Amount, b.Currency, statusDash(b.Month),
+				statusDash(b.Actual), b.ActualRatio*100, statusDash(b.Forecast), b.ForecastRatio*100, statusDash(b.AsOf))
+		}
+		for _, p := range rep.Problems {
+			fmt.Fprintf(tw, "PROBLEM: %s\n", p)
 		}
 	}
 

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -77,5 +78,47 @@ func TestStatusCommand(t *testing.T) {
 		if _, err := execCLI(t, "", args...); !isUsageError(err) {
 			t.Errorf("%v: %v, want a usage error", args, err)
 		}
+	}
+}
+
+// tally status shows each budget's month and exits 2 naming a budget whose
+// scope never bills in its currency, or whose project has no usage at all:
+// either would read as a budget never reached.
+func TestStatusBudgets(t *testing.T) {
+	cfg, _ := queryFixture(t, true)
+	f, err := os.OpenFile(cfg, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(`budgets:
+  - name: team-a
+    scope: project:a
+    currency: USD
+    amount: 100
+  - name: team-b
+    scope: project:b
+    currency: USD
+    amount: 100
+  - name: team-c
+    scope: project:c
+    currency: EUR
+    amount: 100
+`)
+	f.Close()
+	out, err := execCLI(t, "", "status", "--config", cfg)
+	if !isUsageError(err) {
+		t.Fatalf("status: %v, want a usage error (exit 2)\n%s", err, out)
+	}
+	for _, want := range []string{
+		"BUDGETS", "team-a  project:a  100 USD",
+		`budgets[1].currency (budget "team-b"): project:b never bills in USD; it bills in EUR`,
+		`budgets[2].scope (budget "team-c"): project:c has no usage at all`,
+	} {
+		if !strings.Contains(out+err.Error(), want) {
+			t.Errorf("status lacks %q:\n%s\n%v", want, out, err)
+		}
+	}
+	if strings.Contains(err.Error(), "team-a") {
+		t.Errorf("team-a bills in USD, yet: %v", err)
 	}
 }

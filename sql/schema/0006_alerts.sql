@@ -8,7 +8,7 @@ CREATE TABLE alerts (
     run_id     UUID NOT NULL, -- the run that found it (runs.id)
     month      DATE NOT NULL, -- the month it is about (first day)
     scope      VARCHAR NOT NULL, -- budget: all, project:<name>, payment_method:<id> or family:<name>; anomaly: project:<name>
-    currency   VARCHAR NOT NULL,
+    currency   VARCHAR NOT NULL, -- the currency of the amounts it names
     text       VARCHAR NOT NULL, -- the one line a person reads
     payload    VARCHAR NOT NULL, -- the JSON body the webhook is sent
     status     VARCHAR NOT NULL, -- pending (to send), sent, or stale (found more than a week after its day: recorded, never sent)
@@ -17,6 +17,8 @@ CREATE TABLE alerts (
     last_error VARCHAR -- why the last send failed
 );
 
+-- alert_settings: the anomaly thresholds of the last run that checked
+-- alerts (the config's anomalies section); the anomalies view applies them.
 CREATE TABLE alert_settings (
     mads       DECIMAL(9, 3) NOT NULL, -- anomalies.mads: how many scaled MADs above the median a day's cost must be
     min_amount DECIMAL(18, 6) NOT NULL, -- anomalies.min_amount: and by at least this much, in the row's currency

@@ -6,15 +6,23 @@
 -- usage, which holds only part of its day. A forecast day costs the mean
 -- of the same weekday over the 28 days up to as_of (four of each weekday;
 -- a day without usage counts as 0), so a quiet weekend stays quiet. The
--- latest, partial day is forecast too: its cost so far is in actual_cost.
+-- latest, partial day is forecast too, at no less than its cost so far,
+-- which is also in forecasts.actual_cost.
 CREATE OR REPLACE VIEW forecast_days AS
 WITH latest AS (
     SELECT max(day) - 1 AS as_of FROM scope_daily_cost
 ),
 series AS (
+    -- Every month with usage, and the current month for every scope with
+    -- usage in the 28 days the forecast learns from, even before its
+    -- first cost of the month arrives.
     SELECT DISTINCT scope_kind, scope, currency, CAST(date_trunc('month', day) AS DATE) AS month
     FROM scope_daily_cost, latest
     WHERE day <= as_of + 1
+    UNION
+    SELECT DISTINCT scope_kind, scope, currency, CAST(date_trunc('month', as_of + 1) AS DATE)
+    FROM scope_daily_cost, latest
+    WHERE day > as_of - 28 AND day <= as_of
 ),
 days AS (
     SELECT s.*, CAST(g.d AS DATE) AS day, a.as_of
@@ -34,7 +42,7 @@ SELECT d.month, -- first day of the month
        d.day, -- the UTC day
        CASE WHEN d.day <= d.as_of THEN 'actual' ELSE 'forecast' END AS kind, -- actual: what it cost; forecast: expected
        CASE WHEN d.day <= d.as_of THEN coalesce(c.cost, 0)
-            ELSE coalesce(p.rate, 0) END AS cost, -- the day's cost, or its forecast
+            ELSE greatest(coalesce(p.rate, 0), coalesce(c.cost, 0)) END AS cost, -- the day's cost, or its forecast (never below what it cost so far)
        d.as_of -- the last complete day of the data
 FROM days d
 LEFT JOIN scope_daily_cost c

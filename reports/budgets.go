@@ -1,0 +1,219 @@
+package reports
+
+import (
+	"database/sql"
+	"fmt"
+	"math/big"
+	"time"
+
+	"github.com/xuri/excelize/v2"
+
+	"github.com/tally-dev/tally"
+)
+
+// Budget is one budget the workbook shows (the config's budgets).
+type Budget struct {
+	Name      string
+	ScopeKind string // all, project, payment_method or family
+	Scope     string // "" for all
+	ScopeText string // as written in the config: all or kind:name
+	Currency  string
+	Amount    tally.Decimal
+}
+
+const sheetBudgets = "Budgets and forecast"
+
+// budgetDay is one day of a budget's month.
+type budgetDay struct {
+	at       time.Time
+	forecast bool
+	cost     money
+}
+
+// budgets fills the Budgets and forecast sheet: a row per budget (amount,
+// actual, forecast and their shares of the amount), then per budget a
+// table of the month's days, cumulative, and a chart of cumulative actual
+// against forecast against the budget. Figures are on basis usage, as
+// budgets are.
+func (b *builder) budgets() error {
+	t, err := b.newTable(sheetBudgets, "Budgets", 1, []column{
+		{"Budget", 18}, {"Scope", 24}, {"Currency", 16}, {"Budget amount", 16}, {"Actual so far", 16},
+		{"Actual %", 10}, {"Forecast month end", 18}, {"Forecast %", 11}, {"Data up to", 12},
+	})
+	if err != nil {
+		return err
+	}
+	row := 2 + len(b.opts.Budgets) + 3
+	for i, bu := range b.opts.Budgets {
+		var days []budgetDay
+		var asOf sql.NullTime
+		var actual money
+		err := b.each("budget", func(r *sql.Rows) error {
+			var d budgetDay
+			var kind string
+			if err := r.Scan(&d.at, &kind, &d.cost, &asOf, &actual); err != nil {
+				return err
+			}
+			d.forecast = kind == "forecast"
+			days = append(days, d)
+			return nil
+		}, sql.Named("scope_kind", bu.ScopeKind), sql.Named("scope", bu.Scope), sql.Named("currency", bu.Currency))
+		if err != nil {
+			return err
+		}
+		forecast := money{dec: tally.MustDecimal("0"), valid: true}
+		for _, d := range days {
+			forecast.dec = forecast.dec.Add(d.cost.dec)
+		}
+		if len(days) == 0 {
+			forecast, actual = money{}, money{}
+		}
+		amount := money{dec: bu.Amount, valid: true}
+		cells := []cell{b.txt(bu.Name), b.txt(bu.ScopeText), b.txt(bu.Currency)}
+		for _, m := range []money{amount, actual} {
+			c, err := b.amount(m, bu.Currency)
+			if err != nil {
+				return err
+			}
+			cells = append(cells, c)
+		}
+		cells = append(cells, b.share(actual, bu.Amount))
+		c, err := b.amount(forecast, bu.Currency)
+		if err != nil {
+			return err
+		}
+		cells = append(cells, c, b.share(forecast, bu.Amount), b.day(asOf))
+		if err := t.add(cells...); err != nil {
+			return err
+		}
+		if len(days) > 0 {
+			if row, err = b.budgetChart(i, bu, days, row); err != nil {
+				return err
+			}
+		}
+	}
+	if err := t.finish(""); err != nil {
+		return err
+	}
+	note := "Actual and forecast are the usage value on the day the usage happened (basis usage), as the budgets count it. " +
+		"Forecast: the month so far plus each remaining day at the mean cost of the same weekday over the 28 days before the data's last complete day."
+	return b.put(sheetBudgets, 1, 2+len(b.opts.Budgets)+1, b.txt(note))
+}
+
+// share is m as a fraction of amount, shown as a percentage; blank when m
+// is.
+func (b *builder) share(m money, amount tally.Decimal) cell {
+	if !m.valid || amount.Sign() == 0 {
+		return cell{nil, b.st.percent}
+	}
+	f, _ := new(big.Rat).Quo(m.dec.Rat(), amount.Rat()).Float64()
+	return cell{f, b.st.percent}
+}
+
+// budgetChart writes budget i's days from row on (Day, Actual, Forecast,
+// Budget, cumulative) with its chart beside them, and returns the row
+// after.
+func (b *builder) budgetChart(i int, bu Budget, days []budgetDay, row int) (int, error) {
+	if err := b.put(sheetBudgets, 1, row, cell{fmt.Sprintf("%s (%s, %s), cumulative by day", bu.Name, bu.ScopeText, bu.Currency), b.st.section}); err != nil {
+		return 0, err
+	}
+	t, err := b.newTable(sheetBudgets, fmt.Sprintf("BudgetDays%d", i+1), row+1, []column{
+		{"Day", 12}, {"Actual", 16}, {"Forecast", 16}, {"Budget", 16},
+	})
+	if err != nil {
+		return 0, err
+	}
+	style, err := b.st.moneyStyle(bu.Currency)
+	if err != nil {
+		return 0, err
+	}
+	sum := tally.MustDecimal("0")
+	amount := bu.Amount.Float64()
+	for j, d := range days {
+		sum = sum.Add(d.cost.dec)
+		actual, forecast := cell{nil, style}, cell{nil, style}
+		if d.forecast {
+			forecast = cell{sum.Float64(), style}
+		} else {
+			actual = cell{sum.Float64(), style}
+			// The forecast line starts where the actual one ends.
+			if j+1 < len(days) && days[j+1].forecast {
+				forecast = actual
+			}
+		}
+		if err := t.add(cell{d.at, b.st.date}, actual, forecast, cell{amount, style}); err != nil {
+			return 0, err
+		}
+	}
+	if err := t.finish(""); err != nil {
+		return 0, err
+	}
+	first, last := row+2, row+1+len(days)
+	ref := func(col string) string { return fmt.Sprintf("'%s'!$%s$%d:$%s$%d", sheetBudgets, col, first, col, last) }
+	var series []excelize.ChartSeries
+	for _, col := range []string{"B", "C", "D"} {
+		series = append(series, excelize.ChartSeries{
+			Name:       fmt.Sprintf("'%s'!$%s$%d", sheetBudgets, col, row+1),
+			Categories: ref("A"),
+			Values:     ref(col),
+		})
+	}
+	zero := 0.0
+	err = b.f.AddChart(sheetBudgets, fmt.Sprintf("F%d", row), &excelize.Chart{
+		Type:      excelize.Line,
+		Series:    series,
+		Title:     excelize.ChartTitle{Paragraph: []excelize.RichTextRun{{Text: fmt.Sprintf("%s: cumulative cost against budget, %s", bu.Name, bu.Currency)}}},
+		Legend:    excelize.ChartLegend{Position: "bottom"},
+		Dimension: excelize.ChartDimension{Width: 640, Height: 320},
+		XAxis:     excelize.ChartAxis{NumFmt: excelize.ChartNumFmt{CustomNumFmt: fmtDate}, TickLabelSkip: 7},
+		YAxis:     excelize.ChartAxis{MajorGridLines: true, NumFmt: excelize.ChartNumFmt{CustomNumFmt: fmtMoney}, Minimum: &zero},
+	})
+	if err != nil {
+		return 0, fmt.Errorf("chart %s: %w", bu.Name, err)
+	}
+	// The chart is 320 points high, about 17 rows: the next table starts
+	// below both.
+	return row + max(len(days)+4, 19), nil
+}
+
+// anomalies writes the Flags sheet's Anomalies section from row on: each
+// cost anomaly of the month's days.
+func (b *builder) anomalies(row int) error {
+	if err := b.put(sheetFlags, 1, row, cell{"Anomalies: a project's meter cost far more on a day than on the 28 days before (basis usage)", b.st.section}); err != nil {
+		return err
+	}
+	t, err := b.newTable(sheetFlags, "Anomalies", row+1, []column{
+		{"Day", 12}, {"Project", 34}, {"Meter", 22}, {"Currency", 10}, {"Cost", 12}, {"Usual (median)", 12}, {"MADs", 8}, {"Excess", 16},
+	})
+	if err != nil {
+		return err
+	}
+	err = b.each("anomalies", func(r *sql.Rows) error {
+		var (
+			day                  time.Time
+			project, meter, cur  string
+			cost, baseline, more money
+			score                sql.NullFloat64
+		)
+		if err := r.Scan(&day, &project, &meter, &cur, &cost, &baseline, &more, &score); err != nil {
+			return err
+		}
+		var amounts [3]cell
+		for i, m := range []money{cost, baseline, more} {
+			c, err := b.amount(m, cur)
+			if err != nil {
+				return err
+			}
+			amounts[i] = c
+		}
+		sc := cell{nil, b.st.quantity}
+		if score.Valid {
+			sc = cell{score.Float64, b.st.quantity}
+		}
+		return t.add(cell{day, b.st.date}, b.txt(project), b.txt(meter), b.txt(cur), amounts[0], amounts[1], sc, amounts[2])
+	})
+	if err != nil {
+		return err
+	}
+	return t.finish("No cost anomaly on this month's days.")
+}
