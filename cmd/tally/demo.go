@@ -55,6 +55,17 @@ the last full month. Everything stays in --dir.`,
 			fmt.Fprintf(out, "  config:          %s\n", res.Config)
 			fmt.Fprintf(out, "  fetched:         %d windows, %d rows, %d requests\n",
 				res.Nightly.Fetch.Loaded, res.Nightly.Fetch.Rows, res.Nightly.Fetch.Requests)
+			if a := res.Nightly.Fetch.Alerts; len(a.Budgets) > 0 || len(a.New) > 0 {
+				fmt.Fprintf(out, "\nBudgets this month (tally status shows them too):\n")
+				for _, b := range a.Budgets {
+					fmt.Fprintf(out, "  %-9s %s so far (%.0f%%), forecast %s (%.0f%%) of %s %s\n", b.Budget.Name,
+						b.Actual, b.ActualRatio()*100, b.Forecast, b.ForecastRatio()*100, b.Budget.Amount, b.Budget.Currency)
+				}
+				fmt.Fprintf(out, "Alerts sent to the log (alerts.webhook would get them too):\n")
+				for _, al := range a.New {
+					fmt.Fprintf(out, "  %s\n", al.Text)
+				}
+			}
 			cfg := shellQuote(res.Config)
 			// Each counts every charge once: usage holds every granularity
 			// and basis loaded, so a sum straight over it counts a charge
@@ -119,7 +130,7 @@ func runDemo(ctx context.Context, dir string, log zerolog.Logger, version string
 	// The simulated organization's usage starts on the first of the
 	// previous month, so the demo has one full month and the month to date.
 	start := tally.Month.Truncate(now).AddDate(0, -1, 0)
-	srv := sim.New(sim.Options{Token: token, Seed: 1, Start: start, Now: func() time.Time { return now }})
+	srv := sim.New(sim.Options{Token: token, Seed: 1, Start: start, Now: func() time.Time { return now }, Spike: demoSpike(now)})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return res, fmt.Errorf("start simulated interface: %w", err)
@@ -155,6 +166,14 @@ store:
 reports:
   dir: reports
   months: [previous]
+budgets:
+  - name: platform
+    currency: USD
+    amount: 9000
+  - name: newsroom
+    scope: project:newsroom
+    currency: USD
+    amount: 3000
 `, res.BaseURL, start.Format(tally.DateLayout))
 	if err := os.WriteFile(res.Config, []byte(yaml), 0o600); err != nil {
 		return res, fmt.Errorf("write demo config: %w", err)
@@ -173,6 +192,12 @@ reports:
 		res.Workbook = res.Nightly.Reports[0].Path
 	}
 	return res, nil
+}
+
+// demoSpike is the demo interface's cost jump, yesterday on one meter, for
+// the anomaly check to find.
+func demoSpike(now time.Time) sim.Spike {
+	return sim.Spike{Project: "newsroom", Meter: "streaming_egress_gb", Day: tally.Day.Truncate(now).AddDate(0, 0, -1), Factor: 4}
 }
 
 // randomToken makes the demo's token JWT-shaped, as the platform's

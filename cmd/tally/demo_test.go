@@ -192,7 +192,7 @@ func TestDemo(t *testing.T) {
 
 	// The demo's interface: seed 1, usage from the first of the previous
 	// month, the demo's clock.
-	s := sim.New(sim.Options{Seed: 1, Start: prooftest.Day(t, "2025-02-01"), Now: func() time.Time { return now }})
+	s := sim.New(sim.Options{Seed: 1, Start: prooftest.Day(t, "2025-02-01"), Now: func() time.Time { return now }, Spike: demoSpike(now)})
 	q := tally.UsageQuery{Window: tally.Window{Start: prooftest.Day(t, "2025-02-01"), End: prooftest.Day(t, "2025-03-07"), Granularity: tally.Hour}}
 	truth := s.Truth(q)
 	wantRows := prooftest.RenderAll(s.Rows(q))
@@ -241,6 +241,17 @@ func TestDemo(t *testing.T) {
 	}
 	os.Remove(filepath.Join(dir, "token"))
 	prooftest.NoTokenInFiles(t, dir, token)
+	// The demo's budgets are checked and its spike yesterday is the
+	// anomaly alert.
+	var anomalies []string
+	for _, a := range res.Nightly.Fetch.Alerts.New {
+		if a.Kind == "anomaly" {
+			anomalies = append(anomalies, a.Key)
+		}
+	}
+	if len(res.Nightly.Fetch.Alerts.Budgets) != 2 || strings.Join(anomalies, ",") != "anomaly:newsroom:streaming_egress_gb:USD:2025-03-05" {
+		t.Errorf("demo alerts: %d budgets checked, anomalies %v", len(res.Nightly.Fetch.Alerts.Budgets), anomalies)
+	}
 	if store.PublishedPath(res.Database) != res.Published {
 		t.Errorf("published copy at %s, want %s", res.Published, store.PublishedPath(res.Database))
 	}
