@@ -39,7 +39,31 @@ type Basis string
 const (
 	BasisUsage    Basis = "usage"
 	BasisReported Basis = "reported"
+	// BasisEstimated rows are not the interface's costs: quantities from
+	// the per-project usage report priced from the rate card.
+	BasisEstimated Basis = "estimated"
 )
+
+// Usage sources (usage.source).
+const (
+	SourceOrganization = "organization" // the organization's usage report, with costs
+	SourceProjects     = "projects"     // each project's report, quantities only, priced from the rate card
+)
+
+// ProjectUsage is one read of a project's usage report: the month to date
+// per meter, quantities only.
+type ProjectUsage struct {
+	Project    string
+	Start, End time.Time // the period it covers, as supplemental start and end (end exclusive)
+	Meters     []ProjectMeterUsage
+}
+
+// ProjectMeterUsage is one meter's month to date in a ProjectUsage. The
+// quantity is exact, as the JSON number's text.
+type ProjectMeterUsage struct {
+	MeterName, Unit, Solution, Family string
+	Quantity                          Decimal
+}
 
 // Format is the answer format asked of the interface.
 type Format string

@@ -66,6 +66,10 @@ type UsageConfig struct {
 	ProjectNames     []string
 	PaymentMethodIDs []string
 	MeterNames       []string
+	// Source is tally.SourceOrganization (the organization's usage report)
+	// or tally.SourceProjects (each of ProjectNames' report, quantities
+	// priced from the rate card, basis estimated).
+	Source string
 }
 
 // StoreConfig is where the data lives.
@@ -283,6 +287,16 @@ func Parse(data []byte, dir string, getenv func(string) string) (*Config, error)
 		return nil, &Error{Problems: p.problems}
 	}
 	return cfg, nil
+}
+
+// DefaultBasis is the basis a workbook or export of this config uses
+// unless told otherwise: estimated for usage.source projects, else the
+// basis the usage query filters on.
+func (c *Config) DefaultBasis() tally.Basis {
+	if c.Usage.Source == tally.SourceProjects {
+		return tally.BasisEstimated
+	}
+	return c.UsageQueryBase().Basis()
 }
 
 // UsageQueryBase returns the usage query the config asks for, without a

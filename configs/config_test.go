@@ -44,7 +44,7 @@ func TestDefaults(t *testing.T) {
 		},
 		Usage: UsageConfig{
 			Granularity: tally.Day, Start: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
-			Lookback: 7 * 24 * time.Hour, Format: tally.FormatJSON,
+			Lookback: 7 * 24 * time.Hour, Format: tally.FormatJSON, Source: tally.SourceOrganization,
 		},
 		Store:   StoreConfig{Path: "/etc/tally/data/tally.duckdb"},
 		Reports: ReportsConfig{Dir: "/etc/tally/reports", Tolerance: 0.005, Months: []string{"previous", "current"}},
@@ -107,7 +107,7 @@ schedule:
 		Usage: UsageConfig{
 			Granularity: tally.Hour, Start: time.Date(2024, 2, 29, 0, 0, 0, 0, time.UTC), Lookback: 36 * time.Hour,
 			Window: tally.WindowSize{N: 1, Unit: 'm'}, Format: tally.FormatCSV, ReportedDate: true,
-			PaymentMethodIDs: []string{"0B6F2A4E-5C1D-4E8F-9A3B-7C2D1E0F4A5B"}, MeterNames: []string{"a", "b"},
+			PaymentMethodIDs: []string{"0B6F2A4E-5C1D-4E8F-9A3B-7C2D1E0F4A5B"}, MeterNames: []string{"a", "b"}, Source: tally.SourceOrganization,
 		},
 		Store:   StoreConfig{Path: "/var/lib/tally/t.duckdb"},
 		Reports: ReportsConfig{Dir: "/etc/out", Tolerance: 0, Months: []string{"current"}, CloseAfter: 36 * time.Hour},
@@ -173,6 +173,11 @@ func TestValidation(t *testing.T) {
 			"alerts.webhook.url: http://hooks.example.com uses http to a host that is not loopback",
 			"alerts.webhook.secret_env and secret_file: set one, not both"}},
 		{"webhook without url", minimal + "alerts:\n  webhook:\n    secret_env: A\n", []string{"alerts.webhook.url: missing"}},
+		{"projects source", minimal + "  source: projects\n  granularity: hour\n  meter_names: [x]\n", []string{
+			"usage.project_names: missing; usage.source projects reads each listed project's usage report",
+			`usage.granularity: "hour" with usage.source projects`,
+			"usage.source: projects takes no payment_method_ids, meter_names or reported_date"}},
+		{"unknown source", minimal + "  source: project\n", []string{`usage.source: "project" is not one of organization, projects`}},
 		{"merge key used", "base: &b {timeout: 1s}\n" + minimal, []string{"base: unknown key"}},
 		{"merge key in section", minimal + "api:\n  <<: {timeout: 1s}\n", []string{"api.<<: merge keys are not supported"}},
 		{"not YAML", "usage: [\n", []string{"config: not valid YAML"}},

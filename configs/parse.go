@@ -86,6 +86,7 @@ type rawUsage struct {
 	ProjectNames     yaml.Node `yaml:"project_names"`
 	PaymentMethodIDs yaml.Node `yaml:"payment_method_ids"`
 	MeterNames       yaml.Node `yaml:"meter_names"`
+	Source           yaml.Node `yaml:"source"`
 }
 
 type rawStore struct {
@@ -680,6 +681,22 @@ func (p *parser) usage(r *rawUsage, c *UsageConfig) {
 	c.MeterNames = p.list(&r.MeterNames, "usage.meter_names", nil)
 	if len(c.ProjectNames) > 0 && len(c.PaymentMethodIDs) > 0 {
 		p.addf(deref(&r.PaymentMethodIDs), "usage.project_names and usage.payment_method_ids", "set one, not both: the interface refuses the two filters together")
+	}
+	switch c.Source = p.text(&r.Source, "usage.source", tally.SourceOrganization); c.Source {
+	case tally.SourceOrganization:
+	case tally.SourceProjects:
+		if len(c.ProjectNames) == 0 {
+			p.addf(deref(&r.ProjectNames), "usage.project_names", "missing; usage.source projects reads each listed project's usage report, e.g. [newsroom, archive]")
+		}
+		if c.Granularity != tally.Day {
+			p.addf(deref(&r.Granularity), "usage.granularity", "%q with usage.source projects: the per-project report gives days (differences of daily reads); use day", c.Granularity)
+		}
+		if len(c.PaymentMethodIDs) > 0 || len(c.MeterNames) > 0 || c.ReportedDate {
+			p.addf(deref(&r.Source), "usage.source", "projects takes no payment_method_ids, meter_names or reported_date: the per-project report has no such filters")
+		}
+	default:
+		p.addf(deref(&r.Source), "usage.source", "%q is not one of organization, projects", c.Source)
+		c.Source = tally.SourceOrganization
 	}
 }
 

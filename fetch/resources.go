@@ -521,3 +521,93 @@ func firstOf(vals ...string) string {
 	}
 	return ""
 }
+
+// ProjectUsage reads one project's usage report
+// (ProjectUsageReportSchema): its month to date per meter, quantities
+// only. The count in supplemental.records must match the meters read, so
+// a shortened answer is never taken for a quiet month.
+func (c *Client) ProjectUsage(ctx context.Context, project string) (tally.ProjectUsage, error) {
+	if strings.TrimSpace(project) == "" {
+		return tally.ProjectUsage{}, fmt.Errorf("get project usage: the project name is empty")
+	}
+	var pu tally.ProjectUsage
+	err := c.getDocument(ctx, "project_usage", map[string]string{"project_name": project}, "usage of project "+project, func(raw []byte) error {
+		var err error
+		pu, err = decodeProjectUsage(raw, project)
+		return err
+	})
+	if err != nil {
+		return tally.ProjectUsage{}, fmt.Errorf("get usage of project %s: %w", project, err)
+	}
+	return pu, nil
+}
+
+type projectUsageJSON struct {
+	Supplemental *struct {
+		Records *int   `json:"records"`
+		Start   string `json:"start"`
+		End     string `json:"end"`
+		Project string `json:"project"`
+	} `json:"supplemental"`
+	Value *[]struct {
+		MeterName string      `json:"meterName"`
+		Unit      string      `json:"unit"`
+		Solution  string      `json:"solution"`
+		Family    string      `json:"family"`
+		Quantity  json.Number `json:"quantity"`
+	} `json:"value"`
+}
+
+func decodeProjectUsage(raw []byte, project string) (tally.ProjectUsage, error) {
+	var doc projectUsageJSON
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(&doc); err != nil {
+		return tally.ProjectUsage{}, fmt.Errorf("project usage: %w", err)
+	}
+	if doc.Supplemental == nil || doc.Value == nil || doc.Supplemental.Records == nil {
+		return tally.ProjectUsage{}, fmt.Errorf("project usage: supplemental (records, start, end) and value are required")
+	}
+	sup := doc.Supplemental
+	pu := tally.ProjectUsage{Project: project}
+	var err error
+	if pu.Start, err = reportDate(sup.Start); err != nil {
+		return tally.ProjectUsage{}, fmt.Errorf("project usage: supplemental.start %q: %w", sup.Start, err)
+	}
+	if pu.End, err = reportDate(sup.End); err != nil {
+		return tally.ProjectUsage{}, fmt.Errorf("project usage: supplemental.end %q: %w", sup.End, err)
+	}
+	if !pu.End.After(pu.Start) {
+		return tally.ProjectUsage{}, fmt.Errorf("project usage: supplemental.end %s is not after start %s", sup.End, sup.Start)
+	}
+	if sup.Project != "" && sup.Project != project {
+		return tally.ProjectUsage{}, fmt.Errorf("project usage: the answer is for project %q, not %q", sup.Project, project)
+	}
+	if *sup.Records != len(*doc.Value) {
+		return tally.ProjectUsage{}, fmt.Errorf("project usage: supplemental.records says %d, the answer holds %d", *sup.Records, len(*doc.Value))
+	}
+	for i, v := range *doc.Value {
+		if v.MeterName == "" {
+			return tally.ProjectUsage{}, fmt.Errorf("project usage: value[%d].meterName is empty", i)
+		}
+		q, err := tally.ParseDecimal(v.Quantity.String())
+		if err != nil {
+			return tally.ProjectUsage{}, fmt.Errorf("project usage: value[%d].quantity %q is not a number", i, v.Quantity.String())
+		}
+		pu.Meters = append(pu.Meters, tally.ProjectMeterUsage{MeterName: v.MeterName, Unit: v.Unit, Solution: v.Solution, Family: v.Family, Quantity: q})
+	}
+	return pu, nil
+}
+
+// reportDate reads a report's period bound: a date, or an RFC 3339 time
+// (which must fall on midnight UTC).
+func reportDate(s string) (time.Time, error) {
+	if t, err := tally.ParseDate(s); err == nil {
+		return t, nil
+	}
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("not a date YYYY-MM-DD or an RFC 3339 time")
+	}
+	return t.UTC(), nil
+}

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/xuri/excelize/v2"
+
+	"github.com/tally-dev/tally"
 )
 
 // Source runs the report queries. *sql.DB satisfies it; so does *sql.Conn.
@@ -158,7 +160,7 @@ func (b *builder) build() error {
 		return err
 	}
 	if err := b.f.SetDocProps(&excelize.DocProperties{
-		Title:          "Tally cost workbook " + b.p.Month.Format(monthLayout),
+		Title:          b.title(),
 		Subject:        fmt.Sprintf("Usage cost for %s, basis %s, granularity %s", b.p.Month.Format(monthLayout), b.p.Basis, b.p.Granularity),
 		Creator:        "Tally",
 		LastModifiedBy: "Tally",
@@ -237,4 +239,16 @@ func (b *builder) build() error {
 		return err
 	}
 	return b.printSetup(sheetSummary, false)
+}
+
+// EstimatedWarning is what every workbook of basis estimated says of its
+// figures, in its title, Summary and Notes.
+const EstimatedWarning = "estimated from the rate card: not an invoice"
+
+// title is the workbook's document title.
+func (b *builder) title() string {
+	if b.p.Basis == tally.BasisEstimated {
+		return "Tally cost workbook " + b.p.Month.Format(monthLayout) + " (" + EstimatedWarning + ")"
+	}
+	return "Tally cost workbook " + b.p.Month.Format(monthLayout)
 }

@@ -18,6 +18,7 @@ const (
 	flagStreamLicenses     flagKind = "stream_licenses"
 	flagUnknownEntitlement flagKind = "unknown_entitlement"
 	flagNotCharged         flagKind = "not_charged"
+	flagEstimateCorrection flagKind = "estimate_correction"
 	flagRateVariance       flagKind = "rate_card_variance"
 	flagNoPrice            flagKind = "no_price"
 	flagSeveralPrices      flagKind = "several_prices"
@@ -27,7 +28,7 @@ const (
 // flagKinds lists every kind in the order the Summary counts them.
 var flagKinds = []flagKind{
 	flagOutsideValidity, flagValidityUnknown, flagMethodState, flagStreamLicenses,
-	flagUnknownEntitlement, flagNotCharged,
+	flagUnknownEntitlement, flagNotCharged, flagEstimateCorrection,
 	flagRateVariance, flagNoPrice, flagSeveralPrices, flagCurrencyDiffers,
 }
 
@@ -46,6 +47,8 @@ func (k flagKind) label() string {
 		return "Unknown entitlement type"
 	case flagNotCharged:
 		return "Not yet charged"
+	case flagEstimateCorrection:
+		return "Correction in a project's report"
 	case flagRateVariance:
 		return "Rate card variance"
 	case flagNoPrice:
@@ -73,6 +76,8 @@ func (k flagKind) action() string {
 		return "Ask the provider how this entitlement type is paid before signing off; its cost is shown apart under Other entitlement types, not as billed, balance or license."
 	case flagNotCharged:
 		return "The month is over but these rows have no processing date: charges may still arrive. Fetch again (tally fetch) and rebuild this workbook before sign-off, or accrue the amount."
+	case flagEstimateCorrection:
+		return "The project's usage report said less than at the read before: the provider corrected it. The negative quantity is kept on its day so the month adds up; check the days around it before sign-off."
 	case flagRateVariance:
 		return "Compare with the invoice line. If the rate card price is right, raise a billing query with the provider quoting the meter, payment method and month."
 	case flagNoPrice:
@@ -210,6 +215,10 @@ func (b *builder) flags() error {
 			f.subject.String = "Project " + orNone(subject)
 			f.subject.Valid = true
 			f.detail = "These usage rows have no processing date (dateProcessed is null) although the month is closed."
+		case flagEstimateCorrection:
+			f.subject.String = "Project " + orNone(subject)
+			f.subject.Valid = true
+			f.detail = "Estimated days with a negative quantity: a read of the project's usage report gave less than the read before it."
 		}
 		found = append(found, f)
 		return nil

@@ -3,6 +3,8 @@ package reports
 import (
 	"math"
 	"strconv"
+
+	"github.com/tally-dev/tally"
 )
 
 // notes fills the Notes sheet: what every sheet and column means, for a
@@ -16,7 +18,13 @@ func (b *builder) notes() error {
 	if err != nil {
 		return err
 	}
-	for _, n := range notesText(b.opts.Tolerance) {
+	notes := notesText(b.opts.Tolerance)
+	if b.p.Basis == tally.BasisEstimated {
+		notes = append([][3]string{
+			{"All sheets", "Estimated", "These figures are " + EstimatedWarning + ". They are each project's own usage report (quantities only, read at every run; a day's quantity is the difference between two reads, a negative one a correction the provider made) multiplied by the rate card price in force for the project's payment method that month, matched as the rate card check matches. A meter no single price matches has no cost and is flagged. They differ from the organization's usage report where the provider bills differently from its rate card (the rate card check shows where), for entitlements (a license or a balance pays the usage: the estimate does not know), and for usage the provider had not yet metered at the last read. Months before Tally's first read of a project cannot be told."},
+		}, notes...)
+	}
+	for _, n := range notes {
 		if err := t.add(b.txt(n[0]), b.txt(n[1]), b.wrapped(n[2])); err != nil {
 			return err
 		}

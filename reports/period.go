@@ -40,8 +40,8 @@ func (p Period) validate() error {
 	if m.IsZero() || !m.Equal(tally.Month.Truncate(m)) {
 		return fmt.Errorf("period month %s is not the 1st of a month at 00:00 UTC", m.Format(time.RFC3339))
 	}
-	if p.Basis != tally.BasisUsage && p.Basis != tally.BasisReported {
-		return fmt.Errorf("period basis %q is not one of usage, reported", p.Basis)
+	if p.Basis != tally.BasisUsage && p.Basis != tally.BasisReported && p.Basis != tally.BasisEstimated {
+		return fmt.Errorf("period basis %q is not one of usage, reported, estimated", p.Basis)
 	}
 	if !p.Granularity.Valid() {
 		return fmt.Errorf("period granularity %q is not one of hour, day, week, month, year", p.Granularity)

@@ -40,13 +40,20 @@ func (b *builder) summary(totals []totalRow) error {
 		return err
 	}
 	month := b.p.Month
-	if err := s.put(cell{"Tally cost workbook: usage of " + month.Format("January 2006"), b.st.title}); err != nil {
+	title := "Tally cost workbook: usage of " + month.Format("January 2006")
+	if b.p.Basis == tally.BasisEstimated {
+		title = "Tally cost workbook, " + EstimatedWarning + ": usage of " + month.Format("January 2006")
+	}
+	if err := s.put(cell{title, b.st.title}); err != nil {
 		return err
 	}
 	s.row++
 	basis := "usage: usage that happened in the month (by sample date)"
-	if b.p.Basis == tally.BasisReported {
+	switch b.p.Basis {
+	case tally.BasisReported:
 		basis = "reported: usage charged in the month (by processing date), as invoices count it"
+	case tally.BasisEstimated:
+		basis = "estimated: " + EstimatedWarning + ". Each project's own usage report (quantities, read day by day) priced at its payment method's rate card"
 	}
 	status := "Month to date: the month is not over, figures will still grow"
 	if b.closed {

@@ -141,7 +141,7 @@ func checkStore(ctx context.Context, st *store.Store, cfg *configs.Config, o Clo
 // granularity, in the store the run holds.
 func closeMonth(ctx context.Context, env *Env, runID uuid.UUID, o CloseOptions) (store.MonthClose, error) {
 	cfg := env.Config
-	basis, g := cfg.UsageQueryBase().Basis(), cfg.Usage.Granularity
+	basis, g := cfg.DefaultBasis(), cfg.Usage.Granularity
 	m := o.Month.Format("2006-01")
 	c := store.MonthClose{ID: runID, Month: o.Month, Basis: basis, Granularity: g, At: env.now(), Who: o.Who, Reason: o.Reason}
 	if err := CheckClose(o, c.At); err != nil {
@@ -200,7 +200,7 @@ func closeStep(ctx context.Context, env *Env, runID uuid.UUID) (StepResult, erro
 		env.Log.Info().Str("month", m).Time("due", due).Msg("close step: not due yet")
 		return StepResult{}, nil
 	}
-	last, err := env.Store.LatestClose(ctx, month, cfg.UsageQueryBase().Basis(), cfg.Usage.Granularity)
+	last, err := env.Store.LatestClose(ctx, month, cfg.DefaultBasis(), cfg.Usage.Granularity)
 	if err != nil {
 		return StepResult{}, err
 	}

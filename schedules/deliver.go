@@ -235,7 +235,7 @@ func mailBody(ctx context.Context, env *Env, b deliverable) string {
 	}
 	fmt.Fprintf(&sb, "Tally cost %s for %s, attached: %s\n\n", kind, b.month.Format("January 2006"), filepath.Base(b.path))
 	cfg := env.Config
-	p := reports.Period{Month: b.month, Basis: cfg.UsageQueryBase().Basis(), Granularity: cfg.Usage.Granularity}
+	p := reports.Period{Month: b.month, Basis: cfg.DefaultBasis(), Granularity: cfg.Usage.Granularity}
 	totals, err := reports.MonthTotals(ctx, env.Store.DB(), p)
 	if err != nil || len(totals) == 0 {
 		sb.WriteString("Totals: see the workbook's Summary.\n")

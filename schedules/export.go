@@ -69,10 +69,10 @@ func Export(ctx context.Context, env *Env, opts ExportOptions) (ExportSummary, e
 		// billed whole in one month.
 		if !reports.ServesMonths(cfg.Usage.Granularity) {
 			return ExportSummary{Source: env.Store.Path()}, &reports.GranularityError{Field: "usage.granularity",
-				Granularity: cfg.Usage.Granularity, Basis: cfg.UsageQueryBase().Basis(), Output: "the FOCUS export"}
+				Granularity: cfg.Usage.Granularity, Basis: cfg.DefaultBasis(), Output: "the FOCUS export"}
 		}
 		o.Granularity = cfg.Usage.Granularity
-		o.Basis = cfg.UsageQueryBase().Basis()
+		o.Basis = cfg.DefaultBasis()
 	}
 	res, err := env.Store.Export(ctx, o)
 	sum := ExportSummary{ExportResult: res, Source: env.Store.Path()}

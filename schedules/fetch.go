@@ -86,6 +86,10 @@ type FetchSummary struct {
 	Published string // the analysts' copy, once the run is recorded
 	// Alerts is what the budget and anomaly check after the fetch found.
 	Alerts alerts.Check
+	// Projects is set for usage.source projects: Planned and Loaded then
+	// count project reports, not windows, and Rows the estimated rows
+	// rebuilt.
+	Projects bool
 }
 
 // PartialError reports a fetch where some windows (or the reference data)
@@ -163,6 +167,9 @@ func PlanWindows(ctx context.Context, cfg *configs.Config, st *store.Store, opts
 // reference snapshots. Windows that fail after all
 // retries are listed in a *PartialError; the rest stay loaded.
 func Fetch(ctx context.Context, env *Env, runID uuid.UUID, opts FetchOptions) (FetchSummary, error) {
+	if env.Config.Usage.Source == tally.SourceProjects {
+		return fetchProjects(ctx, env, runID)
+	}
 	start := time.Now()
 	var sum FetchSummary
 	sentBefore, retriedBefore := env.Client.Requests(), env.Client.Retries()
@@ -270,21 +277,83 @@ feed:
 	if len(sum.Failed) > 0 && sum.Loaded == 0 && sum.Planned > 0 {
 		return sum, fmt.Errorf("every window failed; first: %s: %w", sum.Failed[0].Window, sum.Failed[0].Err)
 	}
-	// Alerts follow every fetch that loaded what it could: a budget
-	// crossed or a day that jumped is news the morning it is fetched.
+	return finishFetch(ctx, env, runID, sum, nil)
+}
+
+// finishFetch ends a fetch that loaded what it could: alerts follow it (a
+// budget crossed or a day that jumped is news the morning it is fetched),
+// and whatever failed after its retries makes it partial.
+func finishFetch(ctx context.Context, env *Env, runID uuid.UUID, sum FetchSummary, other []error) (FetchSummary, error) {
 	check, alertErr := CheckAlerts(ctx, env, runID)
 	sum.Alerts = check
 	if alertErr != nil && !errors.As(alertErr, new(*alerts.SendError)) {
 		return sum, alertErr
 	}
-	if len(sum.Failed) > 0 || sum.RefErr != nil || alertErr != nil {
-		pe := &PartialError{Failed: sum.Failed, RefErr: sum.RefErr}
-		if alertErr != nil {
-			pe.Other = append(pe.Other, alertErr)
-		}
-		return sum, pe
+	if alertErr != nil {
+		other = append(other, alertErr)
+	}
+	if len(sum.Failed) > 0 || sum.RefErr != nil || len(other) > 0 {
+		return sum, &PartialError{Failed: sum.Failed, RefErr: sum.RefErr, Other: other}
 	}
 	return sum, nil
+}
+
+// fetchProjects is a fetch of usage.source projects: the reference data
+// first (the estimate is priced from the rate cards and payment methods
+// just read), then each project's usage report, kept as a snapshot and
+// turned into estimated usage rows. A project whose report fails after its
+// retries makes the run partial; the others are kept, and the next run
+// reads it again (its next snapshot covers the days in between).
+func fetchProjects(ctx context.Context, env *Env, runID uuid.UUID) (FetchSummary, error) {
+	start := time.Now()
+	sum := FetchSummary{Projects: true}
+	sentBefore, retriedBefore := env.Client.Requests(), env.Client.Retries()
+	env.Log.Info().Msg("reading reference data")
+	warnings, err := refreshReference(ctx, env, runID)
+	for _, w := range warnings {
+		env.Log.Warn().Msg(w)
+	}
+	sum.Warnings = warnings
+	if err != nil {
+		var ue *fetch.UnreachableError
+		if errors.As(err, &ue) || ctx.Err() != nil {
+			return sum, err
+		}
+		sum.RefErr = err
+		env.Log.Error().Err(err).Msg("reference data not refreshed; the estimate uses the rate cards read before")
+	}
+	var reads []tally.ProjectUsage
+	var failed []error
+	at := env.now()
+	for i, p := range env.Config.Usage.ProjectNames {
+		if env.stopping() || ctx.Err() != nil {
+			return sum, fmt.Errorf("fetch stopped after %d of %d projects: %w", i, len(env.Config.Usage.ProjectNames), context.Canceled)
+		}
+		pu, err := env.Client.ProjectUsage(ctx, p)
+		if err != nil {
+			failed = append(failed, err)
+			env.Log.Error().Err(err).Str("project", p).Msg("project usage not read")
+			continue
+		}
+		env.Log.Info().Str("project", p).Int("meters", len(pu.Meters)).Str("period", pu.Start.Format(tally.DateLayout)+".."+pu.End.Format(tally.DateLayout)).
+			Str("progress", fmt.Sprintf("%d/%d", i+1, len(env.Config.Usage.ProjectNames))).Msg("project usage read")
+		reads = append(reads, pu)
+	}
+	sum.Planned = len(env.Config.Usage.ProjectNames)
+	if len(reads) > 0 {
+		rows, err := env.Store.SaveProjectUsage(ctx, runID, at, reads)
+		if err != nil {
+			return sum, err
+		}
+		sum.Loaded, sum.Rows = len(reads), rows
+		env.Log.Info().Int("projects", len(reads)).Int64("estimated_rows", rows).Msg("estimated usage rebuilt from the project reports")
+	}
+	sum.Requests, sum.Retries = env.Client.Requests()-sentBefore, env.Client.Retries()-retriedBefore
+	sum.Duration = time.Since(start)
+	if len(reads) == 0 && len(failed) > 0 {
+		return sum, fmt.Errorf("every project's usage report failed; first: %w", failed[0])
+	}
+	return finishFetch(ctx, env, runID, sum, failed)
 }
 
 // unreachableOnly is the error of a fetch that never reached the

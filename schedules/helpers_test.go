@@ -81,6 +81,7 @@ type setup struct {
 	deny        map[string]int // sim resources answered 403 or 404 (sim.Options.Deny)
 	spike       sim.Spike      // an injected cost jump (sim.Options.Spike)
 	extra       string         // YAML sections appended to the config (budgets, alerts)
+	usage       string         // YAML lines added to the usage section, indented two spaces
 }
 
 // harness is a simulated interface behind an httptest server, a runner
@@ -147,7 +148,7 @@ usage:
   lookback: %s
   window: %s
   reported_date: %t
-store:
+%sstore:
   path: tally.duckdb
 reports:
   dir: reports
@@ -155,7 +156,7 @@ reports:
 schedule:
   lock_wait: 200ms
   grace: 0s # a cancel also stops the windows in flight: they must roll back whole
-%s`, h.srv.URL, s.granularity, s.start, s.lookback, s.window, s.reported, strings.Join(quoted, ", "), s.extra)
+%s`, h.srv.URL, s.granularity, s.start, s.lookback, s.window, s.reported, s.usage, strings.Join(quoted, ", "), s.extra)
 	cfg, err := configs.Parse([]byte(yaml), h.dir, nil)
 	if err != nil {
 		t.Fatalf("config:\n%s\n%v", yaml, err)

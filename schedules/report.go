@@ -40,7 +40,7 @@ func Report(ctx context.Context, cfg *configs.Config, src reports.Source, month 
 		now = time.Now
 	}
 	if basis == "" {
-		basis = cfg.UsageQueryBase().Basis()
+		basis = cfg.DefaultBasis()
 	}
 	p := reports.Period{Month: month, Basis: basis, Granularity: cfg.Usage.Granularity}
 	label := month.Format("2006-01")

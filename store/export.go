@@ -256,8 +256,8 @@ func exportDatasets(o ExportOptions) ([]dataset, error) {
 		if !o.Granularity.Valid() {
 			return nil, fmt.Errorf("granularity %q is not one of hour, day, week, month, year", o.Granularity)
 		}
-		if o.Basis != tally.BasisUsage && o.Basis != tally.BasisReported {
-			return nil, fmt.Errorf("basis %q is not one of usage, reported", o.Basis)
+		if o.Basis != tally.BasisUsage && o.Basis != tally.BasisReported && o.Basis != tally.BasisEstimated {
+			return nil, fmt.Errorf("basis %q is not one of usage, reported, estimated", o.Basis)
 		}
 		body, err := FOCUSQuery()
 		if err != nil {

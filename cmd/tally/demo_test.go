@@ -171,7 +171,7 @@ func TestDemo(t *testing.T) {
 	}
 	old.Close()
 
-	res, err := runDemo(context.Background(), dir, log, "test", now)
+	res, err := runDemo(context.Background(), dir, log, "test", now, tally.SourceOrganization)
 	if err != nil {
 		t.Fatalf("demo: %v", err)
 	}
@@ -254,5 +254,41 @@ func TestDemo(t *testing.T) {
 	}
 	if store.PublishedPath(res.Database) != res.Published {
 		t.Errorf("published copy at %s, want %s", res.Published, store.PublishedPath(res.Database))
+	}
+}
+
+// tally demo --source projects reads the per-project reports night after
+// night and writes an estimated workbook that says so; its first printed
+// query sums the estimate.
+func TestDemoProjectsSource(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "demo")
+	out, code, stderr := cli(t, "demo", "--dir", dir, "--source", "projects", "--log-format", "json", "--log-level", "warn")
+	if code != exitOK {
+		t.Fatalf("demo: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, stderr)
+	}
+	if !strings.Contains(out, "project reports (estimated from the rate card: not an invoice)") || !strings.Contains(out, "basis = 'estimated'") {
+		t.Fatalf("demo output:\n%s", out)
+	}
+	var book string
+	for _, l := range strings.Split(out, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(l), "workbook:"); ok {
+			book = strings.TrimSpace(v)
+		}
+	}
+	f, err := excelize.OpenFile(book)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	title, _ := f.GetCellValue("Summary", "A1")
+	if !strings.Contains(title, "estimated from the rate card: not an invoice") {
+		t.Errorf("workbook title %q", title)
+	}
+	rows, _ := f.GetRows("Detail")
+	if len(rows) < 50 {
+		t.Errorf("the estimated workbook's Detail has %d rows", len(rows))
+	}
+	if out, code, _ := cli(t, "demo", "--dir", dir, "--source", "project"); code != exitUsage {
+		t.Errorf("--source project: exit %d, want 2\n%s", code, out)
 	}
 }

@@ -36,6 +36,9 @@ after all retries: the others are kept and the next run fetches the rest.`,
 			if err != nil {
 				return err
 			}
+			if r.Config.Usage.Source == tally.SourceProjects && (from != "" || to != "" || gran != "") {
+				return usageErr("--from, --to and --granularity do not apply to usage.source projects: its report gives the month to date, read as it is now")
+			}
 			if _, err := opts.Resolve(r.Config, clock()); err != nil {
 				return usageError{err}
 			}
@@ -117,7 +120,11 @@ func fetchOptions(from, to, gran string) (schedules.FetchOptions, error) {
 
 func printFetchSummary(cmd *cobra.Command, s schedules.FetchSummary) {
 	out := cmd.OutOrStdout()
-	fmt.Fprintf(out, "windows: %d planned, %d loaded, %d failed\n", s.Planned, s.Loaded, len(s.Failed))
+	if s.Projects {
+		fmt.Fprintf(out, "project reports: %d read of %d; estimated rows rebuilt: %d\n", s.Loaded, s.Planned, s.Rows)
+	} else {
+		fmt.Fprintf(out, "windows: %d planned, %d loaded, %d failed\n", s.Planned, s.Loaded, len(s.Failed))
+	}
 	fmt.Fprintf(out, "rows: %d   requests: %d   retries: %d   bytes: %d   time: %s\n",
 		s.Rows, s.Requests, s.Retries, s.Bytes, s.Duration.Round(time.Millisecond))
 	if s.Published != "" {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -43,6 +44,17 @@ func newPlanCmd(g *globalFlags) *cobra.Command {
 			}
 			cfg, err := loadConfig(cfgPath)
 			if err != nil {
+				return err
+			}
+			if cfg.Usage.Source == tally.SourceProjects {
+				// The per-project report takes no dates: there is nothing
+				// to plan, and an empty plan would read as "all loaded".
+				if format == "json" {
+					_, err := fmt.Fprintln(cmd.OutOrStdout(), "[]")
+					return err
+				}
+				_, err := fmt.Fprintf(cmd.OutOrStdout(), "usage.source projects: a fetch reads the month to date of %d project(s) (%s), one request each; the report takes no date windows\n",
+					len(cfg.Usage.ProjectNames), strings.Join(cfg.Usage.ProjectNames, ", "))
 				return err
 			}
 			now := clock().UTC()

@@ -81,10 +81,10 @@ func runReport(ctx context.Context, o *reportOptions, w io.Writer) error {
 	var basis tally.Basis
 	switch o.basis {
 	case "":
-	case string(tally.BasisUsage), string(tally.BasisReported):
+	case string(tally.BasisUsage), string(tally.BasisReported), string(tally.BasisEstimated):
 		basis = tally.Basis(o.basis)
 	default:
-		return usageErr("--basis %q is not one of usage, reported", o.basis)
+		return usageErr("--basis %q is not one of usage, reported, estimated", o.basis)
 	}
 	if o.out != "" && !strings.EqualFold(filepath.Ext(o.out), ".xlsx") {
 		return usageErr("--out %q must end in .xlsx: spreadsheet programs open a workbook by its extension", o.out)

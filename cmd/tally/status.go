@@ -21,6 +21,7 @@ import (
 	"github.com/tally-dev/tally/alerts"
 	"github.com/tally-dev/tally/configs"
 	"github.com/tally-dev/tally/fetch"
+	"github.com/tally-dev/tally/reports"
 	"github.com/tally-dev/tally/schedules"
 	"github.com/tally-dev/tally/store"
 )
@@ -77,8 +78,13 @@ type statusReport struct {
 	// Budgets are the config's budgets in the current month, from the
 	// copy; Problems say which budget names a scope and currency with no
 	// usage, which makes the command exit 2.
-	Budgets  []statusBudget `json:"budgets"`
-	Problems []string       `json:"problems,omitempty"`
+	Budgets []statusBudget `json:"budgets"`
+	// Source is usage.source; FirstProjectRead, with source projects, is
+	// the first read of the per-project report: months before it cannot
+	// be told.
+	Source           string     `json:"source"`
+	FirstProjectRead *time.Time `json:"first_project_read,omitempty"`
+	Problems         []string   `json:"problems,omitempty"`
 	*store.Status
 }
 
@@ -108,6 +114,7 @@ func runStatus(ctx context.Context, o *statusOptions, w io.Writer) error {
 		return err
 	}
 	rep := statusReport{
+		Source:    cfg.Usage.Source,
 		Database:  cfg.Store.Path,
 		Published: store.PublishedPath(cfg.Store.Path),
 		Status:    &store.Status{Runs: []store.RunInfo{}, Spans: []store.Span{}, Gaps: []store.Gap{}, Jobs: []store.JobRun{}},
@@ -138,6 +145,11 @@ func runStatus(ctx context.Context, o *statusOptions, w io.Writer) error {
 		}
 		if err := statusBudgets(ctx, st, cfg, &rep); err != nil {
 			return err
+		}
+		if cfg.Usage.Source == tally.SourceProjects {
+			if rep.FirstProjectRead, err = st.FirstProjectSnapshot(ctx); err != nil {
+				return err
+			}
 		}
 	}
 	pending, err := store.PendingRuns(cfg.Store.Path)
@@ -226,6 +238,14 @@ func writeStatusTable(w io.Writer, rep *statusReport, cfg *configs.Config) error
 			note += ": create a new personal API token in the web application soon"
 		}
 		fmt.Fprintf(tw, "token expires\t%s (%s)\n", statusTime(*exp), note)
+	}
+	if cfg.Usage.Source == tally.SourceProjects {
+		first := "none yet"
+		if rep.FirstProjectRead != nil {
+			first = "first read " + statusTime(*rep.FirstProjectRead)
+		}
+		fmt.Fprintf(tw, "source\tprojects %s: %s; %s. Months before the first read cannot be told: the per-project report gives only the month to date\n",
+			strings.Join(cfg.Usage.ProjectNames, ", "), reports.EstimatedWarning, first)
 	}
 	writeStatusJobs(tw, rep, cfg)
 	if rep.PublishedAt == nil {

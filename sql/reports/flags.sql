@@ -20,7 +20,10 @@
 --                     pre-commitment, or an entitlement with no type; per
 --                     type as sent (NULL: none) and currency;
 --   not_charged       rows with no date_processed in a closed month, per
---                     project and currency: charges that may still arrive.
+--                     project and currency: charges that may still arrive;
+--   estimate_correction  estimated rows (basis estimated) of a negative
+--                     quantity: a project's report said less than at the
+--                     read before, per project and meter.
 --
 -- The payment method rules are usage_validity's (the method as it stood
 -- that month, the bucket [date, date + 1 granularity) against start_date
@@ -85,8 +88,16 @@ flagged AS (
     SELECT 6, 'not_charged', nullif(project, ''), NULL, NULL, NULL, NULL,
            currency, min(day), max(day), count(*), sum(cost)
     FROM m
-    WHERE $closed AND date_processed IS NULL
+    WHERE $closed AND date_processed IS NULL AND basis <> 'estimated' -- an estimate is never charged
     GROUP BY nullif(project, ''), currency
+
+    UNION ALL
+
+    SELECT 7, 'estimate_correction', nullif(project, ''), meter_name, NULL, NULL, NULL,
+           currency, min(day), max(day), count(*), sum(cost)
+    FROM m
+    WHERE basis = 'estimated' AND quantity < 0
+    GROUP BY nullif(project, ''), meter_name, currency
 )
 SELECT kind,
        subject,

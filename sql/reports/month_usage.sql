@@ -10,5 +10,5 @@ SELECT *
 FROM usage_rows
 WHERE basis = $basis
   AND granularity = $granularity
-  AND (($basis = 'usage' AND date >= $month_start AND date < $month_end)
+  AND (($basis <> 'reported' AND date >= $month_start AND date < $month_end)
     OR ($basis = 'reported' AND date_processed >= $month_start AND date_processed < $month_end))

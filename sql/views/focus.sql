@@ -25,6 +25,10 @@
 -- Tally loaded them (closed_month_adjustments.found_month), with the closed
 -- month as their charge period.
 --
+-- Estimated rows (x_Basis 'estimated', usage.source projects) are
+-- quantities priced from the rate card, not anything invoiced: BilledCost
+-- 0, the estimate in ListCost, ContractedCost and EffectiveCost.
+--
 -- Marketplace methods: the marketplace, not the platform, invoices and is
 -- paid, so FOCUS 1.2 wants BilledCost 0 wherever InvoiceIssuerName is not
 -- ProviderName; the value stays in EffectiveCost, ListCost and
@@ -65,6 +69,10 @@ WITH u AS (
         WHERE c.basis = ur.basis AND c.granularity = ur.granularity
           AND ur.period_at >= c.month AND ur.period_at < c.month + INTERVAL 1 MONTH
     )
+    -- An estimated row no rate card price matched has no cost to state:
+    -- the workbook flags it; FOCUS, whose cost columns are required,
+    -- leaves it out.
+      AND NOT (ur.basis = 'estimated' AND ur.cost IS NULL)
 ),
 priced AS (
     SELECT CAST(month AS TIMESTAMP) AS charge_month,
@@ -156,7 +164,7 @@ SELECT
     -- interface's cost when billed directly (or under an unknown
     -- entitlement type); 0 when a license covers it or a prepaid balance
     -- pays it, and 0 when a marketplace invoices it (see the header).
-    CASE WHEN paid_as IN ('license', 'balance') OR marketplace THEN CAST(0 AS DECIMAL(38, 12)) ELSE cost END AS BilledCost,
+    CASE WHEN paid_as IN ('license', 'balance') OR marketplace OR basis = 'estimated' THEN CAST(0 AS DECIMAL(38, 12)) ELSE cost END AS BilledCost,
     -- BillingAccountId: the payment method (a UUID); 'unassigned' for usage
     -- the interface sent without one, as FOCUS allows no null here.
     coalesce(nullif(payment_method, ''), 'unassigned') AS BillingAccountId,

@@ -26,6 +26,15 @@ WITH meters AS (
            coalesce(meter_sku, '') AS sku_key
     FROM (SELECT unnest([date, date_processed]) AS d, payment_method, meter_name, meter_sku FROM usage)
     WHERE d IS NOT NULL AND nullif(payment_method, '') IS NOT NULL
+    UNION
+    -- The per-project report's meters, priced before they are usage rows
+    -- (basis estimated): the payment method the project was assigned.
+    SELECT DISTINCT d.month, p.assigned_payment_method_id, d.meter_name, coalesce(k.meter_sku, '')
+    FROM project_usage_days d
+    JOIN snapshots_in_force c ON c.kind = 'project' AND c.month = d.month AND c.key = d.project
+    JOIN project_snapshots p ON p.name = d.project AND p.snapshot_at = c.snapshot_at
+    LEFT JOIN meter_skus k ON k.meter_name = d.meter_name
+    WHERE nullif(p.assigned_payment_method_id, '') IS NOT NULL
 ),
 candidates AS (
     SELECT m.month, m.payment_method, m.meter_name, m.sku_key,

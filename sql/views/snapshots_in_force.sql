@@ -13,6 +13,8 @@ WITH months AS (
     SELECT DISTINCT CAST(date_trunc('month', d) AS DATE) AS month
     FROM (SELECT unnest([date, date_processed]) AS d FROM usage)
     WHERE d IS NOT NULL
+    UNION
+    SELECT month FROM project_usage_days -- months of the per-project report, before they are usage rows
 ),
 snapshots AS (
     SELECT DISTINCT 'payment_method' AS kind, id AS key, snapshot_at FROM payment_method_snapshots
