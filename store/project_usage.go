@@ -50,7 +50,7 @@ func (s *Store) SaveProjectUsage(ctx context.Context, runID uuid.UUID, at time.T
 			rows += n
 			// Covered: up to the day of this read (the report's end may
 			// name tomorrow), never past the month.
-			end := at.Truncate(24 * time.Hour).AddDate(0, 0, 1)
+			end := at.Truncate(24*time.Hour).AddDate(0, 0, 1)
 			for _, t := range []time.Time{pu.End, next} {
 				if t.Before(end) {
 					end = t

@@ -20,7 +20,7 @@ func TestProjectUsageDays(t *testing.T) {
 	june := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
 	read := func(at time.Time, q string) {
 		t.Helper()
-		pu := tally.ProjectUsage{Project: "news", Start: june, End: at.Truncate(24 * time.Hour).AddDate(0, 0, 1),
+		pu := tally.ProjectUsage{Project: "news", Start: june, End: at.Truncate(24*time.Hour).AddDate(0, 0, 1),
 			Meters: []tally.ProjectMeterUsage{{MeterName: "enc", Unit: "minutes", Quantity: tally.MustDecimal(q)}}}
 		if _, err := s.SaveProjectUsage(ctx, NewRunID(), at, []tally.ProjectUsage{pu}); err != nil {
 			t.Fatal(err)
