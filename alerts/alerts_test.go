@@ -24,7 +24,7 @@ func TestCrossedIsExact(t *testing.T) {
 		pct  int
 		want bool
 	}{
-		{"800.08", 80, true},        // exactly 80%
+		{"800.08", 80, true}, // exactly 80%
 		{"800.079999999999", 80, false},
 		{"1000.10", 100, true},
 		{"1100.11", 110, true},

@@ -186,15 +186,15 @@ func TestBadAnswers(t *testing.T) {
 				format = "csv"
 			}
 			cfg := e.configWith(dir, func(s *proofSetup) { s.format = format })
-			e.faults.set(func(w http.ResponseWriter, r *http.Request, q proofRequest) bool {
-				if !q.usage || q.start != bad.Start.Format(tally.DateLayout) {
+			e.faults.Set(func(w http.ResponseWriter, r *http.Request, q prooftest.Request) bool {
+				if !q.Usage || q.Start != bad.Start.Format(tally.DateLayout) {
 					return false
 				}
-				rec := proofRecord(e.sim, r)
-				proofSend(w, rec, c.corrupt(t, rec.Body.Bytes()))
+				rec := prooftest.Record(e.sim, r)
+				prooftest.Send(w, rec, c.corrupt(t, rec.Body.Bytes()))
 				return true
 			})
-			defer e.faults.set(nil)
+			defer e.faults.Set(nil)
 			before := proofWindowRows(t, db, badQ)
 			sum, err := e.runner(cfg).Fetch(context.Background(), FetchOptions{})
 			if sum.Planned != 2 {
@@ -223,7 +223,7 @@ func TestBadAnswers(t *testing.T) {
 				if after.runs[run] > 0 {
 					t.Errorf("%d rows of the failed window come from the failed run", after.runs[run])
 				}
-				proofExact(t, e.sim, db, e.span())
+				prooftest.Exact(t, e.sim, db, e.span())
 			} else {
 				if err != nil {
 					t.Fatalf("fetch: %v", err)
@@ -236,15 +236,15 @@ func TestBadAnswers(t *testing.T) {
 					t.Errorf("%d of %d rows come from this run", got.runs[run], len(got.lines))
 				}
 				prooftest.WithDB(t, db, func(sdb *sql.DB) {
-					rows, _ := proofStored(t, sdb, badQ)
-					if d := prooftest.SameTotals(proofTotals(rows), proofTotals(c.want.rows)); d != "" {
+					rows, _ := prooftest.StoredQuery(t, sdb, badQ)
+					if d := prooftest.SameTotals(prooftest.SumRows(rows), prooftest.SumRows(c.want.rows)); d != "" {
 						t.Errorf("totals differ from the answer's: %s", d)
 					}
 				})
 			}
 			// Whatever happened to the bad window, the other one is exact
 			// and new.
-			proofExact(t, e.sim, db, others)
+			prooftest.Exact(t, e.sim, db, others)
 			if got := proofWindowRows(t, db, others); got.runs[run] != len(got.lines) {
 				t.Errorf("%d of %d rows of the other window come from this run", got.runs[run], len(got.lines))
 			}
@@ -256,12 +256,12 @@ func TestBadAnswers(t *testing.T) {
 // as sent and the month's workbook lists it under Flags, by name.
 func TestUnknownEntitlementTypeFlagged(t *testing.T) {
 	e := proofStart(t, proofSetup{})
-	e.faults.set(func(w http.ResponseWriter, r *http.Request, q proofRequest) bool {
-		if !q.usage || q.start != "2026-02-12" {
+	e.faults.Set(func(w http.ResponseWriter, r *http.Request, q prooftest.Request) bool {
+		if !q.Usage || q.Start != "2026-02-12" {
 			return false
 		}
-		rec := proofRecord(e.sim, r)
-		proofSend(w, rec, proofEditRow(t, rec.Body.Bytes(), 1, func(row string) string {
+		rec := prooftest.Record(e.sim, r)
+		prooftest.Send(w, rec, proofEditRow(t, rec.Body.Bytes(), 1, func(row string) string {
 			return proofSetField(t, row, "entitlementType", `"loyaltyBonus"`)
 		}))
 		return true
@@ -310,7 +310,7 @@ func proofWindowRows(t *testing.T, db string, q tally.UsageQuery) proofWindow {
 	t.Helper()
 	w := proofWindow{runs: map[string]int{}}
 	prooftest.WithDB(t, db, func(sdb *sql.DB) {
-		rows, runs := proofStored(t, sdb, q)
+		rows, runs := prooftest.StoredQuery(t, sdb, q)
 		w.lines = prooftest.RenderAll(rows)
 		for _, r := range runs {
 			w.runs[r]++

@@ -43,15 +43,15 @@ func proofResumed(t *testing.T, e *proofEnv) {
 }
 
 func TestFaultMatrix(t *testing.T) {
-	usageOnly := func(rule proofRule) proofRule {
-		return func(w http.ResponseWriter, r *http.Request, q proofRequest) bool {
-			return q.usage && rule(w, r, q)
+	usageOnly := func(rule prooftest.Rule) prooftest.Rule {
+		return func(w http.ResponseWriter, r *http.Request, q prooftest.Request) bool {
+			return q.Usage && rule(w, r, q)
 		}
 	}
 	cases := []struct {
 		name  string
 		setup proofSetup
-		rule  func(e *proofEnv) proofRule
+		rule  func(e *proofEnv) prooftest.Rule
 		// faultsPerRequest is how many faulty answers each distinct request
 		// gets; every one of them must have been answered and retried.
 		faultsPerRequest int
@@ -60,12 +60,12 @@ func TestFaultMatrix(t *testing.T) {
 	}{
 		{
 			name: "429 storm, Retry-After in seconds",
-			rule: func(e *proofEnv) proofRule {
-				return func(w http.ResponseWriter, r *http.Request, q proofRequest) bool {
-					if q.attempt > 3 {
+			rule: func(e *proofEnv) prooftest.Rule {
+				return func(w http.ResponseWriter, r *http.Request, q prooftest.Request) bool {
+					if q.Attempt > 3 {
 						return false
 					}
-					proofError(w, http.StatusTooManyRequests, "7")
+					prooftest.Error(w, http.StatusTooManyRequests, "7")
 					return true
 				}
 			},
@@ -76,12 +76,12 @@ func TestFaultMatrix(t *testing.T) {
 		},
 		{
 			name: "429 storm, Retry-After as an HTTP date",
-			rule: func(e *proofEnv) proofRule {
-				return func(w http.ResponseWriter, r *http.Request, q proofRequest) bool {
-					if q.attempt > 3 {
+			rule: func(e *proofEnv) prooftest.Rule {
+				return func(w http.ResponseWriter, r *http.Request, q prooftest.Request) bool {
+					if q.Attempt > 3 {
 						return false
 					}
-					proofError(w, http.StatusTooManyRequests, time.Now().Add(9*time.Second).UTC().Format(http.TimeFormat))
+					prooftest.Error(w, http.StatusTooManyRequests, time.Now().Add(9*time.Second).UTC().Format(http.TimeFormat))
 					return true
 				}
 			},
@@ -93,12 +93,12 @@ func TestFaultMatrix(t *testing.T) {
 		},
 		{
 			name: "429 storm, Retry-After 0",
-			rule: func(e *proofEnv) proofRule {
-				return func(w http.ResponseWriter, r *http.Request, q proofRequest) bool {
-					if q.attempt > 3 {
+			rule: func(e *proofEnv) prooftest.Rule {
+				return func(w http.ResponseWriter, r *http.Request, q prooftest.Request) bool {
+					if q.Attempt > 3 {
 						return false
 					}
-					proofError(w, http.StatusTooManyRequests, "0")
+					prooftest.Error(w, http.StatusTooManyRequests, "0")
 					return true
 				}
 			},
@@ -112,12 +112,12 @@ func TestFaultMatrix(t *testing.T) {
 		},
 		{
 			name: "429 storm, no Retry-After",
-			rule: func(e *proofEnv) proofRule {
-				return func(w http.ResponseWriter, r *http.Request, q proofRequest) bool {
-					if q.attempt > 3 {
+			rule: func(e *proofEnv) prooftest.Rule {
+				return func(w http.ResponseWriter, r *http.Request, q prooftest.Request) bool {
+					if q.Attempt > 3 {
 						return false
 					}
-					proofError(w, http.StatusTooManyRequests, "")
+					prooftest.Error(w, http.StatusTooManyRequests, "")
 					return true
 				}
 			},
@@ -128,13 +128,13 @@ func TestFaultMatrix(t *testing.T) {
 		},
 		{
 			name: "burst of 500, 502, 503, 504",
-			rule: func(e *proofEnv) proofRule {
+			rule: func(e *proofEnv) prooftest.Rule {
 				codes := []int{500, 502, 503, 504}
-				return func(w http.ResponseWriter, r *http.Request, q proofRequest) bool {
-					if q.attempt > len(codes) {
+				return func(w http.ResponseWriter, r *http.Request, q prooftest.Request) bool {
+					if q.Attempt > len(codes) {
 						return false
 					}
-					proofError(w, codes[q.attempt-1], "")
+					prooftest.Error(w, codes[q.Attempt-1], "")
 					return true
 				}
 			},
@@ -145,12 +145,12 @@ func TestFaultMatrix(t *testing.T) {
 		},
 		{
 			name: "connections reset before the answer",
-			rule: func(e *proofEnv) proofRule {
-				return func(w http.ResponseWriter, r *http.Request, q proofRequest) bool {
-					if q.attempt > 2 {
+			rule: func(e *proofEnv) prooftest.Rule {
+				return func(w http.ResponseWriter, r *http.Request, q prooftest.Request) bool {
+					if q.Attempt > 2 {
 						return false
 					}
-					proofReset(w)
+					prooftest.Reset(w)
 					return true
 				}
 			},
@@ -159,12 +159,12 @@ func TestFaultMatrix(t *testing.T) {
 		},
 		{
 			name: "JSON bodies cut mid-row",
-			rule: func(e *proofEnv) proofRule {
-				return func(w http.ResponseWriter, r *http.Request, q proofRequest) bool {
-					if q.attempt > 1 {
+			rule: func(e *proofEnv) prooftest.Rule {
+				return func(w http.ResponseWriter, r *http.Request, q prooftest.Request) bool {
+					if q.Attempt > 1 {
 						return false
 					}
-					proofCut(w, r, e.sim, 0.5)
+					prooftest.Cut(w, r, e.sim, 0.5)
 					return true
 				}
 			},
@@ -174,17 +174,17 @@ func TestFaultMatrix(t *testing.T) {
 		{
 			name:  "CSV bodies cut mid-row",
 			setup: proofSetup{format: "csv"},
-			rule: func(e *proofEnv) proofRule {
-				return usageOnly(func(w http.ResponseWriter, r *http.Request, q proofRequest) bool {
-					if q.attempt > 1 {
+			rule: func(e *proofEnv) prooftest.Rule {
+				return usageOnly(func(w http.ResponseWriter, r *http.Request, q prooftest.Request) bool {
+					if q.Attempt > 1 {
 						return false
 					}
-					proofCut(w, r, e.sim, 0.5)
+					prooftest.Cut(w, r, e.sim, 0.5)
 					return true
 				})
 			},
 			check: func(t *testing.T, e *proofEnv) {
-				if e.faults.faulty() == 0 {
+				if e.faults.Faulty() == 0 {
 					t.Error("no CSV answer was cut")
 				}
 				proofResumed(t, e)
@@ -193,19 +193,19 @@ func TestFaultMatrix(t *testing.T) {
 		{
 			name:  "answers slower than api.timeout",
 			setup: proofSetup{timeout: "300ms"},
-			rule: func(e *proofEnv) proofRule {
+			rule: func(e *proofEnv) prooftest.Rule {
 				// Usage and one reference request: each slow answer costs
 				// a real timeout.
-				return func(w http.ResponseWriter, r *http.Request, q proofRequest) bool {
-					if q.attempt > 1 || !q.usage && !strings.HasSuffix(r.URL.Path, "/organization") {
+				return func(w http.ResponseWriter, r *http.Request, q prooftest.Request) bool {
+					if q.Attempt > 1 || !q.Usage && !strings.HasSuffix(r.URL.Path, "/organization") {
 						return false
 					}
-					proofWait(w, r, e.sim, 2*time.Second)
+					prooftest.Wait(w, r, e.sim, 2*time.Second)
 					return true
 				}
 			},
 			check: func(t *testing.T, e *proofEnv) {
-				if e.faults.faulty() == 0 {
+				if e.faults.Faulty() == 0 {
 					t.Error("no answer was slow")
 				}
 			},
@@ -213,17 +213,17 @@ func TestFaultMatrix(t *testing.T) {
 		{
 			name:  "answers that stall mid-body longer than api.timeout",
 			setup: proofSetup{timeout: "300ms"},
-			rule: func(e *proofEnv) proofRule {
-				return usageOnly(func(w http.ResponseWriter, r *http.Request, q proofRequest) bool {
-					if q.attempt > 1 {
+			rule: func(e *proofEnv) prooftest.Rule {
+				return usageOnly(func(w http.ResponseWriter, r *http.Request, q prooftest.Request) bool {
+					if q.Attempt > 1 {
 						return false
 					}
-					proofStall(w, r, e.sim, 2*time.Second)
+					prooftest.Stall(w, r, e.sim, 2*time.Second)
 					return true
 				})
 			},
 			check: func(t *testing.T, e *proofEnv) {
-				if e.faults.faulty() == 0 {
+				if e.faults.Faulty() == 0 {
 					t.Error("no answer stalled")
 				}
 				proofResumed(t, e)
@@ -243,28 +243,28 @@ func TestFaultMatrix(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			e := proofStart(t, c.setup)
 			if c.rule != nil {
-				e.faults.set(c.rule(e))
+				e.faults.Set(c.rule(e))
 			}
 			sum := e.mustFetch()
 			if sum.RefErr != nil {
 				t.Errorf("reference data not refreshed: %v", sum.RefErr)
 			}
 			if c.faultsPerRequest > 0 {
-				if want := c.faultsPerRequest * e.faults.distinct(); e.faults.faulty() != want {
-					t.Errorf("%d faulty answers, want %d (%d per request)", e.faults.faulty(), want, c.faultsPerRequest)
+				if want := c.faultsPerRequest * e.faults.Distinct(); e.faults.Faulty() != want {
+					t.Errorf("%d faulty answers, want %d (%d per request)", e.faults.Faulty(), want, c.faultsPerRequest)
 				}
 				// net/http itself resends a GET whose reused connection
 				// was reset before any answer, so only answered faults
 				// must each have cost a retry.
-				if n := len(e.sleeps.all()); !c.transportRetries && n < e.faults.faulty() {
-					t.Errorf("%d retries for %d faulty answers", n, e.faults.faulty())
+				if n := len(e.sleeps.all()); !c.transportRetries && n < e.faults.Faulty() {
+					t.Errorf("%d retries for %d faulty answers", n, e.faults.Faulty())
 				}
 			}
 			if c.check != nil {
 				c.check(t, e)
 			}
-			proofExact(t, e.sim, e.db, e.span())
-			proofNoToken(t, "the logs", e.logs.Bytes())
+			prooftest.Exact(t, e.sim, e.db, e.span())
+			prooftest.NoToken(t, "the logs", e.logs.Bytes())
 		})
 	}
 }
@@ -285,7 +285,7 @@ func TestFaultConnectionRefusedThenBack(t *testing.T) {
 	if !strings.Contains(string(e.logs.Bytes()), "connection refused") {
 		t.Error("the logs never mention the refused connection")
 	}
-	proofExact(t, e.sim, e.db, e.span())
+	prooftest.Exact(t, e.sim, e.db, e.span())
 
 	// Down again in the middle of the next run's windows, then back.
 	e.unlisten()
@@ -297,7 +297,7 @@ func TestFaultConnectionRefusedThenBack(t *testing.T) {
 		}
 	}
 	e.mustFetch()
-	proofExact(t, e.sim, e.db, e.span())
+	prooftest.Exact(t, e.sim, e.db, e.span())
 }
 
 // TestFaultWindowFailingEveryRetry: one window's requests fail with 503
@@ -307,9 +307,9 @@ func TestFaultConnectionRefusedThenBack(t *testing.T) {
 func TestFaultWindowFailingEveryRetry(t *testing.T) {
 	e := proofStart(t, proofSetup{attempts: 4})
 	bad := tally.Window{Start: prooftest.Day(t, "2026-01-15"), End: prooftest.Day(t, "2026-01-29"), Granularity: tally.Day}
-	e.faults.set(func(w http.ResponseWriter, r *http.Request, q proofRequest) bool {
-		if q.usage && q.start == bad.Start.Format(tally.DateLayout) {
-			proofError(w, http.StatusServiceUnavailable, "")
+	e.faults.Set(func(w http.ResponseWriter, r *http.Request, q prooftest.Request) bool {
+		if q.Usage && q.Start == bad.Start.Format(tally.DateLayout) {
+			prooftest.Error(w, http.StatusServiceUnavailable, "")
 			return true
 		}
 		return false
@@ -329,10 +329,10 @@ func TestFaultWindowFailingEveryRetry(t *testing.T) {
 		t.Errorf("%d of %d windows loaded, want all but one", sum.Loaded, sum.Planned)
 	}
 	start, end := prooftest.Day(t, e.s.start), e.span().Window.End
-	proofExact(t, e.sim, e.db, e.query(start, bad.Start))
-	proofExact(t, e.sim, e.db, e.query(bad.End, end))
+	prooftest.Exact(t, e.sim, e.db, e.query(start, bad.Start))
+	prooftest.Exact(t, e.sim, e.db, e.query(bad.End, end))
 	prooftest.WithDB(t, e.db, func(db *sql.DB) {
-		rows, _ := proofStored(t, db, e.query(bad.Start, bad.End))
+		rows, _ := prooftest.StoredQuery(t, db, e.query(bad.Start, bad.End))
 		var ledger int
 		if err := db.QueryRow(`SELECT count(*) FROM fetch_windows WHERE start < ? AND "end" > ?`, bad.End, bad.Start).Scan(&ledger); err != nil {
 			t.Fatal(err)
@@ -342,9 +342,9 @@ func TestFaultWindowFailingEveryRetry(t *testing.T) {
 		}
 	})
 
-	e.faults.set(nil)
+	e.faults.Set(nil)
 	e.mustFetch()
-	proofExact(t, e.sim, e.db, e.span())
+	prooftest.Exact(t, e.sim, e.db, e.span())
 }
 
 // TestFaultLateChargesRevisedBetweenRuns: charges arrive after the first
@@ -356,7 +356,7 @@ func TestFaultLateChargesRevisedBetweenRuns(t *testing.T) {
 		t.Run(fmt.Sprintf("reported_date=%t", reported), func(t *testing.T) {
 			e := proofStart(t, proofSetup{reported: reported})
 			e.mustFetch()
-			proofExact(t, e.sim, e.db, e.span())
+			prooftest.Exact(t, e.sim, e.db, e.span())
 
 			recent := e.query(prooftest.Day(t, "2026-03-08"), prooftest.Day(t, "2026-03-12"))
 			was := prooftest.RenderAll(e.sim.Rows(recent))
@@ -365,7 +365,7 @@ func TestFaultLateChargesRevisedBetweenRuns(t *testing.T) {
 				t.Fatal("the sim revised nothing between the runs: the test proves nothing")
 			}
 			e.mustFetch()
-			proofExact(t, e.sim, e.db, e.span())
+			prooftest.Exact(t, e.sim, e.db, e.span())
 		})
 	}
 }
@@ -386,7 +386,7 @@ func TestFaultConcurrentWindowsOverlapOneOlderEntry(t *testing.T) {
 	if sum.Planned != 2 || sum.Loaded != 2 {
 		t.Fatalf("rerun loaded %d of %d windows, want 2 of 2", sum.Loaded, sum.Planned)
 	}
-	proofExact(t, e.sim, e.db, e.span())
+	prooftest.Exact(t, e.sim, e.db, e.span())
 	prooftest.WithDB(t, e.db, func(db *sql.DB) {
 		var overlaps int
 		if err := db.QueryRow(`SELECT count(*) FROM fetch_windows a JOIN fetch_windows b
@@ -472,9 +472,9 @@ func TestFaultLargestWindowsManyPages(t *testing.T) {
 func TestFaultStubbornWindowIsSplit(t *testing.T) {
 	e := proofStart(t, proofSetup{attempts: 3})
 	bad := tally.Window{Start: prooftest.Day(t, "2026-01-01"), End: prooftest.Day(t, "2026-01-15"), Granularity: tally.Day}
-	e.faults.set(func(w http.ResponseWriter, r *http.Request, q proofRequest) bool {
-		if q.usage && q.start == "2026-01-01" && q.end == "2026-01-15" {
-			proofCut(w, r, e.sim, 0.6)
+	e.faults.Set(func(w http.ResponseWriter, r *http.Request, q prooftest.Request) bool {
+		if q.Usage && q.Start == "2026-01-01" && q.End == "2026-01-15" {
+			prooftest.Cut(w, r, e.sim, 0.6)
 			return true
 		}
 		return false
@@ -496,5 +496,5 @@ func TestFaultStubbornWindowIsSplit(t *testing.T) {
 			t.Errorf("ledger holds %v for the split window, want its halves %v", got, want)
 		}
 	})
-	proofExact(t, e.sim, e.db, e.span())
+	prooftest.Exact(t, e.sim, e.db, e.span())
 }

@@ -251,7 +251,7 @@ func writeBadConfig(t *testing.T, dir, name, yaml string) string {
 // user otherwise.
 func TestBadInputPermissions(t *testing.T) {
 	b := newBadSetup(t)
-	bin := schedBinary(t)
+	bin := tallyBinary(t)
 	asRoot := os.Geteuid() == 0
 	// The other user must reach the binary, the configs and the folders
 	// (the umask is narrow since the setup opened a store).

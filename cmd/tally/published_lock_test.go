@@ -21,7 +21,16 @@ import (
 // standard input closes.
 const holdDBEnv = "TALLY_CLI_TEST_HOLD_DB"
 
+// asTallyEnv makes the test binary run as tally itself (main), so the
+// process-level proofs (crash, security) run the real command without a
+// separate build.
+const asTallyEnv = "TALLY_CLI_TEST_AS_TALLY"
+
 func TestMain(m *testing.M) {
+	if os.Getenv(asTallyEnv) == "1" {
+		os.Args = append([]string{"tally"}, os.Args[1:]...)
+		main()
+	}
 	if path := os.Getenv(holdDBEnv); path != "" {
 		db, err := sql.Open("duckdb", path)
 		if err == nil {
@@ -129,4 +138,17 @@ func TestReportOfAnEmptyMonth(t *testing.T) {
 	if _, code, stderr := cli(t, "report", "--config", cfg, "--month", "2026-01", "--out", out); code != exitOK {
 		t.Fatalf("January: exit %d %s", code, stderr)
 	}
+}
+
+// tallyBinary is the tally command as a separate process: this test binary,
+// which runs main when asTallyEnv is set in its environment. The variable
+// is set for the test, so commands started with os.Environ() inherit it.
+func tallyBinary(t *testing.T) string {
+	t.Helper()
+	t.Setenv(asTallyEnv, "1")
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return exe
 }

@@ -27,18 +27,6 @@ import (
 
 const schedToken = "tok-schedule-3b7e0c9d41aa"
 
-// schedBinary builds the tally command, for tests that need real
-// processes: a signal, a second process contending for the lock.
-func schedBinary(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "tally")
-	cmd := exec.Command("go", "build", "-o", bin, ".")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
-
 // schedProc is a running tally process.
 type schedProc struct {
 	cmd            *exec.Cmd
@@ -296,7 +284,7 @@ func schedRunsOf(t *testing.T, db string) []store.RunInfo {
 }
 
 func TestScheduleProcesses(t *testing.T) {
-	bin := schedBinary(t)
+	bin := tallyBinary(t)
 	today := tally.Day.Truncate(time.Now().UTC())
 	start := today.AddDate(0, 0, -5)
 

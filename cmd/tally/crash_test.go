@@ -1,4 +1,4 @@
-package schedules
+package main
 
 import (
 	"database/sql"
@@ -43,10 +43,10 @@ func proofCrashStart(t *testing.T) *proofCrash {
 	now := time.Now().UTC().Truncate(time.Hour)
 	to := tally.Day.Truncate(now).AddDate(0, 0, -2)
 	from := to.AddDate(0, 0, -21)
-	c := &proofCrash{bin: proofBinary(t), dir: t.TempDir(), from: from, to: to, g: tally.Hour}
-	c.sim = sim.New(sim.Options{Token: proofToken, Seed: 21, Start: from, Now: func() time.Time { return now },
+	c := &proofCrash{bin: tallyBinary(t), dir: t.TempDir(), from: from, to: to, g: tally.Hour}
+	c.sim = sim.New(sim.Options{Token: prooftest.Token, Seed: 21, Start: from, Now: func() time.Time { return now },
 		PageSize: 400, UsagePaging: true})
-	url := proofServe(t, c.sim)
+	url := prooftest.Serve(t, c.sim)
 	c.cfg = filepath.Join(c.dir, "tally.yaml")
 	c.db = filepath.Join(c.dir, "tally.duckdb")
 	yaml := fmt.Sprintf(`api:
@@ -67,7 +67,7 @@ reports:
 	if err := os.WriteFile(c.cfg, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	c.env = append(os.Environ(), "TALLY_PROOF_TOKEN="+proofToken)
+	c.env = append(os.Environ(), "TALLY_PROOF_TOKEN="+prooftest.Token)
 	return c
 }
 
@@ -157,14 +157,14 @@ func (c *proofCrash) consistent(t *testing.T, label string) (windows int) {
 		rs.Close()
 		for _, w := range ws {
 			q := tally.UsageQuery{Window: w}
-			rows, _ := proofStored(t, db, q)
+			rows, _ := prooftest.StoredQuery(t, db, q)
 			if d := prooftest.FirstDiff(prooftest.RenderAll(rows), prooftest.RenderAll(c.sim.Rows(q))); d != "" {
 				t.Errorf("%s: window %s is neither fully old nor fully new: %s", label, w, d)
 			}
 		}
 		windows = len(ws)
 	})
-	proofNoDoubles(t, c.db)
+	prooftest.NoDoubles(t, c.db)
 	return windows
 }
 
@@ -200,7 +200,7 @@ func TestCrashKilledAtRandomMoments(t *testing.T) {
 		}
 		t.Logf("%d fetches killed", kills)
 		c.run(t, append([]string{"fetch"}, span...)...)
-		proofExact(t, c.sim, c.db, tally.UsageQuery{Window: tally.Window{Start: c.from, End: c.to, Granularity: c.g}})
+		prooftest.Exact(t, c.sim, c.db, tally.UsageQuery{Window: tally.Window{Start: c.from, End: c.to, Granularity: c.g}})
 	})
 	t.Run("report", func(t *testing.T) {
 		month := tally.Month.Truncate(c.to.AddDate(0, 0, -1))
@@ -268,22 +268,5 @@ func proofCompleteWorkbook(t *testing.T, path string) {
 		if n < 2 {
 			t.Fatalf("%s: sheet %s has %d rows: not a whole workbook", path, sheet, n)
 		}
-	}
-}
-
-// TestCrashWhileCreatingTheDatabase: a run killed while the database was
-// being created leaves a temporary file beside its name, never an empty
-// or half-made file under it; the next run creates the database and
-// removes the leftover.
-func TestCrashWhileCreatingTheDatabase(t *testing.T) {
-	e := proofStart(t, proofSetup{})
-	leftover := e.db + ".creating-0123456789abcdef"
-	if err := os.WriteFile(leftover, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	e.mustFetch()
-	proofExact(t, e.sim, e.db, e.span())
-	if _, err := os.Stat(leftover); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("the leftover of the killed creation is still there: %v", err)
 	}
 }

@@ -1,0 +1,26 @@
+package schedules
+
+import (
+	"errors"
+	"os"
+	"testing"
+
+	"github.com/tally-dev/tally/internal/prooftest"
+)
+
+// TestCrashWhileCreatingTheDatabase: a run killed while the database was
+// being created leaves a temporary file beside its name, never an empty
+// or half-made file under it; the next run creates the database and
+// removes the leftover.
+func TestCrashWhileCreatingTheDatabase(t *testing.T) {
+	e := proofStart(t, proofSetup{})
+	leftover := e.db + ".creating-0123456789abcdef"
+	if err := os.WriteFile(leftover, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e.mustFetch()
+	prooftest.Exact(t, e.sim, e.db, e.span())
+	if _, err := os.Stat(leftover); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the leftover of the killed creation is still there: %v", err)
+	}
+}
