@@ -17,6 +17,7 @@ import (
 
 	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/configs"
+	"github.com/tally-dev/tally/internal/retry"
 )
 
 // SignatureHeader carries sha256=<hex HMAC-SHA256 of the body> when the
@@ -77,32 +78,14 @@ func Sign(secret, body []byte) string {
 // Send posts body, trying again after a network error, a 429 or a 5xx.
 // Other answers are final: a 4xx will not change by trying again.
 func (w *Webhook) Send(ctx context.Context, key string, body []byte) error {
-	pause := w.Pause
-	var last error
-	for try := 1; try <= max(1, w.Tries); try++ {
-		if try > 1 {
-			t := time.NewTimer(pause)
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return ctx.Err()
-			case <-t.C:
-			}
-			pause *= 2
-		}
-		retry, err := w.post(ctx, key, body)
-		if err == nil {
-			return nil
-		}
-		last = err
-		if !retry {
-			break
-		}
+	err := retry.Do(ctx, w.Tries, w.Pause, func() (bool, error) { return w.post(ctx, key, body) })
+	if err != nil && ctx.Err() == nil {
+		return fmt.Errorf("%s: %w", w.Name(), err)
 	}
-	return fmt.Errorf("%s: %w", w.Name(), last)
+	return err
 }
 
-func (w *Webhook) post(ctx context.Context, key string, body []byte) (retry bool, err error) {
+func (w *Webhook) post(ctx context.Context, key string, body []byte) (again bool, err error) {
 	ctx, cancel := context.WithTimeout(ctx, w.Timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.url, bytes.NewReader(body))
@@ -128,6 +111,6 @@ func (w *Webhook) post(ctx context.Context, key string, body []byte) (retry bool
 	if resp.StatusCode/100 == 2 {
 		return false, nil
 	}
-	retry = resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500
-	return retry, fmt.Errorf("answered %s: %s", resp.Status, strings.TrimSpace(string(snippet)))
+	again = resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500
+	return again, fmt.Errorf("answered %s: %s", resp.Status, strings.TrimSpace(string(snippet)))
 }

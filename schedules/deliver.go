@@ -20,6 +20,7 @@ import (
 
 	"github.com/tally-dev/tally/configs"
 	"github.com/tally-dev/tally/internal/atomicfile"
+	"github.com/tally-dev/tally/internal/retry"
 	"github.com/tally-dev/tally/reports"
 )
 
@@ -142,25 +143,7 @@ func deliverables(dir string, now time.Time) ([]deliverable, error) {
 }
 
 func retryDelivery(ctx context.Context, send func() error) error {
-	pause := deliverPause
-	var err error
-	for i := 1; i <= deliverAttempts; i++ {
-		if err = send(); err == nil {
-			return nil
-		}
-		if i == deliverAttempts {
-			break
-		}
-		t := time.NewTimer(pause)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		case <-t.C:
-		}
-		pause *= 2
-	}
-	return err
+	return retry.Do(ctx, deliverAttempts, deliverPause, func() (bool, error) { return true, send() })
 }
 
 // copyInto copies the workbook into dir whole: a temporary file there,
