@@ -26,7 +26,6 @@ import (
 	"github.com/tally-dev/tally/alerts"
 	"github.com/tally-dev/tally/fetch/sim"
 	"github.com/tally-dev/tally/internal/prooftest"
-	"github.com/tally-dev/tally/store"
 )
 
 // The forecast made on day 20 from the data fetched that morning, against
@@ -290,16 +289,7 @@ func TestWorkbookBudgetsAndAnomalies(t *testing.T) {
 `})
 	h.mustFetch()
 	june := prooftest.Day(t, "2026-06-01")
-	path := filepath.Join(h.dir, "june.xlsx")
-	st, err := store.OpenReadOnly(context.Background(), h.db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = Report(context.Background(), h.runner.Config, st.DB(), june, "", path, h.clock.Now, h.runner.Log)
-	st.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	f, path := h.workbook(june, "june.xlsx")
 	var actual, forecast string
 	prooftest.WithDB(t, h.db, func(db *sql.DB) {
 		got := prooftest.QueryStrings(t, db, `SELECT CAST(actual_cost AS VARCHAR) || ' ' || CAST(forecast_cost AS VARCHAR) FROM forecasts
@@ -309,11 +299,6 @@ WHERE month = DATE '2026-06-01' AND scope_kind = 'project' AND scope = 'newsroom
 		}
 		actual, forecast, _ = strings.Cut(got[0], " ")
 	})
-	f, err := excelize.OpenFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
 	rows, err := f.GetRows("Budgets and forecast", excelize.Options{RawCellValue: true})
 	if err != nil {
 		t.Fatal(err)

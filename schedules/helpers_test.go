@@ -17,12 +17,14 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/xuri/excelize/v2"
 
 	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/configs"
 	"github.com/tally-dev/tally/fetch"
 	"github.com/tally-dev/tally/fetch/sim"
 	"github.com/tally-dev/tally/internal/prooftest"
+	"github.com/tally-dev/tally/store"
 )
 
 // testToken is the bearer token of every test; tests check it never lands
@@ -287,4 +289,27 @@ func (h *harness) checkNoToken() {
 		h.t.Errorf("no debug line was logged; the token check saw less than it should")
 	}
 	prooftest.NoTokenInFiles(h.t, h.dir, testToken)
+}
+
+// workbook writes month's workbook (the config's default basis) into the
+// test's folder as name, from the database as the report command reads
+// it, and opens it; it is closed with the test.
+func (h *harness) workbook(month time.Time, name string) (*excelize.File, string) {
+	h.t.Helper()
+	path := filepath.Join(h.dir, name)
+	st, err := store.OpenReadOnly(context.Background(), h.db)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	_, err = Report(context.Background(), h.runner.Config, st.DB(), month, "", path, h.clock.Now, h.runner.Log)
+	st.Close()
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	f, err := excelize.OpenFile(path)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(func() { f.Close() })
+	return f, path
 }

@@ -12,13 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xuri/excelize/v2"
-
 	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/configs"
 	"github.com/tally-dev/tally/internal/focuscheck"
 	"github.com/tally-dev/tally/internal/prooftest"
-	"github.com/tally-dev/tally/store"
 )
 
 // usage.source projects, read every third evening of June and on its last
@@ -150,21 +147,7 @@ func TestProjectsSourceEqualsOrganizationAtSamePrice(t *testing.T) {
 	})
 
 	// The workbook of the estimate.
-	path := filepath.Join(h.dir, "june-estimated.xlsx")
-	st, err := store.OpenReadOnly(context.Background(), h.db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = Report(context.Background(), h.runner.Config, st.DB(), june, "", path, h.clock.Now, h.runner.Log)
-	st.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := excelize.OpenFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f, _ := h.workbook(june, "june-estimated.xlsx")
 	summary, _ := f.GetRows("Summary")
 	notes, _ := f.GetRows("Notes")
 	props, _ := f.GetDocProps()
