@@ -9,7 +9,8 @@ import (
 // BenchmarkAnalystViews measures the views that sum usage_finest over a
 // year of hourly usage (benchStore), then with every row copied 15 times
 // more (about two million rows): a month total per currency, the monthly
-// cost per project and the payment method violations.
+// cost per project, the payment method violations, and the forecasts and
+// anomalies every alert check reads.
 //
 //	go test ./store -run '^$' -bench AnalystViews -benchtime 5x
 func BenchmarkAnalystViews(b *testing.B) {
@@ -32,6 +33,9 @@ func benchViews(b *testing.B, s *Store, rows int64) {
 		{"finest_by_month", `SELECT date_trunc('month', period_at), currency, sum(cost) FROM usage_finest GROUP BY ALL`},
 		{"project_monthly_cost", `SELECT count(*), sum(cost) FROM project_monthly_cost`},
 		{"payment_method_violations", `SELECT count(*), sum(cost) FROM payment_method_violations`},
+		// What every alert check reads after a fetch.
+		{"forecasts", `SELECT count(*), sum(forecast_cost) FROM forecasts`},
+		{"anomalies", `SELECT count(*), sum(cost) FROM anomalies`},
 	} {
 		b.Run(fmt.Sprintf("%s/rows=%d", tc.name, rows), func(b *testing.B) {
 			for b.Loop() {
