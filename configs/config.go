@@ -1,11 +1,13 @@
 package configs
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/tally-dev/tally"
@@ -110,7 +112,13 @@ type SMTPConfig struct {
 	From         string
 	To           []string
 	Subject      string // {month} is replaced by YYYY-MM
+	// Timeout bounds one whole send: connect, greeting, every command and
+	// the message. A server that never answers costs at most this.
+	Timeout time.Duration
 }
+
+// DefaultSMTPTimeout is reports.deliver.smtp.timeout's default.
+const DefaultSMTPTimeout = 2 * time.Minute
 
 // ScheduleConfig is what `tally schedule` runs and when.
 type ScheduleConfig struct {
@@ -309,4 +317,24 @@ func (c *Config) UsageQueryBase() tally.UsageQuery {
 		PaymentMethodIDs: append([]string(nil), c.Usage.PaymentMethodIDs...),
 		MeterNames:       append([]string(nil), c.Usage.MeterNames...),
 	}
+}
+
+// CheckDeliverDir says why dir cannot take delivered workbooks: it does
+// not exist, is not a folder, or this process may not write into it. The
+// config load and tally status ask, so a missing share is found before a
+// month's delivery fails on it.
+func CheckDeliverDir(dir string) error {
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return errors.New("does not exist")
+	case err != nil:
+		return fmt.Errorf("cannot be read: %v", errors.Unwrap(err))
+	case !fi.IsDir():
+		return errors.New("is not a folder")
+	}
+	if err := syscall.Access(dir, 2 /* W_OK */); err != nil {
+		return fmt.Errorf("is not writable by this user (%v)", err)
+	}
+	return nil
 }

@@ -117,6 +117,7 @@ type rawSMTP struct {
 	From         yaml.Node `yaml:"from"`
 	To           yaml.Node `yaml:"to"`
 	Subject      yaml.Node `yaml:"subject"`
+	Timeout      yaml.Node `yaml:"timeout"`
 }
 
 type rawExport struct {
@@ -805,6 +806,9 @@ func (p *parser) export(r *rawExport, c *ExportConfig) {
 func (p *parser) deliver(r *rawDeliver, c *DeliverConfig) {
 	if s := p.text(&r.Dir, "reports.deliver.dir", ""); s != "" {
 		c.Dir = p.path(s)
+		if err := CheckDeliverDir(c.Dir); err != nil {
+			p.addf(deref(&r.Dir), "reports.deliver.dir", "%q %v; give a folder Tally may write into (the deliver step copies finished workbooks there)", s, err)
+		}
 	}
 	m := &r.SMTP
 	if isNull(&m.Host) && isNull(&m.From) && isNull(&m.To) && isNull(&m.Port) {
@@ -836,6 +840,7 @@ func (p *parser) deliver(r *rawDeliver, c *DeliverConfig) {
 		def = 465
 	}
 	s.Port = p.integer(&m.Port, "reports.deliver.smtp.port", def, 1, 65535)
+	s.Timeout = p.duration(&m.Timeout, "reports.deliver.smtp.timeout", DefaultSMTPTimeout, true, time.Hour, "2m")
 	if s.PasswordEnv != "" && s.PasswordFile != "" {
 		p.addf(deref(&m.PasswordFile), "reports.deliver.smtp.password_env and password_file", "set one, not both")
 	}

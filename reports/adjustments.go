@@ -4,7 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -164,9 +166,21 @@ func MonthFingerprint(ctx context.Context, src Source, p Period) (Fingerprint, e
 	return fp, nil
 }
 
-// FinalPath is where a closed month's final workbook goes under a reports
-// folder: beside its normal workbook, dir/YYYY-MM/tally-cost-YYYY-MM-final.xlsx.
-func FinalPath(dir string, month time.Time) string {
-	p := DefaultPath(dir, month)
-	return strings.TrimSuffix(p, ".xlsx") + "-final.xlsx"
+// FinalPath is where the seq-th close of a month writes its final workbook
+// under a reports folder, beside the month's normal workbook: the first
+// close dir/YYYY-MM/tally-cost-YYYY-MM-final.xlsx, a close after a reopen
+// …-final-2.xlsx, and so on, so a re-close never writes over what an
+// earlier close sent out.
+func FinalPath(dir string, month time.Time, seq int) string {
+	p := strings.TrimSuffix(DefaultPath(dir, month), ".xlsx") + "-final"
+	if seq > 1 {
+		p += "-" + strconv.Itoa(seq)
+	}
+	return p + ".xlsx"
 }
+
+// finalNameRE matches the names FinalPath gives.
+var finalNameRE = regexp.MustCompile(`^tally-cost-\d{4}-\d{2}-final(-\d+)?\.xlsx$`)
+
+// IsFinalName reports whether a file name is one only a close writes.
+func IsFinalName(name string) bool { return finalNameRE.MatchString(name) }

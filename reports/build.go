@@ -34,6 +34,10 @@ type Options struct {
 	Now func() time.Time
 	// Budgets, when any, get a Budgets and forecast sheet.
 	Budgets []Budget
+	// Close, when set, makes this the month's final workbook, stamped
+	// with the close that writes it (tally close). Other workbooks read
+	// the month's close from month_closes.
+	Close *CloseStamp
 }
 
 // Defaults of Options and limits.
@@ -114,7 +118,8 @@ type builder struct {
 	p      Period
 	opts   Options
 	now    time.Time // generated at, UTC, to the second
-	closed bool
+	closed bool       // the month is over
+	state  monthState // the month's close, if any
 	f      *excelize.File
 	st     *styles
 
@@ -167,6 +172,9 @@ func (b *builder) build() error {
 		Created:        b.now.Format(time.RFC3339),
 		Modified:       b.now.Format(time.RFC3339),
 	}); err != nil {
+		return err
+	}
+	if err := b.readMonthState(); err != nil {
 		return err
 	}
 	totals, err := b.summaryTotals()

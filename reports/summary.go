@@ -55,19 +55,16 @@ func (b *builder) summary(totals []totalRow) error {
 	case tally.BasisEstimated:
 		basis = "estimated: " + EstimatedWarning + ". Each project's own usage report (quantities, read day by day) priced at its payment method's rate card"
 	}
-	status := "Month to date: the month is not over, figures will still grow"
-	if b.closed {
-		status = "Closed: the month is over"
-	}
 	lines := [][]cell{
 		{b.label("Month"), b.txt(month.Format(monthLayout))},
 		{b.label("First day"), {month, b.st.date}},
 		{b.label("Last day"), {b.p.end().AddDate(0, 0, -1), b.st.date}},
 		{b.label("Basis"), b.txt(basis)},
 		{b.label("Granularity"), b.txt(string(b.p.Granularity))},
-		{b.label("Month status"), b.txt(status)},
-		{b.label("Generated at (UTC)"), {b.now, b.st.dateTime}},
+		{b.label(monthStatusLabel), b.txt(b.monthStatus())},
 	}
+	lines = append(lines, b.closeLines()...)
+	lines = append(lines, []cell{b.label("Generated at (UTC)"), {b.now, b.st.dateTime}})
 	if err := s.lines(lines); err != nil {
 		return err
 	}
@@ -192,7 +189,7 @@ func (s *summaryWriter) freshness() ([][]cell, error) {
 
 func (s *summaryWriter) totals(totals []totalRow) error {
 	b := s.b
-	if err := s.section("Usage value per currency (never added across currencies)"); err != nil {
+	if err := s.section(totalsSection); err != nil {
 		return err
 	}
 	if err := s.header("Currency", "Rows", "Billed directly", "Drawn from a balance", "Covered by a license",

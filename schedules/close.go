@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
@@ -12,6 +14,7 @@ import (
 
 	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/configs"
+	"github.com/tally-dev/tally/internal/atomicfile"
 	"github.com/tally-dev/tally/reports"
 	"github.com/tally-dev/tally/store"
 )
@@ -125,20 +128,20 @@ func checkStore(ctx context.Context, st *store.Store, cfg *configs.Config, o Clo
 			m, len(missing), g, basis, missing[0].Format(time.DateOnly), missing[len(missing)-1].Format(time.DateOnly),
 			missing[0].Format(time.DateOnly), missing[len(missing)-1].AddDate(0, 0, 1).Format(time.DateOnly))
 	}
-	final := reports.FinalPath(cfg.Reports.Dir, o.Month)
-	if _, err := os.Lstat(final); err == nil {
-		// A final workbook is never rewritten: one left by an earlier
-		// close (reopened since) is kept, and the close refused, so what
-		// finance already signed stays as signed.
-		return refused("--month %s: the final workbook %s already exists and is never rewritten; move it aside (keep it: it is what was signed off) and close again", m, final)
-	} else if !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("close %s: %w", m, err)
-	}
 	return nil
 }
 
 // closeMonth closes or reopens o.Month for the config's basis and
 // granularity, in the store the run holds.
+//
+// A close must survive a kill at any moment, and the record in
+// month_closes is its truth: the final workbook is written to a staged
+// file beside its name, the close is recorded with the staged file's
+// sha256, and only then is the file renamed into place. A kill before the
+// record leaves an unrecorded staged file, which the next close removes;
+// a kill after it leaves a recorded close whose file the next close,
+// deliver or close step puts in place (finishCloses). So the month is
+// either untouched or closed, and never refused for a file nobody signed.
 func closeMonth(ctx context.Context, env *Env, runID uuid.UUID, o CloseOptions) (store.MonthClose, error) {
 	cfg := env.Config
 	basis, g := cfg.DefaultBasis(), cfg.Usage.Granularity
@@ -146,6 +149,19 @@ func closeMonth(ctx context.Context, env *Env, runID uuid.UUID, o CloseOptions) 
 	c := store.MonthClose{ID: runID, Month: o.Month, Basis: basis, Granularity: g, At: env.now(), Who: o.Who, Reason: o.Reason}
 	if err := CheckClose(o, c.At); err != nil {
 		return c, err
+	}
+	finished, err := finishCloses(ctx, env)
+	if err != nil {
+		return c, err
+	}
+	if !o.Reopen {
+		// A close a kill cut short after its record: finishing it is what
+		// the rerun was for.
+		for _, f := range finished {
+			if f.Month.Equal(o.Month) && f.Basis == basis && f.Granularity == g {
+				return f, nil
+			}
+		}
 	}
 	if err := checkStore(ctx, env.Store, cfg, o); err != nil {
 		return c, err
@@ -158,29 +174,129 @@ func closeMonth(ctx context.Context, env *Env, runID uuid.UUID, o CloseOptions) 
 		env.Log.Warn().Str("month", m).Str("who", c.Who).Str("reason", c.Reason).Msg("month reopened")
 		return c, nil
 	}
-	final := reports.FinalPath(cfg.Reports.Dir, o.Month)
+	n, err := env.Store.CloseCount(ctx, o.Month, basis, g)
+	if err != nil {
+		return c, err
+	}
+	final := reports.FinalPath(cfg.Reports.Dir, o.Month, n+1)
+	staged := stagedFinal(final, runID)
 	p := reports.Period{Month: o.Month, Basis: basis, Granularity: g}
 	fp, err := reports.MonthFingerprint(ctx, env.Store.DB(), p)
 	if err != nil {
 		return c, err
 	}
-	opts := reports.Options{Tolerance: cfg.Reports.Tolerance, Now: env.Now, Budgets: ReportBudgets(cfg)}
-	if err := reports.WriteFile(ctx, env.Store.DB(), p, final, opts); err != nil {
+	stamp := &reports.CloseStamp{At: c.At, Who: c.Who, Reason: c.Reason, Rows: fp.Rows, ContentHash: fp.ContentHash, Seq: n + 1, FinalWorkbook: final}
+	opts := reports.Options{Tolerance: cfg.Reports.Tolerance, Now: env.Now, Budgets: ReportBudgets(cfg), Close: stamp}
+	if err := reports.WriteFile(ctx, env.Store.DB(), p, staged, opts); err != nil {
 		return c, fmt.Errorf("close %s: %w", m, err)
 	}
-	c.Action, c.ContentHash, c.FinalWorkbook = store.ActionClose, fp.ContentHash, final
+	sum, err := fileSHA256(staged)
+	if err != nil {
+		os.Remove(staged)
+		return c, fmt.Errorf("close %s: %w", m, err)
+	}
+	c.Action, c.ContentHash, c.FinalWorkbook, c.FinalSHA256 = store.ActionClose, fp.ContentHash, final, sum
 	figs := make([]store.CloseFigure, len(fp.Figures))
 	for i, f := range fp.Figures {
 		figs[i] = store.CloseFigure(f)
 	}
 	if err := env.Store.RecordClose(ctx, c, figs); err != nil {
-		// Not recorded: the final workbook must not outlive its close, or
-		// the next close would be refused for it.
-		os.Remove(final)
+		os.Remove(staged)
 		return c, err
 	}
-	env.Log.Info().Str("month", m).Int64("rows", fp.Rows).Str("content_hash", fp.ContentHash).Str("final_workbook", final).Msg("month closed")
+	if err := placeFinal(env, c, staged); err != nil {
+		return c, fmt.Errorf("close %s: recorded, but the final workbook is not in place yet (the next close, deliver or close step puts it there): %w", m, err)
+	}
+	env.Log.Info().Str("month", m).Str("who", c.Who).Int64("rows", fp.Rows).Str("content_hash", fp.ContentHash).Str("final_workbook", final).Msg("month closed")
 	return c, nil
+}
+
+// stagedFinal is where the close with id writes final before recording
+// itself: hidden, beside it, named by the close so a later run knows
+// whose it is.
+func stagedFinal(final string, id uuid.UUID) string {
+	return filepath.Join(filepath.Dir(final), "."+filepath.Base(final)+"."+id.String()+".staged")
+}
+
+// stagedRE matches the staged files of stagedFinal; stagedTempRE the
+// temporary file a staged file is written through (atomicfile), which a
+// kill during the write leaves.
+var (
+	stagedRE     = regexp.MustCompile(`^\.tally-cost-\d{4}-\d{2}-final(?:-\d+)?\.xlsx\.[0-9a-f-]{36}\.staged$`)
+	stagedTempRE = regexp.MustCompile(`^\.\.tally-cost-\d{4}-\d{2}-final(?:-\d+)?\.xlsx\.[0-9a-f-]{36}\.staged\.[^/]*\.tmp$`)
+)
+
+// placeFinal renames a recorded close's staged file onto its final name. A
+// file already there has no close of its own (the sequence is new), so it
+// is the leftover of a close an older Tally had killed, or someone's copy: it is
+// replaced, with a warning, rather than block the close.
+func placeFinal(env *Env, c store.MonthClose, staged string) error {
+	if _, err := os.Lstat(c.FinalWorkbook); err == nil {
+		env.Log.Warn().Str("final_workbook", c.FinalWorkbook).Msg("a file no close recorded stood where the final workbook goes; replaced by the recorded final")
+	}
+	if err := os.Rename(staged, c.FinalWorkbook); err != nil {
+		return err
+	}
+	atomicfile.SyncDir(filepath.Dir(c.FinalWorkbook))
+	return nil
+}
+
+// finishCloses makes the files agree with month_closes after a kill: a
+// recorded close whose final workbook is not in place gets it from its
+// staged file (whose sha256 the record holds), and a staged file no close
+// recorded is removed (it holds cost data nobody signed). It returns the
+// closes it finished. A recorded final that is gone with no staged file is
+// logged, not fatal: someone removed a signed-off file, and tally status
+// says so.
+func finishCloses(ctx context.Context, env *Env) ([]store.MonthClose, error) {
+	closes, err := env.Store.Closes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var finished []store.MonthClose
+	recorded := map[string]bool{}
+	for _, c := range closes {
+		if c.FinalWorkbook == "" {
+			continue
+		}
+		staged := stagedFinal(c.FinalWorkbook, c.ID)
+		recorded[staged] = true
+		if _, err := os.Lstat(staged); err != nil {
+			if _, err := os.Lstat(c.FinalWorkbook); errors.Is(err, os.ErrNotExist) {
+				env.Log.Error().Str("month", c.Month.Format("2006-01")).Str("final_workbook", c.FinalWorkbook).Msg("the final workbook of a recorded close is missing; restore it from a delivered copy (its sha256 is in month_closes.final_sha256)")
+			}
+			continue
+		}
+		sum, err := fileSHA256(staged)
+		if err != nil {
+			return finished, err
+		}
+		if c.FinalSHA256 != "" && sum != c.FinalSHA256 {
+			return finished, fmt.Errorf("the staged final workbook %s does not match its close (sha256 %s, recorded %s); move it aside and rerun", staged, sum, c.FinalSHA256)
+		}
+		if err := placeFinal(env, c, staged); err != nil {
+			return finished, fmt.Errorf("put the final workbook of %s in place: %w", c.Month.Format("2006-01"), err)
+		}
+		env.Log.Warn().Str("month", c.Month.Format("2006-01")).Str("who", c.Who).Str("final_workbook", c.FinalWorkbook).Msg("finished a close a kill had cut short: the final workbook is now in place")
+		finished = append(finished, c)
+	}
+	dirs, _ := filepath.Glob(filepath.Join(env.Config.Reports.Dir, "*"))
+	for _, d := range dirs {
+		entries, err := os.ReadDir(d)
+		if err != nil {
+			continue
+		}
+		for _, e := range entries {
+			p := filepath.Join(d, e.Name())
+			// The writer lock is held: no other close is writing these.
+			if (stagedRE.MatchString(e.Name()) && !recorded[p]) || stagedTempRE.MatchString(e.Name()) {
+				if err := os.Remove(p); err == nil {
+					env.Log.Warn().Str("file", p).Msg("removed the staged final workbook of a close a kill cut short before it was recorded")
+				}
+			}
+		}
+	}
+	return finished, nil
 }
 
 // closeStep closes the previous month once reports.close_after has passed
@@ -205,7 +321,15 @@ func closeStep(ctx context.Context, env *Env, runID uuid.UUID) (StepResult, erro
 		return StepResult{}, err
 	}
 	if last != nil {
-		env.Log.Info().Str("month", m).Str("action", last.Action).Time("at", last.At).Msg("close step: month already closed or reopened by hand; left as it is")
+		what := "closed"
+		if last.Action == store.ActionReopen {
+			what = "reopened (a person's decision: it stays open until they close it)"
+		}
+		env.Log.Info().Str("month", m).Str("action", last.Action).Str("who", last.Who).Time("at", last.At).
+			Msgf("close step: %s already %s by %s at %s UTC; left as it is", m, what, last.Who, last.At.Format("2006-01-02 15:04"))
+		if _, err := finishCloses(ctx, env); err != nil {
+			return StepResult{}, err
+		}
 		return StepResult{}, nil
 	}
 	c, err := closeMonth(ctx, env, runID, CloseOptions{Month: month, Who: jobName(ctx), Reason: fmt.Sprintf("reports.close_after %s passed", cfg.Reports.CloseAfter)})

@@ -105,7 +105,7 @@ func TestCloseOctoberThenLateChargesAreAdjustments(t *testing.T) {
 	if err != nil {
 		t.Fatalf("close: %v", err)
 	}
-	final := reports.FinalPath(h.runner.Config.Reports.Dir, oct)
+	final := reports.FinalPath(h.runner.Config.Reports.Dir, oct, 1)
 	if sum.Close.FinalWorkbook != final {
 		t.Fatalf("final workbook %q, want %q", sum.Close.FinalWorkbook, final)
 	}
@@ -347,28 +347,53 @@ func TestCloseRefusals(t *testing.T) {
 	if _, err := h.runner.Close(ctx, CloseOptions{Month: oct, Who: "bob", Reopen: true, Reason: "credit note"}); err != nil {
 		t.Fatal(err)
 	}
-	// Reopened, closing again is refused for the final workbook that
-	// already exists: it is never rewritten.
-	refusal(CloseOptions{Month: oct, Who: "bob"}, "already exists and is never rewritten")
+	// Reopened, closing again writes a new final under its own name: the
+	// first, which finance may have signed, is never rewritten.
+	first := reports.FinalPath(h.runner.Config.Reports.Dir, oct, 1)
+	signed, err := os.ReadFile(first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.clock.Set(time.Date(2026, 11, 2, 4, 0, 0, 0, time.UTC))
+	sum, err := h.runner.Close(ctx, CloseOptions{Month: oct, Who: "carol", Reason: "credit note booked"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := reports.FinalPath(h.runner.Config.Reports.Dir, oct, 2)
+	if sum.Close.FinalWorkbook != second || !strings.HasSuffix(second, "tally-cost-2026-10-final-2.xlsx") {
+		t.Fatalf("the re-close wrote %s, want %s", sum.Close.FinalWorkbook, second)
+	}
+	if now, err := os.ReadFile(first); err != nil || !bytes.Equal(now, signed) {
+		t.Fatalf("the first final workbook changed when the month was closed again (%v)", err)
+	}
+	if fig, err := reports.ReadSummary(second); err != nil || !strings.Contains(fig.Status, "by carol") || !strings.Contains(fig.Status, "final workbook (tally-cost-2026-10-final-2.xlsx)") {
+		t.Fatalf("the second final's month status %q (%v) does not name its close", fig.Status, err)
+	}
+	refusal(CloseOptions{Month: oct, Who: "bob"}, "already closed", "carol")
 	prooftest.WithDB(t, h.db, func(db *sql.DB) {
 		var n int
-		if err := db.QueryRow(`SELECT count(*) FROM closed_months`).Scan(&n); err != nil {
+		var final, sha string
+		if err := db.QueryRow(`SELECT count(*), any_value(c.final_workbook), any_value(c.final_sha256) FROM closed_months m JOIN month_closes c USING (id)`).Scan(&n, &final, &sha); err != nil {
 			t.Fatal(err)
+		}
+		if got, _ := fileSHA256(second); n != 1 || final != second || sha != got {
+			t.Fatalf("closed months %d, current final %s (sha256 %s), want %s (sha256 %s)", n, final, sha, second, got)
 		}
 		var actions string
 		if err := db.QueryRow(`SELECT string_agg(action || ' by ' || who || ': ' || reason, '; ' ORDER BY acted_at, action) FROM month_closes`).Scan(&actions); err != nil {
 			t.Fatal(err)
 		}
-		if n != 0 || actions != "close by alice: done; reopen by bob: credit note" {
-			t.Fatalf("closed months %d, history %q", n, actions)
+		if actions != "close by alice: done; reopen by bob: credit note; close by carol: credit note booked" {
+			t.Fatalf("history %q", actions)
 		}
-		// A refusal touches nothing: the runs are the close and the reopen.
+		// A refusal touches nothing: the runs are the close, the reopen
+		// and the close.
 		var runs string
 		if err := db.QueryRow(`SELECT string_agg(status, ',' ORDER BY started) FROM runs WHERE command = 'close'`).Scan(&runs); err != nil {
 			t.Fatal(err)
 		}
-		if runs != "ok,ok" {
-			t.Fatalf("close runs %q, want ok,ok: a refusal left a run behind", runs)
+		if runs != "ok,ok,ok" {
+			t.Fatalf("close runs %q, want ok,ok,ok: a refusal left a run behind", runs)
 		}
 	})
 }
@@ -384,7 +409,7 @@ func TestCloseStepClosesAfterCloseAfter(t *testing.T) {
 	if _, err := h.runner.RunJob(ctx, "run", job); err != nil {
 		t.Fatal(err)
 	}
-	final := reports.FinalPath(h.runner.Config.Reports.Dir, prooftest.Day(t, "2026-10-01"))
+	final := reports.FinalPath(h.runner.Config.Reports.Dir, prooftest.Day(t, "2026-10-01"), 1)
 	if _, err := os.Stat(final); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("closed before reports.close_after passed: %v", err)
 	}

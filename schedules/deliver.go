@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -22,6 +23,7 @@ import (
 	"github.com/tally-dev/tally/internal/atomicfile"
 	"github.com/tally-dev/tally/internal/retry"
 	"github.com/tally-dev/tally/reports"
+	"github.com/tally-dev/tally/store"
 )
 
 func init() { RegisterStep("deliver", deliverStep) }
@@ -41,53 +43,78 @@ var deliverRootCAs *x509.CertPool
 
 const xlsxType = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 
-// workbookRE names the workbooks a delivery may send: a month's workbook,
-// and the final one a close writes.
-var workbookRE = regexp.MustCompile(`^tally-cost-(\d{4}-\d{2})(-final)?\.xlsx$`)
+// monthWorkbookRE names a month's own workbook; finals come from
+// month_closes.
+var monthWorkbookRE = regexp.MustCompile(`^tally-cost-(\d{4}-\d{2})\.xlsx$`)
 
 // deliverStep sends each finished month's workbook to every target of
-// reports.deliver, once: the workbook of a month that is over (the first
-// run after its end delivers it), and the final workbook of a closed month
-// when the close writes it. A delivery is recorded (deliveries) and never
-// repeated; one that fails its tries leaves the workbook where it is, makes
-// the run partial naming it, and is tried again by the next run.
+// reports.deliver: a month's workbook once, the first run after the month
+// ends, and the final workbook of every close in force, once per content
+// (a close after a reopen writes a new final, which goes too; the same
+// bytes never go twice). Before a mail leaves, the delivery is recorded as
+// pending with its Message-ID, so a run killed after the server took the
+// mail sends it again with the same Message-ID and mail clients show one
+// message. A delivery that fails its tries leaves the workbook where it
+// is, makes the run partial naming it, and is tried again by the next run.
 func deliverStep(ctx context.Context, env *Env, runID uuid.UUID) (StepResult, error) {
 	var res StepResult
 	d := env.Config.Reports.Deliver
 	type target struct {
 		name string
-		send func(ctx context.Context, book deliverable) error
+		mail bool
+		send func(ctx context.Context, book deliverable, messageID string) error
 	}
 	var targets []target
 	if d.Dir != "" {
-		targets = append(targets, target{"dir:" + d.Dir, func(ctx context.Context, b deliverable) error { return copyInto(ctx, d.Dir, b.path) }})
+		removeDeliveryTemps(env, d.Dir)
+		targets = append(targets, target{"dir:" + d.Dir, false, func(ctx context.Context, b deliverable, _ string) error { return copyInto(ctx, d.Dir, b.path) }})
 	}
 	if s := d.SMTP; s != nil {
-		targets = append(targets, target{"smtp:" + s.Host, func(ctx context.Context, b deliverable) error { return mailWorkbook(ctx, env, s, b) }})
+		targets = append(targets, target{"smtp:" + s.Host, true, func(ctx context.Context, b deliverable, id string) error { return mailWorkbook(ctx, env, s, b, id) }})
 	}
 	if len(targets) == 0 {
 		return res, nil
 	}
-	books, err := deliverables(env.Config.Reports.Dir, env.now())
+	// A close a kill cut short puts its final in place first, so it goes
+	// out tonight rather than wait for the next close.
+	if _, err := finishCloses(ctx, env); err != nil {
+		return res, err
+	}
+	books, err := deliverables(ctx, env)
 	if err != nil {
 		return res, err
 	}
 	var failed []error
 	for _, b := range books {
+		sum, err := fileSHA256(b.path)
+		if err != nil {
+			return res, err
+		}
+		if b.sha256 != "" && sum != b.sha256 {
+			env.Log.Error().Str("workbook", b.path).Str("sha256", sum).Str("recorded_sha256", b.sha256).Msg("the final workbook's bytes differ from those its close recorded; not delivered")
+			failed = append(failed, fmt.Errorf("%s differs from the final workbook its close recorded (sha256 %s, recorded %s): not delivered; restore the file as closed", b.path, sum, b.sha256))
+			continue
+		}
 		for _, t := range targets {
-			done, err := env.Store.Delivered(ctx, t.name, b.path)
+			prev, err := env.Store.DeliveryOf(ctx, t.name, b.kind, b.month, sum)
 			if err != nil {
 				return res, err
 			}
-			if done {
+			if prev != nil && prev.Status == store.DeliverySent {
 				continue
 			}
-			sum, err := fileSHA256(b.path)
-			if err != nil {
+			rec := store.Delivery{Target: t.name, Kind: b.kind, Month: b.month, Path: b.path, SHA256: sum, RunID: runID}
+			if t.mail {
+				rec.MessageID = messageID(env.Config.Reports.Deliver.SMTP.From, b, sum)
+				if prev != nil && prev.MessageID != "" {
+					rec.MessageID = prev.MessageID // a resend after a kill: the same message
+				}
+			}
+			if err := env.Store.RecordPending(ctx, rec); err != nil {
 				return res, err
 			}
-			env.Log.Info().Str("workbook", b.path).Str("target", t.name).Msg("delivering workbook")
-			err = retryDelivery(ctx, func() error { return t.send(ctx, b) })
+			env.Log.Info().Str("workbook", b.path).Str("target", t.name).Bool("resend", prev != nil).Msg("delivering workbook")
+			err = retryDelivery(ctx, func() error { return t.send(ctx, b, rec.MessageID) })
 			if err != nil {
 				if ctx.Err() != nil {
 					return res, ctx.Err()
@@ -96,7 +123,7 @@ func deliverStep(ctx context.Context, env *Env, runID uuid.UUID) (StepResult, er
 				failed = append(failed, fmt.Errorf("delivery of %s to %s failed after %d tries (the next run tries again): %w", b.path, t.name, deliverAttempts, err))
 				continue
 			}
-			if err := env.Store.RecordDelivery(ctx, t.name, b.path, sum, runID); err != nil {
+			if err := env.Store.MarkSent(ctx, t.name, sum, runID); err != nil {
 				return res, err
 			}
 			env.Log.Info().Str("workbook", b.path).Str("target", t.name).Msg("workbook delivered")
@@ -111,22 +138,28 @@ func deliverStep(ctx context.Context, env *Env, runID uuid.UUID) (StepResult, er
 
 // deliverable is a workbook ready to go.
 type deliverable struct {
-	path  string
-	month time.Time
-	final bool
+	path   string
+	month  time.Time
+	kind   string // store.DeliveryMonth or store.DeliveryFinal
+	sha256 string // a final's bytes as its close recorded them; "" when unknown
 }
 
-// deliverables lists, oldest first, the workbooks under dir whose month is
-// over at now: a month's own workbook once it has ended, and every final
-// workbook.
-func deliverables(dir string, now time.Time) ([]deliverable, error) {
+func (d deliverable) final() bool { return d.kind == store.DeliveryFinal }
+
+// deliverables lists, oldest month first, what may go: the workbook of
+// every month that is over (tally-cost-YYYY-MM.xlsx under reports.dir),
+// and the final workbook of every close in force for the config's basis
+// and granularity, as month_closes records it. A file that merely looks
+// like a final is never sent: only a recorded close makes one.
+func deliverables(ctx context.Context, env *Env) ([]deliverable, error) {
+	dir, now := env.Config.Reports.Dir, env.now()
 	matches, err := filepath.Glob(filepath.Join(dir, "*", "tally-cost-*.xlsx"))
 	if err != nil {
 		return nil, err
 	}
 	var out []deliverable
 	for _, p := range matches {
-		m := workbookRE.FindStringSubmatch(filepath.Base(p))
+		m := monthWorkbookRE.FindStringSubmatch(filepath.Base(p))
 		if m == nil {
 			continue
 		}
@@ -134,17 +167,69 @@ func deliverables(dir string, now time.Time) ([]deliverable, error) {
 		if err != nil {
 			continue
 		}
-		if !month.AddDate(0, 1, 0).After(now) || m[2] != "" {
-			out = append(out, deliverable{path: p, month: month, final: m[2] != ""})
+		if !month.AddDate(0, 1, 0).After(now) {
+			out = append(out, deliverable{path: p, month: month, kind: store.DeliveryMonth})
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].path < out[j].path })
+	closes, err := env.Store.CurrentCloses(ctx)
+	if err != nil {
+		return nil, err
+	}
+	basis, g := env.Config.DefaultBasis(), env.Config.Usage.Granularity
+	for _, c := range closes {
+		if c.Basis != basis || c.Granularity != g || c.FinalWorkbook == "" {
+			continue
+		}
+		if _, err := os.Stat(c.FinalWorkbook); err != nil {
+			env.Log.Error().Str("month", c.Month.Format("2006-01")).Str("final_workbook", c.FinalWorkbook).Msg("the final workbook of a closed month is missing; not delivered")
+			continue
+		}
+		out = append(out, deliverable{path: c.FinalWorkbook, month: c.Month, kind: store.DeliveryFinal, sha256: c.FinalSHA256})
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if !out[i].month.Equal(out[j].month) {
+			return out[i].month.Before(out[j].month)
+		}
+		return out[i].kind > out[j].kind // month before final
+	})
 	return out, nil
+}
+
+// messageID is a mail's Message-ID, derived from what it carries, so every
+// send of the same workbook to the same sender's domain has the same id.
+func messageID(from string, b deliverable, sha string) string {
+	domain := "tally.invalid"
+	if _, d, ok := strings.Cut(from, "@"); ok && d != "" {
+		domain = strings.Trim(d, "<> ")
+	}
+	return fmt.Sprintf("<tally-%s-%s-%s@%s>", b.month.Format("2006-01"), b.kind, sha[:32], domain)
 }
 
 func retryDelivery(ctx context.Context, send func() error) error {
 	return retry.Do(ctx, deliverAttempts, deliverPause, func() (bool, error) { return true, send() })
 }
+
+// removeDeliveryTemps removes the temporary files a killed delivery left in
+// the shared folder (copyInto writes through one): they hold a whole
+// month's cost data and would otherwise stay there, hidden, for good. The
+// writer lock is held, so no delivery of this Tally is writing them.
+func removeDeliveryTemps(env *Env, dir string) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if deliveryTempRE.MatchString(e.Name()) {
+			p := filepath.Join(dir, e.Name())
+			if err := os.Remove(p); err == nil {
+				env.Log.Warn().Str("file", p).Msg("removed the temporary file of a delivery a kill cut short")
+			}
+		}
+	}
+}
+
+// deliveryTempRE matches atomicfile's temporary files of a workbook.
+var deliveryTempRE = regexp.MustCompile(`^\.tally-cost-\d{4}-\d{2}(?:-final(?:-\d+)?)?\.xlsx\.[^/]*\.tmp$`)
 
 // copyInto copies the workbook into dir whole: a temporary file there,
 // synced, then renamed, so a reader of the shared folder never sees half
@@ -161,20 +246,28 @@ func copyInto(ctx context.Context, dir, path string) error {
 	})
 }
 
-// mailWorkbook sends the workbook as an attachment with the month's totals
-// per currency in the text, through s. The password is read now, from its
-// variable or file, and goes nowhere but the server's AUTH.
-func mailWorkbook(ctx context.Context, env *Env, s *configs.SMTPConfig, b deliverable) error {
+// mailWorkbook sends the workbook as an attachment, with the figures of
+// its own Summary in the text, through s. The password is read now, from
+// its variable or file, and goes nowhere but the server's AUTH. Every wait
+// is bounded: the whole send by s.Timeout, and by ctx, which closes the
+// connection when the run is cancelled.
+func mailWorkbook(ctx context.Context, env *Env, s *configs.SMTPConfig, b deliverable, messageID string) error {
 	password, err := s.Password(os.Getenv)
 	if err != nil {
 		return err
 	}
-	opts := []mail.Option{mail.WithPort(s.Port), mail.WithTimeout(30 * time.Second)}
+	timeout := s.Timeout
+	if timeout <= 0 {
+		timeout = configs.DefaultSMTPTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	tlsConf := &tls.Config{ServerName: s.Host, MinVersion: tls.VersionTLS12}
 	if deliverRootCAs != nil {
 		tlsConf.RootCAs = deliverRootCAs
 	}
-	opts = append(opts, mail.WithTLSConfig(tlsConf))
+	opts := []mail.Option{mail.WithPort(s.Port), mail.WithTimeout(timeout), mail.WithTLSConfig(tlsConf),
+		mail.WithDialContextFunc(boundedDial(ctx, s.Security == "tls", tlsConf))}
 	if s.Security == "tls" {
 		opts = append(opts, mail.WithSSL())
 	} else {
@@ -187,6 +280,10 @@ func mailWorkbook(ctx context.Context, env *Env, s *configs.SMTPConfig, b delive
 	if err != nil {
 		return fmt.Errorf("mail client for %s: %w", s.Host, err)
 	}
+	body, err := mailBody(b)
+	if err != nil {
+		return err
+	}
 	m := mail.NewMsg()
 	if err := m.From(s.From); err != nil {
 		return fmt.Errorf("reports.deliver.smtp.from %q: %w", s.From, err)
@@ -196,41 +293,89 @@ func mailWorkbook(ctx context.Context, env *Env, s *configs.SMTPConfig, b delive
 	}
 	month := b.month.Format("2006-01")
 	subject := strings.ReplaceAll(s.Subject, "{month}", month)
-	if b.final {
+	if b.final() {
 		subject += " (final)"
 	}
 	m.Subject(subject)
-	m.SetBodyString(mail.TypeTextPlain, mailBody(ctx, env, b))
+	m.SetMessageIDWithValue(strings.Trim(messageID, "<>"))
+	m.SetBodyString(mail.TypeTextPlain, body)
 	m.AttachFile(b.path, mail.WithFileContentType(xlsxType))
 	if err := client.DialAndSendWithContext(ctx, m); err != nil {
+		if ctx.Err() == context.DeadlineExceeded {
+			return fmt.Errorf("send through %s:%d: no answer within reports.deliver.smtp.timeout %s: %w", s.Host, s.Port, timeout, err)
+		}
 		return fmt.Errorf("send through %s:%d: %w", s.Host, s.Port, err)
 	}
 	return nil
 }
 
-// mailBody is the mail's short text: the month, and its usage value and
-// invoiced part per currency as the workbook's Summary has them.
-func mailBody(ctx context.Context, env *Env, b deliverable) string {
+// boundedDial dials the mail server with a connection whose every read and
+// write ends by ctx's deadline (go-mail sets per-command deadlines of its
+// own, which only ever move it later, and none while reading the
+// greeting), and which is closed the moment ctx is done, so SIGTERM ends a
+// send at once. With implicit TLS it does the handshake itself, under the
+// same bounds.
+func boundedDial(ctx context.Context, implicitTLS bool, tlsConf *tls.Config) mail.DialContextFunc {
+	return func(dialCtx context.Context, network, addr string) (net.Conn, error) {
+		var d net.Dialer
+		raw, err := d.DialContext(dialCtx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		limit, _ := ctx.Deadline()
+		conn := &boundedConn{Conn: raw, limit: limit}
+		_ = conn.SetDeadline(time.Time{})
+		context.AfterFunc(ctx, func() { raw.Close() })
+		if !implicitTLS {
+			return conn, nil
+		}
+		tc := tls.Client(conn, tlsConf)
+		if err := tc.HandshakeContext(dialCtx); err != nil {
+			raw.Close()
+			return nil, err
+		}
+		return tc, nil
+	}
+}
+
+// boundedConn never lets a deadline be set past limit, nor cleared.
+type boundedConn struct {
+	net.Conn
+	limit time.Time
+}
+
+func (c *boundedConn) clamp(t time.Time) time.Time {
+	if !c.limit.IsZero() && (t.IsZero() || t.After(c.limit)) {
+		return c.limit
+	}
+	return t
+}
+
+func (c *boundedConn) SetDeadline(t time.Time) error      { return c.Conn.SetDeadline(c.clamp(t)) }
+func (c *boundedConn) SetReadDeadline(t time.Time) error  { return c.Conn.SetReadDeadline(c.clamp(t)) }
+func (c *boundedConn) SetWriteDeadline(t time.Time) error { return c.Conn.SetWriteDeadline(c.clamp(t)) }
+
+// mailBody is the mail's short text: which workbook is attached, and the
+// figures of that very file's Summary (its month status and usage value
+// per currency), read back from it as a spreadsheet shows them, so the
+// mail can never say something the attachment does not.
+func mailBody(b deliverable) (string, error) {
+	sum, err := reports.ReadSummary(b.path)
+	if err != nil {
+		return "", fmt.Errorf("read the Summary of %s for the mail: %w", b.path, err)
+	}
 	var sb strings.Builder
 	kind := "workbook"
-	if b.final {
+	if b.final() {
 		kind = "final workbook (the month is closed; this file never changes)"
 	}
 	fmt.Fprintf(&sb, "Tally cost %s for %s, attached: %s\n\n", kind, b.month.Format("January 2006"), filepath.Base(b.path))
-	cfg := env.Config
-	p := reports.Period{Month: b.month, Basis: cfg.DefaultBasis(), Granularity: cfg.Usage.Granularity}
-	totals, err := reports.MonthTotals(ctx, env.Store.DB(), p)
-	if err != nil || len(totals) == 0 {
-		sb.WriteString("Totals: see the workbook's Summary.\n")
-		return sb.String()
+	if sum.Status != "" {
+		fmt.Fprintf(&sb, "Month status: %s\n\n", sum.Status)
 	}
-	sb.WriteString("Usage value and invoiced amount per currency (never added across currencies):\n")
-	for _, t := range totals {
-		fmt.Fprintf(&sb, "  %s  usage value %s, invoiced %s\n", t.Currency, t.UsageValue, t.Invoiced)
-	}
-	return sb.String()
+	sb.WriteString(sum.Text())
+	return sb.String(), nil
 }
-
 func fileSHA256(path string) (string, error) {
 	f, err := os.Open(path)
 	if err != nil {

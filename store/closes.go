@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"time"
 
@@ -30,6 +29,7 @@ type MonthClose struct {
 	Reason        string
 	ContentHash   string // close only
 	FinalWorkbook string // close only
+	FinalSHA256   string // close only: the final workbook's bytes; "" for closes before migration 0009
 }
 
 // CloseFigure is one project, meter, payment method and currency of a
@@ -44,21 +44,74 @@ type CloseFigure struct {
 // LatestClose returns the latest month_closes row of a month, basis and
 // granularity, or nil when the month was never closed.
 func (s *Store) LatestClose(ctx context.Context, month time.Time, basis tally.Basis, g tally.Granularity) (*MonthClose, error) {
-	var c MonthClose
-	var reason, hash, wb sql.NullString
-	err := s.db.QueryRowContext(ctx, `SELECT id, month, action, acted_at, who, reason, content_hash, final_workbook
+	rows, err := s.db.QueryContext(ctx, `SELECT `+closeColumns+`
 FROM month_closes WHERE month = ? AND basis = ? AND granularity = ?
-ORDER BY acted_at DESC, id DESC LIMIT 1`, month, string(basis), string(g)).Scan(&c.ID, &c.Month, &c.Action, &c.At, &c.Who, &reason, &hash, &wb)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
-	}
+ORDER BY acted_at DESC, id DESC LIMIT 1`, month, string(basis), string(g))
 	if err != nil {
 		return nil, fmt.Errorf("read month_closes: %w", err)
 	}
-	c.Basis, c.Granularity = basis, g
-	c.Month, c.At = c.Month.UTC(), c.At.UTC()
-	c.Reason, c.ContentHash, c.FinalWorkbook = reason.String, hash.String, wb.String
-	return &c, nil
+	cs, err := scanCloses(rows)
+	if err != nil || len(cs) == 0 {
+		return nil, err
+	}
+	return &cs[0], nil
+}
+
+// closeColumns are the month_closes columns scanCloses reads, in order.
+const closeColumns = `id, month, basis, granularity, action, acted_at, who, reason, content_hash, final_workbook, final_sha256`
+
+func scanCloses(rows *sql.Rows) ([]MonthClose, error) {
+	defer rows.Close()
+	var out []MonthClose
+	for rows.Next() {
+		var c MonthClose
+		var basis, g string
+		var reason, hash, wb, sum sql.NullString
+		if err := rows.Scan(&c.ID, &c.Month, &basis, &g, &c.Action, &c.At, &c.Who, &reason, &hash, &wb, &sum); err != nil {
+			return nil, fmt.Errorf("read month_closes: %w", err)
+		}
+		c.Basis, c.Granularity = tally.Basis(basis), tally.Granularity(g)
+		c.Month, c.At = c.Month.UTC(), c.At.UTC()
+		c.Reason, c.ContentHash, c.FinalWorkbook, c.FinalSHA256 = reason.String, hash.String, wb.String, sum.String
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read month_closes: %w", err)
+	}
+	return out, nil
+}
+
+// Closes returns every close (not reopen) ever recorded, oldest first: the
+// final workbooks a close wrote, current or superseded.
+func (s *Store) Closes(ctx context.Context) ([]MonthClose, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT `+closeColumns+` FROM month_closes WHERE action = 'close' ORDER BY acted_at, id`)
+	if err != nil {
+		return nil, fmt.Errorf("read month_closes: %w", err)
+	}
+	return scanCloses(rows)
+}
+
+// CurrentCloses returns, per month, basis and granularity, the close in
+// force now (its latest row is a close), oldest month first.
+func (s *Store) CurrentCloses(ctx context.Context) ([]MonthClose, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT `+closeColumns+` FROM month_closes
+QUALIFY row_number() OVER (PARTITION BY month, basis, granularity ORDER BY acted_at DESC, id DESC) = 1 AND action = 'close'
+ORDER BY month, basis, granularity`)
+	if err != nil {
+		return nil, fmt.Errorf("read month_closes: %w", err)
+	}
+	return scanCloses(rows)
+}
+
+// CloseCount is how many times a month was closed (for the basis and
+// granularity) so far: a new close is the next in that sequence.
+func (s *Store) CloseCount(ctx context.Context, month time.Time, basis tally.Basis, g tally.Granularity) (int, error) {
+	var n int
+	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM month_closes WHERE month = ? AND basis = ? AND granularity = ? AND action = 'close'`,
+		month, string(basis), string(g)).Scan(&n); err != nil {
+		return 0, fmt.Errorf("read month_closes: %w", err)
+	}
+	return n, nil
 }
 
 // RecordClose adds a close and its figures in one transaction. The
@@ -80,8 +133,8 @@ SELECT ?, ?, ?, ?, 'close', ?, ?, ?,
        (SELECT coalesce(sum(rows), 0) FROM month_close_figures WHERE close_id = ?),
        (SELECT map(coalesce(list(currency ORDER BY currency), []), coalesce(list(total ORDER BY currency), []))
         FROM (SELECT currency, CAST(sum(cost) AS DECIMAL(38, 12)) AS total FROM month_close_figures WHERE close_id = ? GROUP BY currency)),
-       ?, ?`,
-			c.ID, c.Month, string(c.Basis), string(c.Granularity), c.At.UTC(), c.Who, textOrNull(c.Reason), c.ID, c.ID, c.ContentHash, c.FinalWorkbook)
+       ?, ?, ?`,
+			c.ID, c.Month, string(c.Basis), string(c.Granularity), c.At.UTC(), c.Who, textOrNull(c.Reason), c.ID, c.ID, c.ContentHash, c.FinalWorkbook, textOrNull(c.FinalSHA256))
 		if err != nil {
 			return fmt.Errorf("record close: %w", err)
 		}

@@ -2,31 +2,100 @@ package store
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/google/uuid"
 )
 
-// Delivered reports whether the workbook at path was already delivered to
+// Kinds of deliveries.
+const (
+	DeliveryMonth = "month" // a month's workbook, sent once the month is over
+	DeliveryFinal = "final" // a close's final workbook
+)
+
+// Statuses of deliveries.
+const (
+	DeliveryPending = "pending" // recorded before sending: a kill may have cut it short
+	DeliverySent    = "sent"
+)
+
+// Delivery is one row of deliveries: a workbook sent (or about to be) to a
 // target.
-func (s *Store) Delivered(ctx context.Context, target, path string) (bool, error) {
-	var n int
-	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM deliveries WHERE target = ? AND path = ?`, target, path).Scan(&n); err != nil {
-		return false, fmt.Errorf("read deliveries: %w", err)
-	}
-	return n > 0, nil
+type Delivery struct {
+	Target    string // smtp:<host> or dir:<folder>
+	Kind      string // DeliveryMonth or DeliveryFinal
+	Month     time.Time
+	Path      string
+	SHA256    string // of the bytes sent
+	Status    string
+	MessageID string // mail only
+	RunID     uuid.UUID
 }
 
-// RecordDelivery notes that the workbook at path, with the given content
-// hash, went to target.
-func (s *Store) RecordDelivery(ctx context.Context, target, path, sha256 string, runID uuid.UUID) error {
+// DeliveryOf returns what deliveries holds for a workbook and target, or
+// nil when it was never tried. A final workbook is known by its bytes, so
+// the same bytes are never sent twice and a new final always is; a month's
+// workbook (rewritten every night with a new generation time) by its month,
+// so it goes once. A sent row wins over a pending one.
+func (s *Store) DeliveryOf(ctx context.Context, target, kind string, month time.Time, sha256 string) (*Delivery, error) {
+	q := `SELECT target, kind, month, path, sha256, status, message_id, run_id FROM deliveries
+WHERE target = ? AND kind = 'final' AND sha256 = ?
+ORDER BY status = 'sent' DESC, delivered_at DESC LIMIT 1`
+	args := []any{target, sha256}
+	if kind == DeliveryMonth {
+		q = `SELECT target, kind, month, path, sha256, status, message_id, run_id FROM deliveries
+WHERE target = ? AND kind = 'month' AND month = ?
+ORDER BY status = 'sent' DESC, delivered_at DESC LIMIT 1`
+		args = []any{target, month}
+	}
+	var d Delivery
+	var msgID sql.NullString
+	var run string
+	err := s.db.QueryRowContext(ctx, q, args...).Scan(&d.Target, &d.Kind, &d.Month, &d.Path, &d.SHA256, &d.Status, &msgID, &run)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read deliveries: %w", err)
+	}
+	d.Month, d.MessageID = d.Month.UTC(), msgID.String
+	d.RunID, _ = uuid.Parse(run)
+	return &d, nil
+}
+
+// RecordPending records a delivery about to be sent, replacing an earlier
+// pending row of the same workbook and target, so the record exists (with
+// its Message-ID) before anything leaves.
+func (s *Store) RecordPending(ctx context.Context, d Delivery) error {
 	if err := s.writable("record delivery"); err != nil {
 		return err
 	}
-	if _, err := s.db.ExecContext(ctx, `INSERT INTO deliveries VALUES (?, ?, ?, ?, ?)`,
-		target, path, sha256, time.Now().UTC(), runID.String()); err != nil {
-		return fmt.Errorf("record delivery of %s to %s: %w", path, target, err)
+	return s.inTx(ctx, func(conn *sql.Conn) error {
+		if _, err := conn.ExecContext(ctx, `DELETE FROM deliveries WHERE target = ? AND status = 'pending'
+AND ((kind = 'final' AND ? = 'final' AND sha256 = ?) OR (kind = 'month' AND ? = 'month' AND month = ?))`,
+			d.Target, d.Kind, d.SHA256, d.Kind, d.Month); err != nil {
+			return fmt.Errorf("record delivery of %s to %s: %w", d.Path, d.Target, err)
+		}
+		if _, err := conn.ExecContext(ctx, `INSERT INTO deliveries (target, path, sha256, delivered_at, run_id, kind, month, status, message_id)
+VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', ?)`,
+			d.Target, d.Path, d.SHA256, time.Now().UTC(), d.RunID.String(), d.Kind, d.Month, textOrNull(d.MessageID)); err != nil {
+			return fmt.Errorf("record delivery of %s to %s: %w", d.Path, d.Target, err)
+		}
+		return nil
+	})
+}
+
+// MarkSent notes that the pending delivery of these bytes to target went.
+func (s *Store) MarkSent(ctx context.Context, target, sha256 string, runID uuid.UUID) error {
+	if err := s.writable("record delivery"); err != nil {
+		return err
+	}
+	if _, err := s.db.ExecContext(ctx, `UPDATE deliveries SET status = 'sent', delivered_at = ?, run_id = ?
+WHERE target = ? AND sha256 = ? AND status = 'pending'`, time.Now().UTC(), runID.String(), target, sha256); err != nil {
+		return fmt.Errorf("record delivery to %s: %w", target, err)
 	}
 	return nil
 }
