@@ -117,7 +117,7 @@ type builder struct {
 	src    Source
 	p      Period
 	opts   Options
-	now    time.Time // generated at, UTC, to the second
+	now    time.Time  // generated at, UTC, to the second
 	closed bool       // the month is over
 	state  monthState // the month's close, if any
 	f      *excelize.File
