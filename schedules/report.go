@@ -3,6 +3,8 @@ package schedules
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -59,6 +61,9 @@ func Report(ctx context.Context, cfg *configs.Config, src reports.Source, month 
 	if n == 0 {
 		return p, &EmptyMonthError{Period: p}
 	}
+	if err := refuseFinal(ctx, src, path); err != nil {
+		return p, err
+	}
 	log.Info().Str("month", label).Str("path", path).Msg("writing report")
 	if err := reports.WriteFile(ctx, src, p, path, reports.Options{Tolerance: cfg.Reports.Tolerance, Now: now, Budgets: ReportBudgets(cfg)}); err != nil {
 		return p, fmt.Errorf("report %s: %w", label, err)
@@ -74,4 +79,38 @@ func ReportBudgets(cfg *configs.Config) []reports.Budget {
 		out = append(out, reports.Budget{Name: b.Name, ScopeKind: b.ScopeKind, Scope: b.Scope, ScopeText: b.ScopeText(), Currency: b.Currency, Amount: b.Amount})
 	}
 	return out
+}
+
+// refuseFinal refuses to write a workbook over a file only a close may
+// write: a name of the final form (tally-cost-YYYY-MM-final….xlsx), or any
+// file a close recorded, by path or as the same file. What finance signed
+// off is never replaced by a report.
+func refuseFinal(ctx context.Context, src reports.Source, path string) error {
+	if reports.IsFinalName(filepath.Base(path)) {
+		return refused("--out %s: %s is the name of a closed month's final workbook, which only tally close writes and nothing ever rewrites; write the report under another name", path, filepath.Base(path))
+	}
+	rows, err := src.QueryContext(ctx, `SELECT DISTINCT final_workbook FROM month_closes WHERE final_workbook IS NOT NULL`)
+	if err != nil {
+		return fmt.Errorf("read month_closes: %w", err)
+	}
+	defer rows.Close()
+	abs, _ := filepath.Abs(path)
+	fi, statErr := os.Stat(path)
+	for rows.Next() {
+		var final string
+		if err := rows.Scan(&final); err != nil {
+			return err
+		}
+		fabs, _ := filepath.Abs(final)
+		same := fabs == abs
+		if !same && statErr == nil {
+			if ffi, err := os.Stat(final); err == nil {
+				same = os.SameFile(fi, ffi)
+			}
+		}
+		if same {
+			return refused("--out %s is the final workbook of a close (%s), which nothing rewrites; write the report under another name", path, final)
+		}
+	}
+	return rows.Err()
 }

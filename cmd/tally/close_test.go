@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
@@ -55,6 +56,26 @@ func TestCloseCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	refused([]string{"--month " + m(last) + " is already closed", "by closer", "--reopen"}, "--month", m(last))
+
+	// No report writes over what a close wrote: not by its name, not
+	// through another name for the same file.
+	signed, err := os.ReadFile(final)
+	if err != nil {
+		t.Fatal(err)
+	}
+	alias := filepath.Join(t.TempDir(), "october.xlsx")
+	if err := os.Symlink(final, alias); err != nil {
+		t.Fatal(err)
+	}
+	for _, out := range []string{final, alias, filepath.Join(t.TempDir(), "tally-cost-2020-01-final-3.xlsx")} {
+		_, code, stderr := cli(t, "report", "--config", cfg, "--month", m(last), "--out", out)
+		if code != exitUsage || !strings.Contains(stderr, "final workbook") {
+			t.Errorf("report --out %s: exit %d, want %d refusing to write over a final workbook\n%s", out, code, exitUsage, stderr)
+		}
+	}
+	if now, err := os.ReadFile(final); err != nil || !bytes.Equal(now, signed) {
+		t.Fatalf("the final workbook changed under tally report --out (%v)", err)
+	}
 	refused([]string{"--reason is required with --reopen"}, "--month", m(last), "--reopen")
 	out, code, stderr = cli(t, "close", "--config", cfg, "--month", m(last), "--reopen", "--reason", "credit note")
 	if code != exitOK || !strings.Contains(out, "reopened "+m(last)) {

@@ -52,7 +52,7 @@ func exitCode(err error) int {
 	var pe partialError
 	var ge *reports.GranularityError
 	switch {
-	case errors.As(err, &ue), errors.As(err, &ge), errors.As(err, new(*schedules.TokenExpiredError)):
+	case errors.As(err, &ue), errors.As(err, &ge), errors.As(err, new(*schedules.TokenExpiredError)), errors.As(err, new(*schedules.RefusedError)):
 		return exitUsage
 	case errors.As(err, &pe) && pe.Partial():
 		return exitPartial
