@@ -21,6 +21,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -37,7 +38,10 @@ import (
 // self-signed certificate and AUTH PLAIN, keeping what it received.
 type mailServer struct {
 	mu       sync.Mutex
-	refuse   bool // answer 550 to DATA
+	refuse   bool          // answer 550 to DATA
+	stall    time.Duration // after a successful AUTH, wait this long before answering MAIL FROM
+	hold     bool          // keep a message, then never answer DATA (as a server that took it while the client died)
+	release  chan struct{} // closed at the test's end: held and stalled sessions end
 	messages [][]byte
 	auths    []string // user:password of each successful AUTH
 	addr     string
@@ -61,7 +65,8 @@ func newMailServer(t *testing.T) *mailServer {
 		t.Fatal(err)
 	}
 	cert, _ := x509.ParseCertificate(der)
-	ms := &mailServer{pool: x509.NewCertPool()}
+	ms := &mailServer{pool: x509.NewCertPool(), release: make(chan struct{})}
+	t.Cleanup(func() { close(ms.release) })
 	ms.pool.AddCert(cert)
 	srv := smtp.NewServer(smtp.BackendFunc(func(*smtp.Conn) (smtp.Session, error) { return &mailSession{ms: ms}, nil }))
 	srv.Domain = "127.0.0.1"
@@ -95,6 +100,15 @@ func (s *mailSession) Mail(string, *smtp.MailOptions) error {
 	if !s.auth {
 		return smtp.ErrAuthRequired
 	}
+	s.ms.mu.Lock()
+	stall := s.ms.stall
+	s.ms.mu.Unlock()
+	if stall > 0 {
+		select {
+		case <-time.After(stall):
+		case <-s.ms.release:
+		}
+	}
 	return nil
 }
 func (s *mailSession) Rcpt(string, *smtp.RcptOptions) error { return nil }
@@ -104,12 +118,74 @@ func (s *mailSession) Data(r io.Reader) error {
 		return err
 	}
 	s.ms.mu.Lock()
-	defer s.ms.mu.Unlock()
 	if s.ms.refuse {
+		s.ms.mu.Unlock()
 		return &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 7, 1}, Message: "mailbox unavailable"}
 	}
 	s.ms.messages = append(s.ms.messages, b)
+	hold := s.ms.hold
+	s.ms.mu.Unlock()
+	if hold {
+		<-s.ms.release
+	}
 	return nil
+}
+
+// received returns the messages the server kept so far.
+func (ms *mailServer) received() [][]byte {
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	return append([][]byte(nil), ms.messages...)
+}
+
+// smtpConfig points reports.deliver.smtp at a test mail server.
+func smtpConfig(t *testing.T, addr string, timeout time.Duration) *configs.SMTPConfig {
+	t.Helper()
+	host, port, _ := net.SplitHostPort(addr)
+	n, err := strconv.Atoi(port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &configs.SMTPConfig{
+		Host: host, Port: n, Security: "starttls", Username: "tally", PasswordEnv: "TALLY_TEST_SMTP_PASSWORD",
+		From: "tally@example.com", To: []string{"finance@example.com"}, Subject: "Tally cost workbook {month}", Timeout: timeout,
+	}
+}
+
+// mailParts splits a received message into its headers, text and
+// attachment.
+func mailParts(t *testing.T, raw []byte) (h mail.Header, text string, attached []byte, name string) {
+	t.Helper()
+	msg, err := mail.ReadMessage(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mt, params, err := mime.ParseMediaType(msg.Header.Get("Content-Type"))
+	if err != nil || !strings.HasPrefix(mt, "multipart/") {
+		t.Fatalf("content type %q: %v", msg.Header.Get("Content-Type"), err)
+	}
+	mr := multipart.NewReader(msg.Body, params["boundary"])
+	for {
+		part, err := mr.NextPart()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(part) // quoted-printable is decoded by the reader, base64 is not
+		if strings.EqualFold(part.Header.Get("Content-Transfer-Encoding"), "base64") {
+			if b, err = base64.StdEncoding.DecodeString(strings.Join(strings.Fields(string(b)), "")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if part.FileName() != "" {
+			attached, name = b, part.FileName()
+		} else {
+			text += string(b)
+		}
+	}
+	return msg.Header, text, attached, name
 }
 func (s *mailSession) Reset()        {}
 func (s *mailSession) Logout() error { return nil }
