@@ -88,7 +88,9 @@ func TestCloseKilledAtAnyMoment(t *testing.T) {
 		case 2:
 			when = "final"
 			before := finalsIn(monthDir)
-			waitForFile(monthDir, func(name string) bool { return strings.Contains(name, "-final") && strings.HasSuffix(name, ".xlsx") && !before[name] }, full*4)
+			waitForFile(monthDir, func(name string) bool {
+				return strings.Contains(name, "-final") && strings.HasSuffix(name, ".xlsx") && !before[name]
+			}, full*4)
 		}
 		cmd.Process.Signal(syscall.SIGKILL)
 		if err := cmd.Wait(); err != nil {
