@@ -245,6 +245,9 @@ func TestValidation(t *testing.T) {
 		{"job not a mapping", minimal + "schedule:\n  jobs:\n    - nightly\n", []string{`schedule.jobs[0]: must be a mapping with keys name, cron, run, not "nightly"`}},
 		{"lock_wait", minimal + "schedule:\n  lock_wait: -1s\n", []string{`schedule.lock_wait: "-1s" is not a duration from 0 up to 24h, e.g. 10m`}},
 		{"grace", minimal + "schedule:\n  grace: 2h\n", []string{`schedule.grace: "2h" is not a duration from 0 up to 1h, e.g. 30s`}},
+		{"deliver dir missing", minimal + "reports:\n  deliver:\n    dir: /nonexistent/finance\n", []string{`reports.deliver.dir: "/nonexistent/finance" does not exist; give a folder Tally may write into`}},
+		{"deliver dir a file", minimal + "reports:\n  deliver:\n    dir: /etc/hostname\n", []string{`reports.deliver.dir: "/etc/hostname" is not a folder`}},
+		{"smtp timeout", minimal + "reports:\n  deliver:\n    smtp: {host: h, from: a@b, to: [c@d], timeout: 0s}\n", []string{`reports.deliver.smtp.timeout: "0s" is not a duration above 0 and up to 1h, e.g. 2m`}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -2,12 +2,14 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/google/uuid"
 
 	"github.com/spf13/cobra"
 
+	"github.com/tally-dev/tally/configs"
 	"github.com/tally-dev/tally/schedules"
 )
 
@@ -25,7 +27,10 @@ retries: the workbooks are still written and the next run fetches the rest.
 
 With --job, runs that job of schedule.jobs once instead (its steps, recorded
 under its name, so tally status shows it): what a crontab line, systemd timer
-or Kubernetes CronJob calls when it, not tally schedule, keeps the time.`,
+or Kubernetes CronJob calls when it, not tally schedule, keeps the time.
+Without --job, a config whose schedule.jobs names one job runs that job (all
+its steps: close, deliver, alerts… included); one that names several is
+refused (exit 2) with their names, since no step may be skipped silently.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			r, err := newRunner(cmd, g, cfgPath)
@@ -34,6 +39,16 @@ or Kubernetes CronJob calls when it, not tally schedule, keeps the time.`,
 			}
 			if jobName != "" {
 				return runJob(cmd, r, jobName)
+			}
+			switch jobs := r.Config.Schedule.Jobs; {
+			case len(jobs) > 1:
+				var names []string
+				for _, j := range jobs {
+					names = append(names, j.Name)
+				}
+				return usageErr("--job is required: schedule.jobs has %d jobs (%s); say which to run, e.g. tally run --config %s --job %s", len(jobs), strings.Join(names, ", "), cfgPath, names[0])
+			case len(jobs) == 1 && !slices.Equal(jobs[0].Run, configs.DefaultJobs()[0].Run):
+				return runJob(cmd, r, jobs[0].Name)
 			}
 			sum, err := r.Nightly(cmd.Context(), nil)
 			printFetchSummary(cmd, sum.Fetch)

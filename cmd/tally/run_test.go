@@ -67,3 +67,45 @@ func TestRunExitCodes(t *testing.T) {
 		t.Errorf("runs: %q (exit %d), want %q", got, code, want)
 	}
 }
+
+// TestRunWithoutJobRunsTheOnlyJob: tally run with no --job runs the one job
+// schedule.jobs names, every step of it (here its close and deliver steps
+// too), and refuses (exit 2, naming them) when there are several, rather
+// than silently run fetch and report alone.
+func TestRunWithoutJobRunsTheOnlyJob(t *testing.T) {
+	now := time.Now().UTC()
+	previous := tally.Month.Truncate(now).AddDate(0, -1, 0)
+	s := newCLISim(t, previous)
+	share := t.TempDir()
+	one := `  jobs:
+    - name: books
+      cron: "@daily"
+      run: [fetch, report, deliver]
+`
+	cfg, _ := cliConfig(t, s, previous, one)
+	text, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text = []byte(strings.Replace(string(text), "  months: [previous]\n", "  months: [previous]\n  deliver:\n    dir: "+share+"\n", 1))
+	if err := os.WriteFile(cfg, text, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, code, stderr := cli(t, "run", "--config", cfg)
+	if code != exitOK || !strings.Contains(out, "job books ok") {
+		t.Fatalf("run: exit %d, want the job books run\nstdout:\n%s\nstderr:\n%s", code, out, stderr)
+	}
+	name := "tally-cost-" + previous.Format("2006-01") + ".xlsx"
+	if _, err := os.Stat(filepath.Join(share, name)); err != nil {
+		t.Fatalf("the job's deliver step did not run: %v", err)
+	}
+
+	two := strings.Replace(string(text), "      run: [fetch, report, deliver]\n", "      run: [fetch, report, deliver]\n    - name: hourly\n      cron: \"@hourly\"\n      run: [fetch]\n", 1)
+	if err := os.WriteFile(cfg, []byte(two), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, code, stderr = cli(t, "run", "--config", cfg)
+	if code != exitUsage || !strings.Contains(stderr, "--job is required") || !strings.Contains(stderr, "books, hourly") {
+		t.Fatalf("run with two jobs: exit %d, want %d naming both jobs\n%s", code, exitUsage, stderr)
+	}
+}
