@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -75,6 +76,10 @@ func TestCloseCommand(t *testing.T) {
 	}
 	if now, err := os.ReadFile(final); err != nil || !bytes.Equal(now, signed) {
 		t.Fatalf("the final workbook changed under tally report --out (%v)", err)
+	}
+	status, code, stderr := cli(t, "status", "--config", cfg)
+	if code != exitOK || !regexpMatch(`(?m)^`+m(last)+`\s+usage\s+day\s+\S+Z\s+closer\s+`+regexp.QuoteMeta(final)+`\s+in place$`, status) {
+		t.Fatalf("status does not show the close and its final workbook: exit %d\n%s\n%s", code, status, stderr)
 	}
 	refused([]string{"--reason is required with --reopen"}, "--month", m(last), "--reopen")
 	out, code, stderr = cli(t, "close", "--config", cfg, "--month", m(last), "--reopen", "--reason", "credit note")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -84,8 +85,47 @@ type statusReport struct {
 	// be told.
 	Source           string     `json:"source"`
 	FirstProjectRead *time.Time `json:"first_project_read,omitempty"`
-	Problems         []string   `json:"problems,omitempty"`
+	// Closes are the months closed now, each with its current final
+	// workbook and whether that file is in place.
+	Closes   []statusClose `json:"closes"`
+	Problems []string      `json:"problems,omitempty"`
 	*store.Status
+}
+
+// statusClose is one closed month as tally status shows it.
+type statusClose struct {
+	Month         string    `json:"month"`
+	Basis         string    `json:"basis"`
+	Granularity   string    `json:"granularity"`
+	ClosedAt      time.Time `json:"closed_at"`
+	By            string    `json:"by"`
+	Reason        string    `json:"reason"`
+	FinalWorkbook string    `json:"final_workbook"`
+	FinalSHA256   string    `json:"final_sha256,omitempty"`
+	// File is "in place", "missing", or "differs" (its bytes are not those
+	// the close recorded).
+	File string `json:"file"`
+}
+
+// statusCloses lists the months closed now, and whether each final
+// workbook is the file the close recorded.
+func statusCloses(ctx context.Context, st *store.Store) ([]statusClose, error) {
+	closes, err := st.CurrentCloses(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := []statusClose{}
+	for _, c := range closes {
+		sc := statusClose{Month: c.Month.Format("2006-01"), Basis: string(c.Basis), Granularity: string(c.Granularity), ClosedAt: c.At,
+			By: c.Who, Reason: c.Reason, FinalWorkbook: c.FinalWorkbook, FinalSHA256: c.FinalSHA256, File: "in place"}
+		if b, err := os.ReadFile(c.FinalWorkbook); err != nil {
+			sc.File = "missing: the next tally close, deliver or close step puts a killed close's staged file in place; otherwise restore it from a delivered copy"
+		} else if c.FinalSHA256 != "" && fmt.Sprintf("%x", sha256.Sum256(b)) != c.FinalSHA256 {
+			sc.File = "differs from what the close recorded: restore it from a delivered copy"
+		}
+		out = append(out, sc)
+	}
+	return out, nil
 }
 
 // statusBudget is one budget as tally status shows it.
@@ -144,6 +184,9 @@ func runStatus(ctx context.Context, o *statusOptions, w io.Writer) error {
 			return err
 		}
 		if err := statusBudgets(ctx, st, cfg, &rep); err != nil {
+			return err
+		}
+		if rep.Closes, err = statusCloses(ctx, st); err != nil {
 			return err
 		}
 		if cfg.Usage.Source == tally.SourceProjects {
@@ -305,6 +348,16 @@ func writeStatusTable(w io.Writer, rep *statusReport, cfg *configs.Config) error
 		}
 		for _, p := range rep.Problems {
 			fmt.Fprintf(tw, "PROBLEM: %s\n", p)
+		}
+	}
+
+	fmt.Fprintf(tw, "\nCLOSED MONTHS (tally close; the final workbook in force)\n")
+	if len(rep.Closes) == 0 {
+		fmt.Fprintf(tw, "none\n")
+	} else {
+		fmt.Fprintf(tw, "MONTH\tBASIS\tGRANULARITY\tCLOSED\tBY\tFINAL WORKBOOK\tFILE\n")
+		for _, c := range rep.Closes {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", c.Month, c.Basis, c.Granularity, statusTime(c.ClosedAt), c.By, c.FinalWorkbook, c.File)
 		}
 	}
 
