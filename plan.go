@@ -138,9 +138,10 @@ const (
 	ReasonMissing  = "missing"  // a gap in what is loaded
 	ReasonPartial  = "partial"  // loaded before the unit had ended, so incomplete
 	ReasonLookback = "lookback" // inside the trailing span fetched again on every run
+	ReasonRefetch  = "refetch"  // loaded and final, fetched again because a person asked (tally fetch --refetch)
 )
 
-var reasonRank = map[string]int{ReasonLookback: 1, ReasonPartial: 2, ReasonMissing: 3, ReasonBackfill: 4}
+var reasonRank = map[string]int{ReasonRefetch: 0, ReasonLookback: 1, ReasonPartial: 2, ReasonMissing: 3, ReasonBackfill: 4}
 
 // LoadedWindow is a window from the store's ledger, with the time it was
 // fetched.
@@ -169,6 +170,10 @@ type PlanInput struct {
 	// includes today's unit, even when zero.
 	Lookback time.Duration
 	Now      time.Time // today is Now's UTC date
+	// Refetch makes every unit of [From, To) due, loaded or not: for a
+	// person who knows the interface revised a range the lookback has
+	// passed. The lookback rule itself is unchanged.
+	Refetch bool
 }
 
 // Plan returns the windows a fetch of [From, To) must request, ordered by
@@ -253,6 +258,8 @@ func Plan(in PlanInput) ([]PlannedWindow, error) {
 			reasons[i] = ReasonPartial
 		case !units[i].Before(refetchFrom):
 			reasons[i] = ReasonLookback
+		case in.Refetch:
+			reasons[i] = ReasonRefetch
 		}
 	}
 

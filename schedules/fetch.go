@@ -61,6 +61,9 @@ func (e *Env) now() time.Time {
 type FetchOptions struct {
 	From, To    time.Time
 	Granularity tally.Granularity
+	// Refetch fetches every window of [From, To) again, loaded or not
+	// (tally fetch --refetch); the run is recorded as command refetch.
+	Refetch bool
 }
 
 // WindowFailure is one window that failed after every retry.
@@ -154,7 +157,7 @@ func PlanWindows(ctx context.Context, cfg *configs.Config, st *store.Store, opts
 	}
 	plan, err := tally.Plan(tally.PlanInput{
 		From: from, To: to, Granularity: g, Size: size,
-		Loaded: loaded, Lookback: cfg.Usage.Lookback, Now: now,
+		Loaded: loaded, Lookback: cfg.Usage.Lookback, Now: now, Refetch: opts.Refetch,
 	})
 	if err != nil {
 		return nil, q, err

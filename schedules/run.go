@@ -288,7 +288,11 @@ type runStats struct {
 // Fetch is `tally fetch`: one recorded run of the fetch job.
 func (r *Runner) Fetch(ctx context.Context, opts FetchOptions) (FetchSummary, error) {
 	var sum FetchSummary
-	published, err := r.withRun(ctx, "fetch", "", func(ctx context.Context, env *Env, runID uuid.UUID) (runStats, error) {
+	command := "fetch"
+	if opts.Refetch {
+		command = "refetch"
+	}
+	published, err := r.withRun(ctx, command, "", func(ctx context.Context, env *Env, runID uuid.UUID) (runStats, error) {
 		var err error
 		sum, err = Fetch(ctx, env, runID, opts)
 		return runStats{rows: sum.Rows, windows: sum.Loaded, warnings: sum.Warnings}, err

@@ -18,21 +18,27 @@ func init() { commands = append(commands, newFetchCmd) }
 
 func newFetchCmd(g *globalFlags) *cobra.Command {
 	var cfgPath, from, to, gran string
+	var refetch bool
 	cmd := &cobra.Command{
-		Use:   "fetch --config FILE [--from DATE] [--to DATE] [--granularity G]",
+		Use:   "fetch --config FILE [--from DATE] [--to DATE] [--granularity G] [--refetch]",
 		Short: "Fetch due usage windows and reference data into the database",
 		Long: `Plans the due windows from the ledger (missing windows, the lookback span,
 today's partial window), fetches them concurrently, loads each in one
 transaction, refreshes payment methods, rate cards, projects and locations, and
 publishes the read-only copy analysts query. Exit 3 when some windows failed
-after all retries: the others are kept and the next run fetches the rest.`,
+after all retries: the others are kept and the next run fetches the rest.
+
+--refetch --from D --to D fetches that range again although it is loaded
+(when the provider revised charges older than usage.lookback), replacing its
+windows as any fetch does; the run is recorded with command refetch. The
+lookback rule is unchanged.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			r, err := newRunner(cmd, g, cfgPath)
 			if err != nil {
 				return err
 			}
-			opts, err := fetchOptions(from, to, gran)
+			opts, err := fetchOptions(from, to, gran, refetch)
 			if err != nil {
 				return err
 			}
@@ -51,6 +57,7 @@ after all retries: the others are kept and the next run fetches the rest.`,
 	cmd.Flags().StringVar(&from, "from", "", "first day, YYYY-MM-DD (default usage.start)")
 	cmd.Flags().StringVar(&to, "to", "", "day after the last, YYYY-MM-DD, exclusive (default tomorrow, UTC)")
 	cmd.Flags().StringVar(&gran, "granularity", "", "hour, day, week, month or year (default usage.granularity)")
+	cmd.Flags().BoolVar(&refetch, "refetch", false, "fetch [--from, --to) again even where it is loaded (needs both)")
 	return cmd
 }
 
@@ -97,8 +104,11 @@ func newRunner(cmd *cobra.Command, g *globalFlags, cfgPath string) (*schedules.R
 }
 
 // fetchOptions parses --from, --to and --granularity.
-func fetchOptions(from, to, gran string) (schedules.FetchOptions, error) {
-	var o schedules.FetchOptions
+func fetchOptions(from, to, gran string, refetch bool) (schedules.FetchOptions, error) {
+	if refetch && (from == "" || to == "") {
+		return schedules.FetchOptions{}, usageErr("--refetch needs --from and --to: the days to fetch again, e.g. --refetch --from 2026-09-01 --to 2026-10-01 (a whole history is never fetched again by accident)")
+	}
+	o := schedules.FetchOptions{Refetch: refetch}
 	var err error
 	if from != "" {
 		if o.From, err = tally.ParseDate(from); err != nil {

@@ -24,11 +24,12 @@ var clock = time.Now
 
 func newPlanCmd(g *globalFlags) *cobra.Command {
 	var cfgPath, from, to, gran, format string
+	var refetch bool
 	cmd := &cobra.Command{
-		Use:   "plan --config FILE [--from DATE] [--to DATE] [--granularity G] [--format table|json]",
+		Use:   "plan --config FILE [--from DATE] [--to DATE] [--granularity G] [--refetch] [--format table|json]",
 		Short: "Print the windows a fetch would request; sends nothing",
 		Long: "Print the windows the next `tally fetch` with the same flags would request, and why\n" +
-			"each is due (backfill, missing, partial, lookback). It reads the ledger of the\n" +
+			"each is due (backfill, missing, partial, lookback, refetch). It reads the ledger of the\n" +
 			"analysts' published copy without taking the writer's lock, so it may run while a\n" +
 			"fetch does (what that fetch loads shows once it ends). Nothing is sent to the\n" +
 			"interface. Dates are YYYY-MM-DD, UTC; --to is exclusive and defaults to tomorrow,\n" +
@@ -38,7 +39,7 @@ func newPlanCmd(g *globalFlags) *cobra.Command {
 			if format != "table" && format != "json" {
 				return usageErr("--format %q is not one of table, json", format)
 			}
-			opts, err := fetchOptions(from, to, gran)
+			opts, err := fetchOptions(from, to, gran, refetch)
 			if err != nil {
 				return err
 			}
@@ -80,6 +81,7 @@ func newPlanCmd(g *globalFlags) *cobra.Command {
 	f.StringVar(&to, "to", "", "day after the last, YYYY-MM-DD (default: tomorrow, UTC)")
 	f.StringVar(&gran, "granularity", "", "hour, day, week, month or year (default usage.granularity)")
 	f.StringVar(&format, "format", "table", "output: table or json")
+	f.BoolVar(&refetch, "refetch", false, "plan [--from, --to) again even where it is loaded, as tally fetch --refetch (needs both)")
 	return cmd
 }
 

@@ -15,9 +15,9 @@ import (
 
 // plannedWindow is one window as `tally plan --format json` prints it and
 // as `tally fetch` logs it: "start..end reason".
-func planWindows(t *testing.T, cfg string) []string {
+func planWindows(t *testing.T, cfg string, args ...string) []string {
 	t.Helper()
-	out, err := execCLI(t, "", "plan", "--config", cfg, "--format", "json")
+	out, err := execCLI(t, "", append([]string{"plan", "--config", cfg, "--format", "json"}, args...)...)
 	if err != nil {
 		t.Fatalf("tally plan: %v", err)
 	}
@@ -34,11 +34,11 @@ func planWindows(t *testing.T, cfg string) []string {
 
 // fetchWindows runs `tally fetch` and returns the windows it worked on,
 // read from its JSON log, in start order, and its error.
-func fetchWindows(t *testing.T, cfg string) ([]string, error) {
+func fetchWindows(t *testing.T, cfg string, args ...string) ([]string, error) {
 	t.Helper()
 	var err error
 	logs := stderrOf(t, func() {
-		_, err = execCLI(t, "", "--log-format", "json", "fetch", "--config", cfg)
+		_, err = execCLI(t, "", append([]string{"--log-format", "json", "fetch", "--config", cfg}, args...)...)
 	})
 	var got []string
 	sc := bufio.NewScanner(strings.NewReader(logs))
@@ -124,4 +124,38 @@ func TestPlanIsWhatFetchRequests(t *testing.T) {
 	s.advance(24 * time.Hour)
 	night()
 	step("after a split", false, nil)
+}
+
+// tally fetch --refetch --from D --to D fetches a loaded range again, as
+// tally plan --refetch says it will, and records the run as a refetch;
+// without --refetch the same range plans nothing; --refetch without both
+// dates is refused.
+func TestRefetchLoadedRange(t *testing.T) {
+	start := tally.Day.Truncate(time.Now().UTC()).AddDate(0, 0, -30)
+	s := newCLISim(t, start)
+	cfg, _ := cliConfig(t, s, start, "")
+	if _, err := fetchWindows(t, cfg); err != nil {
+		t.Fatal(err)
+	}
+	from, to := start.Format(tally.DateLayout), start.AddDate(0, 0, 14).Format(tally.DateLayout)
+	span := []string{"--from", from, "--to", to}
+	if got := planWindows(t, cfg, span...); len(got) != 0 {
+		t.Fatalf("a loaded range without --refetch plans %v, want nothing", got)
+	}
+	planned := planWindows(t, cfg, append(span, "--refetch")...)
+	want := []string{from + ".." + start.AddDate(0, 0, 7).Format(tally.DateLayout) + " refetch", start.AddDate(0, 0, 7).Format(tally.DateLayout) + ".." + to + " refetch"}
+	if !slices.Equal(planned, want) {
+		t.Fatalf("plan --refetch: %v, want %v", planned, want)
+	}
+	fetched, err := fetchWindows(t, cfg, append(span, "--refetch")...)
+	if err != nil || !slices.Equal(fetched, planned) {
+		t.Fatalf("fetch --refetch requested %v (%v), plan said %v", fetched, err, planned)
+	}
+	out, code, _ := cli(t, "query", "--config", cfg, "--format", "csv", "SELECT command, windows FROM runs ORDER BY started DESC LIMIT 1")
+	if code != exitOK || strings.ReplaceAll(out, "\r\n", "\n") != "command,windows\nrefetch,2\n" {
+		t.Fatalf("the refetch run is recorded as %q", out)
+	}
+	if _, code, stderr := cli(t, "fetch", "--config", cfg, "--refetch", "--from", from); code != exitUsage || !strings.Contains(stderr, "--refetch needs --from and --to") {
+		t.Fatalf("--refetch without --to: exit %d\n%s", code, stderr)
+	}
 }
