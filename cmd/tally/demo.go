@@ -36,7 +36,10 @@ func newDemoCmd(g *globalFlags) *cobra.Command {
 		Short: "Run the whole nightly path against the built-in simulated interface",
 		Long: `Starts the simulated management interface on loopback, fetches its usage
 and reference data into a fresh DuckDB file, and writes the cost workbook of
-the last full month. Everything stays in --dir.
+the last full month. It then closes that month (its final workbook), lets the
+simulated provider correct a day of it, fetches the day again (--refetch) and
+writes the month's workbook anew, which shows the adjustment. Everything stays
+in --dir.
 
 With --source projects it reads each project's own usage report instead
 (quantities only), once a night from the start of the previous month, and
@@ -58,6 +61,12 @@ prices it from the rate card: the workbook is estimated, not an invoice.`,
 			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "\nDemo done in %s.\n", time.Since(began).Round(time.Millisecond))
 			fmt.Fprintf(out, "  workbook:        %s\n", res.Workbook)
+			if res.Final != "" {
+				rev := demoRevision(began)
+				fmt.Fprintf(out, "  final workbook:  %s\n", res.Final)
+				fmt.Fprintf(out, "                   (the demo closed %s, then the provider corrected %s and tally fetch --refetch\n", rev.Day.Format("2006-01"), rev.Day.Format(tally.DateLayout))
+				fmt.Fprintf(out, "                   loaded it: the final stays as signed; the workbook shows the adjustment)\n")
+			}
 			fmt.Fprintf(out, "  database:        %s\n", res.Database)
 			fmt.Fprintf(out, "  analysts' copy:  %s\n", res.Published)
 			fmt.Fprintf(out, "  config:          %s\n", res.Config)
@@ -121,6 +130,7 @@ type demoResult struct {
 	Database  string
 	Published string
 	Workbook  string
+	Final     string // the final workbook of the month the demo closed
 	BaseURL   string
 	Nightly   schedules.NightlySummary
 }
@@ -152,7 +162,7 @@ func runDemo(ctx context.Context, dir string, log zerolog.Logger, version string
 	// the nightly job would have, before today's run.
 	clock := now
 	tick := func() time.Time { return clock }
-	srv := sim.New(sim.Options{Token: token, Seed: 1, Start: start, Now: tick, Spike: demoSpike(now)})
+	srv := sim.New(sim.Options{Token: token, Seed: 1, Start: start, Now: tick, Spike: demoSpike(now), Revisions: []sim.Spike{demoRevision(now)}})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return res, fmt.Errorf("start simulated interface: %w", err)
@@ -245,7 +255,39 @@ reports:
 	if len(res.Nightly.Reports) > 0 {
 		res.Workbook = res.Nightly.Reports[0].Path
 	}
+	if source == tally.SourceProjects {
+		return res, nil
+	}
+	// Finance closes the last month; an hour later the provider corrects
+	// a day of it (the interface's revision appears then), and the day is
+	// fetched again: the month's final workbook stays as signed, and the
+	// month's workbook, written again, shows the adjustment.
+	sum, err := r.Close(ctx, schedules.CloseOptions{Month: start, Who: "tally demo", Reason: "demo: the month signed off"})
+	if err != nil {
+		return res, fmt.Errorf("demo close: %w", err)
+	}
+	res.Final = sum.Close.FinalWorkbook
+	rev := demoRevision(now)
+	clock = rev.From.Add(30 * time.Minute)
+	if _, err := r.Fetch(ctx, schedules.FetchOptions{From: rev.Day, To: rev.Day.AddDate(0, 0, 1), Refetch: true}); err != nil {
+		return res, fmt.Errorf("demo refetch of %s: %w", rev.Day.Format(tally.DateLayout), err)
+	}
+	pub, err := schedules.OpenPublished(ctx, cfg, log, false)
+	if err != nil {
+		return res, err
+	}
+	defer pub.Close()
+	if _, err := schedules.Report(ctx, cfg, pub.DB(), start, "", res.Workbook, tick, log); err != nil {
+		return res, err
+	}
 	return res, nil
+}
+
+// demoRevision is the demo interface's late correction: the 10th of the
+// previous month, on one meter, tripled from an hour after now, so a month
+// the demo closed changes afterwards.
+func demoRevision(now time.Time) sim.Spike {
+	return sim.Spike{Project: "newsroom", Meter: "streaming_egress_gb", Day: tally.Month.Truncate(now).AddDate(0, -1, 9), Factor: 3, From: now.Add(time.Hour)}
 }
 
 // demoSpike is the demo interface's cost jump, yesterday on one meter, for

@@ -19,6 +19,7 @@ import (
 	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/fetch/sim"
 	"github.com/tally-dev/tally/internal/prooftest"
+	"github.com/tally-dev/tally/reports"
 	"github.com/tally-dev/tally/store"
 )
 
@@ -191,30 +192,60 @@ func TestDemo(t *testing.T) {
 	}
 
 	// The demo's interface: seed 1, usage from the first of the previous
-	// month, the demo's clock.
-	s := sim.New(sim.Options{Seed: 1, Start: prooftest.Day(t, "2025-02-01"), Now: func() time.Time { return now }, Spike: demoSpike(now)})
-	q := tally.UsageQuery{Window: tally.Window{Start: prooftest.Day(t, "2025-02-01"), End: prooftest.Day(t, "2025-03-07"), Granularity: tally.Hour}}
-	truth := s.Truth(q)
-	wantRows := prooftest.RenderAll(s.Rows(q))
+	// month, the demo's clock; and an hour and a half later, when the
+	// demo fetched again the day the provider had corrected by then.
+	rev := demoRevision(now)
+	later := rev.From.Add(30 * time.Minute)
+	opts := sim.Options{Seed: 1, Start: prooftest.Day(t, "2025-02-01"), Now: func() time.Time { return now }, Spike: demoSpike(now), Revisions: []sim.Spike{rev}}
+	s := sim.New(opts)
+	opts.Now = func() time.Time { return later }
+	revised := sim.New(opts)
+	if rev.Day != prooftest.Day(t, "2025-02-10") {
+		t.Fatalf("the demo revises %s", rev.Day)
+	}
+	for _, span := range []struct {
+		from, to string
+		sim      *sim.Server
+	}{{"2025-02-01", "2025-02-10", s}, {"2025-02-10", "2025-02-11", revised}, {"2025-02-11", "2025-03-07", s}} {
+		q := tally.UsageQuery{Window: tally.Window{Start: prooftest.Day(t, span.from), End: prooftest.Day(t, span.to), Granularity: tally.Hour}}
+		truth := span.sim.Truth(q)
+		wantRows := prooftest.RenderAll(span.sim.Rows(q))
+		for _, path := range []string{res.Database, res.Published} {
+			prooftest.WithDB(t, path, func(db *sql.DB) {
+				got, n := prooftest.Totals(t, db, tally.Hour, "usage", q.Window.Start, q.Window.End)
+				if d := prooftest.SameTotals(got, truth.Cost); d != "" || n != truth.Rows {
+					t.Errorf("%s %s..%s: %d rows (truth %d), totals differ: %s", path, span.from, span.to, n, truth.Rows, d)
+				}
+				if d := prooftest.FirstDiff(prooftest.RenderAll(prooftest.Stored(t, db, tally.Hour, "usage", q.Window.Start, q.Window.End)), wantRows); d != "" {
+					t.Errorf("%s %s..%s: rows differ from the truth: %s", path, span.from, span.to, d)
+				}
+			})
+		}
+	}
+	var refetchRun string
 	for _, path := range []string{res.Database, res.Published} {
 		prooftest.WithDB(t, path, func(db *sql.DB) {
-			got, n := prooftest.Totals(t, db, tally.Hour, "usage", q.Window.Start, q.Window.End)
-			if d := prooftest.SameTotals(got, truth.Cost); d != "" || n != truth.Rows {
-				t.Errorf("%s: %d rows (truth %d), totals differ: %s", path, n, truth.Rows, d)
-			}
-			if d := prooftest.FirstDiff(prooftest.RenderAll(prooftest.Stored(t, db, tally.Hour, "usage", q.Window.Start, q.Window.End)), wantRows); d != "" {
-				t.Errorf("%s: rows differ from the truth: %s", path, d)
-			}
-			var runs int
-			if err := db.QueryRow(`SELECT count(*) FROM runs`).Scan(&runs); err != nil {
+			var runs string
+			if err := db.QueryRow(`SELECT string_agg(command, ',' ORDER BY started) FROM runs`).Scan(&runs); err != nil {
 				t.Fatal(err)
 			}
-			if runs != 1 {
-				t.Errorf("%s: %d runs; the demo should have started from a fresh database", path, runs)
+			if runs != "run,close,refetch" {
+				t.Errorf("%s: runs %q, want run,close,refetch: the demo starts from a fresh database", path, runs)
+			}
+			if err := db.QueryRow(`SELECT CAST(id AS VARCHAR) FROM runs WHERE command = 'refetch'`).Scan(&refetchRun); err != nil {
+				t.Fatal(err)
 			}
 		})
 	}
 
+	// The closed month's final workbook stays as closed; the month's
+	// workbook, written after the correction, shows it as an adjustment.
+	if fig, err := reports.ReadSummary(res.Final); err != nil || !strings.Contains(fig.Status, "by tally demo") {
+		t.Errorf("final workbook %s: status %q (%v)", res.Final, fig.Status, err)
+	}
+	if fig, err := reports.ReadSummary(res.Workbook); err != nil || !strings.Contains(fig.Status, "the final workbook is tally-cost-2025-02-final.xlsx") {
+		t.Errorf("workbook %s: status %q (%v)", res.Workbook, fig.Status, err)
+	}
 	f, err := excelize.OpenFile(res.Workbook)
 	if err != nil {
 		t.Fatal(err)
@@ -224,8 +255,12 @@ func TestDemo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := prooftest.Labelled(summary, "Last run id"); got != res.Nightly.RunID.String() {
-		t.Errorf("workbook's last run id %q, want %s", got, res.Nightly.RunID)
+	if got := prooftest.Labelled(summary, "Last run id"); got != refetchRun {
+		t.Errorf("workbook's last run id %q, want the refetch's %s", got, refetchRun)
+	}
+	adj, err := f.GetRows("Adjustments to closed months")
+	if err != nil || len(adj) < 2 || !strings.Contains(strings.Join(adj[1], " "), "newsroom") || !strings.Contains(strings.Join(adj[1], " "), "streaming_egress_gb") {
+		t.Errorf("the workbook has no adjustment for the corrected meter: %v %v", adj, err)
 	}
 
 	tok, err := os.ReadFile(filepath.Join(dir, "token"))

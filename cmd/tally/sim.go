@@ -24,13 +24,14 @@ type simOptions struct {
 	seed     int64
 	faults   string
 	spike    string
+	revise   []string
 	pageSize int
 }
 
 func newSimCmd(g *globalFlags) *cobra.Command {
 	o := &simOptions{}
 	cmd := &cobra.Command{
-		Use:   "sim [--addr 127.0.0.1:8080] [--token T] [--seed N] [--faults SPEC] [--page-size N] [--spike PROJECT:METER:DAY[:FACTOR]]",
+		Use:   "sim [--addr 127.0.0.1:8080] [--token T] [--seed N] [--faults SPEC] [--page-size N] [--spike PROJECT:METER:DAY[:FACTOR]] [--revise PROJECT:METER:DAY[:FACTOR]@WHEN]",
 		Short: "Serve a simulated management interface with seeded data, until interrupted",
 		Long: "Serve a simulated management interface: usage, payment methods, rate cards,\n" +
 			"projects, locations and the organization, with the interface's shapes, limits\n" +
@@ -59,6 +60,7 @@ func newSimCmd(g *globalFlags) *cobra.Command {
 	f.StringVar(&o.token, "token", sim.DefaultToken, "bearer token the simulated interface accepts")
 	f.Int64Var(&o.seed, "seed", 1, "data seed: the same seed serves the same data")
 	f.StringVar(&o.spike, "spike", "", "multiply one project's use of one meter on one UTC day, e.g. newsroom:streaming_egress_gb:2025-03-10:5, for the anomaly detector to find")
+	f.StringArrayVar(&o.revise, "revise", nil, "from WHEN (RFC 3339, or a duration from now such as 10m) on, report an earlier day's use of one meter multiplied, as a provider's late correction: a closed month then shows an adjustment; e.g. newsroom:streaming_egress_gb:2025-03-10:2@10m (repeatable)")
 	f.StringVar(&o.faults, "faults", "", "faults to inject, e.g. 429=0.1,5xx=0.05,cut=0.02 (see --help)")
 	f.IntVar(&o.pageSize, "page-size", 100, "list page size when a request sets no $top")
 	return cmd
@@ -74,6 +76,14 @@ func runSim(ctx context.Context, o *simOptions, out io.Writer, log zerolog.Logge
 			return usageErr("--spike: %w", err)
 		}
 		spike = sp
+	}
+	var revisions []sim.Spike
+	for _, r := range o.revise {
+		sp, err := sim.ParseRevision(r, time.Now())
+		if err != nil {
+			return usageErr("--revise: %w", err)
+		}
+		revisions = append(revisions, sp)
 	}
 	faults, err := sim.ParseFaults(o.faults)
 	if err != nil {
@@ -97,7 +107,7 @@ func runSim(ctx context.Context, o *simOptions, out io.Writer, log zerolog.Logge
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", o.addr, err)
 	}
-	s := sim.New(sim.Options{Token: o.token, Seed: o.seed, PageSize: o.pageSize, Faults: faults, Spike: spike})
+	s := sim.New(sim.Options{Token: o.token, Seed: o.seed, PageSize: o.pageSize, Faults: faults, Spike: spike, Revisions: revisions})
 	hs := &http.Server{
 		Handler:           logRequests(s, log),
 		ReadHeaderTimeout: 10 * time.Second,

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -150,28 +151,33 @@ type catalog struct {
 	billing    [][]billing // [pair][payment method]: entitlement and price, resolved once
 	pmByID     map[string]int
 	projByName map[string]int
-	// spikePair is the pair Options.Spike multiplies on the day starting at
-	// spikeDay (unix seconds), by spikeFactor; -1 for none.
-	spikePair   int
-	spikeDay    int64
-	spikeFactor int64
+	// spikes are Options.Spike and Options.Revisions, resolved.
+	spikes []spikeAt
 }
 
-// setSpike resolves a Spike to its pair; a spike naming no pair injects
-// nothing.
-func (c *catalog) setSpike(sp Spike) {
-	c.spikePair = -1
+// spikeAt is a Spike resolved: pair's use on the day starting at day (unix
+// seconds) is multiplied by factor once the clock reaches from.
+type spikeAt struct {
+	pair              int
+	day, factor, from int64
+}
+
+// addSpike resolves a Spike to its pair; a spike naming no pair, or with a
+// factor below 2, injects nothing.
+func (c *catalog) addSpike(sp Spike) {
 	if sp.Factor <= 1 {
 		return
 	}
 	for i, p := range c.pairs {
 		if c.projects[p.project].name == sp.Project && meters[p.model.meter].name == sp.Meter {
-			c.spikePair = i
+			d := sp.Day.UTC()
+			var from int64 = math.MinInt64
+			if !sp.From.IsZero() {
+				from = sp.From.Unix()
+			}
+			c.spikes = append(c.spikes, spikeAt{pair: i, day: time.Date(d.Year(), d.Month(), d.Day(), 0, 0, 0, 0, time.UTC).Unix(), factor: sp.Factor, from: from})
 		}
 	}
-	d := sp.Day.UTC()
-	c.spikeDay = time.Date(d.Year(), d.Month(), d.Day(), 0, 0, 0, 0, time.UTC).Unix()
-	c.spikeFactor = sp.Factor
 }
 
 // billing is how one pair's usage is charged under one payment method.
@@ -188,7 +194,7 @@ type pair struct {
 }
 
 func newCatalog(seed int64, start time.Time) *catalog {
-	c := &catalog{seed: mix(uint64(seed) ^ 0x7a11c0ffee), start: start, spikePair: -1}
+	c := &catalog{seed: mix(uint64(seed) ^ 0x7a11c0ffee), start: start}
 	id := func(label string) string { return c.uuid(label) }
 	day := func(days int) *time.Time { t := start.AddDate(0, 0, days); return &t }
 	first := time.Date(start.Year(), start.Month(), 1, 0, 0, 0, 0, time.UTC)

@@ -48,6 +48,11 @@ type Options struct {
 	// Spike multiplies one project's use of one meter on one UTC day, for
 	// the anomaly detector to find; the zero Spike injects nothing.
 	Spike Spike
+	// Revisions are late revisions of earlier days, as a provider sends
+	// when it corrects a charge after the month was invoiced: each is a
+	// Spike the interface reports only once its clock reaches From, so a
+	// month closed before then changes afterwards (an adjustment).
+	Revisions []Spike
 }
 
 // Spike is an injected jump in cost: every hour of Day, Project's use of
@@ -57,6 +62,7 @@ type Spike struct {
 	Meter   string // the meter name, e.g. streaming_egress_gb
 	Day     time.Time
 	Factor  int64
+	From    time.Time // reported from this time on; zero: always
 }
 
 // Server is the simulated management interface, an http.Handler. It is
@@ -91,7 +97,10 @@ func New(opts Options) *Server {
 		opts.PageSize = 100
 	}
 	s := &Server{opts: opts, cat: newCatalog(opts.Seed, opts.Start)}
-	s.cat.setSpike(opts.Spike)
+	s.cat.addSpike(opts.Spike)
+	for _, r := range opts.Revisions {
+		s.cat.addSpike(r)
+	}
 	s.SetFaults(opts.Faults)
 	return s
 }
@@ -298,6 +307,28 @@ func abort(w http.ResponseWriter) {
 		f.Flush()
 	}
 	panic(http.ErrAbortHandler)
+}
+
+// ParseRevision reads PROJECT:METER:YYYY-MM-DD[:FACTOR]@WHEN, the form of
+// `tally sim --revise`: a Spike of an earlier day reported only from WHEN,
+// an RFC 3339 time, or a duration (10m) after now.
+func ParseRevision(s string, now time.Time) (Spike, error) {
+	spec, when, ok := strings.Cut(s, "@")
+	if !ok {
+		return Spike{}, fmt.Errorf("revision %q is not PROJECT:METER:YYYY-MM-DD[:FACTOR]@WHEN, e.g. newsroom:streaming_egress_gb:2025-03-10:2@10m", s)
+	}
+	sp, err := ParseSpike(spec)
+	if err != nil {
+		return Spike{}, err
+	}
+	if t, err := time.Parse(time.RFC3339, when); err == nil {
+		sp.From = t.UTC()
+	} else if d, err := time.ParseDuration(when); err == nil && d >= 0 {
+		sp.From = now.Add(d).UTC()
+	} else {
+		return Spike{}, fmt.Errorf("revision %q: when %q is neither an RFC 3339 time (2025-04-02T09:00:00Z) nor a duration from now (10m)", s, when)
+	}
+	return sp, nil
 }
 
 // ParseSpike reads PROJECT:METER:YYYY-MM-DD[:FACTOR] (factor 5 when left

@@ -138,8 +138,10 @@ func (c *catalog) hourUnits(h, now int64, f *filter, fn func(*unit)) {
 		}
 		bill := c.billing[i][pm]
 		q := c.quantity(h, i, p.model)
-		if i == c.spikePair && h >= c.spikeDay && h < c.spikeDay+daySec {
-			q *= c.spikeFactor
+		for _, sp := range c.spikes {
+			if i == sp.pair && h >= sp.day && h < sp.day+daySec && now >= sp.from {
+				q *= sp.factor
+			}
 		}
 		u = unit{pair: i, pm: pm, ent: bill.ent, processed: uncharged}
 		if charged {
