@@ -20,7 +20,7 @@ import (
 
 // deliverHarness is a harness whose October is over, delivering to a
 // shared folder and, when ms is given, by mail.
-func deliverHarness(t *testing.T, ms *mailServer, timeout time.Duration) (*harness, string, configs.Job) {
+func deliverHarness(t *testing.T, ms *prooftest.MailServer, timeout time.Duration) (*harness, string, configs.Job) {
 	t.Helper()
 	t.Setenv("TALLY_TEST_SMTP_PASSWORD", "smtp-S3CRET-7c1e")
 	oldPause, oldRoots := deliverPause, deliverRootCAs
@@ -33,8 +33,8 @@ func deliverHarness(t *testing.T, ms *mailServer, timeout time.Duration) (*harne
 	}
 	h.runner.Config.Reports.Deliver = configs.DeliverConfig{Dir: share}
 	if ms != nil {
-		deliverRootCAs = ms.pool
-		h.runner.Config.Reports.Deliver.SMTP = smtpConfig(t, ms.addr, timeout)
+		deliverRootCAs = ms.Pool
+		h.runner.Config.Reports.Deliver.SMTP = smtpConfig(t, ms.Addr, timeout)
 	}
 	return h, share, configs.Job{Name: "nightly", Cron: "@daily", Run: []string{"fetch", "report", "deliver"}}
 }
@@ -52,7 +52,7 @@ func TestDeliverReclosedFinalAndMailMatchesAttachment(t *testing.T) {
 	if _, err := h.runner.RunJob(ctx, "run", job); err != nil {
 		t.Fatalf("run 1: %v", err)
 	}
-	if n := len(ms.received()); n != 1 {
+	if n := len(ms.Received()); n != 1 {
 		t.Fatalf("%d mails after the month ended, want the month's workbook", n)
 	}
 	if _, err := h.runner.Close(ctx, CloseOptions{Month: oct, Who: "alice", Reason: "signed off"}); err != nil {
@@ -74,7 +74,7 @@ func TestDeliverReclosedFinalAndMailMatchesAttachment(t *testing.T) {
 			t.Fatalf("run %d: %v", 3+i, err)
 		}
 	}
-	mails := ms.received()
+	mails := ms.Received()
 	if len(mails) != 3 {
 		t.Fatalf("%d mails, want 3: the month's workbook, the first final, the final of the re-close", len(mails))
 	}
@@ -145,7 +145,7 @@ func TestDeliverResendAfterLostAnswerKeepsMessageID(t *testing.T) {
 	old := deliverAttempts
 	t.Cleanup(func() { deliverAttempts = old })
 	deliverAttempts = 1
-	ms.hold = true
+	ms.Hold(true)
 	ctx := context.Background()
 	_, err := h.runner.RunJob(ctx, "run", job)
 	var pe *PartialError
@@ -158,16 +158,14 @@ func TestDeliverResendAfterLostAnswerKeepsMessageID(t *testing.T) {
 			t.Fatalf("delivery %q %q (%v), want pending with its Message-ID recorded before sending", status, id, err)
 		}
 	})
-	ms.mu.Lock()
-	ms.hold = false
-	ms.mu.Unlock()
+	ms.Hold(false)
 	if _, err := h.runner.RunJob(ctx, "run", job); err != nil {
 		t.Fatalf("run 2: %v", err)
 	}
 	if _, err := h.runner.RunJob(ctx, "run", job); err != nil {
 		t.Fatalf("run 3: %v", err)
 	}
-	mails := ms.received()
+	mails := ms.Received()
 	if len(mails) != 2 {
 		t.Fatalf("%d mails, want 2: the one whose answer was lost, and its resend", len(mails))
 	}
@@ -237,15 +235,15 @@ func TestDeliverHungMailServerIsBounded(t *testing.T) {
 
 	t.Run("stalls after AUTH", func(t *testing.T) {
 		ms := newMailServer(t)
-		ms.stall = time.Hour
-		deliverRootCAs = ms.pool
-		h.runner.Config.Reports.Deliver.SMTP = smtpConfig(t, ms.addr, 300*time.Millisecond)
+		ms.Stall(time.Hour)
+		deliverRootCAs = ms.Pool
+		h.runner.Config.Reports.Deliver.SMTP = smtpConfig(t, ms.Addr, 300*time.Millisecond)
 		_, err := h.runner.RunJob(ctx, "run", job)
 		var pe *PartialError
 		if !errors.As(err, &pe) || !strings.Contains(err.Error(), "smtp:127.0.0.1") {
 			t.Fatalf("run: %v, want partial naming the mail server", err)
 		}
-		if len(ms.auths) == 0 {
+		if len(ms.Auths()) == 0 {
 			t.Fatal("the server saw no AUTH: the stall was not after it")
 		}
 	})

@@ -3,17 +3,10 @@ package schedules
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"database/sql"
 	"encoding/base64"
 	"errors"
 	"io"
-	"math/big"
 	"mime"
 	"mime/multipart"
 	"net"
@@ -22,121 +15,16 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
-
-	"github.com/emersion/go-sasl"
-	"github.com/emersion/go-smtp"
 
 	"github.com/tally-dev/tally/configs"
 	"github.com/tally-dev/tally/internal/prooftest"
 	"github.com/tally-dev/tally/store"
 )
 
-// mailServer is a real SMTP server in-process (go-smtp) with STARTTLS on a
-// self-signed certificate and AUTH PLAIN, keeping what it received.
-type mailServer struct {
-	mu       sync.Mutex
-	refuse   bool          // answer 550 to DATA
-	stall    time.Duration // after a successful AUTH, wait this long before answering MAIL FROM
-	hold     bool          // keep a message, then never answer DATA (as a server that took it while the client died)
-	release  chan struct{} // closed at the test's end: held and stalled sessions end
-	messages [][]byte
-	auths    []string // user:password of each successful AUTH
-	addr     string
-	pool     *x509.CertPool
-}
-
-func newMailServer(t *testing.T) *mailServer {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "127.0.0.1"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, KeyUsage: x509.KeyUsageDigitalSignature,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, _ := x509.ParseCertificate(der)
-	ms := &mailServer{pool: x509.NewCertPool(), release: make(chan struct{})}
-	t.Cleanup(func() { close(ms.release) })
-	ms.pool.AddCert(cert)
-	srv := smtp.NewServer(smtp.BackendFunc(func(*smtp.Conn) (smtp.Session, error) { return &mailSession{ms: ms}, nil }))
-	srv.Domain = "127.0.0.1"
-	srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ms.addr = ln.Addr().String()
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
-	return ms
-}
-
-type mailSession struct {
-	ms   *mailServer
-	auth bool
-}
-
-func (s *mailSession) AuthMechanisms() []string { return []string{sasl.Plain} }
-func (s *mailSession) Auth(string) (sasl.Server, error) {
-	return sasl.NewPlainServer(func(_, user, pass string) error {
-		s.ms.mu.Lock()
-		defer s.ms.mu.Unlock()
-		s.ms.auths = append(s.ms.auths, user+":"+pass)
-		s.auth = true
-		return nil
-	}), nil
-}
-func (s *mailSession) Mail(string, *smtp.MailOptions) error {
-	if !s.auth {
-		return smtp.ErrAuthRequired
-	}
-	s.ms.mu.Lock()
-	stall := s.ms.stall
-	s.ms.mu.Unlock()
-	if stall > 0 {
-		select {
-		case <-time.After(stall):
-		case <-s.ms.release:
-		}
-	}
-	return nil
-}
-func (s *mailSession) Rcpt(string, *smtp.RcptOptions) error { return nil }
-func (s *mailSession) Data(r io.Reader) error {
-	b, err := io.ReadAll(r)
-	if err != nil {
-		return err
-	}
-	s.ms.mu.Lock()
-	if s.ms.refuse {
-		s.ms.mu.Unlock()
-		return &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 7, 1}, Message: "mailbox unavailable"}
-	}
-	s.ms.messages = append(s.ms.messages, b)
-	hold := s.ms.hold
-	s.ms.mu.Unlock()
-	if hold {
-		<-s.ms.release
-	}
-	return nil
-}
-
-// received returns the messages the server kept so far.
-func (ms *mailServer) received() [][]byte {
-	ms.mu.Lock()
-	defer ms.mu.Unlock()
-	return append([][]byte(nil), ms.messages...)
-}
+// newMailServer is a real SMTP server in-process (prooftest.MailServer).
+func newMailServer(t *testing.T) *prooftest.MailServer { return prooftest.NewMailServer(t) }
 
 // smtpConfig points reports.deliver.smtp at a test mail server.
 func smtpConfig(t *testing.T, addr string, timeout time.Duration) *configs.SMTPConfig {
@@ -156,39 +44,8 @@ func smtpConfig(t *testing.T, addr string, timeout time.Duration) *configs.SMTPC
 // attachment.
 func mailParts(t *testing.T, raw []byte) (h mail.Header, text string, attached []byte, name string) {
 	t.Helper()
-	msg, err := mail.ReadMessage(bytes.NewReader(raw))
-	if err != nil {
-		t.Fatal(err)
-	}
-	mt, params, err := mime.ParseMediaType(msg.Header.Get("Content-Type"))
-	if err != nil || !strings.HasPrefix(mt, "multipart/") {
-		t.Fatalf("content type %q: %v", msg.Header.Get("Content-Type"), err)
-	}
-	mr := multipart.NewReader(msg.Body, params["boundary"])
-	for {
-		part, err := mr.NextPart()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(part) // quoted-printable is decoded by the reader, base64 is not
-		if strings.EqualFold(part.Header.Get("Content-Transfer-Encoding"), "base64") {
-			if b, err = base64.StdEncoding.DecodeString(strings.Join(strings.Fields(string(b)), "")); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if part.FileName() != "" {
-			attached, name = b, part.FileName()
-		} else {
-			text += string(b)
-		}
-	}
-	return msg.Header, text, attached, name
+	return prooftest.ParseMail(t, raw)
 }
-func (s *mailSession) Reset()        {}
-func (s *mailSession) Logout() error { return nil }
 
 // The deliver step sends the finished month's workbook by mail (STARTTLS,
 // AUTH, the workbook attached intact, the totals in the text) and to a
@@ -202,8 +59,8 @@ func TestDeliverWorkbooks(t *testing.T) {
 	t.Cleanup(func() { deliverPause, deliverRootCAs = oldPause, oldRoots })
 	deliverPause = time.Millisecond
 	ms := newMailServer(t)
-	deliverRootCAs = ms.pool
-	host, port, _ := net.SplitHostPort(ms.addr)
+	deliverRootCAs = ms.Pool
+	host, port, _ := net.SplitHostPort(ms.Addr)
 	var portN int
 	for _, c := range port {
 		portN = portN*10 + int(c-'0')
@@ -222,7 +79,7 @@ func TestDeliverWorkbooks(t *testing.T) {
 	book := filepath.Join(h.runner.Config.Reports.Dir, "2026-10", "tally-cost-2026-10.xlsx")
 
 	// Run 1: the mail server refuses; the folder gets its copy.
-	ms.refuse = true
+	ms.Refuse(true)
 	sum, err := h.runner.RunJob(context.Background(), "run", job)
 	var pe *PartialError
 	if !errors.As(err, &pe) || sum.Run.Status != store.RunPartial || !strings.Contains(err.Error(), "smtp:"+host) || !strings.Contains(err.Error(), "tally-cost-2026-10.xlsx") {
@@ -237,18 +94,18 @@ func TestDeliverWorkbooks(t *testing.T) {
 	}
 
 	// Run 2: the server takes it: delivered once, intact.
-	ms.refuse = false
+	ms.Refuse(false)
 	if _, err := h.runner.RunJob(context.Background(), "run", job); err != nil {
 		t.Fatalf("run 2: %v", err)
 	}
 	wb, _ := os.ReadFile(book)
-	if len(ms.messages) != 1 {
-		t.Fatalf("%d messages received, want 1", len(ms.messages))
+	if len(ms.Received()) != 1 {
+		t.Fatalf("%d messages received, want 1", len(ms.Received()))
 	}
-	if len(ms.auths) == 0 || ms.auths[0] != "tally:"+password {
-		t.Errorf("AUTH %q, want the user and the password from password_env", ms.auths)
+	if len(ms.Auths()) == 0 || ms.Auths()[0] != "tally:"+password {
+		t.Errorf("AUTH %q, want the user and the password from password_env", ms.Auths())
 	}
-	msg, err := mail.ReadMessage(bytes.NewReader(ms.messages[0]))
+	msg, err := mail.ReadMessage(bytes.NewReader(ms.Received()[0]))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,8 +153,8 @@ func TestDeliverWorkbooks(t *testing.T) {
 	if _, err := h.runner.RunJob(context.Background(), "run", job); err != nil {
 		t.Fatalf("run 3: %v", err)
 	}
-	if len(ms.messages) != 1 {
-		t.Errorf("%d messages after a third run, want the one: a workbook is delivered once", len(ms.messages))
+	if len(ms.Received()) != 1 {
+		t.Errorf("%d messages after a third run, want the one: a workbook is delivered once", len(ms.Received()))
 	}
 	prooftest.WithDB(t, h.db, func(db *sql.DB) {
 		var n int
