@@ -269,3 +269,39 @@ func TestDeliverHungMailServerIsBounded(t *testing.T) {
 		}
 	})
 }
+
+// A final workbook whose bytes are not those its close recorded (edited,
+// or replaced by hand) is never sent: the run is partial naming it, and
+// the month's own workbook still goes.
+func TestDeliverRefusesAlteredFinal(t *testing.T) {
+	h, share, job := deliverHarness(t, nil, 0)
+	ctx := context.Background()
+	oct := prooftest.Day(t, "2026-10-01")
+	if _, err := h.runner.RunJob(ctx, "run", configs.Job{Name: "books", Run: []string{"fetch", "report"}}); err != nil {
+		t.Fatal(err)
+	}
+	sum, err := h.runner.Close(ctx, CloseOptions{Month: oct, Who: "alice", Reason: "signed off"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Another workbook put in its place: a whole workbook, not the one
+	// signed.
+	other, err := os.ReadFile(filepath.Join(h.runner.Config.Reports.Dir, "2026-10", "tally-cost-2026-10.xlsx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(sum.Close.FinalWorkbook, other, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	_, err = h.runner.RunJob(ctx, "run", job)
+	var pe *PartialError
+	if !errors.As(err, &pe) || !strings.Contains(err.Error(), "differs from the final workbook its close recorded") {
+		t.Fatalf("run: %v, want partial naming the altered final", err)
+	}
+	if _, err := os.Stat(filepath.Join(share, filepath.Base(sum.Close.FinalWorkbook))); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the altered final reached the folder: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(share, "tally-cost-2026-10.xlsx")); err != nil {
+		t.Fatalf("the month's workbook did not go: %v", err)
+	}
+}
