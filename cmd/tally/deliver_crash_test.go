@@ -33,14 +33,14 @@ func TestDeliverKilledAtAnyMoment(t *testing.T) {
 	s := newCLISim(t, last)
 	ms := prooftest.NewMailServer(t)
 	share := t.TempDir()
-	cfg, _ := cliConfig(t, s, last, fmt.Sprintf(`  jobs:
+	cfg, _ := cliConfig(t, s, last, `  jobs:
     - name: books
       cron: "@daily"
       run: [fetch, report, close]
     - name: send
       cron: "@daily"
       run: [deliver]
-`))
+`)
 	text, err := os.ReadFile(cfg)
 	if err != nil {
 		t.Fatal(err)
