@@ -48,6 +48,9 @@ type Options struct {
 	// Spike multiplies one project's use of one meter on one UTC day, for
 	// the anomaly detector to find; the zero Spike injects nothing.
 	Spike Spike
+	// OrgName names the simulated organization (default "Example Media
+	// Group"); its id follows from Seed.
+	OrgName string
 	// Revisions are late revisions of earlier days, as a provider sends
 	// when it corrects a charge after the month was invoiced: each is a
 	// Spike the interface reports only once its clock reaches From, so a
@@ -97,6 +100,9 @@ func New(opts Options) *Server {
 		opts.PageSize = 100
 	}
 	s := &Server{opts: opts, cat: newCatalog(opts.Seed, opts.Start)}
+	if opts.OrgName != "" {
+		s.cat.orgName = opts.OrgName
+	}
 	s.cat.addSpike(opts.Spike)
 	for _, r := range opts.Revisions {
 		s.cat.addSpike(r)
