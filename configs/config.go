@@ -272,6 +272,7 @@ func Load(path string, getenv func(string) string) (*Config, error) {
 		return nil, err
 	}
 	cfg.Path = abs
+	cfg.RegisterSecrets(getenv)
 	return cfg, nil
 }
 
