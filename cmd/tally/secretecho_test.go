@@ -219,7 +219,7 @@ schedule:
 	}
 	// The AUTH PLAIN string itself, and the password's part of it.
 	plain := base64.StdEncoding.EncodeToString([]byte("\x00tally@example.com\x00" + echoSMTPPassword))
-	forms = append(forms, [2]string{"the AUTH PLAIN string", plain}, [2]string{"the password inside AUTH PLAIN", plain[28:len(plain)-4]})
+	forms = append(forms, [2]string{"the AUTH PLAIN string", plain}, [2]string{"the password inside AUTH PLAIN", plain[28 : len(plain)-4]})
 	search := func(where string, text []byte) {
 		t.Helper()
 		low := bytes.ToLower(text)
