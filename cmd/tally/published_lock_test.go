@@ -96,6 +96,17 @@ func TestReadersAnswerWhileAnAnalystHoldsTheCopy(t *testing.T) {
 	if !strings.Contains(stderr, holder) || !strings.Contains(stderr, "-readonly") || !strings.Contains(stderr, "read_only=True") {
 		t.Errorf("tally query said %q; want the holder (%s) and how to open the copy read-only", stderr, holder)
 	}
+	// --db on the same copy answers the same way (it once failed with
+	// "Could not set lock").
+	stderr = stderrOf(t, func() {
+		out, err = execCLI(t, "", "query", "--db", pub, "--format", "csv", "SELECT currency, sum(cost) AS cost FROM usage GROUP BY ALL ORDER BY ALL")
+	})
+	if err != nil || out != "currency,cost\r\nEUR,3.000000000000\r\nUSD,12345678901234.300000000001\r\n" {
+		t.Fatalf("tally query --db: %q, %v", out, err)
+	}
+	if !strings.Contains(stderr, holder) || !strings.Contains(stderr, "private copy") {
+		t.Errorf("tally query --db said %q; want the holder (%s) and that it reads a private copy", stderr, holder)
+	}
 
 	xlsx := filepath.Join(t.TempDir(), "jan.xlsx")
 	stderr = stderrOf(t, func() {
