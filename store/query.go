@@ -171,6 +171,13 @@ func normalize(v any, typ string) any {
 			out[k] = normalize(e, "")
 		}
 		return out
+	case duckdb.OrderedMap:
+		var out duckdb.OrderedMap
+		vals := x.Values()
+		for i, k := range x.Keys() {
+			out.Set(normalize(k, ""), normalize(vals[i], ""))
+		}
+		return out
 	}
 	return v
 }
@@ -336,6 +343,19 @@ func JSONValue(v any, typ string) any {
 		out := make(map[string]any, len(x))
 		for k, e := range x {
 			out[k] = JSONValue(e, "")
+		}
+		return out
+	case duckdb.OrderedMap:
+		// A MAP is a JSON object in its own order, keyed by each key's
+		// text, its values as values: {"EUR": "81876.920670000000"}.
+		var out duckdb.OrderedMap
+		vals := x.Values()
+		for i, k := range x.Keys() {
+			ks, ok := CellText(k, "")
+			if !ok {
+				ks = "null"
+			}
+			out.Set(ks, JSONValue(vals[i], ""))
 		}
 		return out
 	case duckdb.Interval:
