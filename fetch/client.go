@@ -365,6 +365,10 @@ func readFailure(ctx context.Context, b *body, err error) error {
 	if cerr := ctx.Err(); cerr != nil {
 		return cerr
 	}
+	var ae *AnswerTimeoutError
+	if b != nil && errors.As(b.err, &ae) {
+		return ae // not a cut: the answer would take as long again
+	}
 	if b != nil && b.err != nil {
 		return fmt.Errorf("%w: %w", ErrTruncated, b.err)
 	}
