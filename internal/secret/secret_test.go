@@ -93,3 +93,16 @@ func swapCase(s string) string {
 	}
 	return string(b)
 }
+
+// BenchmarkRedactLogLine is the cost the redaction step adds to one JSON
+// log line with five secrets registered: go test -bench RedactLogLine
+// ./internal/secret.
+func BenchmarkRedactLogLine(b *testing.B) {
+	Register("bench-token-0123456789abcdef", "bench-smtp-pass", "bench-hook-secret")
+	RegisterURL("https://hooks.example.com/services/T1/B2/benchpathsecret?key=benchkey123")
+	line := `{"level":"debug","run_id":"01a21421-c9de-7d72-9af8-beb7aa32012d","method":"POST","url":"https://app.mk.io/api/v1/organization/reports/usage","status":200,"took":"412ms","time":"2026-11-25T19:14:50Z","message":"request done"}` + "\n"
+	b.SetBytes(int64(len(line)))
+	for b.Loop() {
+		Redact(line)
+	}
+}
