@@ -91,6 +91,13 @@ func RegisterURL(raw string) {
 	var ss []string
 	if p := strings.Trim(u.Path, "/"); p != "" {
 		ss = append(ss, u.Path, u.EscapedPath(), p)
+		// A receiver may quote one segment alone ("no such token
+		// XXXX"): each that looks like a key, not a word, is a secret.
+		for _, seg := range strings.Split(p, "/") {
+			if keyLike(seg) {
+				ss = append(ss, seg)
+			}
+		}
 	}
 	if u.RawQuery != "" {
 		ss = append(ss, u.RawQuery)
@@ -108,6 +115,21 @@ func RegisterURL(raw string) {
 		ss = append(ss, u.Fragment)
 	}
 	Register(ss...)
+}
+
+// keyLike reports whether a path segment looks like a key rather than a
+// word of the address ("services", "hooks"): 8 characters or more, and not
+// only lower-case letters and dashes.
+func keyLike(seg string) bool {
+	if len(seg) < 8 {
+		return false
+	}
+	for _, r := range seg {
+		if (r < 'a' || r > 'z') && r != '-' {
+			return true
+		}
+	}
+	return false
 }
 
 // rebuild computes every form of every secret. Called with mu held.

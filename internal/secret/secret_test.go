@@ -48,7 +48,10 @@ func TestRedactForms(t *testing.T) {
 			}
 		}
 	}
-	if got := Redact("nothing to hide here: hooks.example.com"); got != "nothing to hide here: hooks.example.com" {
+	if got := Redact("unknown key AbCdEfGhIjKlMnOp"); got != "unknown key "+Mask {
+		t.Errorf("a path segment alone: %q", got)
+	}
+	if got := Redact("nothing to hide here: hooks.example.com/services"); got != "nothing to hide here: hooks.example.com/services" {
 		t.Errorf("Redact changed innocent text: %q", got)
 	}
 }
