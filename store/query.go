@@ -334,12 +334,27 @@ func JSONValue(v any, typ string) any {
 	case []byte:
 		return `\x` + hex.EncodeToString(x)
 	case []any:
+		et := elemType(typ)
 		out := make([]any, len(x))
 		for i, e := range x {
-			out[i] = JSONValue(e, "")
+			out[i] = JSONValue(e, et)
 		}
 		return out
 	case map[string]any:
+		if fields := structFields(typ); len(fields) == len(x) {
+			// A STRUCT: its fields in their order, each by its type.
+			var out duckdb.OrderedMap
+			for _, f := range fields {
+				e, ok := x[f.name]
+				if !ok {
+					break
+				}
+				out.Set(f.name, JSONValue(e, f.typ))
+			}
+			if out.Len() == len(fields) {
+				return out
+			}
+		}
 		out := make(map[string]any, len(x))
 		for k, e := range x {
 			out[k] = JSONValue(e, "")
@@ -348,14 +363,15 @@ func JSONValue(v any, typ string) any {
 	case duckdb.OrderedMap:
 		// A MAP is a JSON object in its own order, keyed by each key's
 		// text, its values as values: {"EUR": "81876.920670000000"}.
+		kt, vt := mapTypes(typ)
 		var out duckdb.OrderedMap
 		vals := x.Values()
 		for i, k := range x.Keys() {
-			ks, ok := CellText(k, "")
+			ks, ok := CellText(k, kt)
 			if !ok {
 				ks = "null"
 			}
-			out.Set(ks, JSONValue(vals[i], ""))
+			out.Set(ks, JSONValue(vals[i], vt))
 		}
 		return out
 	case duckdb.Interval:

@@ -143,14 +143,15 @@ func TestWriteResultNestedValues(t *testing.T) {
 	defer s.Close()
 	res, err := s.Query(context.Background(), `SELECT
     map {'EUR': 81876.92067::DECIMAL(38,12), 'USD': 1.5::DECIMAL(38,12)} AS cost,
-    {'amount': 2.25::DECIMAL(10,2), 'parts': [0.1::DOUBLE + 0.2, 39080695.7::DOUBLE]} AS detail,
+    {'zone': 'eu', 'amount': 2.25::DECIMAL(10,2), 'parts': [0.1::DOUBLE + 0.2, 39080695.7::DOUBLE], 'day': DATE '2026-01-02', "odd ""name""": [TIMESTAMP '2026-01-02 03:04:05']} AS detail,
     [map {2: 0.5::DECIMAL(5,1)}] AS list,
     (39080695.6::DOUBLE + 0.1::DOUBLE) AS quantity`)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cost := `{"EUR":"81876.920670000000","USD":"1.500000000000"}`
-	detail := `{"amount":"2.25","parts":[0.30000000000000004,39080695.7]}`
+	// A STRUCT's fields in their order, a DATE inside it as a date.
+	detail := `{"zone":"eu","amount":"2.25","parts":[0.30000000000000004,39080695.7],"day":"2026-01-02","odd \"name\"":["2026-01-02T03:04:05Z"]}`
 	list := `[{"2":"0.5"}]`
 	for _, c := range []struct{ format, want string }{
 		{"json", `[` + "\n" + `{"cost":` + cost + `,"detail":` + detail + `,"list":` + list + `,"quantity":39080695.7}` + "\n" + `]` + "\n"},
