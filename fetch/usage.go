@@ -439,7 +439,8 @@ func (h hookedBody) Read(p []byte) (int, error) {
 }
 
 func newUsagePage(ctx context.Context, r io.ReadCloser, b *body, csv bool) *usagePage {
-	p := &usagePage{ctx: ctx, rc: r, body: b, bound: &rowBound{r: r, limit: MaxRowBytes + rowReadAhead}}
+	p := &usagePage{ctx: ctx, rc: r, body: b, bound: &rowBound{r: r, limit: MaxRowBytes + rowReadAhead,
+		over: shapef("the answer sent more than %d bytes (1 MiB, fetch.MaxRowBytes) without a row ending: a usage row is never that large, so the answer is not one to load", MaxRowBytes)}}
 	if csv {
 		p.csv = newCSVRows(p.bound)
 	} else {
@@ -460,16 +461,18 @@ const MaxRowBytes = 1 << 20
 // counted as read: their buffers.
 const rowReadAhead = fastBufSize
 
-// rowBound fails the read once more than limit bytes came without a row
-// ending (mark).
+// rowBound fails the read with over once more than limit bytes came
+// without a row ending (mark). over is a decode fault: the answer's, not
+// retried.
 type rowBound struct {
 	r        io.Reader
 	n, limit int64
+	over     error
 }
 
 func (b *rowBound) Read(p []byte) (int, error) {
 	if b.n >= b.limit {
-		return 0, shapef("the answer sent more than %d bytes (1 MiB, fetch.MaxRowBytes) without a row ending: a usage row is never that large, so the answer is not one to load", MaxRowBytes)
+		return 0, b.over
 	}
 	if room := b.limit - b.n; int64(len(p)) > room {
 		p = p[:room]
