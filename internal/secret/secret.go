@@ -33,6 +33,9 @@ const Mask = "[redacted]"
 // over the logs while hiding nothing worth hiding.
 const minLen = 4
 
+// minDerivedLen is the shortest encoded form (base64, percent) looked for.
+const minDerivedLen = 6
+
 // Value is a secret that never formats itself.
 type Value struct{ s string }
 
@@ -135,14 +138,14 @@ func keyLike(seg string) bool {
 // rebuild computes every form of every secret. Called with mu held.
 func rebuild() {
 	set := map[string]bool{}
-	add := func(s string) {
-		if len(s) >= minLen {
-			set[lower(s)] = true
-		}
-	}
 	for s := range secrets {
-		for _, f := range forms(s) {
-			add(f)
+		set[lower(s)] = true
+		for _, f := range forms(s)[1:] {
+			// A derived form shorter than this (the base64 core of a
+			// short secret) would match unrelated text too often.
+			if len(f) >= minDerivedLen {
+				set[lower(f)] = true
+			}
 		}
 	}
 	needles = needles[:0]
