@@ -108,6 +108,19 @@ func TestReadersAnswerWhileAnAnalystHoldsTheCopy(t *testing.T) {
 		t.Errorf("tally query --db said %q; want the holder (%s) and that it reads a private copy", stderr, holder)
 	}
 
+	// Tally's live database is not copied (a run writes it in place): a
+	// query of it while held says to read the published copy.
+	if _, err := os.Stat(store.LockPath(db)); err != nil {
+		if err := os.WriteFile(store.LockPath(db), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	holdForWriting(t, db)
+	_, err = execCLI(t, "", "query", "--db", db, "SELECT 1")
+	if err == nil || !strings.Contains(err.Error(), "query its published copy instead") || !strings.Contains(err.Error(), pub) {
+		t.Errorf("tally query --db on the held live database: %v; want it to point at %s", err, pub)
+	}
+
 	xlsx := filepath.Join(t.TempDir(), "jan.xlsx")
 	stderr = stderrOf(t, func() {
 		out, err = execCLI(t, "", "report", "--config", cfg, "--month", "2026-01", "--out", xlsx)

@@ -44,7 +44,8 @@ data (DELETE, DROP, INSERT, …) fail and change nothing, and the query
 reaches nothing beyond that database: reading or writing other files
 (read_csv, COPY … TO, EXPORT), ATTACH, extensions and SET are refused. When
 another process holds the file for writing, either way reads a private copy
-of it and says so.
+of it and says so (but not tally's live database, which a run writes in
+place: query its published copy).
 
 The query runs within --memory-limit (default: a quarter of the machine's
 or container's memory) and never spills to disk: a query that needs more
@@ -176,6 +177,18 @@ func openQueryStore(ctx context.Context, o *queryOptions, lim store.QueryLimits)
 		if err := store.CheckPath(o.db); err != nil {
 			return nil, usageErr("--db: %w", err)
 		}
+		if _, err := os.Stat(store.LockPath(o.db)); err == nil {
+			// Tally's own live database: a fetch writes it in place, so
+			// a copy taken meanwhile could be torn. Say what to read.
+			st, err := store.OpenQueryLimited(ctx, o.db, lim)
+			if err != nil && strings.Contains(err.Error(), "lock") {
+				return nil, fmt.Errorf("%w\n(a tally run holds %s for writing: query its published copy instead, with --config or --db %s, which no run ever holds)", err, o.db, store.PublishedPath(o.db))
+			}
+			return st, err
+		}
+		// Any other file (the published copy, a file of one's own) held
+		// for writing by another process is read from a private copy,
+		// as --config does.
 		st, err := store.OpenQueryReading(ctx, o.db, lim)
 		if err != nil {
 			return nil, err
