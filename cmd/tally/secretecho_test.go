@@ -231,6 +231,11 @@ schedule:
 	}
 	search("what tally printed", said.Bytes())
 
+	parquetDB, err := sql.Open("duckdb", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer parquetDB.Close()
 	files := 0
 	filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -253,15 +258,10 @@ schedule:
 		case strings.HasSuffix(path, ".duckdb"):
 			prooftest.WithDB(t, path, func(db *sql.DB) { search(path+" (its text columns)", echoTextColumns(t, db)) })
 		case strings.HasSuffix(path, ".parquet"):
-			db, err := sql.Open("duckdb", "")
-			if err != nil {
-				t.Fatal(err)
-			}
 			var all string
-			if err := db.QueryRow(`SELECT coalesce(string_agg(CAST(p AS VARCHAR), ' '), '') FROM read_parquet(?) p`, path).Scan(&all); err != nil {
+			if err := parquetDB.QueryRow(`SELECT coalesce(string_agg(CAST(p AS VARCHAR), ' '), '') FROM read_parquet(?) p`, path).Scan(&all); err != nil {
 				t.Fatalf("%s: %v", path, err)
 			}
-			db.Close()
 			search(path+" (its rows)", []byte(all))
 		}
 		return nil
@@ -279,7 +279,9 @@ schedule:
 // echoTextColumns is every text value of every table of db, as one text.
 func echoTextColumns(t *testing.T, db *sql.DB) []byte {
 	t.Helper()
-	rows, err := db.Query(`SELECT table_name, column_name FROM duckdb_columns() WHERE NOT internal AND data_type IN ('VARCHAR', 'JSON')`)
+	// Tables only: every view reads them.
+	rows, err := db.Query(`SELECT c.table_name, c.column_name FROM duckdb_columns() c JOIN duckdb_tables() t USING (database_name, schema_name, table_name)
+WHERE NOT c.internal AND c.data_type IN ('VARCHAR', 'JSON')`)
 	if err != nil {
 		t.Fatal(err)
 	}
