@@ -56,7 +56,8 @@ func NewWebhook(cfg *configs.WebhookConfig, getenv func(string) string, version 
 		if s == "" {
 			return nil, fmt.Errorf("alerts.webhook.secret_env: environment variable %s is empty or not set; set it to the webhook's signing secret", cfg.SecretEnv)
 		}
-		w.secret = []byte(secret.New(s).Reveal())
+		secret.Register(s)
+		w.secret = []byte(s)
 	case cfg.SecretFile != "":
 		b, err := os.ReadFile(cfg.SecretFile)
 		if err != nil {

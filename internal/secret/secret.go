@@ -48,9 +48,6 @@ func New(s string) Value {
 // Reveal returns the secret, for the one place that must send it.
 func (v Value) Reveal() string { return v.s }
 
-// IsZero reports whether v holds nothing.
-func (v Value) IsZero() bool { return v.s == "" }
-
 func (Value) String() string               { return Mask }
 func (Value) GoString() string             { return Mask }
 func (Value) Format(f fmt.State, _ rune)   { io.WriteString(f, Mask) }
@@ -256,27 +253,6 @@ func Redact(s string) string {
 	}
 	return b.String()
 }
-
-// Error returns err with its text redacted, or nil. errors.Is and As still
-// see what err wraps.
-func Error(err error) error {
-	if err == nil {
-		return nil
-	}
-	msg := err.Error()
-	if r := Redact(msg); r != msg {
-		return &redacted{msg: r, err: err}
-	}
-	return err
-}
-
-type redacted struct {
-	msg string
-	err error
-}
-
-func (e *redacted) Error() string { return e.msg }
-func (e *redacted) Unwrap() error { return e.err }
 
 // Writer redacts every write to w. Log writers write one line per call,
 // so a secret is never split between two writes.
