@@ -18,6 +18,7 @@ import (
 	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/configs"
 	"github.com/tally-dev/tally/internal/retry"
+	"github.com/tally-dev/tally/internal/secret"
 )
 
 // SignatureHeader carries sha256=<hex HMAC-SHA256 of the body> when the
@@ -44,6 +45,9 @@ func NewWebhook(cfg *configs.WebhookConfig, getenv func(string) string, version 
 	if err != nil {
 		return nil, fmt.Errorf("alerts.webhook.url %w", err)
 	}
+	// Its path and query are a secret (a Slack-style address is its own
+	// credential): a receiver naming them in an error must not get them logged.
+	secret.RegisterURL(cfg.URL)
 	w := &Webhook{url: cfg.URL, name: tally.SinkName(u), client: &http.Client{}, agent: "tally/" + version,
 		Tries: 3, Pause: 2 * time.Second, Timeout: cfg.Timeout}
 	switch {
@@ -52,6 +56,7 @@ func NewWebhook(cfg *configs.WebhookConfig, getenv func(string) string, version 
 		if s == "" {
 			return nil, fmt.Errorf("alerts.webhook.secret_env: environment variable %s is empty or not set; set it to the webhook's signing secret", cfg.SecretEnv)
 		}
+		secret.Register(s)
 		w.secret = []byte(s)
 	case cfg.SecretFile != "":
 		b, err := os.ReadFile(cfg.SecretFile)
@@ -61,6 +66,7 @@ func NewWebhook(cfg *configs.WebhookConfig, getenv func(string) string, version 
 		if w.secret = bytes.TrimSpace(b); len(w.secret) == 0 {
 			return nil, fmt.Errorf("alerts.webhook.secret_file: %s is empty; write the webhook's signing secret in it", cfg.SecretFile)
 		}
+		secret.Register(string(w.secret))
 	}
 	return w, nil
 }
@@ -107,10 +113,16 @@ func (w *Webhook) post(ctx context.Context, key string, body []byte) (again bool
 		return true, fmt.Errorf("post failed: %v", err)
 	}
 	defer resp.Body.Close()
-	snippet, _ := io.ReadAll(io.LimitReader(resp.Body, 200))
+	// Redacted before it is cut short: a receiver quoting the address
+	// could otherwise leave a secret's first half at the cut.
+	answer, _ := io.ReadAll(io.LimitReader(resp.Body, 16<<10))
 	if resp.StatusCode/100 == 2 {
 		return false, nil
 	}
 	again = resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500
-	return again, fmt.Errorf("answered %s: %s", resp.Status, strings.TrimSpace(string(snippet)))
+	snippet := strings.ToValidUTF8(secret.Redact(strings.TrimSpace(string(answer))), "?")
+	if len(snippet) > 200 {
+		snippet = strings.ToValidUTF8(snippet[:200], "") + "…"
+	}
+	return again, fmt.Errorf("answered %s: %s", resp.Status, snippet)
 }

@@ -39,12 +39,15 @@ type Config struct {
 
 // APIConfig is the management interface's address and how to talk to it.
 type APIConfig struct {
-	BaseURL     string // https, or http to a loopback host; no trailing slash
-	TokenEnv    string // environment variable holding the bearer token; "" when TokenFile is set
-	TokenFile   string // file holding the token, absolute; "" when TokenEnv is set
-	Timeout     time.Duration
-	Concurrency int // windows in flight
-	MaxRetries  int
+	BaseURL   string // https, or http to a loopback host; no trailing slash
+	TokenEnv  string // environment variable holding the bearer token; "" when TokenFile is set
+	TokenFile string // file holding the token, absolute; "" when TokenEnv is set
+	Timeout   time.Duration
+	// AnswerTimeout bounds one answer whole, request to last byte
+	// (api.answer_timeout); Timeout bounds each wait within it.
+	AnswerTimeout time.Duration
+	Concurrency   int // windows in flight
+	MaxRetries    int
 	// ConnectRetries bounds the retries of a request that cannot connect
 	// (refused, no such host) before the interface has answered once in
 	// the run: a wrong address fails in seconds, not after MaxRetries.
@@ -202,6 +205,7 @@ const (
 	DefaultBaseURL         = "https://app.mk.io"
 	DefaultTokenEnv        = "TALLY_API_TOKEN"
 	DefaultTimeout         = 60 * time.Second
+	DefaultAnswerTimeout   = 30 * time.Minute
 	DefaultConcurrency     = 4
 	DefaultMaxRetries      = 8
 	DefaultConnectRetries  = 3
@@ -280,6 +284,7 @@ func Load(path string, getenv func(string) string) (*Config, error) {
 		return nil, err
 	}
 	cfg.Path = abs
+	cfg.RegisterSecrets(getenv)
 	return cfg, nil
 }
 

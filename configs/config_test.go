@@ -39,7 +39,7 @@ func TestDefaults(t *testing.T) {
 	cfg := mustParse(t, minimal, noEnv)
 	want := &Config{
 		API: APIConfig{
-			BaseURL: "https://app.mk.io", TokenEnv: "TALLY_API_TOKEN", Timeout: 60 * time.Second,
+			BaseURL: "https://app.mk.io", TokenEnv: "TALLY_API_TOKEN", Timeout: 60 * time.Second, AnswerTimeout: 30 * time.Minute,
 			Concurrency: 4, MaxRetries: 8, ConnectRetries: 3, TokenWarnBefore: 14 * 24 * time.Hour, Paths: map[string]string{},
 		},
 		Usage: UsageConfig{
@@ -101,7 +101,7 @@ schedule:
 	cfg := mustParse(t, yml, noEnv)
 	want := &Config{
 		API: APIConfig{
-			BaseURL: "http://127.0.0.1:8080/prefix", TokenFile: "/etc/tally/secrets/token", Timeout: 90 * time.Second,
+			BaseURL: "http://127.0.0.1:8080/prefix", TokenFile: "/etc/tally/secrets/token", Timeout: 90 * time.Second, AnswerTimeout: 30 * time.Minute,
 			Concurrency: 32, MaxRetries: 0, ConnectRetries: 3, TokenWarnBefore: 14 * 24 * time.Hour, Paths: map[string]string{"usage": "/v2/usage", "rate_card": "/v2/pm/{id}/card"},
 		},
 		Usage: UsageConfig{
@@ -154,11 +154,11 @@ func TestValidation(t *testing.T) {
 		want      []string // one fragment a problem
 	}{
 		{"unknown section", minimal + "apii:\n  x: 1\n", []string{"apii: unknown key; known keys in the top level: api, usage, store, reports, schedule, export, budgets, anomalies, alerts; did you mean api? (line 3)"}},
-		{"unknown key", "api:\n  tokn_env: X\n" + minimal, []string{"api.tokn_env: unknown key; known keys in api: base_url, token_env, token_file, timeout, concurrency, max_retries, connect_retries, token_warn_before, paths; did you mean token_env? (line 2)"}},
+		{"unknown key", "api:\n  tokn_env: X\n" + minimal, []string{"api.tokn_env: unknown key; known keys in api: base_url, token_env, token_file, timeout, answer_timeout, concurrency, max_retries, connect_retries, token_warn_before, paths; did you mean token_env? (line 2)"}},
 		{"unknown job key", minimal + "schedule:\n  jobs:\n    - name: a\n      cron: \"@daily\"\n      run: [fetch]\n      when: now\n", []string{"schedule.jobs[0].when: unknown key; known keys in schedule.jobs[0]: name, cron, run (line 8)"}},
 		{"key twice", minimal + "api:\n  timeout: 1s\n  timeout: 2s\n", []string{"api.timeout: given twice (first on line 4) (line 5)"}},
-		{"section not a mapping", minimal + "api: 5\n", []string{`api: must be a mapping with keys base_url, token_env, token_file, timeout, concurrency, max_retries, connect_retries, token_warn_before, paths, not "5" (line 3)`}},
-		{"section an alias of a scalar", "usage:\n  start: &s 2026-01-01\napi: *s\n", []string{`api: must be a mapping with keys base_url, token_env, token_file, timeout, concurrency, max_retries, connect_retries, token_warn_before, paths, not "2026-01-01" (line 2)`}},
+		{"section not a mapping", minimal + "api: 5\n", []string{`api: must be a mapping with keys base_url, token_env, token_file, timeout, answer_timeout, concurrency, max_retries, connect_retries, token_warn_before, paths, not "5" (line 3)`}},
+		{"section an alias of a scalar", "usage:\n  start: &s 2026-01-01\napi: *s\n", []string{`api: must be a mapping with keys base_url, token_env, token_file, timeout, answer_timeout, concurrency, max_retries, connect_retries, token_warn_before, paths, not "2026-01-01" (line 2)`}},
 		{"top level not a mapping", "- a\n- b\n", []string{"config: must be a mapping with keys api, usage, store, reports, schedule, export, budgets, anomalies, alerts, not a list (line 1)", "usage.start: missing"}},
 		{"merge key", minimal + "x: &x\n  timeout: 1s\n", []string{"x: unknown key"}},
 		{"budget problems", minimal + "budgets:\n  - name: a\n    scope: team:x\n    currency: usd\n    amount: -5\n    actual: [80, 0]\n  - name: a\n    currency: EUR\n    amount: 10\n", []string{
@@ -219,6 +219,8 @@ func TestValidation(t *testing.T) {
 		{"timeout zero", minimal + "api:\n  timeout: 0s\n", []string{`api.timeout: "0s" is not a duration above 0 and up to 1h, e.g. 60s`}},
 		{"timeout long", minimal + "api:\n  timeout: 61m\n", []string{`api.timeout: "61m" is not a duration`}},
 		{"timeout unit", minimal + "api:\n  timeout: 60\n", []string{`api.timeout: "60" is not a duration`}},
+		{"answer timeout shorter than timeout", minimal + "api:\n  timeout: 2m\n  answer_timeout: 1m\n", []string{"api.answer_timeout: 1m0s is shorter than api.timeout 2m0s"}},
+		{"answer timeout long", minimal + "api:\n  answer_timeout: 25h\n", []string{`api.answer_timeout: "25h" is not a duration`}},
 		{"concurrency zero", minimal + "api:\n  concurrency: 0\n", []string{`api.concurrency: "0" is not a whole number from 1 to 32`}},
 		{"concurrency large", minimal + "api:\n  concurrency: 33\n", []string{`api.concurrency: "33" is not a whole number from 1 to 32`}},
 		{"concurrency word", minimal + "api:\n  concurrency: four\n", []string{`api.concurrency: "four" is not a whole number`}},

@@ -69,6 +69,7 @@ type rawAPI struct {
 	TokenEnv        yaml.Node `yaml:"token_env"`
 	TokenFile       yaml.Node `yaml:"token_file"`
 	Timeout         yaml.Node `yaml:"timeout"`
+	AnswerTimeout   yaml.Node `yaml:"answer_timeout"`
 	Concurrency     yaml.Node `yaml:"concurrency"`
 	MaxRetries      yaml.Node `yaml:"max_retries"`
 	ConnectRetries  yaml.Node `yaml:"connect_retries"`
@@ -548,6 +549,10 @@ func (p *parser) api(r *rawAPI, c *APIConfig) {
 	}
 
 	c.Timeout = p.duration(&r.Timeout, "api.timeout", DefaultTimeout, true, time.Hour, "60s")
+	c.AnswerTimeout = p.duration(&r.AnswerTimeout, "api.answer_timeout", DefaultAnswerTimeout, true, 24*time.Hour, "30m")
+	if c.AnswerTimeout < c.Timeout {
+		p.addf(deref(&r.AnswerTimeout), "api.answer_timeout", "%s is shorter than api.timeout %s; it bounds a whole answer, each wait of which api.timeout bounds: give at least %s", c.AnswerTimeout, c.Timeout, c.Timeout)
+	}
 	c.Concurrency = p.integer(&r.Concurrency, "api.concurrency", DefaultConcurrency, 1, 32)
 	c.MaxRetries = p.integer(&r.MaxRetries, "api.max_retries", DefaultMaxRetries, 0, 50)
 	c.ConnectRetries = p.integer(&r.ConnectRetries, "api.connect_retries", DefaultConnectRetries, 0, 50)

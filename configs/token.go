@@ -5,6 +5,8 @@ import (
 	"io"
 	"os"
 	"strings"
+
+	"github.com/tally-dev/tally/internal/secret"
 )
 
 // maxTokenSize bounds what is read from a token file: a bearer token is a
@@ -80,4 +82,33 @@ func (s *SMTPConfig) Password(getenv func(string) string) (string, error) {
 		return v, nil
 	}
 	return "", nil
+}
+
+// RegisterSecrets gives every secret the config names (the API token, the
+// SMTP password, the webhook's signing secret and the path and query of its
+// address) to the redaction step every log line, printed error and stored
+// message passes through (internal/secret), so a peer that echoes one back
+// cannot get it written anywhere. A secret that cannot be read is skipped:
+// the step that needs it reports that. Load calls it; a secret added to
+// the config later is read here too.
+func (c *Config) RegisterSecrets(getenv func(string) string) {
+	if tok, err := c.Token(getenv); err == nil {
+		secret.Register(tok)
+	}
+	if s := c.Reports.Deliver.SMTP; s != nil {
+		if pw, err := s.Password(getenv); err == nil {
+			secret.Register(pw)
+		}
+	}
+	if w := c.Alerts.Webhook; w != nil {
+		secret.RegisterURL(w.URL)
+		switch {
+		case w.SecretEnv != "" && getenv != nil:
+			secret.Register(getenv(w.SecretEnv))
+		case w.SecretFile != "":
+			if b, err := os.ReadFile(w.SecretFile); err == nil {
+				secret.Register(string(b))
+			}
+		}
+	}
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tally-dev/tally"
+	"github.com/tally-dev/tally/internal/secret"
 
 	"github.com/rs/zerolog"
 )
@@ -20,9 +21,9 @@ import (
 // Client talks to the management interface. It is safe for concurrent use;
 // every method takes the context that bounds its requests and retries.
 type Client struct {
-	base      *url.URL // scheme, host and path prefix; no query
-	baseStr   string   // base without a trailing slash, paths are appended
-	token     string
+	base      *url.URL     // scheme, host and path prefix; no query
+	baseStr   string       // base without a trailing slash, paths are appended
+	token     secret.Value // formats as [redacted]; Reveal only for the header
 	hc        *http.Client
 	retry     RetryPolicy
 	log       zerolog.Logger
@@ -167,7 +168,7 @@ func NewClient(baseURL, token string, opts ...Option) (*Client, error) {
 	c := &Client{
 		base:      base,
 		baseStr:   strings.TrimRight(base.String(), "/"),
-		token:     token,
+		token:     secret.New(token),
 		retry:     DefaultRetry(),
 		log:       zerolog.Nop(),
 		paths:     make(map[string]string, len(tally.DefaultPaths)),
@@ -286,7 +287,7 @@ func (c *Client) send(ctx context.Context, r request) (*http.Response, *body, er
 	if err != nil {
 		return nil, nil, fmt.Errorf("build request %s %s: %w", r.method, redactURL(r.url), err)
 	}
-	req.Header.Set("Authorization", "Bearer "+c.token)
+	req.Header.Set("Authorization", "Bearer "+c.token.Reveal())
 	accept := r.accept
 	if accept == "" {
 		accept = "application/json"
@@ -328,7 +329,7 @@ func (c *Client) send(ctx context.Context, r request) (*http.Response, *body, er
 	c.log.Debug().Str("method", r.method).Str("url", redactURL(r.url)).Int("status", resp.StatusCode).
 		Str("content_type", resp.Header.Get("Content-Type")).Dur("wait", time.Since(start).Round(time.Millisecond)).Msg("answer")
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		ae := newAPIError(resp, r.method, r.url, c.token, time.Now())
+		ae := newAPIError(resp, r.method, r.url, time.Now())
 		resp.Body.Close()
 		return nil, nil, ae
 	}
@@ -363,6 +364,10 @@ func (b *body) Close() error { return b.rc.Close() }
 func readFailure(ctx context.Context, b *body, err error) error {
 	if cerr := ctx.Err(); cerr != nil {
 		return cerr
+	}
+	var ae *AnswerTimeoutError
+	if b != nil && errors.As(b.err, &ae) {
+		return ae // not a cut: the answer would take as long again
 	}
 	if b != nil && b.err != nil {
 		return fmt.Errorf("%w: %w", ErrTruncated, b.err)

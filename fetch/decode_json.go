@@ -7,7 +7,9 @@ import (
 	"io"
 	"math"
 	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/tally-dev/tally"
 )
@@ -285,6 +287,13 @@ func badValue(f meterField, v scalar, msg string) error {
 	return &fieldError{field: meterFieldNames[f], value: shown, msg: msg}
 }
 
+// badUTF8 is a text field that is not valid UTF-8. JSON decoding turns
+// such bytes into U+FFFD, so a U+FFFD is refused too: stored, "alpha\xff-live"
+// would become a project that does not exist.
+func badUTF8(f meterField, text string) error {
+	return badValue(f, scalar{kind: 's', text: text}, "is not valid UTF-8 text (or holds U+FFFD, what invalid bytes decode to): the row is not stored rather than stored changed")
+}
+
 // rowBuilder fills one MeterData from its fields, in any order.
 type rowBuilder struct {
 	md   tally.MeterData
@@ -338,6 +347,9 @@ func (b *rowBuilder) set(f meterField, v scalar) error {
 	default:
 		if v.kind != 's' {
 			return badValue(f, v, "is not a string")
+		}
+		if strings.ContainsRune(v.text, utf8.RuneError) {
+			return badUTF8(f, v.text)
 		}
 		*b.text(f) = v.text
 	}

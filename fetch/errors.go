@@ -15,6 +15,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/tally-dev/tally/internal/secret"
 )
 
 // ErrTruncated marks an answer whose body ended early: the connection was cut
@@ -105,7 +107,7 @@ const maxErrorBody = 64 << 10
 // newAPIError reads a non-2xx answer. A body that is not the interface's
 // Error body (a proxy's page, plain text) still gives an APIError, with a
 // short snippet of it as Detail.
-func newAPIError(resp *http.Response, method, rawURL, token string, now time.Time) *APIError {
+func newAPIError(resp *http.Response, method, rawURL string, now time.Time) *APIError {
 	e := &APIError{
 		Status:     resp.StatusCode,
 		Method:     method,
@@ -120,18 +122,19 @@ func newAPIError(resp *http.Response, method, rawURL, token string, now time.Tim
 		e.ExtraDetail = eb.Error.ExtraDetail
 		e.Ref = eb.Ref
 	} else {
-		e.Detail = snippet(body)
+		// Redacted whole before it is cut short, or a secret quoted
+		// across the cut would leave its first half.
+		e.Detail = snippet([]byte(secret.Redact(string(body))))
 	}
 	// A server that echoes the request back must not put the token into
-	// an error that ends up in logs.
-	if token != "" {
-		e.Code = strings.ReplaceAll(e.Code, token, "[redacted]")
-		e.Detail = strings.ReplaceAll(e.Detail, token, "[redacted]")
-		e.Ref = strings.ReplaceAll(e.Ref, token, "[redacted]")
-		for k, v := range e.ExtraDetail {
-			if s, ok := v.(string); ok {
-				e.ExtraDetail[k] = strings.ReplaceAll(s, token, "[redacted]")
-			}
+	// an error that ends up in logs: the one redaction step knows it (and
+	// every other secret the run holds) in each form it may come back in.
+	e.Code = secret.Redact(e.Code)
+	e.Detail = secret.Redact(e.Detail)
+	e.Ref = secret.Redact(e.Ref)
+	for k, v := range e.ExtraDetail {
+		if s, ok := v.(string); ok {
+			e.ExtraDetail[k] = secret.Redact(s)
 		}
 	}
 	return e

@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/tally-dev/tally"
 )
@@ -27,6 +29,12 @@ func checkDecodedRow(t *testing.T, md tally.MeterData) {
 	}
 	if md.Price != nil && (*md.Price != *md.Price) {
 		t.Fatalf("price NaN")
+	}
+	for _, s := range []string{md.MeterName, md.MeterSku, md.Family, md.Solution, md.Unit, md.Currency, md.Entitlement,
+		md.EntitlementType, md.PaymentMethod, md.PaymentMethodName, md.Project} {
+		if strings.ContainsRune(s, utf8.RuneError) {
+			t.Fatalf("text %q let through: not UTF-8, or U+FFFD", s)
+		}
 	}
 }
 

@@ -134,7 +134,11 @@ func listAll[T any](ctx context.Context, c *Client, key, what string, decode fun
 				return err
 			}
 			defer resp.Body.Close()
-			lp, err = decodeListPage(resp.Body, len(out), decode)
+			// A list page is bounded like a document: the reference
+			// lists are small, and a page of gigabytes is an answer
+			// gone wrong, not one to read whole.
+			body := &rowBound{r: resp.Body, limit: maxDocument, over: shapef("the page is larger than %d bytes (32 MiB): a list page is never that large, so the answer is not one to read", maxDocument)}
+			lp, err = decodeListPage(body, len(out), decode)
 			if err != nil && !isDecodeFault(err) {
 				return readFailure(ctx, b, err)
 			}

@@ -1,6 +1,7 @@
 package fetch
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -462,5 +463,32 @@ func TestProjectsLocationsOrganization(t *testing.T) {
 	}
 	if _, err := decodeOrganization([]byte(`{"spec":{"name":"x"}}`)); err == nil || !strings.Contains(err.Error(), "metadata.id") {
 		t.Errorf("organization without id: %v", err)
+	}
+}
+
+// A list page of gigabytes (here 40 MiB of spaces inside value) fails after
+// 32 MiB, naming the bound, and is not asked for again.
+func TestListPageBounded(t *testing.T) {
+	var requests atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"value":[`))
+		chunk := bytes.Repeat([]byte(" "), 64<<10)
+		for range 640 {
+			if _, err := w.Write(chunk); err != nil {
+				return
+			}
+		}
+		w.Write([]byte(`]}`))
+	}))
+	defer srv.Close()
+	c, _ := newTestClient(t, srv)
+	_, err := c.Projects(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "larger than 33554432 bytes (32 MiB)") {
+		t.Fatalf("err = %v, want the page bound named", err)
+	}
+	if n := requests.Load(); n != 1 {
+		t.Errorf("the page was asked for %d times, want once", n)
 	}
 }

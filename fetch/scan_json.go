@@ -519,6 +519,8 @@ func (s *fastJSON) value(p []byte, i int, f meterField, known bool, b *rowBuilde
 	return 0, stepOdd, nil
 }
 
+var replacementChar = []byte(string(utf8.RuneError))
+
 // setString sets f from string text without escapes, valid UTF-8 (raw,
 // between the quotes): the common forms directly, anything else through
 // set.
@@ -545,6 +547,9 @@ func (s *fastJSON) setString(b *rowBuilder, f meterField, raw []byte) error {
 			return nil
 		}
 	default:
+		if bytes.Contains(raw, replacementChar) {
+			return badUTF8(f, string(raw))
+		}
 		*b.text(f), b.seen[f] = s.intern(f, raw), true
 		return nil
 	}

@@ -413,8 +413,10 @@ type usagePage struct {
 	csv  *csvRows
 	fast *fastJSON // JSON, until it meets what only env reads
 	env  *envelope // JSON, careful: after fast handed off
-	b    rowBuilder
-	err  error // sticky: once a page fails it stays failed
+	// bound limits the bytes read for one row.
+	bound *rowBound
+	b     rowBuilder
+	err   error // sticky: once a page fails it stays failed
 }
 
 func (r *usageRun) openPage(ctx context.Context, resp *http.Response, b *body) *usagePage {
@@ -437,14 +439,50 @@ func (h hookedBody) Read(p []byte) (int, error) {
 }
 
 func newUsagePage(ctx context.Context, r io.ReadCloser, b *body, csv bool) *usagePage {
-	p := &usagePage{ctx: ctx, rc: r, body: b}
+	p := &usagePage{ctx: ctx, rc: r, body: b, bound: &rowBound{r: r, limit: MaxRowBytes + rowReadAhead,
+		over: shapef("the answer sent more than %d bytes (1 MiB, fetch.MaxRowBytes) without a row ending: a usage row is never that large, so the answer is not one to load", MaxRowBytes)}}
 	if csv {
-		p.csv = newCSVRows(r)
+		p.csv = newCSVRows(p.bound)
 	} else {
-		p.fast = newFastJSON(r)
+		p.fast = newFastJSON(p.bound)
 	}
 	return p
 }
+
+// MaxRowBytes bounds one usage row as the interface sends it (a JSON
+// object or a CSV line), and so every field of it: a row is a few hundred
+// bytes, and a bigger one is an answer gone wrong (a 200 MB field, 2 GiB of
+// spaces) that would otherwise be read whole, held in memory and handed to
+// DuckDB. A row (or what comes between two rows) beyond it fails its
+// window, naming the window, the row and the bound, and is not retried.
+const MaxRowBytes = 1 << 20
+
+// rowReadAhead is what the decoders may read past a row's end before it is
+// counted as read: their buffers.
+const rowReadAhead = fastBufSize
+
+// rowBound fails the read with over once more than limit bytes came
+// without a row ending (mark). over is a decode fault: the answer's, not
+// retried.
+type rowBound struct {
+	r        io.Reader
+	n, limit int64
+	over     error
+}
+
+func (b *rowBound) Read(p []byte) (int, error) {
+	if b.n >= b.limit {
+		return 0, b.over
+	}
+	if room := b.limit - b.n; int64(len(p)) > room {
+		p = p[:room]
+	}
+	n, err := b.r.Read(p)
+	b.n += int64(n)
+	return n, err
+}
+
+func (b *rowBound) mark() { b.n = 0 }
 
 func isCSV(contentType string) bool {
 	mt, _, err := mime.ParseMediaType(contentType)
@@ -462,6 +500,7 @@ func (p *usagePage) next() (tally.MeterData, bool, error) {
 		p.err = p.failure(err)
 		return tally.MeterData{}, false, p.err
 	}
+	p.bound.mark()
 	return md, ok, nil
 }
 

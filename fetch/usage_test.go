@@ -708,3 +708,44 @@ func TestUsageSupplementalRecords(t *testing.T) {
 		})
 	}
 }
+
+// An answer that never pauses longer than api.timeout but never ends (a
+// row every few milliseconds, for ever) is stopped at api.answer_timeout,
+// with an error naming it, and not retried: the same answer would take as
+// long again.
+func TestUsageAnswerTimeout(t *testing.T) {
+	var requests atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"value":[`))
+		for i := 0; ; i++ {
+			row, _ := json.Marshal(usageRow(i % 1000))
+			if i > 0 {
+				w.Write([]byte(","))
+			}
+			if _, err := w.Write(row); err != nil {
+				return
+			}
+			w.(http.Flusher).Flush()
+			select {
+			case <-r.Context().Done():
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	}))
+	defer srv.Close()
+	c, _ := newTestClient(t, srv, WithHTTPClient(NewHTTPClient(200*time.Millisecond, 400*time.Millisecond, 2)))
+	rows, err := collect(c.Usage(context.Background(), tally.UsageQuery{Window: window(t, "2026-10-01", "2026-11-01", tally.Day)}))
+	var ae *AnswerTimeoutError
+	if !errors.As(err, &ae) || ae.Limit != 400*time.Millisecond || !strings.Contains(err.Error(), "api.answer_timeout") || !strings.Contains(err.Error(), "2026-10-01..2026-11-01") {
+		t.Fatalf("err = %v, want an AnswerTimeoutError naming api.answer_timeout and the window", err)
+	}
+	if Retryable(err) || requests.Load() != 1 {
+		t.Errorf("the answer was asked for %d times (retryable %v), want once", requests.Load(), Retryable(err))
+	}
+	if len(rows) == 0 {
+		t.Errorf("no row arrived before the bound: the test proves nothing")
+	}
+}

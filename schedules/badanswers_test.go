@@ -161,6 +161,64 @@ func TestBadAnswers(t *testing.T) {
 			},
 			want: want{rows: append(append([]tally.MeterData(nil), answer...), answer[1])},
 		},
+		// A row, or one field of it, beyond fetch.MaxRowBytes (1 MiB)
+		// fails the window after reading about that much, never read whole
+		// (once: a 200 MB field aborted the process in DuckDB; 2 GiB of
+		// spaces streamed for minutes past api.timeout).
+		{
+			name: "a field of 8 MiB",
+			corrupt: func(t *testing.T, b []byte) []byte {
+				return proofEditRow(t, b, 2, func(row string) string {
+					return proofSetField(t, row, "meterName", `"`+strings.Repeat("x", 8<<20)+`"`)
+				})
+			},
+			want: want{errParts: []string{"row 2", "more than 1048576 bytes (1 MiB, fetch.MaxRowBytes) without a row ending"}},
+		},
+		{
+			name: "16 MiB of spaces inside value",
+			corrupt: func(t *testing.T, b []byte) []byte {
+				return []byte(strings.Replace(string(b), `"value":[`, `"value":[`+strings.Repeat(" ", 16<<20), 1))
+			},
+			want: want{errParts: []string{"row 1", "1 MiB, fetch.MaxRowBytes"}},
+		},
+		{
+			name: "CSV with a field of 8 MiB",
+			csv:  true,
+			corrupt: func(t *testing.T, b []byte) []byte {
+				lines := strings.SplitN(string(b), "\n", 3)
+				lines[1] += strings.Repeat("y", 8<<20)
+				return []byte(strings.Join(lines, "\n"))
+			},
+			want: want{errParts: []string{"row 1", "1 MiB, fetch.MaxRowBytes"}},
+		},
+		// Text that is not UTF-8 fails the window naming the row and the
+		// field; it was stored as U+FFFD, a project that does not exist.
+		{
+			name: "a project name that is not UTF-8",
+			corrupt: func(t *testing.T, b []byte) []byte {
+				return proofEditRow(t, b, 2, func(row string) string { return proofSetField(t, row, "project", "\"alpha\xff\xfe-live\"") })
+			},
+			want: want{errParts: []string{"row 2", `field "project"`, "is not valid UTF-8"}},
+		},
+		{
+			name: "CSV with a project name that is not UTF-8",
+			csv:  true,
+			corrupt: func(t *testing.T, b []byte) []byte {
+				lines := strings.SplitN(string(b), "\n", 4)
+				cols := strings.Split(lines[0], ",")
+				for i, c := range cols {
+					if c == "project" {
+						cells := strings.Split(lines[2], ",")
+						cells[i] = "alpha\xff\xfe-live"
+						lines[2] = strings.Join(cells, ",")
+						return []byte(strings.Join(lines, "\n"))
+					}
+				}
+				t.Fatalf("no project column in %q", lines[0])
+				return nil
+			},
+			want: want{errParts: []string{"row 2", `field "project"`, `"alpha\xff\xfe-live"`, "is not valid UTF-8"}},
+		},
 		{
 			name: "a well-formed currency code Tally has not seen",
 			corrupt: func(t *testing.T, b []byte) []byte {

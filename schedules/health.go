@@ -14,6 +14,7 @@ import (
 
 	"github.com/tally-dev/tally/alerts"
 	"github.com/tally-dev/tally/configs"
+	"github.com/tally-dev/tally/internal/secret"
 	"github.com/tally-dev/tally/store"
 )
 
@@ -279,6 +280,9 @@ func (m *monitor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
+	// The reason may quote a run's error as it happened: redact it like
+	// every other sink.
+	b = []byte(secret.Redact(string(b)))
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	if !h.Healthy {

@@ -18,6 +18,16 @@ import (
 // copy that does not exist yet says how it comes about.
 func OpenPublished(ctx context.Context, cfg *configs.Config, log zerolog.Logger, query bool) (*store.Store, error) {
 	st, err := store.OpenPublished(ctx, cfg.Store.Path, query)
+	return published(cfg, st, err, log)
+}
+
+// OpenPublishedQuery is OpenPublished for tally query, with its limits.
+func OpenPublishedQuery(ctx context.Context, cfg *configs.Config, log zerolog.Logger, lim store.QueryLimits) (*store.Store, error) {
+	st, err := store.OpenQueryReading(ctx, store.PublishedPath(cfg.Store.Path), lim)
+	return published(cfg, st, err, log)
+}
+
+func published(cfg *configs.Config, st *store.Store, err error, log zerolog.Logger) (*store.Store, error) {
 	var nc *store.NoCopyError
 	if errors.As(err, &nc) {
 		return nil, fmt.Errorf("%w: tally fetch --config %s creates it at the end of its run", err, cfg.Path)

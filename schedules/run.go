@@ -54,7 +54,7 @@ func (r *Runner) Client() (*fetch.Client, error) {
 		opts = append(opts, fetch.WithObserver(r.observer))
 	}
 	return fetch.NewClient(api.BaseURL, r.Token, append(opts,
-		fetch.WithHTTPClient(fetch.NewHTTPClient(api.Timeout, api.Concurrency)),
+		fetch.WithHTTPClient(fetch.NewHTTPClient(api.Timeout, api.AnswerTimeout, api.Concurrency)),
 		fetch.WithRetry(policy),
 		fetch.WithConnectRetries(api.ConnectRetries),
 		fetch.WithLogger(r.Log),

@@ -200,7 +200,7 @@ func (s *Store) MarkAlert(ctx context.Context, key string, sendErr error) error 
 	if sendErr == nil {
 		_, err = s.db.ExecContext(ctx, `UPDATE alerts SET status = 'sent', sent_at = ?, attempts = attempts + 1, last_error = NULL WHERE key = ?`, time.Now().UTC(), key)
 	} else {
-		_, err = s.db.ExecContext(ctx, `UPDATE alerts SET attempts = attempts + 1, last_error = ? WHERE key = ?`, sendErr.Error(), key)
+		_, err = s.db.ExecContext(ctx, `UPDATE alerts SET attempts = attempts + 1, last_error = ? WHERE key = ?`, message(sendErr.Error()), key)
 	}
 	if err != nil {
 		return fmt.Errorf("mark alert %s: %w", key, err)

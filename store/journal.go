@@ -14,6 +14,8 @@ import (
 	"syscall"
 
 	"github.com/google/uuid"
+
+	"github.com/tally-dev/tally/internal/secret"
 )
 
 // The journal holds runs that could not be written into the database when
@@ -31,6 +33,12 @@ func JournalPath(dbPath string) string { return dbPath + ".runs.jsonl" }
 // and a line written to the renamed file after the fold read it would be
 // lost.
 func AppendJournal(dbPath string, r RunInfo) error {
+	r.Error = secret.Redact(r.Error)
+	ws := make([]string, len(r.Warnings)) // r's slice is the caller's
+	for i, w := range r.Warnings {
+		ws[i] = secret.Redact(w)
+	}
+	r.Warnings = ws
 	line, err := json.Marshal(r)
 	if err != nil {
 		return fmt.Errorf("note run %s: %w", r.ID, err)

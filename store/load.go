@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/tally-dev/tally"
+	"github.com/tally-dev/tally/internal/secret"
 )
 
 // costScale and costWidth are usage.cost's DECIMAL(38, 12).
@@ -298,6 +299,12 @@ func (c scopeCheck) check(md tally.MeterData) error {
 	}
 	return nil
 }
+
+// message is text a run or an alert stores about what went wrong: it passes
+// the one redaction step, since it may quote what a peer answered, and a
+// peer may echo a secret (the SMTP password in a 535, a webhook's path in
+// a 400). It is stored here and copied into the analysts' copy from here.
+func message(s string) driver.Value { return textOrNull(secret.Redact(s)) }
 
 func textOrNull(s string) driver.Value {
 	if s == "" {

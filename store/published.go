@@ -38,12 +38,25 @@ func OpenPublished(ctx context.Context, db string, query bool) (*Store, error) {
 // OpenReading opens an existing database for reading as OpenPublished
 // does, with the same fallback when another process holds it for writing.
 func OpenReading(ctx context.Context, path string, query bool) (*Store, error) {
-	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-		return nil, &NoCopyError{Path: path}
-	}
 	open := OpenReadOnly
 	if query {
 		open = OpenQuery
+	}
+	return openReading(ctx, path, open)
+}
+
+// OpenQueryReading is OpenReading for tally query with lim: the sandbox of
+// OpenQueryLimited, on the file or, when another process holds it for
+// writing, on a private copy of it.
+func OpenQueryReading(ctx context.Context, path string, lim QueryLimits) (*Store, error) {
+	return openReading(ctx, path, func(ctx context.Context, path string) (*Store, error) {
+		return OpenQueryLimited(ctx, path, lim)
+	})
+}
+
+func openReading(ctx context.Context, path string, open func(context.Context, string) (*Store, error)) (*Store, error) {
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return nil, &NoCopyError{Path: path}
 	}
 	st, err := open(ctx, path)
 	if err == nil || !isLockConflict(err) {

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"math"
@@ -48,16 +49,75 @@ func (s *Store) Query(ctx context.Context, query string, args ...any) (*Result, 
 		}
 		defer rollback(conn, nil)
 	}
+	if err := checkStatement(conn, query, s.queryMemory > 0); err != nil {
+		return nil, err
+	}
 	rows, err := conn.QueryContext(ctx, query, args...)
 	if err != nil {
-		return nil, fmt.Errorf("run query: %w", err)
+		return nil, s.queryError(err)
 	}
 	defer rows.Close()
 	res, err := readResult(rows)
 	if err != nil {
-		return nil, fmt.Errorf("run query: %w", err)
+		return nil, s.queryError(err)
 	}
 	return res, nil
+}
+
+// ErrSeveralStatements is SQL holding more than one statement: the driver
+// would run them all and return only the last one's rows, so an analyst
+// would see one answer and never know the others were dropped.
+var ErrSeveralStatements = errors.New("the SQL holds several statements; run one at a time (tally query shows one answer)")
+
+// ErrWritesFiles is a COPY, EXPORT, ATTACH or DETACH in tally query's
+// sandbox. DuckDB's own sandbox still lets a statement write the paths of
+// the open database's write-ahead log (<db>.wal, which the next writer
+// would replay), so these statements are refused before DuckDB sees them.
+var ErrWritesFiles = errors.New("COPY, EXPORT, ATTACH and DETACH are refused: tally query reads the one database it opened and writes no file")
+
+// checkStatement refuses SQL of several statements, and in the sandbox
+// the statements that reach files. DuckDB's own parser counts and types
+// them (a ';' inside a string or a comment is no separator): the driver's
+// Prepare without a context accepts exactly one.
+func checkStatement(conn *sql.Conn, query string, sandbox bool) error {
+	return conn.Raw(func(dc any) error {
+		c, ok := dc.(*duckdb.Conn)
+		if !ok {
+			return nil
+		}
+		ds, err := c.Prepare(query)
+		if err != nil {
+			if strings.Contains(err.Error(), "multi-statement") {
+				return fmt.Errorf("run query: %w", ErrSeveralStatements)
+			}
+			return nil // the query itself reports what is wrong with it
+		}
+		defer ds.Close()
+		st, ok := ds.(*duckdb.Stmt)
+		if !sandbox || !ok {
+			return nil
+		}
+		typ, err := st.StatementType()
+		if err != nil {
+			return fmt.Errorf("run query: %w", err)
+		}
+		switch typ {
+		case duckdb.STATEMENT_TYPE_COPY, duckdb.STATEMENT_TYPE_EXPORT, duckdb.STATEMENT_TYPE_ATTACH, duckdb.STATEMENT_TYPE_DETACH:
+			return fmt.Errorf("run query: %w", ErrWritesFiles)
+		}
+		return nil
+	})
+}
+
+// queryError names the memory limit when DuckDB ran out of it: its own
+// message suggests settings a sandboxed query cannot change.
+func (s *Store) queryError(err error) error {
+	msg := err.Error()
+	if s.queryMemory > 0 && strings.Contains(msg, "Out of Memory Error") {
+		first, _, _ := strings.Cut(msg, "\n")
+		return fmt.Errorf("run query: the query needs more memory than its limit of %s, and tally query never spills to disk: give it more with --memory-limit, or ask for less (filter, aggregate, fewer columns): %s", FormatSize(s.queryMemory), first)
+	}
+	return fmt.Errorf("run query: %w", err)
 }
 
 func readResult(rows *sql.Rows) (*Result, error) {
@@ -109,6 +169,13 @@ func normalize(v any, typ string) any {
 		out := make(map[string]any, len(x))
 		for k, e := range x {
 			out[k] = normalize(e, "")
+		}
+		return out
+	case duckdb.OrderedMap:
+		var out duckdb.OrderedMap
+		vals := x.Values()
+		for i, k := range x.Keys() {
+			out.Set(normalize(k, ""), normalize(vals[i], ""))
 		}
 		return out
 	}
@@ -267,15 +334,44 @@ func JSONValue(v any, typ string) any {
 	case []byte:
 		return `\x` + hex.EncodeToString(x)
 	case []any:
+		et := elemType(typ)
 		out := make([]any, len(x))
 		for i, e := range x {
-			out[i] = JSONValue(e, "")
+			out[i] = JSONValue(e, et)
 		}
 		return out
 	case map[string]any:
+		if fields := structFields(typ); len(fields) == len(x) {
+			// A STRUCT: its fields in their order, each by its type.
+			var out duckdb.OrderedMap
+			for _, f := range fields {
+				e, ok := x[f.name]
+				if !ok {
+					break
+				}
+				out.Set(f.name, JSONValue(e, f.typ))
+			}
+			if out.Len() == len(fields) {
+				return out
+			}
+		}
 		out := make(map[string]any, len(x))
 		for k, e := range x {
 			out[k] = JSONValue(e, "")
+		}
+		return out
+	case duckdb.OrderedMap:
+		// A MAP is a JSON object in its own order, keyed by each key's
+		// text, its values as values: {"EUR": "81876.920670000000"}.
+		kt, vt := mapTypes(typ)
+		var out duckdb.OrderedMap
+		vals := x.Values()
+		for i, k := range x.Keys() {
+			ks, ok := CellText(k, kt)
+			if !ok {
+				ks = "null"
+			}
+			out.Set(ks, JSONValue(vals[i], vt))
 		}
 		return out
 	case duckdb.Interval:

@@ -62,7 +62,7 @@ func (s *Store) FinishRun(ctx context.Context, id uuid.UUID, r RunResult) error 
 		return fmt.Errorf("finish run %s: status %q is not one of ok, partial, failed, skipped", id, r.Status)
 	}
 	res, err := s.db.ExecContext(ctx, `UPDATE runs SET finished = ?, status = ?, error = ?, rows = ?, windows = ?, warnings = ? WHERE id = ?::UUID`,
-		time.Now().UTC(), r.Status, textOrNull(r.Err), r.Rows, r.Windows, textOrNull(strings.Join(r.Warnings, "\n")), id.String())
+		time.Now().UTC(), r.Status, message(r.Err), r.Rows, r.Windows, message(strings.Join(r.Warnings, "\n")), id.String())
 	if err != nil {
 		return fmt.Errorf("finish run %s: %w", id, err)
 	}
@@ -95,7 +95,7 @@ func (s *Store) RecordRun(ctx context.Context, r RunInfo) error {
 	}
 	if _, err := s.db.ExecContext(ctx, `INSERT OR IGNORE INTO runs (id, job, command, started, finished, status, error, rows, windows)
 		VALUES (?::UUID, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		r.ID.String(), textOrNull(r.Job), r.Command, r.Started.UTC(), finished, r.Status, textOrNull(r.Error), r.Rows, r.Windows); err != nil {
+		r.ID.String(), textOrNull(r.Job), r.Command, r.Started.UTC(), finished, r.Status, message(r.Error), r.Rows, r.Windows); err != nil {
 		return fmt.Errorf("record run %s: %w", r.ID, err)
 	}
 	return nil
@@ -110,7 +110,7 @@ func (s *Store) FailUnfinished(ctx context.Context, reason string) (int64, error
 		return 0, err
 	}
 	res, err := s.db.ExecContext(ctx, `UPDATE runs SET finished = ?, status = ?, error = ? WHERE status = ?`,
-		time.Now().UTC(), RunFailed, reason, RunRunning)
+		time.Now().UTC(), RunFailed, message(reason), RunRunning)
 	if err != nil {
 		return 0, fmt.Errorf("fail unfinished runs: %w", err)
 	}

@@ -33,6 +33,8 @@ type Store struct {
 	readOnly bool
 	notice   string // see Notice
 	cleanup  func() // after Close: removes a private copy (OpenReading)
+	// queryMemory is the memory limit of a sandboxed store (OpenQueryLimited), 0 otherwise.
+	queryMemory int64
 
 	publishMu sync.Mutex
 	ledgerMu  sync.Mutex // windows that cut back older ledger entries load one at a time
@@ -165,26 +167,52 @@ func OpenReadOnly(ctx context.Context, path string) (*Store, error) {
 	return &Store{db: db, path: path, readOnly: true}, nil
 }
 
-// OpenQuery opens an existing database for analysts' SQL (tally query):
-// read-only like OpenReadOnly, and cut off from everything beyond the
-// database. Statements can read no other file, write none (COPY … TO),
-// attach no database, install or load no extension (so they reach no
-// network), and cannot change these settings back.
+// OpenQuery opens an existing database for analysts' SQL (tally query)
+// with the default QueryLimits; see OpenQueryLimited.
 func OpenQuery(ctx context.Context, path string) (*Store, error) {
+	return OpenQueryLimited(ctx, path, QueryLimits{})
+}
+
+// OpenQueryLimited opens an existing database for analysts' SQL: read-only
+// like OpenReadOnly, and cut off from everything beyond the database.
+// Statements can read no other file, write none (COPY … TO), attach no
+// database (not even read-write in a folder DuckDB would otherwise allow),
+// install or load no extension (so they reach no network), and cannot
+// change these settings back. DuckDB adds its spill folder (<db>.tmp) to
+// the folders a sandboxed query may use, so spilling is off: a query gets
+// lim's memory and fails with an error beyond it, it never writes a file.
+func OpenQueryLimited(ctx context.Context, path string, lim QueryLimits) (*Store, error) {
 	if _, err := checkPath(path, true); err != nil {
 		return nil, err
 	}
-	db, err := connect(ctx, path, "READ_ONLY", "enable_external_access=false")
+	mem := lim.MemoryBytes
+	if mem <= 0 {
+		mem = DefaultQueryMemory()
+	}
+	db, err := connect(ctx, path, "READ_ONLY", fmt.Sprintf("memory_limit=%dKiB", max(mem>>10, 1)))
 	if err != nil {
 		return nil, err
 	}
-	// Locked after connect has set the time zone, which it could not be
-	// once locked.
-	if _, err := db.ExecContext(ctx, "SET GLOBAL lock_configuration = true"); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("open store %s: lock the configuration: %w", path, err)
+	// In this order: the spill folder is dropped before external access
+	// is turned off (which would allow it), and everything is locked
+	// after connect has set the time zone, which it could not be once
+	// locked.
+	for _, set := range []string{
+		"SET GLOBAL temp_directory = ''",
+		"SET GLOBAL enable_external_access = false",
+		"SET GLOBAL lock_configuration = true",
+	} {
+		if _, err := db.ExecContext(ctx, set); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("open store %s: %s: %w", path, set, err)
+		}
 	}
-	return &Store{db: db, path: path, readOnly: true}, nil
+	var dirs string
+	if err := db.QueryRowContext(ctx, "SELECT CAST(current_setting('allowed_directories') AS VARCHAR)").Scan(&dirs); err != nil || dirs != "[]" {
+		db.Close()
+		return nil, fmt.Errorf("open store %s: the query sandbox still allows the folders %s (%v): refused", path, dirs, err)
+	}
+	return &Store{db: db, path: path, readOnly: true, queryMemory: mem}, nil
 }
 
 // Close closes the database. DuckDB checkpoints a read-write database as

@@ -131,3 +131,52 @@ func outputMustContain(t *testing.T, err error, parts ...string) {
 		}
 	}
 }
+
+// TestWriteResultNestedValues: maps, structs and lists print their
+// decimals as exact decimal text and their doubles as the shortest text
+// that reads back the same, in every format; never Go's inner fields.
+func TestWriteResultNestedValues(t *testing.T) {
+	s, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "nested.duckdb"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	res, err := s.Query(context.Background(), `SELECT
+    map {'EUR': 81876.92067::DECIMAL(38,12), 'USD': 1.5::DECIMAL(38,12)} AS cost,
+    {'zone': 'eu', 'amount': 2.25::DECIMAL(10,2), 'parts': [0.1::DOUBLE + 0.2, 39080695.7::DOUBLE], 'day': DATE '2026-01-02', "odd ""name""": [TIMESTAMP '2026-01-02 03:04:05']} AS detail,
+    [map {2: 0.5::DECIMAL(5,1)}] AS list,
+    (39080695.6::DOUBLE + 0.1::DOUBLE) AS quantity`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cost := `{"EUR":"81876.920670000000","USD":"1.500000000000"}`
+	// A STRUCT's fields in their order, a DATE inside it as a date.
+	detail := `{"zone":"eu","amount":"2.25","parts":[0.30000000000000004,39080695.7],"day":"2026-01-02","odd \"name\"":["2026-01-02T03:04:05Z"]}`
+	list := `[{"2":"0.5"}]`
+	for _, c := range []struct{ format, want string }{
+		{"json", `[` + "\n" + `{"cost":` + cost + `,"detail":` + detail + `,"list":` + list + `,"quantity":39080695.7}` + "\n" + `]` + "\n"},
+		{"csv", "cost,detail,list,quantity\r\n" + csvQuote(cost) + "," + csvQuote(detail) + "," + csvQuote(list) + ",39080695.7\r\n"},
+	} {
+		var b strings.Builder
+		if err := writeResult(&b, c.format, res); err != nil {
+			t.Fatal(err)
+		}
+		if b.String() != c.want {
+			t.Errorf("%s:\n%s\nwant:\n%s", c.format, b.String(), c.want)
+		}
+	}
+	var b strings.Builder
+	if err := writeResult(&b, "table", res); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{cost, detail, list, "39080695.7"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("table does not show %s:\n%s", want, b.String())
+		}
+	}
+	if strings.Contains(b.String(), "Width") || strings.Contains(b.String(), "Scale") {
+		t.Errorf("table shows the driver's inner fields:\n%s", b.String())
+	}
+}
+
+func csvQuote(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }

@@ -96,6 +96,30 @@ func TestReadersAnswerWhileAnAnalystHoldsTheCopy(t *testing.T) {
 	if !strings.Contains(stderr, holder) || !strings.Contains(stderr, "-readonly") || !strings.Contains(stderr, "read_only=True") {
 		t.Errorf("tally query said %q; want the holder (%s) and how to open the copy read-only", stderr, holder)
 	}
+	// --db on the same copy answers the same way (it once failed with
+	// "Could not set lock").
+	stderr = stderrOf(t, func() {
+		out, err = execCLI(t, "", "query", "--db", pub, "--format", "csv", "SELECT currency, sum(cost) AS cost FROM usage GROUP BY ALL ORDER BY ALL")
+	})
+	if err != nil || out != "currency,cost\r\nEUR,3.000000000000\r\nUSD,12345678901234.300000000001\r\n" {
+		t.Fatalf("tally query --db: %q, %v", out, err)
+	}
+	if !strings.Contains(stderr, holder) || !strings.Contains(stderr, "private copy") {
+		t.Errorf("tally query --db said %q; want the holder (%s) and that it reads a private copy", stderr, holder)
+	}
+
+	// Tally's live database is not copied (a run writes it in place): a
+	// query of it while held says to read the published copy.
+	if _, err := os.Stat(store.LockPath(db)); err != nil {
+		if err := os.WriteFile(store.LockPath(db), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	holdForWriting(t, db)
+	_, err = execCLI(t, "", "query", "--db", db, "SELECT 1")
+	if err == nil || !strings.Contains(err.Error(), "query its published copy instead") || !strings.Contains(err.Error(), pub) {
+		t.Errorf("tally query --db on the held live database: %v; want it to point at %s", err, pub)
+	}
 
 	xlsx := filepath.Join(t.TempDir(), "jan.xlsx")
 	stderr = stderrOf(t, func() {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -24,6 +25,7 @@ type queryOptions struct {
 	format string
 	file   string
 	name   string
+	memory string // --memory-limit, as given
 	log    zerolog.Logger
 }
 
@@ -40,7 +42,15 @@ tally fetch refreshes; it never blocks, and is never blocked by, a running
 fetch. With --db, it reads the DuckDB file given. Statements that change
 data (DELETE, DROP, INSERT, …) fail and change nothing, and the query
 reaches nothing beyond that database: reading or writing other files
-(read_csv, COPY … TO), ATTACH, extensions and SET are refused.
+(read_csv, COPY … TO, EXPORT), ATTACH, extensions and SET are refused. When
+another process holds the file for writing, either way reads a private copy
+of it and says so (but not tally's live database, which a run writes in
+place: query its published copy).
+
+The query runs within --memory-limit (default: a quarter of the machine's
+or container's memory) and never spills to disk: a query that needs more
+fails naming the limit. SIGINT or SIGTERM stops it at once. The SQL must
+be one statement: several are refused, never run with only the last shown.
 
 Give exactly one of: the SQL as one (quoted) argument, -f FILE.sql (- reads
 standard input), or --name NAME for a named query shipped with tally.
@@ -76,6 +86,7 @@ UTC.`,
 	f.StringVar(&o.format, "format", formatTable, "output: table, csv or json")
 	f.StringVarP(&o.file, "file", "f", "", "file holding the SQL (- for standard input)")
 	f.StringVar(&o.name, "name", "", `named query to run ("" lists them)`)
+	f.StringVar(&o.memory, "memory-limit", "", "memory the query may use, e.g. 2GiB or 512MB (default: a quarter of the machine's or container's memory)")
 	return cmd
 }
 
@@ -93,6 +104,14 @@ func runQuery(ctx context.Context, o *queryOptions, args []string, stdin io.Read
 	}
 	if given > 1 {
 		return usageErr("give exactly one of SQL, -f FILE.sql or --name NAME")
+	}
+	var lim store.QueryLimits
+	if o.memory != "" {
+		n, ok := store.ParseSize(o.memory)
+		if !ok || n < 16<<20 {
+			return usageErr("--memory-limit %q is not a size of at least 16MiB; give a number with a unit: 512MB, 2GiB, 1.5GB", o.memory)
+		}
+		lim.MemoryBytes = n
 	}
 	if given == 0 {
 		return listQueries(w, o.format)
@@ -125,7 +144,7 @@ func runQuery(ctx context.Context, o *queryOptions, args []string, stdin io.Read
 		}
 		text = q.SQL
 	}
-	st, err := openQueryStore(ctx, o)
+	st, err := openQueryStore(ctx, o, lim)
 	if err != nil {
 		return err
 	}
@@ -135,7 +154,7 @@ func runQuery(ctx context.Context, o *queryOptions, args []string, stdin io.Read
 		if strings.Contains(err.Error(), "read-only") {
 			return fmt.Errorf("%w\n(tally query only reads; data changes through tally fetch)", err)
 		}
-		if strings.Contains(err.Error(), "disabled by configuration") || strings.Contains(err.Error(), "configuration has been locked") {
+		if errors.Is(err, store.ErrWritesFiles) || strings.Contains(err.Error(), "disabled by configuration") || strings.Contains(err.Error(), "configuration has been locked") {
 			return fmt.Errorf("%w\n(tally query reads the database only: no other file, no extension, no setting; to join other files open the published copy with DuckDB itself)", err)
 		}
 		return err
@@ -144,10 +163,10 @@ func runQuery(ctx context.Context, o *queryOptions, args []string, stdin io.Read
 }
 
 // openQueryStore opens what the options point at for analysts' SQL: the
-// published copy of the config's database (schedules.OpenPublished, which
-// answers even while an analyst holds the copy for writing), or --db as
-// given.
-func openQueryStore(ctx context.Context, o *queryOptions) (*store.Store, error) {
+// published copy of the config's database, or --db. Either answers even
+// while another process (an analyst's DuckDB) holds the file for writing,
+// from a private copy, with a warning.
+func openQueryStore(ctx context.Context, o *queryOptions, lim store.QueryLimits) (*store.Store, error) {
 	switch {
 	case o.config != "" && o.db != "":
 		return nil, usageErr("give --config or --db, not both")
@@ -158,19 +177,32 @@ func openQueryStore(ctx context.Context, o *queryOptions) (*store.Store, error) 
 		if err := store.CheckPath(o.db); err != nil {
 			return nil, usageErr("--db: %w", err)
 		}
-		st, err := store.OpenQuery(ctx, o.db)
-		if err != nil && strings.Contains(err.Error(), "lock") {
-			// A writer's file may change under a copy, so --db is not
-			// copied like the published copy: say what to read instead.
-			return nil, fmt.Errorf("%w\n(another process holds %s for writing, and DuckDB allows one writer or many readers: if it is tally's database, query its published copy with --config instead, which no fetch ever holds)", err, o.db)
+		if _, err := os.Stat(store.LockPath(o.db)); err == nil {
+			// Tally's own live database: a fetch writes it in place, so
+			// a copy taken meanwhile could be torn. Say what to read.
+			st, err := store.OpenQueryLimited(ctx, o.db, lim)
+			if err != nil && strings.Contains(err.Error(), "lock") {
+				return nil, fmt.Errorf("%w\n(a tally run holds %s for writing: query its published copy instead, with --config or --db %s, which no run ever holds)", err, o.db, store.PublishedPath(o.db))
+			}
+			return st, err
 		}
-		return st, err
+		// Any other file (the published copy, a file of one's own) held
+		// for writing by another process is read from a private copy,
+		// as --config does.
+		st, err := store.OpenQueryReading(ctx, o.db, lim)
+		if err != nil {
+			return nil, err
+		}
+		if n := st.Notice(); n != "" {
+			o.log.Warn().Msg(n)
+		}
+		return st, nil
 	case o.config != "":
 		cfg, err := loadConfig(o.config)
 		if err != nil {
 			return nil, err
 		}
-		return schedules.OpenPublished(ctx, cfg, o.log, true)
+		return schedules.OpenPublishedQuery(ctx, cfg, o.log, lim)
 	}
 	return nil, usageErr("--config or --db is required: the data to query")
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
+	"github.com/tally-dev/tally/internal/secret"
 	"github.com/tally-dev/tally/reports"
 	"github.com/tally-dev/tally/schedules"
 )
@@ -47,7 +48,9 @@ func exitCode(err error) int {
 	if err == nil {
 		return exitOK
 	}
-	fmt.Fprintln(os.Stderr, "tally: "+err.Error())
+	// The one place errors are printed passes the one redaction step: an
+	// error may quote a peer that echoed a secret back.
+	fmt.Fprintln(os.Stderr, "tally: "+secret.Redact(err.Error()))
 	var ue usageError
 	var pe partialError
 	var ge *reports.GranularityError
@@ -143,6 +146,7 @@ func isTerminal(f *os.File) bool {
 // newLogger builds the zerolog logger the flags ask for: console output on a
 // terminal, JSON lines otherwise (cron, systemd, Kubernetes).
 func newLogger(g *globalFlags, w io.Writer) (zerolog.Logger, error) {
+	out := w
 	level, err := zerolog.ParseLevel(g.logLevel)
 	if err != nil || g.logLevel == "" || level > zerolog.ErrorLevel || level < zerolog.DebugLevel {
 		return zerolog.Nop(), usageErr("--log-level %q is not one of debug, info, warn, error", g.logLevel)
@@ -158,10 +162,12 @@ func newLogger(g *globalFlags, w io.Writer) (zerolog.Logger, error) {
 	default:
 		return zerolog.Nop(), usageErr("--log-format %q is not one of auto, console, json", g.logFormat)
 	}
+	// Every log line passes the one redaction step, whatever logged it.
+	w = secret.Writer(w)
 	if format == "console" {
 		// Colours only for a person at a terminal: escape codes in a
 		// file or a pipe are noise.
-		f, tty := w.(*os.File)
+		f, tty := out.(*os.File)
 		w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.TimeOnly, NoColor: !tty || !isTerminal(f)}
 	}
 	// Durations carry their unit ("delay=1.5s", "delay":"1.5s"), never a

@@ -160,6 +160,9 @@ export:
 
 	t.Run("tally query is read-only", func(t *testing.T) {
 		pub := filepath.Join(dir, "data", "tally.published.duckdb")
+		if err := os.Mkdir(pub+".tmp", 0o700); err != nil { // as a query that spilled left it
+			t.Fatal(err)
+		}
 		before := proofFingerprint(t, pub)
 		for _, q := range []struct{ sql, says string }{
 			{"DELETE FROM usage", "read-only"},
@@ -167,20 +170,36 @@ export:
 			{"DROP TABLE usage", "read-only"},
 			{"CREATE TABLE x AS SELECT 1", "read-only"},
 			{"COPY (SELECT * FROM usage) TO 'leak.csv'", "disabled by configuration"},
-			{"ATTACH 'other.duckdb' AS other", "disabled by configuration"},
+			{"ATTACH 'other.duckdb' AS other", "writes no file"},
 			{"INSTALL httpfs", "disabled by configuration"},
 			{"SET enable_external_access = true", "locked"},
 			{"SELECT * FROM read_text('token')", "disabled by configuration"},
+			// DuckDB allows its spill folder to a sandboxed query: spilling is off.
+			{"COPY usage TO '" + pub + ".tmp/dump.csv'", "disabled by configuration"},
+			{"ATTACH '" + pub + ".tmp/x.duckdb' AS x (READ_ONLY false)", "writes no file"},
+			// And the database's own log path: Tally refuses the statement.
+			{"COPY usage TO '" + pub + ".wal'", "writes no file"},
+			{"SELECT 1; SELECT 2", "several statements"},
+			{"SELECT 1; DELETE FROM usage", "several statements"},
 		} {
 			_, errs := run(1, "query", "--config", "tally.yaml", q.sql)
 			if !strings.Contains(errs, q.says) {
 				t.Errorf("%s: the error does not say %q:\n%s", q.sql, q.says, errs)
 			}
 		}
+		_, errs := run(1, "query", "--config", "tally.yaml", "--memory-limit", "64MiB",
+			"SELECT count(*) FROM (SELECT i, repeat('x', 1000) || i AS s FROM range(3000000) r(i) ORDER BY s)")
+		if !strings.Contains(errs, "more memory than its limit of 64 MiB") || !strings.Contains(errs, "--memory-limit") {
+			t.Errorf("a query beyond --memory-limit: the error does not name the limit:\n%s", errs)
+		}
+		_, errs = run(2, "query", "--config", "tally.yaml", "--memory-limit", "lots", "SELECT 1")
+		if !strings.Contains(errs, `--memory-limit "lots"`) {
+			t.Errorf("a bad --memory-limit: %s", errs)
+		}
 		if after := proofFingerprint(t, pub); after != before {
 			t.Error("the published copy changed under tally query")
 		}
-		for _, f := range []string{"leak.csv", "other.duckdb"} {
+		for _, f := range []string{"leak.csv", "other.duckdb", "data/tally.published.duckdb.tmp/dump.csv", "data/tally.published.duckdb.tmp/x.duckdb", "data/tally.published.duckdb.wal"} {
 			if _, err := os.Stat(filepath.Join(dir, f)); !errors.Is(err, fs.ErrNotExist) {
 				t.Errorf("tally query created %s", f)
 			}
