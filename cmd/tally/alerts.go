@@ -26,7 +26,7 @@ Every tally fetch ends with the same check; this command runs it on its
 own. With --dry-run it reads the analysts' copy and lists what would be
 sent now, changing and sending nothing.
 
-See README "Budgets and alerts" for the forecast and anomaly methods.`,
+See docs/finance.md "Budgets and alerts" for the forecast and anomaly methods.`,
 		Example: `  tally alerts --config tally.yaml --dry-run
   tally alerts --config tally.yaml`,
 		Args: cobra.NoArgs,

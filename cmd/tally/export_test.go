@@ -161,13 +161,18 @@ func TestExportUsageErrors(t *testing.T) {
 	}
 }
 
-// readmeSections returns the text of the README's sections (## headings)
-// named.
+// readmeSections returns the text of the sections (## headings) named, in
+// README.md and the docs beside it.
 func readmeSections(t *testing.T, names ...string) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
-	if err != nil {
-		t.Fatal(err)
+	docs, _ := filepath.Glob(filepath.Join("..", "..", "docs", "*.md"))
+	var b []byte
+	for _, p := range append([]string{filepath.Join("..", "..", "README.md")}, docs...) {
+		text, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b = append(append(b, '\n'), text...)
 	}
 	var out strings.Builder
 	for _, part := range strings.Split("\n"+string(b), "\n## ")[1:] {
