@@ -44,22 +44,42 @@ func (b *builder) budgets() error {
 		return err
 	}
 	row := 2 + len(b.opts.Budgets) + 3
+	// Every scope's month is computed in one query, once, whatever the
+	// number of budgets.
+	type scopeKey struct{ kind, scope, currency string }
+	type scopeMonth struct {
+		days   []budgetDay
+		asOf   sql.NullTime
+		actual money
+	}
+	months := map[scopeKey]*scopeMonth{}
+	err = b.each("budget", func(r *sql.Rows) error {
+		var k scopeKey
+		var d budgetDay
+		var kind string
+		var asOf sql.NullTime
+		var actual money
+		if err := r.Scan(&k.kind, &k.scope, &k.currency, &d.at, &kind, &d.cost, &asOf, &actual); err != nil {
+			return err
+		}
+		m := months[k]
+		if m == nil {
+			m = &scopeMonth{asOf: asOf, actual: actual}
+			months[k] = m
+		}
+		d.forecast = kind == "forecast"
+		m.days = append(m.days, d)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
 	for i, bu := range b.opts.Budgets {
 		var days []budgetDay
 		var asOf sql.NullTime
 		var actual money
-		err := b.each("budget", func(r *sql.Rows) error {
-			var d budgetDay
-			var kind string
-			if err := r.Scan(&d.at, &kind, &d.cost, &asOf, &actual); err != nil {
-				return err
-			}
-			d.forecast = kind == "forecast"
-			days = append(days, d)
-			return nil
-		}, sql.Named("scope_kind", bu.ScopeKind), sql.Named("scope", bu.Scope), sql.Named("currency", bu.Currency))
-		if err != nil {
-			return err
+		if m := months[scopeKey{bu.ScopeKind, bu.Scope, bu.Currency}]; m != nil {
+			days, asOf, actual = m.days, m.asOf, m.actual
 		}
 		forecast := money{dec: tally.MustDecimal("0"), valid: true}
 		for _, d := range days {

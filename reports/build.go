@@ -115,8 +115,11 @@ type builder struct {
 	opts   Options
 	now    time.Time // generated at, UTC, to the second
 	closed bool
-	f      *excelize.File
-	st     *styles
+	// daysFrom and daysTo bound the days the budget and anomaly figures
+	// read (dayRange); zero until first needed.
+	daysFrom, daysTo time.Time
+	f                *excelize.File
+	st               *styles
 
 	// Gathered on the way for the Summary, which is filled last.
 	rateFlags    []flagRow // rate card rows that need a look, for Flags

@@ -65,6 +65,17 @@ func With(query string, ctes ...CTE) string {
 // these views or with other definitions; inlined, this Tally's definition
 // is the one that counts.
 func Inline(query string) (string, error) {
+	return InlineWhere(query, nil)
+}
+
+// InlineWhere is Inline with some views read under a condition: for each
+// view named in where, only its rows meeting the condition (SQL over the
+// view's columns, with parameters) are seen by the query and by every
+// view that reads it. A monthly figure reads usage_day_cost for the month
+// and the days its baseline needs, not the years before: DuckDB takes the
+// condition to the table's scan, where a condition on a view that reads
+// it through a window or a join would not get.
+func InlineWhere(query string, where map[string]string) (string, error) {
 	texts, err := embeddedViews()
 	if err != nil {
 		return "", err
@@ -77,6 +88,9 @@ func Inline(query string) (string, error) {
 	for i, v := range names {
 		if ctes[i], err = View(v); err != nil {
 			return "", err
+		}
+		if cond, ok := where[v]; ok {
+			ctes[i].Query = "SELECT * FROM (\n" + ctes[i].Query + "\n) WHERE " + cond
 		}
 	}
 	return With(query, ctes...), nil
