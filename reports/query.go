@@ -31,7 +31,10 @@ func (b *builder) query(name string, extra ...any) (*sql.Rows, error) {
 	// The budget and anomaly figures read usage_day_cost for the days they
 	// need only (store.DayRange): the month, its baseline and the latest
 	// days, not the history kept.
-	var where map[string]string
+	// The queries about the report month's payment methods and meters
+	// read usage_meter_days for the month's days: the snapshots in force
+	// and rate card matches of the other months are never theirs.
+	where := monthWhere[name]
 	if dayQueries[name] {
 		if err := b.dayRange(); err != nil {
 			return nil, fmt.Errorf("query %s: %w", name, err)
@@ -62,6 +65,15 @@ func (b *builder) query(name string, extra ...any) (*sql.Rows, error) {
 // dayQueries are the queries that read usage_day_cost under
 // store.DaysWhere.
 var dayQueries = map[string]bool{"budget": true, "anomalies": true}
+
+// monthWhere restricts, for the queries named, views to the report month.
+var monthWhere = map[string]map[string]string{
+	"rate_card_check":   usageMeterMonth,
+	"flags":             usageMeterMonth,
+	"by_payment_method": usageMeterMonth,
+}
+
+var usageMeterMonth = map[string]string{"usage_meter_days": "day >= CAST($month_start AS DATE) AND day < CAST($month_end AS DATE)"}
 
 // dayRange finds, once per workbook, the days the budget and anomaly
 // figures of the month need.

@@ -68,13 +68,16 @@ func Inline(query string) (string, error) {
 	return InlineWhere(query, nil)
 }
 
-// InlineWhere is Inline with some views read under a condition: for each
-// view named in where, only its rows meeting the condition (SQL over the
-// view's columns, with parameters) are seen by the query and by every
-// view that reads it. A monthly figure reads usage_day_cost for the month
-// and the days its baseline needs, not the years before: DuckDB takes the
-// condition to the table's scan, where a condition on a view that reads
-// it through a window or a join would not get.
+// InlineWhere is Inline with some views or tables read under a condition:
+// for each view or table named in where, only its rows meeting the
+// condition (SQL over its columns, with parameters) are seen by the query
+// and by every view that reads it. A table's condition is put in front of
+// every view, as a common table expression of the table's name that reads
+// the table itself (main.name): a condition on the table's own columns
+// (usage.date >= …) is what DuckDB takes to the table's scan and its
+// zone maps, which a condition on a view's derived column is not. A
+// monthly figure reads the month and the days its baseline needs, not the
+// years before.
 func InlineWhere(query string, where map[string]string) (string, error) {
 	texts, err := embeddedViews()
 	if err != nil {
@@ -84,6 +87,13 @@ func InlineWhere(query string, where map[string]string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	var tables []CTE
+	for name, cond := range where {
+		if _, isView := texts[name]; !isView {
+			tables = append(tables, CTE{Name: name, Query: "SELECT * FROM main." + name + " WHERE " + cond})
+		}
+	}
+	sort.Slice(tables, func(i, j int) bool { return tables[i].Name < tables[j].Name })
 	ctes := make([]CTE, len(names))
 	for i, v := range names {
 		if ctes[i], err = View(v); err != nil {
@@ -93,6 +103,7 @@ func InlineWhere(query string, where map[string]string) (string, error) {
 			ctes[i].Query = "SELECT * FROM (\n" + ctes[i].Query + "\n) WHERE " + cond
 		}
 	}
+	ctes = append(tables, ctes...)
 	return With(query, ctes...), nil
 }
 

@@ -38,9 +38,14 @@ func scanOne(ctx context.Context, q Querier, query string, args []any, dest ...a
 // baselines read (forecast_days, anomalies).
 const Baseline = 28
 
-// DaysWhere is the condition, for tallysql.InlineWhere on usage_day_cost,
-// that keeps the days DayRange returns ($days_from, $days_to).
-var DaysWhere = map[string]string{"usage_day_cost": "day >= CAST($days_from AS DATE) AND day < CAST($days_to AS DATE)"}
+// DaysWhere is the condition, for tallysql.InlineWhere, that keeps the
+// usage rows of the days DayRange returns ($days_from, $days_to): on the
+// usage table's own date, which DuckDB takes to the table's scan (its
+// zone maps skip the other days), so usage_day_cost and the views on it
+// read those days only. Every view the budget, forecast and anomaly
+// figures read reaches usage through usage_day_cost, on basis usage,
+// whose day is date's.
+var DaysWhere = map[string]string{"usage": "date >= CAST($days_from AS TIMESTAMP) AND date < CAST($days_to AS TIMESTAMP)"}
 
 // DayRange returns the days [lo, hi) that figures about the days [from,
 // to) need from usage_day_cost: those days, the Baseline days before them,
