@@ -4,10 +4,13 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"path/filepath"
 	"testing"
+	"testing/fstest"
 	"time"
 
 	"github.com/tally-dev/tally"
+	tallysql "github.com/tally-dev/tally/sql"
 )
 
 // TestDayRangeGivesWhatTheWholeHistoryGives: forecasts and anomalies read
@@ -128,6 +131,28 @@ FROM forecasts WHERE month = CAST($m AS DATE) ORDER BY ALL`
 	if fmt.Sprint(len(fs)) != want[0] {
 		t.Fatalf("current forecasts: %d, the view has %s", len(fs), want[0])
 	}
+	// The table the load keeps holds what usage_day_cost gives from the
+	// usage rows, also after loads that change which granularity counts:
+	// a month window over the day-granularity June (the days stay, June
+	// is wholly covered by them), and July again at day granularity for a
+	// week (those days now count hourly still: hour is finer).
+	load1(tally.Month, "2026-06-01", "2026-07-01", []tally.MeterData{row(date(t, "2026-06-01"), "encoding", "alpha", "999")})
+	var week []tally.MeterData
+	for _, r := range juneDays[:5] {
+		r.Date = r.Date.AddDate(0, 1, 0)
+		week = append(week, r)
+	}
+	load1(tally.Day, "2026-07-01", "2026-07-08", week)
+	const kept = `SELECT day, project, payment_method, family, meter_name, currency, cost FROM daily_usage_cost ORDER BY ALL`
+	inlined, err := tallysql.Inline(`SELECT day, project, payment_method, family, meter_name, currency, cost FROM usage_day_cost ORDER BY ALL`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := all(kept), all(inlined); len(want) < 100 {
+		t.Fatalf("usage_day_cost has %d rows; the fixture holds more", len(want))
+	} else {
+		equalLines(t, "daily_usage_cost against usage_day_cost from the rows", got, want)
+	}
 	an2, err := s.Anomalies(ctx, date(t, "2026-08-01"))
 	if err != nil {
 		t.Fatal(err)
@@ -161,4 +186,65 @@ func lines(t *testing.T, r *sql.Rows) []string {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// A store an older Tally loaded gets daily_usage_cost filled as it is
+// migrated, with what usage_day_cost gives from its rows.
+func TestMigrationFillsDailyUsageCost(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "tally.duckdb")
+	o := defaultOptions()
+	before := 0
+	for _, m := range realMigrations(t) {
+		if m.version < dailyCostVersion {
+			before++
+		}
+	}
+	o.migrations = migrationsFS(t, before, nil)
+	o.views = fstest.MapFS{}
+	old, err := openWith(ctx, path, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		`INSERT INTO fetch_windows (granularity, basis, scope, start, "end", rows, run_id, fetched_at)
+         VALUES ('hour', 'usage', 'all', DATE '2026-03-01', DATE '2026-03-04', 6, uuidv7(), now()::TIMESTAMP)`,
+		`INSERT INTO usage (granularity, basis, date, meter_name, quantity, cost, currency, project, payment_method, family, run_id, fetched_at)
+         SELECT 'hour', 'usage', TIMESTAMP '2026-03-01' + to_hours(h * 11), 'encoding', 1, CAST(h AS DECIMAL(38, 12)) / 8, 'USD',
+                CASE WHEN h % 2 = 0 THEN 'alpha' END, 'pm-1', 'fam', uuidv7(), now()::TIMESTAMP
+         FROM range(6) r(h)`,
+	} {
+		if _, err := old.DB().ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old.Close()
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	inlined, err := tallysql.Inline(`SELECT CAST(day AS VARCHAR) || ' ' || coalesce(project, '-') || ' ' || CAST(cost AS VARCHAR) FROM usage_day_cost ORDER BY 1`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	r, err := s.DB().QueryContext(ctx, inlined)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = lines(t, r)
+	got := []string{}
+	r, err = s.DB().QueryContext(ctx, `SELECT CAST(day AS VARCHAR) || ' ' || coalesce(project, '-') || ' ' || CAST(cost AS VARCHAR) FROM usage_day_cost ORDER BY 1`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = lines(t, r)
+	if len(want) != 5 {
+		t.Fatalf("usage_day_cost from the rows: %q; the fixture has 5 project-days", want)
+	}
+	equalLines(t, "usage_day_cost after the migration", got, want)
+	if n := count(t, s, `SELECT count(*) FROM daily_usage_cost`); n != 5 {
+		t.Fatalf("daily_usage_cost holds %d rows, want 5", n)
+	}
 }
