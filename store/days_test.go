@@ -228,18 +228,16 @@ func TestMigrationFillsDailyUsageCost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var want []string
 	r, err := s.DB().QueryContext(ctx, inlined)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want = lines(t, r)
-	got := []string{}
+	want := lines(t, r)
 	r, err = s.DB().QueryContext(ctx, `SELECT CAST(day AS VARCHAR) || ' ' || coalesce(project, '-') || ' ' || CAST(cost AS VARCHAR) FROM usage_day_cost ORDER BY 1`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got = lines(t, r)
+	got := lines(t, r)
 	if len(want) != 5 {
 		t.Fatalf("usage_day_cost from the rows: %q; the fixture has 5 project-days", want)
 	}
