@@ -5,10 +5,12 @@
 -- forecasts and anomalies read it (through scope_daily_cost and
 -- anomalies).
 --
--- day is the usage row's date cut to the day, read straight from the
--- usage table, so a filter on day reaches the table's scan: WHERE day
--- >= … reads those days' rows, not the history. The cost is the usage
--- value, every row as the interface reports it, whatever pays it.
+-- In the database this view reads daily_usage_cost, the same rows kept
+-- by every load, so a query over every day reads days, not usage rows.
+-- The workbook and the alert checks use this definition instead, reading
+-- the usage table for the days they need (a condition on usage.date,
+-- which DuckDB takes to the table's scan). The cost is the usage value,
+-- every row as the interface reports it, whatever pays it.
 CREATE OR REPLACE VIEW usage_day_cost AS
 SELECT CAST(u.date AS DATE) AS day, -- the UTC day
        u.project, -- the project name; NULL for usage without one
