@@ -147,18 +147,23 @@ func budgetAlert(s BudgetStatus, kind string, pct int, runID uuid.UUID, now time
 	amount := cents(b.Amount)
 	var text string
 	figure := s.Actual
+	// The actual figure includes the latest day of data, which is partial
+	// (as_of is the day before it): the text says so, as the workbook's
+	// Budgets sheet does.
+	through := s.AsOf.AddDate(0, 0, 1).Format(tally.DateLayout)
 	if kind == "actual" {
-		text = fmt.Sprintf("Tally: budget %q (%s, %s) reached %d%% of %s %s in %s: %s %s so far, as of %s.",
-			b.Name, b.ScopeText(), b.Currency, pct, amount, b.Currency, month, cents(s.Actual), b.Currency, s.AsOf.Format(tally.DateLayout))
+		text = fmt.Sprintf("Tally: budget %q (%s, %s) reached %d%% of %s %s in %s: %s %s so far, through %s (that day partial).",
+			b.Name, b.ScopeText(), b.Currency, pct, amount, b.Currency, month, cents(s.Actual), b.Currency, through)
 	} else {
 		figure = s.Forecast
-		text = fmt.Sprintf("Tally: budget %q (%s, %s) is forecast to reach %d%% of %s %s in %s: %s %s by month end (%s so far, as of %s).",
-			b.Name, b.ScopeText(), b.Currency, pct, amount, b.Currency, month, cents(s.Forecast), b.Currency, cents(s.Actual), s.AsOf.Format(tally.DateLayout))
+		text = fmt.Sprintf("Tally: budget %q (%s, %s) is forecast to reach %d%% of %s %s in %s: %s %s by month end (%s so far, through %s, that day partial).",
+			b.Name, b.ScopeText(), b.Currency, pct, amount, b.Currency, month, cents(s.Forecast), b.Currency, cents(s.Actual), through)
 	}
 	body := map[string]any{
 		"kind": "budget", "text": text, "budget": b.Name, "threshold": fmt.Sprintf("%s %d%%", kind, pct),
 		"month": month, "scope": b.ScopeText(), "currency": b.Currency, "amount": amount,
 		"actual": cents(s.Actual), "forecast": cents(s.Forecast), "as_of": s.AsOf.Format(tally.DateLayout),
+		"through": s.AsOf.AddDate(0, 0, 1).Format(tally.DateLayout),
 		"percent": fmt.Sprintf("%.1f", ratio(figure, b.Amount)*100),
 	}
 	return store.Alert{

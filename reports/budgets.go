@@ -36,30 +36,67 @@ type budgetDay struct {
 // against forecast against the budget. Figures are on basis usage, as
 // budgets are.
 func (b *builder) budgets() error {
-	t, err := b.newTable(sheetBudgets, "Budgets", 1, []column{
-		{"Budget", 18}, {"Scope", 24}, {"Currency", 16}, {"Budget amount", 16}, {"Actual so far", 16},
-		{"Actual %", 10}, {"Forecast month end", 18}, {"Forecast %", 11}, {"Data up to", 12},
+	row := 2 + len(b.opts.Budgets) + 3
+	// Every scope's month is computed in one query, once, whatever the
+	// number of budgets.
+	type scopeKey struct{ kind, scope, currency string }
+	type scopeMonth struct {
+		days   []budgetDay
+		asOf   sql.NullTime
+		actual money
+	}
+	months := map[scopeKey]*scopeMonth{}
+	err := b.each("budget", func(r *sql.Rows) error {
+		var k scopeKey
+		var d budgetDay
+		var kind string
+		var asOf sql.NullTime
+		var actual money
+		if err := r.Scan(&k.kind, &k.scope, &k.currency, &d.at, &kind, &d.cost, &asOf, &actual); err != nil {
+			return err
+		}
+		m := months[k]
+		if m == nil {
+			m = &scopeMonth{asOf: asOf, actual: actual}
+			months[k] = m
+		}
+		d.forecast = kind == "forecast"
+		m.days = append(m.days, d)
+		return nil
 	})
 	if err != nil {
 		return err
 	}
-	row := 2 + len(b.opts.Budgets) + 3
+	// The labels say what the figures hold. The latest day of data is
+	// partial (its usage is still coming in) and the actual figure
+	// includes it: in the current month the sheet says through which day,
+	// partial, rather than "as of" the day before. A month that is over
+	// holds only complete days: its figure is the actual cost.
+	var through sql.NullTime
+	for _, m := range months { // as_of is the data's, the same in every scope
+		if m.asOf.Valid {
+			through = sql.NullTime{Time: m.asOf.Time.AddDate(0, 0, 1), Valid: true}
+		}
+	}
+	over := through.Valid && !through.Time.Before(b.p.end())
+	actualHead, throughHead := "Actual so far", "Data through (last day partial)"
+	if over {
+		actualHead, throughHead = "Actual", "Data through"
+		through.Time = b.p.end().AddDate(0, 0, -1)
+	}
+	t, err := b.newTable(sheetBudgets, "Budgets", 1, []column{
+		{"Budget", 18}, {"Scope", 24}, {"Currency", 16}, {"Budget amount", 16}, {actualHead, 16},
+		{"Actual %", 10}, {"Forecast month end", 18}, {"Forecast %", 11}, {throughHead, 12},
+	})
+	if err != nil {
+		return err
+	}
 	for i, bu := range b.opts.Budgets {
 		var days []budgetDay
-		var asOf sql.NullTime
 		var actual money
-		err := b.each("budget", func(r *sql.Rows) error {
-			var d budgetDay
-			var kind string
-			if err := r.Scan(&d.at, &kind, &d.cost, &asOf, &actual); err != nil {
-				return err
-			}
-			d.forecast = kind == "forecast"
-			days = append(days, d)
-			return nil
-		}, sql.Named("scope_kind", bu.ScopeKind), sql.Named("scope", bu.Scope), sql.Named("currency", bu.Currency))
-		if err != nil {
-			return err
+		dataThrough := sql.NullTime{}
+		if m := months[scopeKey{bu.ScopeKind, bu.Scope, bu.Currency}]; m != nil {
+			days, actual, dataThrough = m.days, m.actual, through
 		}
 		forecast := money{dec: tally.MustDecimal("0"), valid: true}
 		for _, d := range days {
@@ -82,7 +119,7 @@ func (b *builder) budgets() error {
 		if err != nil {
 			return err
 		}
-		cells = append(cells, c, b.share(forecast, bu.Amount), b.day(asOf))
+		cells = append(cells, c, b.share(forecast, bu.Amount), b.day(dataThrough))
 		if err := t.add(cells...); err != nil {
 			return err
 		}
@@ -97,6 +134,11 @@ func (b *builder) budgets() error {
 	}
 	note := "Actual and forecast are the usage value on the day the usage happened (basis usage), as the budgets count it. " +
 		"Forecast: the month so far plus each remaining day at the mean cost of the same weekday over the 28 days before the data's last complete day."
+	if through.Valid && !over {
+		note += fmt.Sprintf(" Actual so far runs through %s, whose usage is still coming in: that day is partial, and forecast at no less than its cost so far.", through.Time.Format(tally.DateLayout))
+	} else if over {
+		note += " The month is over: actual is what every day of it cost."
+	}
 	return b.put(sheetBudgets, 1, 2+len(b.opts.Budgets)+1, b.txt(note))
 }
 

@@ -120,8 +120,11 @@ type builder struct {
 	now    time.Time  // generated at, UTC, to the second
 	closed bool       // the month is over
 	state  monthState // the month's close, if any
-	f      *excelize.File
-	st     *styles
+	// daysFrom and daysTo bound the days the budget and anomaly figures
+	// read (dayRange); zero until first needed.
+	daysFrom, daysTo time.Time
+	f                *excelize.File
+	st               *styles
 
 	// Gathered on the way for the Summary, which is filled last.
 	rateFlags    []flagRow // rate card rows that need a look, for Flags

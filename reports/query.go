@@ -9,6 +9,7 @@ import (
 
 	"github.com/tally-dev/tally"
 	tallysql "github.com/tally-dev/tally/sql"
+	"github.com/tally-dev/tally/store"
 )
 
 // query runs sql/reports/<name>.sql with the period's parameters, and
@@ -27,7 +28,20 @@ func (b *builder) query(name string, extra ...any) (*sql.Rows, error) {
 	// month's rows, and views. Both are put in front of the query, so the
 	// workbook uses this Tally's definitions even when built from an
 	// analysts' copy an older Tally published (tallysql.Inline).
-	q, err := tallysql.Inline(tallysql.With(string(text), tallysql.CTE{Name: "month_usage", Query: string(month)}))
+	// The budget and anomaly figures read usage_day_cost for the days they
+	// need only (store.DayRange): the month, its baseline and the latest
+	// days, not the history kept.
+	// The queries about the report month's payment methods and meters
+	// read usage_meter_days for the month's days: the snapshots in force
+	// and rate card matches of the other months are never theirs.
+	where := monthWhere[name]
+	if dayQueries[name] {
+		if err := b.dayRange(); err != nil {
+			return nil, fmt.Errorf("query %s: %w", name, err)
+		}
+		where = store.DaysWhere
+	}
+	q, err := tallysql.InlineWhere(tallysql.With(string(text), tallysql.CTE{Name: "month_usage", Query: string(month)}), where)
 	if err != nil {
 		return nil, fmt.Errorf("read query %s: %w", name, err)
 	}
@@ -38,12 +52,41 @@ func (b *builder) query(name string, extra ...any) (*sql.Rows, error) {
 		sql.Named("month_end", b.p.end()),
 		sql.Named("closed", b.closed),
 		sql.Named("tolerance", b.opts.Tolerance),
+		sql.Named("days_from", b.daysFrom),
+		sql.Named("days_to", b.daysTo),
 	}, extra...)
 	rows, err := b.src.QueryContext(b.ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("query %s: %w", name, err)
 	}
 	return rows, nil
+}
+
+// dayQueries are the queries that read usage_day_cost under
+// store.DaysWhere.
+var dayQueries = map[string]bool{"budget": true, "anomalies": true}
+
+// monthWhere restricts, for the queries named, views to the report month.
+var monthWhere = map[string]map[string]string{
+	"rate_card_check":   usageMeterMonth,
+	"flags":             usageMeterMonth,
+	"by_payment_method": usageMeterMonth,
+}
+
+var usageMeterMonth = map[string]string{"usage_meter_days": "day >= CAST($month_start AS DATE) AND day < CAST($month_end AS DATE)"}
+
+// dayRange finds, once per workbook, the days the budget and anomaly
+// figures of the month need.
+func (b *builder) dayRange() error {
+	if !b.daysTo.IsZero() {
+		return nil
+	}
+	lo, hi, err := store.DayRange(b.ctx, b.src, b.p.Month, b.p.end())
+	if err != nil {
+		return err
+	}
+	b.daysFrom, b.daysTo = lo, hi
+	return nil
 }
 
 // MonthRows is how many usage rows a workbook for p would read, by the

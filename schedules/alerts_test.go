@@ -360,3 +360,56 @@ func ratFloat(r *big.Rat) float64 {
 	f, _ := r.Float64()
 	return f
 }
+
+// The Budgets sheet's labels say what its figures hold: in the current
+// month the actual cost runs through the latest day of data, which is
+// partial, and says so; a month that is over says "Actual", through its
+// last day, and its figure is what the month cost.
+func TestBudgetLabelsSayThroughWhichDay(t *testing.T) {
+	h := newHarness(t, setup{granularity: tally.Day, start: "2026-05-01", now: "2026-06-20T06:00:00Z", window: "31d",
+		extra: `budgets:
+  - name: org
+    scope: all
+    currency: USD
+    amount: 1000
+`})
+	h.mustFetch()
+	var asOf, mayActual string
+	prooftest.WithDB(t, h.db, func(db *sql.DB) {
+		asOf = prooftest.QueryStrings(t, db, `SELECT CAST(as_of AS VARCHAR) FROM forecasts WHERE month = DATE '2026-06-01' AND scope_kind = 'all' AND currency = 'USD'`)[0]
+		mayActual = prooftest.QueryStrings(t, db, `SELECT CAST(actual_cost AS VARCHAR) FROM forecasts WHERE month = DATE '2026-05-01' AND scope_kind = 'all' AND currency = 'USD'`)[0]
+	})
+	if asOf != "2026-06-19" {
+		t.Fatalf("as_of %s; the fixture's latest day should be 2026-06-20, partial", asOf)
+	}
+	for _, c := range []struct {
+		month                   string
+		actualHead, throughHead string
+		through                 string
+	}{
+		{"2026-06-01", "Actual so far", "Data through (last day partial)", "2026-06-20"},
+		{"2026-05-01", "Actual", "Data through", "2026-05-31"},
+	} {
+		f, _ := h.workbook(prooftest.Day(t, c.month), c.month+".xlsx")
+		rows, err := f.GetRows("Budgets and forecast")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rows) < 2 || len(rows[1]) < 9 {
+			t.Fatalf("%s: budget rows %q", c.month, rows)
+		}
+		if rows[0][4] != c.actualHead || rows[0][8] != c.throughHead || rows[1][8] != c.through {
+			t.Errorf("%s: headers %q / %q, through %q; want %q / %q, %q", c.month, rows[0][4], rows[0][8], rows[1][8], c.actualHead, c.throughHead, c.through)
+		}
+	}
+	f, _ := h.workbook(prooftest.Day(t, "2026-05-01"), "may-raw.xlsx")
+	raw, err := f.GetRows("Budgets and forecast", excelize.Options{RawCellValue: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := new(big.Rat).SetString(raw[1][4])
+	e, _ := new(big.Rat).SetString(mayActual)
+	if c == nil || e == nil || math.Abs(ratFloat(new(big.Rat).Sub(c, e))) > 0.005 {
+		t.Errorf("May's actual: cell %s, view %s", raw[1][4], mayActual)
+	}
+}

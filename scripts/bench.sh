@@ -11,9 +11,22 @@
 #   incremental  the nightly run (tally run) with two years loaded and with two
 #                months loaded, against the simulated interface; and the
 #                backfill's requests against the planner's windows.
+#   scale        (not in the default set) a month's work with MONTHS of history
+#                against the same work with that month alone: one month of
+#                ROWS hourly rows is loaded by tally fetch (ledger, snapshots,
+#                published copy), then copied to each of the MONTHS months up to
+#                the current one (benchtool history: dates and ledger windows
+#                shifted). Times the current month's workbook with and without
+#                a budget, tally status, tally alerts --dry-run, a count(*) of
+#                every view in sql/views, every named query in sql/queries, and
+#                the nightly tally run (lookback fetch from the simulated
+#                interface, the current month's workbook, alerts); prints
+#                seconds, peak RSS and the ratio history/alone.
 #
-# Usage: scripts/bench.sh [--rows N] [--runs N] [--windows N] [--only fetch,report,incremental]
-#   --rows 5000000 --only fetch   the memory check at five million rows
+# Usage: scripts/bench.sh [--rows N] [--runs N] [--windows N] [--months N] [--only fetch,report,incremental,scale]
+#   --rows 5000000 --only fetch              the memory check at five million rows
+#   --only scale --months 24                 24 months of 1,000,000 rows (24M rows)
+#   --only scale --months 24 --rows 250000   the same at a quarter of the size
 #
 # Everything goes under bench-out/ (git-ignored): binaries, page files (about
 # 465 bytes a row), databases, workbooks, logs.
@@ -23,6 +36,7 @@ cd "$(dirname "$0")/.."
 rows=1000000
 runs=3
 windows=1
+months=24
 only=fetch,report,incremental
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -30,7 +44,8 @@ while [ $# -gt 0 ]; do
     --runs) runs=$2; shift 2 ;;
     --windows) windows=$2; shift 2 ;;
     --only) only=$2; shift 2 ;;
-    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    --months) months=$2; shift 2 ;;
+    -h|--help) sed -n '2,34p' "$0"; exit 0 ;;
     *) echo "bench: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -113,7 +128,7 @@ fetch_once() { # a fresh database, one tally fetch; prints "seconds peak_kb"
   echo "$m"
 }
 
-if wants fetch || wants report; then
+if wants fetch || wants report || wants scale; then
   echo "== pages: $rows rows, $windows window(s), pages of 10,000"
   "$out/benchtool" gen -dir "$pages" -rows "$rows" -windows "$windows" -month "$month"
   start_server "$out/serve.addr" -dir "$pages"
@@ -174,7 +189,95 @@ if wants report; then
     echo "report $rows rows: tally $rt s (peak $(mb "$rm_") MB median, $(mb "$rmax") MB max), StreamWriter floor $flt s (peak $(mb "$flm") MB); time ratio $(ratio "$rt" "$flt")" | tee -a "$results"
   fi
 fi
+
+if wants scale; then
+  echo "== scale: $months months of $rows rows a month against the month alone"
+  rm -rf "$out/scale"; mkdir -p "$out/scale/base"
+  sed "s#path: fetch/tally.duckdb#path: base/tally.duckdb#" "$cfg" >"$out/scale/base.yaml"
+  (cd "$out/scale" && "$out/tally" fetch --config base.yaml --from "$month-01" --to 2026-02-01 --log-format json >base.log 2>&1) ||
+    { echo "bench: the scale fixture's fetch failed; see $out/scale/base.log" >&2; exit 1; }
+fi
 stop_server
+
+if wants scale; then
+  cur=$(date -u +%Y-%m)
+  start_server "$out/scale/serve.addr" -sim-start "$(date -u -d "$cur-01 - $months months" +%F)"
+  : >"$out/scale/times"
+  for m in 1 "$months"; do
+    dir="$out/scale/m$m"
+    rm -rf "$dir"; cp -r "$out/scale/base" "$dir"
+    "$out/benchtool" history -db "$dir/tally.duckdb" -month "$month" -months "$m" 2>"$dir.history.log" ||
+      { echo "bench: benchtool history failed; see $dir.history.log" >&2; exit 1; }
+    first=$(date -u -d "$cur-01 - $((m - 1)) months" +%F)
+    for b in plain budget; do
+      cat >"$dir-$b.yaml" <<EOF
+api:
+  base_url: $(cat "$out/scale/serve.addr")
+  token_env: TALLY_BENCH_TOKEN
+usage:
+  granularity: hour
+  start: $first
+store:
+  path: m$m/tally.duckdb
+reports:
+  dir: m$m-reports
+  months: [current] # the same work whatever the history: the month alone has no previous month
+EOF
+      if [ "$b" = budget ]; then
+        cat >>"$dir-$b.yaml" <<EOF
+budgets:
+  - name: platform
+    scope: all
+    currency: USD
+    amount: 5000
+    actual: [80, 100]
+    forecast: [100]
+EOF
+      fi
+    done
+    rec() { # rec NAME CMD...: one timing, recorded as "MONTHS NAME seconds kb"
+      local name=$1; shift
+      local r
+      r=$(cd "$out/scale" && measure "$dir.${name// /_}.log" "$@")
+      echo "$m $name $r" >>"$out/scale/times"
+    }
+    for i in $(seq "$runs"); do
+      rec "report" "$out/tally" report --config "$dir-plain.yaml" --month "$cur" --out "$dir-plain.xlsx"
+      rec "report+budget" "$out/tally" report --config "$dir-budget.yaml" --month "$cur" --out "$dir-budget.xlsx"
+    done
+    rec "status" "$out/tally" status --config "$dir-budget.yaml"
+    rec "alerts --dry-run" "$out/tally" alerts --config "$dir-budget.yaml" --dry-run
+    for v in sql/views/*.sql; do
+      v=$(basename "$v" .sql)
+      rec "view $v" "$out/tally" query --config "$dir-budget.yaml" "SELECT count(*) FROM $v"
+    done
+    for q in sql/queries/*.sql; do
+      q=$(basename "$q" .sql)
+      rec "query $q" "$out/tally" query --config "$dir-budget.yaml" --name "$q"
+    done
+    # Last: the nightly run fetches the lookback from the simulated interface
+    # and so changes the store.
+    rec "nightly run" "$out/tally" run --config "$dir-budget.yaml" --log-format json
+  done
+  stop_server
+  # One line per work: the month alone, the months of history, the ratios.
+  awk -v months="$months" -v rows="$rows" '
+    { key = $2; for (i = 3; i < NF - 1; i++) key = key " " $i
+      t = $(NF - 1); kb = $NF
+      n[$1, key]++; s[$1, key, n[$1, key]] = t; k[$1, key, n[$1, key]] = kb
+      if (!(key in seen)) { seen[key] = 1; order[++nk] = key } }
+    function med(m, key,   c, i, j, a, tmp) {
+      c = n[m, key]; for (i = 1; i <= c; i++) a[i] = s[m, key, i]
+      for (i = 1; i <= c; i++) for (j = i + 1; j <= c; j++) if (a[j] < a[i]) { tmp = a[i]; a[i] = a[j]; a[j] = tmp }
+      return a[int((c + 1) / 2)] }
+    function maxkb(m, key,   c, i, x) { c = n[m, key]; x = 0; for (i = 1; i <= c; i++) if (k[m, key, i] > x) x = k[m, key, i]; return x }
+    BEGIN { printf "scale: %d rows a month; %s months against 1 (seconds median, peak RSS MB max)\n", rows, months
+            printf "%-40s %9s %8s %9s %8s %7s %7s\n", "work", "1 month", "MB", months " months", "MB", "time x", "mem x" }
+    END { for (i = 1; i <= nk; i++) { key = order[i]
+            a = med(1, key); b = med(months, key); am = maxkb(1, key) / 1024; bm = maxkb(months, key) / 1024
+            printf "%-40s %9.2f %8.0f %9.2f %8.0f %7.2f %7.2f\n", key, a, am, b, bm, (a > 0 ? b / a : 0), (am > 0 ? bm / am : 0) } }
+  ' "$out/scale/times" | tee -a "$results"
+fi
 
 if wants incremental; then
   echo "== incremental: nightly tally run with two years and with two months loaded, $runs runs each"

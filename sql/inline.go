@@ -65,6 +65,20 @@ func With(query string, ctes ...CTE) string {
 // these views or with other definitions; inlined, this Tally's definition
 // is the one that counts.
 func Inline(query string) (string, error) {
+	return InlineWhere(query, nil)
+}
+
+// InlineWhere is Inline with some views or tables read under a condition:
+// for each view or table named in where, only its rows meeting the
+// condition (SQL over its columns, with parameters) are seen by the query
+// and by every view that reads it. A table's condition is put in front of
+// every view, as a common table expression of the table's name that reads
+// the table itself (main.name): a condition on the table's own columns
+// (usage.date >= …) is what DuckDB takes to the table's scan and its
+// zone maps, which a condition on a view's derived column is not. A
+// monthly figure reads the month and the days its baseline needs, not the
+// years before.
+func InlineWhere(query string, where map[string]string) (string, error) {
 	texts, err := embeddedViews()
 	if err != nil {
 		return "", err
@@ -73,12 +87,23 @@ func Inline(query string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	var tables []CTE
+	for name, cond := range where {
+		if _, isView := texts[name]; !isView {
+			tables = append(tables, CTE{Name: name, Query: "SELECT * FROM main." + name + " WHERE " + cond})
+		}
+	}
+	sort.Slice(tables, func(i, j int) bool { return tables[i].Name < tables[j].Name })
 	ctes := make([]CTE, len(names))
 	for i, v := range names {
 		if ctes[i], err = View(v); err != nil {
 			return "", err
 		}
+		if cond, ok := where[v]; ok {
+			ctes[i].Query = "SELECT * FROM (\n" + ctes[i].Query + "\n) WHERE " + cond
+		}
 	}
+	ctes = append(tables, ctes...)
 	return With(query, ctes...), nil
 }
 

@@ -66,11 +66,34 @@ func TestInline(t *testing.T) {
 	for _, m := range regexp.MustCompile(`(?m)^(?:WITH |,)?(\w+) AS NOT MATERIALIZED \(`).FindAllStringSubmatch(got, -1) {
 		names = append(names, m[1])
 	}
-	if want := []string{"meter_skus", "project_usage_days", "snapshots_in_force", "rate_card_matches", "usage_coverage", "usage_rows", "usage_finest", "rate_card_variance"}; !slices.Equal(names, want) {
+	if want := []string{"meter_skus", "project_usage_days", "usage_meter_days", "snapshots_in_force", "rate_card_matches", "usage_coverage", "usage_rows", "usage_finest", "rate_card_variance"}; !slices.Equal(names, want) {
 		t.Errorf("Inline defines %v, want %v", names, want)
 	}
 	if !strings.HasSuffix(got, "\n"+q) {
 		t.Errorf("Inline does not end with the query:\n%s", got)
+	}
+}
+
+// InlineWhere puts a table's condition first, as a CTE of the table's name
+// reading main.<table>, and wraps a view's definition in its condition.
+func TestInlineWhere(t *testing.T) {
+	q := "SELECT * FROM usage_finest"
+	got, err := InlineWhere(q, map[string]string{"usage": "date >= $from", "usage_coverage": "day < $to"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(got, "WITH usage AS NOT MATERIALIZED (\nSELECT * FROM main.usage WHERE date >= $from\n),\n") {
+		t.Errorf("the table's condition does not come first:\n%.300s", got)
+	}
+	cov, err := View("usage_coverage")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(got, "usage_coverage AS NOT MATERIALIZED (\nSELECT * FROM (\n"+cov.Query+"\n) WHERE day < $to\n)") {
+		t.Errorf("the view's condition does not wrap it:\n%s", got)
+	}
+	if plain, _ := Inline(q); strings.Contains(plain, "main.usage") || strings.Contains(plain, "$to") {
+		t.Errorf("Inline applies a condition")
 	}
 }
 

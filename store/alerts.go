@@ -25,12 +25,13 @@ type Forecast struct {
 
 // CurrentForecasts returns the forecasts of the month after the data's
 // last complete day: the month a budget is checked against. None when no
-// usage at hour or day granularity is loaded.
+// usage at hour or day granularity is loaded. It reads that month and the
+// 28 days before, whatever the history.
 func (s *Store) CurrentForecasts(ctx context.Context) ([]Forecast, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT month, scope_kind, scope, currency, as_of,
+	rows, err := queryDays(ctx, s.db, `SELECT month, scope_kind, scope, currency, as_of,
        CAST(round(actual_cost, 2) AS DECIMAL(38, 2))::VARCHAR, CAST(round(forecast_cost, 2) AS DECIMAL(38, 2))::VARCHAR
 FROM forecasts WHERE month = CAST(date_trunc('month', as_of + 1) AS DATE)
-ORDER BY scope_kind, scope, currency`)
+ORDER BY scope_kind, scope, currency`, farFuture, farFuture)
 	if err != nil {
 		return nil, fmt.Errorf("read forecasts: %w", err)
 	}
@@ -63,12 +64,13 @@ type Anomaly struct {
 	Score                  *float64 // excess in scaled MADs; nil when the baseline never varies
 }
 
-// Anomalies returns the anomalous days from since on, oldest first.
+// Anomalies returns the anomalous days from since on, oldest first. It
+// reads those days and the 28 before, whatever the history.
 func (s *Store) Anomalies(ctx context.Context, since time.Time) ([]Anomaly, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT day, project, meter_name, currency,
+	rows, err := queryDays(ctx, s.db, `SELECT day, project, meter_name, currency,
        CAST(round(cost, 2) AS DECIMAL(38, 2))::VARCHAR, CAST(round(baseline, 2) AS DECIMAL(38, 2))::VARCHAR,
        CAST(round(excess, 2) AS DECIMAL(38, 2))::VARCHAR, score
-FROM anomalies WHERE day >= ? ORDER BY day, project, meter_name, currency`, since.UTC())
+FROM anomalies WHERE day >= CAST($since AS DATE) ORDER BY day, project, meter_name, currency`, since.UTC(), farFuture, sql.Named("since", since.UTC()))
 	if err != nil {
 		return nil, fmt.Errorf("read anomalies: %w", err)
 	}

@@ -76,7 +76,17 @@ func (s *Store) LoadWindow(ctx context.Context, q tally.UsageQuery, runID uuid.U
 	if err != nil {
 		return LoadResult{}, fmt.Errorf("%s: read ledger: %w", label, err)
 	}
-	if cuts {
+	// The daily costs the load keeps (daily_usage_cost) change on the
+	// window's days; for an hour or day window they change on its whole
+	// months when a month window covers them too, as the month's hour and
+	// day rows may count from now on (usage_coverage). Such a window
+	// rewrites days other windows of the month also rewrite, so it loads
+	// alone, like one that cuts the ledger back.
+	costFrom, costTo, wide, err := s.dayCostSpan(ctx, q)
+	if err != nil {
+		return LoadResult{}, fmt.Errorf("%s: read ledger: %w", label, err)
+	}
+	if cuts || wide {
 		s.ledgerMu.Lock()
 		defer s.ledgerMu.Unlock()
 	}
@@ -112,6 +122,9 @@ VALUES (?, ?, ?, ?::DATE, ?::DATE, ?, ?::UUID, ?, ?, ?, ?, ?)`,
 			g, basis, scope, w.Start, w.End, res.Rows, runID.String(), fetchedAt,
 			requests, retries, bytes, res.Duration.Milliseconds()); err != nil {
 			return fmt.Errorf("update ledger: %w", err)
+		}
+		if costTo.After(costFrom) {
+			return refreshDayCost(ctx, conn, costFrom, costTo)
 		}
 		return nil
 	})

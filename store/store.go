@@ -434,6 +434,13 @@ func (s *Store) migrate(ctx context.Context, fsys fs.FS) error {
 			if _, err := conn.ExecContext(ctx, m.text); err != nil {
 				return err
 			}
+			if m.version == dailyCostVersion {
+				// Filled from the usage already loaded, with the
+				// table, or neither.
+				if err := refreshDayCost(ctx, conn, time.Time{}, farFuture); err != nil {
+					return err
+				}
+			}
 			_, err := conn.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
 				m.version, strings.TrimSuffix(m.name, ".sql"), time.Now().UTC())
 			return err
@@ -464,8 +471,16 @@ func (s *Store) createViews(ctx context.Context, fsys fs.FS) error {
 		return err
 	}
 	return s.inTx(ctx, func(conn *sql.Conn) error {
+		var kept int
+		if err := conn.QueryRowContext(ctx, `SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database() AND schema_name = 'main' AND table_name = 'daily_usage_cost'`).Scan(&kept); err != nil {
+			return err
+		}
 		for _, v := range order {
-			if _, err := conn.ExecContext(ctx, texts[v]); err != nil {
+			text := texts[v]
+			if v == "usage_day_cost" && kept > 0 {
+				text = dayCostView
+			}
+			if _, err := conn.ExecContext(ctx, text); err != nil {
 				return fmt.Errorf("create view %s: %w", v, err)
 			}
 		}

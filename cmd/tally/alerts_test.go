@@ -18,7 +18,7 @@ func TestAlertsCommand(t *testing.T) {
 	}
 	f.WriteString("budgets:\n  - name: team-b\n    scope: project:b\n    currency: EUR\n    amount: 4\n    actual: [50]\n    forecast: []\n")
 	f.Close()
-	line := `Tally: budget "team-b" (project:b, EUR) reached 50% of 4.00 EUR in 2026-02: 3.00 EUR so far, as of 2026-01-31.`
+	line := `Tally: budget "team-b" (project:b, EUR) reached 50% of 4.00 EUR in 2026-02: 3.00 EUR so far, through 2026-02-01 (that day partial).`
 	for i, c := range []struct {
 		args []string
 		want string

@@ -135,7 +135,8 @@ type statusBudget struct {
 	Currency      string  `json:"currency"`
 	Amount        string  `json:"amount"`
 	Month         string  `json:"month,omitempty"`
-	AsOf          string  `json:"as_of,omitempty"`
+	AsOf          string  `json:"as_of,omitempty"`   // the data's last complete day
+	Through       string  `json:"through,omitempty"` // the day after: actual includes it, partial
 	Actual        string  `json:"actual,omitempty"`
 	Forecast      string  `json:"forecast,omitempty"`
 	ActualRatio   float64 `json:"actual_ratio"`
@@ -233,6 +234,7 @@ func statusBudgets(ctx context.Context, st *store.Store, cfg *configs.Config, re
 		sb := statusBudget{Name: b.Budget.Name, Scope: b.Budget.ScopeText(), Currency: b.Budget.Currency, Amount: b.Budget.Amount.String()}
 		if !b.Month.IsZero() {
 			sb.Month, sb.AsOf = b.Month.Format("2006-01"), b.AsOf.Format(tally.DateLayout)
+			sb.Through = b.AsOf.AddDate(0, 0, 1).Format(tally.DateLayout)
 			sb.Actual, sb.Forecast = b.Actual.String(), b.Forecast.String()
 			sb.ActualRatio, sb.ForecastRatio = b.ActualRatio(), b.ForecastRatio()
 		}
@@ -341,10 +343,10 @@ func writeStatusTable(w io.Writer, rep *statusReport, cfg *configs.Config) error
 
 	if len(rep.Budgets) > 0 {
 		fmt.Fprintf(tw, "\nBUDGETS (this month; see tally alerts)\n")
-		fmt.Fprintf(tw, "NAME\tSCOPE\tAMOUNT\tMONTH\tACTUAL\t%%\tFORECAST\t%%\tAS OF\n")
+		fmt.Fprintf(tw, "NAME\tSCOPE\tAMOUNT\tMONTH\tACTUAL\t%%\tFORECAST\t%%\tTHROUGH (THAT DAY PARTIAL)\n")
 		for _, b := range rep.Budgets {
 			fmt.Fprintf(tw, "%s\t%s\t%s %s\t%s\t%s\t%.1f\t%s\t%.1f\t%s\n", b.Name, b.Scope, b.Amount, b.Currency, statusDash(b.Month),
-				statusDash(b.Actual), b.ActualRatio*100, statusDash(b.Forecast), b.ForecastRatio*100, statusDash(b.AsOf))
+				statusDash(b.Actual), b.ActualRatio*100, statusDash(b.Forecast), b.ForecastRatio*100, statusDash(b.Through))
 		}
 		for _, p := range rep.Problems {
 			fmt.Fprintf(tw, "PROBLEM: %s\n", p)

@@ -8,8 +8,10 @@
 -- 50 before any run wrote them. A baseline needs 14 days with usage among the 28; a median and MAD
 -- are robust: one earlier spike does not hide the next.
 --
--- Rows are usage_finest's at hour or day granularity (a week or month
--- bucket cannot be split into days). Only jumps up are anomalies: a drop is
+-- Rows are usage_day_cost's: usage_finest's at hour or day granularity (a
+-- week or month bucket cannot be split into days). A filter on day cannot
+-- reach the rows through the 28-day window; a monthly check reads the
+-- month and its baseline only (see the workbook's and alerts' queries). Only jumps up are anomalies: a drop is
 -- usually usage not charged yet.
 CREATE OR REPLACE VIEW anomalies AS
 WITH settings AS (
@@ -18,9 +20,8 @@ WITH settings AS (
            coalesce((SELECT min_percent FROM alert_settings ORDER BY updated_at DESC LIMIT 1), 50) AS min_percent
 ),
 daily AS (
-    SELECT CAST(period_at AS DATE) AS day, coalesce(project, '') AS project, meter_name, currency, sum(cost) AS cost
-    FROM usage_finest
-    WHERE basis = 'usage' AND granularity IN ('hour', 'day')
+    SELECT day, coalesce(project, '') AS project, meter_name, currency, sum(cost) AS cost
+    FROM usage_day_cost
     GROUP BY ALL
 ),
 scored AS (

@@ -20,12 +20,12 @@
 -- (when used, when charged) find their month here.
 CREATE OR REPLACE VIEW rate_card_matches AS
 WITH meters AS (
-    SELECT DISTINCT CAST(date_trunc('month', d) AS DATE) AS month,
+    SELECT DISTINCT CAST(date_trunc('month', day) AS DATE) AS month,
            payment_method,
            meter_name,
-           coalesce(meter_sku, '') AS sku_key
-    FROM (SELECT unnest([date, date_processed]) AS d, payment_method, meter_name, meter_sku FROM usage)
-    WHERE d IS NOT NULL AND nullif(payment_method, '') IS NOT NULL
+           sku_key
+    FROM usage_meter_days
+    WHERE nullif(payment_method, '') IS NOT NULL
     UNION
     -- The per-project report's meters, priced before they are usage rows
     -- (basis estimated): the payment method the project was assigned.

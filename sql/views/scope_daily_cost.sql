@@ -3,15 +3,15 @@
 -- (scope_kind all, scope ''), each project, each payment method (its id)
 -- and each meter family. Budgets, forecasts and their chart read it.
 --
--- Rows are usage_finest's at hour or day granularity: a week, month or
--- year bucket cannot be split into days, so days only such buckets cover
--- are left out. The cost is the usage value, every row as the interface
--- reports it, whatever pays it.
+-- Rows are usage_day_cost's: usage_finest's at hour or day granularity
+-- (a week, month or year bucket cannot be split into days, so days only
+-- such buckets cover are left out). A filter on day reads only those days.
+-- The cost is the usage value, every row as the interface reports it,
+-- whatever pays it.
 CREATE OR REPLACE VIEW scope_daily_cost AS
 WITH d AS (
-    SELECT CAST(period_at AS DATE) AS day, project, payment_method, family, currency, cost
-    FROM usage_finest
-    WHERE basis = 'usage' AND granularity IN ('hour', 'day')
+    SELECT day, project, payment_method, family, currency, cost
+    FROM usage_day_cost
 )
 SELECT day, -- the UTC day
        'all' AS scope_kind, -- all, project, payment_method or family

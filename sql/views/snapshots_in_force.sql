@@ -10,9 +10,8 @@
 -- rate_card_matches and focus read it.
 CREATE OR REPLACE VIEW snapshots_in_force AS
 WITH months AS (
-    SELECT DISTINCT CAST(date_trunc('month', d) AS DATE) AS month
-    FROM (SELECT unnest([date, date_processed]) AS d FROM usage)
-    WHERE d IS NOT NULL
+    SELECT DISTINCT CAST(date_trunc('month', day) AS DATE) AS month
+    FROM usage_meter_days
     UNION
     SELECT month FROM project_usage_days -- months of the per-project report, before they are usage rows
 ),

@@ -1,0 +1,85 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+
+	"github.com/tally-dev/tally"
+	tallysql "github.com/tally-dev/tally/sql"
+)
+
+// dailyCostVersion is the migration that creates daily_usage_cost; it is
+// filled as it is applied (see migrate).
+const dailyCostVersion = 8
+
+// dayCostView is usage_day_cost as the database defines it: the table the
+// load keeps. sql/views/usage_day_cost.sql, which the workbook and the
+// alert checks inline (reading the days they need from usage), defines the
+// same rows; daily_usage_cost holds them for every day, so an analyst's
+// forecasts or anomalies over the whole history read days, not rows.
+const dayCostView = `CREATE OR REPLACE VIEW usage_day_cost AS
+SELECT day, project, payment_method, family, meter_name, currency, cost FROM daily_usage_cost`
+
+// refreshDayCost replaces daily_usage_cost's days [from, to) with the rows
+// usage_day_cost gives for them now, on conn (inside the caller's
+// transaction).
+func refreshDayCost(ctx context.Context, conn *sql.Conn, from, to time.Time) error {
+	q, err := tallysql.InlineWhere(`INSERT INTO daily_usage_cost
+SELECT day, project, payment_method, family, meter_name, currency, cost FROM usage_day_cost`, DaysWhere)
+	if err != nil {
+		return err
+	}
+	if _, err := conn.ExecContext(ctx, `DELETE FROM daily_usage_cost WHERE day >= CAST($1 AS DATE) AND day < CAST($2 AS DATE)`, from, to); err != nil {
+		return fmt.Errorf("refresh daily_usage_cost: %w", err)
+	}
+	if _, err := conn.ExecContext(ctx, q, sql.Named("days_from", from), sql.Named("days_to", to)); err != nil {
+		return fmt.Errorf("refresh daily_usage_cost: %w", err)
+	}
+	return nil
+}
+
+// dayCostSpan is the days [from, to) loading q's window can change in
+// usage_day_cost (empty when none), and whether they reach beyond the
+// window. Only basis usage at hour, day or month granularity counts
+// there. A month window decides whether its months' hour and day rows
+// count, but spans whole months itself. An hour or day window decides which
+// of the two counts on its own days, and, when a month window covers its
+// months too, whether their hour and day rows count at all: then its whole
+// months (wide).
+func (s *Store) dayCostSpan(ctx context.Context, q tally.UsageQuery) (from, to time.Time, wide bool, err error) {
+	w := q.Window
+	if q.Basis() != tally.BasisUsage {
+		return time.Time{}, time.Time{}, false, nil
+	}
+	switch w.Granularity {
+	case tally.Month:
+		return w.Start.UTC(), w.End.UTC(), false, nil
+	case tally.Hour, tally.Day:
+	default:
+		return time.Time{}, time.Time{}, false, nil
+	}
+	s0, e0 := w.Start.UTC(), w.End.UTC().AddDate(0, 0, -1)
+	ms := time.Date(s0.Year(), s0.Month(), 1, 0, 0, 0, 0, time.UTC)
+	me := time.Date(e0.Year(), e0.Month(), 1, 0, 0, 0, 0, time.UTC).AddDate(0, 1, 0)
+	var n int
+	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM fetch_windows
+WHERE basis = 'usage' AND granularity = 'month' AND start < CAST(? AS DATE) AND "end" > CAST(? AS DATE)`, me, ms).Scan(&n); err != nil {
+		return time.Time{}, time.Time{}, false, err
+	}
+	if n > 0 {
+		return ms, me, true, nil
+	}
+	return w.Start.UTC(), w.End.UTC(), false, nil
+}
+
+// RefreshDayCost recomputes daily_usage_cost for the days [from, to), in
+// one transaction. Tally's loads keep it themselves; this is for usage
+// written by other means (the scale bench's copied history).
+func (s *Store) RefreshDayCost(ctx context.Context, from, to time.Time) error {
+	if err := s.writable("refresh daily_usage_cost"); err != nil {
+		return err
+	}
+	return s.inTx(ctx, func(conn *sql.Conn) error { return refreshDayCost(ctx, conn, from, to) })
+}

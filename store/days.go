@@ -1,0 +1,134 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+
+	tallysql "github.com/tally-dev/tally/sql"
+)
+
+// Querier runs read queries: *sql.DB, *sql.Conn and *sql.Tx satisfy it,
+// as does the workbook's reports.Source.
+type Querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// scanOne runs query for its one row and scans it into dest.
+func scanOne(ctx context.Context, q Querier, query string, args []any, dest ...any) error {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	if !rows.Next() {
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		return sql.ErrNoRows
+	}
+	if err := rows.Scan(dest...); err != nil {
+		return err
+	}
+	return rows.Close()
+}
+
+// Baseline is how many days before a day its forecast and anomaly
+// baselines read (forecast_days, anomalies).
+const Baseline = 28
+
+// DaysWhere is the condition, for tallysql.InlineWhere, that keeps the
+// usage rows of the days DayRange returns ($days_from, $days_to): on the
+// usage table's own date, which DuckDB takes to the table's scan (its
+// zone maps skip the other days), so usage_day_cost and the views on it
+// read those days only. Every view the budget, forecast and anomaly
+// figures read reaches usage through usage_day_cost, on basis usage,
+// whose day is date's.
+var DaysWhere = map[string]string{"usage": "date >= CAST($days_from AS TIMESTAMP) AND date < CAST($days_to AS TIMESTAMP)"}
+
+// DayRange returns the days [lo, hi) that figures about the days [from,
+// to) need from usage_day_cost: those days, the Baseline days before them,
+// and the data's latest days, whose last complete day (as_of) decides
+// which days are actual and which forecast, and whose 28 days the forecast
+// learns from. Read under DaysWhere with these bounds, forecast_days,
+// forecasts and anomalies give for [from, to) exactly what they give when
+// every day is read, and read about the days asked for rather than the
+// history kept.
+//
+// It reads views inlined (tallysql.Inline), so it works on an analysts'
+// copy an older Tally published. Finding the latest day reads the last
+// weeks the ledger covers, not the history.
+func DayRange(ctx context.Context, q Querier, from, to time.Time) (lo, hi time.Time, err error) {
+	from, to = from.UTC(), to.UTC()
+	latest, err := latestUsageDay(ctx, q)
+	if err != nil {
+		return time.Time{}, time.Time{}, fmt.Errorf("find the latest day of usage: %w", err)
+	}
+	lo, hi = from, to
+	if !latest.IsZero() {
+		lo = minTime(lo, time.Date(latest.Year(), latest.Month(), 1, 0, 0, 0, 0, time.UTC))
+		hi = maxTime(hi, latest.AddDate(0, 0, 1))
+	}
+	return lo.AddDate(0, 0, -Baseline), hi, nil
+}
+
+// latestUsageDay is max(day) of usage_day_cost, the zero time when it has
+// no rows. The ledger's last covered day bounds it from above, so the
+// days before that one are read first; only when they hold no usage is
+// the whole table read.
+func latestUsageDay(ctx context.Context, q Querier) (time.Time, error) {
+	covered, err := tallysql.Inline(`SELECT max(day) FROM usage_coverage WHERE basis = 'usage' AND granularity IN ('hour', 'day')`)
+	if err != nil {
+		return time.Time{}, err
+	}
+	var last sql.NullTime
+	if err := scanOne(ctx, q, covered, nil, &last); err != nil || !last.Valid {
+		return time.Time{}, err
+	}
+	latest, err := tallysql.InlineWhere(`SELECT max(day) FROM usage_day_cost`, DaysWhere)
+	if err != nil {
+		return time.Time{}, err
+	}
+	var day sql.NullTime
+	for _, from := range []time.Time{last.Time.UTC().AddDate(0, 0, -62), time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)} {
+		if err := scanOne(ctx, q, latest, []any{sql.Named("days_from", from), sql.Named("days_to", farFuture)}, &day); err != nil {
+			return time.Time{}, err
+		}
+		if day.Valid {
+			return day.Time.UTC(), nil
+		}
+	}
+	return time.Time{}, nil
+}
+
+// farFuture stands for "no end" in DayRange.
+var farFuture = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// queryDays runs query with the views it reads inlined, usage_day_cost
+// read for the days [from, to) need (DayRange), and args.
+func queryDays(ctx context.Context, db *sql.DB, query string, from, to time.Time, args ...any) (*sql.Rows, error) {
+	lo, hi, err := DayRange(ctx, db, from, to)
+	if err != nil {
+		return nil, err
+	}
+	q, err := tallysql.InlineWhere(query, DaysWhere)
+	if err != nil {
+		return nil, err
+	}
+	return db.QueryContext(ctx, q, append(args, sql.Named("days_from", lo), sql.Named("days_to", hi))...)
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
