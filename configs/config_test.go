@@ -537,3 +537,19 @@ func TestUsageQueryBase(t *testing.T) {
 		t.Error("UsageQueryBase shares its slices with the config")
 	}
 }
+
+// docs/operators.md shows the example config as the config reference, as
+// it is: a key added to the example is in the operators' docs too.
+func TestOperatorsDocShowsTheExample(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "docs", "operators.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	example, err := os.ReadFile("tally.example.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(doc), "```yaml\n"+strings.TrimRight(string(example), "\n")+"\n```") {
+		t.Fatal("docs/operators.md does not show configs/tally.example.yaml as it is: copy the file into its yaml block under Config")
+	}
+}
