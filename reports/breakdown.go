@@ -152,7 +152,7 @@ func (b *builder) byPaymentMethod() error {
 		{"Valid until (first invalid day)", 14},
 		{"Active", 8},
 		{"Terms accepted", 10},
-		{"Streaming billed monthly (autoPurchaseStreamLicenses)", 16},
+		{"Streaming billed monthly (autoPurchaseStreamLicenses)", 30}, // the name the interface gives it does not break
 		{"Projects of the payment method", 28},
 		{"Projects with usage", 28},
 		{"Snapshot taken (UTC)", 20},

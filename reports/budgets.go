@@ -23,6 +23,10 @@ type Budget struct {
 
 const sheetBudgets = "Budgets and forecast"
 
+// budgetLabelColumn holds the budget charts' day labels, hidden (see
+// dayLabels): past the chart, so hiding it narrows nothing.
+const budgetLabelColumn = 16
+
 // budgetDay is one day of a budget's month.
 type budgetDay struct {
 	at       time.Time
@@ -87,6 +91,13 @@ func (b *builder) budgets() error {
 			return err
 		}
 		if len(days) > 0 {
+			// A budget's days and chart are a page high: each starts a page
+			// of its own rather than break across two.
+			if i > 0 {
+				if err := b.f.InsertPageBreak(sheetBudgets, fmt.Sprintf("A%d", row-1)); err != nil {
+					return err
+				}
+			}
 			if row, err = b.budgetChart(i, bu, days, row); err != nil {
 				return err
 			}
@@ -97,7 +108,7 @@ func (b *builder) budgets() error {
 	}
 	note := "Actual and forecast are the usage value on the day the usage happened (basis usage), as the budgets count it. " +
 		"Forecast: the month so far plus each remaining day at the mean cost of the same weekday over the 28 days before the data's last complete day."
-	return b.put(sheetBudgets, 1, 2+len(b.opts.Budgets)+1, b.txt(note))
+	return b.wrapAcross(sheetBudgets, 2+len(b.opts.Budgets)+1, 9, note)
 }
 
 // share is m as a fraction of amount, shown as a percentage; blank when m
@@ -150,23 +161,43 @@ func (b *builder) budgetChart(i int, bu Budget, days []budgetDay, row int) (int,
 	}
 	first, last := row+2, row+1+len(days)
 	ref := func(col string) string { return fmt.Sprintf("'%s'!$%s$%d:$%s$%d", sheetBudgets, col, first, col, last) }
+	at := make([]time.Time, len(days))
+	for i, d := range days {
+		at[i] = d.at
+	}
+	// In a column past the budgets table's, hidden.
+	labels, err := b.dayLabels(sheetBudgets, budgetLabelColumn, first, at)
+	if err != nil {
+		return 0, err
+	}
 	var series []excelize.ChartSeries
 	for _, col := range []string{"B", "C", "D"} {
 		series = append(series, excelize.ChartSeries{
 			Name:       fmt.Sprintf("'%s'!$%s$%d", sheetBudgets, col, row+1),
-			Categories: ref("A"),
+			Categories: labels,
 			Values:     ref(col),
 		})
 	}
 	zero := 0.0
-	err = b.f.AddChart(sheetBudgets, fmt.Sprintf("F%d", row), &excelize.Chart{
+	// Beside the day table's four columns (Day, Actual, Forecast, Budget),
+	// so the sheet prints one page wide.
+	left := 0.0
+	for _, col := range []string{"A", "B", "C", "D"} {
+		w, err := b.f.GetColWidth(sheetBudgets, col)
+		if err != nil {
+			return 0, err
+		}
+		left += w
+	}
+	b.printWidth(sheetBudgets, left+chartWidthChars)
+	err = b.f.AddChart(sheetBudgets, fmt.Sprintf("E%d", row), &excelize.Chart{
 		Type:      excelize.Line,
 		Series:    series,
-		Title:     excelize.ChartTitle{Paragraph: []excelize.RichTextRun{{Text: fmt.Sprintf("%s: cumulative cost against budget, %s", bu.Name, bu.Currency)}}},
-		Legend:    excelize.ChartLegend{Position: "bottom"},
-		Dimension: excelize.ChartDimension{Width: 640, Height: 320},
-		XAxis:     excelize.ChartAxis{NumFmt: excelize.ChartNumFmt{CustomNumFmt: fmtDate}, TickLabelSkip: 7},
-		YAxis:     excelize.ChartAxis{MajorGridLines: true, NumFmt: excelize.ChartNumFmt{CustomNumFmt: fmtMoney}, Minimum: &zero},
+		Title:     chartTitle(fmt.Sprintf("%s: cumulative cost against budget, %s", bu.Name, bu.Currency)),
+		Legend:    excelize.ChartLegend{Position: "bottom", Font: &excelize.Font{Size: chartFontSize, Color: chartTextColor}},
+		Dimension: excelize.ChartDimension{Width: chartWidth, Height: chartHeight},
+		XAxis:     b.dayAxis(),
+		YAxis:     moneyAxis(&zero),
 	})
 	if err != nil {
 		return 0, fmt.Errorf("chart %s: %w", bu.Name, err)

@@ -304,6 +304,7 @@ func (b *builder) detail() error {
 		if _, err := b.f.NewSheet(name); err != nil {
 			return err
 		}
+		b.printWidth(name, columnsWidth(detailColumns))
 		if err := b.printSetup(name, true); err != nil {
 			return err
 		}
@@ -320,10 +321,12 @@ func (b *builder) detail() error {
 			return err
 		}
 		header := make([]any, len(detailColumns))
+		lines := 1
 		for i, c := range detailColumns {
 			header[i] = excelize.Cell{StyleID: b.st.header, Value: c.header}
+			lines = max(lines, wrappedLines(c.header, c.width, true))
 		}
-		if err := sw.SetRow("A1", header); err != nil {
+		if err := sw.SetRow("A1", header, excelize.RowOpts{Height: float64(lines) * lineHeight}); err != nil {
 			return err
 		}
 		b.detailSheets = append(b.detailSheets, name)

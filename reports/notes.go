@@ -11,9 +11,9 @@ import (
 // finance reader.
 func (b *builder) notes() error {
 	t, err := b.newTable(sheetNotes, "Notes", 1, []column{
-		{"Sheet", 20},
+		{"Sheet", 22},
 		{"Column", 30},
-		{"What it means", 100},
+		{"What it means", 90},
 	})
 	if err != nil {
 		return err
@@ -25,7 +25,7 @@ func (b *builder) notes() error {
 		}, notes...)
 	}
 	for _, n := range notes {
-		if err := t.add(b.txt(n[0]), b.txt(n[1]), b.wrapped(n[2])); err != nil {
+		if err := t.add(b.wrapped(n[0]), b.wrapped(n[1]), b.wrapped(n[2])); err != nil {
 			return err
 		}
 	}

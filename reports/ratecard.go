@@ -98,7 +98,7 @@ func (b *builder) rateCardCheck() error {
 		}
 		if err := t.add(b.txt(meter), b.nstr(sku), b.nstr(family), b.nstr(solution), b.txt(orNone(pm)),
 			b.nstr(pmName), b.txt(currency), b.count(rows), b.qty(quantity), b.nstr(unit),
-			valueCell, invoicedCell, unitCell, priceCell, b.nstr(priceUnit), b.nstr(priceName), b.nstr(matchedBy), b.stamp(snapshot),
+			valueCell, invoicedCell, unitCell, priceCell, b.nstr(priceUnit), b.wrappedNull(priceName), b.wrappedNull(matchedBy), b.stamp(snapshot),
 			exp, vr, pc, b.txt(yesNo(status != rcOK)), b.txt(status), b.wrapped(why)); err != nil {
 			return err
 		}

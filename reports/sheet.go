@@ -53,14 +53,15 @@ func (b *builder) put(sheet string, col, row int, c cell) error {
 	return nil
 }
 
-// putRow writes cells from column 1 of row.
+// putRow writes cells from column 1 of row, and makes the row as high as
+// its wrapped cells need.
 func (b *builder) putRow(sheet string, row int, cells ...cell) error {
 	for i, c := range cells {
 		if err := b.put(sheet, i+1, row, c); err != nil {
 			return err
 		}
 	}
-	return nil
+	return b.fitRowHeight(sheet, row, cells)
 }
 
 // Cell constructors.
@@ -68,6 +69,14 @@ func (b *builder) putRow(sheet string, row int, cells ...cell) error {
 func (b *builder) txt(s string) cell { return cell{s, b.st.text} }
 
 func (b *builder) wrapped(s string) cell { return cell{s, b.st.wrap} }
+
+// wrappedNull is a text that may be NULL (blank) and wraps in its column.
+func (b *builder) wrappedNull(s sql.NullString) cell {
+	if !s.Valid {
+		return cell{nil, b.st.wrap}
+	}
+	return cell{s.String, b.st.wrap}
+}
 
 func (b *builder) nstr(s sql.NullString) cell {
 	if !s.Valid {
@@ -152,15 +161,19 @@ type table struct {
 // ("" for a plain range with a styled header).
 func (b *builder) newTable(sheet, name string, first int, cols []column) (*table, error) {
 	t := &table{b: b, sheet: sheet, name: name, cols: cols, first: first, row: first}
-	for i, c := range cols {
-		if err := b.put(sheet, i+1, first, cell{c.header, b.st.header}); err != nil {
-			return nil, err
-		}
-	}
 	if first == 1 {
 		if err := b.setWidths(sheet, cols); err != nil {
 			return nil, err
 		}
+	}
+	header := make([]cell, len(cols))
+	for i, c := range cols {
+		header[i] = cell{c.header, b.st.header}
+	}
+	if err := b.putRow(sheet, first, header...); err != nil {
+		return nil, err
+	}
+	if first == 1 {
 		if err := b.f.SetPanes(sheet, frozenHeader()); err != nil {
 			return nil, err
 		}
@@ -169,6 +182,7 @@ func (b *builder) newTable(sheet, name string, first int, cols []column) (*table
 }
 
 func (b *builder) setWidths(sheet string, cols []column) error {
+	b.printWidth(sheet, columnsWidth(cols))
 	for i, c := range cols {
 		name, err := excelize.ColumnNumberToName(i + 1)
 		if err != nil {
@@ -179,6 +193,15 @@ func (b *builder) setWidths(sheet string, cols []column) error {
 		}
 	}
 	return nil
+}
+
+// columnsWidth is the columns' width together, in characters.
+func columnsWidth(cols []column) float64 {
+	w := 0.0
+	for _, c := range cols {
+		w += c.width
+	}
+	return w
 }
 
 func frozenHeader() *excelize.Panes {
