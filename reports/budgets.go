@@ -23,10 +23,6 @@ type Budget struct {
 
 const sheetBudgets = "Budgets and forecast"
 
-// budgetLabelColumn holds the budget charts' day labels, hidden (see
-// dayLabels): past the chart, so hiding it narrows nothing.
-const budgetLabelColumn = 16
-
 // budgetDay is one day of a budget's month.
 type budgetDay struct {
 	at       time.Time
@@ -161,21 +157,13 @@ func (b *builder) budgetChart(i int, bu Budget, days []budgetDay, row int) (int,
 	}
 	first, last := row+2, row+1+len(days)
 	ref := func(col string) string { return fmt.Sprintf("'%s'!$%s$%d:$%s$%d", sheetBudgets, col, first, col, last) }
-	at := make([]time.Time, len(days))
-	for i, d := range days {
-		at[i] = d.at
-	}
-	// In a column past the budgets table's, hidden.
-	labels, err := b.dayLabels(sheetBudgets, budgetLabelColumn, first, at)
-	if err != nil {
-		return 0, err
-	}
 	var series []excelize.ChartSeries
 	for _, col := range []string{"B", "C", "D"} {
 		series = append(series, excelize.ChartSeries{
 			Name:       fmt.Sprintf("'%s'!$%s$%d", sheetBudgets, col, row+1),
-			Categories: labels,
+			Categories: ref("A"),
 			Values:     ref(col),
+			Line:       dayLine,
 		})
 	}
 	zero := 0.0
@@ -191,12 +179,12 @@ func (b *builder) budgetChart(i int, bu Budget, days []budgetDay, row int) (int,
 	}
 	b.printWidth(sheetBudgets, left+chartWidthChars)
 	err = b.f.AddChart(sheetBudgets, fmt.Sprintf("E%d", row), &excelize.Chart{
-		Type:      excelize.Line,
+		Type:      dayChart,
 		Series:    series,
 		Title:     chartTitle(fmt.Sprintf("%s: cumulative cost against budget, %s", bu.Name, bu.Currency)),
 		Legend:    excelize.ChartLegend{Position: "bottom", Font: &excelize.Font{Size: chartFontSize, Color: chartTextColor}},
 		Dimension: excelize.ChartDimension{Width: chartWidth, Height: chartHeight},
-		XAxis:     b.dayAxis(),
+		XAxis:     dayAxis(days[0].at, days[len(days)-1].at),
 		YAxis:     moneyAxis(&zero),
 	})
 	if err != nil {

@@ -73,16 +73,8 @@ func (b *builder) daily() error {
 	if err != nil {
 		return err
 	}
-	b.printWidth(sheetDaily, columnsWidth(cols)+chartWidthChars)
+	b.printWidth(sheetDaily, columnsWidth(cols)+defaultColumnWidth+chartWidthChars)
 	last := len(days) + 1
-	at := make([]time.Time, len(days))
-	for i, d := range days {
-		at[i] = d.at
-	}
-	labels, err := b.dayLabels(sheetDaily, len(cols)+1, 2, at)
-	if err != nil {
-		return err
-	}
 	for i, c := range b.currencies {
 		col, err := excelize.ColumnNumberToName(i + 2)
 		if err != nil {
@@ -105,17 +97,18 @@ func (b *builder) daily() error {
 			return fmt.Sprintf("'%s'!$%s$%d:$%s$%d", sheetDaily, col, from, col, to)
 		}
 		err = b.f.AddChart(sheetDaily, fmt.Sprintf("%s%d", chartCol, 2+i*17), &excelize.Chart{
-			Type: excelize.Line,
+			Type: dayChart,
 			Series: []excelize.ChartSeries{{
 				Name:       fmt.Sprintf("'%s'!$%s$1", sheetDaily, col),
-				Categories: labels,
+				Categories: fmt.Sprintf("'%s'!$A$2:$A$%d", sheetDaily, last),
 				Values:     ref(2, last),
 				Marker:     excelize.ChartMarker{Symbol: "circle", Size: 4},
+				Line:       dayLine,
 			}},
 			Title:     chartTitle("Usage value per day, " + c),
 			Legend:    excelize.ChartLegend{Position: "none"},
 			Dimension: excelize.ChartDimension{Width: chartWidth, Height: chartHeight},
-			XAxis:     b.dayAxis(),
+			XAxis:     dayAxis(days[0].at, days[len(days)-1].at),
 			YAxis:     moneyAxis(yMin),
 		})
 		if err != nil {
@@ -134,6 +127,9 @@ const (
 	chartWidthChars = chartWidth / 7.0
 	chartFontSize   = 10 // 7 pt at the smallest print scale
 	chartTextColor  = "333333"
+	// defaultColumnWidth is an empty column's, as between Daily's table
+	// and its charts.
+	defaultColumnWidth = 9.14
 )
 
 func chartTitle(text string) excelize.ChartTitle {
@@ -141,39 +137,32 @@ func chartTitle(text string) excelize.ChartTitle {
 		Font: &excelize.Font{Size: chartFontSize + 2, Bold: true, Color: chartTextColor}}}}
 }
 
-// dayAxis is a chart's axis of days, labelled by dayLabels.
-func (b *builder) dayAxis() excelize.ChartAxis {
-	return excelize.ChartAxis{Font: excelize.Font{Size: chartFontSize, Color: chartTextColor}}
+// dayChart is the chart type of amounts by day: a scatter chart, days on
+// a value axis, which LibreOffice and Excel label at an interval that
+// leaves the labels apart (a line chart's category axis labels every day,
+// and LibreOffice ignores its label skip: 31 dates print over each other).
+const dayChart = excelize.Scatter
+
+// dayLine joins a day chart's points with straight lines (a scatter
+// chart draws none unless told).
+var dayLine = excelize.LineOptions{Type: excelize.LineSolid, Width: 1.5}
+
+// dayAxis is a chart's axis of the days first to last.
+func dayAxis(first, last time.Time) excelize.ChartAxis {
+	lo, hi := excelDay(first), excelDay(last)
+	return excelize.ChartAxis{Font: excelize.Font{Size: chartFontSize, Color: chartTextColor},
+		NumFmt: excelize.ChartNumFmt{CustomNumFmt: "d mmm"}, Minimum: &lo, Maximum: &hi}
 }
 
-// dayLabels writes a chart's day labels in column col of sheet from row
-// first on, one a day, and hides the column; it returns their reference
-// for the chart's categories. Only the first day and each seventh after it
-// is labelled ("1 Oct", "8 Oct", …), the others are blank: a month of
-// dates does not fit side by side under a printed chart, and LibreOffice
-// prints every label it is given, whatever label skip the chart asks for.
-func (b *builder) dayLabels(sheet string, col, first int, days []time.Time) (string, error) {
-	name, err := excelize.ColumnNumberToName(col)
-	if err != nil {
-		return "", err
-	}
-	for i, d := range days {
-		label := ""
-		if i%7 == 0 {
-			label = d.Format("2 Jan")
-		}
-		if err := b.put(sheet, col, first+i, cell{label, b.st.text}); err != nil {
-			return "", err
-		}
-	}
-	if err := b.f.SetColVisible(sheet, name, false); err != nil {
-		return "", err
-	}
-	return fmt.Sprintf("'%s'!$%s$%d:$%s$%d", sheet, name, first, name, first+len(days)-1), nil
+// excelDay is t as a spreadsheet's date serial number.
+func excelDay(t time.Time) float64 {
+	return float64(t.Sub(time.Date(1899, 12, 30, 0, 0, 0, 0, time.UTC)).Hours() / 24)
 }
 
 // moneyAxis is a chart's value axis: amounts, gridlines, from min when set.
+// Its 0 is not labelled: it would print over the first day's label in the
+// corner the axes share.
 func moneyAxis(min *float64) excelize.ChartAxis {
-	return excelize.ChartAxis{MajorGridLines: true, NumFmt: excelize.ChartNumFmt{CustomNumFmt: fmtMoney},
+	return excelize.ChartAxis{MajorGridLines: true, NumFmt: excelize.ChartNumFmt{CustomNumFmt: fmtMoney + ";-" + fmtMoney + ";"},
 		Minimum: min, Font: excelize.Font{Size: chartFontSize, Color: chartTextColor}}
 }
