@@ -125,7 +125,7 @@ const (
 	chartWidth      = 480
 	chartHeight     = 300
 	chartWidthChars = chartWidth / 7.0
-	chartFontSize   = 10 // 7 pt at the smallest print scale
+	chartFontSize   = 11 // as the cells': 7.26 pt at the smallest print scale
 	chartTextColor  = "333333"
 	// defaultColumnWidth is an empty column's, as between Daily's table
 	// and its charts.

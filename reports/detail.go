@@ -14,11 +14,13 @@ import (
 	"github.com/tally-dev/tally"
 )
 
+// detailColumns: as narrow as their values allow (a UUID takes 37), so a
+// printed band of rows is three pages wide.
 var detailColumns = []column{
 	{"Date", 16},
 	{"Date processed", 16},
-	{"Project", 22},
-	{"Family", 14},
+	{"Project", 20},
+	{"Family", 20}, // "Content Protection"
 	{"Solution", 16},
 	{"Meter", 30},
 	{"Meter SKU", 18},
@@ -29,10 +31,10 @@ var detailColumns = []column{
 	{"Currency", 10},
 	{"Entitlement type", 16},
 	{"Paid as", 20},
-	{"Entitlement id", 38},
-	{"Payment method id", 38},
+	{"Entitlement id", 37},
+	{"Payment method id", 37},
 	{"Payment method name", 22},
-	{"Run id", 38},
+	{"Run id", 37},
 	{"Fetched at (UTC)", 20},
 }
 

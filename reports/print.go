@@ -19,11 +19,11 @@ const (
 	// the side margins; A4 is wider, so a sheet that fits Letter fits A4.
 	printableWidth = 11*72 - 2*marginSide*72
 	marginSide     = 0.4 // inches
-	// minPrintScale prints 11 pt text at 7.7 pt and a chart's 10 pt axis
-	// labels at 7 pt: the smallest a sheet is ever printed. A sheet one
-	// page wide at it or larger prints one page wide; a wider one prints
-	// at it, across as many pages as its columns need.
-	minPrintScale = 70
+	// minPrintScale prints 11 pt text, a chart's labels included, at
+	// 7.26 pt: the smallest a sheet is ever printed. A sheet one page wide
+	// at it or larger prints one page wide; a wider one prints at it,
+	// across as many pages as its columns need.
+	minPrintScale = 66
 	maxPrintScale = 100
 	// lineHeight is the points a wrapped line of 11 pt text takes in a
 	// row; bold text, wider, is counted boldWidth as wide.

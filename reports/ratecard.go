@@ -18,7 +18,7 @@ func (b *builder) rateCardCheck() error {
 	t, err := b.newTable(sheetRateCard, "RateCardCheck", 1, []column{
 		{"Meter", 30},
 		{"Meter SKU", 18},
-		{"Family", 14},
+		{"Family", 20}, // "Content Protection"
 		{"Solution", 16},
 		{"Payment method id", 38},
 		{"Payment method name", 22},
@@ -31,7 +31,7 @@ func (b *builder) rateCardCheck() error {
 		{"Unit price", 16},
 		{"Rate card price", 16},
 		{"Rate card unit", 12},
-		{"Rate card price name", 30},
+		{"Rate card price name", 38},
 		{"Matched by", 16},
 		{"Rate card snapshot (UTC)", 20},
 		{"Expected cost", 16},

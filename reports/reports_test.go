@@ -1179,7 +1179,15 @@ func TestDailyChartAxes(t *testing.T) {
 		b, _ := io.ReadAll(rc)
 		rc.Close()
 		x := string(b)
-		val := x[strings.Index(x, "<valAx>"):]
+		// A scatter chart: the days' axis, then the amounts'.
+		if n := strings.Count(x, "<valAx>"); n != 2 {
+			t.Fatalf("%s has %d value axes, want the days' and the amounts'", f.Name, n)
+		}
+		days := x[strings.Index(x, "<valAx>"):]
+		if !strings.Contains(days[:strings.Index(days, "</scaling>")], fmt.Sprintf(`<min val="%d">`, excelDate(day(1)))) {
+			t.Errorf("%s: days' axis does not start on the month's first day with usage", f.Name)
+		}
+		val := x[strings.LastIndex(x, "<valAx>"):]
 		if !strings.Contains(val[:strings.Index(val, "</scaling>")], `<min val="0">`) {
 			t.Errorf("%s: value axis does not start at zero", f.Name)
 		}

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -42,7 +43,8 @@ type Word struct {
 func (w Word) Points() float64 { return (w.YMax - w.YMin) / heightPerPoint }
 
 // Page is one printed page: its words, in reading order, and the sheet its
-// footer names ("" when the footer names none).
+// footer names ("" when the footer names none, or not this page's number
+// of the document's pages).
 type Page struct {
 	Number        int
 	Width, Height float64
@@ -92,7 +94,7 @@ func (t Tools) ToPDF(ctx context.Context, xlsx, dir string) (string, error) {
 
 // footerSheet finds the sheet's name in the footer the workbook prints:
 // "<month> · basis <basis>   <sheet>   Page N of M · generated …".
-var footerSheet = regexp.MustCompile(`· basis \S+ (.+?) Page \d+ of \d+ · generated`)
+var footerSheet = regexp.MustCompile(`· basis \S+ (.+?) Page (\d+) of (\d+) · generated`)
 
 // Pages reads every word's box of the PDF.
 func (t Tools) Pages(ctx context.Context, pdf string) ([]Page, error) {
@@ -139,7 +141,8 @@ func parse(doc []byte) ([]Page, error) {
 		return nil, fmt.Errorf("pdftotext found no page")
 	}
 	for i := range pages {
-		if m := footerSheet.FindStringSubmatch(footer(pages[i])); m != nil {
+		if m := footerSheet.FindStringSubmatch(footer(pages[i])); m != nil &&
+			m[2] == strconv.Itoa(i+1) && m[3] == strconv.Itoa(len(pages)) {
 			pages[i].Sheet = m[1]
 		}
 	}
@@ -303,12 +306,18 @@ func Legible(t testing.TB, xlsx string, pages []Page) {
 			}
 		}
 		rows.Close()
-		on := map[string]bool{}
+		on, anywhere := map[string]bool{}, map[string]bool{}
 		for _, p := range FirstBand(printed) {
 			for _, w := range p.Words {
 				on[w.Text] = true
 			}
 		}
+		for _, p := range printed {
+			for _, w := range p.Words {
+				anywhere[w.Text] = true
+			}
+		}
+		problems = append(problems, cutOff(t, f, sheet, anywhere)...)
 		for _, h := range first {
 			for _, w := range strings.Fields(h) {
 				if !on[w] {
@@ -319,8 +328,70 @@ func Legible(t testing.TB, xlsx string, pages []Page) {
 		}
 	}
 	if len(problems) > 0 {
-		const most = 40
+		const most = 60
 		t.Errorf("the workbook does not print legibly (%d pages): %d problems, the first:\n%s", len(pages), len(problems),
 			strings.Join(problems[:min(most, len(problems))], "\n"))
 	}
+}
+
+// cutOff lists the words of the sheet's text cells that are printed
+// nowhere on its pages: cut off by the next cell or the page's edge, or
+// broken inside the word because its column is narrower than it.
+func cutOff(t testing.TB, f *excelize.File, sheet string, printed map[string]bool) []string {
+	t.Helper()
+	rows, err := f.Rows(sheet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []string
+	cut := 0
+	for r := 1; rows.Next(); r++ {
+		cols, err := rows.Columns(excelize.Options{RawCellValue: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for c, v := range cols {
+			if v == "" || !strings.ContainsAny(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ") {
+				continue
+			}
+			ref, _ := excelize.CoordinatesToCellName(c+1, r)
+			if typ, err := f.GetCellType(sheet, ref); err != nil || (typ != excelize.CellTypeSharedString && typ != excelize.CellTypeInlineString) {
+				continue
+			}
+			for _, w := range strings.Fields(v) {
+				if !printed[w] && !brokenAtHyphens(w, printed) {
+					if cut++; cut <= 5 {
+						out = append(out, fmt.Sprintf("sheet %s cell %s: %q of %.60q is printed nowhere: cut off", sheet, ref, w, v))
+					}
+					break
+				}
+			}
+		}
+	}
+	if cut > 5 {
+		out = append(out, fmt.Sprintf("sheet %s: %d more cells cut off", sheet, cut-5))
+	}
+	return out
+}
+
+// brokenAtHyphens is whether w is printed in parts broken after its
+// hyphens, as a wrapped cell breaks "sign-off" over two lines.
+func brokenAtHyphens(w string, printed map[string]bool) bool {
+	parts := strings.SplitAfter(w, "-")
+	if len(parts) < 2 {
+		return false
+	}
+	// Any run of parts may stay together on a line; each part must be on
+	// the page within one of the printed words.
+	for i := 0; i < len(parts); {
+		j := len(parts)
+		for ; j > i && !printed[strings.Join(parts[i:j], "")]; j-- {
+		}
+		if j == i {
+			return false
+		}
+		i = j
+	}
+	return true
 }
