@@ -120,6 +120,16 @@ func (b *builder) amount(m money, currency string) (cell, error) {
 	return cell{m.float(), style}, nil
 }
 
+// value is a usage value in currency: "not priced" when NULL, as an
+// estimate's usage of a meter no rate card price matches is (blank would
+// read as nothing used, 0 as nothing owed).
+func (b *builder) value(m money, currency string) (cell, error) {
+	if !m.valid {
+		return b.txt(NotPriced), nil
+	}
+	return b.amount(m, currency)
+}
+
 // unitPrice is a price per unit in currency; blank when NULL.
 func (b *builder) unitPrice(v any, currency string) (cell, error) {
 	style, err := b.st.priceStyle(currency)

@@ -33,8 +33,9 @@ type styles struct {
 	integer, quantity, percent                int
 	date, dateTime, hour                      int
 
-	money map[string]int
-	price map[string]int
+	money         map[string]int
+	moneyDecimals map[int]map[string]int // amounts shown with more decimals, to foot
+	price         map[string]int
 }
 
 func newStyles(f *excelize.File) (*styles, error) {
@@ -75,6 +76,21 @@ func newStyles(f *excelize.File) (*styles, error) {
 // the currency code beside them.
 func (s *styles) moneyStyle(currency string) (int, error) {
 	return s.currencyStyle(s.money, fmtMoney, currency)
+}
+
+// moneyStyleDecimals is the style of an amount in currency shown with
+// decimals decimals (2: moneyStyle).
+func (s *styles) moneyStyleDecimals(currency string, decimals int) (int, error) {
+	if decimals == 2 {
+		return s.moneyStyle(currency)
+	}
+	if s.moneyDecimals == nil {
+		s.moneyDecimals = map[int]map[string]int{}
+	}
+	if s.moneyDecimals[decimals] == nil {
+		s.moneyDecimals[decimals] = map[string]int{}
+	}
+	return s.currencyStyle(s.moneyDecimals[decimals], moneyFormat(decimals), currency)
 }
 
 // priceStyle is the style of a unit price in currency: at least two and up
