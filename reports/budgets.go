@@ -198,7 +198,7 @@ func (b *builder) budgetChart(i int, bu Budget, days []budgetDay, row int) (int,
 // anomalies writes the Flags sheet's Anomalies section from row on: each
 // cost anomaly of the month's days.
 func (b *builder) anomalies(row int) error {
-	if err := b.put(sheetFlags, 1, row, cell{"Anomalies: a project's meter cost far more on a day than on the 28 days before (basis usage)", b.st.section}); err != nil {
+	if err := b.putRow(sheetFlags, row, cell{"Anomalies: a project's meter cost far more on a day than on the 28 days before (basis usage)", b.st.sectionWrap}); err != nil {
 		return err
 	}
 	t, err := b.newTable(sheetFlags, "Anomalies", row+1, []column{

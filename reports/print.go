@@ -153,10 +153,10 @@ func wrappedLines(text string, width float64, bold bool) int {
 // fitRowHeight gives row the height its wrapped cells (headers and wrapped
 // texts) need in their columns' widths, so none runs into the row below.
 func (b *builder) fitRowHeight(sheet string, row int, cells []cell) error {
-	most := 1
+	most, perLine := 1, lineHeight
 	for i, c := range cells {
 		s, ok := c.v.(string)
-		if !ok || s == "" || (c.style != b.st.header && c.style != b.st.wrap) {
+		if !ok || s == "" || (c.style != b.st.header && c.style != b.st.wrap && c.style != b.st.sectionWrap) {
 			continue
 		}
 		name, err := excelize.ColumnNumberToName(i + 1)
@@ -167,12 +167,17 @@ func (b *builder) fitRowHeight(sheet string, row int, cells []cell) error {
 		if err != nil {
 			return err
 		}
-		most = max(most, wrappedLines(s, width, c.style == b.st.header))
+		if c.style == b.st.sectionWrap {
+			// 12 pt, bold.
+			width /= 12.0 / 11
+			perLine = lineHeight * 16 / 15
+		}
+		most = max(most, wrappedLines(s, width, c.style != b.st.wrap))
 	}
 	if most == 1 {
 		return nil
 	}
-	return b.f.SetRowHeight(sheet, row, float64(most)*lineHeight)
+	return b.f.SetRowHeight(sheet, row, float64(most)*perLine)
 }
 
 // wrapAcross writes text in row from column A across cols columns, merged

@@ -239,8 +239,10 @@ func (t *table) rows() int { return t.row - t.first }
 // with no data rows keeps one empty row, as Excel tables need one, and
 // empty says why below it.
 func (t *table) finish(empty string) error {
+	// Wrapped in column A: a sheet that prints across pages repeats
+	// column A on each, and cuts off what runs past it.
 	if t.rows() == 0 && empty != "" {
-		if err := t.b.put(t.sheet, 1, t.first+3, cell{empty, t.b.st.text}); err != nil {
+		if err := t.b.putRow(t.sheet, t.first+3, cell{empty, t.b.st.wrap}); err != nil {
 			return err
 		}
 	}

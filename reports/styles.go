@@ -30,6 +30,7 @@ type styles struct {
 	f *excelize.File
 
 	title, section, header, label, text, wrap int
+	sectionWrap                               int // a section title in column A of a sheet that prints across pages
 	integer, quantity, percent                int
 	date, dateTime, hour                      int
 
@@ -54,6 +55,7 @@ func newStyles(f *excelize.File) (*styles, error) {
 	}
 	s.title = mk(&excelize.Style{Font: &excelize.Font{Bold: true, Size: 14}})
 	s.section = mk(&excelize.Style{Font: &excelize.Font{Bold: true, Size: 12}})
+	s.sectionWrap = mk(&excelize.Style{Font: &excelize.Font{Bold: true, Size: 12}, Alignment: &excelize.Alignment{WrapText: true, Vertical: "top"}})
 	s.header = mk(&excelize.Style{
 		Font:      &excelize.Font{Bold: true},
 		Fill:      excelize.Fill{Type: "pattern", Pattern: 1, Color: []string{"DDE4EE"}},
