@@ -2,8 +2,9 @@
 // LibreOffice print the workbook to PDF, as a controller saves it for the
 // month's binder, reads every word's box back with pdftotext -bbox-layout
 // (poppler-utils), and finds words printed over other words, words printed
-// too small to read, and sheets whose header does not reach their first
-// pages. The workbook tests of reports and of the tally command use it.
+// too small to read, text cut off (a word of a cell printed nowhere), and
+// sheets whose header does not reach their first pages. The workbook tests
+// of reports and of the tally command use it.
 package printcheck
 
 import (
@@ -26,10 +27,11 @@ import (
 const MinPoints = 7.0
 
 // heightPerPoint is how tall pdftotext draws a word's box per point of its
-// font size: the font's ascent plus descent. DejaVu Sans, which LibreOffice
-// prints Calibri with where Carlito is not installed, is 1.164; the
-// largest of the fonts LibreOffice substitutes (Carlito, 1.22) is taken, so
-// a size read from a box is never larger than the size printed.
+// font size, measured: 11 pt text printed at 100 % has a 14.3 pt box. That
+// is DejaVu Sans, which LibreOffice prints the workbook's Calibri with where
+// Carlito is not installed (scripts/test's apt-get install brings DejaVu
+// and Liberation, not Carlito). A font with less ascent and descent, like
+// Carlito, draws smaller boxes, so sizes read low: the check errs strict.
 const heightPerPoint = 1.30
 
 // Word is one word on a page and its box, in points from the page's top
