@@ -63,7 +63,7 @@ func (b *builder) splitCells(c categorySplit, currency string) ([]cell, error) {
 	if !c.total.valid {
 		out := make([]cell, len(all))
 		for i := range out {
-			out[i] = b.txt(NotPriced)
+			out[i] = cell{NotPriced, b.st.notPriced}
 		}
 		return out, nil
 	}

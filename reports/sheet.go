@@ -125,7 +125,7 @@ func (b *builder) amount(m money, currency string) (cell, error) {
 // read as nothing used, 0 as nothing owed).
 func (b *builder) value(m money, currency string) (cell, error) {
 	if !m.valid {
-		return b.txt(NotPriced), nil
+		return cell{NotPriced, b.st.notPriced}, nil
 	}
 	return b.amount(m, currency)
 }

@@ -31,6 +31,7 @@ type styles struct {
 
 	title, section, header, label, text, wrap int
 	sectionWrap                               int // a section title in column A of a sheet that prints across pages
+	notPriced                                 int // "not priced" where an amount would be, aligned as one
 	integer, quantity, percent                int
 	date, dateTime, hour                      int
 
@@ -64,6 +65,7 @@ func newStyles(f *excelize.File) (*styles, error) {
 	})
 	s.label = mk(&excelize.Style{Font: &excelize.Font{Bold: true}, Alignment: &excelize.Alignment{Vertical: "top"}})
 	s.text = mk(&excelize.Style{Alignment: &excelize.Alignment{Vertical: "top"}})
+	s.notPriced = mk(&excelize.Style{Alignment: &excelize.Alignment{Horizontal: "right", Vertical: "top"}})
 	s.wrap = mk(&excelize.Style{Alignment: &excelize.Alignment{WrapText: true, Vertical: "top"}})
 	s.integer = mk(num(fmtInt))
 	s.quantity = mk(num(fmtQuantity))

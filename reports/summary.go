@@ -268,7 +268,7 @@ func (s *summaryWriter) entitlements() error {
 		if err := r.Scan(&currency, &category, &entType, &rows, &cost); err != nil {
 			return err
 		}
-		c, err := b.amount(cost, currency)
+		c, err := b.value(cost, currency)
 		if err != nil {
 			return err
 		}

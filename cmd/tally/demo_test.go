@@ -19,6 +19,7 @@ import (
 
 	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/fetch/sim"
+	"github.com/tally-dev/tally/internal/printcheck"
 	"github.com/tally-dev/tally/internal/prooftest"
 	"github.com/tally-dev/tally/reports"
 	"github.com/tally-dev/tally/store"
@@ -320,6 +321,23 @@ func TestDemoProjectsSource(t *testing.T) {
 	if notPriced == 0 {
 		t.Errorf("no Summary row of the estimate says %q: %q", reports.NotPriced, summary)
 	}
+	// The estimate prints legibly too: its Summary's long basis line, its
+	// Notes' estimate paragraph, its not priced cells.
+	tools, err := printcheck.Find()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	pdf, err := tools.ToPDF(ctx, book, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages, err := tools.Pages(ctx, pdf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	printcheck.Legible(t, book, pages)
 	if out, code, _ := cli(t, "demo", "--dir", dir, "--source", "project"); code != exitUsage {
 		t.Errorf("--source project: exit %d, want 2\n%s", code, out)
 	}
