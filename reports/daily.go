@@ -156,7 +156,7 @@ func dayAxis(first, last time.Time) excelize.ChartAxis {
 
 // excelDay is t as a spreadsheet's date serial number.
 func excelDay(t time.Time) float64 {
-	return float64(t.Sub(time.Date(1899, 12, 30, 0, 0, 0, 0, time.UTC)).Hours() / 24)
+	return t.Sub(time.Date(1899, 12, 30, 0, 0, 0, 0, time.UTC)).Hours() / 24
 }
 
 // moneyAxis is a chart's value axis: amounts, gridlines, from min when set.
