@@ -14,11 +14,12 @@ import (
 	"github.com/tally-dev/tally"
 )
 
-// detailColumns: as narrow as their values allow (a UUID takes 37), so a
+// detailColumns: as narrow as their values allow (a UUID takes 37; an
+// hour's date and time 17, a space to spare beside the next column), so a
 // printed band of rows is three pages wide.
 var detailColumns = []column{
-	{"Date", 16},
-	{"Date processed", 16},
+	{"Date", 17},
+	{"Date processed", 17},
 	{"Project", 20},
 	{"Family", 20}, // "Content Protection"
 	{"Solution", 16},
