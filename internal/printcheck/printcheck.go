@@ -320,6 +320,9 @@ func Legible(t testing.TB, xlsx string, pages []Page) {
 			}
 		}
 		problems = append(problems, cutOff(t, f, sheet, anywhere)...)
+		if len(first) > 1 {
+			problems = append(problems, repeatedColumn(printed, first[1])...)
+		}
 		for _, h := range first {
 			for _, w := range strings.Fields(h) {
 				if !on[w] {
@@ -396,4 +399,50 @@ func brokenAtHyphens(w string, printed map[string]bool) bool {
 		i = j
 	}
 	return true
+}
+
+// repeatedColumn finds text cut off in the first column of a sheet printed
+// across pages: each page of a band of rows repeats that column, and
+// LibreOffice cuts what runs past it on all but the first page. Words that
+// start in the column (left of the second column's header, secondHeader)
+// must be the same on every page of a band. (Where LibreOffice clips with
+// a clip path instead, the PDF still holds the whole text and pdftotext
+// reads it whole: that cut is seen only in the rendered page.)
+func repeatedColumn(printed []Page, secondHeader string) []string {
+	across := len(FirstBand(printed))
+	if across < 2 || secondHeader == "" {
+		return nil
+	}
+	firstWord := strings.Fields(secondHeader)[0]
+	right := -1.0
+	top := printed[0].Height
+	for _, w := range printed[0].Words {
+		if w.Text == firstWord && w.YMin < top {
+			right, top = w.XMin, w.YMin
+		}
+	}
+	if right < 0 {
+		return nil // the header check reports it
+	}
+	left := func(p Page) []string {
+		var s []string
+		for _, w := range p.Words {
+			if w.XMin < right-1 && w.YMax < p.Height*0.9 { // not the footer
+				s = append(s, w.Text)
+			}
+		}
+		sort.Strings(s)
+		return s
+	}
+	var out []string
+	for b := 0; b+across <= len(printed); b += across {
+		want := left(printed[b])
+		for _, p := range printed[b+1 : b+across] {
+			if got := left(p); strings.Join(got, " ") != strings.Join(want, " ") {
+				out = append(out, fmt.Sprintf("page %d (%s): its repeated first column prints %.120q, page %d %.120q: cut off",
+					p.Number, p.Sheet, strings.Join(got, " "), printed[b].Number, strings.Join(want, " ")))
+			}
+		}
+	}
+	return out
 }
