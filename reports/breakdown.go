@@ -50,14 +50,34 @@ func (c *categorySplit) dests() []any {
 	return []any{&c.direct, &c.balance, &c.license, &c.other, &c.total}
 }
 
+// NotPriced is what an amount says that has no price: an estimate's usage
+// of a meter no rate card price matches has no cost, which is not 0.
+const NotPriced = "not priced"
+
+// splitCells are a currency's four payment categories and their total,
+// shown with the decimals it takes for the parts to add up to the total
+// as shown (footDecimals). With no total, nothing was priced: an estimate
+// whose meters no rate card price matches; every cell says so.
 func (b *builder) splitCells(c categorySplit, currency string) ([]cell, error) {
-	var out []cell
-	for _, m := range []money{c.direct, c.balance, c.license, c.other, c.total} {
-		x, err := b.amount(m, currency)
-		if err != nil {
-			return nil, err
+	all := []money{c.direct, c.balance, c.license, c.other, c.total}
+	if !c.total.valid {
+		out := make([]cell, len(all))
+		for i := range out {
+			out[i] = cell{NotPriced, b.st.notPriced}
 		}
-		out = append(out, x)
+		return out, nil
+	}
+	style, err := b.st.moneyStyleDecimals(currency, footDecimals(all[:4], c.total))
+	if err != nil {
+		return nil, err
+	}
+	var out []cell
+	for _, m := range all {
+		if !m.valid {
+			out = append(out, cell{nil, style})
+			continue
+		}
+		out = append(out, cell{m.float(), style})
 	}
 	return out, nil
 }
@@ -128,7 +148,7 @@ func (b *builder) byMeter() error {
 		if err := r.Scan(&family, &solution, &meter, &sku, &unit, &currency, &rows, &quantity, &cost); err != nil {
 			return err
 		}
-		c, err := b.amount(cost, currency)
+		c, err := b.value(cost, currency)
 		if err != nil {
 			return err
 		}
@@ -152,7 +172,7 @@ func (b *builder) byPaymentMethod() error {
 		{"Valid until (first invalid day)", 14},
 		{"Active", 8},
 		{"Terms accepted", 10},
-		{"Streaming billed monthly (autoPurchaseStreamLicenses)", 16},
+		{"Streaming billed monthly (autoPurchaseStreamLicenses)", 30}, // the name the interface gives it does not break
 		{"Projects of the payment method", 28},
 		{"Projects with usage", 28},
 		{"Snapshot taken (UTC)", 20},
@@ -176,7 +196,7 @@ func (b *builder) byPaymentMethod() error {
 			&snapshot, &currency, &rows, &cost); err != nil {
 			return err
 		}
-		c, err := b.amount(cost, currency)
+		c, err := b.value(cost, currency)
 		if err != nil {
 			return err
 		}

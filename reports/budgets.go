@@ -124,6 +124,13 @@ func (b *builder) budgets() error {
 			return err
 		}
 		if len(days) > 0 {
+			// A budget's days and chart are a page high: each starts a page
+			// of its own rather than break across two.
+			if i > 0 {
+				if err := b.f.InsertPageBreak(sheetBudgets, fmt.Sprintf("A%d", row-1)); err != nil {
+					return err
+				}
+			}
 			if row, err = b.budgetChart(i, bu, days, row); err != nil {
 				return err
 			}
@@ -139,7 +146,7 @@ func (b *builder) budgets() error {
 	} else if over {
 		note += " The month is over: actual is what every day of it cost."
 	}
-	return b.put(sheetBudgets, 1, 2+len(b.opts.Budgets)+1, b.txt(note))
+	return b.wrapAcross(sheetBudgets, 2+len(b.opts.Budgets)+1, 9, note)
 }
 
 // share is m as a fraction of amount, shown as a percentage; blank when m
@@ -198,17 +205,29 @@ func (b *builder) budgetChart(i int, bu Budget, days []budgetDay, row int) (int,
 			Name:       fmt.Sprintf("'%s'!$%s$%d", sheetBudgets, col, row+1),
 			Categories: ref("A"),
 			Values:     ref(col),
+			Line:       dayLine,
 		})
 	}
 	zero := 0.0
-	err = b.f.AddChart(sheetBudgets, fmt.Sprintf("F%d", row), &excelize.Chart{
-		Type:      excelize.Line,
+	// Beside the day table's four columns (Day, Actual, Forecast, Budget),
+	// so the sheet prints one page wide.
+	left := 0.0
+	for _, col := range []string{"A", "B", "C", "D"} {
+		w, err := b.f.GetColWidth(sheetBudgets, col)
+		if err != nil {
+			return 0, err
+		}
+		left += w
+	}
+	b.printWidth(sheetBudgets, left+chartWidthChars)
+	err = b.f.AddChart(sheetBudgets, fmt.Sprintf("E%d", row), &excelize.Chart{
+		Type:      dayChart,
 		Series:    series,
-		Title:     excelize.ChartTitle{Paragraph: []excelize.RichTextRun{{Text: fmt.Sprintf("%s: cumulative cost against budget, %s", bu.Name, bu.Currency)}}},
-		Legend:    excelize.ChartLegend{Position: "bottom"},
-		Dimension: excelize.ChartDimension{Width: 640, Height: 320},
-		XAxis:     excelize.ChartAxis{NumFmt: excelize.ChartNumFmt{CustomNumFmt: fmtDate}, TickLabelSkip: 7},
-		YAxis:     excelize.ChartAxis{MajorGridLines: true, NumFmt: excelize.ChartNumFmt{CustomNumFmt: fmtMoney}, Minimum: &zero},
+		Title:     chartTitle(fmt.Sprintf("%s: cumulative cost against budget, %s", bu.Name, bu.Currency)),
+		Legend:    excelize.ChartLegend{Position: "bottom", Font: &excelize.Font{Size: chartFontSize, Color: chartTextColor}},
+		Dimension: excelize.ChartDimension{Width: chartWidth, Height: chartHeight},
+		XAxis:     dayAxis(days[0].at, days[len(days)-1].at),
+		YAxis:     moneyAxis(&zero),
 	})
 	if err != nil {
 		return 0, fmt.Errorf("chart %s: %w", bu.Name, err)
@@ -221,7 +240,7 @@ func (b *builder) budgetChart(i int, bu Budget, days []budgetDay, row int) (int,
 // anomalies writes the Flags sheet's Anomalies section from row on: each
 // cost anomaly of the month's days.
 func (b *builder) anomalies(row int) error {
-	if err := b.put(sheetFlags, 1, row, cell{"Anomalies: a project's meter cost far more on a day than on the 28 days before (basis usage)", b.st.section}); err != nil {
+	if err := b.putRow(sheetFlags, row, cell{"Anomalies: a project's meter cost far more on a day than on the 28 days before (basis usage)", b.st.sectionWrap}); err != nil {
 		return err
 	}
 	t, err := b.newTable(sheetFlags, "Anomalies", row+1, []column{

@@ -134,6 +134,8 @@ type builder struct {
 	detailIn     *detailReader // the Detail rows, read ahead
 	currencies   []string      // every currency of the month, sorted
 
+	printWidths map[string]float64 // each sheet's printed width, in characters, for printSetup
+
 	adjustments      []adjustmentRow   // closed months' differences, for their sheet
 	adjustmentTotals []adjustmentTotal // and per closed month and currency, for the Summary
 }

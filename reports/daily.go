@@ -73,6 +73,7 @@ func (b *builder) daily() error {
 	if err != nil {
 		return err
 	}
+	b.printWidth(sheetDaily, columnsWidth(cols)+defaultColumnWidth+chartWidthChars)
 	last := len(days) + 1
 	for i, c := range b.currencies {
 		col, err := excelize.ColumnNumberToName(i + 2)
@@ -81,8 +82,7 @@ func (b *builder) daily() error {
 		}
 		// The value axis starts at zero, so a small change does not look
 		// like a cliff; only a day valued below zero (a correction) lets
-		// the axis go below. Dates are labelled weekly so they stay
-		// readable in a month of days.
+		// the axis go below.
 		var yMin *float64
 		negative := false
 		for _, d := range days {
@@ -93,30 +93,76 @@ func (b *builder) daily() error {
 		if !negative {
 			yMin = new(float64)
 		}
-		skip := 0
-		if len(days) > 14 {
-			skip = 7
-		}
 		ref := func(from, to int) string {
 			return fmt.Sprintf("'%s'!$%s$%d:$%s$%d", sheetDaily, col, from, col, to)
 		}
-		err = b.f.AddChart(sheetDaily, fmt.Sprintf("%s%d", chartCol, 2+i*18), &excelize.Chart{
-			Type: excelize.Line,
+		err = b.f.AddChart(sheetDaily, fmt.Sprintf("%s%d", chartCol, 2+i*17), &excelize.Chart{
+			Type: dayChart,
 			Series: []excelize.ChartSeries{{
 				Name:       fmt.Sprintf("'%s'!$%s$1", sheetDaily, col),
 				Categories: fmt.Sprintf("'%s'!$A$2:$A$%d", sheetDaily, last),
 				Values:     ref(2, last),
 				Marker:     excelize.ChartMarker{Symbol: "circle", Size: 4},
+				Line:       dayLine,
 			}},
-			Title:     excelize.ChartTitle{Paragraph: []excelize.RichTextRun{{Text: "Usage value per day, " + c}}},
+			Title:     chartTitle("Usage value per day, " + c),
 			Legend:    excelize.ChartLegend{Position: "none"},
-			Dimension: excelize.ChartDimension{Width: 640, Height: 320},
-			XAxis:     excelize.ChartAxis{NumFmt: excelize.ChartNumFmt{CustomNumFmt: fmtDate}, TickLabelSkip: skip},
-			YAxis:     excelize.ChartAxis{MajorGridLines: true, NumFmt: excelize.ChartNumFmt{CustomNumFmt: fmtMoney}, Minimum: yMin},
+			Dimension: excelize.ChartDimension{Width: chartWidth, Height: chartHeight},
+			XAxis:     dayAxis(days[0].at, days[len(days)-1].at),
+			YAxis:     moneyAxis(yMin),
 		})
 		if err != nil {
 			return fmt.Errorf("chart %s: %w", c, err)
 		}
 	}
 	return nil
+}
+
+// Charts are chartWidth × chartHeight pixels. A chart is anchored to the
+// columns it spans, seven pixels to a character of column width, and
+// prints as wide as those columns: chartWidthChars.
+const (
+	chartWidth      = 480
+	chartHeight     = 300
+	chartWidthChars = chartWidth / 7.0
+	chartFontSize   = 11 // as the cells': 7.26 pt at the smallest print scale
+	chartTextColor  = "333333"
+	// defaultColumnWidth is an empty column's, as between Daily's table
+	// and its charts.
+	defaultColumnWidth = 9.14
+)
+
+func chartTitle(text string) excelize.ChartTitle {
+	return excelize.ChartTitle{Paragraph: []excelize.RichTextRun{{Text: text,
+		Font: &excelize.Font{Size: chartFontSize + 2, Bold: true, Color: chartTextColor}}}}
+}
+
+// dayChart is the chart type of amounts by day: a scatter chart, days on
+// a value axis, which LibreOffice and Excel label at an interval that
+// leaves the labels apart (a line chart's category axis labels every day,
+// and LibreOffice ignores its label skip: 31 dates print over each other).
+const dayChart = excelize.Scatter
+
+// dayLine joins a day chart's points with straight lines (a scatter
+// chart draws none unless told).
+var dayLine = excelize.LineOptions{Type: excelize.LineSolid, Width: 1.5}
+
+// dayAxis is a chart's axis of the days first to last.
+func dayAxis(first, last time.Time) excelize.ChartAxis {
+	lo, hi := excelDay(first), excelDay(last)
+	return excelize.ChartAxis{Font: excelize.Font{Size: chartFontSize, Color: chartTextColor},
+		NumFmt: excelize.ChartNumFmt{CustomNumFmt: "d mmm"}, Minimum: &lo, Maximum: &hi}
+}
+
+// excelDay is t as a spreadsheet's date serial number.
+func excelDay(t time.Time) float64 {
+	return t.Sub(time.Date(1899, 12, 30, 0, 0, 0, 0, time.UTC)).Hours() / 24
+}
+
+// moneyAxis is a chart's value axis: amounts, gridlines, from min when set.
+// Its 0 is not labelled: it would print over the first day's label in the
+// corner the axes share.
+func moneyAxis(min *float64) excelize.ChartAxis {
+	return excelize.ChartAxis{MajorGridLines: true, NumFmt: excelize.ChartNumFmt{CustomNumFmt: fmtMoney + ";-" + fmtMoney + ";"},
+		Minimum: min, Font: excelize.Font{Size: chartFontSize, Color: chartTextColor}}
 }

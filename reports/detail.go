@@ -14,11 +14,14 @@ import (
 	"github.com/tally-dev/tally"
 )
 
+// detailColumns: as narrow as their values allow (a UUID takes 37; an
+// hour's date and time 17, a space to spare beside the next column), so a
+// printed band of rows is three pages wide.
 var detailColumns = []column{
-	{"Date", 16},
-	{"Date processed", 16},
-	{"Project", 22},
-	{"Family", 14},
+	{"Date", 17},
+	{"Date processed", 17},
+	{"Project", 20},
+	{"Family", 20}, // "Content Protection"
 	{"Solution", 16},
 	{"Meter", 30},
 	{"Meter SKU", 18},
@@ -29,10 +32,10 @@ var detailColumns = []column{
 	{"Currency", 10},
 	{"Entitlement type", 16},
 	{"Paid as", 20},
-	{"Entitlement id", 38},
-	{"Payment method id", 38},
+	{"Entitlement id", 37},
+	{"Payment method id", 37},
 	{"Payment method name", 22},
-	{"Run id", 38},
+	{"Run id", 37},
 	{"Fetched at (UTC)", 20},
 }
 
@@ -304,6 +307,7 @@ func (b *builder) detail() error {
 		if _, err := b.f.NewSheet(name); err != nil {
 			return err
 		}
+		b.printWidth(name, columnsWidth(detailColumns))
 		if err := b.printSetup(name, true); err != nil {
 			return err
 		}
@@ -320,10 +324,12 @@ func (b *builder) detail() error {
 			return err
 		}
 		header := make([]any, len(detailColumns))
+		lines := 1
 		for i, c := range detailColumns {
 			header[i] = excelize.Cell{StyleID: b.st.header, Value: c.header}
+			lines = max(lines, wrappedLines(c.header, c.width, true))
 		}
-		if err := sw.SetRow("A1", header); err != nil {
+		if err := sw.SetRow("A1", header, excelize.RowOpts{Height: float64(lines) * lineHeight}); err != nil {
 			return err
 		}
 		b.detailSheets = append(b.detailSheets, name)

@@ -235,7 +235,7 @@ func (b *builder) flags() error {
 		if action == "" {
 			action = f.kind.action()
 		}
-		if err := t.add(b.txt(f.kind.label()), b.nstr(f.subject), b.nstr(f.name), b.txt(f.currency),
+		if err := t.add(b.wrapped(f.kind.label()), b.wrappedNull(f.subject), b.wrappedNull(f.name), b.txt(f.currency),
 			b.day(f.first), b.day(f.last), b.count(f.rows), cost, b.wrapped(f.detail), b.wrapped(action)); err != nil {
 			return err
 		}

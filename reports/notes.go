@@ -11,9 +11,9 @@ import (
 // finance reader.
 func (b *builder) notes() error {
 	t, err := b.newTable(sheetNotes, "Notes", 1, []column{
-		{"Sheet", 20},
+		{"Sheet", 22},
 		{"Column", 30},
-		{"What it means", 100},
+		{"What it means", 90},
 	})
 	if err != nil {
 		return err
@@ -25,7 +25,7 @@ func (b *builder) notes() error {
 		}, notes...)
 	}
 	for _, n := range notes {
-		if err := t.add(b.txt(n[0]), b.txt(n[1]), b.wrapped(n[2])); err != nil {
+		if err := t.add(b.wrapped(n[0]), b.wrapped(n[1]), b.wrapped(n[2])); err != nil {
 			return err
 		}
 	}
@@ -35,7 +35,7 @@ func (b *builder) notes() error {
 func notesText(tolerance float64) [][3]string {
 	tol := percent(tolerance)
 	return [][3]string{
-		{"All sheets", "", "Figures come from the usage the provider's management interface reported, as Tally loaded it. Amounts are exact in the cell and shown rounded to the cent; a currency's amounts are never added to another currency's. Dates and times are UTC."},
+		{"All sheets", "", "Figures come from the usage the provider's management interface reported, as Tally loaded it. Amounts are exact in the cell and shown rounded to the cent, or with as many more decimals as it takes for a row's parts as shown (billed, balance, license, other) to add up to its total as shown; a currency's amounts are never added to another currency's. An estimate's usage of a meter no rate card price matches has no value: it says not priced. Dates and times are UTC."},
 		{"All sheets", "Usage value", "What the usage is worth at the provider's prices, whoever pays for it: billed directly, drawn from a prepaid balance, covered by a license or under another entitlement."},
 		{"All sheets", "Billed directly", "Usage with no entitlement: the provider invoices it."},
 		{"All sheets", "Drawn from a balance", "Usage paid from a cash, quantity or pre-commitment entitlement: it reduces a balance bought in advance rather than appearing as a new charge."},

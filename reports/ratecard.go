@@ -18,7 +18,7 @@ func (b *builder) rateCardCheck() error {
 	t, err := b.newTable(sheetRateCard, "RateCardCheck", 1, []column{
 		{"Meter", 30},
 		{"Meter SKU", 18},
-		{"Family", 14},
+		{"Family", 20}, // "Content Protection"
 		{"Solution", 16},
 		{"Payment method id", 38},
 		{"Payment method name", 22},
@@ -31,7 +31,7 @@ func (b *builder) rateCardCheck() error {
 		{"Unit price", 16},
 		{"Rate card price", 16},
 		{"Rate card unit", 12},
-		{"Rate card price name", 30},
+		{"Rate card price name", 38},
 		{"Matched by", 16},
 		{"Rate card snapshot (UTC)", 20},
 		{"Expected cost", 16},
@@ -98,7 +98,7 @@ func (b *builder) rateCardCheck() error {
 		}
 		if err := t.add(b.txt(meter), b.nstr(sku), b.nstr(family), b.nstr(solution), b.txt(orNone(pm)),
 			b.nstr(pmName), b.txt(currency), b.count(rows), b.qty(quantity), b.nstr(unit),
-			valueCell, invoicedCell, unitCell, priceCell, b.nstr(priceUnit), b.nstr(priceName), b.nstr(matchedBy), b.stamp(snapshot),
+			valueCell, invoicedCell, unitCell, priceCell, b.nstr(priceUnit), b.wrappedNull(priceName), b.wrappedNull(matchedBy), b.stamp(snapshot),
 			exp, vr, pc, b.txt(yesNo(status != rcOK)), b.txt(status), b.wrapped(why)); err != nil {
 			return err
 		}

@@ -1180,7 +1180,15 @@ func TestDailyChartAxes(t *testing.T) {
 		b, _ := io.ReadAll(rc)
 		rc.Close()
 		x := string(b)
-		val := x[strings.Index(x, "<valAx>"):]
+		// A scatter chart: the days' axis, then the amounts'.
+		if n := strings.Count(x, "<valAx>"); n != 2 {
+			t.Fatalf("%s has %d value axes, want the days' and the amounts'", f.Name, n)
+		}
+		days := x[strings.Index(x, "<valAx>"):]
+		if !strings.Contains(days[:strings.Index(days, "</scaling>")], fmt.Sprintf(`<min val="%d">`, excelDate(day(1)))) {
+			t.Errorf("%s: days' axis does not start on the month's first day with usage", f.Name)
+		}
+		val := x[strings.LastIndex(x, "<valAx>"):]
 		if !strings.Contains(val[:strings.Index(val, "</scaling>")], `<min val="0">`) {
 			t.Errorf("%s: value axis does not start at zero", f.Name)
 		}
@@ -1214,5 +1222,75 @@ func TestSummaryLeadsWithTheMoney(t *testing.T) {
 		if i > 0 && at[name] < at[order[i-1]] {
 			t.Errorf("Summary shows %q (row %d) before %q (row %d)", name, at[name]+1, order[i-1], at[order[i-1]]+1)
 		}
+	}
+}
+
+// Where a total is shown beside its parts (the Summary's usage value per
+// currency, By project's rows), the parts as shown add up to the total as
+// shown. Project delta's CHF is half a cent billed and half a cent from a
+// balance: rounded to the cent, 0.01 + 0.01 beside a total of 0.01; the
+// row shows the decimals it takes (0.005 + 0.005 = 0.010).
+func TestFiguresFoot(t *testing.T) {
+	db := openDB(t)
+	seed(t, db)
+	for _, typ := range []string{"", "Cash"} {
+		addUsage(t, db, use{date: day(4), meter: "storage_gb", unit: "GB", qty: 1, cost: "0.005", currency: "CHF",
+			entType: typ, pm: pm1, pmName: "Direct USD", project: "delta"})
+	}
+	f, _ := build(t, db, reports.Options{})
+	shown := func(sheet string, col, row int) *big.Rat {
+		t.Helper()
+		ref, _ := excelize.CoordinatesToCellName(col, row)
+		raw, err := f.GetCellValue(sheet, ref, excelize.Options{RawCellValue: true})
+		if err != nil || raw == "" {
+			return new(big.Rat)
+		}
+		id, err := f.GetCellStyle(sheet, ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := f.GetStyle(id)
+		if err != nil || st.CustomNumFmt == nil {
+			t.Fatalf("%s!%s has no number format", sheet, ref)
+		}
+		format := strings.SplitN(*st.CustomNumFmt, " ", 2)[0]
+		decimals := len(format) - strings.Index(format, ".") - 1
+		v, _ := new(big.Rat).SetString(strconv.FormatFloat(mustFloat(t, raw), 'g', 15, 64))
+		scale := new(big.Rat).SetInt(new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(decimals)), nil))
+		x := new(big.Rat).Mul(v, scale)
+		q, rem := new(big.Int).QuoRem(x.Num(), x.Denom(), new(big.Int))
+		if new(big.Int).Mul(new(big.Int).Abs(rem), big.NewInt(2)).Cmp(x.Denom()) >= 0 {
+			q.Add(q, big.NewInt(int64(x.Sign())))
+		}
+		return new(big.Rat).Quo(new(big.Rat).SetInt(q), scale)
+	}
+	check := func(sheet string, header []string, row int) {
+		t.Helper()
+		parts := new(big.Rat)
+		for _, name := range []string{"Billed directly", "Drawn from a balance", "Covered by a license", "Other entitlement types"} {
+			parts.Add(parts, shown(sheet, colOf(t, header, name)+1, row))
+		}
+		if total := shown(sheet, colOf(t, header, "Total usage value")+1, row); parts.Cmp(total) != 0 {
+			t.Errorf("%s row %d: parts as shown add up to %s, the total shows %s", sheet, row, parts.FloatString(12), total.FloatString(12))
+		}
+	}
+	all := rows(t, f, "Summary")
+	checked := 0
+	for i, r := range all {
+		if at(r, 0) != "Currency" || !slices.Contains(r, "Total usage value") {
+			continue
+		}
+		for j := i + 1; j < len(all) && at(all[j], 0) != ""; j++ {
+			check("Summary", r, j+1)
+			checked++
+		}
+	}
+	byProject := rows(t, f, "By project")
+	for i := range byProject[1:] {
+		check("By project", byProject[0], i+2)
+		checked++
+	}
+	if checked < 4 {
+		t.Fatalf("checked %d rows", checked)
 	}
 }

@@ -53,14 +53,15 @@ func (b *builder) put(sheet string, col, row int, c cell) error {
 	return nil
 }
 
-// putRow writes cells from column 1 of row.
+// putRow writes cells from column 1 of row, and makes the row as high as
+// its wrapped cells need.
 func (b *builder) putRow(sheet string, row int, cells ...cell) error {
 	for i, c := range cells {
 		if err := b.put(sheet, i+1, row, c); err != nil {
 			return err
 		}
 	}
-	return nil
+	return b.fitRowHeight(sheet, row, cells)
 }
 
 // Cell constructors.
@@ -68,6 +69,14 @@ func (b *builder) putRow(sheet string, row int, cells ...cell) error {
 func (b *builder) txt(s string) cell { return cell{s, b.st.text} }
 
 func (b *builder) wrapped(s string) cell { return cell{s, b.st.wrap} }
+
+// wrappedNull is a text that may be NULL (blank) and wraps in its column.
+func (b *builder) wrappedNull(s sql.NullString) cell {
+	if !s.Valid {
+		return cell{nil, b.st.wrap}
+	}
+	return cell{s.String, b.st.wrap}
+}
 
 func (b *builder) nstr(s sql.NullString) cell {
 	if !s.Valid {
@@ -111,6 +120,16 @@ func (b *builder) amount(m money, currency string) (cell, error) {
 	return cell{m.float(), style}, nil
 }
 
+// value is a usage value in currency: "not priced" when NULL, as an
+// estimate's usage of a meter no rate card price matches is (blank would
+// read as nothing used, 0 as nothing owed).
+func (b *builder) value(m money, currency string) (cell, error) {
+	if !m.valid {
+		return cell{NotPriced, b.st.notPriced}, nil
+	}
+	return b.amount(m, currency)
+}
+
 // unitPrice is a price per unit in currency; blank when NULL.
 func (b *builder) unitPrice(v any, currency string) (cell, error) {
 	style, err := b.st.priceStyle(currency)
@@ -152,15 +171,19 @@ type table struct {
 // ("" for a plain range with a styled header).
 func (b *builder) newTable(sheet, name string, first int, cols []column) (*table, error) {
 	t := &table{b: b, sheet: sheet, name: name, cols: cols, first: first, row: first}
-	for i, c := range cols {
-		if err := b.put(sheet, i+1, first, cell{c.header, b.st.header}); err != nil {
-			return nil, err
-		}
-	}
 	if first == 1 {
 		if err := b.setWidths(sheet, cols); err != nil {
 			return nil, err
 		}
+	}
+	header := make([]cell, len(cols))
+	for i, c := range cols {
+		header[i] = cell{c.header, b.st.header}
+	}
+	if err := b.putRow(sheet, first, header...); err != nil {
+		return nil, err
+	}
+	if first == 1 {
 		if err := b.f.SetPanes(sheet, frozenHeader()); err != nil {
 			return nil, err
 		}
@@ -169,6 +192,7 @@ func (b *builder) newTable(sheet, name string, first int, cols []column) (*table
 }
 
 func (b *builder) setWidths(sheet string, cols []column) error {
+	b.printWidth(sheet, columnsWidth(cols))
 	for i, c := range cols {
 		name, err := excelize.ColumnNumberToName(i + 1)
 		if err != nil {
@@ -179,6 +203,15 @@ func (b *builder) setWidths(sheet string, cols []column) error {
 		}
 	}
 	return nil
+}
+
+// columnsWidth is the columns' width together, in characters.
+func columnsWidth(cols []column) float64 {
+	w := 0.0
+	for _, c := range cols {
+		w += c.width
+	}
+	return w
 }
 
 func frozenHeader() *excelize.Panes {
@@ -206,8 +239,10 @@ func (t *table) rows() int { return t.row - t.first }
 // with no data rows keeps one empty row, as Excel tables need one, and
 // empty says why below it.
 func (t *table) finish(empty string) error {
+	// Wrapped in column A: a sheet that prints across pages repeats
+	// column A on each, and cuts off what runs past it.
 	if t.rows() == 0 && empty != "" {
-		if err := t.b.put(t.sheet, 1, t.first+3, cell{empty, t.b.st.text}); err != nil {
+		if err := t.b.putRow(t.sheet, t.first+3, cell{empty, t.b.st.wrap}); err != nil {
 			return err
 		}
 	}

@@ -30,11 +30,14 @@ type styles struct {
 	f *excelize.File
 
 	title, section, header, label, text, wrap int
+	sectionWrap                               int // a section title in column A of a sheet that prints across pages
+	notPriced                                 int // "not priced" where an amount would be, aligned as one
 	integer, quantity, percent                int
 	date, dateTime, hour                      int
 
-	money map[string]int
-	price map[string]int
+	money         map[string]int
+	moneyDecimals map[int]map[string]int // amounts shown with more decimals, to foot
+	price         map[string]int
 }
 
 func newStyles(f *excelize.File) (*styles, error) {
@@ -53,6 +56,7 @@ func newStyles(f *excelize.File) (*styles, error) {
 	}
 	s.title = mk(&excelize.Style{Font: &excelize.Font{Bold: true, Size: 14}})
 	s.section = mk(&excelize.Style{Font: &excelize.Font{Bold: true, Size: 12}})
+	s.sectionWrap = mk(&excelize.Style{Font: &excelize.Font{Bold: true, Size: 12}, Alignment: &excelize.Alignment{WrapText: true, Vertical: "top"}})
 	s.header = mk(&excelize.Style{
 		Font:      &excelize.Font{Bold: true},
 		Fill:      excelize.Fill{Type: "pattern", Pattern: 1, Color: []string{"DDE4EE"}},
@@ -61,6 +65,7 @@ func newStyles(f *excelize.File) (*styles, error) {
 	})
 	s.label = mk(&excelize.Style{Font: &excelize.Font{Bold: true}, Alignment: &excelize.Alignment{Vertical: "top"}})
 	s.text = mk(&excelize.Style{Alignment: &excelize.Alignment{Vertical: "top"}})
+	s.notPriced = mk(&excelize.Style{Alignment: &excelize.Alignment{Horizontal: "right", Vertical: "top"}})
 	s.wrap = mk(&excelize.Style{Alignment: &excelize.Alignment{WrapText: true, Vertical: "top"}})
 	s.integer = mk(num(fmtInt))
 	s.quantity = mk(num(fmtQuantity))
@@ -75,6 +80,21 @@ func newStyles(f *excelize.File) (*styles, error) {
 // the currency code beside them.
 func (s *styles) moneyStyle(currency string) (int, error) {
 	return s.currencyStyle(s.money, fmtMoney, currency)
+}
+
+// moneyStyleDecimals is the style of an amount in currency shown with
+// decimals decimals (2: moneyStyle).
+func (s *styles) moneyStyleDecimals(currency string, decimals int) (int, error) {
+	if decimals == 2 {
+		return s.moneyStyle(currency)
+	}
+	if s.moneyDecimals == nil {
+		s.moneyDecimals = map[int]map[string]int{}
+	}
+	if s.moneyDecimals[decimals] == nil {
+		s.moneyDecimals[decimals] = map[string]int{}
+	}
+	return s.currencyStyle(s.moneyDecimals[decimals], moneyFormat(decimals), currency)
 }
 
 // priceStyle is the style of a unit price in currency: at least two and up

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/xuri/excelize/v2"
+
 	"github.com/tally-dev/tally"
 )
 
@@ -33,10 +35,7 @@ func (b *builder) summaryTotals() ([]totalRow, error) {
 // gathered.
 func (b *builder) summary(totals []totalRow) error {
 	s := &summaryWriter{b: b, row: 1}
-	// Wide enough for the longest header of each column ("Entitlement
-	// type (as sent)", "Other entitlement types"), so none runs into the
-	// next cell.
-	if err := b.setWidths(sheetSummary, []column{{"", 40}, {"", 26}, {"", 28}, {"", 22}, {"", 22}, {"", 25}, {"", 20}}); err != nil {
+	if err := b.setWidths(sheetSummary, summaryColumns); err != nil {
 		return err
 	}
 	month := b.p.Month
@@ -104,10 +103,46 @@ type summaryWriter struct {
 	row int
 }
 
+// summaryColumns are the Summary's widths: the labels' column, then as
+// narrow as the longest value of each column ("(entitlement without a
+// type)", "Drawn from a balance", an amount in the millions) so the sheet
+// prints one page wide; headers wrap.
+var summaryColumns = []column{{"", 38}, {"", 22}, {"", 28}, {"", 15}, {"", 15}, {"", 15}, {"", 15}}
+
 func (s *summaryWriter) put(cells ...cell) error {
 	err := s.b.putRow(sheetSummary, s.row, cells...)
+	if err == nil && len(cells) == 2 {
+		err = s.wrapLong(cells[1])
+	}
 	s.row++
 	return err
+}
+
+// wrapLong spreads a label's text that is wider than its column over the
+// rest of the row and wraps it there, so a long line (the basis, the
+// month's status, a run's error) prints whole on the page rather than
+// running past its right edge.
+func (s *summaryWriter) wrapLong(c cell) error {
+	text, ok := c.v.(string)
+	if !ok || c.style != s.b.st.text || float64(len(text)) < summaryColumns[1].width-1 {
+		return nil
+	}
+	last, err := excelize.CoordinatesToCellName(len(summaryColumns), s.row)
+	if err != nil {
+		return err
+	}
+	first := fmt.Sprintf("B%d", s.row)
+	if err := s.b.f.MergeCell(sheetSummary, first, last); err != nil {
+		return err
+	}
+	if err := s.b.f.SetCellStyle(sheetSummary, first, last, s.b.st.wrap); err != nil {
+		return err
+	}
+	lines := wrappedLines(text, columnsWidth(summaryColumns[1:]), false)
+	if lines == 1 {
+		return nil
+	}
+	return s.b.f.SetRowHeight(sheetSummary, s.row, float64(lines)*lineHeight)
 }
 
 func (s *summaryWriter) lines(lines [][]cell) error {
@@ -230,7 +265,7 @@ func (s *summaryWriter) entitlements() error {
 		if err := r.Scan(&currency, &category, &entType, &rows, &cost); err != nil {
 			return err
 		}
-		c, err := b.amount(cost, currency)
+		c, err := b.value(cost, currency)
 		if err != nil {
 			return err
 		}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/fetch/sim"
+	"github.com/tally-dev/tally/internal/printcheck"
 	"github.com/tally-dev/tally/internal/prooftest"
 	"github.com/tally-dev/tally/reports"
 	"github.com/tally-dev/tally/store"
@@ -323,6 +325,53 @@ func TestDemoProjectsSource(t *testing.T) {
 	if len(rows) < 50 {
 		t.Errorf("the estimated workbook's Detail has %d rows", len(rows))
 	}
+	// The demo's EUR usage is on meters no rate card price matches: its
+	// Summary row says not priced, not 0 billed with a blank total.
+	summary, _ := f.GetRows("Summary")
+	var header []string
+	notPriced := 0
+	for _, r := range summary {
+		if len(r) > 0 && r[0] == "Currency" && slices.Contains(r, "Total usage value") {
+			header = r
+			continue
+		}
+		if header == nil || len(r) == 0 || r[0] == "" {
+			if header != nil {
+				break
+			}
+			continue
+		}
+		total := slices.Index(header, "Total usage value")
+		switch {
+		case len(r) <= total || r[total] == "":
+			t.Errorf("Summary row %q has a blank total", r)
+		case r[total] == reports.NotPriced:
+			notPriced++
+			if r[slices.Index(header, "Billed directly")] != reports.NotPriced {
+				t.Errorf("Summary row %q: an unpriced currency shows an amount billed", r)
+			}
+		}
+	}
+	if notPriced == 0 {
+		t.Errorf("no Summary row of the estimate says %q: %q", reports.NotPriced, summary)
+	}
+	// The estimate prints legibly too: its Summary's long basis line, its
+	// Notes' estimate paragraph, its not priced cells.
+	tools, err := printcheck.Find()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	pdf, err := tools.ToPDF(ctx, book, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages, err := tools.Pages(ctx, pdf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	printcheck.Legible(t, book, pages)
 	if out, code, _ := cli(t, "demo", "--dir", dir, "--source", "project"); code != exitUsage {
 		t.Errorf("--source project: exit %d, want 2\n%s", code, out)
 	}

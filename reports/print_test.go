@@ -1,0 +1,60 @@
+package reports_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/tally-dev/tally"
+	"github.com/tally-dev/tally/internal/printcheck"
+	"github.com/tally-dev/tally/reports"
+)
+
+// A month of 1,000+ Detail rows, with every kind of flag the fixture has,
+// long texts, budgets with their charts, two currencies and an adjustment
+// to a closed month prints legibly
+// (printcheck.Legible): LibreOffice prints it to PDF, and no word overprints
+// another, none is under 7 pt, and every sheet's header is on its first
+// pages. The demo workbook's proof is TestWorkbookPrintsAsPDF in
+// cmd/tally.
+func TestWorkbookPrintsLegibly(t *testing.T) {
+	tools, err := printcheck.Find()
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := openDB(t)
+	seed(t, db)
+	// 1,240 more day rows: 40 a day over the month's 31 days.
+	execSQL(t, db, `INSERT INTO usage
+SELECT 'day', 'usage', DATE '2026-10-01' + (i // 40)::INTEGER, DATE '2026-10-02' + (i // 40)::INTEGER,
+       'meter_' || (i % 5), 'SKU-' || (i % 5), 'video', 'encoding', 'minutes',
+       10 + i % 7, 0.015, (0.015 * (10 + i % 7))::DECIMAL(38, 12), CASE WHEN i % 3 = 0 THEN 'EUR' ELSE 'USD' END,
+       NULL, NULL, ?, 'Direct USD', 'project-' || (i % 9), CAST(? AS UUID), ?
+FROM range(1240) t(i)`, pm1, runID, now.Add(-48*time.Hour))
+	// September was closed at 90 USD; a late charge made it 100 since:
+	// the Adjustments to closed months sheet prints too.
+	execSQL(t, db, `INSERT INTO month_closes (id, month, basis, granularity, action, acted_at, who, rows, cost, content_hash, final_workbook)
+		VALUES (uuid(), DATE '2026-09-01', 'usage', 'day', 'close', TIMESTAMP '2026-10-02 06:00:00', 'nightly',
+		        1, MAP {'USD': 90.0::DECIMAL(38, 12)}, 'x', 'tally-cost-2026-09-final.xlsx')`)
+	execSQL(t, db, `INSERT INTO month_close_figures SELECT id, 'alpha', 'video_encoding_ondemand', ?, 'USD', 1, 90, 90, 90, 1, 'minutes'
+		FROM month_closes`, pm1)
+	budgets := []reports.Budget{
+		{Name: "video", ScopeKind: "all", ScopeText: "all", Currency: "USD", Amount: tally.MustDecimal("500")},
+		{Name: "alpha", ScopeKind: "project", Scope: "alpha", ScopeText: "project:alpha", Currency: "EUR", Amount: tally.MustDecimal("20")},
+	}
+	f, path := build(t, db, reports.Options{Budgets: budgets})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	pdf, err := tools.ToPDF(ctx, path, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages, err := tools.Pages(ctx, pdf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if by := printcheck.BySheet(pages); len(by["Adjustments to closed months"]) == 0 {
+		t.Errorf("the Adjustments to closed months sheet did not print: sheets %v", f.GetSheetList())
+	}
+	printcheck.Legible(t, path, pages)
+}
