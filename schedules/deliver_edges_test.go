@@ -79,7 +79,8 @@ func TestDeliverReclosedFinalAndMailMatchesAttachment(t *testing.T) {
 		t.Fatalf("%d mails, want 3: the month's workbook, the first final, the final of the re-close", len(mails))
 	}
 	for i, want := range []string{"tally-cost-2026-10-final.xlsx", "tally-cost-2026-10-final-2.xlsx"} {
-		hdr, text, attached, name := mailParts(t, mails[1+i])
+		m := prooftest.ParseMail(t, mails[1+i])
+		hdr, text, attached, name := m.Header, m.Text, m.Attached, m.Name
 		text = strings.ReplaceAll(text, "\r\n", "\n")
 		if name != want || !strings.HasSuffix(hdr.Get("Subject"), "(final)") {
 			t.Fatalf("mail %d carries %q (%q), want %s", 2+i, name, hdr.Get("Subject"), want)
@@ -169,8 +170,7 @@ func TestDeliverResendAfterLostAnswerKeepsMessageID(t *testing.T) {
 	if len(mails) != 2 {
 		t.Fatalf("%d mails, want 2: the one whose answer was lost, and its resend", len(mails))
 	}
-	h1, _, _, _ := mailParts(t, mails[0])
-	h2, _, _, _ := mailParts(t, mails[1])
+	h1, h2 := prooftest.ParseMail(t, mails[0]).Header, prooftest.ParseMail(t, mails[1]).Header
 	if h1.Get("Message-Id") == "" || h1.Get("Message-Id") != h2.Get("Message-Id") {
 		t.Fatalf("Message-IDs %q and %q: a resend must carry the same", h1.Get("Message-Id"), h2.Get("Message-Id"))
 	}

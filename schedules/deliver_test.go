@@ -4,13 +4,8 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
-	"encoding/base64"
 	"errors"
-	"io"
-	"mime"
-	"mime/multipart"
 	"net"
-	"net/mail"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -40,12 +35,6 @@ func smtpConfig(t *testing.T, addr string, timeout time.Duration) *configs.SMTPC
 	}
 }
 
-// mailParts splits a received message into its headers, text and
-// attachment.
-func mailParts(t *testing.T, raw []byte) (h mail.Header, text string, attached []byte, name string) {
-	t.Helper()
-	return prooftest.ParseMail(t, raw)
-}
 
 // The deliver step sends the finished month's workbook by mail (STARTTLS,
 // AUTH, the workbook attached intact, the totals in the text) and to a
@@ -105,43 +94,14 @@ func TestDeliverWorkbooks(t *testing.T) {
 	if len(ms.Auths()) == 0 || ms.Auths()[0] != "tally:"+password {
 		t.Errorf("AUTH %q, want the user and the password from password_env", ms.Auths())
 	}
-	msg, err := mail.ReadMessage(bytes.NewReader(ms.Received()[0]))
-	if err != nil {
-		t.Fatal(err)
+	got := prooftest.ParseMail(t, ms.Received()[0])
+	if subject := got.Header.Get("Subject"); subject != "Tally cost workbook 2026-10" {
+		t.Errorf("subject %q", subject)
 	}
-	if got := msg.Header.Get("Subject"); got != "Tally cost workbook 2026-10" {
-		t.Errorf("subject %q", got)
+	if !strings.HasPrefix(got.Type, xlsxType) {
+		t.Errorf("attachment type %q, want %s", got.Type, xlsxType)
 	}
-	mt, params, err := mime.ParseMediaType(msg.Header.Get("Content-Type"))
-	if err != nil || !strings.HasPrefix(mt, "multipart/") {
-		t.Fatalf("content type %q: %v", msg.Header.Get("Content-Type"), err)
-	}
-	var text string
-	var attached []byte
-	mr := multipart.NewReader(msg.Body, params["boundary"])
-	for {
-		part, err := mr.NextPart()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(part) // quoted-printable is decoded by the reader, base64 is not
-		if strings.EqualFold(part.Header.Get("Content-Transfer-Encoding"), "base64") {
-			if b, err = base64.StdEncoding.DecodeString(strings.Join(strings.Fields(string(b)), "")); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if part.FileName() != "" {
-			if ct := part.Header.Get("Content-Type"); !strings.HasPrefix(ct, xlsxType) {
-				t.Errorf("attachment type %q, want %s", ct, xlsxType)
-			}
-			attached = b
-		} else {
-			text += string(b)
-		}
-	}
+	text, attached := got.Text, got.Attached
 	if !bytes.Equal(attached, wb) {
 		t.Errorf("the attachment (%d bytes) is not the workbook (%d bytes)", len(attached), len(wb))
 	}

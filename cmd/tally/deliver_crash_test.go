@@ -142,7 +142,8 @@ func TestDeliverKilledAtAnyMoment(t *testing.T) {
 		}
 		ids := map[string]string{} // attachment name: Message-ID
 		for _, raw := range ms.Received()[before:] {
-			h, _, attached, name := prooftest.ParseMail(t, raw)
+			m := prooftest.ParseMail(t, raw)
+			h, attached, name := m.Header, m.Attached, m.Name
 			if !bytes.Equal(attached, want[name]) {
 				t.Fatalf("%s: a mail's attachment %q is not the workbook", label, name)
 			}

@@ -181,9 +181,17 @@ func (s *mailSession) Data(r io.Reader) error {
 func (s *mailSession) Reset()        {}
 func (s *mailSession) Logout() error { return nil }
 
-// ParseMail splits a received message into its headers, text and
-// attachment.
-func ParseMail(t testing.TB, raw []byte) (h mail.Header, text string, attached []byte, name string) {
+// Mail is a received message taken apart: its headers, its text parts,
+// and its attachment with the name and type it was sent under.
+type Mail struct {
+	Header     mail.Header
+	Text       string
+	Attached   []byte
+	Name, Type string // the attachment's file name and Content-Type
+}
+
+// ParseMail takes a received message apart.
+func ParseMail(t testing.TB, raw []byte) Mail {
 	t.Helper()
 	msg, err := mail.ReadMessage(bytes.NewReader(raw))
 	if err != nil {
@@ -193,6 +201,7 @@ func ParseMail(t testing.TB, raw []byte) (h mail.Header, text string, attached [
 	if err != nil || !strings.HasPrefix(mt, "multipart/") {
 		t.Fatalf("content type %q: %v", msg.Header.Get("Content-Type"), err)
 	}
+	m := Mail{Header: msg.Header}
 	mr := multipart.NewReader(msg.Body, params["boundary"])
 	for {
 		part, err := mr.NextPart()
@@ -209,10 +218,10 @@ func ParseMail(t testing.TB, raw []byte) (h mail.Header, text string, attached [
 			}
 		}
 		if part.FileName() != "" {
-			attached, name = b, part.FileName()
+			m.Attached, m.Name, m.Type = b, part.FileName(), part.Header.Get("Content-Type")
 		} else {
-			text += string(b)
+			m.Text += string(b)
 		}
 	}
-	return msg.Header, text, attached, name
+	return m
 }
