@@ -15,7 +15,7 @@ func main() {
 		// The first signal asks for a clean stop (tally schedule waits out
 		// schedule.grace). Restoring the default action makes a second one
 		// end the process at once: safe, since an interrupted load rolls
-		// back like a killed one (README, Guarantees).
+		// back like a killed one (docs/guarantees.md).
 		<-ctx.Done()
 		stop()
 	}()
