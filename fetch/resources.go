@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/tally-dev/tally"
 )
@@ -114,6 +116,9 @@ func (c *Client) getDocument(ctx context.Context, key string, vars map[string]st
 		if err := json.NewDecoder(bytes.NewReader(data)).Decode(&raw); err != nil {
 			return readFailure(ctx, b, fmt.Errorf("GET %s: %w", urlPath(u), err))
 		}
+		if err := checkText(raw); err != nil {
+			return fmt.Errorf("GET %s: %w", urlPath(u), err)
+		}
 		return decode(raw)
 	})
 }
@@ -191,6 +196,11 @@ func decodeListPage[T any](r io.Reader, before int, decode func(json.RawMessage,
 			return listPage[T]{}, err
 		}
 		n := before + len(lp.items) + 1
+		if err := checkText(raw); err != nil {
+			// encoding/json would turn the bytes into U+FFFD without a
+			// word: a project renamed in storage, one that does not exist.
+			return listPage[T]{}, fmt.Errorf("item %d: %w", n, err)
+		}
 		it, err := decode(raw, n)
 		if err != nil {
 			return listPage[T]{}, err
@@ -614,4 +624,17 @@ func reportDate(s string) (time.Time, error) {
 		return time.Time{}, fmt.Errorf("not a date YYYY-MM-DD or an RFC 3339 time")
 	}
 	return t.UTC(), nil
+}
+
+// checkText refuses an item or document whose text is not UTF-8, or holds
+// U+FFFD, the mark of text some hop already mangled: stored, it would name
+// a project, payment method or rate card entry that does not exist.
+func checkText(raw []byte) error {
+	if !utf8.Valid(raw) {
+		return errors.New("holds text that is not UTF-8; the interface must send names as UTF-8")
+	}
+	if bytes.Contains(raw, []byte("\uFFFD")) || bytes.Contains(raw, []byte("\\ufffd")) || bytes.Contains(raw, []byte("\\uFFFD")) {
+		return errors.New("holds U+FFFD, the replacement character: its text was mangled before it arrived")
+	}
+	return nil
 }

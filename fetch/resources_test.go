@@ -223,6 +223,8 @@ func TestListItemErrors(t *testing.T) {
 		{"bad flag", `{"value":[` + pmJSON(0, `{"autoPurchaseStreamLicenses":"yes"}`) + `]}`, []string{"pm-0", "autoPurchaseStreamLicenses", "not a boolean"}},
 		{"wrong type", `{"value":[{"metadata":{"id":5}}]}`, []string{"payment method 1", "metadata.id"}},
 		{"not an envelope", `[]`, []string{"not a JSON object"}},
+		{"not UTF-8", `{"value":[` + pmJSON(0, `{"name":"alpha`+"\xff\xfe"+`-live"}`) + `]}`, []string{"item 1", "not UTF-8"}},
+		{"replacement character", `{"value":[` + pmJSON(0, `{"name":"alpha\ufffd-live"}`) + `]}`, []string{"item 1", "U+FFFD"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
