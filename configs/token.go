@@ -61,27 +61,28 @@ func (c *Config) Token(getenv func(string) string) (string, error) {
 }
 
 // Password returns the SMTP password from password_env (through getenv) or
-// password_file, "" when neither is set. Errors name the key, never the
+// password_file, empty when neither is set, as a value that never formats
+// itself: only the mail server's AUTH reveals it. Errors name the key, never the
 // password.
-func (s *SMTPConfig) Password(getenv func(string) string) (string, error) {
+func (s *SMTPConfig) Password(getenv func(string) string) (secret.Value, error) {
 	switch {
 	case s.PasswordFile != "":
 		b, err := os.ReadFile(s.PasswordFile)
 		if err != nil {
-			return "", fmt.Errorf("reports.deliver.smtp.password_file: %w; put the password in that file (mode 600)", err)
+			return secret.Value{}, fmt.Errorf("reports.deliver.smtp.password_file: %w; put the password in that file (mode 600)", err)
 		}
-		return strings.TrimSpace(string(b)), nil
+		return secret.New(strings.TrimSpace(string(b))), nil
 	case s.PasswordEnv != "":
 		v := ""
 		if getenv != nil {
 			v = strings.TrimSpace(getenv(s.PasswordEnv))
 		}
 		if v == "" {
-			return "", fmt.Errorf("reports.deliver.smtp.password_env: the environment variable %s is not set or empty; export the mail password in it", s.PasswordEnv)
+			return secret.Value{}, fmt.Errorf("reports.deliver.smtp.password_env: the environment variable %s is not set or empty; export the mail password in it", s.PasswordEnv)
 		}
-		return v, nil
+		return secret.New(v), nil
 	}
-	return "", nil
+	return secret.Value{}, nil
 }
 
 // RegisterSecrets gives every secret the config names (the API token, the
@@ -97,7 +98,7 @@ func (c *Config) RegisterSecrets(getenv func(string) string) {
 	}
 	if s := c.Reports.Deliver.SMTP; s != nil {
 		if pw, err := s.Password(getenv); err == nil {
-			secret.Register(pw)
+			secret.Register(pw.Reveal())
 		}
 	}
 	if w := c.Alerts.Webhook; w != nil {

@@ -297,7 +297,7 @@ func mailWorkbook(ctx context.Context, env *Env, s *configs.SMTPConfig, b delive
 		opts = append(opts, mail.WithTLSPolicy(mail.TLSMandatory))
 	}
 	if s.Username != "" {
-		opts = append(opts, mail.WithSMTPAuth(mail.SMTPAuthPlain), mail.WithUsername(s.Username), mail.WithPassword(password))
+		opts = append(opts, mail.WithSMTPAuth(mail.SMTPAuthPlain), mail.WithUsername(s.Username), mail.WithPassword(password.Reveal()))
 	}
 	client, err := mail.NewClient(s.Host, opts...)
 	if err != nil {
