@@ -35,7 +35,6 @@ func smtpConfig(t *testing.T, addr string, timeout time.Duration) *configs.SMTPC
 	}
 }
 
-
 // The deliver step sends the finished month's workbook by mail (STARTTLS,
 // AUTH, the workbook attached intact, the totals in the text) and to a
 // shared folder, once each. A mail server that refuses makes the run
