@@ -101,6 +101,9 @@ measure() {
   echo "$wall" | awk -F: -v kb="$kb" '{s=0; for (i=1; i<=NF; i++) s=s*60+$i; printf "%.2f %d\n", s, kb}'
 }
 
+# cpu LOG: the user+system CPU seconds of the last measure of LOG.
+cpu() { awk -F': ' '/User time|System time/ {s += $2} END {printf "%.2f\n", s}' "$1.time"; }
+
 median() { sort -n | awk '{v[NR]=$1} END {if (NR%2) print v[(NR+1)/2]; else printf "%.2f\n", (v[NR/2]+v[NR/2+1])/2}'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a/b}'; }
 mb() { awk -v k="$1" 'BEGIN {printf "%.0f", k/1024}'; }
@@ -182,19 +185,24 @@ fi
 
 if wants fetch; then
   echo "== fetch: DuckDB read_json (anchor) and tally fetch, alternating, $runs runs each"
-  : >"$out/anchor.times"; : >"$out/fetch.times"
+  : >"$out/anchor.times"; : >"$out/fetch.times"; : >"$out/anchor.cpu"; : >"$out/fetch.cpu"
   for i in $(seq "$runs"); do
     rm -f "$out/anchor.duckdb" "$out/anchor.duckdb.wal"
     a=$(measure "$out/anchor.log" "$out/benchtool" anchor -dir "$pages" -db "$out/anchor.duckdb")
+    cpu "$out/anchor.log" >>"$out/anchor.cpu"
     f=$(fetch_once)
+    cpu "$out/fetch.log" >>"$out/fetch.cpu"
     echo "$a" >>"$out/anchor.times"; echo "$f" >>"$out/fetch.times"
-    echo "   run $i: anchor ${a% *} s, $(mb "${a#* }") MB   tally fetch ${f% *} s, $(mb "${f#* }") MB"
+    echo "   run $i: anchor ${a% *} s ($(tail -1 "$out/anchor.cpu") s CPU), $(mb "${a#* }") MB   tally fetch ${f% *} s ($(tail -1 "$out/fetch.cpu") s CPU), $(mb "${f#* }") MB"
   done
+  # CPU seconds (user + system) vary less than wall time when other work
+  # shares the machine.
+  ac=$(median <"$out/anchor.cpu"); fc=$(median <"$out/fetch.cpu")
   at=$(cut -d' ' -f1 "$out/anchor.times" | median); ft=$(cut -d' ' -f1 "$out/fetch.times" | median)
   am=$(cut -d' ' -f2 "$out/anchor.times" | median); fm=$(cut -d' ' -f2 "$out/fetch.times" | median)
   fmax=$(cut -d' ' -f2 "$out/fetch.times" | sort -n | tail -1)
   {
-    echo "fetch $rows rows ($sep separators, ${pairs:-default} pairs, pages of $page${content_length:+, Content-Length}): tally $ft s (peak $(mb "$fm") MB median, $(mb "$fmax") MB max), anchor read_json $at s (peak $(mb "$am") MB); time ratio $(ratio "$ft" "$at")"
+    echo "fetch $rows rows ($sep separators, ${pairs:-default} pairs, pages of $page${content_length:+, Content-Length}): tally $ft s (peak $(mb "$fm") MB median, $(mb "$fmax") MB max), anchor read_json $at s (peak $(mb "$am") MB); time ratio $(ratio "$ft" "$at"); CPU $fc s against $ac s, ratio $(ratio "$fc" "$ac")"
   } | tee -a "$results"
 fi
 
