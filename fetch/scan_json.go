@@ -53,25 +53,42 @@ type fastJSON struct {
 // nearly always the previous row's.
 const keyMemory = 24
 
-// textCache holds the latest distinct texts of one field, which a field
-// cycles through from row to row (meters, their families, units).
+// textCache holds texts of one field, which a field cycles through from
+// row to row (meters, projects, their families, units): a slot for each
+// cheap hash of the text, so that finding one that came before takes one
+// comparison however many distinct texts the field has (a large
+// organization bills a thousand project–meter pairs and more).
 type textCache struct {
-	s    [8]string
-	next int
+	s [textSlots]string
 }
 
-func (c *textCache) find(raw []byte) (string, bool) {
-	for _, v := range c.s {
-		if len(v) == len(raw) && v == string(raw) {
-			return v, true
+// textSlots is a power of two well above the distinct texts of a field on
+// a page (a few dozen meters or projects): two that share a slot replace
+// each other and go to the intern map.
+const textSlots = 256
+
+// slot hashes raw's length and its first and last eight bytes (or all of
+// it when shorter): texts of a field differ mostly at their ends
+// ("project-1007", "video_encoding_uhd_v3").
+func textSlot(raw []byte) int {
+	var h uint64
+	if n := len(raw); n >= 8 {
+		h = binary.LittleEndian.Uint64(raw) ^ bits.RotateLeft64(binary.LittleEndian.Uint64(raw[n-8:]), 29)
+	} else {
+		for _, c := range raw {
+			h = h<<8 | uint64(c)
 		}
 	}
-	return "", false
+	h ^= uint64(len(raw))
+	h *= 0x9e3779b97f4a7c15
+	return int(h >> (64 - 8))
 }
 
-func (c *textCache) add(v string) {
-	c.s[c.next] = v
-	c.next = (c.next + 1) % len(c.s)
+func (c *textCache) find(raw []byte, slot int) (string, bool) {
+	if v := c.s[slot]; len(v) == len(raw) && v == string(raw) {
+		return v, true
+	}
+	return "", false
 }
 
 // dateCache remembers the last date-time text parsed for a field: rows
@@ -547,10 +564,11 @@ func (s *fastJSON) setString(b *rowBuilder, f meterField, raw []byte) error {
 			return nil
 		}
 	default:
-		if bytes.Contains(raw, replacementChar) {
+		v, ok := s.intern(f, raw)
+		if !ok {
 			return badUTF8(f, string(raw))
 		}
-		*b.text(f), b.seen[f] = s.intern(f, raw), true
+		*b.text(f), b.seen[f] = v, true
 		return nil
 	}
 	return b.set(f, scalar{kind: 's', text: string(raw)})
@@ -584,21 +602,27 @@ func (s *fastJSON) setFloat(b *rowBuilder, f meterField, x float64) {
 
 // intern returns raw as a string, shared with earlier rows that sent the
 // same text (meters, projects, currencies and payment methods repeat on
-// every page).
-func (s *fastJSON) intern(f meterField, raw []byte) string {
+// every page), or false when raw holds a replacement character (text the
+// careful decoder would have had to repair, which set rejects). A text in
+// the cache or the map has been checked before.
+func (s *fastJSON) intern(f meterField, raw []byte) (string, bool) {
 	c := &s.recent[f]
-	if v, ok := c.find(raw); ok {
-		return v
+	slot := textSlot(raw)
+	if v, ok := c.find(raw, slot); ok {
+		return v, true
 	}
 	v, ok := s.strs[string(raw)]
 	if !ok {
+		if bytes.Contains(raw, replacementChar) {
+			return "", false
+		}
 		v = string(raw)
 		if len(s.strs) < maxInterned {
 			s.strs[v] = v
 		}
 	}
-	c.add(v)
-	return v
+	c.s[slot] = v
+	return v, true
 }
 
 // date parses "YYYY-MM-DDTHH:MM:SSZ", the form the interface sends, and

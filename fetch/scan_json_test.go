@@ -153,3 +153,38 @@ func TestFastJSONSyntaxErrorAtItsByte(t *testing.T) {
 		}
 	}
 }
+
+// Pages as Python's json.dump writes them (", " and ": ", one line) and
+// rows cycling through many project–meter pairs stay with the fast reader
+// to the end, and read as the careful decoder reads them; a text holding a
+// replacement character fails the same way whether or not its field's
+// other texts were seen before.
+func TestFastJSONTakesPythonLayoutAndManyPairs(t *testing.T) {
+	for _, style := range []benchStyle{{python: true}, {pairs: 1360}, {pairs: 300, python: true}} {
+		page := benchPageJSONStyle(0, 900, "/next", style)
+		compareReaders(t, page, iotest.HalfReader)
+		p := newUsagePage(context.Background(), io.NopCloser(bytes.NewReader(page)), nil, false)
+		n := 0
+		for {
+			_, ok, err := p.next()
+			if err != nil {
+				t.Fatalf("%+v: %v", style, err)
+			}
+			if !ok {
+				break
+			}
+			n++
+		}
+		if n != 900 || p.fast == nil || p.env != nil {
+			t.Fatalf("%+v: %d rows, fast reader to the end %v, want 900 rows without a handoff", style, n, p.fast != nil && p.env == nil)
+		}
+		bad := bytes.Replace(page, []byte(`"project-1003"`), []byte("\"project-1003\uFFFD\""), 1)
+		if bytes.Equal(bad, page) {
+			t.Fatalf("%+v: no project to bend", style)
+		}
+		compareReaders(t, bad)
+		if res := readPage(bytes.NewReader(bad), false); !strings.Contains(res.err, "project") {
+			t.Fatalf("%+v: rows %d err %q, want the project's error", style, len(res.rows), res.err)
+		}
+	}
+}

@@ -28,10 +28,30 @@ var benchMeters = []struct{ name, sku, family, solution, unit string }{
 	{"drm_license_requests", "", "Content Protection", "DRM", ""},
 }
 
+// benchStyle is how a bench page is written: pairs (above 0) is the
+// number of distinct project–meter pairs the rows cycle through, 40
+// meters to a project (the six above and variants of them; by default six
+// meters and 224 projects); python lays it out as Python's json.dump does
+// (", " and ": ", one line).
+type benchStyle struct {
+	pairs  int
+	python bool
+}
+
 // benchRow is row i of the bench data: the interface's layout, a null
 // dateProcessed, sku, unit or entitlement now and then.
-func benchRow(i int) (fields [numMeterFields]string, null [numMeterFields]bool) {
+func benchRow(i int, style benchStyle) (fields [numMeterFields]string, null [numMeterFields]bool) {
 	m := benchMeters[i%len(benchMeters)]
+	project := 1000 + i/len(benchMeters)%224
+	if style.pairs > 0 {
+		const meters = 40
+		pair := i % style.pairs
+		m = benchMeters[pair%meters%len(benchMeters)]
+		if v := pair % meters / len(benchMeters); v > 0 {
+			m.name += "_v" + strconv.Itoa(v)
+		}
+		project = 1000 + pair/meters
+	}
 	date := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(i/1344) * time.Hour)
 	q4 := int64(uint64(i)*0x9e3779b97f4a7c15>>20) % 100_000_000
 	fields[fDate] = date.Format(time.RFC3339)
@@ -48,26 +68,34 @@ func benchRow(i int) (fields [numMeterFields]string, null [numMeterFields]bool) 
 	null[fEntitlement], null[fEntitlementType] = i%3 != 0, i%3 != 0
 	fields[fPaymentMethod] = "2439471b-5002-49b6-84d1-8fb30e639959"
 	fields[fPaymentMethodName] = "Marketplace B private offer"
-	fields[fProject] = "project-" + strconv.Itoa(1000+i/len(benchMeters)%224)
+	fields[fProject] = "project-" + strconv.Itoa(project)
 	return fields, null
 }
 
 // benchPageJSON is a usage answer of rows [from, from+n), with next as its
 // @odata.nextLink ("" for none).
 func benchPageJSON(from, n int, next string) []byte {
+	return benchPageJSONStyle(from, n, next, benchStyle{})
+}
+
+func benchPageJSONStyle(from, n int, next string, style benchStyle) []byte {
+	item, key, line := ",", ":", "\n"
+	if style.python {
+		item, key, line = ", ", ": ", ""
+	}
 	var b bytes.Buffer
-	b.WriteString(`{"value":[`)
+	b.WriteString(`{"value"` + key + `[`)
 	for i := from; i < from+n; i++ {
 		if i > from {
-			b.WriteByte(',')
+			b.WriteString(item)
 		}
-		b.WriteString("\n{")
-		fields, null := benchRow(i)
+		b.WriteString(line + "{")
+		fields, null := benchRow(i, style)
 		for f := range numMeterFields {
 			if f > 0 {
-				b.WriteByte(',')
+				b.WriteString(item)
 			}
-			b.WriteString(strconv.Quote(meterFieldNames[f]) + ":")
+			b.WriteString(strconv.Quote(meterFieldNames[f]) + key)
 			switch {
 			case null[f]:
 				b.WriteString("null")
@@ -79,9 +107,11 @@ func benchPageJSON(from, n int, next string) []byte {
 		}
 		b.WriteByte('}')
 	}
-	b.WriteString("\n],\"supplemental\":{\"records\":" + strconv.Itoa(n) + `,"start":"2026-01-01","end":"2026-02-01","format":"json","granularity":"hour","groupBy":["meter"]}`)
+	b.WriteString(line + "]" + item + `"supplemental"` + key + `{"records"` + key + strconv.Itoa(n) + item +
+		`"start"` + key + `"2026-01-01"` + item + `"end"` + key + `"2026-02-01"` + item + `"format"` + key + `"json"` + item +
+		`"granularity"` + key + `"hour"` + item + `"groupBy"` + key + `["meter"]}`)
 	if next != "" {
-		b.WriteString(`,"@odata.nextLink":` + strconv.Quote(next))
+		b.WriteString(item + `"@odata.nextLink"` + key + strconv.Quote(next))
 	}
 	b.WriteString("}\n")
 	return b.Bytes()
@@ -91,7 +121,7 @@ func benchPageCSV(n int) []byte {
 	var b bytes.Buffer
 	b.WriteString(strings.Join(meterFieldNames[:], ",") + "\n")
 	for i := range n {
-		fields, null := benchRow(i)
+		fields, null := benchRow(i, benchStyle{})
 		for f := range numMeterFields {
 			if f > 0 {
 				b.WriteByte(',')
@@ -131,6 +161,13 @@ func benchDecode(b *testing.B, page []byte, csv bool, rows int) {
 // BenchmarkDecodeJSON decodes one page of 10,000 rows.
 func BenchmarkDecodeJSON(b *testing.B) {
 	benchDecode(b, benchPageJSON(0, 10_000, ""), false, 10_000)
+}
+
+// BenchmarkDecodeJSONPython decodes a page as Python's json.dump writes
+// it, of 1,360 project–meter pairs (34 projects × 40 meters).
+func BenchmarkDecodeJSONPython(b *testing.B) {
+	page := benchPageJSONStyle(0, 10_000, "", benchStyle{pairs: 1360, python: true})
+	benchDecode(b, page, false, 10_000)
 }
 
 // BenchmarkDecodeCSV decodes the same rows as CSV.

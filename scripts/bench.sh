@@ -24,9 +24,20 @@
 #                seconds, peak RSS and the ratio history/alone.
 #
 # Usage: scripts/bench.sh [--rows N] [--runs N] [--windows N] [--months N] [--only fetch,report,incremental,scale]
+#                         [--sep compact|python] [--pairs PROJECTSxMETERS] [--page N] [--content-length]
 #   --rows 5000000 --only fetch              the memory check at five million rows
+#   --sep python --pairs 34x40 --content-length --only fetch
+#                                            pages as Python's json.dump writes them (", " and ": ",
+#                                            one line), 1,360 project-meter pairs, served with
+#                                            Content-Length as Go's file server does
 #   --only scale --months 24                 24 months of 1,000,000 rows (24M rows)
 #   --only scale --months 24 --rows 250000   the same at a quarter of the size
+#
+# The page files: --sep compact (the default) writes a row a line with ","
+# and ":"; --pairs PxM cycles the rows through P projects × M meters (by
+# default each hour has as many projects of six meters as its rows need);
+# --page sets the rows a page (10,000); --content-length serves them with
+# their length (http.ServeContent) instead of chunked.
 #
 # Everything goes under bench-out/ (git-ignored): binaries, page files (about
 # 465 bytes a row), databases, workbooks, logs.
@@ -38,6 +49,10 @@ runs=3
 windows=1
 months=24
 only=fetch,report,incremental
+sep=compact
+pairs=""
+page=10000
+content_length=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --rows) rows=$2; shift 2 ;;
@@ -45,7 +60,11 @@ while [ $# -gt 0 ]; do
     --windows) windows=$2; shift 2 ;;
     --only) only=$2; shift 2 ;;
     --months) months=$2; shift 2 ;;
-    -h|--help) sed -n '2,34p' "$0"; exit 0 ;;
+    --sep) sep=$2; shift 2 ;;
+    --pairs) pairs=$2; shift 2 ;;
+    --page) page=$2; shift 2 ;;
+    --content-length) content_length=-content-length; shift ;;
+    -h|--help) sed -n '2,45p' "$0"; exit 0 ;;
     *) echo "bench: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -82,6 +101,9 @@ measure() {
   echo "$wall" | awk -F: -v kb="$kb" '{s=0; for (i=1; i<=NF; i++) s=s*60+$i; printf "%.2f %d\n", s, kb}'
 }
 
+# cpu LOG: the user+system CPU seconds of the last measure of LOG.
+cpu() { awk -F': ' '/User time|System time/ {s += $2} END {printf "%.2f\n", s}' "$1.time"; }
+
 median() { sort -n | awk '{v[NR]=$1} END {if (NR%2) print v[(NR+1)/2]; else printf "%.2f\n", (v[NR/2]+v[NR/2+1])/2}'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a/b}'; }
 mb() { awk -v k="$1" 'BEGIN {printf "%.0f", k/1024}'; }
@@ -110,7 +132,17 @@ start_server() {
   exit 1
 }
 
+gen_args=(-sep "$sep" -page "$page")
 pages="$out/pages-$rows-w$windows"
+[ "$sep" != compact ] && pages="$pages-$sep"
+[ "$page" != 10000 ] && pages="$pages-p$page"
+if [ -n "$pairs" ]; then
+  case "$pairs" in
+    *x*) gen_args+=(-projects "${pairs%x*}" -meters "${pairs#*x}") ;;
+    *) echo "bench: --pairs $pairs: give projects x meters, such as 34x40" >&2; exit 2 ;;
+  esac
+  pages="$pages-$pairs"
+fi
 month=2026-01
 cfg="$out/bench.yaml"
 results="$out/results-$rows.txt"
@@ -129,9 +161,9 @@ fetch_once() { # a fresh database, one tally fetch; prints "seconds peak_kb"
 }
 
 if wants fetch || wants report || wants scale; then
-  echo "== pages: $rows rows, $windows window(s), pages of 10,000"
-  "$out/benchtool" gen -dir "$pages" -rows "$rows" -windows "$windows" -month "$month"
-  start_server "$out/serve.addr" -dir "$pages"
+  echo "== pages: $rows rows, $windows window(s), pages of $page, $sep separators${pairs:+, $pairs project-meter pairs}${content_length:+, served with Content-Length}"
+  "$out/benchtool" gen -dir "$pages" -rows "$rows" -windows "$windows" -month "$month" "${gen_args[@]}"
+  start_server "$out/serve.addr" -dir "$pages" $content_length
   base=$(cat "$out/serve.addr")
   window=""
   [ "$windows" -gt 1 ] && window=$(( (31 + windows - 1) / windows ))d
@@ -153,19 +185,24 @@ fi
 
 if wants fetch; then
   echo "== fetch: DuckDB read_json (anchor) and tally fetch, alternating, $runs runs each"
-  : >"$out/anchor.times"; : >"$out/fetch.times"
+  : >"$out/anchor.times"; : >"$out/fetch.times"; : >"$out/anchor.cpu"; : >"$out/fetch.cpu"
   for i in $(seq "$runs"); do
     rm -f "$out/anchor.duckdb" "$out/anchor.duckdb.wal"
     a=$(measure "$out/anchor.log" "$out/benchtool" anchor -dir "$pages" -db "$out/anchor.duckdb")
+    cpu "$out/anchor.log" >>"$out/anchor.cpu"
     f=$(fetch_once)
+    cpu "$out/fetch.log" >>"$out/fetch.cpu"
     echo "$a" >>"$out/anchor.times"; echo "$f" >>"$out/fetch.times"
-    echo "   run $i: anchor ${a% *} s, $(mb "${a#* }") MB   tally fetch ${f% *} s, $(mb "${f#* }") MB"
+    echo "   run $i: anchor ${a% *} s ($(tail -1 "$out/anchor.cpu") s CPU), $(mb "${a#* }") MB   tally fetch ${f% *} s ($(tail -1 "$out/fetch.cpu") s CPU), $(mb "${f#* }") MB"
   done
+  # CPU seconds (user + system) vary less than wall time when other work
+  # shares the machine.
+  ac=$(median <"$out/anchor.cpu"); fc=$(median <"$out/fetch.cpu")
   at=$(cut -d' ' -f1 "$out/anchor.times" | median); ft=$(cut -d' ' -f1 "$out/fetch.times" | median)
   am=$(cut -d' ' -f2 "$out/anchor.times" | median); fm=$(cut -d' ' -f2 "$out/fetch.times" | median)
   fmax=$(cut -d' ' -f2 "$out/fetch.times" | sort -n | tail -1)
   {
-    echo "fetch $rows rows: tally $ft s (peak $(mb "$fm") MB median, $(mb "$fmax") MB max), anchor read_json $at s (peak $(mb "$am") MB); time ratio $(ratio "$ft" "$at")"
+    echo "fetch $rows rows ($sep separators, ${pairs:-default} pairs, pages of $page${content_length:+, Content-Length}): tally $ft s (peak $(mb "$fm") MB median, $(mb "$fmax") MB max), anchor read_json $at s (peak $(mb "$am") MB); time ratio $(ratio "$ft" "$at"); CPU $fc s against $ac s, ratio $(ratio "$fc" "$ac")"
   } | tee -a "$results"
 fi
 

@@ -32,7 +32,7 @@ func runFloor(ctx context.Context, args []string) error {
 	for _, p := range m.Payers {
 		payers = append(payers, payer{p.ID, p.Name, p.Currency})
 	}
-	ds, err := newDataset(month, m.Rows, payers)
+	ds, err := newDataset(month, m.Rows, payers, m.Projects, m.Meters)
 	if err != nil {
 		return err
 	}

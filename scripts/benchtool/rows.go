@@ -55,24 +55,57 @@ type payer struct{ id, name, currency string }
 
 // dataset is the rows of one month.
 type dataset struct {
-	month    time.Time // first day, UTC
-	rows     int
-	perHour  int // rows in each hour bucket (the last may hold fewer)
-	payers   []payer
-	projects int
+	month   time.Time // first day, UTC
+	rows    int
+	perHour int // rows in each hour bucket (the last may hold fewer)
+	payers  []payer
+	meters  []meter
+	// pairs is the number of distinct project–meter pairs the rows cycle
+	// through (0: every row of an hour its own pair, as many projects as
+	// that takes).
+	pairs int
 }
 
-func newDataset(month time.Time, rows int, payers []payer) (*dataset, error) {
+// newDataset returns the month's rows. With projects and nMeters above 0
+// the rows cycle through projects × nMeters pairs (the first six meters the
+// simulated interface's, the others variants of them); otherwise each hour
+// has as many projects of the six meters as its rows need.
+func newDataset(month time.Time, rows int, payers []payer, projects, nMeters int) (*dataset, error) {
 	if rows < 1 {
 		return nil, fmt.Errorf("rows %d: must be at least 1", rows)
 	}
 	if len(payers) == 0 {
 		return nil, fmt.Errorf("no payment methods to bill")
 	}
+	if (projects > 0) != (nMeters > 0) || projects < 0 || nMeters < 0 {
+		return nil, fmt.Errorf("projects %d, meters %d: give both, at least 1 each, or neither", projects, nMeters)
+	}
 	hours := int(month.AddDate(0, 1, 0).Sub(month) / time.Hour)
 	perHour := (rows + hours - 1) / hours
-	projects := (perHour + len(meters) - 1) / len(meters)
-	return &dataset{month: month, rows: rows, perHour: perHour, payers: payers, projects: projects}, nil
+	d := &dataset{month: month, rows: rows, perHour: perHour, payers: payers, meters: meters}
+	if nMeters > 0 {
+		d.meters, d.pairs = meterVariants(nMeters), projects*nMeters
+	}
+	return d, nil
+}
+
+// meterVariants returns n meters: the simulated interface's six, then
+// variants of them (their own name and SKU, the same family, unit and
+// price), so that a month can bill as many distinct meters as a large
+// organization does.
+func meterVariants(n int) []meter {
+	out := make([]meter, n)
+	for i := range out {
+		m := meters[i%len(meters)]
+		if v := i / len(meters); v > 0 {
+			m.name = fmt.Sprintf("%s_v%d", m.name, v)
+			if m.sku != "" {
+				m.sku = fmt.Sprintf("%s-V%d", m.sku, v)
+			}
+		}
+		out[i] = m
+	}
+	return out
 }
 
 // row is one generated MeterData row; money as scaled integers so that the
@@ -101,11 +134,18 @@ func mix(x uint64) uint64 {
 // project, then meter.
 func (d *dataset) at(i int, r *row) {
 	h, k := i/d.perHour, i%d.perHour
-	p, m := k/len(meters), k%len(meters)
+	p, m, payer := k/len(d.meters), k%len(d.meters), 0
+	if d.pairs > 0 {
+		// Row i bills pair i mod pairs: every pair comes up in turn, and
+		// an hour repeats one only when it has more rows than pairs (then
+		// on another payment method).
+		pair := i % d.pairs
+		p, m, payer = pair/len(d.meters), pair%len(d.meters), k/d.pairs
+	}
 	r.date = d.month.Add(time.Duration(h) * time.Hour)
-	r.meter = &meters[m]
+	r.meter = &d.meters[m]
 	r.project = projectName(p)
-	r.payer = &d.payers[p%len(d.payers)]
+	r.payer = &d.payers[(p+payer)%len(d.payers)]
 	x := mix(uint64(i) + 0x9e3779b97f4a7c15)
 	r.q4 = int64(x % 100_000_000) // up to 9,999.9999 units
 	r.price6 = r.meter.price[r.payer.currency]

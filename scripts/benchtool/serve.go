@@ -30,6 +30,7 @@ func runServe(ctx context.Context, args []string) error {
 	addr := fs.String("addr", "127.0.0.1:0", "listen address")
 	addrFile := fs.String("addr-file", "", "write the base URL here once listening")
 	simStart := fs.String("sim-start", "", "serve only the simulated interface, with usage from this day (YYYY-MM-DD)")
+	contentLength := fs.Bool("content-length", false, "serve page files as Go's file server does (http.ServeContent: Content-Length, no chunking) instead of streaming them chunked")
 	fs.Parse(args)
 
 	var h http.Handler
@@ -45,7 +46,7 @@ func runServe(ctx context.Context, args []string) error {
 		if err != nil {
 			return fmt.Errorf("serve: read manifest: %w", err)
 		}
-		h = &pages{dir: *dir, m: m, sim: sim.New(sim.Options{Token: simToken, Seed: simSeed})}
+		h = &pages{dir: *dir, m: m, sim: sim.New(sim.Options{Token: simToken, Seed: simSeed}), contentLength: *contentLength}
 	default:
 		return errors.New("serve: -dir or -sim-start is required")
 	}
@@ -96,9 +97,10 @@ func (c *counter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // interface's shape: POST of a CustomerUsageQueryData, next pages by
 // @odata.nextLink (POST or GET).
 type pages struct {
-	dir string
-	m   manifest
-	sim http.Handler
+	dir           string
+	m             manifest
+	sim           http.Handler
+	contentLength bool
 }
 
 func (p *pages) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -114,7 +116,7 @@ func (p *pages) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		for _, win := range p.m.Windows {
 			for _, pg := range win.Pages {
 				if strings.TrimSuffix(pg, ".json") == tok {
-					p.serveFile(w, pg)
+					p.serveFile(w, r, pg)
 					return
 				}
 			}
@@ -138,7 +140,7 @@ func (p *pages) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	for _, win := range p.m.Windows {
 		if win.Start == q.StartDate && win.End == q.EndDate {
-			p.serveFile(w, win.Pages[0])
+			p.serveFile(w, r, win.Pages[0])
 			return
 		}
 	}
@@ -154,7 +156,7 @@ func (p *pages) windows() string {
 	return strings.Join(s, ", ")
 }
 
-func (p *pages) serveFile(w http.ResponseWriter, name string) {
+func (p *pages) serveFile(w http.ResponseWriter, r *http.Request, name string) {
 	f, err := os.Open(filepath.Join(p.dir, name))
 	if err != nil {
 		apiError(w, http.StatusInternalServerError, "InternalError", err.Error())
@@ -162,6 +164,17 @@ func (p *pages) serveFile(w http.ResponseWriter, name string) {
 	}
 	defer f.Close()
 	w.Header().Set("Content-Type", "application/json")
+	if p.contentLength {
+		// What a plain Go file server sends: the length up front, the
+		// file copied by sendfile.
+		fi, err := f.Stat()
+		if err != nil {
+			apiError(w, http.StatusInternalServerError, "InternalError", err.Error())
+			return
+		}
+		http.ServeContent(w, r, name, fi.ModTime(), f)
+		return
+	}
 	w.WriteHeader(http.StatusOK)
 	io.Copy(w, f)
 }
