@@ -21,6 +21,7 @@ func runViews(ctx context.Context, args []string) error {
 	flags := flag.NewFlagSet("views", flag.ExitOnError)
 	db := flags.String("db", "", "the store to query (it is opened for writing: its views are recreated)")
 	runs := flags.Int("runs", 3, "runs of each query; the median is printed")
+	// The last column of the first row is printed: a count, or EXPLAIN's plan.
 	var queries multi
 	flags.Var(&queries, "q", "a query to time (repeatable); default: SELECT count(*) FROM each view")
 	flags.Parse(args)
@@ -63,7 +64,7 @@ func runViews(ctx context.Context, args []string) error {
 						rows.Close()
 						return fmt.Errorf("views: %s: %w", q, err)
 					}
-					n = *(vals[0].(*any))
+					n = *(vals[len(vals)-1].(*any))
 				}
 			}
 			if err := rows.Err(); err != nil {
