@@ -421,3 +421,126 @@ WHERE payment_method_id = (SELECT min(payment_method_id) FROM rate_card_price_sn
 	}
 	t.Logf("%d focus rows, the same", len(got))
 }
+
+// usageValidityBefore and paymentMethodViolationsBefore are the two views
+// as they were defined before a method's problems were listed once per
+// method and month, and the violations summed before being listed (issue
+// 23).
+const usageValidityBefore = `CREATE VIEW usage_validity_before AS
+WITH b AS (
+    SELECT u.*,
+           u.date + CASE u.granularity
+               WHEN 'hour' THEN INTERVAL 1 HOUR
+               WHEN 'day' THEN INTERVAL 1 DAY
+               WHEN 'week' THEN INTERVAL 7 DAY
+               WHEN 'month' THEN INTERVAL 1 MONTH
+               ELSE INTERVAL 1 YEAR
+           END AS bucket_end,
+           CAST(date_trunc('month', u.period_at) AS DATE) AS pm_month
+    FROM usage_rows u
+    WHERE u.payment_method IS NOT NULL
+)
+SELECT b.*,
+       pm.display_name AS pm_display_name,
+       pm.type AS pm_type,
+       pm.start_date AS valid_from,
+       pm.end_date AS valid_until,
+       pm.is_active AS pm_is_active,
+       pm.terms_and_conditions_accepted AS pm_terms_accepted,
+       pm.auto_purchase_stream_licenses AS pm_auto_purchase_stream_licenses,
+       CASE
+           WHEN pm.start_date IS NOT NULL AND b.bucket_end <= pm.start_date THEN 'before start'
+           WHEN pm.end_date IS NOT NULL AND b.date >= pm.end_date THEN 'on or after end'
+           WHEN (pm.start_date IS NULL OR b.date >= pm.start_date)
+            AND (pm.end_date IS NULL OR b.bucket_end <= pm.end_date) THEN 'valid'
+           ELSE 'cannot tell'
+       END AS validity,
+       list_filter([
+           CASE WHEN pm.start_date IS NOT NULL AND pm.end_date IS NOT NULL AND pm.end_date <= pm.start_date THEN 'end not after start' END,
+           CASE WHEN pm.is_active = false THEN 'inactive' END,
+           CASE WHEN pm.terms_and_conditions_accepted = false THEN 'terms not accepted' END
+       ], x -> x IS NOT NULL) AS method_problems,
+       coalesce(lower(b.solution) = 'streaming' AND pm.auto_purchase_stream_licenses, false) AS streaming_auto_purchase
+FROM b
+JOIN payment_methods_by_month pm ON pm.month = b.pm_month AND pm.id = b.payment_method
+`
+
+const paymentMethodViolationsBefore = `CREATE VIEW payment_method_violations_before AS
+WITH v AS (
+    SELECT v.*
+    FROM usage_validity_before v
+    SEMI JOIN usage_coverage c
+        ON c.basis = v.basis AND c.granularity = v.granularity AND c.day = CAST(v.period_at AS DATE)
+),
+p AS (
+    SELECT v.*, unnest(
+               CASE v.validity
+                   WHEN 'valid' THEN []
+                   WHEN 'cannot tell' THEN ['cannot tell at this granularity']
+                   ELSE [v.validity]
+               END || v.method_problems) AS problem
+    FROM v
+)
+SELECT basis,
+       pm_month AS month,
+       payment_method,
+       coalesce(nullif(pm_display_name, ''), min(nullif(payment_method_name, ''))) AS payment_method_name,
+       pm_type AS type,
+       problem,
+       problem <> 'cannot tell at this granularity' AS violation,
+       valid_from,
+       valid_until,
+       pm_is_active AS is_active,
+       pm_terms_accepted AS terms_accepted,
+       pm_auto_purchase_stream_licenses AS auto_purchase_stream_licenses,
+       currency,
+       CAST(min(date) AS DATE) AS first_day,
+       CAST(max(date) AS DATE) AS last_day,
+       count(*) AS rows,
+       sum(cost) AS cost,
+       sum(CASE WHEN streaming_auto_purchase THEN cost ELSE 0 END) AS streaming_auto_purchase
+FROM p
+GROUP BY basis, pm_month, payment_method, pm_display_name, pm_type, problem, valid_from, valid_until,
+         pm_is_active, pm_terms_accepted, pm_auto_purchase_stream_licenses, currency
+`
+
+// TestPaymentMethodViolationsAsBefore: usage_validity and
+// payment_method_violations give exactly the rows of their former
+// definitions, on the export fixture with one more method that ends
+// before it starts and whose terms are not accepted, and another that
+// starts in the middle of the first month.
+func TestPaymentMethodViolationsAsBefore(t *testing.T) {
+	ctx := context.Background()
+	s, _ := exportFixture(t)
+	for _, q := range []string{
+		`UPDATE payment_method_snapshots SET start_date = DATE '2026-09-15', end_date = DATE '2026-09-01', terms_and_conditions_accepted = false
+WHERE id = (SELECT min(id) FROM payment_method_snapshots WHERE coalesce(is_active, true))`,
+		`UPDATE payment_method_snapshots SET start_date = DATE '2026-08-20'
+WHERE id = (SELECT max(id) FROM payment_method_snapshots WHERE coalesce(is_active, true))`,
+		usageValidityBefore,
+		paymentMethodViolationsBefore,
+	} {
+		if _, err := s.db.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, view := range []string{"usage_validity", "payment_method_violations"} {
+		r, err := s.db.QueryContext(ctx, `SELECT * FROM `+view+`_before ORDER BY ALL`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := lines(t, r)
+		if r, err = s.db.QueryContext(ctx, `SELECT * FROM `+view+` ORDER BY ALL`); err != nil {
+			t.Fatal(err)
+		}
+		got := lines(t, r)
+		if strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Fatalf("%s differs from its former definition (%d rows, %d before):\ngot  %.3000s\nwant %.3000s", view, len(got), len(want), strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+		t.Logf("%s: %d rows, the same", view, len(got))
+	}
+	problems := rowsText(t, s, `SELECT DISTINCT problem FROM payment_method_violations ORDER BY 1`)
+	if strings.Join(problems, ",") != "before start,end not after start,inactive,on or after end,terms not accepted" {
+		t.Fatalf("the fixture's problems are %v: the test compares less than it should", problems)
+	}
+}
