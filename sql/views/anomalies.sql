@@ -27,11 +27,28 @@ daily AS (
 scored AS (
     SELECT d.*,
            median(d.cost) OVER w AS baseline,
-           mad(d.cost) OVER w AS mad,
            count(*) OVER w AS baseline_days
     FROM daily d
     WINDOW w AS (PARTITION BY project, meter_name, currency ORDER BY day
                  RANGE BETWEEN INTERVAL 28 DAYS PRECEDING AND INTERVAL 1 DAY PRECEDING)
+),
+-- A MAD over a sliding window costs several times the median (3 s against
+-- 0.8 s at two years of 1,360 meters), and only the days the amount and
+-- percent thresholds keep need one: theirs is the same mad() over the same
+-- 28 days, read by a join.
+candidates AS (
+    SELECT s.*, t.mads, t.min_amount, t.min_percent
+    FROM scored s, settings t
+    WHERE s.baseline_days >= 14
+      AND s.cost - s.baseline >= t.min_amount
+      AND s.cost - s.baseline >= s.baseline * t.min_percent / 100
+),
+spread AS (
+    SELECT c.day, c.project, c.meter_name, c.currency, mad(b.cost) AS mad
+    FROM candidates c
+    JOIN daily b ON b.project = c.project AND b.meter_name = c.meter_name AND b.currency = c.currency
+                AND b.day >= c.day - 28 AND b.day < c.day
+    GROUP BY c.day, c.project, c.meter_name, c.currency
 )
 SELECT s.day, -- the UTC day
        s.project, -- '' for usage without a project
@@ -39,15 +56,13 @@ SELECT s.day, -- the UTC day
        s.currency,
        s.cost, -- what the meter cost that day
        s.baseline, -- the median day of the 28 before
-       s.mad, -- their median absolute deviation, unscaled
+       m.mad, -- their median absolute deviation, unscaled
        s.baseline_days, -- days with usage among the 28
        s.cost - s.baseline AS excess, -- how much more than the median
-       CASE WHEN s.mad > 0 THEN CAST((s.cost - s.baseline) / (s.mad * 1.4826) AS DOUBLE) END AS score, -- excess in scaled MADs; null when the baseline never varies
-       t.mads AS threshold_mads, -- the thresholds applied
-       t.min_amount AS threshold_amount,
-       t.min_percent AS threshold_percent
-FROM scored s, settings t
-WHERE s.baseline_days >= 14
-  AND s.cost - s.baseline >= t.min_amount
-  AND s.cost - s.baseline >= s.baseline * t.min_percent / 100
-  AND s.cost - s.baseline > t.mads * 1.4826 * s.mad;
+       CASE WHEN m.mad > 0 THEN CAST((s.cost - s.baseline) / (m.mad * 1.4826) AS DOUBLE) END AS score, -- excess in scaled MADs; null when the baseline never varies
+       s.mads AS threshold_mads, -- the thresholds applied
+       s.min_amount AS threshold_amount,
+       s.min_percent AS threshold_percent
+FROM candidates s
+JOIN spread m USING (day, project, meter_name, currency)
+WHERE s.cost - s.baseline > s.mads * 1.4826 * m.mad;

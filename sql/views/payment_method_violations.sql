@@ -23,19 +23,34 @@ WITH v AS (
     SEMI JOIN usage_coverage c
         ON c.basis = v.basis AND c.granularity = v.granularity AND c.day = CAST(v.period_at AS DATE)
 ),
+-- The rows are summed per validity and method before their problems are
+-- listed: the list is the same for all of them, and made once per group
+-- rather than once per row. Sums of sums are exact (DECIMAL).
+g AS (
+    SELECT basis, pm_month, payment_method, pm_display_name, pm_type, validity, method_problems,
+           valid_from, valid_until, pm_is_active, pm_terms_accepted, pm_auto_purchase_stream_licenses, currency,
+           min(nullif(payment_method_name, '')) AS payment_method_name,
+           min(date) AS first_at,
+           max(date) AS last_at,
+           count(*) AS rows,
+           sum(cost) AS cost,
+           sum(CASE WHEN streaming_auto_purchase THEN cost ELSE 0 END) AS streaming_auto_purchase
+    FROM v
+    GROUP BY ALL
+),
 p AS (
-    SELECT v.*, unnest(
-               CASE v.validity
+    SELECT g.*, unnest(
+               CASE g.validity
                    WHEN 'valid' THEN []
                    WHEN 'cannot tell' THEN ['cannot tell at this granularity']
-                   ELSE [v.validity]
-               END || v.method_problems) AS problem
-    FROM v
+                   ELSE [g.validity]
+               END || g.method_problems) AS problem
+    FROM g
 )
 SELECT basis,
        pm_month AS month,
        payment_method,
-       coalesce(nullif(pm_display_name, ''), min(nullif(payment_method_name, ''))) AS payment_method_name,
+       coalesce(nullif(pm_display_name, ''), min(payment_method_name)) AS payment_method_name,
        pm_type AS type,
        problem,
        problem <> 'cannot tell at this granularity' AS violation,
@@ -45,11 +60,11 @@ SELECT basis,
        pm_terms_accepted AS terms_accepted,
        pm_auto_purchase_stream_licenses AS auto_purchase_stream_licenses,
        currency,
-       CAST(min(date) AS DATE) AS first_day,
-       CAST(max(date) AS DATE) AS last_day,
-       count(*) AS rows,
+       CAST(min(first_at) AS DATE) AS first_day,
+       CAST(max(last_at) AS DATE) AS last_day,
+       CAST(sum(rows) AS BIGINT) AS rows,
        sum(cost) AS cost,
-       sum(CASE WHEN streaming_auto_purchase THEN cost ELSE 0 END) AS streaming_auto_purchase
+       sum(streaming_auto_purchase) AS streaming_auto_purchase
 FROM p
 GROUP BY basis, pm_month, payment_method, pm_display_name, pm_type, problem, valid_from, valid_until,
          pm_is_active, pm_terms_accepted, pm_auto_purchase_stream_licenses, currency;

@@ -51,11 +51,17 @@ SELECT b.*,
             AND (pm.end_date IS NULL OR b.bucket_end <= pm.end_date) THEN 'valid'
            ELSE 'cannot tell'
        END AS validity,
-       list_filter([
-           CASE WHEN pm.start_date IS NOT NULL AND pm.end_date IS NOT NULL AND pm.end_date <= pm.start_date THEN 'end not after start' END,
-           CASE WHEN pm.is_active = false THEN 'inactive' END,
-           CASE WHEN pm.terms_and_conditions_accepted = false THEN 'terms not accepted' END
-       ], x -> x IS NOT NULL) AS method_problems,
+       pm.method_problems,
        coalesce(lower(b.solution) = 'streaming' AND pm.auto_purchase_stream_licenses, false) AS streaming_auto_purchase
 FROM b
-JOIN payment_methods_by_month pm ON pm.month = b.pm_month AND pm.id = b.payment_method;
+-- The method's own problems are the month's, listed once per method and
+-- month rather than for each of its rows.
+JOIN (
+    SELECT *,
+           list_filter([
+               CASE WHEN start_date IS NOT NULL AND end_date IS NOT NULL AND end_date <= start_date THEN 'end not after start' END,
+               CASE WHEN is_active = false THEN 'inactive' END,
+               CASE WHEN terms_and_conditions_accepted = false THEN 'terms not accepted' END
+           ], x -> x IS NOT NULL) AS method_problems
+    FROM payment_methods_by_month
+) pm ON pm.month = b.pm_month AND pm.id = b.payment_method;
