@@ -280,26 +280,13 @@ schedule:
 func echoTextColumns(t *testing.T, db *sql.DB) []byte {
 	t.Helper()
 	// Tables only: every view reads them.
-	rows, err := db.Query(`SELECT c.table_name, c.column_name FROM duckdb_columns() c JOIN duckdb_tables() t USING (database_name, schema_name, table_name)
+	cols := proofTextColumns(t, db, `SELECT c.table_name, c.column_name FROM duckdb_columns() c JOIN duckdb_tables() t USING (database_name, schema_name, table_name)
 WHERE NOT c.internal AND c.data_type IN ('VARCHAR', 'JSON')`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var cols [][2]string
-	for rows.Next() {
-		var c [2]string
-		if err := rows.Scan(&c[0], &c[1]); err != nil {
-			t.Fatal(err)
-		}
-		cols = append(cols, c)
-	}
-	rows.Close()
-	ident := func(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
 	var all bytes.Buffer
 	errorsSeen := 0
 	for _, c := range cols {
 		var v string
-		q := fmt.Sprintf(`SELECT coalesce(string_agg(CAST(%s AS VARCHAR), ' '), '') FROM %s`, ident(c[1]), ident(c[0]))
+		q := fmt.Sprintf(`SELECT coalesce(string_agg(CAST(%s AS VARCHAR), ' '), '') FROM %s`, sqlIdent(c[1]), sqlIdent(c[0]))
 		if err := db.QueryRow(q).Scan(&v); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}

@@ -323,27 +323,14 @@ func proofFileHasNoToken(t *testing.T, path string) {
 // only) for the token.
 func proofNoTokenInTables(t *testing.T, db *sql.DB, what, only string) {
 	t.Helper()
-	rows, err := db.Query(`SELECT table_name, column_name FROM duckdb_columns()
+	cols := proofTextColumns(t, db, `SELECT table_name, column_name FROM duckdb_columns()
 WHERE NOT internal AND data_type IN ('VARCHAR', 'JSON') AND (? = '' OR table_name = ?)`, only, only)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var cols [][2]string
-	for rows.Next() {
-		var c [2]string
-		if err := rows.Scan(&c[0], &c[1]); err != nil {
-			t.Fatal(err)
-		}
-		cols = append(cols, c)
-	}
-	rows.Close()
 	if len(cols) == 0 {
 		t.Fatalf("%s: no text column to search", what)
 	}
-	ident := func(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
 	for _, c := range cols {
 		var n int
-		q := fmt.Sprintf(`SELECT count(*) FROM %s WHERE contains(CAST(%s AS VARCHAR), ?)`, ident(c[0]), ident(c[1]))
+		q := fmt.Sprintf(`SELECT count(*) FROM %s WHERE contains(CAST(%s AS VARCHAR), ?)`, sqlIdent(c[0]), sqlIdent(c[1]))
 		if err := db.QueryRow(q, prooftest.Token).Scan(&n); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
@@ -352,6 +339,32 @@ WHERE NOT internal AND data_type IN ('VARCHAR', 'JSON') AND (? = '' OR table_nam
 		}
 	}
 }
+
+// proofTextColumns lists the (table, column) pairs a query over DuckDB's
+// catalog selects: the text columns a secret search reads.
+func proofTextColumns(t *testing.T, db *sql.DB, query string, args ...any) [][2]string {
+	t.Helper()
+	rows, err := db.Query(query, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var cols [][2]string
+	for rows.Next() {
+		var c [2]string
+		if err := rows.Scan(&c[0], &c[1]); err != nil {
+			t.Fatal(err)
+		}
+		cols = append(cols, c)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return cols
+}
+
+// sqlIdent quotes a name for SQL.
+func sqlIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
 
 // proofNoFormulaFromData checks that the workbook shows the formula-like
 // project name, as text, and holds no formula built from it.
