@@ -86,15 +86,7 @@ WHERE hash(d.day, p.project, m.meter, c.currency) % 7 <> 0`); err != nil {
 		if err := s.SaveAlertSettings(ctx, tally.MustDecimal(th[0]), tally.MustDecimal(th[1]), tally.MustDecimal(th[2])); err != nil {
 			t.Fatal(err)
 		}
-		get := func(view string) []string {
-			t.Helper()
-			r, err := s.db.QueryContext(ctx, `SELECT * FROM `+view+` ORDER BY ALL`)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return lines(t, r)
-		}
-		want, got := get("anomalies_before"), get("anomalies")
+		want, got := viewLines(t, s, "anomalies_before"), viewLines(t, s, "anomalies")
 		if len(want) == 0 {
 			t.Fatalf("thresholds %v: no anomalies: the test compares nothing", th)
 		}

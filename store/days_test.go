@@ -162,6 +162,16 @@ FROM forecasts WHERE month = CAST($m AS DATE) ORDER BY ALL`
 	}
 }
 
+// viewLines is every row of a view, in order, as lines.
+func viewLines(t *testing.T, s *Store, view string) []string {
+	t.Helper()
+	r, err := s.db.QueryContext(context.Background(), `SELECT * FROM `+view+` ORDER BY ALL`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lines(t, r)
+}
+
 // lines renders every row of r as one line of its columns' text.
 func lines(t *testing.T, r *sql.Rows) []string {
 	t.Helper()

@@ -396,15 +396,7 @@ WHERE payment_method_id = (SELECT min(payment_method_id) FROM rate_card_price_sn
 			t.Fatal(err)
 		}
 	}
-	get := func(view string) []string {
-		t.Helper()
-		r, err := s.db.QueryContext(ctx, `SELECT * FROM `+view+` ORDER BY ALL`)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return lines(t, r)
-	}
-	want, got := get("focus_before"), get("focus")
+	want, got := viewLines(t, s, "focus_before"), viewLines(t, s, "focus")
 	if n := rowsText(t, s, `SELECT count(*) FROM usage`); len(want) == 0 || n[0] == "0" || n[0] == fmt.Sprint(len(want)) {
 		t.Fatalf("focus has %d rows of %s usage rows: the closed month should leave some out", len(want), n[0])
 	}
