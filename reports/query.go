@@ -178,30 +178,3 @@ func (m money) round(places int) string {
 	}
 	return tally.NewDecimal(q, places).String()
 }
-
-// CurrencyTotal is a month's usage value in one currency and the part of
-// it billed directly or under an unknown entitlement type (invoiced), as
-// the Summary shows them; exact decimal text.
-type CurrencyTotal struct {
-	Currency, UsageValue, Invoiced string
-}
-
-// MonthTotals reads p's totals per currency through the Summary's own
-// query, for a short text about a workbook (a delivery's mail).
-func MonthTotals(ctx context.Context, src Source, p Period) ([]CurrencyTotal, error) {
-	if err := p.validate(); err != nil {
-		return nil, err
-	}
-	p.Month = p.Month.UTC()
-	b := &builder{ctx: ctx, src: src, p: p}
-	totals, err := b.summaryTotals()
-	if err != nil {
-		return nil, err
-	}
-	out := make([]CurrencyTotal, len(totals))
-	for i, t := range totals {
-		inv := t.split.direct.dec.Add(t.split.other.dec)
-		out[i] = CurrencyTotal{Currency: t.currency, UsageValue: t.split.total.dec.String(), Invoiced: inv.String()}
-	}
-	return out, nil
-}
