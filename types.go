@@ -81,6 +81,11 @@ type UsageQuery struct {
 	ProjectNames     []string
 	PaymentMethodIDs []string
 	MeterNames       []string
+	// Organization is Tally's name for the organization whose token sends
+	// the query (organizations[].name): the store keeps each
+	// organization's rows and ledger apart by it. OrganizationID is its id
+	// in the interface, when known.
+	Organization, OrganizationID string
 	// Stats, when set, is updated with the requests, retries and bytes the
 	// query cost. It may be shared by concurrent queries.
 	Stats *Stats

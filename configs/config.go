@@ -16,12 +16,15 @@ import (
 // Config is a loaded, validated configuration. Paths are resolved; every
 // field holds its default when the file left it out.
 type Config struct {
-	API      APIConfig
-	Usage    UsageConfig
-	Store    StoreConfig
-	Reports  ReportsConfig
-	Schedule ScheduleConfig
-	Export   ExportConfig
+	API APIConfig
+	// Organizations are the organizations fetched: the api: form's one
+	// (Name "") or those organizations: lists. Never empty once loaded.
+	Organizations []Organization
+	Usage         UsageConfig
+	Store         StoreConfig
+	Reports       ReportsConfig
+	Schedule      ScheduleConfig
+	Export        ExportConfig
 	// Budgets are the monthly budgets the alerts step checks (budgets).
 	Budgets []Budget
 	// Anomalies are the thresholds of a cost anomaly (anomalies).
@@ -46,8 +49,11 @@ type APIConfig struct {
 	// AnswerTimeout bounds one answer whole, request to last byte
 	// (api.answer_timeout); Timeout bounds each wait within it.
 	AnswerTimeout time.Duration
-	Concurrency   int // windows in flight
-	MaxRetries    int
+	Concurrency   int // windows in flight per organization (the interface's rate limits are per organization)
+	// TotalConcurrency bounds the windows in flight over every
+	// organization (api.total_concurrency).
+	TotalConcurrency int
+	MaxRetries       int
 	// ConnectRetries bounds the retries of a request that cannot connect
 	// (refused, no such host) before the interface has answered once in
 	// the run: a wrong address fails in seconds, not after MaxRetries.
@@ -202,27 +208,28 @@ const (
 
 // Defaults that INTERFACE.md documents.
 const (
-	DefaultBaseURL         = "https://app.mk.io"
-	DefaultTokenEnv        = "TALLY_API_TOKEN"
-	DefaultTimeout         = 60 * time.Second
-	DefaultAnswerTimeout   = 30 * time.Minute
-	DefaultConcurrency     = 4
-	DefaultMaxRetries      = 8
-	DefaultConnectRetries  = 3
-	DefaultTokenWarnBefore = 14 * 24 * time.Hour
-	DefaultGranularity     = tally.Day
-	DefaultLookback        = 7 * 24 * time.Hour
-	DefaultFormat          = tally.FormatJSON
-	DefaultStorePath       = "data/tally.duckdb"
-	DefaultReportsDir      = "reports"
-	DefaultTolerance       = 0.005
-	DefaultLockWait        = 10 * time.Minute
-	DefaultGrace           = 30 * time.Second
-	DefaultExportDir       = "exports"
-	DefaultAnomalyMADs     = "4"
-	DefaultAnomalyMin      = "1"
-	DefaultAnomalyPercent  = "50"
-	DefaultWebhookTimeout  = 10 * time.Second
+	DefaultBaseURL          = "https://app.mk.io"
+	DefaultTokenEnv         = "TALLY_API_TOKEN"
+	DefaultTimeout          = 60 * time.Second
+	DefaultAnswerTimeout    = 30 * time.Minute
+	DefaultConcurrency      = 4
+	DefaultTotalConcurrency = 16 // api.total_concurrency: windows in flight over every organization
+	DefaultMaxRetries       = 8
+	DefaultConnectRetries   = 3
+	DefaultTokenWarnBefore  = 14 * 24 * time.Hour
+	DefaultGranularity      = tally.Day
+	DefaultLookback         = 7 * 24 * time.Hour
+	DefaultFormat           = tally.FormatJSON
+	DefaultStorePath        = "data/tally.duckdb"
+	DefaultReportsDir       = "reports"
+	DefaultTolerance        = 0.005
+	DefaultLockWait         = 10 * time.Minute
+	DefaultGrace            = 30 * time.Second
+	DefaultExportDir        = "exports"
+	DefaultAnomalyMADs      = "4"
+	DefaultAnomalyMin       = "1"
+	DefaultAnomalyPercent   = "50"
+	DefaultWebhookTimeout   = 10 * time.Second
 )
 
 // Environment variables that override the file.

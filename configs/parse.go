@@ -27,15 +27,17 @@ import (
 // does not hide the problems of the others. The yaml tags are the only list
 // of keys: the walk that refuses unknown keys reads them.
 type rawConfig struct {
-	API       rawAPI       `yaml:"api"`
-	Usage     rawUsage     `yaml:"usage"`
-	Store     rawStore     `yaml:"store"`
-	Reports   rawReports   `yaml:"reports"`
-	Schedule  rawSchedule  `yaml:"schedule"`
-	Export    rawExport    `yaml:"export"`
-	Budgets   *[]rawBudget `yaml:"budgets"`
-	Anomalies rawAnomalies `yaml:"anomalies"`
-	Alerts    rawAlerts    `yaml:"alerts"`
+	API rawAPI `yaml:"api"`
+	// Organizations: nil or empty is the api: form, one organization.
+	Organizations *[]rawOrganization `yaml:"organizations"`
+	Usage         rawUsage           `yaml:"usage"`
+	Store         rawStore           `yaml:"store"`
+	Reports       rawReports         `yaml:"reports"`
+	Schedule      rawSchedule        `yaml:"schedule"`
+	Export        rawExport          `yaml:"export"`
+	Budgets       *[]rawBudget       `yaml:"budgets"`
+	Anomalies     rawAnomalies       `yaml:"anomalies"`
+	Alerts        rawAlerts          `yaml:"alerts"`
 }
 
 type rawBudget struct {
@@ -65,16 +67,18 @@ type rawWebhook struct {
 }
 
 type rawAPI struct {
-	BaseURL         yaml.Node `yaml:"base_url"`
-	TokenEnv        yaml.Node `yaml:"token_env"`
-	TokenFile       yaml.Node `yaml:"token_file"`
-	Timeout         yaml.Node `yaml:"timeout"`
-	AnswerTimeout   yaml.Node `yaml:"answer_timeout"`
-	Concurrency     yaml.Node `yaml:"concurrency"`
-	MaxRetries      yaml.Node `yaml:"max_retries"`
-	ConnectRetries  yaml.Node `yaml:"connect_retries"`
-	TokenWarnBefore yaml.Node `yaml:"token_warn_before"`
-	Paths           yaml.Node `yaml:"paths"`
+	BaseURL       yaml.Node `yaml:"base_url"`
+	TokenEnv      yaml.Node `yaml:"token_env"`
+	TokenFile     yaml.Node `yaml:"token_file"`
+	Timeout       yaml.Node `yaml:"timeout"`
+	AnswerTimeout yaml.Node `yaml:"answer_timeout"`
+	Concurrency   yaml.Node `yaml:"concurrency"`
+	// TotalConcurrency bounds windows in flight over every organization.
+	TotalConcurrency yaml.Node `yaml:"total_concurrency"`
+	MaxRetries       yaml.Node `yaml:"max_retries"`
+	ConnectRetries   yaml.Node `yaml:"connect_retries"`
+	TokenWarnBefore  yaml.Node `yaml:"token_warn_before"`
+	Paths            yaml.Node `yaml:"paths"`
 }
 
 type rawUsage struct {
@@ -205,6 +209,7 @@ func (p *parser) parse(data []byte) *Config {
 	cfg := &Config{}
 	p.api(&raw.API, &cfg.API)
 	p.usage(&raw.Usage, &cfg.Usage)
+	p.organizations(raw.Organizations, &raw.API, cfg)
 	p.store(&raw.Store, &cfg.Store)
 	p.reports(&raw.Reports, &cfg.Reports)
 	p.schedule(&raw.Schedule, &cfg.Schedule)
@@ -554,6 +559,10 @@ func (p *parser) api(r *rawAPI, c *APIConfig) {
 		p.addf(deref(&r.AnswerTimeout), "api.answer_timeout", "%s is shorter than api.timeout %s; it bounds a whole answer, each wait of which api.timeout bounds: give at least %s", c.AnswerTimeout, c.Timeout, c.Timeout)
 	}
 	c.Concurrency = p.integer(&r.Concurrency, "api.concurrency", DefaultConcurrency, 1, 32)
+	c.TotalConcurrency = p.integer(&r.TotalConcurrency, "api.total_concurrency", max(DefaultTotalConcurrency, c.Concurrency), 1, 256)
+	if c.TotalConcurrency < c.Concurrency {
+		p.addf(deref(&r.TotalConcurrency), "api.total_concurrency", "%d is less than api.concurrency %d; it bounds the windows in flight over every organization, each of which may have api.concurrency", c.TotalConcurrency, c.Concurrency)
+	}
 	c.MaxRetries = p.integer(&r.MaxRetries, "api.max_retries", DefaultMaxRetries, 0, 50)
 	c.ConnectRetries = p.integer(&r.ConnectRetries, "api.connect_retries", DefaultConnectRetries, 0, 50)
 	c.TokenWarnBefore = DefaultTokenWarnBefore
@@ -579,7 +588,10 @@ func (p *parser) baseURL(n *yaml.Node, field, s string) string {
 	return strings.TrimRight(strings.TrimSpace(s), "/")
 }
 
-func (p *parser) paths(n *yaml.Node) map[string]string {
+func (p *parser) paths(n *yaml.Node) map[string]string { return p.pathsAt(n, "api.paths") }
+
+// pathsAt reads a mapping of resource to path at field.
+func (p *parser) pathsAt(n *yaml.Node, at string) map[string]string {
 	n = deref(n)
 	out := map[string]string{}
 	if isNull(n) {
@@ -591,12 +603,12 @@ func (p *parser) paths(n *yaml.Node) map[string]string {
 	}
 	sort.Strings(keys)
 	if n.Kind != yaml.MappingNode {
-		p.addf(n, "api.paths", "must be a mapping of resource to path (resources: %s), not %s", strings.Join(keys, ", "), describe(n))
+		p.addf(n, at, "must be a mapping of resource to path (resources: %s), not %s", strings.Join(keys, ", "), describe(n))
 		return out
 	}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := deref(n.Content[i]), n.Content[i+1]
-		field := join("api.paths", k.Value)
+		field := join(at, k.Value)
 		def, known := tally.DefaultPaths[k.Value]
 		if k.Kind != yaml.ScalarNode || !known {
 			msg := fmt.Sprintf("unknown resource; known: %s", strings.Join(keys, ", "))

@@ -18,27 +18,40 @@ const maxTokenSize = 64 << 10
 // token was looked for and what to do; they never contain the token. A
 // token file others can read is reported in Config.Warnings by Load.
 func (c *Config) Token(getenv func(string) string) (string, error) {
+	return readToken("api", "the api token", c.API.TokenEnv, c.API.TokenFile, getenv)
+}
+
+// OrgToken returns organization o's token, as Token does for the api:
+// form; errors name o's keys.
+func (c *Config) OrgToken(o Organization, getenv func(string) string) (string, error) {
+	if o.Field == "" || o.Field == "api" {
+		return c.Token(getenv)
+	}
+	return readToken(o.Field, fmt.Sprintf("organization %s's token", o.Name), o.TokenEnv, o.TokenFile, getenv)
+}
+
+func readToken(field, what, tokenEnv, tokenFile string, getenv func(string) string) (string, error) {
 	var tok, from string
-	if c.API.TokenFile != "" {
-		from = "api.token_file " + c.API.TokenFile
-		f, err := os.Open(c.API.TokenFile)
+	if tokenFile != "" {
+		from = field + ".token_file " + tokenFile
+		f, err := os.Open(tokenFile)
 		if err != nil {
-			return "", fmt.Errorf("read api token: %w; put the token in that file (mode 600) or set api.token_env", err)
+			return "", fmt.Errorf("read %s: %w; put the token in that file (mode 600) or set %s.token_env", what, err, field)
 		}
 		defer f.Close()
 		b, err := io.ReadAll(io.LimitReader(f, maxTokenSize+1))
 		if err != nil {
-			return "", fmt.Errorf("read api token: %s: %w; api.token_file must name a readable file holding the token alone", from, err)
+			return "", fmt.Errorf("read %s: %s: %w; %s.token_file must name a readable file holding the token alone", what, from, err, field)
 		}
 		if len(b) > maxTokenSize {
-			return "", fmt.Errorf("read api token: %s is larger than %d bytes; it must hold the token alone", from, maxTokenSize)
+			return "", fmt.Errorf("read %s: %s is larger than %d bytes; it must hold the token alone", what, from, maxTokenSize)
 		}
 		tok = strings.TrimSpace(string(b))
 		if tok == "" {
-			return "", fmt.Errorf("read api token: %s is empty; put the token in it", from)
+			return "", fmt.Errorf("read %s: %s is empty; put the token in it", what, from)
 		}
 	} else {
-		name := c.API.TokenEnv
+		name := tokenEnv
 		if name == "" {
 			name = DefaultTokenEnv
 		}
@@ -47,14 +60,14 @@ func (c *Config) Token(getenv func(string) string) (string, error) {
 			tok = strings.TrimSpace(getenv(name))
 		}
 		if tok == "" {
-			return "", fmt.Errorf("read api token: %s is not set or empty; export the token in it, or point api.token_file at a file holding it", from)
+			return "", fmt.Errorf("read %s: %s is not set or empty; export the token in it, or point %s.token_file at a file holding it", what, from, field)
 		}
 	}
 	// A token with a line break or control character would corrupt the
 	// Authorization header; say so without showing it.
 	for _, r := range tok {
 		if r < 0x21 || r == 0x7f {
-			return "", fmt.Errorf("read api token: the token in %s contains spaces, line breaks or control characters; it must be a single word", from)
+			return "", fmt.Errorf("read %s: the token in %s contains spaces, line breaks or control characters; it must be a single word", what, from)
 		}
 	}
 	return tok, nil

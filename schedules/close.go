@@ -119,14 +119,32 @@ func checkStore(ctx context.Context, st *store.Store, cfg *configs.Config, o Clo
 			m, last.At.Format("2006-01-02 15:04"), last.Who, basis, g, m)
 	}
 	end := o.Month.AddDate(0, 1, 0)
-	missing, err := st.UncoveredDays(ctx, o.Month, end, g, basis, base.Scope())
-	if err != nil {
-		return err
+	orgs := cfg.Orgs()
+	if !cfg.Grouped() {
+		name, err := storedOrgName(ctx, st)
+		if err != nil {
+			return err
+		}
+		orgs = []configs.Organization{orgs[0]}
+		orgs[0].Name = name
 	}
-	if len(missing) > 0 {
-		return refused("--month %s is not fully loaded: %d day(s) have no loaded window at granularity %s, basis %s (first %s, last %s); run tally fetch --from %s --to %s, then close",
-			m, len(missing), g, basis, missing[0].Format(time.DateOnly), missing[len(missing)-1].Format(time.DateOnly),
-			missing[0].Format(time.DateOnly), missing[len(missing)-1].AddDate(0, 0, 1).Format(time.DateOnly))
+	// A close covers every organization of the store: a group closes at
+	// once, or not at all, naming the organization not ready.
+	for _, org := range orgs {
+		q := cfg.QueryBase(org)
+		missing, err := st.UncoveredDays(ctx, org.Name, o.Month, end, g, basis, q.Scope())
+		if err != nil {
+			return err
+		}
+		if len(missing) > 0 {
+			of := ""
+			if cfg.Grouped() {
+				of = " for organization " + org.Name
+			}
+			return refused("--month %s is not fully loaded%s: %d day(s) have no loaded window at granularity %s, basis %s (first %s, last %s); run tally fetch --from %s --to %s, then close",
+				m, of, len(missing), g, basis, missing[0].Format(time.DateOnly), missing[len(missing)-1].Format(time.DateOnly),
+				missing[0].Format(time.DateOnly), missing[len(missing)-1].AddDate(0, 0, 1).Format(time.DateOnly))
+		}
 	}
 	return nil
 }

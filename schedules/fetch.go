@@ -23,8 +23,11 @@ import (
 // Env is what a job runs with. Now is injectable so tests control "today".
 type Env struct {
 	Config *configs.Config
-	Client *fetch.Client
-	Store  *store.Store
+	Client *fetch.Client // the api: form's client
+	// Orgs are the organizations of an organizations: config, each with
+	// its own client; nil for the api: form, which fetches with Client.
+	Orgs  []OrgEnv
+	Store *store.Store
 	Log    zerolog.Logger
 	Now    func() time.Time
 	// Stop closes when the run is asked to stop (SIGTERM): no new window
@@ -68,8 +71,9 @@ type FetchOptions struct {
 
 // WindowFailure is one window that failed after every retry.
 type WindowFailure struct {
-	Window tally.Window
-	Err    error
+	Window       tally.Window
+	Err          error
+	Organization string // "" for the api: form
 }
 
 // FetchSummary is what one fetch did.
@@ -89,6 +93,9 @@ type FetchSummary struct {
 	Published string // the analysts' copy, once the run is recorded
 	// Alerts is what the budget and anomaly check after the fetch found.
 	Alerts alerts.Check
+	// Orgs are the organizations of an organizations: config that could
+	// not be fetched at all; the others were.
+	Orgs []OrgFailure
 	// Projects is set for usage.source projects: Planned and Loaded then
 	// count project reports, not windows, and Rows the estimated rows
 	// rebuilt.
@@ -101,6 +108,10 @@ type FetchSummary struct {
 type PartialError struct {
 	Failed []WindowFailure
 	RefErr error
+	// Orgs are the organizations that could not be fetched at all (a
+	// token missing or expired, the interface refusing or unreachable),
+	// while the others were loaded.
+	Orgs []OrgFailure
 	// Other is work of a later step that failed after its retries while
 	// the rest went on (a delivery), each naming itself.
 	Other []error
@@ -111,8 +122,18 @@ func (e *PartialError) Error() string {
 	if n := len(e.Failed); n > 0 {
 		fmt.Fprintf(&b, "%d window(s) failed after all retries; the others were loaded and the next run fetches these again:", n)
 		for _, f := range e.Failed {
+			if f.Organization != "" {
+				fmt.Fprintf(&b, "\n  organization %s: %s (%s): %v", f.Organization, f.Window, f.Window.Granularity, f.Err)
+				continue
+			}
 			fmt.Fprintf(&b, "\n  %s (%s): %v", f.Window, f.Window.Granularity, f.Err)
 		}
+	}
+	for _, o := range e.Orgs {
+		if b.Len() > 0 {
+			b.WriteString("\n")
+		}
+		fmt.Fprintf(&b, "organization %s not fetched (the others were loaded; the next run fetches it again): %v", o.Name, o.Err)
 	}
 	if e.RefErr != nil {
 		if b.Len() > 0 {
@@ -132,10 +153,24 @@ func (e *PartialError) Error() string {
 // Partial marks the error for exit code 3.
 func (e *PartialError) Partial() bool { return true }
 
-// PlanWindows returns the windows a fetch with these options would request,
-// from the ledger in the store (or an empty ledger when st is nil).
+// PlanWindows returns the windows a fetch with these options would request
+// for the api: form's organization (or the first listed), from the ledger
+// in the store (or an empty ledger when st is nil).
 func PlanWindows(ctx context.Context, cfg *configs.Config, st *store.Store, opts FetchOptions, now time.Time) ([]tally.PlannedWindow, tally.UsageQuery, error) {
-	q := cfg.UsageQueryBase()
+	org := cfg.Orgs()[0]
+	if !cfg.Grouped() && st != nil {
+		name, err := storedOrgName(ctx, st)
+		if err != nil {
+			return nil, tally.UsageQuery{}, err
+		}
+		org.Name = name
+	}
+	return planOrgWindows(ctx, cfg, org, st, opts, now)
+}
+
+// planOrgWindows is PlanWindows for one organization, org.Name resolved.
+func planOrgWindows(ctx context.Context, cfg *configs.Config, org configs.Organization, st *store.Store, opts FetchOptions, now time.Time) ([]tally.PlannedWindow, tally.UsageQuery, error) {
+	q := cfg.QueryBase(org)
 	opts, err := opts.Resolve(cfg, now)
 	if err != nil {
 		return nil, q, err
@@ -143,7 +178,7 @@ func PlanWindows(ctx context.Context, cfg *configs.Config, st *store.Store, opts
 	g, from, to := opts.Granularity, opts.From, opts.To
 	var loaded []tally.LoadedWindow
 	if st != nil {
-		loaded, err = st.Ledger(ctx, g, q.Basis(), q.Scope())
+		loaded, err = st.Ledger(ctx, q.Organization, g, q.Basis(), q.Scope())
 		if err != nil {
 			return nil, q, fmt.Errorf("read ledger: %w", err)
 		}
@@ -170,19 +205,42 @@ func PlanWindows(ctx context.Context, cfg *configs.Config, st *store.Store, opts
 // reference snapshots. Windows that fail after all
 // retries are listed in a *PartialError; the rest stay loaded.
 func Fetch(ctx context.Context, env *Env, runID uuid.UUID, opts FetchOptions) (FetchSummary, error) {
-	if env.Config.Usage.Source == tally.SourceProjects {
-		return fetchProjects(ctx, env, runID)
+	orgs, err := env.organizations(ctx)
+	if err != nil {
+		return FetchSummary{}, err
 	}
-	start := time.Now()
-	var sum FetchSummary
-	sentBefore, retriedBefore := env.Client.Requests(), env.Client.Retries()
-	env.Log.Info().Msg("planning fetch")
-	plan, base, err := PlanWindows(ctx, env.Config, env.Store, opts, env.now())
+	if env.Config.Usage.Source == tally.SourceProjects {
+		return fetchProjects(ctx, env, runID, orgs[0])
+	}
+	if env.Config.Grouped() {
+		return fetchGroup(ctx, env, runID, opts, orgs)
+	}
+	sum, err := fetchOrg(ctx, env, runID, opts, orgs[0])
 	if err != nil {
 		return sum, err
 	}
+	return finishFetch(ctx, env, runID, sum, nil)
+}
+
+// fetchOrg is one organization's fetch: its due windows, loaded as they
+// complete (o's client, api.concurrency at once), then its reference
+// snapshots. The error is what stopped it as a whole (cancelled, the
+// interface unreachable, every window failed); windows that failed after
+// their retries are in the summary.
+func fetchOrg(ctx context.Context, env *Env, runID uuid.UUID, opts FetchOptions, o *orgRun) (FetchSummary, error) {
+	start := time.Now()
+	var sum FetchSummary
+	client := o.Client
+	sentBefore, retriedBefore := client.Requests(), client.Retries()
+	log := o.log(env.Log)
+	log.Info().Msg("planning fetch")
+	plan, base, err := planOrgWindows(ctx, env.Config, o.Org, env.Store, opts, env.now())
+	if err != nil {
+		return sum, err
+	}
+	base.OrganizationID = o.ID
 	sum.Planned = len(plan)
-	env.Log.Info().Int("windows", len(plan)).Str("granularity", string(firstGranularity(plan, env.Config))).
+	log.Info().Int("windows", len(plan)).Str("granularity", string(firstGranularity(plan, env.Config))).
 		Str("basis", string(base.Basis())).Str("scope", base.Scope()).Msg("fetch planned")
 
 	var (
@@ -202,15 +260,15 @@ func Fetch(ctx context.Context, env *Env, runID uuid.UUID, opts FetchOptions) (F
 				q.Window = pw.Window
 				ws := &tally.Stats{}
 				q.Stats = ws
-				env.Log.Info().Str("window", pw.Window.String()).Str("reason", pw.Reason).Msg("window started")
-				res, err := loadWindow(ctx, env, runID, q)
+				log.Info().Str("window", pw.Window.String()).Str("reason", pw.Reason).Msg("window started")
+				res, err := loadWindow(ctx, env, client, log, runID, q)
 				stats.Bytes.Add(ws.Bytes.Load())
 				mu.Lock()
 				done++
-				ev := env.Log.Info()
+				ev := log.Info()
 				if err != nil {
-					sum.Failed = append(sum.Failed, WindowFailure{pw.Window, err})
-					ev = env.Log.Error().Err(err)
+					sum.Failed = append(sum.Failed, WindowFailure{Window: pw.Window, Err: err, Organization: o.grouped()})
+					ev = log.Error().Err(err)
 				} else {
 					sum.Loaded++
 					sum.Rows += res.Rows
@@ -249,24 +307,24 @@ feed:
 	case unreachable != nil:
 		// The interface never answered: reading the references would
 		// only retry the same wrong address four more times.
-		env.Log.Error().Err(unreachable).Msg("reference data not read: the interface could not be reached")
+		log.Error().Err(unreachable).Msg("reference data not read: the interface could not be reached")
 	case ctx.Err() == nil:
-		refStart, refSent := time.Now(), env.Client.Requests()
-		env.Log.Info().Msg("reading reference data")
-		warnings, err := refreshReference(ctx, env, runID)
+		refStart, refSent := time.Now(), client.Requests()
+		log.Info().Msg("reading reference data")
+		warnings, err := refreshReference(ctx, env, runID, o)
 		for _, w := range warnings {
-			env.Log.Warn().Msg(w)
+			log.Warn().Msg(w)
 		}
 		sum.Warnings = warnings
 		if err != nil {
 			sum.RefErr = err
-			env.Log.Error().Err(err).Msg("reference data not refreshed")
+			log.Error().Err(err).Msg("reference data not refreshed")
 		}
-		env.Log.Info().Dur("took", time.Since(refStart).Round(time.Millisecond)).Int64("requests", env.Client.Requests()-refSent).
+		log.Info().Dur("took", time.Since(refStart).Round(time.Millisecond)).Int64("requests", client.Requests()-refSent).
 			Msg("reference data read")
 	}
 	// Every request this fetch sent, references included.
-	sum.Requests, sum.Retries, sum.Bytes = env.Client.Requests()-sentBefore, env.Client.Retries()-retriedBefore, stats.Bytes.Load()
+	sum.Requests, sum.Retries, sum.Bytes = client.Requests()-sentBefore, client.Retries()-retriedBefore, stats.Bytes.Load()
 	sum.Duration = time.Since(start)
 	if err := ctx.Err(); err != nil || stopped {
 		if err == nil {
@@ -280,7 +338,7 @@ feed:
 	if len(sum.Failed) > 0 && sum.Loaded == 0 && sum.Planned > 0 {
 		return sum, fmt.Errorf("every window failed; first: %s: %w", sum.Failed[0].Window, sum.Failed[0].Err)
 	}
-	return finishFetch(ctx, env, runID, sum, nil)
+	return sum, nil
 }
 
 // finishFetch ends a fetch that loaded what it could: alerts follow it (a
@@ -295,8 +353,8 @@ func finishFetch(ctx context.Context, env *Env, runID uuid.UUID, sum FetchSummar
 	if alertErr != nil {
 		other = append(other, alertErr)
 	}
-	if len(sum.Failed) > 0 || sum.RefErr != nil || len(other) > 0 {
-		return sum, &PartialError{Failed: sum.Failed, RefErr: sum.RefErr, Other: other}
+	if len(sum.Failed) > 0 || sum.RefErr != nil || len(other) > 0 || len(sum.Orgs) > 0 {
+		return sum, &PartialError{Failed: sum.Failed, RefErr: sum.RefErr, Other: other, Orgs: sum.Orgs}
 	}
 	return sum, nil
 }
@@ -307,12 +365,12 @@ func finishFetch(ctx context.Context, env *Env, runID uuid.UUID, sum FetchSummar
 // turned into estimated usage rows. A project whose report fails after its
 // retries makes the run partial; the others are kept, and the next run
 // reads it again (its next snapshot covers the days in between).
-func fetchProjects(ctx context.Context, env *Env, runID uuid.UUID) (FetchSummary, error) {
+func fetchProjects(ctx context.Context, env *Env, runID uuid.UUID, o *orgRun) (FetchSummary, error) {
 	start := time.Now()
 	sum := FetchSummary{Projects: true}
 	sentBefore, retriedBefore := env.Client.Requests(), env.Client.Retries()
 	env.Log.Info().Msg("reading reference data")
-	warnings, err := refreshReference(ctx, env, runID)
+	warnings, err := refreshReference(ctx, env, runID, o)
 	for _, w := range warnings {
 		env.Log.Warn().Msg(w)
 	}
@@ -344,7 +402,7 @@ func fetchProjects(ctx context.Context, env *Env, runID uuid.UUID) (FetchSummary
 	}
 	sum.Planned = len(env.Config.Usage.ProjectNames)
 	if len(reads) > 0 {
-		rows, err := env.Store.SaveProjectUsage(ctx, runID, at, reads)
+		rows, err := env.Store.SaveProjectUsage(ctx, o.Org.Name, runID, at, reads)
 		if err != nil {
 			return sum, err
 		}
@@ -399,10 +457,10 @@ const windowAttempts = 2
 // on every attempt is split into two bucket-aligned halves, loaded (and
 // recorded in the ledger) each on its own, recursively down to one bucket,
 // as a refused range is.
-func loadWindow(ctx context.Context, env *Env, runID uuid.UUID, q tally.UsageQuery) (store.LoadResult, error) {
+func loadWindow(ctx context.Context, env *Env, client *fetch.Client, log zerolog.Logger, runID uuid.UUID, q tally.UsageQuery) (store.LoadResult, error) {
 	var last error
 	for attempt := 1; attempt <= windowAttempts; attempt++ {
-		res, err := env.Store.LoadWindow(ctx, q, runID, env.Client.Usage(ctx, q))
+		res, err := env.Store.LoadWindow(ctx, q, runID, client.Usage(ctx, q))
 		var se *fetch.StreamError
 		if err == nil || ctx.Err() != nil || !errors.As(err, &se) {
 			// Not wrapped again: the store's errors already say "load
@@ -410,22 +468,22 @@ func loadWindow(ctx context.Context, env *Env, runID uuid.UUID, q tally.UsageQue
 			return res, err
 		}
 		last = err
-		env.Log.Warn().Str("window", q.Window.String()).Int("attempt", attempt).Int("max_attempts", windowAttempts).
+		log.Warn().Str("window", q.Window.String()).Int("attempt", attempt).Int("max_attempts", windowAttempts).
 			Int("rows_rolled_back", se.Rows).Err(err).Msg("window failed after rows were taken: starting it over")
 	}
 	a, b, ok := q.Window.Split()
 	if !ok {
 		return store.LoadResult{}, last
 	}
-	env.Log.Info().Str("window", q.Window.String()).Str("halves", a.String()+" "+b.String()).
+	log.Info().Str("window", q.Window.String()).Str("halves", a.String()+" "+b.String()).
 		Msg("window failed after rows on every attempt: splitting it in two")
 	qa, qb := q, q
 	qa.Window, qb.Window = a, b
-	ra, errA := loadWindow(ctx, env, runID, qa)
+	ra, errA := loadWindow(ctx, env, client, log, runID, qa)
 	if ctx.Err() != nil {
 		return ra, errA
 	}
-	rb, errB := loadWindow(ctx, env, runID, qb)
+	rb, errB := loadWindow(ctx, env, client, log, runID, qb)
 	return store.LoadResult{Rows: ra.Rows + rb.Rows, Replaced: ra.Replaced + rb.Replaced, Duration: ra.Duration + rb.Duration}, errors.Join(errA, errB)
 }
 
@@ -441,15 +499,15 @@ func loadWindow(ctx context.Context, env *Env, runID uuid.UUID, q tally.UsageQue
 // only describe: an interface without them (404), or a token not allowed
 // to read them (403), is a warning, and the run is ok; any other failure
 // of theirs (5xx after every retry) is still partial.
-func refreshReference(ctx context.Context, env *Env, runID uuid.UUID) ([]string, error) {
-	c := env.Client
+func refreshReference(ctx context.Context, env *Env, runID uuid.UUID, o *orgRun) ([]string, error) {
+	c := o.Client
 	var (
-		ref                            store.Reference
+		ref                            = store.Reference{OrgName: o.Org.Name}
 		orgErr, pmErr, projErr, locErr error
 		wg                             sync.WaitGroup
 	)
 	wg.Go(func() {
-		org, err := c.Organization(ctx)
+		org, err := o.organization(ctx)
 		if err != nil {
 			orgErr = fmt.Errorf("organization: %w", err)
 			return
@@ -517,6 +575,11 @@ func refreshReference(ctx context.Context, env *Env, runID uuid.UUID) ([]string,
 	errs = append(errs, projErr, locErr)
 	if err := env.Store.SaveSnapshot(ctx, runID, env.now(), ref); err != nil {
 		errs = append(errs, fmt.Errorf("save snapshot: %w", err))
+	}
+	if ref.Organization != nil && ref.Organization.ID != "" {
+		if err := env.Store.NoteOrganization(ctx, o.Org.Name, ref.Organization.ID); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	return warnings, errors.Join(errs...)
 }

@@ -20,8 +20,14 @@ import (
 // config, the token (read by the command, never from the YAML), the logger
 // and the version for the User-Agent.
 type Runner struct {
-	Config  *configs.Config
-	Token   string
+	Config *configs.Config
+	Token  string // the api: form's token
+	// Tokens are an organizations: config's tokens by organization name;
+	// TokenErrs say why one could not be read. An organization with
+	// neither, or with an expired token, is not fetched and the run is
+	// partial, naming it.
+	Tokens    map[string]string
+	TokenErrs map[string]error
 	Log     zerolog.Logger
 	Version string
 	Commit  string           // the build's commit, for tally_build_info
@@ -41,8 +47,13 @@ type Runner struct {
 	onAlerts func(alerts.Check)
 }
 
-// Client builds the interface client from the config.
+// Client builds the interface client of the api: form from the config.
 func (r *Runner) Client() (*fetch.Client, error) {
+	return r.orgClient(r.Config.Orgs()[0], r.Token)
+}
+
+// orgClient builds organization o's client: its address, paths and token.
+func (r *Runner) orgClient(o configs.Organization, token string) (*fetch.Client, error) {
 	api := r.Config.API
 	policy := fetch.DefaultRetry()
 	policy.MaxAttempts = api.MaxRetries + 1
@@ -53,14 +64,46 @@ func (r *Runner) Client() (*fetch.Client, error) {
 	if r.observer != nil {
 		opts = append(opts, fetch.WithObserver(r.observer))
 	}
-	return fetch.NewClient(api.BaseURL, r.Token, append(opts,
+	log := r.Log
+	if o.Name != "" {
+		log = log.With().Str("organization", o.Name).Logger()
+	}
+	return fetch.NewClient(o.BaseURL, token, append(opts,
 		fetch.WithHTTPClient(fetch.NewHTTPClient(api.Timeout, api.AnswerTimeout, api.Concurrency)),
 		fetch.WithRetry(policy),
 		fetch.WithConnectRetries(api.ConnectRetries),
-		fetch.WithLogger(r.Log),
-		fetch.WithPaths(api.Paths),
+		fetch.WithLogger(log),
+		fetch.WithPaths(o.Paths),
 		fetch.WithUserAgent(r.Version),
 	)...)
+}
+
+// orgEnvs builds each organization's client, or says why it is not
+// fetched this run: its token unread or expired.
+func (r *Runner) orgEnvs(now time.Time) ([]OrgEnv, error) {
+	var out []OrgEnv
+	for _, o := range r.Config.Orgs() {
+		oe := OrgEnv{Org: o}
+		tok, ok := r.Tokens[o.Name]
+		switch err := r.TokenErrs[o.Name]; {
+		case err != nil:
+			oe.Err = err
+		case !ok || tok == "":
+			oe.Err = fmt.Errorf("no token read for organization %s (%s.token_env or token_file)", o.Name, o.Field)
+		default:
+			if err := CheckOrgToken(r.Config, o, tok, now, r.Log); err != nil {
+				oe.Err = err
+				break
+			}
+			c, err := r.orgClient(o, tok)
+			if err != nil {
+				return nil, fmt.Errorf("organization %s: %w", o.Name, err)
+			}
+			oe.Client = c
+		}
+		out = append(out, oe)
+	}
+	return out, nil
 }
 
 // withRun runs fn as one recorded run (see recordedRun) and returns the
@@ -116,17 +159,28 @@ func (r *Runner) recordedRun(ctx context.Context, command, job string, fn func(c
 		now = r.Now
 	}
 	// Every run checks: a scheduler runs for months while a token
-	// expires at most a year after it was made.
-	if err := CheckToken(r.Config, r.Token, now().UTC(), r.Log); err != nil {
-		return out, err
+	// expires at most a year after it was made. An organizations:
+	// config checks each organization's, which fails it alone.
+	var (
+		client *fetch.Client
+		orgs   []OrgEnv
+		err    error
+	)
+	if r.Config.Grouped() {
+		if orgs, err = r.orgEnvs(now().UTC()); err != nil {
+			return out, err
+		}
+	} else {
+		if err := CheckToken(r.Config, r.Token, now().UTC(), r.Log); err != nil {
+			return out, err
+		}
+		if client, err = r.Client(); err != nil {
+			return out, err
+		}
 	}
 	wait := r.LockWait
 	if wait == 0 {
 		wait = r.Config.Schedule.LockWait
-	}
-	client, err := r.Client()
-	if err != nil {
-		return out, err
 	}
 	db := r.Config.Store.Path
 	holder := command
@@ -154,7 +208,7 @@ func (r *Runner) recordedRun(ctx context.Context, command, job string, fn func(c
 
 	runCtx, stop := graceful(ctx, r.Config.Schedule.Grace)
 	defer stop()
-	env := &Env{Config: r.Config, Client: client, Store: st, Log: r.Log, Now: r.Now, Stop: ctx.Done(), Version: r.Version, OnAlerts: r.onAlerts}
+	env := &Env{Config: r.Config, Client: client, Orgs: orgs, Store: st, Log: r.Log, Now: r.Now, Stop: ctx.Done(), Version: r.Version, OnAlerts: r.onAlerts}
 	runID := store.NewRunID()
 	out.ID = runID
 	if err := st.BeginRun(ctx, runID, command, job); err != nil {

@@ -16,15 +16,22 @@ import (
 type TokenExpiredError struct {
 	Expired time.Time
 	Config  *configs.Config
+	// Org is the organization whose token it is, for an organizations:
+	// config; zero for the api: form.
+	Org configs.Organization
 }
 
 func (e *TokenExpiredError) Error() string {
-	where := "the environment variable " + e.Config.API.TokenEnv
-	if e.Config.API.TokenFile != "" {
-		where = "the file " + e.Config.API.TokenFile
+	env, file, field, whose := e.Config.API.TokenEnv, e.Config.API.TokenFile, "api", "the API token"
+	if e.Org.Name != "" {
+		env, file, field, whose = e.Org.TokenEnv, e.Org.TokenFile, e.Org.Field, "organization "+e.Org.Name+"'s API token"
 	}
-	return fmt.Sprintf("the API token expired on %s (its exp claim): nothing was sent; create a new personal API token in the web application (it is shown once) and put it in %s (api.token_env / api.token_file)",
-		e.Expired.Format(time.RFC3339), where)
+	where := "the environment variable " + env
+	if file != "" {
+		where = "the file " + file
+	}
+	return fmt.Sprintf("%s expired on %s (its exp claim): nothing was sent; create a new personal API token in the web application (it is shown once) and put it in %s (%s.token_env / %s.token_file)",
+		whose, e.Expired.Format(time.RFC3339), where, field, field)
 }
 
 // CheckToken returns a *TokenExpiredError when token is a JWT past its
@@ -32,13 +39,22 @@ func (e *TokenExpiredError) Error() string {
 // api.token_warn_before. The token itself and its other claims are never
 // logged. An opaque token is neither.
 func CheckToken(cfg *configs.Config, token string, now time.Time, log zerolog.Logger) error {
+	return CheckOrgToken(cfg, configs.Organization{}, token, now, log)
+}
+
+// CheckOrgToken is CheckToken for organization o's token (o zero: the api:
+// form's).
+func CheckOrgToken(cfg *configs.Config, o configs.Organization, token string, now time.Time, log zerolog.Logger) error {
 	exp, ok := fetch.TokenExpiry(token)
 	if !ok {
 		return nil
 	}
 	left := exp.Sub(now)
 	if left <= 0 {
-		return &TokenExpiredError{Expired: exp, Config: cfg}
+		return &TokenExpiredError{Expired: exp, Config: cfg, Org: o}
+	}
+	if o.Name != "" {
+		log = log.With().Str("organization", o.Name).Logger()
 	}
 	if left <= cfg.API.TokenWarnBefore {
 		log.Warn().Time("token_expires", exp).Str("left", fmt.Sprintf("%.1f days", left.Hours()/24)).

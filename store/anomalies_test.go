@@ -61,7 +61,7 @@ func TestAnomaliesAsBefore(t *testing.T) {
 	s := openTemp(t)
 	// hash() spreads the costs; every seventh day of a pair is missing, a
 	// fifth of the days repeat one value, some days spike.
-	if _, err := s.db.ExecContext(ctx, `INSERT INTO daily_usage_cost
+	if _, err := s.db.ExecContext(ctx, `INSERT INTO daily_usage_cost (day, project, payment_method, family, meter_name, currency, cost)
 SELECT d.day, nullif(p.project, ''), 'pm-1', 'media', m.meter, c.currency,
        CASE WHEN hash(d.day, p.project, m.meter) % 97 = 0 THEN NULL
             WHEN hash(d.day, p.project, m.meter) % 5 = 0 THEN CAST(3.5 AS DECIMAL(38, 12))
@@ -76,7 +76,7 @@ WHERE hash(d.day, p.project, m.meter, c.currency) % 7 <> 0`); err != nil {
 		t.Fatal(err)
 	}
 	// Two rows of one day and pair, as two payment methods give: the view sums them.
-	if _, err := s.db.ExecContext(ctx, `INSERT INTO daily_usage_cost VALUES (DATE '2026-03-03', 'alpha', 'pm-2', 'media', 'encoding', 'USD', 12.25)`); err != nil {
+	if _, err := s.db.ExecContext(ctx, `INSERT INTO daily_usage_cost (day, project, payment_method, family, meter_name, currency, cost) VALUES (DATE '2026-03-03', 'alpha', 'pm-2', 'media', 'encoding', 'USD', 12.25)`); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.db.ExecContext(ctx, anomaliesBefore); err != nil {

@@ -129,6 +129,7 @@ VALUES (?, ?, ?, ?, ?, ?, CAST(? AS DECIMAL(38, 12)), CAST(? AS DECIMAL(38, 12))
 			}
 		}
 		_, err := conn.ExecContext(ctx, `INSERT INTO month_closes
+(id, month, basis, granularity, action, acted_at, who, reason, rows, cost, content_hash, final_workbook, final_sha256)
 SELECT ?, ?, ?, ?, 'close', ?, ?, ?,
        (SELECT coalesce(sum(rows), 0) FROM month_close_figures WHERE close_id = ?),
        (SELECT map(coalesce(list(currency ORDER BY currency), []), coalesce(list(total ORDER BY currency), []))
@@ -154,9 +155,9 @@ VALUES (?, ?, ?, ?, 'reopen', ?, ?, ?)`, c.ID, c.Month, string(c.Basis), string(
 }
 
 // UncoveredDays lists the days of [from, to) that no loaded window of the
-// granularity, basis and scope covers, in order.
-func (s *Store) UncoveredDays(ctx context.Context, from, to time.Time, g tally.Granularity, basis tally.Basis, scope string) ([]time.Time, error) {
-	ledger, err := s.Ledger(ctx, g, basis, scope)
+// organization, granularity, basis and scope covers, in order.
+func (s *Store) UncoveredDays(ctx context.Context, org string, from, to time.Time, g tally.Granularity, basis tally.Basis, scope string) ([]time.Time, error) {
+	ledger, err := s.Ledger(ctx, org, g, basis, scope)
 	if err != nil {
 		return nil, err
 	}

@@ -35,7 +35,21 @@ VALUES (?, ?, 'all', CAST(? AS DATE), CAST(? AS DATE), 0, uuid(), now())`, w.g, 
 		"usage|week|2024-12-30|2025-01-26|28", // the week of 27 January holds 1-2 February: left out
 		"usage|year|2026-01-01|2026-12-31|365",
 	})
-	if n := scalar(t, s, `SELECT count(*) FROM (SELECT basis, day FROM usage_coverage GROUP BY ALL HAVING count(*) > 1)`); n != int64(0) {
+	// Another organization's ledger is its own: its month window of
+	// February neither hides the day and hour rows chosen above nor takes
+	// theirs.
+	if _, err := s.DB().ExecContext(context.Background(), `INSERT INTO fetch_windows (organization, granularity, basis, scope, start, "end", rows, run_id, fetched_at)
+VALUES ('other', 'month', 'usage', 'all', DATE '2025-02-01', DATE '2025-03-01', 0, uuid(), now())`); err != nil {
+		t.Fatal(err)
+	}
+	equalLines(t, "coverage of another organization", rowsText(t, s, `SELECT organization, basis, granularity, min(day), max(day), count(*) FROM usage_coverage
+WHERE organization = 'other' OR day BETWEEN DATE '2025-02-01' AND DATE '2025-02-28' GROUP BY ALL ORDER BY ALL`), []string{
+		"|reported|day|2025-02-01|2025-02-02|2",
+		"|usage|day|2025-02-01|2025-02-28|26",
+		"|usage|hour|2025-02-10|2025-02-11|2",
+		"other|usage|month|2025-02-01|2025-02-28|28",
+	})
+	if n := scalar(t, s, `SELECT count(*) FROM (SELECT organization, basis, day FROM usage_coverage GROUP BY ALL HAVING count(*) > 1)`); n != int64(0) {
 		t.Errorf("%v days chosen at two granularities", n)
 	}
 }

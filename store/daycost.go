@@ -20,14 +20,33 @@ const dailyCostVersion = 8
 // same rows; daily_usage_cost holds them for every day, so an analyst's
 // forecasts or anomalies over the whole history read days, not rows.
 const dayCostView = `CREATE OR REPLACE VIEW usage_day_cost AS
-SELECT day, project, payment_method, family, meter_name, currency, cost FROM daily_usage_cost`
+SELECT organization, day, project, payment_method, family, meter_name, currency, cost FROM daily_usage_cost`
 
-// refreshDayCost replaces daily_usage_cost's days [from, to) with the rows
-// usage_day_cost gives for them now, on conn (inside the caller's
-// transaction).
-func refreshDayCost(ctx context.Context, conn *sql.Conn, from, to time.Time) error {
-	q, err := tallysql.InlineWhere(`INSERT INTO daily_usage_cost
-SELECT day, project, payment_method, family, meter_name, currency, cost FROM usage_day_cost`, DaysWhere)
+// refreshDayCost replaces organization org's days [from, to) of
+// daily_usage_cost with the rows usage_day_cost gives for them now, on conn
+// (inside the caller's transaction). Only org's rows: organizations load
+// the same days side by side, and each rewrites its own.
+func refreshDayCost(ctx context.Context, conn *sql.Conn, org string, from, to time.Time) error {
+	q, err := tallysql.InlineWhere(`INSERT INTO daily_usage_cost (organization, day, project, payment_method, family, meter_name, currency, cost)
+SELECT organization, day, project, payment_method, family, meter_name, currency, cost FROM usage_day_cost`, orgDaysWhere)
+	if err != nil {
+		return err
+	}
+	if _, err := conn.ExecContext(ctx, `DELETE FROM daily_usage_cost WHERE organization = $1 AND day >= CAST($2 AS DATE) AND day < CAST($3 AS DATE)`, org, from, to); err != nil {
+		return fmt.Errorf("refresh daily_usage_cost: %w", err)
+	}
+	if _, err := conn.ExecContext(ctx, q, sql.Named("days_from", from), sql.Named("days_to", to), sql.Named("days_org", org)); err != nil {
+		return fmt.Errorf("refresh daily_usage_cost: %w", err)
+	}
+	return nil
+}
+
+// refreshAllDayCost rebuilds daily_usage_cost's days [from, to) for every
+// organization, on conn: when the table is made, and for usage written by
+// other means.
+func refreshAllDayCost(ctx context.Context, conn *sql.Conn, from, to time.Time) error {
+	q, err := tallysql.InlineWhere(`INSERT INTO daily_usage_cost (organization, day, project, payment_method, family, meter_name, currency, cost)
+SELECT organization, day, project, payment_method, family, meter_name, currency, cost FROM usage_day_cost`, DaysWhere)
 	if err != nil {
 		return err
 	}
@@ -39,6 +58,9 @@ SELECT day, project, payment_method, family, meter_name, currency, cost FROM usa
 	}
 	return nil
 }
+
+// orgDaysWhere is DaysWhere narrowed to one organization ($days_org).
+var orgDaysWhere = map[string]string{"usage": DaysWhere["usage"] + " AND organization = $days_org"}
 
 // dayCostSpan is the days [from, to) loading q's window can change in
 // usage_day_cost (empty when none), and whether they reach beyond the
@@ -65,7 +87,7 @@ func (s *Store) dayCostSpan(ctx context.Context, q tally.UsageQuery) (from, to t
 	me := time.Date(e0.Year(), e0.Month(), 1, 0, 0, 0, 0, time.UTC).AddDate(0, 1, 0)
 	var n int
 	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM fetch_windows
-WHERE basis = 'usage' AND granularity = 'month' AND start < CAST(? AS DATE) AND "end" > CAST(? AS DATE)`, me, ms).Scan(&n); err != nil {
+WHERE organization = ? AND basis = 'usage' AND granularity = 'month' AND start < CAST(? AS DATE) AND "end" > CAST(? AS DATE)`, q.Organization, me, ms).Scan(&n); err != nil {
 		return time.Time{}, time.Time{}, false, err
 	}
 	if n > 0 {
@@ -81,5 +103,5 @@ func (s *Store) RefreshDayCost(ctx context.Context, from, to time.Time) error {
 	if err := s.writable("refresh daily_usage_cost"); err != nil {
 		return err
 	}
-	return s.inTx(ctx, func(conn *sql.Conn) error { return refreshDayCost(ctx, conn, from, to) })
+	return s.inTx(ctx, func(conn *sql.Conn) error { return refreshAllDayCost(ctx, conn, from, to) })
 }

@@ -82,7 +82,7 @@ func load(t *testing.T, s *Store, q tally.UsageQuery, rows ...tally.MeterData) L
 // fetched_at, in a fixed order: the content a reload must reproduce.
 func dump(t *testing.T, s *Store) []string {
 	t.Helper()
-	res, err := s.Query(context.Background(), `SELECT * EXCLUDE (run_id, fetched_at) FROM usage ORDER BY ALL`)
+	res, err := s.Query(context.Background(), `SELECT * EXCLUDE (run_id, fetched_at, organization, organization_id) FROM usage ORDER BY ALL`)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -61,6 +61,9 @@ func (s *Store) LoadWindow(ctx context.Context, q tally.UsageQuery, runID uuid.U
 	began := time.Now()
 	w := q.Window
 	label := fmt.Sprintf("load window %s (%s, %s, %s)", w, w.Granularity, q.Basis(), q.Scope())
+	if q.Organization != "" {
+		label = fmt.Sprintf("load window %s of organization %q (%s, %s, %s)", w, q.Organization, w.Granularity, q.Basis(), q.Scope())
+	}
 	if err := s.writable(label); err != nil {
 		return LoadResult{}, err
 	}
@@ -117,14 +120,14 @@ func (s *Store) LoadWindow(ctx context.Context, q tally.UsageQuery, runID uuid.U
 		}
 		res.Duration = time.Since(began)
 		if _, err := conn.ExecContext(ctx, `INSERT INTO fetch_windows
-(granularity, basis, scope, start, "end", rows, run_id, fetched_at, requests, retries, bytes, duration_ms)
-VALUES (?, ?, ?, ?::DATE, ?::DATE, ?, ?::UUID, ?, ?, ?, ?, ?)`,
-			g, basis, scope, w.Start, w.End, res.Rows, runID.String(), fetchedAt,
+(organization, granularity, basis, scope, start, "end", rows, run_id, fetched_at, requests, retries, bytes, duration_ms)
+VALUES (?, ?, ?, ?, ?::DATE, ?::DATE, ?, ?::UUID, ?, ?, ?, ?, ?)`,
+			q.Organization, g, basis, scope, w.Start, w.End, res.Rows, runID.String(), fetchedAt,
 			requests, retries, bytes, res.Duration.Milliseconds()); err != nil {
 			return fmt.Errorf("update ledger: %w", err)
 		}
 		if costTo.After(costFrom) {
-			return refreshDayCost(ctx, conn, costFrom, costTo)
+			return refreshDayCost(ctx, conn, q.Organization, costFrom, costTo)
 		}
 		return nil
 	})
@@ -161,9 +164,9 @@ func (s *Store) cutsBack(ctx context.Context, q tally.UsageQuery) (bool, error) 
 	w := q.Window
 	var n int
 	err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM fetch_windows
-WHERE granularity = ? AND basis = ? AND scope = ? AND start < ?::DATE AND "end" > ?::DATE
+WHERE organization = ? AND granularity = ? AND basis = ? AND scope = ? AND start < ?::DATE AND "end" > ?::DATE
   AND (start < ?::DATE OR "end" > ?::DATE)`,
-		string(w.Granularity), string(q.Basis()), q.Scope(), w.End, w.Start, w.Start, w.End).Scan(&n)
+		q.Organization, string(w.Granularity), string(q.Basis()), q.Scope(), w.End, w.Start, w.Start, w.End).Scan(&n)
 	return n > 0, err
 }
 
@@ -175,14 +178,14 @@ WHERE granularity = ? AND basis = ? AND scope = ? AND start < ?::DATE AND "end" 
 func trimLedger(ctx context.Context, conn *sql.Conn, q tally.UsageQuery) error {
 	w := q.Window
 	g, basis, scope := string(w.Granularity), string(q.Basis()), q.Scope()
-	const overlapping = `granularity = ? AND basis = ? AND scope = ? AND start < ?::DATE AND "end" > ?::DATE`
+	const overlapping = `organization = ? AND granularity = ? AND basis = ? AND scope = ? AND start < ?::DATE AND "end" > ?::DATE`
 	type entry struct {
 		start, end, fetchedAt           time.Time
 		runID                           string
 		requests, retries, bytes, durMS int64
 	}
 	rows, err := conn.QueryContext(ctx, `SELECT start, "end", run_id::VARCHAR, fetched_at, requests, retries, bytes, duration_ms
-FROM fetch_windows WHERE `+overlapping, g, basis, scope, w.End, w.Start)
+FROM fetch_windows WHERE `+overlapping, q.Organization, g, basis, scope, w.End, w.Start)
 	if err != nil {
 		return err
 	}
@@ -199,7 +202,7 @@ FROM fetch_windows WHERE `+overlapping, g, basis, scope, w.End, w.Start)
 	if err := rows.Err(); err != nil {
 		return err
 	}
-	if _, err := conn.ExecContext(ctx, `DELETE FROM fetch_windows WHERE `+overlapping, g, basis, scope, w.End, w.Start); err != nil {
+	if _, err := conn.ExecContext(ctx, `DELETE FROM fetch_windows WHERE `+overlapping, q.Organization, g, basis, scope, w.End, w.Start); err != nil {
 		return err
 	}
 	for _, e := range cut {
@@ -215,9 +218,9 @@ FROM fetch_windows WHERE `+overlapping, g, basis, scope, w.End, w.Start)
 				return err
 			}
 			if _, err := conn.ExecContext(ctx, `INSERT INTO fetch_windows
-(granularity, basis, scope, start, "end", rows, run_id, fetched_at, requests, retries, bytes, duration_ms)
-VALUES (?, ?, ?, ?::DATE, ?::DATE, ?, ?::UUID, ?, ?, ?, ?, ?)`,
-				g, basis, scope, part[0], part[1], n, e.runID, e.fetchedAt, e.requests, e.retries, e.bytes, e.durMS); err != nil {
+(organization, granularity, basis, scope, start, "end", rows, run_id, fetched_at, requests, retries, bytes, duration_ms)
+VALUES (?, ?, ?, ?, ?::DATE, ?::DATE, ?, ?::UUID, ?, ?, ?, ?, ?)`,
+				q.Organization, g, basis, scope, part[0], part[1], n, e.runID, e.fetchedAt, e.requests, e.retries, e.bytes, e.durMS); err != nil {
 				return err
 			}
 		}
@@ -239,8 +242,8 @@ func scopeWhere(q tally.UsageQuery) (string, []any) {
 		dateCol = "date_processed"
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "granularity = ? AND basis = ? AND %s >= ? AND %s < ?", dateCol, dateCol)
-	args := []any{string(q.Window.Granularity), string(q.Basis()), q.Window.Start, q.Window.End}
+	fmt.Fprintf(&b, "organization = ? AND granularity = ? AND basis = ? AND %s >= ? AND %s < ?", dateCol, dateCol)
+	args := []any{q.Organization, string(q.Window.Granularity), string(q.Basis()), q.Window.Start, q.Window.End}
 	in := func(col string, vals []string) {
 		if len(vals) == 0 {
 			return
@@ -333,12 +336,12 @@ func timeOrNull(t *time.Time) driver.Value {
 	return *t
 }
 
-// Ledger returns the windows loaded for a granularity, basis and scope,
-// ordered by start (then end).
-func (s *Store) Ledger(ctx context.Context, g tally.Granularity, basis tally.Basis, scope string) ([]tally.LoadedWindow, error) {
+// Ledger returns the windows loaded for an organization, granularity,
+// basis and scope, ordered by start (then end).
+func (s *Store) Ledger(ctx context.Context, org string, g tally.Granularity, basis tally.Basis, scope string) ([]tally.LoadedWindow, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT start, "end", fetched_at FROM fetch_windows
-WHERE granularity = ? AND basis = ? AND scope = ?
-ORDER BY start, "end"`, string(g), string(basis), scope)
+WHERE organization = ? AND granularity = ? AND basis = ? AND scope = ?
+ORDER BY start, "end"`, org, string(g), string(basis), scope)
 	if err != nil {
 		return nil, fmt.Errorf("read ledger: %w", err)
 	}

@@ -136,7 +136,7 @@ func TestLoadWindowReplaces(t *testing.T) {
 	if n := count(t, s, `SELECT count(*) FROM usage WHERE granularity = 'month'`); n != 1 {
 		t.Fatalf("%d month rows, want 1", n)
 	}
-	lw, err := s.Ledger(ctx, tally.Day, tally.BasisUsage, "all")
+	lw, err := s.Ledger(ctx, "", tally.Day, tally.BasisUsage, "all")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,7 +250,7 @@ func TestLoadWindowReportedBasis(t *testing.T) {
 	if got := mustDecimal(t, scalar(t, s, `SELECT sum(cost) FROM usage WHERE basis = 'usage'`)); got.Cmp(tally.MustDecimal("8")) != 0 {
 		t.Fatalf("usage sum %s, want 8", got)
 	}
-	lw, err := s.Ledger(context.Background(), tally.Day, tally.BasisReported, "all")
+	lw, err := s.Ledger(context.Background(), "", tally.Day, tally.BasisReported, "all")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -523,7 +523,7 @@ func TestLedger(t *testing.T) {
 	// overlaps.
 	load(t, s, tally.UsageQuery{Window: window(t, tally.Day, "2026-01-05", "2026-01-22")})
 
-	got, err := s.Ledger(ctx, tally.Day, tally.BasisUsage, "all")
+	got, err := s.Ledger(ctx, "", tally.Day, tally.BasisUsage, "all")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -540,12 +540,12 @@ func TestLedger(t *testing.T) {
 		scope string
 		want  int
 	}{{tally.BasisUsage, "projects=a", 1}, {tally.BasisReported, "all", 1}, {tally.BasisUsage, "projects=b", 0}} {
-		got, err := s.Ledger(ctx, tally.Day, tc.basis, tc.scope)
+		got, err := s.Ledger(ctx, "", tally.Day, tc.basis, tc.scope)
 		if err != nil || len(got) != tc.want {
 			t.Errorf("%s %s: %d windows (%v), want %d", tc.basis, tc.scope, len(got), err, tc.want)
 		}
 	}
-	if got, _ := s.Ledger(ctx, tally.Hour, tally.BasisUsage, "all"); len(got) != 0 {
+	if got, _ := s.Ledger(ctx, "", tally.Hour, tally.BasisUsage, "all"); len(got) != 0 {
 		t.Errorf("hour ledger has %d windows, want none", len(got))
 	}
 }

@@ -37,10 +37,10 @@ const windowRowsFunction = "tally_window_rows"
 
 // insertWindowRows inserts the window's rows; the parameters are the
 // columns every row of the window shares.
-const insertWindowRows = `INSERT INTO usage (granularity, basis, run_id, fetched_at, date, date_processed,
+const insertWindowRows = `INSERT INTO usage (organization, organization_id, granularity, basis, run_id, fetched_at, date, date_processed,
     meter_name, meter_sku, family, solution, unit, quantity, price, cost, currency,
     entitlement, entitlement_type, payment_method, payment_method_name, project)
-SELECT ?, ?, ?::UUID, ?, * FROM ` + windowRowsFunction + `()`
+SELECT ?, ?, ?, ?, ?::UUID, ?, * FROM ` + windowRowsFunction + `()`
 
 // sourceColumns are the columns the table function yields, in order;
 // sourceText lists the text ones and the MeterData field each comes from.
@@ -132,7 +132,7 @@ func insertRows(ctx context.Context, conn *sql.Conn, q tally.UsageQuery, runID u
 		fed <- n
 	}()
 	_, err := conn.ExecContext(context.WithValue(ctx, rowSourceKey{}, src), insertWindowRows,
-		string(q.Window.Granularity), string(q.Basis()), runID.String(), fetchedAt)
+		q.Organization, textOrNull(q.OrganizationID), string(q.Window.Granularity), string(q.Basis()), runID.String(), fetchedAt)
 	// Stop the feeder (it may still be reading when the INSERT failed) and
 	// wait for it: the rows iterator ends before LoadWindow returns.
 	close(src.stop)

@@ -22,8 +22,9 @@ func EstimatedScope(project string) string { return "projects=" + project }
 // single price matches keeps a NULL cost. The ledger gets one window per
 // project and month, from the month's first day to the day after the
 // latest snapshot, so the views and the workbook count the rows. All of
-// it is one transaction.
-func (s *Store) SaveProjectUsage(ctx context.Context, runID uuid.UUID, at time.Time, reads []tally.ProjectUsage) (int64, error) {
+// it is one transaction, stored under organization org (usage.source
+// projects is the api: form's, one organization).
+func (s *Store) SaveProjectUsage(ctx context.Context, org string, runID uuid.UUID, at time.Time, reads []tally.ProjectUsage) (int64, error) {
 	if err := s.writable("save project usage"); err != nil {
 		return 0, err
 	}
@@ -32,8 +33,10 @@ func (s *Store) SaveProjectUsage(ctx context.Context, runID uuid.UUID, at time.T
 	err := s.inTx(ctx, func(conn *sql.Conn) error {
 		for _, pu := range reads {
 			for _, m := range pu.Meters {
-				if _, err := conn.ExecContext(ctx, `INSERT INTO project_usage_snapshots VALUES (?, ?::UUID, ?, ?::DATE, ?::DATE, ?, ?, ?, ?, CAST(? AS DECIMAL(38, 12)))`,
-					at, runID.String(), pu.Project, pu.Start, pu.End, m.MeterName, textOrNull(m.Unit), textOrNull(m.Solution), textOrNull(m.Family), m.Quantity.String()); err != nil {
+				if _, err := conn.ExecContext(ctx, `INSERT INTO project_usage_snapshots
+(taken_at, run_id, project, period_start, period_end, meter_name, unit, solution, family, quantity, organization)
+VALUES (?, ?::UUID, ?, ?::DATE, ?::DATE, ?, ?, ?, ?, CAST(? AS DECIMAL(38, 12)), ?)`,
+					at, runID.String(), pu.Project, pu.Start, pu.End, m.MeterName, textOrNull(m.Unit), textOrNull(m.Solution), textOrNull(m.Family), m.Quantity.String(), org); err != nil {
 					return fmt.Errorf("save usage of project %s: %w", pu.Project, err)
 				}
 			}
@@ -42,7 +45,7 @@ func (s *Store) SaveProjectUsage(ctx context.Context, runID uuid.UUID, at time.T
 			if _, err := conn.ExecContext(ctx, `DELETE FROM usage WHERE basis = 'estimated' AND project = ? AND date >= ? AND date < ?`, pu.Project, month, next); err != nil {
 				return fmt.Errorf("rebuild estimated usage of project %s: %w", pu.Project, err)
 			}
-			res, err := conn.ExecContext(ctx, estimateRows, runID.String(), at, pu.Project, month)
+			res, err := conn.ExecContext(ctx, estimateRows, org, runID.String(), at, pu.Project, month)
 			if err != nil {
 				return fmt.Errorf("rebuild estimated usage of project %s: %w", pu.Project, err)
 			}
@@ -60,8 +63,8 @@ func (s *Store) SaveProjectUsage(ctx context.Context, runID uuid.UUID, at time.T
 			if _, err := conn.ExecContext(ctx, `DELETE FROM fetch_windows WHERE basis = 'estimated' AND scope = ? AND start = ?::DATE`, scope, month); err != nil {
 				return fmt.Errorf("update ledger: %w", err)
 			}
-			if _, err := conn.ExecContext(ctx, `INSERT INTO fetch_windows (granularity, basis, scope, start, "end", rows, run_id, fetched_at)
-VALUES ('day', 'estimated', ?, ?::DATE, ?::DATE, ?, ?::UUID, ?)`, scope, month, end, n, runID.String(), at); err != nil {
+			if _, err := conn.ExecContext(ctx, `INSERT INTO fetch_windows (organization, granularity, basis, scope, start, "end", rows, run_id, fetched_at)
+VALUES (?, 'day', 'estimated', ?, ?::DATE, ?::DATE, ?, ?::UUID, ?)`, org, scope, month, end, n, runID.String(), at); err != nil {
 				return fmt.Errorf("update ledger: %w", err)
 			}
 		}
@@ -71,10 +74,10 @@ VALUES ('day', 'estimated', ?, ?::DATE, ?::DATE, ?, ?::UUID, ?)`, scope, month, 
 }
 
 // estimateRows prices one project's month of project_usage_days into
-// usage rows. Parameters: run id, fetched at, project, month.
-const estimateRows = `INSERT INTO usage (granularity, basis, date, date_processed, meter_name, meter_sku, family, solution, unit,
+// usage rows. Parameters: organization, run id, fetched at, project, month.
+const estimateRows = `INSERT INTO usage (organization, granularity, basis, date, date_processed, meter_name, meter_sku, family, solution, unit,
     quantity, price, cost, currency, entitlement, entitlement_type, payment_method, payment_method_name, project, run_id, fetched_at)
-SELECT 'day', 'estimated', CAST(d.day AS TIMESTAMP), NULL, d.meter_name, k.meter_sku, d.family, d.solution, d.unit,
+SELECT ?, 'day', 'estimated', CAST(d.day AS TIMESTAMP), NULL, d.meter_name, k.meter_sku, d.family, d.solution, d.unit,
        CAST(d.quantity AS DOUBLE),
        CAST(m.price AS DOUBLE),
        CAST(d.quantity * m.price AS DECIMAL(38, 12)),

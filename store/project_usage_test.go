@@ -22,7 +22,7 @@ func TestProjectUsageDays(t *testing.T) {
 		t.Helper()
 		pu := tally.ProjectUsage{Project: "news", Start: june, End: at.Truncate(24*time.Hour).AddDate(0, 0, 1),
 			Meters: []tally.ProjectMeterUsage{{MeterName: "enc", Unit: "minutes", Quantity: tally.MustDecimal(q)}}}
-		if _, err := s.SaveProjectUsage(ctx, NewRunID(), at, []tally.ProjectUsage{pu}); err != nil {
+		if _, err := s.SaveProjectUsage(ctx, "", NewRunID(), at, []tally.ProjectUsage{pu}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -18,6 +18,9 @@ import (
 // fetched and is not snapshotted; the views keep showing its previous
 // snapshot.
 type Reference struct {
+	// OrgName is Tally's name for the organization whose token read it
+	// (organizations.name): every row is stored with it.
+	OrgName        string
 	Organization   *tally.Organization
 	PaymentMethods []tally.PaymentMethod
 	RateCards      []tally.RateCard
@@ -40,7 +43,7 @@ func (s *Store) SaveSnapshot(ctx context.Context, runID uuid.UUID, at time.Time,
 	err := s.inTx(ctx, func(conn *sql.Conn) error {
 		return conn.Raw(func(dc any) error {
 			if o := ref.Organization; o != nil {
-				if err := appendRows(dc, "organization_snapshots",
+				if err := appendOrgRows(ref.OrgName, dc, "organization_snapshots",
 					[]string{"snapshot_at", "run_id", "id", "name", "raw"}, 1,
 					func(int) ([]driver.Value, error) {
 						return []driver.Value{at, run, textOrNull(o.ID), textOrNull(o.Name), jsonOrNull(o.Raw)}, nil
@@ -49,7 +52,7 @@ func (s *Store) SaveSnapshot(ctx context.Context, runID uuid.UUID, at time.Time,
 				}
 			}
 			if ref.PaymentMethods != nil {
-				if err := appendRows(dc, "payment_method_snapshots", []string{
+				if err := appendOrgRows(ref.OrgName, dc, "payment_method_snapshots", []string{
 					"snapshot_at", "run_id", "id", "organization_id", "display_name", "created", "type",
 					"auto_purchase_stream_licenses", "start_date", "end_date", "product_publication_name",
 					"sales_order_number", "notes", "projects", "is_active", "terms_and_conditions_accepted",
@@ -74,7 +77,7 @@ func (s *Store) SaveSnapshot(ctx context.Context, runID uuid.UUID, at time.Time,
 				if err != nil {
 					return err
 				}
-				if err := appendRows(dc, "rate_card_price_snapshots", []string{
+				if err := appendOrgRows(ref.OrgName, dc, "rate_card_price_snapshots", []string{
 					"snapshot_at", "run_id", "payment_method_id", "product_publication_id",
 					"product_publication_name", "is_private_offer", "currency", "family", "solution",
 					"name", "display_name", "sku", "unit", "location_group", "price"}, len(rows),
@@ -83,7 +86,7 @@ func (s *Store) SaveSnapshot(ctx context.Context, runID uuid.UUID, at time.Time,
 				}
 			}
 			if ref.Projects != nil {
-				if err := appendRows(dc, "project_snapshots", []string{
+				if err := appendOrgRows(ref.OrgName, dc, "project_snapshots", []string{
 					"snapshot_at", "run_id", "id", "name", "display_name", "is_active", "location_id",
 					"location_name", "assigned_payment_method_id", "raw"}, len(ref.Projects),
 					func(i int) ([]driver.Value, error) {
@@ -96,7 +99,7 @@ func (s *Store) SaveSnapshot(ctx context.Context, runID uuid.UUID, at time.Time,
 				}
 			}
 			if ref.Locations != nil {
-				if err := appendRows(dc, "location_snapshots", []string{
+				if err := appendOrgRows(ref.OrgName, dc, "location_snapshots", []string{
 					"snapshot_at", "run_id", "id", "name", "display_name", "type", "cloud_name",
 					"region_name", "raw"}, len(ref.Locations),
 					func(i int) ([]driver.Value, error) {
@@ -159,6 +162,15 @@ func rateCardRows(at time.Time, run duckdb.UUID, cards []tally.RateCard) ([][]dr
 
 // appendRows appends n rows, built by row, to table through DuckDB's
 // appender.
+// appendOrgRows is appendRows with the organization column set to org on
+// every row.
+func appendOrgRows(org string, dc any, table string, cols []string, n int, row func(i int) ([]driver.Value, error)) error {
+	return appendRows(dc, table, append(append([]string(nil), cols...), "organization"), n, func(i int) ([]driver.Value, error) {
+		vals, err := row(i)
+		return append(vals, org), err
+	})
+}
+
 func appendRows(dc any, table string, cols []string, n int, row func(i int) ([]driver.Value, error)) (err error) {
 	conn, ok := dc.(driver.Conn)
 	if !ok {

@@ -426,18 +426,35 @@ func (s *Store) migrate(ctx context.Context, fsys fs.FS) error {
 	if maxApplied > known {
 		return fmt.Errorf("the database is at schema version %d, newer than this tally knows (%d); run a newer tally", maxApplied, known)
 	}
+	var pending []migration
 	for _, m := range ms {
-		if applied[m.version] {
-			continue
+		if !applied[m.version] {
+			pending = append(pending, m)
 		}
+	}
+	fillDayCost := false
+	for i, m := range pending {
 		if err := s.inTx(ctx, func(conn *sql.Conn) error {
-			if _, err := conn.ExecContext(ctx, m.text); err != nil {
+			text := m.text
+			if m.version == organizationsVersion {
+				var err error
+				if text, err = withStoreOrganization(ctx, conn, text); err != nil {
+					return err
+				}
+			}
+			if _, err := conn.ExecContext(ctx, text); err != nil {
 				return err
 			}
-			if m.version == dailyCostVersion {
-				// Filled from the usage already loaded, with the
-				// table, or neither.
-				if err := refreshDayCost(ctx, conn, time.Time{}, farFuture); err != nil {
+			fillDayCost = fillDayCost || m.version == dailyCostVersion || m.version == organizationsVersion
+			if fillDayCost && i == len(pending)-1 && m.version >= organizationsVersion {
+				// Filled from the usage already loaded, in the last
+				// migration's transaction: the fill reads the views as
+				// this tally defines them, which need the schema of
+				// migration 0010 at least (before it, an older tally
+				// filled it with its own views), and a kill before it
+				// commits leaves that migration to apply again, fill
+				// included.
+				if err := refreshAllDayCost(ctx, conn, time.Time{}, farFuture); err != nil {
 					return err
 				}
 			}
@@ -549,3 +566,36 @@ func DuckDBVersion() (string, error) {
 	}
 	return v + " (" + src + ")", nil
 }
+
+// organizationsVersion is the migration that makes the organization a
+// column; {{organization}} and {{organization_id}} in its text stand for
+// the single organization an existing store holds.
+const organizationsVersion = 10
+
+// withStoreOrganization fills the organization placeholders of migration
+// 0010's text with the store's own organization, as SQL literals: the
+// latest organization snapshot's name and id, else 'default' (a store whose
+// token could not read the organization) and NULL.
+func withStoreOrganization(ctx context.Context, conn *sql.Conn, text string) (string, error) {
+	var name, id sql.NullString
+	err := conn.QueryRowContext(ctx, `SELECT nullif(trim(name), ''), nullif(trim(id), '') FROM organization_snapshots
+ORDER BY snapshot_at DESC LIMIT 1`).Scan(&name, &id)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return "", fmt.Errorf("read the store's organization: %w", err)
+	}
+	org := DefaultOrganization
+	if name.Valid {
+		org = name.String
+	}
+	idText := "NULL"
+	if id.Valid {
+		idText = sqlLiteral(id.String)
+	}
+	return strings.NewReplacer("{{organization}}", sqlLiteral(org), "{{organization_id}}", idText).Replace(text), nil
+}
+
+// DefaultOrganization names the organization of a store whose token could
+// never read the organization resource.
+const DefaultOrganization = "default"
+
+func sqlLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }

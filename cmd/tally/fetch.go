@@ -86,6 +86,26 @@ func newRunner(cmd *cobra.Command, g *globalFlags, cfgPath string) (*schedules.R
 	for _, w := range cfg.Warnings {
 		log.Warn().Msg(w)
 	}
+	// store.path pointing at no folder or at a file that is not DuckDB is
+	// bad configuration: exit 2, before any lock file is made beside it.
+	if err := store.CheckPath(cfg.Store.Path); err != nil {
+		return nil, usageError{err}
+	}
+	if cfg.Grouped() {
+		// Each organization's token is its own: one missing or expired
+		// fails that organization in the run, not the others.
+		r := &schedules.Runner{Config: cfg, Log: log, Version: version, Commit: buildCommit(), Now: clock,
+			Tokens: map[string]string{}, TokenErrs: map[string]error{}}
+		for _, o := range cfg.Organizations {
+			tok, err := cfg.OrgToken(o, os.Getenv)
+			if err != nil {
+				r.TokenErrs[o.Name] = err
+				continue
+			}
+			r.Tokens[o.Name] = tok
+		}
+		return r, nil
+	}
 	token, err := cfg.Token(os.Getenv)
 	if err != nil {
 		return nil, usageError{err}
@@ -93,11 +113,6 @@ func newRunner(cmd *cobra.Command, g *globalFlags, cfgPath string) (*schedules.R
 	// An expired token stops every command that would send it, before
 	// anything is sent; each run warns of one expiring soon.
 	if err := schedules.CheckToken(cfg, token, clock().UTC(), zerolog.Nop()); err != nil {
-		return nil, usageError{err}
-	}
-	// store.path pointing at no folder or at a file that is not DuckDB is
-	// bad configuration: exit 2, before any lock file is made beside it.
-	if err := store.CheckPath(cfg.Store.Path); err != nil {
 		return nil, usageError{err}
 	}
 	return &schedules.Runner{Config: cfg, Token: token, Log: log, Version: version, Commit: buildCommit(), Now: clock}, nil

@@ -1,9 +1,10 @@
--- usage_coverage: for each basis and day (UTC), which granularity's rows
--- count for that day, read from the fetch_windows ledger, so that a charge
+-- usage_coverage: for each organization, basis and day (UTC), which
+-- granularity's rows count for that day (each organization has its own
+-- ledger, so its own choice), read from the fetch_windows ledger, so that a charge
 -- loaded at two granularities counts once and a small finer fetch never
--- hides the other periods. One row per basis, granularity and day chosen;
--- usage_finest keeps a usage row when (basis, granularity, day of
--- period_at) is here. The table is small (days x bases), so the views on
+-- hides the other periods. One row per organization, basis, granularity and
+-- day chosen; usage_finest keeps a usage row when (organization, basis,
+-- granularity, day of period_at) is here. The table is small (days x bases), so the views on
 -- it are a hash join, not a subquery per usage row.
 --
 -- A granularity covers a day when a loaded window of that granularity and
@@ -25,49 +26,50 @@
 -- reported (the date the window filtered on).
 CREATE OR REPLACE VIEW usage_coverage AS
 WITH cov AS (
-    SELECT DISTINCT w.basis, w.granularity, CAST(d.day AS DATE) AS day
+    SELECT DISTINCT w.organization, w.basis, w.granularity, CAST(d.day AS DATE) AS day
     FROM fetch_windows w,
          LATERAL (SELECT unnest(generate_series(CAST(w.start AS TIMESTAMP), CAST(w."end" AS TIMESTAMP) - INTERVAL 1 DAY, INTERVAL 1 DAY)) AS day) d
     WHERE w."end" > w.start
 ),
 fine AS (
-    SELECT basis,
+    SELECT organization,
+           basis,
            day,
            CAST(date_trunc('month', day) AS DATE) AS month,
            arg_min(granularity, CASE granularity WHEN 'hour' THEN 1 ELSE 2 END) AS granularity
     FROM cov
     WHERE granularity IN ('hour', 'day')
-    GROUP BY basis, day
+    GROUP BY organization, basis, day
 ),
 fine_months AS (
-    SELECT basis, month
+    SELECT organization, basis, month
     FROM fine
-    GROUP BY basis, month
+    GROUP BY organization, basis, month
     HAVING count(*) = datediff('day', month, month + INTERVAL 1 MONTH)
 ),
 month_days AS (
-    SELECT basis, day, CAST(date_trunc('month', day) AS DATE) AS month
+    SELECT organization, basis, day, CAST(date_trunc('month', day) AS DATE) AS month
     FROM cov
     WHERE granularity = 'month'
 ),
 month_months AS (
-    SELECT m.basis, m.month
+    SELECT m.organization, m.basis, m.month
     FROM month_days m
-    ANTI JOIN fine_months f ON f.basis = m.basis AND f.month = m.month
-    GROUP BY m.basis, m.month
+    ANTI JOIN fine_months f ON f.organization = m.organization AND f.basis = m.basis AND f.month = m.month
+    GROUP BY m.organization, m.basis, m.month
     HAVING count(*) = datediff('day', m.month, m.month + INTERVAL 1 MONTH)
 ),
 chosen AS (
-    SELECT f.basis, f.granularity, f.day
+    SELECT f.organization, f.basis, f.granularity, f.day
     FROM fine f
-    ANTI JOIN month_months m ON m.basis = f.basis AND m.month = f.month
+    ANTI JOIN month_months m ON m.organization = f.organization AND m.basis = f.basis AND m.month = f.month
     UNION ALL
-    SELECT d.basis, 'month', d.day
+    SELECT d.organization, d.basis, 'month', d.day
     FROM month_days d
-    SEMI JOIN month_months m ON m.basis = d.basis AND m.month = d.month
+    SEMI JOIN month_months m ON m.organization = d.organization AND m.basis = d.basis AND m.month = d.month
 ),
 coarse AS (
-    SELECT basis, granularity, day,
+    SELECT organization, basis, granularity, day,
            CASE granularity
                WHEN 'week' THEN CAST(date_trunc('week', day) AS DATE)
                ELSE CAST(date_trunc('year', day) AS DATE)
@@ -76,28 +78,28 @@ coarse AS (
     WHERE granularity IN ('week', 'year')
 ),
 coarse_taken AS (
-    SELECT DISTINCT c.basis, c.granularity, c.bucket
+    SELECT DISTINCT c.organization, c.basis, c.granularity, c.bucket
     FROM coarse c
-    SEMI JOIN chosen h ON h.basis = c.basis AND h.day = c.day
+    SEMI JOIN chosen h ON h.organization = c.organization AND h.basis = c.basis AND h.day = c.day
 ),
 weeks AS (
-    SELECT c.basis, c.granularity, c.day, c.bucket
+    SELECT c.organization, c.basis, c.granularity, c.day, c.bucket
     FROM coarse c
-    ANTI JOIN coarse_taken t ON t.basis = c.basis AND t.granularity = c.granularity AND t.bucket = c.bucket
+    ANTI JOIN coarse_taken t ON t.organization = c.organization AND t.basis = c.basis AND t.granularity = c.granularity AND t.bucket = c.bucket
     WHERE c.granularity = 'week'
 ),
 weeks_taken AS (
-    SELECT DISTINCT c.basis, c.bucket
+    SELECT DISTINCT c.organization, c.basis, c.bucket
     FROM coarse c
-    SEMI JOIN weeks w ON w.basis = c.basis AND w.day = c.day
+    SEMI JOIN weeks w ON w.organization = c.organization AND w.basis = c.basis AND w.day = c.day
     WHERE c.granularity = 'year'
 )
-SELECT basis, granularity, day FROM chosen
+SELECT organization, basis, granularity, day FROM chosen
 UNION ALL
-SELECT basis, granularity, day FROM weeks
+SELECT organization, basis, granularity, day FROM weeks
 UNION ALL
-SELECT c.basis, c.granularity, c.day
+SELECT c.organization, c.basis, c.granularity, c.day
 FROM coarse c
-ANTI JOIN coarse_taken t ON t.basis = c.basis AND t.granularity = c.granularity AND t.bucket = c.bucket
-ANTI JOIN weeks_taken y ON y.basis = c.basis AND y.bucket = c.bucket
+ANTI JOIN coarse_taken t ON t.organization = c.organization AND t.basis = c.basis AND t.granularity = c.granularity AND t.bucket = c.bucket
+ANTI JOIN weeks_taken y ON y.organization = c.organization AND y.basis = c.basis AND y.bucket = c.bucket
 WHERE c.granularity = 'year';

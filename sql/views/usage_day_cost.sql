@@ -12,7 +12,8 @@
 -- which DuckDB takes to the table's scan). The cost is the usage value,
 -- every row as the interface reports it, whatever pays it.
 CREATE OR REPLACE VIEW usage_day_cost AS
-SELECT CAST(u.date AS DATE) AS day, -- the UTC day
+SELECT u.organization, -- the organization (organizations.name)
+       CAST(u.date AS DATE) AS day, -- the UTC day
        u.project, -- the project name; NULL for usage without one
        u.payment_method, -- the payment method id; NULL when none
        u.family, -- the meter family; NULL when none
@@ -21,6 +22,6 @@ SELECT CAST(u.date AS DATE) AS day, -- the UTC day
        sum(u.cost) AS cost -- exact, never summed across currencies
 FROM usage u
 SEMI JOIN usage_coverage c
-    ON c.basis = u.basis AND c.granularity = u.granularity AND c.day = CAST(u.date AS DATE)
+    ON c.organization = u.organization AND c.basis = u.basis AND c.granularity = u.granularity AND c.day = CAST(u.date AS DATE)
 WHERE u.basis = 'usage' AND u.granularity IN ('hour', 'day')
 GROUP BY ALL;

@@ -9,4 +9,4 @@ CREATE OR REPLACE VIEW usage_finest AS
 SELECT u.*
 FROM usage_rows u
 SEMI JOIN usage_coverage c
-    ON c.basis = u.basis AND c.granularity = u.granularity AND c.day = CAST(u.period_at AS DATE);
+    ON c.organization = u.organization AND c.basis = u.basis AND c.granularity = u.granularity AND c.day = CAST(u.period_at AS DATE);

@@ -1,0 +1,175 @@
+package configs
+
+import (
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/tally-dev/tally"
+)
+
+// Organization is one organization Tally fetches: its own token, address,
+// filters and paths. The api: form is one organization with Name "" (named
+// from the store, or from the organization resource when first fetched);
+// organizations: lists several, each named.
+type Organization struct {
+	Name      string
+	BaseURL   string // api.base_url unless the organization sets its own
+	TokenEnv  string // "" when TokenFile is set
+	TokenFile string // absolute
+	// The usage filters: the organization's own, else usage's.
+	ProjectNames, PaymentMethodIDs, MeterNames []string
+	// Paths overrides resource paths: api.paths, then the organization's.
+	Paths map[string]string
+	// Field is where the organization is configured ("api" or
+	// "organizations[i]"), for errors that name it.
+	Field string
+}
+
+// Grouped reports whether the config lists organizations (organizations:)
+// rather than the single api: form.
+func (c *Config) Grouped() bool { return len(c.Organizations) > 0 && c.Organizations[0].Name != "" }
+
+// Organization returns the organization named name, or an error naming
+// the ones there are.
+func (c *Config) Organization(name string) (Organization, error) {
+	var names []string
+	for _, o := range c.Organizations {
+		if o.Name == name {
+			return o, nil
+		}
+		names = append(names, o.Name)
+	}
+	if !c.Grouped() {
+		return Organization{}, fmt.Errorf("--org %q: this config has no organizations: list (the api: form is one organization); leave --org out", name)
+	}
+	return Organization{}, fmt.Errorf("--org %q is not in organizations: (%s)", name, strings.Join(names, ", "))
+}
+
+// orgNameRE is what an organization's name may be: it names files (each
+// organization's workbook) and is its key in every table.
+var orgNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$`)
+
+type rawOrganization struct {
+	Name             yaml.Node `yaml:"name"`
+	TokenEnv         yaml.Node `yaml:"token_env"`
+	TokenFile        yaml.Node `yaml:"token_file"`
+	BaseURL          yaml.Node `yaml:"base_url"`
+	ProjectNames     yaml.Node `yaml:"project_names"`
+	PaymentMethodIDs yaml.Node `yaml:"payment_method_ids"`
+	MeterNames       yaml.Node `yaml:"meter_names"`
+	Paths            yaml.Node `yaml:"paths"`
+}
+
+// organizations builds cfg.Organizations: the api: form's one, or the
+// listed ones. It runs after api and usage.
+func (p *parser) organizations(raw *[]rawOrganization, api *rawAPI, cfg *Config) {
+	if raw == nil || len(*raw) == 0 {
+		cfg.Organizations = []Organization{{
+			BaseURL: cfg.API.BaseURL, TokenEnv: cfg.API.TokenEnv, TokenFile: cfg.API.TokenFile,
+			ProjectNames: cfg.Usage.ProjectNames, PaymentMethodIDs: cfg.Usage.PaymentMethodIDs, MeterNames: cfg.Usage.MeterNames,
+			Paths: cfg.API.Paths, Field: "api",
+		}}
+		return
+	}
+	for _, n := range []*yaml.Node{&api.TokenEnv, &api.TokenFile} {
+		if !isNull(deref(n)) && n.Kind != 0 {
+			p.addf(deref(n), "api.token_env/api.token_file", "with organizations: each organization names its own token (organizations[].token_env or token_file); remove it from api:")
+			break
+		}
+	}
+	if cfg.Usage.Source == tally.SourceProjects {
+		p.addf(nil, "usage.source", "%q works with the api: form only; with organizations: use organization", tally.SourceProjects)
+	}
+	seen := map[string]string{}
+	for i := range *raw {
+		r := &(*raw)[i]
+		field := fmt.Sprintf("organizations[%d]", i)
+		o := Organization{Field: field}
+		o.Name = p.text(&r.Name, field+".name", "")
+		switch {
+		case o.Name == "":
+			p.addf(deref(&r.Name), field+".name", "missing; name the organization (letters, digits, '.', '_', '-'; it names its workbook and is its key in the store)")
+		case !orgNameRE.MatchString(o.Name):
+			p.addf(deref(&r.Name), field+".name", "%q is not a name of letters, digits, '.', '_' and '-' (up to 63, starting with a letter or digit)", o.Name)
+		case seen[strings.ToLower(o.Name)] != "":
+			p.addf(deref(&r.Name), field+".name", "%q is also the name of %s; names must differ (ignoring case)", o.Name, seen[strings.ToLower(o.Name)])
+		default:
+			seen[strings.ToLower(o.Name)] = field
+		}
+		o.BaseURL = cfg.API.BaseURL
+		if s := p.text(&r.BaseURL, field+".base_url", ""); s != "" {
+			o.BaseURL = p.baseURL(&r.BaseURL, field+".base_url", s)
+		}
+		o.TokenEnv = p.text(&r.TokenEnv, field+".token_env", "")
+		if o.TokenEnv != "" && !envNameRE.MatchString(o.TokenEnv) {
+			p.addf(deref(&r.TokenEnv), field+".token_env", "%q is not an environment variable name (letters, digits and _, not starting with a digit)", o.TokenEnv)
+		}
+		if f := p.text(&r.TokenFile, field+".token_file", ""); f != "" {
+			o.TokenFile = p.path(f)
+			if fi, err := os.Stat(o.TokenFile); err == nil && fi.Mode().Perm()&0o044 != 0 {
+				p.warnings = append(p.warnings, fmt.Sprintf("%s.token_file: %s is readable by group or others (mode %04o); chmod 600 it", field, o.TokenFile, fi.Mode().Perm()))
+			}
+		}
+		switch {
+		case o.TokenEnv != "" && o.TokenFile != "":
+			p.addf(deref(&r.TokenFile), field+".token_env and "+field+".token_file", "set one, not both")
+		case o.TokenEnv == "" && o.TokenFile == "":
+			p.addf(deref(&r.Name), field+".token_env", "missing; name the environment variable holding this organization's token (or set token_file): a token gives access to one organization")
+		}
+		o.ProjectNames, o.PaymentMethodIDs, o.MeterNames = cfg.Usage.ProjectNames, cfg.Usage.PaymentMethodIDs, cfg.Usage.MeterNames
+		if !isNull(deref(&r.ProjectNames)) && r.ProjectNames.Kind != 0 {
+			o.ProjectNames = p.list(&r.ProjectNames, field+".project_names", nil)
+		}
+		if !isNull(deref(&r.PaymentMethodIDs)) && r.PaymentMethodIDs.Kind != 0 {
+			o.PaymentMethodIDs = p.list(&r.PaymentMethodIDs, field+".payment_method_ids", func(s string) string {
+				if !uuidRE.MatchString(s) {
+					return "is not a payment method id (a UUID)"
+				}
+				return ""
+			})
+		}
+		if !isNull(deref(&r.MeterNames)) && r.MeterNames.Kind != 0 {
+			o.MeterNames = p.list(&r.MeterNames, field+".meter_names", nil)
+		}
+		if len(o.ProjectNames) > 0 && len(o.PaymentMethodIDs) > 0 {
+			p.addf(deref(&r.PaymentMethodIDs), field+".project_names and payment_method_ids", "set one, not both (the interface takes one or the other)")
+		}
+		o.Paths = map[string]string{}
+		for k, v := range cfg.API.Paths {
+			o.Paths[k] = v
+		}
+		if !isNull(deref(&r.Paths)) && r.Paths.Kind != 0 {
+			for k, v := range p.pathsAt(&r.Paths, field+".paths") {
+				o.Paths[k] = v
+			}
+		}
+		cfg.Organizations = append(cfg.Organizations, o)
+	}
+}
+
+// Orgs returns the organizations to fetch. A Config built by hand rather
+// than loaded (tests) is the api: form.
+func (c *Config) Orgs() []Organization {
+	if len(c.Organizations) > 0 {
+		return c.Organizations
+	}
+	return []Organization{{
+		BaseURL: c.API.BaseURL, TokenEnv: c.API.TokenEnv, TokenFile: c.API.TokenFile,
+		ProjectNames: c.Usage.ProjectNames, PaymentMethodIDs: c.Usage.PaymentMethodIDs, MeterNames: c.Usage.MeterNames,
+		Paths: c.API.Paths, Field: "api",
+	}}
+}
+
+// QueryBase is UsageQueryBase with o's filters and name.
+func (c *Config) QueryBase(o Organization) tally.UsageQuery {
+	q := c.UsageQueryBase()
+	q.ProjectNames = append([]string(nil), o.ProjectNames...)
+	q.PaymentMethodIDs = append([]string(nil), o.PaymentMethodIDs...)
+	q.MeterNames = append([]string(nil), o.MeterNames...)
+	q.Organization = o.Name
+	return q
+}

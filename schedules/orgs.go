@@ -1,0 +1,235 @@
+package schedules
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/rs/zerolog"
+
+	"github.com/tally-dev/tally"
+	"github.com/tally-dev/tally/configs"
+	"github.com/tally-dev/tally/fetch"
+	"github.com/tally-dev/tally/store"
+)
+
+// OrgEnv is one organization of an organizations: config, as a run has
+// it: its client, or why it cannot be fetched this run.
+type OrgEnv struct {
+	Org    configs.Organization
+	Client *fetch.Client
+	// Err is why the organization is not fetched this run (its token
+	// missing or expired): the run goes on with the others, partial.
+	Err error
+}
+
+// OrgFailure is an organization that could not be fetched at all in a run.
+type OrgFailure struct {
+	Name string
+	Err  error
+}
+
+// orgRun is one organization during a fetch: its name resolved, its id as
+// far as known, and the organization resource once read, so the run reads
+// it once.
+type orgRun struct {
+	Org    configs.Organization // Name resolved, also for the api: form
+	ID     string               // the interface's organizationId; "" until read
+	Client *fetch.Client
+	Err    error // not fetched this run (see OrgEnv.Err)
+	group  bool  // of an organizations: config
+
+	read    *tally.Organization // the organization resource, once read
+	readErr error
+}
+
+func (o *orgRun) grouped() string {
+	if o.group {
+		return o.Org.Name
+	}
+	return ""
+}
+
+func (o *orgRun) log(l zerolog.Logger) zerolog.Logger {
+	if o.group {
+		return l.With().Str("organization", o.Org.Name).Logger()
+	}
+	return l
+}
+
+// organization reads the organization resource, once per run.
+func (o *orgRun) organization(ctx context.Context) (tally.Organization, error) {
+	if o.read == nil && o.readErr == nil {
+		org, err := o.Client.Organization(ctx)
+		if err != nil {
+			o.readErr = err
+		} else {
+			o.read = &org
+		}
+	}
+	if o.readErr != nil {
+		return tally.Organization{}, o.readErr
+	}
+	return *o.read, nil
+}
+
+// storedOrgName is the name of the api: form's organization in st: the one
+// organization it holds, "" when it holds none yet.
+func storedOrgName(ctx context.Context, st *store.Store) (string, error) {
+	orgs, err := st.Organizations(ctx)
+	if err != nil {
+		return "", err
+	}
+	switch len(orgs) {
+	case 0:
+		return "", nil
+	case 1:
+		return orgs[0].Name, nil
+	}
+	names := make([]string, len(orgs))
+	for i, o := range orgs {
+		names[i] = o.Name
+	}
+	return "", fmt.Errorf("this store holds several organizations (%s), but the config has the api: form, one organization: list them under organizations:, each with its token", strings.Join(names, ", "))
+}
+
+// organizations resolves the organizations a fetch reads. The api: form's
+// is named by the store, or, the first time, by the organization resource
+// (read then, and kept for the snapshot); an organization the interface
+// does not describe (403, 404) is store.DefaultOrganization. Each is
+// recorded in the store's organizations with its id when known.
+func (e *Env) organizations(ctx context.Context) ([]*orgRun, error) {
+	known, err := e.Store.Organizations(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ids := map[string]string{}
+	for _, k := range known {
+		ids[k.Name] = k.ID
+	}
+	if !e.Config.Grouped() {
+		o := &orgRun{Org: e.Config.Orgs()[0], Client: e.Client}
+		name, err := storedOrgName(ctx, e.Store)
+		if err != nil {
+			return nil, err
+		}
+		if name == "" {
+			org, err := o.organization(ctx)
+			var ae *fetch.APIError
+			switch {
+			case err == nil && strings.TrimSpace(org.Name) != "":
+				name, o.ID = strings.TrimSpace(org.Name), org.ID
+			case err == nil || (errors.As(err, &ae) && (ae.Status == http.StatusForbidden || ae.Status == http.StatusNotFound)):
+				name, o.ID = store.DefaultOrganization, org.ID
+			default:
+				return nil, fmt.Errorf("read the organization, to name it in the store: %w", err)
+			}
+			if err := e.Store.NoteOrganization(ctx, name, o.ID); err != nil {
+				return nil, err
+			}
+		}
+		o.Org.Name = name
+		if o.ID == "" {
+			o.ID = ids[name]
+		}
+		return []*orgRun{o}, nil
+	}
+	out := make([]*orgRun, len(e.Orgs))
+	for i, oe := range e.Orgs {
+		out[i] = &orgRun{Org: oe.Org, Client: oe.Client, Err: oe.Err, group: true, ID: ids[oe.Org.Name]}
+		if oe.Err == nil {
+			if err := e.Store.NoteOrganization(ctx, oe.Org.Name, ""); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return out, nil
+}
+
+// fetchGroup fetches every organization of an organizations: config,
+// api.total_concurrency / api.concurrency organizations at once, each with
+// up to api.concurrency windows in flight (the interface's rate limits are
+// per organization). One organization's failure (its token, a refusal, an
+// outage) is recorded and the others go on: the run is partial, naming it;
+// every organization failing fails the run.
+func fetchGroup(ctx context.Context, env *Env, runID uuid.UUID, opts FetchOptions, orgs []*orgRun) (FetchSummary, error) {
+	start := time.Now()
+	var (
+		mu    sync.Mutex
+		total FetchSummary
+		fails = make([]error, len(orgs))
+		done  int
+		wg    sync.WaitGroup
+	)
+	parallel := max(1, env.Config.API.TotalConcurrency/max(1, env.Config.API.Concurrency))
+	slots := make(chan struct{}, parallel)
+	env.Log.Info().Int("organizations", len(orgs)).Int("at_once", parallel).Msg("fetching organizations")
+	for i, o := range orgs {
+		if o.Err != nil {
+			fails[i] = o.Err
+			env.Log.Error().Str("organization", o.Org.Name).Err(o.Err).Msg("organization not fetched")
+			continue
+		}
+		wg.Go(func() {
+			select {
+			case slots <- struct{}{}:
+			case <-ctx.Done():
+				fails[i] = ctx.Err()
+				return
+			}
+			defer func() { <-slots }()
+			if env.stopping() || ctx.Err() != nil {
+				fails[i] = context.Canceled
+				return
+			}
+			sum, err := fetchOrg(ctx, env, runID, opts, o)
+			mu.Lock()
+			defer mu.Unlock()
+			done++
+			total.Planned += sum.Planned
+			total.Loaded += sum.Loaded
+			total.Rows += sum.Rows
+			total.Requests += sum.Requests
+			total.Retries += sum.Retries
+			total.Bytes += sum.Bytes
+			total.Failed = append(total.Failed, sum.Failed...)
+			for _, w := range sum.Warnings {
+				total.Warnings = append(total.Warnings, "organization "+o.Org.Name+": "+w)
+			}
+			if sum.RefErr != nil {
+				total.RefErr = errors.Join(total.RefErr, fmt.Errorf("organization %s: %w", o.Org.Name, sum.RefErr))
+			}
+			fails[i] = err
+			ev := env.Log.Info()
+			if err != nil {
+				ev = env.Log.Error().Err(err)
+			}
+			ev.Str("organization", o.Org.Name).Int("windows", sum.Loaded).Int64("rows", sum.Rows).
+				Str("progress", fmt.Sprintf("%d/%d", done, len(orgs))).Msg("organization fetched")
+		})
+	}
+	wg.Wait()
+	total.Duration = time.Since(start)
+	if err := ctx.Err(); err != nil || env.stopping() {
+		if err == nil {
+			err = context.Canceled
+		}
+		return total, fmt.Errorf("fetch cancelled after %d of %d windows (each window is fully old or fully new; the next run fetches the rest): %w", total.Loaded, total.Planned, err)
+	}
+	var failed []string
+	for i, err := range fails {
+		if err != nil {
+			total.Orgs = append(total.Orgs, OrgFailure{Name: orgs[i].Org.Name, Err: err})
+			failed = append(failed, fmt.Sprintf("%s: %v", orgs[i].Org.Name, err))
+		}
+	}
+	if len(total.Orgs) == len(orgs) {
+		return total, fmt.Errorf("every organization failed:\n  %s", strings.Join(failed, "\n  "))
+	}
+	return finishFetch(ctx, env, runID, total, nil)
+}

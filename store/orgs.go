@@ -1,0 +1,45 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Organization is one organization the store holds (the organizations
+// table): Tally's name for it and its id in the interface, "" until read.
+type Organization struct {
+	Name, ID string
+}
+
+// Organizations lists the organizations the store holds, by name.
+func (s *Store) Organizations(ctx context.Context) ([]Organization, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT name, coalesce(id, '') FROM organizations ORDER BY name`)
+	if err != nil {
+		return nil, fmt.Errorf("read organizations: %w", err)
+	}
+	defer rows.Close()
+	var out []Organization
+	for rows.Next() {
+		var o Organization
+		if err := rows.Scan(&o.Name, &o.ID); err != nil {
+			return nil, fmt.Errorf("read organizations: %w", err)
+		}
+		out = append(out, o)
+	}
+	return out, rows.Err()
+}
+
+// NoteOrganization records that the store holds organization name, with
+// its id when known ("" keeps the id recorded before).
+func (s *Store) NoteOrganization(ctx context.Context, name, id string) error {
+	if err := s.writable("record organization " + name); err != nil {
+		return err
+	}
+	_, err := s.db.ExecContext(ctx, `INSERT INTO organizations (name, id, first_seen) VALUES (?, nullif(?, ''), ?)
+ON CONFLICT (name) DO UPDATE SET id = coalesce(excluded.id, organizations.id)`, name, id, time.Now().UTC())
+	if err != nil {
+		return fmt.Errorf("record organization %s: %w", name, err)
+	}
+	return nil
+}
