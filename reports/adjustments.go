@@ -122,6 +122,7 @@ func (s *summaryWriter) adjustments() error {
 // CloseFigure is a month's usage value for one project, meter, payment
 // method and currency, exact decimal text, as a close keeps it.
 type CloseFigure struct {
+	Organization                                string
 	Project, MeterName, PaymentMethod, Currency string
 	Rows                                        int64
 	Cost, Billed, Effective, Quantity           string
@@ -153,7 +154,7 @@ func MonthFingerprint(ctx context.Context, src Source, p Period) (Fingerprint, e
 	err = b.each("close_figures", func(r *sql.Rows) error {
 		var f CloseFigure
 		var project, pm, unit sql.NullString
-		if err := r.Scan(&project, &f.MeterName, &pm, &f.Currency, &f.Rows, &f.Cost, &f.Billed, &f.Effective, &f.Quantity, &unit); err != nil {
+		if err := r.Scan(&f.Organization, &project, &f.MeterName, &pm, &f.Currency, &f.Rows, &f.Cost, &f.Billed, &f.Effective, &f.Quantity, &unit); err != nil {
 			return err
 		}
 		f.Project, f.PaymentMethod, f.Unit = project.String, pm.String, unit.String

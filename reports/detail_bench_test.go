@@ -17,7 +17,7 @@ func benchDB(b *testing.B, n int) *sql.DB {
 	db := reports.OpenTestDB(b, "bench.duckdb")
 	// Rows spread over the month's hours, six meters, 224 projects, two
 	// currencies, some entitlements and uncharged rows.
-	if _, err := db.Exec(`INSERT INTO usage
+	if _, err := db.Exec(`INSERT INTO usage (granularity, basis, date, date_processed, meter_name, meter_sku, family, solution, unit, quantity, price, cost, currency, entitlement, entitlement_type, payment_method, payment_method_name, project, run_id, fetched_at)
 SELECT 'hour', 'usage',
        TIMESTAMP '2026-01-01' + to_hours((i * 744 // ?)::BIGINT),
        CASE WHEN i % 50 = 0 THEN NULL ELSE TIMESTAMP '2026-01-01' + to_hours((i * 744 // ?)::BIGINT + 2) END,

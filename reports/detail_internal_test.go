@@ -24,7 +24,7 @@ func TestDetailReadInDateRanges(t *testing.T) {
 	// 300 rows over 10 October days, several per hour and meter; the
 	// reported ones were charged in November, some sampled in October.
 	for _, basis := range []string{"usage", "reported"} {
-		if _, err := db.Exec(`INSERT INTO usage
+		if _, err := db.Exec(`INSERT INTO usage (granularity, basis, date, date_processed, meter_name, meter_sku, family, solution, unit, quantity, price, cost, currency, entitlement, entitlement_type, payment_method, payment_method_name, project, run_id, fetched_at)
 SELECT 'hour', ?, TIMESTAMP '2026-10-21' + to_hours(i * 7 % 240),
        TIMESTAMP '2026-11-01' + to_hours(i % 48), 'm' || (i % 4), NULL, NULL, NULL, NULL,
        i, NULL, (i * 3)::DECIMAL(38, 12) / 7, 'USD', NULL, NULL, NULL, NULL, 'p' || (i % 3),

@@ -17,6 +17,10 @@ type Period struct {
 	Month       time.Time         // 1st of the month, 00:00 UTC
 	Basis       tally.Basis       // usage: filter on date; reported: on date_processed
 	Granularity tally.Granularity // which usage rows: hour, day or month (see MonthGranularity)
+	// Organization narrows the workbook to one organization
+	// (organizations.name, tally report --org); "" is every organization
+	// the store holds.
+	Organization string
 }
 
 // ParseMonth parses a YYYY-MM month as the 1st of that month, UTC.

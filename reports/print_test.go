@@ -25,7 +25,7 @@ func TestWorkbookPrintsLegibly(t *testing.T) {
 	db := openDB(t)
 	seed(t, db)
 	// 1,240 more day rows: 40 a day over the month's 31 days.
-	execSQL(t, db, `INSERT INTO usage
+	execSQL(t, db, `INSERT INTO usage (granularity, basis, date, date_processed, meter_name, meter_sku, family, solution, unit, quantity, price, cost, currency, entitlement, entitlement_type, payment_method, payment_method_name, project, run_id, fetched_at)
 SELECT 'day', 'usage', DATE '2026-10-01' + (i // 40)::INTEGER, DATE '2026-10-02' + (i // 40)::INTEGER,
        'meter_' || (i % 5), 'SKU-' || (i % 5), 'video', 'encoding', 'minutes',
        10 + i % 7, 0.015, (0.015 * (10 + i % 7))::DECIMAL(38, 12), CASE WHEN i % 3 = 0 THEN 'EUR' ELSE 'USD' END,
@@ -36,7 +36,7 @@ FROM range(1240) t(i)`, pm1, runID, now.Add(-48*time.Hour))
 	execSQL(t, db, `INSERT INTO month_closes (id, month, basis, granularity, action, acted_at, who, rows, cost, content_hash, final_workbook)
 		VALUES (uuid(), DATE '2026-09-01', 'usage', 'day', 'close', TIMESTAMP '2026-10-02 06:00:00', 'nightly',
 		        1, MAP {'USD': 90.0::DECIMAL(38, 12)}, 'x', 'tally-cost-2026-09-final.xlsx')`)
-	execSQL(t, db, `INSERT INTO month_close_figures SELECT id, 'alpha', 'video_encoding_ondemand', ?, 'USD', 1, 90, 90, 90, 1, 'minutes'
+	execSQL(t, db, `INSERT INTO month_close_figures (close_id, project, meter_name, payment_method, currency, rows, cost, billed, effective, quantity, unit) SELECT id, 'alpha', 'video_encoding_ondemand', ?, 'USD', 1, 90, 90, 90, 1, 'minutes'
 		FROM month_closes`, pm1)
 	budgets := []reports.Budget{
 		{Name: "video", ScopeKind: "all", ScopeText: "all", Currency: "USD", Amount: tally.MustDecimal("500")},

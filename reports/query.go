@@ -41,6 +41,9 @@ func (b *builder) query(name string, extra ...any) (*sql.Rows, error) {
 		}
 		where = store.DaysWhere
 	}
+	if b.p.Organization != "" {
+		where = orgWhere(where)
+	}
 	q, err := tallysql.InlineWhere(tallysql.With(string(text), tallysql.CTE{Name: "month_usage", Query: string(month)}), where)
 	if err != nil {
 		return nil, fmt.Errorf("read query %s: %w", name, err)
@@ -54,12 +57,38 @@ func (b *builder) query(name string, extra ...any) (*sql.Rows, error) {
 		sql.Named("tolerance", b.opts.Tolerance),
 		sql.Named("days_from", b.daysFrom),
 		sql.Named("days_to", b.daysTo),
+		sql.Named("org", b.orgParam()),
 	}, extra...)
 	rows, err := b.src.QueryContext(b.ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("query %s: %w", name, err)
 	}
 	return rows, nil
+}
+
+// orgParam is $org: the workbook's organization, NULL for every one.
+func (b *builder) orgParam() any {
+	if b.p.Organization == "" {
+		return nil
+	}
+	return b.p.Organization
+}
+
+// orgWhere narrows the inlined usage and usage_meter_days of an
+// organization's workbook to its rows.
+func orgWhere(where map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range where {
+		out[k] = v
+	}
+	for _, k := range []string{"usage", "usage_meter_days"} {
+		if c, ok := out[k]; ok {
+			out[k] = "(" + c + ") AND organization = $org"
+		} else {
+			out[k] = "organization = $org"
+		}
+	}
+	return out
 }
 
 // dayQueries are the queries that read usage_day_cost under

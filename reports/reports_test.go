@@ -90,7 +90,7 @@ func addUsage(t *testing.T, db *sql.DB, u use) {
 		c, _ := strconv.ParseFloat(u.cost, 64)
 		price = c / u.qty
 	}
-	_, err := db.Exec(`INSERT INTO usage VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, CAST(? AS DECIMAL(38,12)), ?, ?, ?, ?, ?, ?, CAST(? AS UUID), ?)`,
+	_, err := db.Exec(`INSERT INTO usage (granularity, basis, date, date_processed, meter_name, meter_sku, family, solution, unit, quantity, price, cost, currency, entitlement, entitlement_type, payment_method, payment_method_name, project, run_id, fetched_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, CAST(? AS DECIMAL(38,12)), ?, ?, ?, ?, ?, ?, CAST(? AS UUID), ?)`,
 		u.granularity, u.basis, u.date, processed, u.meter, nullable(u.sku), nullable(u.family), nullable(u.solution),
 		nullable(u.unit), u.qty, price, u.cost, u.currency, nullable(map[bool]string{true: "ent-" + u.entType, false: u.ent}[u.entType != ""]),
 		nullable(u.entType), nullable(u.pm), nullable(u.pmName), nullable(u.project), runID, now.Add(-48*time.Hour))

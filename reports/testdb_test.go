@@ -37,7 +37,7 @@ func OpenTestDB(t testing.TB, name string) *sql.DB {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := db.Exec(string(text)); err != nil {
+		if _, err := db.Exec(tallysql.SchemaText(string(text), "default", "")); err != nil {
 			t.Fatalf("apply %s: %v", n, err)
 		}
 	}

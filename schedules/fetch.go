@@ -28,8 +28,8 @@ type Env struct {
 	// its own client; nil for the api: form, which fetches with Client.
 	Orgs  []OrgEnv
 	Store *store.Store
-	Log    zerolog.Logger
-	Now    func() time.Time
+	Log   zerolog.Logger
+	Now   func() time.Time
 	// Stop closes when the run is asked to stop (SIGTERM): no new window
 	// or step starts, while the work in flight may finish until its
 	// context is cancelled. nil: never.

@@ -28,10 +28,10 @@ type Runner struct {
 	// partial, naming it.
 	Tokens    map[string]string
 	TokenErrs map[string]error
-	Log     zerolog.Logger
-	Version string
-	Commit  string           // the build's commit, for tally_build_info
-	Now     func() time.Time // nil = time.Now
+	Log       zerolog.Logger
+	Version   string
+	Commit    string           // the build's commit, for tally_build_info
+	Now       func() time.Time // nil = time.Now
 	// LockWait bounds the wait for another writer; zero = the config's
 	// schedule.lock_wait.
 	LockWait time.Duration

@@ -186,3 +186,16 @@ func order(texts map[string]string, roots []string) ([]string, error) {
 	}
 	return out, nil
 }
+
+// Schema migration 0010 names the store's existing organization with
+// {{organization}} and {{organization_id}}: the store fills them in with
+// the organization its rows belong to. SchemaText fills them with org and
+// id (id "" for NULL) as SQL literals; a fresh database may give any.
+func SchemaText(text, org, id string) string {
+	lit := func(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+	idText := "NULL"
+	if id != "" {
+		idText = lit(id)
+	}
+	return strings.NewReplacer("{{organization}}", lit(org), "{{organization_id}}", idText).Replace(text)
+}

@@ -35,6 +35,7 @@ type MonthClose struct {
 // CloseFigure is one project, meter, payment method and currency of a
 // closed month as it stood at close; amounts are exact decimal text.
 type CloseFigure struct {
+	Organization                                string
 	Project, MeterName, PaymentMethod, Currency string
 	Rows                                        int64
 	Cost, Billed, Effective, Quantity           string
@@ -122,9 +123,9 @@ func (s *Store) RecordClose(ctx context.Context, c MonthClose, figs []CloseFigur
 	return s.inTx(ctx, func(conn *sql.Conn) error {
 		for _, f := range figs {
 			if _, err := conn.ExecContext(ctx, `INSERT INTO month_close_figures
-(close_id, project, meter_name, payment_method, currency, rows, cost, billed, effective, quantity, unit)
-VALUES (?, ?, ?, ?, ?, ?, CAST(? AS DECIMAL(38, 12)), CAST(? AS DECIMAL(38, 12)), CAST(? AS DECIMAL(38, 12)), CAST(? AS DECIMAL(38, 12)), ?)`,
-				c.ID, textOrNull(f.Project), f.MeterName, textOrNull(f.PaymentMethod), f.Currency, f.Rows, f.Cost, f.Billed, f.Effective, f.Quantity, textOrNull(f.Unit)); err != nil {
+(close_id, organization, project, meter_name, payment_method, currency, rows, cost, billed, effective, quantity, unit)
+VALUES (?, ?, ?, ?, ?, ?, ?, CAST(? AS DECIMAL(38, 12)), CAST(? AS DECIMAL(38, 12)), CAST(? AS DECIMAL(38, 12)), CAST(? AS DECIMAL(38, 12)), ?)`,
+				c.ID, f.Organization, textOrNull(f.Project), f.MeterName, textOrNull(f.PaymentMethod), f.Currency, f.Rows, f.Cost, f.Billed, f.Effective, f.Quantity, textOrNull(f.Unit)); err != nil {
 				return fmt.Errorf("record close figures: %w", err)
 			}
 		}

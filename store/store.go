@@ -587,15 +587,9 @@ ORDER BY snapshot_at DESC LIMIT 1`).Scan(&name, &id)
 	if name.Valid {
 		org = name.String
 	}
-	idText := "NULL"
-	if id.Valid {
-		idText = sqlLiteral(id.String)
-	}
-	return strings.NewReplacer("{{organization}}", sqlLiteral(org), "{{organization_id}}", idText).Replace(text), nil
+	return tallysql.SchemaText(text, org, id.String), nil
 }
 
 // DefaultOrganization names the organization of a store whose token could
 // never read the organization resource.
 const DefaultOrganization = "default"
-
-func sqlLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }

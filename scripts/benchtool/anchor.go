@@ -20,7 +20,7 @@ import (
 // anchorInsert is DuckDB loading the page files by itself: read_json over
 // every file, the rows unnested from "value", typed as the usage table
 // types them, into Tally's own usage table.
-const anchorInsert = `INSERT INTO usage
+const anchorInsert = `INSERT INTO usage (granularity, basis, date, date_processed, meter_name, meter_sku, family, solution, unit, quantity, price, cost, currency, entitlement, entitlement_type, payment_method, payment_method_name, project, run_id, fetched_at)
 SELECT 'hour', 'usage', v.date, v.dateProcessed, v.meterName, v.meterSku, v.family, v.solution, v.unit,
        v.quantity, v.price, CAST(v.cost AS DECIMAL(38, 12)), v.currency, v.entitlement, v.entitlementType,
        v.paymentMethod, v.paymentMethodName, v.project, uuidv7(), now()::TIMESTAMP
@@ -66,7 +66,7 @@ func runAnchor(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
-		if _, err := conn.ExecContext(ctx, string(text)); err != nil {
+		if _, err := conn.ExecContext(ctx, tallysql.SchemaText(string(text), "default", "")); err != nil {
 			return fmt.Errorf("anchor: %s: %w", name, err)
 		}
 	}

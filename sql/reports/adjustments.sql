@@ -16,7 +16,8 @@ SELECT strftime(month, '%Y-%m') AS month,
        CAST(today_cost AS VARCHAR) AS today_cost,
        CAST(difference AS VARCHAR) AS difference
 FROM closed_month_adjustments
-WHERE basis = $basis
+WHERE ($org IS NULL OR organization = $org)
+  AND basis = $basis
   AND granularity = $granularity
   AND difference <> 0
 ORDER BY month, currency, project, meter_name, payment_method;

@@ -11,14 +11,15 @@
 --
 -- Parameters: $basis, $granularity, $month_start, $month_end (exclusive).
 WITH billed AS (
-    SELECT nullif(payment_method, '') AS payment_method,
+    SELECT organization,
+           nullif(payment_method, '') AS payment_method,
            currency,
            min(nullif(payment_method_name, '')) AS usage_name,
            list_sort(list_distinct(list(nullif(project, '')))) AS usage_projects,
            count(*) AS rows,
            sum(cost) AS cost
     FROM month_usage
-    GROUP BY nullif(payment_method, ''), currency
+    GROUP BY organization, nullif(payment_method, ''), currency
 ),
 pm AS (
     SELECT *
@@ -50,5 +51,5 @@ SELECT b.payment_method,
        b.rows,
        CAST(b.cost AS VARCHAR) AS cost
 FROM billed b
-LEFT JOIN pm ON pm.id = b.payment_method
+LEFT JOIN pm ON pm.organization = b.organization AND pm.id = b.payment_method
 ORDER BY b.payment_method NULLS LAST, b.currency;

@@ -6,7 +6,8 @@
 -- text so no float touches it.
 --
 -- Parameters: $basis, $granularity, $month_start, $month_end (exclusive).
-SELECT project,
+SELECT organization,
+       project,
        meter_name,
        payment_method,
        currency,

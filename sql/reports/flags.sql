@@ -43,7 +43,8 @@ WITH m AS NOT MATERIALIZED (
 v AS NOT MATERIALIZED (
     SELECT *, CAST(date AS DATE) AS day
     FROM usage_validity
-    WHERE basis = $basis
+    WHERE ($org IS NULL OR organization = $org)
+      AND basis = $basis
       AND granularity = $granularity
       AND (($basis = 'usage' AND date >= $month_start AND date < $month_end)
         OR ($basis = 'reported' AND date_processed >= $month_start AND date_processed < $month_end))

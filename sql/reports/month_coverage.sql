@@ -14,6 +14,7 @@ FROM (
                       least(CAST(w."end" AS TIMESTAMP), CAST($cover_end AS TIMESTAMP)) - INTERVAL 1 DAY,
                       INTERVAL 1 DAY)) AS day) d
     WHERE w.basis = $basis
+      AND ($org IS NULL OR w.organization = $org)
       AND w.start < CAST($cover_end AS TIMESTAMP)
       AND w."end" > CAST($month_start AS TIMESTAMP)
 ) c

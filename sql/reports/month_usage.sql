@@ -8,7 +8,8 @@
 -- period_at, so that DuckDB can skip row groups outside the month.
 SELECT *
 FROM usage_rows
-WHERE basis = $basis
+WHERE ($org IS NULL OR organization = $org)
+  AND basis = $basis
   AND granularity = $granularity
   AND (($basis <> 'reported' AND date >= $month_start AND date < $month_end)
     OR ($basis = 'reported' AND date_processed >= $month_start AND date_processed < $month_end))

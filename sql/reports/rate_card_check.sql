@@ -18,7 +18,8 @@
 -- Parameters: $basis, $granularity, $month_start, $month_end (exclusive),
 -- $tolerance (fraction, e.g. 0.005).
 WITH billed AS (
-    SELECT CAST($month_start AS DATE) AS month,
+    SELECT organization,
+           CAST($month_start AS DATE) AS month,
            meter_name,
            nullif(meter_sku, '') AS meter_sku,
            nullif(payment_method, '') AS payment_method,
@@ -33,12 +34,12 @@ WITH billed AS (
            coalesce(sum(cost) FILTER (WHERE paid_as IN ('direct', 'other')), 0) AS invoiced,
            coalesce(sum(cost) FILTER (WHERE paid_as = 'balance'), 0) AS from_balance
     FROM month_usage
-    GROUP BY meter_name, nullif(meter_sku, ''), nullif(payment_method, ''), currency
+    GROUP BY organization, meter_name, nullif(meter_sku, ''), nullif(payment_method, ''), currency
 ),
 has_card AS (
     -- payment methods with base prices on a rate card: for them, a meter
     -- without a match is missing from the card, not the whole card
-    SELECT DISTINCT payment_method_id
+    SELECT DISTINCT organization, payment_method_id
     FROM rate_card_price_snapshots
     WHERE location_group IS NULL
 ),
@@ -59,11 +60,12 @@ checked AS (
            END AS problem
     FROM billed b
     LEFT JOIN rate_card_matches r
-           ON r.month = b.month
+           ON r.organization = b.organization
+          AND r.month = b.month
           AND r.payment_method_id = b.payment_method
           AND r.meter_name = b.meter_name
           AND coalesce(r.meter_sku, '') = coalesce(b.meter_sku, '')
-    LEFT JOIN has_card h ON h.payment_method_id = b.payment_method
+    LEFT JOIN has_card h ON h.organization = b.organization AND h.payment_method_id = b.payment_method
 ),
 expected AS (
     SELECT *,

@@ -8,7 +8,8 @@
 WITH w AS (
     SELECT *
     FROM fetch_windows
-    WHERE granularity = $granularity
+    WHERE ($org IS NULL OR organization = $org)
+      AND granularity = $granularity
       AND basis = $basis
       AND start < CAST($month_end AS DATE)
       AND "end" > CAST($month_start AS DATE)

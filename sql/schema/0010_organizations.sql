@@ -37,6 +37,8 @@ ALTER TABLE organization_snapshots ADD COLUMN organization VARCHAR DEFAULT {{org
 ALTER TABLE organization_snapshots ALTER COLUMN organization SET DEFAULT '';
 ALTER TABLE project_usage_snapshots ADD COLUMN organization VARCHAR DEFAULT {{organization}}; -- the organization whose token read the report
 ALTER TABLE project_usage_snapshots ALTER COLUMN organization SET DEFAULT '';
+ALTER TABLE month_close_figures ADD COLUMN organization VARCHAR DEFAULT {{organization}}; -- the organization of the figure's rows
+ALTER TABLE month_close_figures ALTER COLUMN organization SET DEFAULT '';
 ALTER TABLE month_closes ADD COLUMN organization VARCHAR; -- NULL: the close covers every organization of the store (the api: form's one, or a group's all at once)
 ALTER TABLE deliveries ADD COLUMN organization VARCHAR; -- NULL: the store's workbook (every organization)
 ALTER TABLE alerts ADD COLUMN organization VARCHAR; -- the organization whose cost it is about; NULL when it is about every organization

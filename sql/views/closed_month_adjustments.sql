@@ -22,6 +22,7 @@ WITH closed AS (
 ),
 today AS (
     SELECT c.id AS close_id,
+           u.organization,
            u.project,
            u.meter_name,
            u.payment_method,
@@ -44,6 +45,7 @@ frozen AS (
 ),
 paired AS (
     SELECT coalesce(f.close_id, t.close_id) AS close_id,
+           coalesce(f.organization, t.organization) AS organization,
            coalesce(f.project, t.project) AS project,
            coalesce(f.meter_name, t.meter_name) AS meter_name,
            coalesce(f.payment_method, t.payment_method) AS payment_method,
@@ -59,7 +61,7 @@ paired AS (
            t.last_fetched
     FROM frozen f
     FULL OUTER JOIN today t
-      ON t.close_id = f.close_id AND t.meter_name = f.meter_name AND t.currency = f.currency
+      ON t.close_id = f.close_id AND t.organization = f.organization AND t.meter_name = f.meter_name AND t.currency = f.currency
      AND t.project IS NOT DISTINCT FROM f.project
      AND t.payment_method IS NOT DISTINCT FROM f.payment_method
 )
@@ -67,6 +69,7 @@ SELECT c.month AS month, -- the closed month, its first day
        c.basis AS basis, -- usage or reported, as the close
        c.granularity AS granularity, -- the usage rows closed
        c.closed_at AS closed_at, -- when the month was closed, UTC
+       p.organization AS organization, -- the organization (organizations.name)
        p.project AS project, -- project name
        p.meter_name AS meter_name, -- the meter
        p.payment_method AS payment_method, -- payment method id

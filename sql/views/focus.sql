@@ -74,7 +74,8 @@ WITH u AS (
     WHERE NOT (ur.basis = 'estimated' AND ur.cost IS NULL)
 ),
 priced AS (
-    SELECT CAST(month AS TIMESTAMP) AS charge_month,
+    SELECT organization,
+           CAST(month AS TIMESTAMP) AS charge_month,
            payment_method_id AS pm_key,
            meter_name,
            coalesce(meter_sku, '') AS sku_key,
@@ -89,22 +90,22 @@ priced AS (
     WHERE price IS NOT NULL
 ),
 pm AS (
-    SELECT CAST(month AS TIMESTAMP) AS charge_month, id, display_name, type
+    SELECT organization, CAST(month AS TIMESTAMP) AS charge_month, id, display_name, type
     FROM payment_methods_by_month
 ),
 project AS (
-    SELECT CAST(f.month AS TIMESTAMP) AS charge_month, s.name, s.display_name, s.location_name
+    SELECT s.organization, CAST(f.month AS TIMESTAMP) AS charge_month, s.name, s.display_name, s.location_name
     FROM snapshots_in_force f
-    JOIN project_snapshots s ON s.name = f.key AND s.snapshot_at = f.snapshot_at
+    JOIN project_snapshots s ON s.organization = f.organization AND s.name = f.key AND s.snapshot_at = f.snapshot_at
     WHERE f.kind = 'project'
-    QUALIFY row_number() OVER (PARTITION BY f.month, s.name ORDER BY CAST(s.raw AS VARCHAR)) = 1
+    QUALIFY row_number() OVER (PARTITION BY f.month, s.organization, s.name ORDER BY CAST(s.raw AS VARCHAR)) = 1
 ),
 location AS (
     -- a location's latest name for display; its id (the name) is what the
     -- project snapshot in force gives
-    SELECT name, display_name
+    SELECT organization, name, display_name
     FROM location_snapshots
-    QUALIFY row_number() OVER (PARTITION BY name ORDER BY snapshot_at DESC, CAST(raw AS VARCHAR)) = 1
+    QUALIFY row_number() OVER (PARTITION BY organization, name ORDER BY snapshot_at DESC, CAST(raw AS VARCHAR)) = 1
 ),
 r AS (
     SELECT u.*,
@@ -129,11 +130,11 @@ r AS (
     -- reading both sides, it made the join a nested loop over every row
     -- (11 s of 16 at two years of 250,000 rows a month).
     LEFT JOIN priced pr
-           ON pr.charge_month = u.charge_month AND pr.pm_key = u.pm_key AND pr.meter_name = u.meter_name
-          AND pr.sku_key = u.sku_key
-    LEFT JOIN pm ON pm.charge_month = u.charge_month AND pm.id = u.payment_method
-    LEFT JOIN project ON project.charge_month = u.charge_month AND project.name = u.project
-    LEFT JOIN location ON location.name = project.location_name
+           ON pr.organization = u.organization AND pr.charge_month = u.charge_month AND pr.pm_key = u.pm_key
+          AND pr.meter_name = u.meter_name AND pr.sku_key = u.sku_key
+    LEFT JOIN pm ON pm.organization = u.organization AND pm.charge_month = u.charge_month AND pm.id = u.payment_method
+    LEFT JOIN project ON project.organization = u.organization AND project.charge_month = u.charge_month AND project.name = u.project
+    LEFT JOIN location ON location.organization = project.organization AND location.name = project.location_name
 ),
 c AS (
     SELECT r.*,
@@ -381,7 +382,7 @@ FROM (
            END AS unit_price
     FROM month_close_figures f
     JOIN closed_months c ON c.id = f.close_id
-    LEFT JOIN payment_methods_by_month pm ON pm.month = c.month AND pm.id = f.payment_method
+    LEFT JOIN payment_methods_by_month pm ON pm.organization = f.organization AND pm.month = c.month AND pm.id = f.payment_method
 ) f
 UNION ALL BY NAME
 -- Late charges for a closed month: the difference between today's rows
@@ -423,6 +424,6 @@ FROM (
     SELECT a.*, pm.type AS pm_type,
            nullif(pm.type, '') IS NOT NULL AND lower(pm.type) <> 'direct' AS marketplace
     FROM closed_month_adjustments a
-    LEFT JOIN payment_methods_by_month pm ON pm.month = a.month AND pm.id = a.payment_method
+    LEFT JOIN payment_methods_by_month pm ON pm.organization = a.organization AND pm.month = a.month AND pm.id = a.payment_method
 ) a
 WHERE a.difference <> 0 OR a.billed_difference <> 0 OR a.effective_difference <> 0;

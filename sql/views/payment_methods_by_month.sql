@@ -9,6 +9,6 @@
 CREATE OR REPLACE VIEW payment_methods_by_month AS
 SELECT f.month, s.*
 FROM snapshots_in_force f
-JOIN payment_method_snapshots s ON s.id = f.key AND s.snapshot_at = f.snapshot_at
+JOIN payment_method_snapshots s ON s.organization = f.organization AND s.id = f.key AND s.snapshot_at = f.snapshot_at
 WHERE f.kind = 'payment_method'
-QUALIFY row_number() OVER (PARTITION BY f.month, s.id ORDER BY CAST(s.raw AS VARCHAR), CAST(s.spec AS VARCHAR)) = 1;
+QUALIFY row_number() OVER (PARTITION BY f.month, s.organization, s.id ORDER BY CAST(s.raw AS VARCHAR), CAST(s.spec AS VARCHAR)) = 1;

@@ -12,9 +12,10 @@ WITH s AS (
            lag(quantity) OVER w AS prev_quantity,
            lag(taken_at) OVER w AS prev_taken_at
     FROM project_usage_snapshots
-    WINDOW w AS (PARTITION BY project, period_start, meter_name ORDER BY taken_at)
+    WINDOW w AS (PARTITION BY organization, project, period_start, meter_name ORDER BY taken_at)
 )
-SELECT project, -- the project's name
+SELECT organization, -- the organization whose token read the report
+       project, -- the project's name
        CASE WHEN prev_taken_at IS NULL THEN period_start
             ELSE greatest(period_start, least(CAST(prev_taken_at + (taken_at - prev_taken_at) / 2 AS DATE), period_end - 1)) END AS day, -- the UTC day the quantity is dated
        CAST(date_trunc('month', period_start) AS DATE) AS month, -- first day of the report's month

@@ -20,7 +20,8 @@
 -- (when used, when charged) find their month here.
 CREATE OR REPLACE VIEW rate_card_matches AS
 WITH meters AS (
-    SELECT DISTINCT CAST(date_trunc('month', day) AS DATE) AS month,
+    SELECT DISTINCT organization,
+           CAST(date_trunc('month', day) AS DATE) AS month,
            payment_method,
            meter_name,
            sku_key
@@ -29,15 +30,15 @@ WITH meters AS (
     UNION
     -- The per-project report's meters, priced before they are usage rows
     -- (basis estimated): the payment method the project was assigned.
-    SELECT DISTINCT d.month, p.assigned_payment_method_id, d.meter_name, coalesce(k.meter_sku, '')
+    SELECT DISTINCT d.organization, d.month, p.assigned_payment_method_id, d.meter_name, coalesce(k.meter_sku, '')
     FROM project_usage_days d
-    JOIN snapshots_in_force c ON c.kind = 'project' AND c.month = d.month AND c.key = d.project
-    JOIN project_snapshots p ON p.name = d.project AND p.snapshot_at = c.snapshot_at
+    JOIN snapshots_in_force c ON c.kind = 'project' AND c.organization = d.organization AND c.month = d.month AND c.key = d.project
+    JOIN project_snapshots p ON p.organization = d.organization AND p.name = d.project AND p.snapshot_at = c.snapshot_at
     LEFT JOIN meter_skus k ON k.meter_name = d.meter_name
     WHERE nullif(p.assigned_payment_method_id, '') IS NOT NULL
 ),
 candidates AS (
-    SELECT m.month, m.payment_method, m.meter_name, m.sku_key,
+    SELECT m.organization, m.month, m.payment_method, m.meter_name, m.sku_key,
            p.snapshot_at, p.price, p.currency, p.name, p.display_name, nullif(p.unit, '') AS unit,
            CASE
                WHEN m.sku_key <> '' AND p.sku = m.sku_key THEN 1
@@ -45,17 +46,18 @@ candidates AS (
                WHEN p.name = m.meter_name THEN 3
            END AS rule
     FROM meters m
-    JOIN snapshots_in_force c ON c.kind = 'rate_card' AND c.month = m.month AND c.key = m.payment_method
-    JOIN rate_card_price_snapshots p ON p.payment_method_id = c.key AND p.snapshot_at = c.snapshot_at
+    JOIN snapshots_in_force c ON c.kind = 'rate_card' AND c.organization = m.organization AND c.month = m.month AND c.key = m.payment_method
+    JOIN rate_card_price_snapshots p ON p.organization = c.organization AND p.payment_method_id = c.key AND p.snapshot_at = c.snapshot_at
     WHERE p.location_group IS NULL
 ),
 best AS (
     SELECT *
     FROM candidates
     WHERE rule IS NOT NULL
-    QUALIFY rule = min(rule) OVER (PARTITION BY month, payment_method, meter_name, sku_key)
+    QUALIFY rule = min(rule) OVER (PARTITION BY organization, month, payment_method, meter_name, sku_key)
 )
-SELECT month,
+SELECT organization,
+       month,
        payment_method AS payment_method_id,
        meter_name,
        nullif(sku_key, '') AS meter_sku,
@@ -70,4 +72,4 @@ SELECT month,
        string_agg(DISTINCT display_name, ', ' ORDER BY display_name) AS price_display_name,
        string_agg(DISTINCT unit, ', ' ORDER BY unit) AS price_unit
 FROM best
-GROUP BY month, payment_method, meter_name, sku_key;
+GROUP BY organization, month, payment_method, meter_name, sku_key;

@@ -10,5 +10,5 @@ FROM rate_card_price_snapshots r
 WHERE r.snapshot_at = (
     SELECT max(s.snapshot_at)
     FROM rate_card_price_snapshots s
-    WHERE s.payment_method_id = r.payment_method_id
+    WHERE s.organization = r.organization AND s.payment_method_id = r.payment_method_id
 );

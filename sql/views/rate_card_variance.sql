@@ -13,7 +13,8 @@
 -- 12 decimals.
 CREATE OR REPLACE VIEW rate_card_variance AS
 WITH billed AS (
-    SELECT u.basis,
+    SELECT u.organization,
+           u.basis,
            date_trunc('month', u.period_at) AS month_start,
            coalesce(u.payment_method, '') AS payment_method,
            u.meter_name,
@@ -37,7 +38,8 @@ checked AS (
            r.price AS card_price
     FROM billed b
     LEFT JOIN rate_card_matches r
-           ON r.month = CAST(b.month_start AS DATE)
+           ON r.organization = b.organization
+          AND r.month = CAST(b.month_start AS DATE)
           AND r.payment_method_id = b.payment_method
           AND r.meter_name = b.meter_name
           AND coalesce(r.meter_sku, '') = b.meter_sku
@@ -47,7 +49,8 @@ expected AS (
            CASE WHEN problem IS NULL THEN CAST(quantity * card_price AS DECIMAL(38, 12)) END AS expected_cost
     FROM checked
 )
-SELECT basis,
+SELECT organization, -- the organization (organizations.name)
+       basis,
        CAST(month_start AS DATE) AS month,
        nullif(payment_method, '') AS payment_method,
        payment_method_name,

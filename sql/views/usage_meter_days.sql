@@ -9,12 +9,13 @@
 -- filter on day reaches the table's scan: the workbook reads the report
 -- month's days only, not the history.
 CREATE OR REPLACE VIEW usage_meter_days AS
-SELECT CAST(date AS DATE) AS day, -- the UTC day
+SELECT organization, -- the organization (organizations.name)
+       CAST(date AS DATE) AS day, -- the UTC day
        payment_method, -- the payment method id; NULL when none
        meter_name,
        coalesce(meter_sku, '') AS sku_key -- the meter's sku, '' when none
 FROM usage
 UNION ALL
-SELECT CAST(date_processed AS DATE), payment_method, meter_name, coalesce(meter_sku, '')
+SELECT organization, CAST(date_processed AS DATE), payment_method, meter_name, coalesce(meter_sku, '')
 FROM usage
 WHERE date_processed IS NOT NULL;

@@ -64,4 +64,4 @@ JOIN (
                CASE WHEN terms_and_conditions_accepted = false THEN 'terms not accepted' END
            ], x -> x IS NOT NULL) AS method_problems
     FROM payment_methods_by_month
-) pm ON pm.month = b.pm_month AND pm.id = b.payment_method;
+) pm ON pm.organization = b.organization AND pm.month = b.pm_month AND pm.id = b.payment_method;
