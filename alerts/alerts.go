@@ -100,6 +100,10 @@ func Evaluate(ctx context.Context, st *store.Store, cfg *configs.Config, runID u
 		return c, err
 	}
 	for _, a := range anomalies {
+		if cfg.Grouped() {
+			// In a group a project is named within its organization.
+			a.Project = a.Organization + "/" + a.Project
+		}
 		found = append(found, anomalyAlert(a, runID, now))
 	}
 	for _, a := range found {

@@ -16,7 +16,7 @@ import (
 var currencyRE = regexp.MustCompile(`^[A-Z]{3}$`)
 
 // scopeKinds are what a budget may cover besides all.
-var scopeKinds = []string{"project", "payment_method", "family"}
+var scopeKinds = []string{"project", "payment_method", "family", "organization"}
 
 // budgets reads the budgets list; left out, there are none.
 func (p *parser) budgets(r *[]rawBudget, c *[]Budget) {
@@ -48,8 +48,11 @@ func (p *parser) budgets(r *[]rawBudget, c *[]Budget) {
 			b.ScopeKind = "all"
 		} else if kind, name, ok := strings.Cut(scope, ":"); ok && slices.Contains(scopeKinds, kind) && strings.TrimSpace(name) != "" {
 			b.ScopeKind, b.Scope = kind, strings.TrimSpace(name)
+			if kind == "organization" && len(p.orgNames) > 0 && !slices.Contains(p.orgNames, b.Scope) {
+				p.addf(deref(&rb.Scope), path+".scope", "organization %q is not in organizations: (%s)", b.Scope, strings.Join(p.orgNames, ", "))
+			}
 		} else {
-			p.addf(deref(&rb.Scope), path+".scope", "%q is not all, project:NAME, payment_method:ID or family:NAME", scope)
+			p.addf(deref(&rb.Scope), path+".scope", "%q is not all, project:NAME, payment_method:ID, family:NAME or organization:NAME", scope)
 		}
 		if !currencyRE.MatchString(b.Currency) {
 			p.addf(deref(&rb.Currency), path+".currency", "%q is not a currency code of three capital letters, e.g. USD; a budget is in one currency, as costs are never summed across them", b.Currency)

@@ -156,9 +156,10 @@ type ExportConfig struct {
 // forecast cost.
 type Budget struct {
 	Name string
-	// ScopeKind is all, project, payment_method or family; Scope names the
-	// project, payment method id or family ("" for all), as the forecasts
-	// view keys them.
+	// ScopeKind is all, project, payment_method, family or organization;
+	// Scope names the project (in every organization), payment method id,
+	// family or organization ("" for all), as the forecasts view keys
+	// them.
 	ScopeKind, Scope string
 	Currency         string
 	Amount           tally.Decimal

@@ -148,6 +148,7 @@ func (p *parser) organizations(raw *[]rawOrganization, api *rawAPI, cfg *Config)
 			}
 		}
 		cfg.Organizations = append(cfg.Organizations, o)
+		p.orgNames = append(p.orgNames, o.Name)
 	}
 }
 

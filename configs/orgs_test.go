@@ -64,6 +64,7 @@ func TestOrganizationsErrors(t *testing.T) {
 		{"api token too", "api:\n  token_env: X\norganizations:\n  - name: a\n    token_env: A\n", "with organizations: each organization names its own token"},
 		{"bad base url", "organizations:\n  - name: a\n    token_env: A\n    base_url: http://example.com\n", "organizations[0].base_url"},
 		{"unknown key", "organizations:\n  - name: a\n    token_env: A\n    tokn: x\n", "organizations[0].tokn: unknown key"},
+		{"budget of an unknown organization", "organizations:\n  - name: a\n    token_env: A\nbudgets:\n  - name: b\n    scope: organization:nope\n    currency: USD\n    amount: 1\n", `budgets[0].scope: organization "nope" is not in organizations: (a)`},
 		{"bad total", "api:\n  concurrency: 8\n  total_concurrency: 4\n", "api.total_concurrency: 4 is less than api.concurrency 8"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -152,6 +152,9 @@ type parser struct {
 	getenv   func(string) string
 	problems []string
 	warnings []string
+	// orgNames are the organizations: names, for the budgets that name
+	// one; empty for the api: form.
+	orgNames []string
 	// dropped holds the paths of list items of the wrong shape, reported
 	// already, so their missing fields are not reported again.
 	dropped map[string]bool

@@ -122,6 +122,39 @@ func (b *builder) byProject() error {
 	return t.finish(emptyPeriod)
 }
 
+// byOrganization is a group workbook's sheet: the month per organization
+// and currency, split as By project.
+func (b *builder) byOrganization() error {
+	cols := append([]column{
+		{"Organization", 28},
+		{"Currency", 10},
+		{"Rows", 10},
+	}, splitColumns...)
+	t, err := b.newTable(sheetOrg, "ByOrganization", 1, cols)
+	if err != nil {
+		return err
+	}
+	err = b.each("by_organization", func(r *sql.Rows) error {
+		var (
+			org, currency string
+			rows          int64
+			split         categorySplit
+		)
+		if err := r.Scan(append([]any{&org, &currency, &rows}, split.dests()...)...); err != nil {
+			return err
+		}
+		cells, err := b.splitCells(split, currency)
+		if err != nil {
+			return err
+		}
+		return t.add(append([]cell{b.txt(org), b.txt(currency), b.count(rows)}, cells...)...)
+	})
+	if err != nil {
+		return err
+	}
+	return t.finish(emptyPeriod)
+}
+
 func (b *builder) byMeter() error {
 	t, err := b.newTable(sheetMeter, "ByMeter", 1, []column{
 		{"Family", 16},

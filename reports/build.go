@@ -51,6 +51,7 @@ const (
 // "Detail 2", "Detail 3"…
 const (
 	sheetSummary  = "Summary"
+	sheetOrg      = "By organization"
 	sheetProject  = "By project"
 	sheetMeter    = "By meter"
 	sheetPayment  = "By payment method"
@@ -137,6 +138,7 @@ type builder struct {
 	printWidths map[string]float64 // each sheet's printed width, in characters, for printSetup
 
 	adjustments      []adjustmentRow   // closed months' differences, for their sheet
+	group            bool              // the month's rows belong to several organizations: a group workbook
 	adjustmentTotals []adjustmentTotal // and per closed month and currency, for the Summary
 }
 
@@ -192,6 +194,11 @@ func (b *builder) build() error {
 	if err := b.readAdjustments(); err != nil {
 		return err
 	}
+	var orgs int64
+	if err := b.each("month_organizations", func(r *sql.Rows) error { return r.Scan(&orgs) }); err != nil {
+		return err
+	}
+	b.group = orgs > 1
 	steps := []struct {
 		name string
 		fill func() error
@@ -202,6 +209,12 @@ func (b *builder) build() error {
 		{sheetRateCard, b.rateCardCheck},
 		{sheetFlags, b.flags},
 		{sheetDaily, b.daily},
+	}
+	if b.group {
+		steps = append([]struct {
+			name string
+			fill func() error
+		}{{sheetOrg, b.byOrganization}}, steps...)
 	}
 	if len(b.opts.Budgets) > 0 {
 		steps = append([]struct {

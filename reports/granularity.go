@@ -68,7 +68,8 @@ func MonthGranularity(ctx context.Context, db Source, p Period, field string, no
 	rows, err := db.QueryContext(ctx, string(text),
 		sql.Named("basis", string(p.Basis)),
 		sql.Named("month_start", p.Month),
-		sql.Named("cover_end", coverEnd))
+		sql.Named("cover_end", coverEnd),
+		sql.Named("org", orgArg(p.Organization)))
 	if err != nil {
 		return "", "", fmt.Errorf("month coverage: %w", err)
 	}
@@ -92,4 +93,12 @@ func MonthGranularity(ctx context.Context, db Source, p Period, field string, no
 		}
 	}
 	return "", "", &GranularityError{Field: field, Granularity: p.Granularity, Month: p.Month, Basis: p.Basis}
+}
+
+// orgArg is $org: the organization, NULL for every one.
+func orgArg(org string) any {
+	if org == "" {
+		return nil
+	}
+	return org
 }

@@ -39,6 +39,14 @@ func DefaultPath(dir string, month time.Time) string {
 	return filepath.Join(dir, m, "tally-cost-"+m+".xlsx")
 }
 
+// OrgPath is where organization org's own workbook of month goes under a
+// reports folder: a folder of its own beside the group's workbook, so no
+// organization's name can pass for another file's.
+func OrgPath(dir string, month time.Time, org string) string {
+	m := month.UTC().Format(monthLayout)
+	return filepath.Join(dir, m, org, "tally-cost-"+m+".xlsx")
+}
+
 func (p Period) validate() error {
 	m := p.Month
 	if m.IsZero() || !m.Equal(tally.Month.Truncate(m)) {

@@ -58,6 +58,7 @@ func (b *builder) query(name string, extra ...any) (*sql.Rows, error) {
 		sql.Named("days_from", b.daysFrom),
 		sql.Named("days_to", b.daysTo),
 		sql.Named("org", b.orgParam()),
+		sql.Named("group", b.group),
 	}, extra...)
 	rows, err := b.src.QueryContext(b.ctx, q, args...)
 	if err != nil {
@@ -67,12 +68,7 @@ func (b *builder) query(name string, extra ...any) (*sql.Rows, error) {
 }
 
 // orgParam is $org: the workbook's organization, NULL for every one.
-func (b *builder) orgParam() any {
-	if b.p.Organization == "" {
-		return nil
-	}
-	return b.p.Organization
-}
+func (b *builder) orgParam() any { return orgArg(b.p.Organization) }
 
 // orgWhere narrows the inlined usage and usage_meter_days of an
 // organization's workbook to its rows.

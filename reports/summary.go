@@ -62,6 +62,12 @@ func (b *builder) summary(totals []totalRow) error {
 		{b.label("Granularity"), b.txt(string(b.p.Granularity))},
 		{b.label(monthStatusLabel), b.txt(b.monthStatus())},
 	}
+	switch {
+	case b.p.Organization != "":
+		lines = append(lines[:1], append([][]cell{{b.label("Organization"), b.txt(b.p.Organization)}}, lines[1:]...)...)
+	case b.group:
+		lines = append(lines[:1], append([][]cell{{b.label("Organizations"), b.txt("every organization of the group: see By organization")}}, lines[1:]...)...)
+	}
 	lines = append(lines, b.closeLines()...)
 	lines = append(lines, []cell{b.label("Generated at (UTC)"), {b.now, b.st.dateTime}})
 	if err := s.lines(lines); err != nil {

@@ -231,12 +231,20 @@ func fetchOrg(ctx context.Context, env *Env, runID uuid.UUID, opts FetchOptions,
 	start := time.Now()
 	var sum FetchSummary
 	client := o.Client
-	sentBefore, retriedBefore := client.Requests(), client.Retries()
+	sentBefore, retriedBefore := o.sent, o.retried
 	log := o.log(env.Log)
 	log.Info().Msg("planning fetch")
 	plan, base, err := planOrgWindows(ctx, env.Config, o.Org, env.Store, opts, env.now())
 	if err != nil {
 		return sum, err
+	}
+	if o.ID == "" {
+		// The id goes on every row loaded: read the organization first
+		// when the store does not know it yet (the reference refresh
+		// after the windows reuses what is read here).
+		if org, err := o.organization(ctx); err == nil {
+			o.ID = org.ID
+		}
 	}
 	base.OrganizationID = o.ID
 	sum.Planned = len(plan)

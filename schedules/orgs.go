@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"strings"
 	"sync"
 	"time"
@@ -46,6 +45,10 @@ type orgRun struct {
 
 	read    *tally.Organization // the organization resource, once read
 	readErr error
+	// sent and retried are the client's counts when the fetch began, so
+	// its summary counts every request, the organization's first read
+	// included.
+	sent, retried int64
 }
 
 func (o *orgRun) grouped() string {
@@ -113,21 +116,22 @@ func (e *Env) organizations(ctx context.Context) ([]*orgRun, error) {
 		ids[k.Name] = k.ID
 	}
 	if !e.Config.Grouped() {
-		o := &orgRun{Org: e.Config.Orgs()[0], Client: e.Client}
+		o := &orgRun{Org: e.Config.Orgs()[0], Client: e.Client, sent: e.Client.Requests(), retried: e.Client.Retries()}
 		name, err := storedOrgName(ctx, e.Store)
 		if err != nil {
 			return nil, err
 		}
 		if name == "" {
 			org, err := o.organization(ctx)
-			var ae *fetch.APIError
 			switch {
 			case err == nil && strings.TrimSpace(org.Name) != "":
 				name, o.ID = strings.TrimSpace(org.Name), org.ID
-			case err == nil || (errors.As(err, &ae) && (ae.Status == http.StatusForbidden || ae.Status == http.StatusNotFound)):
-				name, o.ID = store.DefaultOrganization, org.ID
 			default:
-				return nil, fmt.Errorf("read the organization, to name it in the store: %w", err)
+				// Not named by the interface (a token not allowed to
+				// read it, or an outage on this first fetch; the
+				// reference refresh reports the latter): the store
+				// names it default, for good.
+				name, o.ID = store.DefaultOrganization, org.ID
 			}
 			if err := e.Store.NoteOrganization(ctx, name, o.ID); err != nil {
 				return nil, err
@@ -142,6 +146,9 @@ func (e *Env) organizations(ctx context.Context) ([]*orgRun, error) {
 	out := make([]*orgRun, len(e.Orgs))
 	for i, oe := range e.Orgs {
 		out[i] = &orgRun{Org: oe.Org, Client: oe.Client, Err: oe.Err, group: true, ID: ids[oe.Org.Name]}
+		if oe.Client != nil {
+			out[i].sent, out[i].retried = oe.Client.Requests(), oe.Client.Retries()
+		}
 		if oe.Err == nil {
 			if err := e.Store.NoteOrganization(ctx, oe.Org.Name, ""); err != nil {
 				return nil, err

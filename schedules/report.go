@@ -38,14 +38,23 @@ func (e *EmptyMonthError) Partial() bool { return true }
 // the month (reports.MonthGranularity, warning when it is not the
 // config's). A month without rows is an *EmptyMonthError, nothing written.
 func Report(ctx context.Context, cfg *configs.Config, src reports.Source, month time.Time, basis tally.Basis, path string, now func() time.Time, log zerolog.Logger) (reports.Period, error) {
+	return ReportOrg(ctx, cfg, src, month, basis, "", path, now, log)
+}
+
+// ReportOrg is Report narrowed to organization org ("" for every one):
+// its rows only, and the budgets of scope organization:org.
+func ReportOrg(ctx context.Context, cfg *configs.Config, src reports.Source, month time.Time, basis tally.Basis, org, path string, now func() time.Time, log zerolog.Logger) (reports.Period, error) {
 	if now == nil {
 		now = time.Now
 	}
 	if basis == "" {
 		basis = cfg.DefaultBasis()
 	}
-	p := reports.Period{Month: month, Basis: basis, Granularity: cfg.Usage.Granularity}
+	p := reports.Period{Month: month, Basis: basis, Granularity: cfg.Usage.Granularity, Organization: org}
 	label := month.Format("2006-01")
+	if org != "" {
+		label += " of organization " + org
+	}
 	g, note, err := reports.MonthGranularity(ctx, src, p, "usage.granularity", now())
 	if err != nil {
 		return p, fmt.Errorf("report %s: %w", label, err)
@@ -65,7 +74,17 @@ func Report(ctx context.Context, cfg *configs.Config, src reports.Source, month 
 		return p, err
 	}
 	log.Info().Str("month", label).Str("path", path).Msg("writing report")
-	if err := reports.WriteFile(ctx, src, p, path, reports.Options{Tolerance: cfg.Reports.Tolerance, Now: now, Budgets: ReportBudgets(cfg)}); err != nil {
+	budgets := ReportBudgets(cfg)
+	if org != "" {
+		var own []reports.Budget
+		for _, b := range budgets {
+			if b.ScopeKind == "organization" && b.Scope == org {
+				own = append(own, b)
+			}
+		}
+		budgets = own
+	}
+	if err := reports.WriteFile(ctx, src, p, path, reports.Options{Tolerance: cfg.Reports.Tolerance, Now: now, Budgets: budgets}); err != nil {
 		return p, fmt.Errorf("report %s: %w", label, err)
 	}
 	log.Info().Str("month", label).Str("path", path).Msg("report written")

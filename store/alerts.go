@@ -57,6 +57,7 @@ ORDER BY scope_kind, scope, currency`, farFuture, farFuture)
 
 // Anomaly is one row of the anomalies view. Amounts are rounded to cents.
 type Anomaly struct {
+	Organization           string
 	Day                    time.Time
 	Project, Meter         string
 	Currency               string
@@ -67,10 +68,10 @@ type Anomaly struct {
 // Anomalies returns the anomalous days from since on, oldest first. It
 // reads those days and the 28 before, whatever the history.
 func (s *Store) Anomalies(ctx context.Context, since time.Time) ([]Anomaly, error) {
-	rows, err := queryDays(ctx, s.db, `SELECT day, project, meter_name, currency,
+	rows, err := queryDays(ctx, s.db, `SELECT organization, day, project, meter_name, currency,
        CAST(round(cost, 2) AS DECIMAL(38, 2))::VARCHAR, CAST(round(baseline, 2) AS DECIMAL(38, 2))::VARCHAR,
        CAST(round(excess, 2) AS DECIMAL(38, 2))::VARCHAR, score
-FROM anomalies WHERE day >= CAST($since AS DATE) ORDER BY day, project, meter_name, currency`, since.UTC(), farFuture, sql.Named("since", since.UTC()))
+FROM anomalies WHERE day >= CAST($since AS DATE) ORDER BY day, organization, project, meter_name, currency`, since.UTC(), farFuture, sql.Named("since", since.UTC()))
 	if err != nil {
 		return nil, fmt.Errorf("read anomalies: %w", err)
 	}
@@ -80,7 +81,7 @@ FROM anomalies WHERE day >= CAST($since AS DATE) ORDER BY day, project, meter_na
 		var a Anomaly
 		var cost, base, excess string
 		var score sql.NullFloat64
-		if err := rows.Scan(&a.Day, &a.Project, &a.Meter, &a.Currency, &cost, &base, &excess, &score); err != nil {
+		if err := rows.Scan(&a.Organization, &a.Day, &a.Project, &a.Meter, &a.Currency, &cost, &base, &excess, &score); err != nil {
 			return nil, fmt.Errorf("read anomalies: %w", err)
 		}
 		a.Day = a.Day.UTC()

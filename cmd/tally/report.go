@@ -21,6 +21,7 @@ func init() { commands = append(commands, newReportCmd) }
 type reportOptions struct {
 	config string
 	month  string
+	org    string
 	basis  string
 	out    string
 	log    zerolog.Logger
@@ -29,7 +30,7 @@ type reportOptions struct {
 func newReportCmd(g *globalFlags) *cobra.Command {
 	o := &reportOptions{}
 	cmd := &cobra.Command{
-		Use:   "report --config FILE --month YYYY-MM [--basis usage|reported] [--out FILE.xlsx]",
+		Use:   "report --config FILE --month YYYY-MM [--org NAME] [--basis usage|reported] [--out FILE.xlsx]",
 		Short: "Write a month's cost workbook (Excel) from the stored usage",
 		Long: `Write one month's cost workbook: summary, cost by project, meter and payment
 method, the rate card check, flagged items, the daily trend, every usage row,
@@ -62,6 +63,7 @@ leaves the previous workbook, never half of a new one.`,
 	f := cmd.Flags()
 	f.StringVar(&o.config, "config", "", "config file (YAML)")
 	f.StringVar(&o.month, "month", "", "month to report, YYYY-MM (UTC)")
+	f.StringVar(&o.org, "org", "", "one organization's workbook (organizations[].name); default: every organization's, with a By organization sheet when there are several")
 	f.StringVar(&o.basis, "basis", "", "usage (when usage happened) or reported (when charged, as invoices count); default from usage.reported_date")
 	f.StringVar(&o.out, "out", "", "workbook to write, .xlsx (default <reports.dir>/YYYY-MM/tally-cost-YYYY-MM.xlsx)")
 	return cmd
@@ -93,8 +95,19 @@ func runReport(ctx context.Context, o *reportOptions, w io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if o.org != "" {
+		org, err := cfg.Organization(o.org)
+		if err != nil {
+			return usageError{err}
+		}
+		o.org = org.Name
+	}
 	out := o.out
-	if out == "" {
+	switch {
+	case out != "":
+	case o.org != "":
+		out = reports.OrgPath(cfg.Reports.Dir, month, o.org)
+	default:
 		out = reports.DefaultPath(cfg.Reports.Dir, month)
 	}
 	st, err := schedules.OpenPublished(ctx, cfg, o.log, false)
@@ -102,7 +115,7 @@ func runReport(ctx context.Context, o *reportOptions, w io.Writer) error {
 		return fmt.Errorf("report %s: %w", o.month, err)
 	}
 	defer st.Close()
-	p, err := schedules.Report(ctx, cfg, st.DB(), month, basis, out, nil, o.log)
+	p, err := schedules.ReportOrg(ctx, cfg, st.DB(), month, basis, o.org, out, nil, o.log)
 	if err != nil {
 		return err
 	}

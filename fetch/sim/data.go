@@ -193,7 +193,7 @@ type pair struct {
 	model   pairModel
 }
 
-func newCatalog(seed int64, start time.Time) *catalog {
+func newCatalog(seed int64, start time.Time, currency ...string) *catalog {
 	c := &catalog{seed: mix(uint64(seed) ^ 0x7a11c0ffee), start: start}
 	id := func(label string) string { return c.uuid(label) }
 	day := func(days int) *time.Time { t := start.AddDate(0, 0, days); return &t }
@@ -253,6 +253,13 @@ func newCatalog(seed int64, start time.Time) *catalog {
 			spec: map[string]any{"salesOrderNumber": "SO-2023-077310", "redeemedBy": nil, "status": "expired"},
 			ent:  map[string]int{"Storage": 7},
 		},
+	}
+	// One currency for every method (Options.Currency): an organization
+	// billed in its own currency, as a group's subsidiaries are.
+	if len(currency) > 0 && currency[0] != "" {
+		for i := range c.pms {
+			c.pms[i].currency = currency[0]
+		}
 	}
 	c.locations = []location{
 		{id("loc/eu"), "westeurope", "West Europe", "SaaS", "cloud-a", "Cloud A", "westeurope", "West Europe"},

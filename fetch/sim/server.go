@@ -51,6 +51,9 @@ type Options struct {
 	// OrgName names the simulated organization (default "Example Media
 	// Group"); its id follows from Seed.
 	OrgName string
+	// Currency, when set (USD or EUR), bills every payment method in it;
+	// "" gives each method its own (USD and EUR).
+	Currency string
 	// Revisions are late revisions of earlier days, as a provider sends
 	// when it corrects a charge after the month was invoiced: each is a
 	// Spike the interface reports only once its clock reaches From, so a
@@ -99,7 +102,7 @@ func New(opts Options) *Server {
 	if opts.PageSize <= 0 {
 		opts.PageSize = 100
 	}
-	s := &Server{opts: opts, cat: newCatalog(opts.Seed, opts.Start)}
+	s := &Server{opts: opts, cat: newCatalog(opts.Seed, opts.Start, opts.Currency)}
 	if opts.OrgName != "" {
 		s.cat.orgName = opts.OrgName
 	}

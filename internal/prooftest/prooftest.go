@@ -238,8 +238,10 @@ func Dump(t testing.TB, path string) []string {
 		if err := rows.Err(); err != nil {
 			t.Fatal(err)
 		}
-		if len(cols) != 18 {
-			t.Fatalf("usage has %d columns besides run_id and fetched_at, want 18: %q", len(cols), cols)
+		// The interface's 18 fields, and the organization the row
+		// belongs to (its name and id).
+		if len(cols) != 20 {
+			t.Fatalf("usage has %d columns besides run_id and fetched_at, want 20: %q", len(cols), cols)
 		}
 	})
 	return out

@@ -4,7 +4,7 @@
 -- they add up different meters' units and mean nothing summed.
 --
 -- Parameters: $basis, $granularity, $month_start, $month_end (exclusive).
-SELECT nullif(project, '') AS project,
+SELECT nullif(CASE WHEN $group THEN organization || '/' || coalesce(project, '') ELSE project END, '') AS project,
        currency,
        count(*) AS rows,
        CAST(coalesce(sum(cost) FILTER (WHERE paid_as = 'direct'), 0) AS VARCHAR) AS direct,
@@ -13,5 +13,5 @@ SELECT nullif(project, '') AS project,
        CAST(coalesce(sum(cost) FILTER (WHERE paid_as = 'other'), 0) AS VARCHAR) AS other,
        CAST(sum(cost) AS VARCHAR) AS total
 FROM month_usage
-GROUP BY nullif(project, ''), currency
+GROUP BY 1, currency
 ORDER BY project NULLS LAST, currency;

@@ -20,7 +20,7 @@ WITH settings AS (
            coalesce((SELECT min_percent FROM alert_settings ORDER BY updated_at DESC LIMIT 1), 50) AS min_percent
 ),
 daily AS (
-    SELECT day, coalesce(project, '') AS project, meter_name, currency, sum(cost) AS cost
+    SELECT organization, day, coalesce(project, '') AS project, meter_name, currency, sum(cost) AS cost
     FROM usage_day_cost
     GROUP BY ALL
 ),
@@ -29,7 +29,7 @@ scored AS (
            median(d.cost) OVER w AS baseline,
            count(*) OVER w AS baseline_days
     FROM daily d
-    WINDOW w AS (PARTITION BY project, meter_name, currency ORDER BY day
+    WINDOW w AS (PARTITION BY organization, project, meter_name, currency ORDER BY day
                  RANGE BETWEEN INTERVAL 28 DAYS PRECEDING AND INTERVAL 1 DAY PRECEDING)
 ),
 -- A MAD over a sliding window costs several times the median (3 s against
@@ -44,13 +44,14 @@ candidates AS (
       AND s.cost - s.baseline >= s.baseline * t.min_percent / 100
 ),
 spread AS (
-    SELECT c.day, c.project, c.meter_name, c.currency, mad(b.cost) AS mad
+    SELECT c.organization, c.day, c.project, c.meter_name, c.currency, mad(b.cost) AS mad
     FROM candidates c
-    JOIN daily b ON b.project = c.project AND b.meter_name = c.meter_name AND b.currency = c.currency
+    JOIN daily b ON b.organization = c.organization AND b.project = c.project AND b.meter_name = c.meter_name AND b.currency = c.currency
                 AND b.day >= c.day - 28 AND b.day < c.day
-    GROUP BY c.day, c.project, c.meter_name, c.currency
+    GROUP BY c.organization, c.day, c.project, c.meter_name, c.currency
 )
-SELECT s.day, -- the UTC day
+SELECT s.organization, -- the organization (organizations.name)
+       s.day, -- the UTC day
        s.project, -- '' for usage without a project
        s.meter_name,
        s.currency,
@@ -64,5 +65,5 @@ SELECT s.day, -- the UTC day
        s.min_amount AS threshold_amount,
        s.min_percent AS threshold_percent
 FROM candidates s
-JOIN spread m USING (day, project, meter_name, currency)
+JOIN spread m USING (organization, day, project, meter_name, currency)
 WHERE s.cost - s.baseline > s.mads * 1.4826 * m.mad;

@@ -8,7 +8,8 @@
 -- latest month may be partial: compare it only with care.
 CREATE OR REPLACE VIEW cost_month_over_month AS
 WITH monthly AS (
-    SELECT u.basis,
+    SELECT u.organization,
+           u.basis,
            CAST(date_trunc('month', u.period_at) AS DATE) AS month,
            coalesce(u.project, '') AS project,
            u.meter_name,
@@ -21,14 +22,15 @@ last AS (
     SELECT basis, max(month) AS month FROM monthly GROUP BY basis
 ),
 grid AS (
-    SELECT basis, month, project, meter_name, currency FROM monthly
+    SELECT organization, basis, month, project, meter_name, currency FROM monthly
     UNION
-    SELECT m.basis, CAST(m.month + INTERVAL 1 MONTH AS DATE), m.project, m.meter_name, m.currency
+    SELECT m.organization, m.basis, CAST(m.month + INTERVAL 1 MONTH AS DATE), m.project, m.meter_name, m.currency
     FROM monthly m
     JOIN last l ON l.basis = m.basis
     WHERE m.month < l.month
 )
-SELECT g.basis,
+SELECT g.organization,
+       g.basis,
        g.month,
        nullif(g.project, '') AS project,
        g.meter_name,
@@ -40,7 +42,7 @@ SELECT g.basis,
             THEN CAST(coalesce(c.cost, 0) - p.cost AS DOUBLE) / CAST(p.cost AS DOUBLE)
        END AS change_pct
 FROM grid g
-LEFT JOIN monthly c ON c.basis = g.basis AND c.month = g.month AND c.project = g.project
+LEFT JOIN monthly c ON c.organization = g.organization AND c.basis = g.basis AND c.month = g.month AND c.project = g.project
                    AND c.meter_name = g.meter_name AND c.currency = g.currency
-LEFT JOIN monthly p ON p.basis = g.basis AND p.month = CAST(g.month - INTERVAL 1 MONTH AS DATE) AND p.project = g.project
+LEFT JOIN monthly p ON p.organization = g.organization AND p.basis = g.basis AND p.month = CAST(g.month - INTERVAL 1 MONTH AS DATE) AND p.project = g.project
                    AND p.meter_name = g.meter_name AND p.currency = g.currency;

@@ -8,7 +8,8 @@
 -- each paid as usage_rows says, as in the workbook.
 CREATE OR REPLACE VIEW entitlement_coverage AS
 WITH m AS (
-    SELECT basis,
+    SELECT organization,
+           basis,
            CAST(date_trunc('month', period_at) AS DATE) AS month,
            project,
            meter_name,
@@ -20,7 +21,7 @@ WITH m AS (
            coalesce(sum(cost) FILTER (WHERE paid_as = 'license'), 0) AS license_covered,
            coalesce(sum(cost) FILTER (WHERE paid_as = 'other'), 0) AS other_entitlement
     FROM usage_finest
-    GROUP BY basis, CAST(date_trunc('month', period_at) AS DATE), project, meter_name, currency
+    GROUP BY organization, basis, CAST(date_trunc('month', period_at) AS DATE), project, meter_name, currency
 )
 SELECT *,
        CASE WHEN cost <> 0 THEN CAST(from_balance + license_covered AS DOUBLE) / CAST(cost AS DOUBLE) END AS covered_share

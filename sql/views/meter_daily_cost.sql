@@ -8,19 +8,21 @@
 -- basis reported.
 CREATE OR REPLACE VIEW meter_daily_cost AS
 WITH finest AS (
-    SELECT basis,
+    SELECT organization,
+           basis,
            arg_min(granularity, CASE granularity WHEN 'hour' THEN 1 ELSE 2 END) AS granularity
     FROM usage
     WHERE granularity IN ('hour', 'day')
-    GROUP BY basis
+    GROUP BY organization, basis
 ),
 u AS (
     SELECT u.*,
            CASE WHEN u.basis = 'reported' THEN u.date_processed ELSE u.date END AS period_at
     FROM usage u
-    JOIN finest f ON f.basis = u.basis AND f.granularity = u.granularity
+    JOIN finest f ON f.organization = u.organization AND f.basis = u.basis AND f.granularity = u.granularity
 )
-SELECT basis,
+SELECT organization,
+       basis,
        granularity,
        CAST(period_at AS DATE) AS day,
        meter_name,
@@ -30,4 +32,4 @@ SELECT basis,
        sum(quantity) AS quantity,
        sum(cost) AS cost
 FROM u
-GROUP BY basis, granularity, CAST(period_at AS DATE), meter_name, unit, currency;
+GROUP BY organization, basis, granularity, CAST(period_at AS DATE), meter_name, unit, currency;

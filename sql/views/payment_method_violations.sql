@@ -21,13 +21,13 @@ WITH v AS (
     SELECT v.*
     FROM usage_validity v
     SEMI JOIN usage_coverage c
-        ON c.basis = v.basis AND c.granularity = v.granularity AND c.day = CAST(v.period_at AS DATE)
+        ON c.organization = v.organization AND c.basis = v.basis AND c.granularity = v.granularity AND c.day = CAST(v.period_at AS DATE)
 ),
 -- The rows are summed per validity and method before their problems are
 -- listed: the list is the same for all of them, and made once per group
 -- rather than once per row. Sums of sums are exact (DECIMAL).
 g AS (
-    SELECT basis, pm_month, payment_method, pm_display_name, pm_type, validity, method_problems,
+    SELECT organization, basis, pm_month, payment_method, pm_display_name, pm_type, validity, method_problems,
            valid_from, valid_until, pm_is_active, pm_terms_accepted, pm_auto_purchase_stream_licenses, currency,
            min(nullif(payment_method_name, '')) AS payment_method_name,
            min(date) AS first_at,
@@ -47,7 +47,8 @@ p AS (
                END || g.method_problems) AS problem
     FROM g
 )
-SELECT basis,
+SELECT organization,
+       basis,
        pm_month AS month,
        payment_method,
        coalesce(nullif(pm_display_name, ''), min(payment_method_name)) AS payment_method_name,
@@ -66,5 +67,5 @@ SELECT basis,
        sum(cost) AS cost,
        sum(streaming_auto_purchase) AS streaming_auto_purchase
 FROM p
-GROUP BY basis, pm_month, payment_method, pm_display_name, pm_type, problem, valid_from, valid_until,
+GROUP BY organization, basis, pm_month, payment_method, pm_display_name, pm_type, problem, valid_from, valid_until,
          pm_is_active, pm_terms_accepted, pm_auto_purchase_stream_licenses, currency;

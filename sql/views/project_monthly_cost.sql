@@ -9,7 +9,8 @@
 -- date for basis usage and of date_processed (when charged, as invoices
 -- count) for basis reported.
 CREATE OR REPLACE VIEW project_monthly_cost AS
-SELECT basis,
+SELECT organization,
+       basis,
        granularity,
        CAST(date_trunc('month', period_at) AS DATE) AS month,
        project,
@@ -18,4 +19,4 @@ SELECT basis,
        sum(cost) AS cost,
        coalesce(sum(cost) FILTER (WHERE paid_as IN ('direct', 'other')), 0) AS billed_cost
 FROM usage_finest
-GROUP BY basis, granularity, CAST(date_trunc('month', period_at) AS DATE), project, currency;
+GROUP BY organization, basis, granularity, CAST(date_trunc('month', period_at) AS DATE), project, currency;

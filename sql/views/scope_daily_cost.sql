@@ -10,12 +10,12 @@
 -- whatever pays it.
 CREATE OR REPLACE VIEW scope_daily_cost AS
 WITH d AS (
-    SELECT day, project, payment_method, family, currency, cost
+    SELECT organization, day, project, payment_method, family, currency, cost
     FROM usage_day_cost
 )
 SELECT day, -- the UTC day
-       'all' AS scope_kind, -- all, project, payment_method or family
-       '' AS scope, -- the project name, payment method id or family; '' for all (and for rows without one)
+       'all' AS scope_kind, -- all, project, payment_method, family or organization
+       '' AS scope, -- the project name (in every organization), payment method id, family or organization name; '' for all (and for rows without one)
        currency,
        sum(cost) AS cost
 FROM d GROUP BY ALL
@@ -24,4 +24,6 @@ SELECT day, 'project', coalesce(project, ''), currency, sum(cost) FROM d GROUP B
 UNION ALL
 SELECT day, 'payment_method', coalesce(payment_method, ''), currency, sum(cost) FROM d GROUP BY ALL
 UNION ALL
-SELECT day, 'family', coalesce(family, ''), currency, sum(cost) FROM d GROUP BY ALL;
+SELECT day, 'family', coalesce(family, ''), currency, sum(cost) FROM d GROUP BY ALL
+UNION ALL
+SELECT day, 'organization', organization, currency, sum(cost) FROM d GROUP BY ALL;

@@ -11,7 +11,7 @@ WITH complete AS (
     FROM cost_month_over_month
     GROUP BY basis
 )
-SELECT row_number() OVER (PARTITION BY c.basis, c.currency ORDER BY abs(c.change) DESC, c.project NULLS LAST, c.meter_name) AS rank,
+SELECT row_number() OVER (PARTITION BY c.basis, c.currency ORDER BY abs(c.change) DESC, c.organization, c.project NULLS LAST, c.meter_name) AS rank,
        c.*
 FROM cost_month_over_month c
 JOIN complete l ON l.basis = c.basis AND l.month = c.month

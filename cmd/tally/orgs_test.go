@@ -1,0 +1,204 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/xuri/excelize/v2"
+
+	"github.com/tally-dev/tally"
+	"github.com/tally-dev/tally/fetch/sim"
+	"github.com/tally-dev/tally/reports"
+	"github.com/tally-dev/tally/store"
+)
+
+// Two organizations behind one address, each with its own token, the same
+// project names and its own currency: each loads exactly its own truth,
+// apart from the other; the group workbook's By organization sheet shows
+// what each organization's own workbook shows; and one organization's
+// expired token fails it alone, sending nothing with it, while the other
+// still loads and the run is partial, naming it.
+func TestOrganizationsLoadApartAndFailAlone(t *testing.T) {
+	now := time.Now().UTC().Truncate(time.Hour)
+	clock := func() time.Time { return now }
+	month := tally.Month.Truncate(now).AddDate(0, -1, 0)
+	start := month.AddDate(0, 0, -3)
+	emea := sim.New(sim.Options{Token: "tok-emea-7c1d9e04b2a36f58", Seed: 21, Start: start, Now: clock, OrgName: "EMEA Media", Currency: "EUR"})
+	us := sim.New(sim.Options{Token: "tok-us-5a8f2c6e9d0b1734", Seed: 22, Start: start, Now: clock, OrgName: "US Media", Currency: "USD"})
+	group, err := sim.NewGroup(emea, us)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(group)
+	t.Cleanup(srv.Close)
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "tally.yaml")
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`api:
+  base_url: %s
+  max_retries: 0
+  timeout: 20s
+organizations:
+  - name: emea
+    token_env: TALLY_TEST_TOKEN_EMEA
+  - name: us
+    token_env: TALLY_TEST_TOKEN_US
+usage:
+  granularity: day
+  start: %s
+  lookback: 1d
+store:
+  path: tally.duckdb
+reports:
+  dir: reports
+schedule:
+  lock_wait: 100ms
+`, srv.URL, start.Format(tally.DateLayout))), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("TALLY_TEST_TOKEN_EMEA", emea.Token())
+	t.Setenv("TALLY_TEST_TOKEN_US", us.Token())
+	t.Setenv("TALLY_BASE_URL", "")
+	t.Setenv("TALLY_DB", "")
+
+	if _, code, stderr := cli(t, "fetch", "--config", cfg, "--log-format", "json"); code != exitOK {
+		t.Fatalf("fetch: exit %d\n%s", code, stderr)
+	}
+	db := filepath.Join(dir, "tally.duckdb")
+	window := tally.UsageQuery{Window: tally.Window{Start: month, End: month.AddDate(0, 1, 0), Granularity: tally.Day}}
+	got := loadedByOrg(t, db, month)
+	for _, o := range []struct {
+		name string
+		s    *sim.Server
+	}{{"emea", emea}, {"us", us}} {
+		truth := o.s.Truth(window)
+		var want []string
+		for cur, cost := range truth.Cost {
+			want = append(want, fmt.Sprintf("%s|%s|%s", o.name, o.s.OrgID(), cur)+"|"+cost.Rat().RatString())
+		}
+		slices.Sort(want)
+		if !slices.Equal(got[o.name], want) {
+			t.Errorf("organization %s loaded\n  %v\nwant its own truth\n  %v", o.name, got[o.name], want)
+		}
+	}
+	if both := scalarText(t, db, `SELECT count(DISTINCT organization) FROM usage WHERE project = 'newsroom'`); both != "2" {
+		t.Errorf("project newsroom is in %s organizations, want 2 (each organization's own)", both)
+	}
+
+	// Each organization's workbook, and the group's.
+	m := month.Format("2006-01")
+	for _, args := range [][]string{{"--org", "emea"}, {"--org", "us"}, nil} {
+		if _, code, stderr := cli(t, append([]string{"report", "--config", cfg, "--month", m}, args...)...); code != exitOK {
+			t.Fatalf("report %v: exit %d\n%s", args, code, stderr)
+		}
+	}
+	byOrg := sheetRows(t, reports.DefaultPath(filepath.Join(dir, "reports"), month), "By organization")
+	for _, org := range []string{"emea", "us"} {
+		own, err := reports.ReadSummary(reports.OrgPath(filepath.Join(dir, "reports"), month, org))
+		if err != nil {
+			t.Fatal(err)
+		}
+		total := slices.Index(own.Header, "Total usage value")
+		if total < 0 {
+			t.Fatalf("the Summary of %s has no Total usage value column: %v", org, own.Header)
+		}
+		for _, r := range own.Rows {
+			found := false
+			for _, g := range byOrg {
+				if len(g) >= 8 && g[0] == org && g[1] == r[0] {
+					found = true
+					if g[7] != r[total] {
+						t.Errorf("By organization shows %s %s %s; its own workbook %s", org, r[0], g[7], r[total])
+					}
+				}
+			}
+			if !found {
+				t.Errorf("By organization has no row for %s %s; rows %v", org, r[0], byOrg)
+			}
+		}
+	}
+	if _, code, _ := cli(t, "report", "--config", cfg, "--month", m, "--org", "apac"); code != exitUsage {
+		t.Errorf("report --org apac (not configured): exit %d, want %d", code, exitUsage)
+	}
+
+	// The us token expires: us fails alone.
+	t.Setenv("TALLY_TEST_TOKEN_US", jwtToken(time.Now().Add(-time.Hour), "us@example.com"))
+	sentUS := us.Requests()
+	_, code, stderr := cli(t, "fetch", "--config", cfg, "--log-format", "json")
+	if code != exitPartial || !strings.Contains(stderr, "organization us not fetched") || !strings.Contains(stderr, "organization us's API token expired") {
+		t.Fatalf("fetch with us's token expired: exit %d, want %d naming us\n%s", code, exitPartial, stderr)
+	}
+	if us.Requests() != sentUS {
+		t.Errorf("%d requests went to us with its expired token", us.Requests()-sentUS)
+	}
+	if n := scalarText(t, db, `SELECT count(*) FROM runs WHERE status = 'partial'`); n != "1" {
+		t.Errorf("%s partial runs, want 1", n)
+	}
+	if n := scalarText(t, db, `SELECT count(*) FROM fetch_windows w JOIN runs r ON r.id = w.run_id WHERE r.status = 'partial' AND w.organization = 'emea'`); n == "0" {
+		t.Error("the partial run loaded no window of emea")
+	}
+}
+
+// loadedByOrg is the month's usage value per organization, its id and
+// currency, as the views count it (usage_finest).
+func loadedByOrg(t *testing.T, db string, month time.Time) map[string][]string {
+	t.Helper()
+	st, err := store.OpenReadOnly(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	rows, err := st.DB().Query(`SELECT organization, organization_id, currency, CAST(sum(cost) AS VARCHAR)
+FROM usage_finest WHERE period_at >= ? AND period_at < ? GROUP BY ALL ORDER BY ALL`, month, month.AddDate(0, 1, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	out := map[string][]string{}
+	for rows.Next() {
+		var org, id, cur, cost string
+		if err := rows.Scan(&org, &id, &cur, &cost); err != nil {
+			t.Fatal(err)
+		}
+		d, err := tally.ParseDecimal(cost)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[org] = append(out[org], org+"|"+id+"|"+cur+"|"+d.Rat().RatString())
+	}
+	return out
+}
+
+func scalarText(t *testing.T, db, q string) string {
+	t.Helper()
+	st, err := store.OpenReadOnly(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	var s string
+	if err := st.DB().QueryRow("SELECT CAST((" + q + ") AS VARCHAR)").Scan(&s); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func sheetRows(t *testing.T, path, sheet string) [][]string {
+	t.Helper()
+	f, err := excelize.OpenFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rows, err := f.GetRows(sheet)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return rows
+}
