@@ -154,6 +154,9 @@ type LoadedWindow struct {
 type PlannedWindow struct {
 	Window
 	Reason string // one of the Reason constants
+	// Organization is whose window it is, with organizations: configured
+	// ("" for the api: form's).
+	Organization string
 }
 
 // PlanInput is what Plan needs to know.
@@ -303,7 +306,7 @@ func cutRun(out []PlannedWindow, g Granularity, size WindowSize, units []time.Ti
 				reason = r
 			}
 		}
-		out = append(out, PlannedWindow{Window{units[i], units[k], g}, reason})
+		out = append(out, PlannedWindow{Window: Window{units[i], units[k], g}, Reason: reason})
 		i = k
 	}
 	return out

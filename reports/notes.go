@@ -48,6 +48,8 @@ func notesText(tolerance float64) [][3]string {
 		{"Summary", "Closed at, Closed by, Close reason, Close fingerprint", "The close stamp of a closed month: when and by whom it was closed, why, how many usage rows it held and a sha256 over them (month_closes.content_hash), which changes if and only if what the provider reported for the month changed."},
 		{"Summary", "Final workbook (current)", "The final workbook the close wrote (tally-cost-YYYY-MM-final.xlsx; a month closed again after a reopen gets …-final-2.xlsx and so on). Only the latest is current; earlier finals are kept as they were sent, never rewritten."},
 		{"Summary", "Data freshness", "The most recently loaded window of usage that overlaps the month and when it was fetched, how many windows cover the month, the oldest fetch among them, and the last run Tally recorded. Late charges arrive for days after usage; an old fetch can miss them."},
+		{"Summary", "Organization, Organizations", "The organization whose usage the workbook holds (tally report --org), or, in a group's workbook, that it holds every organization's."},
+		{"By organization", "", "In a group's workbook: usage value per organization and currency, split by how it is paid. Each line equals that organization's own workbook. Projects elsewhere in this workbook are named organization/project."},
 		{"By project", "", "Usage value per project and currency, split by how it is paid. Quantities are not shown: different meters' units do not add up."},
 		{"By project", "Rows", "How many usage rows (one per meter and time bucket) make up the line."},
 		{"By meter", "", "How much of each meter was used and what it is worth, per currency."},

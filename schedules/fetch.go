@@ -205,9 +205,17 @@ func planOrgWindows(ctx context.Context, cfg *configs.Config, org configs.Organi
 // reference snapshots. Windows that fail after all
 // retries are listed in a *PartialError; the rest stay loaded.
 func Fetch(ctx context.Context, env *Env, runID uuid.UUID, opts FetchOptions) (FetchSummary, error) {
+	var sent, retried int64
+	if env.Client != nil {
+		sent, retried = env.Client.Requests(), env.Client.Retries()
+	}
 	orgs, err := env.organizations(ctx)
 	if err != nil {
-		return FetchSummary{}, err
+		var sum FetchSummary
+		if env.Client != nil {
+			sum.Requests, sum.Retries = env.Client.Requests()-sent, env.Client.Retries()-retried
+		}
+		return sum, err
 	}
 	if env.Config.Usage.Source == tally.SourceProjects {
 		return fetchProjects(ctx, env, runID, orgs[0])

@@ -442,7 +442,7 @@ func TestOptionalReferenceResources(t *testing.T) {
 
 	t.Run("organization failing every retry", func(t *testing.T) {
 		h := newHarness(t, setup{granularity: "day", start: "2026-09-01", now: "2026-09-20T12:00:00Z"})
-		h.setIntercept(func(w http.ResponseWriter, r *http.Request) bool {
+		down := func(w http.ResponseWriter, r *http.Request) bool {
 			if r.URL.Path == "/api/v1/organization" {
 				w.Header().Set("Content-Type", "application/json")
 				w.WriteHeader(http.StatusServiceUnavailable)
@@ -450,9 +450,27 @@ func TestOptionalReferenceResources(t *testing.T) {
 				return true
 			}
 			return false
-		})
+		}
+		// The first fetch names the store's organization from the
+		// interface: an outage then fails it, loading and naming
+		// nothing, rather than name the organization for good.
+		h.setIntercept(down)
 		_, err := h.fetch(context.Background())
 		var pe *PartialError
+		if err == nil || errors.As(err, &pe) || !strings.Contains(err.Error(), "names the store's organization") {
+			t.Fatalf("first fetch: %v; want it to fail, naming the organization", err)
+		}
+		prooftest.WithDB(t, h.db, func(db *sql.DB) {
+			var rows, orgs int
+			if err := db.QueryRow(`SELECT (SELECT count(*) FROM usage), (SELECT count(*) FROM organizations)`).Scan(&rows, &orgs); err != nil || rows != 0 || orgs != 0 {
+				t.Errorf("after the failed first fetch: %d usage rows, %d organizations (%v); want none", rows, orgs, err)
+			}
+		})
+		// Later, the organization is optional like the other references.
+		h.setIntercept(nil)
+		h.mustFetch()
+		h.setIntercept(down)
+		_, err = h.fetch(context.Background())
 		if !errors.As(err, &pe) || !strings.Contains(err.Error(), "organization: ") {
 			t.Fatalf("fetch: %v; want partial naming the organization", err)
 		}

@@ -38,6 +38,9 @@ func ReportMonths(names []string, now time.Time) ([]time.Time, error) {
 type WrittenReport struct {
 	Month time.Time
 	Path  string
+	// Organization is whose workbook it is, "" for the store's (with
+	// organizations:, the group's).
+	Organization string
 }
 
 // NightlySummary is what `tally run` did.
@@ -103,6 +106,21 @@ func writeReports(ctx context.Context, env *Env, months []string) ([]WrittenRepo
 			return out, err
 		}
 		out = append(out, WrittenReport{Month: m, Path: path})
+		if !cfg.Grouped() {
+			continue
+		}
+		// And each organization's own workbook, beside the group's.
+		for _, org := range cfg.Organizations {
+			path := reports.OrgPath(cfg.Reports.Dir, m, org.Name)
+			_, err := ReportOrg(ctx, cfg, env.Store.DB(), m, "", org.Name, path, env.Now, env.Log)
+			if errors.As(err, &empty) {
+				continue
+			}
+			if err != nil {
+				return out, err
+			}
+			out = append(out, WrittenReport{Month: m, Path: path, Organization: org.Name})
+		}
 	}
 	return out, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"sync"
 	"time"
@@ -123,15 +124,20 @@ func (e *Env) organizations(ctx context.Context) ([]*orgRun, error) {
 		}
 		if name == "" {
 			org, err := o.organization(ctx)
+			var ae *fetch.APIError
 			switch {
 			case err == nil && strings.TrimSpace(org.Name) != "":
 				name, o.ID = strings.TrimSpace(org.Name), org.ID
-			default:
-				// Not named by the interface (a token not allowed to
-				// read it, or an outage on this first fetch; the
-				// reference refresh reports the latter): the store
-				// names it default, for good.
+			case err == nil || (errors.As(err, &ae) && (ae.Status == http.StatusForbidden || ae.Status == http.StatusNotFound)):
+				// The interface does not name it to this token, and
+				// never will: the store names it default, for good.
 				name, o.ID = store.DefaultOrganization, org.ID
+			case errors.As(err, new(*fetch.UnreachableError)):
+				return nil, err // as a window would fail: naming the address
+			default:
+				// An outage is no reason to name it for good: the
+				// first fetch waits for the name, like the rest.
+				return nil, fmt.Errorf("the first fetch names the store's organization from the interface, which did not answer: read the organization: %w", err)
 			}
 			if err := e.Store.NoteOrganization(ctx, name, o.ID); err != nil {
 				return nil, err

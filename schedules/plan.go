@@ -75,8 +75,23 @@ func Plan(ctx context.Context, cfg *configs.Config, opts FetchOptions, now time.
 		defer st.Close()
 		rep.Ledger, rep.LedgerAt = path, fi.ModTime().UTC()
 	}
-	rep.Windows, _, err = PlanWindows(ctx, cfg, st, opts, now)
-	return rep, err
+	if !cfg.Grouped() {
+		rep.Windows, _, err = PlanWindows(ctx, cfg, st, opts, now)
+		return rep, err
+	}
+	// Each organization's own ledger: the windows of each, in config
+	// order.
+	for _, org := range cfg.Organizations {
+		ws, _, err := planOrgWindows(ctx, cfg, org, st, opts, now)
+		if err != nil {
+			return rep, fmt.Errorf("organization %s: %w", org.Name, err)
+		}
+		for _, w := range ws {
+			w.Organization = org.Name
+			rep.Windows = append(rep.Windows, w)
+		}
+	}
+	return rep, nil
 }
 
 // ledgerSource is the database Plan reads: the published copy, else the

@@ -32,6 +32,7 @@
 #                                            Content-Length as Go's file server does
 #   --only scale --months 24                 24 months of 1,000,000 rows (24M rows)
 #   --only scale --months 24 --rows 250000   the same at a quarter of the size
+#   --only orgs                              50 and 200 organizations, 30 and 120 days of history each
 #
 # The page files: --sep compact (the default) writes a row a line with ","
 # and ":"; --pairs PxM cycles the rows through P projects × M meters (by
@@ -352,6 +353,33 @@ EOF
     nreq=$(median <"$dir/nightly.requests")
     echo "history $days days ($brows rows): backfill $breq usage requests for $planned planned windows (fewest possible $fewest), ${b% *} s; nightly run $nreq usage requests, $nt s, peak $(mb "$nm") MB (medians)" | tee -a "$results"
     stop_server
+  done
+fi
+
+if wants orgs; then
+  # Several organizations (issue 27): N simulated organizations behind one
+  # address, each its own token and data, a day-granularity config listing
+  # them all. The backfill loads each organization's history; a nightly
+  # fetch then plans each organization's fewest windows (its lookback: one
+  # window) and reads its reference data. Time should grow with the
+  # organizations, not with their history; memory should stay flat.
+  for norgs in 50 200; do
+    for days in 30 120; do
+      dir="$out/orgs-$norgs-$days"
+      rm -rf "$dir"; mkdir -p "$dir"
+      "$out/benchtool" orgs -n "$norgs" -days "$days" -dir "$dir" -addr-file "$dir/addr" >"$dir/serve.log" 2>&1 &
+      server_pid=$!
+      for _ in $(seq 100); do [ -s "$dir/addr" ] && break; sleep 0.1; done
+      # shellcheck disable=SC1091
+      . "$dir/tokens.env"
+      b=$(measure "$dir/backfill.log" "$out/tally" fetch --config "$dir/tally.yaml" --log-format json)
+      brows=$(awk '/^rows:/ {print $2}' "$dir/backfill.log")
+      planned=$("$out/tally" plan --config "$dir/tally.yaml" --format json | grep -c '"organization"')
+      n=$(measure "$dir/nightly.log" "$out/tally" fetch --config "$dir/tally.yaml" --log-format json)
+      nreq=$(awk '/^rows:/ {print $4}' "$dir/nightly.log")
+      echo "organizations $norgs, history $days days ($brows rows): backfill ${b% *} s, peak $(mb "${b#* }") MB; nightly fetch: $planned windows planned ($norgs organizations x 1, the fewest), $nreq requests (windows and each organization's reference data), ${n% *} s, peak $(mb "${n#* }") MB" | tee -a "$results"
+      stop_server
+    done
   done
 fi
 

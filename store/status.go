@@ -48,6 +48,7 @@ type RunInfo struct {
 // the first window's start to the last window's end (exclusive), holes
 // included (see Gaps).
 type Span struct {
+	Organization  string // whose ledger (organizations.name)
 	Granularity   tally.Granularity
 	Basis         tally.Basis
 	Scope         string
@@ -60,10 +61,11 @@ type Span struct {
 // Gap is a date range, start inclusive and end exclusive, between loaded
 // windows that no window of the same granularity, basis and scope covers.
 type Gap struct {
-	Granularity tally.Granularity
-	Basis       tally.Basis
-	Scope       string
-	Start, End  time.Time
+	Organization string // whose ledger (organizations.name)
+	Granularity  tally.Granularity
+	Basis        tally.Basis
+	Scope        string
+	Start, End   time.Time
 }
 
 // Freshness says how recent the data is; nil fields mean no data yet.
@@ -154,7 +156,7 @@ func (s *Store) Status(ctx context.Context) (*Status, error) {
 	if err == nil {
 		err = s.eachRow(ctx, "loaded_spans", func(rows *sql.Rows) error {
 			var sp Span
-			if err := rows.Scan(&sp.Granularity, &sp.Basis, &sp.Scope, &sp.Start, &sp.End, &sp.Windows, &sp.Rows, &sp.LastFetchedAt); err != nil {
+			if err := rows.Scan(&sp.Organization, &sp.Granularity, &sp.Basis, &sp.Scope, &sp.Start, &sp.End, &sp.Windows, &sp.Rows, &sp.LastFetchedAt); err != nil {
 				return err
 			}
 			sp.Start, sp.End, sp.LastFetchedAt = sp.Start.UTC(), sp.End.UTC(), sp.LastFetchedAt.UTC()
@@ -166,7 +168,7 @@ func (s *Store) Status(ctx context.Context) (*Status, error) {
 		err = s.eachRow(ctx, "gaps", func(rows *sql.Rows) error {
 			var g Gap
 			var days int64
-			if err := rows.Scan(&g.Granularity, &g.Basis, &g.Scope, &g.Start, &g.End, &days); err != nil {
+			if err := rows.Scan(&g.Organization, &g.Granularity, &g.Basis, &g.Scope, &g.Start, &g.End, &days); err != nil {
 				return err
 			}
 			g.Start, g.End = g.Start.UTC(), g.End.UTC()

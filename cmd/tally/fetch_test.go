@@ -251,12 +251,14 @@ func TestFetchWrongPortFailsFast(t *testing.T) {
 	if took > 30*time.Second {
 		t.Errorf("a wrong port took %s to fail; the default retries would take minutes, connect_retries seconds", took)
 	}
-	for _, resource := range []string{"payment methods", "projects:", "locations:", "organization:"} {
+	// A first fetch's first request reads the organization, to name the
+	// store's; it fails fast like a window would, and nothing else is sent.
+	for _, resource := range []string{"payment methods", "projects:", "locations:", "reading reference data"} {
 		if strings.Contains(stderr, resource) {
 			t.Errorf("the references were read after the interface could not be reached (%q in the log)", resource)
 		}
 	}
-	// One window, the default api.connect_retries of 3: four requests.
+	// One request, the default api.connect_retries of 3: four requests.
 	if retries := strings.Count(stderr, `"message":"retrying"`); retries != 3 {
 		t.Errorf("%d retries, want api.connect_retries = 3", retries)
 	}

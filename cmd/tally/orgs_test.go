@@ -26,49 +26,20 @@ import (
 // expired token fails it alone, sending nothing with it, while the other
 // still loads and the run is partial, naming it.
 func TestOrganizationsLoadApartAndFailAlone(t *testing.T) {
-	now := time.Now().UTC().Truncate(time.Hour)
-	clock := func() time.Time { return now }
-	month := tally.Month.Truncate(now).AddDate(0, -1, 0)
-	start := month.AddDate(0, 0, -3)
-	emea := sim.New(sim.Options{Token: "tok-emea-7c1d9e04b2a36f58", Seed: 21, Start: start, Now: clock, OrgName: "EMEA Media", Currency: "EUR"})
-	us := sim.New(sim.Options{Token: "tok-us-5a8f2c6e9d0b1734", Seed: 22, Start: start, Now: clock, OrgName: "US Media", Currency: "USD"})
-	group, err := sim.NewGroup(emea, us)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(group)
-	t.Cleanup(srv.Close)
-	dir := t.TempDir()
-	cfg := filepath.Join(dir, "tally.yaml")
-	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`api:
-  base_url: %s
-  max_retries: 0
-  timeout: 20s
-organizations:
-  - name: emea
-    token_env: TALLY_TEST_TOKEN_EMEA
-  - name: us
-    token_env: TALLY_TEST_TOKEN_US
-usage:
-  granularity: day
-  start: %s
-  lookback: 1d
-store:
-  path: tally.duckdb
-reports:
-  dir: reports
-schedule:
-  lock_wait: 100ms
-`, srv.URL, start.Format(tally.DateLayout))), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("TALLY_TEST_TOKEN_EMEA", emea.Token())
-	t.Setenv("TALLY_TEST_TOKEN_US", us.Token())
-	t.Setenv("TALLY_BASE_URL", "")
-	t.Setenv("TALLY_DB", "")
-
+	g := newOrgGroup(t)
+	emea, us, month := g.emea, g.us, g.month
+	cfg := g.config(t, t.TempDir(), "emea", "us")
+	dir := filepath.Dir(cfg)
 	if _, code, stderr := cli(t, "fetch", "--config", cfg, "--log-format", "json"); code != exitOK {
 		t.Fatalf("fetch: exit %d\n%s", code, stderr)
+	}
+	plan, code, stderr := cli(t, "plan", "--config", cfg, "--format", "json")
+	if code != exitOK || !strings.Contains(plan, `"organization":"emea"`) || !strings.Contains(plan, `"organization":"us"`) {
+		t.Errorf("plan after the fetch: exit %d, want each organization's lookback windows:\n%s\n%s", code, plan, stderr)
+	}
+	status, code, stderr := cli(t, "status", "--config", cfg)
+	if code != exitOK || !strings.Contains(status, "ORGANIZATION") || !strings.Contains(status, "\nemea ") || !strings.Contains(status, "\nus ") {
+		t.Errorf("status: exit %d, want each organization's loaded windows:\n%s\n%s", code, status, stderr)
 	}
 	db := filepath.Join(dir, "tally.duckdb")
 	window := tally.UsageQuery{Window: tally.Window{Start: month, End: month.AddDate(0, 1, 0), Granularity: tally.Day}}
@@ -130,7 +101,7 @@ schedule:
 	// The us token expires: us fails alone.
 	t.Setenv("TALLY_TEST_TOKEN_US", jwtToken(time.Now().Add(-time.Hour), "us@example.com"))
 	sentUS := us.Requests()
-	_, code, stderr := cli(t, "fetch", "--config", cfg, "--log-format", "json")
+	_, code, stderr = cli(t, "fetch", "--config", cfg, "--log-format", "json")
 	if code != exitPartial || !strings.Contains(stderr, "organization us not fetched") || !strings.Contains(stderr, "organization us's API token expired") {
 		t.Fatalf("fetch with us's token expired: exit %d, want %d naming us\n%s", code, exitPartial, stderr)
 	}
@@ -201,4 +172,117 @@ func sheetRows(t *testing.T, path, sheet string) [][]string {
 		t.Fatalf("%s: %v", path, err)
 	}
 	return rows
+}
+
+// orgGroup is two simulated organizations behind one address: emea, billed
+// in EUR, and us, billed in USD, with the same project names, from three
+// days before last month.
+type orgGroup struct {
+	emea, us *sim.Server
+	url      string
+	month    time.Time // last month
+	start    time.Time
+}
+
+func newOrgGroup(t *testing.T) *orgGroup {
+	t.Helper()
+	now := time.Now().UTC().Truncate(time.Hour)
+	clock := func() time.Time { return now }
+	g := &orgGroup{month: tally.Month.Truncate(now).AddDate(0, -1, 0)}
+	g.start = g.month.AddDate(0, 0, -3)
+	g.emea = sim.New(sim.Options{Token: "tok-emea-7c1d9e04b2a36f58", Seed: 21, Start: g.start, Now: clock, OrgName: "EMEA Media", Currency: "EUR"})
+	g.us = sim.New(sim.Options{Token: "tok-us-5a8f2c6e9d0b1734", Seed: 22, Start: g.start, Now: clock, OrgName: "US Media", Currency: "USD"})
+	group, err := sim.NewGroup(g.emea, g.us)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(group)
+	t.Cleanup(srv.Close)
+	g.url = srv.URL
+	t.Setenv("TALLY_TEST_TOKEN_EMEA", g.emea.Token())
+	t.Setenv("TALLY_TEST_TOKEN_US", g.us.Token())
+	t.Setenv("TALLY_BASE_URL", "")
+	t.Setenv("TALLY_DB", "")
+	return g
+}
+
+// config writes a config in dir listing the organizations named.
+func (g *orgGroup) config(t *testing.T, dir string, orgs ...string) string {
+	t.Helper()
+	var list strings.Builder
+	for _, o := range orgs {
+		fmt.Fprintf(&list, "  - name: %s\n    token_env: TALLY_TEST_TOKEN_%s\n", o, strings.ToUpper(o))
+	}
+	cfg := filepath.Join(dir, "tally.yaml")
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`api:
+  base_url: %s
+  max_retries: 0
+  timeout: 20s
+organizations:
+%susage:
+  granularity: day
+  start: %s
+  lookback: 1d
+store:
+  path: tally.duckdb
+reports:
+  dir: reports
+schedule:
+  lock_wait: 100ms
+`, g.url, list.String(), g.start.Format(tally.DateLayout))), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// Organizations sharded across two deployments, one database each, each
+// exporting to its own folder of one Parquet lake: DuckDB reads the lake
+// as one table, and every organization's figures there are its shard's.
+func TestShardsMergeInOneLake(t *testing.T) {
+	g := newOrgGroup(t)
+	lake := t.TempDir()
+	var want []string
+	for _, shard := range []string{"emea", "us"} {
+		dir := t.TempDir()
+		cfg := g.config(t, dir, shard)
+		if _, code, stderr := cli(t, "fetch", "--config", cfg); code != exitOK {
+			t.Fatalf("fetch of shard %s: exit %d\n%s", shard, code, stderr)
+		}
+		if _, code, stderr := cli(t, "export", "--config", cfg, "--to", filepath.Join(lake, shard)); code != exitOK {
+			t.Fatalf("export of shard %s: exit %d\n%s", shard, code, stderr)
+		}
+		want = append(want, sums(t, filepath.Join(dir, "tally.duckdb"), "usage")...)
+	}
+	slices.Sort(want)
+	got := sums(t, filepath.Join(t.TempDir(), "reader.duckdb"),
+		"read_parquet('"+filepath.ToSlash(lake)+"/*/usage/*/*.parquet', hive_partitioning = true)")
+	if !slices.Equal(got, want) || len(got) < 2 {
+		t.Errorf("the lake read as one table:\n  %v\nwant each shard's figures:\n  %v", got, want)
+	}
+}
+
+// sums is the usage value per organization, month and currency of the
+// usage rows in from, a table or a table function.
+func sums(t *testing.T, db, from string) []string {
+	t.Helper()
+	st, err := store.Open(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	rows, err := st.DB().Query(`SELECT organization || ' ' || strftime(date, '%Y-%m') || ' ' || currency || ' ' || count(*) || ' ' || CAST(sum(cost) AS VARCHAR)
+FROM ` + from + ` WHERE basis = 'usage' GROUP BY organization, strftime(date, '%Y-%m'), currency ORDER BY 1`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, s)
+	}
+	return out
 }

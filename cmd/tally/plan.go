@@ -88,10 +88,11 @@ func newPlanCmd(g *globalFlags) *cobra.Command {
 // planJSON is one window of `tally plan --format json`, as INTERFACE.md
 // documents it.
 type planJSON struct {
-	Start       string `json:"start"`
-	End         string `json:"end"`
-	Granularity string `json:"granularity"`
-	Reason      string `json:"reason"`
+	Organization string `json:"organization,omitempty"` // with organizations: configured
+	Start        string `json:"start"`
+	End          string `json:"end"`
+	Granularity  string `json:"granularity"`
+	Reason       string `json:"reason"`
 }
 
 // writePlanJSON prints one JSON array, one window object a line, so the
@@ -101,10 +102,11 @@ func writePlanJSON(w io.Writer, windows []tally.PlannedWindow) error {
 	b.WriteString("[")
 	for i, pw := range windows {
 		line, err := json.Marshal(planJSON{
-			Start:       pw.Start.Format(tally.DateLayout),
-			End:         pw.End.Format(tally.DateLayout),
-			Granularity: string(pw.Granularity),
-			Reason:      pw.Reason,
+			Organization: pw.Organization,
+			Start:        pw.Start.Format(tally.DateLayout),
+			End:          pw.End.Format(tally.DateLayout),
+			Granularity:  string(pw.Granularity),
+			Reason:       pw.Reason,
 		})
 		if err != nil {
 			return fmt.Errorf("encode plan: %w", err)
@@ -129,11 +131,18 @@ func windowDays(w tally.Window) int {
 
 func writePlanTable(w io.Writer, windows []tally.PlannedWindow) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	grouped := len(windows) > 0 && windows[0].Organization != ""
+	if grouped {
+		fmt.Fprint(tw, "ORGANIZATION\t")
+	}
 	fmt.Fprintln(tw, "START\tEND\tGRANULARITY\tDAYS\tREASON")
 	total := 0
 	for _, pw := range windows {
 		days := windowDays(pw.Window)
 		total += days
+		if grouped {
+			fmt.Fprintf(tw, "%s\t", pw.Organization)
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", pw.Start.Format(tally.DateLayout), pw.End.Format(tally.DateLayout), pw.Granularity, days, pw.Reason)
 	}
 	noun := "windows"

@@ -323,8 +323,15 @@ func writeStatusTable(w io.Writer, rep *statusReport, cfg *configs.Config) error
 	if len(rep.Spans) == 0 {
 		fmt.Fprintf(tw, "nothing yet\n")
 	} else {
+		orgs := severalOrgs(rep.Spans)
+		if orgs {
+			fmt.Fprintf(tw, "ORGANIZATION\t")
+		}
 		fmt.Fprintf(tw, "GRANULARITY\tBASIS\tSCOPE\tSTART\tEND\tWINDOWS\tROWS\tLAST FETCHED\n")
 		for _, s := range rep.Spans {
+			if orgs {
+				fmt.Fprintf(tw, "%s\t", s.Organization)
+			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\n", s.Granularity, s.Basis, s.Scope,
 				s.Start.Format(tally.DateLayout), s.End.Format(tally.DateLayout), s.Windows, s.Rows, statusTime(s.LastFetchedAt))
 		}
@@ -336,7 +343,11 @@ func writeStatusTable(w io.Writer, rep *statusReport, cfg *configs.Config) error
 	} else {
 		fmt.Fprintf(tw, "GRANULARITY\tBASIS\tSCOPE\tSTART\tEND\tDAYS\n")
 		for _, g := range rep.Gaps {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\n", g.Granularity, g.Basis, g.Scope,
+			scope := g.Scope
+			if severalOrgs(rep.Spans) {
+				scope = "organization " + g.Organization + ": " + scope
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\n", g.Granularity, g.Basis, scope,
 				g.Start.Format(tally.DateLayout), g.End.Format(tally.DateLayout), int(g.End.Sub(g.Start).Hours()/24))
 		}
 	}
@@ -423,4 +434,15 @@ func writeStatusJobs(tw io.Writer, rep *statusReport, cfg *configs.Config) {
 	if pending {
 		fmt.Fprintf(tw, "* noted in %s while another process held the database; the next run records it in runs\n", store.JournalPath(cfg.Store.Path))
 	}
+}
+
+// severalOrgs reports whether the loaded spans are of more than one
+// organization: then status names the organization of each.
+func severalOrgs(spans []store.Span) bool {
+	for _, s := range spans {
+		if s.Organization != spans[0].Organization {
+			return true
+		}
+	}
+	return false
 }

@@ -17,10 +17,10 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	cmds := map[string]func(context.Context, []string) error{
-		"gen": runGen, "serve": runServe, "anchor": runAnchor, "floor": runFloor, "history": runHistory, "views": runViews,
+		"gen": runGen, "serve": runServe, "orgs": runOrgs, "anchor": runAnchor, "floor": runFloor, "history": runHistory, "views": runViews,
 	}
 	if len(os.Args) < 2 || cmds[os.Args[1]] == nil {
-		fmt.Fprintln(os.Stderr, "usage: benchtool gen|serve|anchor|floor|history|views [flags]")
+		fmt.Fprintln(os.Stderr, "usage: benchtool gen|serve|orgs|anchor|floor|history|views [flags]")
 		os.Exit(2)
 	}
 	if err := cmds[os.Args[1]](ctx, os.Args[2:]); err != nil {

@@ -4,7 +4,8 @@
 --
 -- `tally status` reads this query by position: keep its columns and their
 -- order.
-SELECT granularity,
+SELECT organization,
+       granularity,
        basis,
        scope,
        min(start) AS start,
@@ -13,6 +14,6 @@ SELECT granularity,
        sum(rows)::BIGINT AS rows,
        max(fetched_at) AS last_fetched_at
 FROM fetch_windows
-GROUP BY granularity, basis, scope
-ORDER BY CASE granularity WHEN 'hour' THEN 1 WHEN 'day' THEN 2 WHEN 'week' THEN 3 WHEN 'month' THEN 4 ELSE 5 END,
+GROUP BY organization, granularity, basis, scope
+ORDER BY organization, CASE granularity WHEN 'hour' THEN 1 WHEN 'day' THEN 2 WHEN 'week' THEN 3 WHEN 'month' THEN 4 ELSE 5 END,
          basis, scope;
