@@ -84,14 +84,20 @@ func Evaluate(ctx context.Context, st *store.Store, cfg *configs.Config, runID u
 		if s.Month.IsZero() {
 			continue // no usage at hour or day granularity at all
 		}
+		add := func(a store.Alert) {
+			if b.ScopeKind == "organization" {
+				a.Organization = b.Scope
+			}
+			found = append(found, a)
+		}
 		for _, pct := range b.Actual {
 			if crossed(s.Actual, b.Amount, pct) {
-				found = append(found, budgetAlert(s, "actual", pct, runID, now))
+				add(budgetAlert(s, "actual", pct, runID, now))
 			}
 		}
 		for _, pct := range b.Forecast {
 			if crossed(s.Forecast, b.Amount, pct) {
-				found = append(found, budgetAlert(s, "forecast", pct, runID, now))
+				add(budgetAlert(s, "forecast", pct, runID, now))
 			}
 		}
 	}
@@ -100,11 +106,14 @@ func Evaluate(ctx context.Context, st *store.Store, cfg *configs.Config, runID u
 		return c, err
 	}
 	for _, a := range anomalies {
+		org := ""
 		if cfg.Grouped() {
 			// In a group a project is named within its organization.
-			a.Project = a.Organization + "/" + a.Project
+			org, a.Project = a.Organization, a.Organization+"/"+a.Project
 		}
-		found = append(found, anomalyAlert(a, runID, now))
+		al := anomalyAlert(a, runID, now)
+		al.Organization = org
+		found = append(found, al)
 	}
 	for _, a := range found {
 		var isNew bool

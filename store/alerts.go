@@ -131,19 +131,22 @@ const (
 
 // Alert is one row of alerts.
 type Alert struct {
-	Key       string
-	Kind      string // budget or anomaly
-	FoundAt   time.Time
-	RunID     uuid.UUID
-	Month     time.Time
-	Scope     string
-	Currency  string
-	Text      string
-	Payload   string
-	Status    string
-	SentAt    *time.Time
-	Attempts  int
-	LastError string
+	Key string
+	// Organization is whose cost it is about; "" when every
+	// organization's (a budget) or the store has one.
+	Organization string
+	Kind         string // budget or anomaly
+	FoundAt      time.Time
+	RunID        uuid.UUID
+	Month        time.Time
+	Scope        string
+	Currency     string
+	Text         string
+	Payload      string
+	Status       string
+	SentAt       *time.Time
+	Attempts     int
+	LastError    string
 }
 
 // RecordAlert adds a to alerts unless an alert of its key is there
@@ -152,9 +155,9 @@ func (s *Store) RecordAlert(ctx context.Context, a Alert) (bool, error) {
 	if err := s.writable("record alert"); err != nil {
 		return false, err
 	}
-	res, err := s.db.ExecContext(ctx, `INSERT INTO alerts (key, kind, found_at, run_id, month, scope, currency, text, payload, status, attempts)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0) ON CONFLICT (key) DO NOTHING`,
-		a.Key, a.Kind, a.FoundAt.UTC(), a.RunID.String(), a.Month.UTC(), a.Scope, a.Currency, a.Text, a.Payload, a.Status)
+	res, err := s.db.ExecContext(ctx, `INSERT INTO alerts (key, kind, found_at, run_id, month, scope, currency, text, payload, status, attempts, organization)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?) ON CONFLICT (key) DO NOTHING`,
+		a.Key, a.Kind, a.FoundAt.UTC(), a.RunID.String(), a.Month.UTC(), a.Scope, a.Currency, a.Text, a.Payload, a.Status, textOrNull(a.Organization))
 	if err != nil {
 		return false, fmt.Errorf("record alert %s: %w", a.Key, err)
 	}

@@ -28,6 +28,7 @@ import (
 func TestOrganizationsLoadApartAndFailAlone(t *testing.T) {
 	g := newOrgGroup(t)
 	emea, us, month := g.emea, g.us, g.month
+	g.extra = "budgets:\n  - name: emea-cap\n    scope: organization:emea\n    currency: EUR\n    amount: 1\n    actual: [100]\n    forecast: []\n"
 	cfg := g.config(t, t.TempDir(), "emea", "us")
 	dir := filepath.Dir(cfg)
 	if _, code, stderr := cli(t, "fetch", "--config", cfg, "--log-format", "json"); code != exitOK {
@@ -57,6 +58,11 @@ func TestOrganizationsLoadApartAndFailAlone(t *testing.T) {
 		if !slices.Equal(got[o.name], want) {
 			t.Errorf("organization %s loaded\n  %v\nwant its own truth\n  %v", o.name, got[o.name], want)
 		}
+	}
+	// The budget of scope organization:emea counts emea's cost alone (in
+	// EUR, which us never bills), and its alert says whose it is.
+	if got := scalarText(t, db, `SELECT string_agg(DISTINCT organization, ',') FROM alerts WHERE kind = 'budget'`); got != "emea" {
+		t.Errorf("budget alerts of organizations %q, want emea's", got)
 	}
 	if both := scalarText(t, db, `SELECT count(DISTINCT organization) FROM usage WHERE project = 'newsroom'`); both != "2" {
 		t.Errorf("project newsroom is in %s organizations, want 2 (each organization's own)", both)
@@ -180,6 +186,7 @@ func sheetRows(t *testing.T, path, sheet string) [][]string {
 type orgGroup struct {
 	emea, us *sim.Server
 	url      string
+	extra    string    // appended to every config written
 	month    time.Time // last month
 	start    time.Time
 }
@@ -229,7 +236,7 @@ reports:
   dir: reports
 schedule:
   lock_wait: 100ms
-`, g.url, list.String(), g.start.Format(tally.DateLayout))), 0o600); err != nil {
+%s`, g.url, list.String(), g.start.Format(tally.DateLayout), g.extra)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return cfg
