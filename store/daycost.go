@@ -59,8 +59,17 @@ SELECT organization, day, project, payment_method, family, meter_name, currency,
 	return nil
 }
 
-// orgDaysWhere is DaysWhere narrowed to one organization ($days_org).
-var orgDaysWhere = map[string]string{"usage": DaysWhere["usage"] + " AND organization = $days_org"}
+// orgDaysWhere is DaysWhere narrowed to one organization ($days_org),
+// and the ledger to its windows of the months the days are in: which of a
+// day's hour and day rows count depends on those alone (a whole month's
+// coverage at most), so a load's refresh reads neither the other
+// organizations' ledgers nor the years before.
+var orgDaysWhere = map[string]string{
+	"usage": DaysWhere["usage"] + " AND organization = $days_org",
+	"fetch_windows": `organization = $days_org
+    AND "end" > CAST(date_trunc('month', CAST($days_from AS TIMESTAMP)) AS DATE)
+    AND start < CAST(date_trunc('month', CAST($days_to AS TIMESTAMP) - INTERVAL 1 DAY) + INTERVAL 1 MONTH AS DATE)`,
+}
 
 // dayCostSpan is the days [from, to) loading q's window can change in
 // usage_day_cost (empty when none), and whether they reach beyond the
