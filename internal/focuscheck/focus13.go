@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -449,4 +451,45 @@ func MetadataViolations(b []byte, version string) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// ExportViolations checks a FOCUS 1.3 export folder as Tally writes it:
+// Cost and Usage (focus/), Contract Commitment
+// (focus_contract_commitment/; the InterfaceGaps left out), every
+// ContractApplied element against the commitments, and the metadata
+// (_focus_metadata.json).
+func ExportViolations(ctx context.Context, db *sql.DB, dir string) ([]string, error) {
+	parquet := func(name string) string {
+		return `read_parquet('` + strings.ReplaceAll(filepath.Join(dir, name, "*", "*.parquet"), "'", "''") + `', hive_partitioning = true)`
+	}
+	cu := parquet("focus")
+	out, err := Violations13(ctx, db, cu)
+	if err != nil {
+		return nil, err
+	}
+	if m, _ := filepath.Glob(filepath.Join(dir, "focus_contract_commitment", "*", "*.parquet")); len(m) > 0 {
+		cc := parquet("focus_contract_commitment")
+		v, err := CommitmentViolations(ctx, db, cc)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, WithoutGaps(v)...)
+		if v, err = ContractAppliedJoin(ctx, db, cu, cc); err != nil {
+			return nil, err
+		}
+		out = append(out, v...)
+	} else {
+		var n int64
+		if err := db.QueryRowContext(ctx, `SELECT count(*) FROM `+cu+` WHERE ContractApplied IS NOT NULL`).Scan(&n); err != nil {
+			return nil, err
+		}
+		if n > 0 {
+			out = append(out, fmt.Sprintf("ContractApplied names a commitment the Contract Commitment dataset has: there is no such dataset, and %d rows name one", n))
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "_focus_metadata.json"))
+	if err != nil {
+		return nil, err
+	}
+	return append(out, MetadataViolations(b, "1.3")...), nil
 }
