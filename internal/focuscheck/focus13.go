@@ -94,7 +94,7 @@ var Rules13 = func() []Rule {
 	out = append(out,
 		Rule{"AllocatedMethodDetails is null when AllocatedMethodId is", `AllocatedMethodId IS NULL AND AllocatedMethodDetails IS NOT NULL`},
 		Rule{"AllocatedResourceId is null when AllocatedMethodId is", `AllocatedMethodId IS NULL AND AllocatedResourceId IS NOT NULL`},
-		Rule{"AllocatedResourceName is null when AllocatedResourceId is", `AllocatedResourceId IS NULL AND AllocatedResourceName IS NOT NULL`},
+		Rule{"AllocatedResourceName is null exactly when AllocatedResourceId is", `(AllocatedResourceId IS NULL) <> (AllocatedResourceName IS NULL)`},
 		Rule{"AllocatedTags is null when AllocatedMethodId is", `AllocatedMethodId IS NULL AND AllocatedTags IS NOT NULL`},
 		Rule{"AllocatedTags is a key-value JSON object", `AllocatedTags IS NOT NULL AND (NOT json_valid(AllocatedTags) OR json_type(AllocatedTags) <> 'OBJECT' OR NOT coalesce(list_bool_and(list_transform(json_keys(AllocatedTags), k -> json_type(AllocatedTags, '$."' || k || '"') NOT IN ('OBJECT', 'ARRAY', 'NULL'))), true))`},
 	)
