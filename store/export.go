@@ -207,6 +207,11 @@ func (s *Store) Export(ctx context.Context, o ExportOptions) (ExportResult, erro
 	}
 	defer rollback(conn, nil)
 
+	if o.Format == ExportFOCUS && o.FOCUSVersion != FOCUS12 {
+		if err := setFOCUS13Lookups(ctx, conn, o); err != nil {
+			return res, fmt.Errorf("export to %s: %w", dir, err)
+		}
+	}
 	for _, d := range sets {
 		de, err := exportDataset(ctx, conn, dir, d, o, man, now().UTC())
 		res.Datasets = append(res.Datasets, de)

@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/tally-dev/tally"
@@ -51,47 +52,74 @@ var focus13Nulls = map[string]string{
 	"BillingAccountId":              "the organization the token belongs to (its snapshot in force); the payment method is x_PaymentMethodId",
 }
 
+// focus13Lookups set the session variables the FOCUS 1.3 queries read:
+// the organization in force per billing month and the contract of each
+// commitment, each a map small enough to hold (a few entries per month, a
+// few per entitlement). The queries look them up per row rather than join
+// them: joined, DuckDB's join order could make the million rows of a
+// ranged export the side it holds, and ran out of memory at the writer's
+// memory_limit. The parameters are the export's granularity and basis.
+//
+// The organization for a month is its snapshot in force: the latest taken
+// before the month ends, else the earliest. A commitment is an entitlement
+// of a known type (the focus view's commitment discounts); its contract is
+// the payment method it was charged under, the first should one
+// entitlement appear under two, so that it has exactly one parent.
+// Several organizations: the lead's usage.organization_id replaces the
+// organization lookup, and the contract map is keyed by organization too.
+var focus13Lookups = []struct {
+	query string
+	args  bool
+}{
+	{`SET VARIABLE tally_focus_org = (
+WITH org_months AS (
+    SELECT unnest(generate_series(date_trunc('month', min(date)),
+                                  date_trunc('month', greatest(max(coalesce(date_processed, date)), max(fetched_at))) + INTERVAL 1 MONTH,
+                                  INTERVAL 1 MONTH)) AS month
+    FROM usage
+)
+SELECT map_from_entries(coalesce(list((month, {'id': id, 'name': name})), []))
+FROM (
+    SELECT m.month,
+           coalesce(arg_max(o.id, o.snapshot_at) FILTER (WHERE o.snapshot_at < m.month + INTERVAL 1 MONTH), arg_min(o.id, o.snapshot_at)) AS id,
+           coalesce(arg_max(o.name, o.snapshot_at) FILTER (WHERE o.snapshot_at < m.month + INTERVAL 1 MONTH), arg_min(o.name, o.snapshot_at)) AS name
+    FROM org_months m, organization_snapshots o
+    GROUP BY m.month
+))`, false},
+	{`SET VARIABLE tally_focus_contracts = (
+SELECT map_from_entries(coalesce(list((commitment_id, contract_id)), []))
+FROM (
+    SELECT entitlement AS commitment_id,
+           min(coalesce(nullif(payment_method, ''), 'unassigned')) AS contract_id
+    FROM usage
+    WHERE granularity = ? AND basis = ? AND nullif(entitlement, '') IS NOT NULL
+      AND regexp_replace(lower(coalesce(entitlement_type, '')), '[^a-z]', '', 'g') IN ('license', 'quantity', 'cash', 'precommitment')
+    GROUP BY entitlement
+))`, true},
+}
+
+// setFOCUS13Lookups sets focus13Lookups on conn.
+func setFOCUS13Lookups(ctx context.Context, conn *sql.Conn, o ExportOptions) error {
+	for _, l := range focus13Lookups {
+		var args []any
+		if l.args {
+			args = []any{string(o.Granularity), string(o.Basis)}
+		}
+		if _, err := conn.ExecContext(ctx, l.query, args...); err != nil {
+			return fmt.Errorf("FOCUS 1.3 lookups: %w", err)
+		}
+	}
+	return nil
+}
+
 // focus13Queries return the FOCUS 1.3 Cost and Usage and Contract
 // Commitment queries over the 1.2 rows base selects (the focus view's
-// rows of one granularity and basis). Both read the same commitments, so
-// every ContractApplied element names a commitment of the Contract
-// Commitment dataset, with its contract.
-//
-// The charge partition (billing period, currency, payment method,
-// entitlement) is in the commitment CTE's GROUP BY; several organizations
-// add organization_id there and in org.
+// rows of one granularity and basis, its two parameters). Both read the
+// contracts of focus13Lookups, which must be set, so every ContractApplied
+// element names a commitment of the Contract Commitment dataset, with its
+// contract.
 func focus13Queries(base string) (cu, cc string) {
 	with := `WITH f AS (` + base + `),
--- The organization snapshot in force for a billing period: the latest
--- taken before the period ends, else the earliest.
-org AS (
-    SELECT p.BillingPeriodStart,
-           coalesce(arg_max(o.id, o.snapshot_at) FILTER (WHERE o.snapshot_at < timezone('UTC', p.BillingPeriodEnd)), arg_min(o.id, o.snapshot_at)) AS id,
-           coalesce(arg_max(o.name, o.snapshot_at) FILTER (WHERE o.snapshot_at < timezone('UTC', p.BillingPeriodEnd)), arg_min(o.name, o.snapshot_at)) AS name
-    FROM (SELECT DISTINCT BillingPeriodStart, BillingPeriodEnd FROM f) p
-    LEFT JOIN organization_snapshots o ON true
-    GROUP BY p.BillingPeriodStart
-),
--- One contract commitment per entitlement of a known type; its contract
--- is the payment method it was charged under (the first, should one
--- entitlement appear under two, so it has exactly one parent).
-commitments AS (
-    SELECT CommitmentDiscountId AS commitment_id,
-           min(BillingAccountId) AS contract_id,
-           any_value(CommitmentDiscountCategory) AS category,
-           any_value(CommitmentDiscountType) AS type,
-           mode(BillingCurrency) AS currency,
-           min(ChargePeriodStart) AS first_charge,
-           max(ChargePeriodEnd) AS last_charge,
-           max(BillingPeriodEnd) AS last_period_end,
-           sum(x_Cost) AS applied_cost,
-           CASE WHEN any_value(CommitmentDiscountCategory) = 'Usage' THEN sum(ConsumedQuantity) END AS applied_quantity,
-           CASE WHEN any_value(CommitmentDiscountCategory) = 'Usage' THEN min(ConsumedUnit) END AS applied_unit,
-           count(DISTINCT ConsumedUnit) AS units
-    FROM f
-    WHERE CommitmentDiscountId IS NOT NULL
-    GROUP BY CommitmentDiscountId
-),
 pm AS (
     SELECT id, display_name, type, start_date, end_date, created FROM payment_methods
 )
@@ -99,10 +127,10 @@ pm AS (
 	cu = with + `SELECT
     AllocatedMethodDetails, AllocatedMethodId, AllocatedResourceId, AllocatedResourceName, AllocatedTags,
     BilledCost,
-    coalesce(nullif(org.id, ''), 'unassigned') AS BillingAccountId,
-    nullif(org.name, '') AS BillingAccountName,
+    coalesce(nullif(map_extract_value(getvariable('tally_focus_org'), timezone('UTC', BillingPeriodStart)).id, ''), 'unassigned') AS BillingAccountId,
+    nullif(map_extract_value(getvariable('tally_focus_org'), timezone('UTC', BillingPeriodStart)).name, '') AS BillingAccountName,
     'Organization' AS BillingAccountType,
-    BillingCurrency, BillingPeriodEnd, f.BillingPeriodStart,
+    BillingCurrency, BillingPeriodEnd, BillingPeriodStart,
     ChargeCategory, ChargeClass, ChargeDescription, ChargeFrequency, ChargePeriodEnd, ChargePeriodStart,
     CommitmentDiscountCategory, CommitmentDiscountId, CommitmentDiscountName, CommitmentDiscountQuantity,
     CommitmentDiscountStatus, CommitmentDiscountType, CommitmentDiscountUnit,
@@ -110,12 +138,16 @@ pm AS (
     -- ContractApplied: the entitlement the charge drew on, as FOCUS's
     -- Elements array: its cost (what the entitlement covered or paid), and
     -- for a usage commitment (license, quantity) its quantity and unit.
-    CASE WHEN CommitmentDiscountId IS NOT NULL THEN CAST(json_object('Elements', json_array(json_object(
-        'ContractID', c.contract_id,
-        'ContractCommitmentID', CommitmentDiscountId,
-        'ContractCommitmentAppliedCost', x_Cost,
-        'ContractCommitmentAppliedQuantity', CASE WHEN CommitmentDiscountCategory = 'Usage' THEN ConsumedQuantity END,
-        'ContractCommitmentAppliedUnit', CASE WHEN CommitmentDiscountCategory = 'Usage' AND ConsumedQuantity IS NOT NULL THEN ConsumedUnit END))) AS VARCHAR) END AS ContractApplied,
+    -- Written as text: built with json_object per row, the JSON held its
+    -- memory until the COPY ended (out of memory at a year of hourly rows).
+    -- Strings go through jsonString; decimals are JSON numbers as they are.
+    CASE WHEN CommitmentDiscountId IS NOT NULL THEN
+        '{"Elements":[{"ContractID":' || coalesce(` + jsonString("map_extract_value(getvariable('tally_focus_contracts'), CommitmentDiscountId)") + `, 'null')
+        || ',"ContractCommitmentID":' || ` + jsonString("CommitmentDiscountId") + `
+        || ',"ContractCommitmentAppliedCost":' || coalesce(CAST(x_Cost AS VARCHAR), 'null')
+        || ',"ContractCommitmentAppliedQuantity":' || coalesce(CASE WHEN CommitmentDiscountCategory = 'Usage' THEN CAST(ConsumedQuantity AS VARCHAR) END, 'null')
+        || ',"ContractCommitmentAppliedUnit":' || coalesce(CASE WHEN CommitmentDiscountCategory = 'Usage' AND ConsumedQuantity IS NOT NULL THEN ` + jsonString("ConsumedUnit") + ` END, 'null')
+        || '}]}' END AS ContractApplied,
     ContractedCost, ContractedUnitPrice, EffectiveCost,
     -- HostProviderName: the platform runs its services on its own
     -- infrastructure and names no other host.
@@ -148,10 +180,25 @@ FROM (
            CAST(NULL AS VARCHAR) AS x_AllocationOriginId
     FROM f
 ) f
-LEFT JOIN org ON org.BillingPeriodStart = f.BillingPeriodStart
-LEFT JOIN commitments c ON c.commitment_id = f.CommitmentDiscountId`
+`
 
-	cc = with + `SELECT
+	cc = with + `, commitments AS (
+    SELECT CommitmentDiscountId AS commitment_id,
+           any_value(CommitmentDiscountCategory) AS category,
+           any_value(CommitmentDiscountType) AS type,
+           mode(BillingCurrency) AS currency,
+           min(ChargePeriodStart) AS first_charge,
+           max(ChargePeriodEnd) AS last_charge,
+           max(BillingPeriodEnd) AS last_period_end,
+           sum(x_Cost) AS applied_cost,
+           CASE WHEN any_value(CommitmentDiscountCategory) = 'Usage' THEN sum(ConsumedQuantity) END AS applied_quantity,
+           CASE WHEN any_value(CommitmentDiscountCategory) = 'Usage' THEN min(ConsumedUnit) END AS applied_unit,
+           count(DISTINCT ConsumedUnit) AS units
+    FROM f
+    WHERE CommitmentDiscountId IS NOT NULL
+    GROUP BY CommitmentDiscountId
+)
+SELECT
     c.currency AS BillingCurrency,
     c.category AS ContractCommitmentCategory,
     CAST(NULL AS DECIMAL(38, 12)) AS ContractCommitmentCost,
@@ -178,7 +225,7 @@ LEFT JOIN commitments c ON c.commitment_id = f.CommitmentDiscountId`
     nullif(pm.display_name, '') AS x_PaymentMethodName,
     nullif(pm.type, '') AS x_PaymentMethodType,
     strftime(timezone('UTC', p.period_start), '%Y-%m') AS start_month
-FROM commitments c
+FROM (SELECT *, map_extract_value(getvariable('tally_focus_contracts'), commitment_id) AS contract_id FROM commitments) c
 LEFT JOIN pm ON pm.id = c.contract_id
 CROSS JOIN LATERAL (
     SELECT coalesce(CAST(pm.start_date AS TIMESTAMP), CAST(CAST(pm.created AS DATE) AS TIMESTAMP), timezone('UTC', c.first_charge)) AT TIME ZONE 'UTC' AS period_start,
@@ -187,6 +234,12 @@ CROSS JOIN LATERAL (
            pm.end_date IS NULL AS open_end
 ) p`
 	return cu, cc
+}
+
+// jsonString is the SQL for the JSON string of the text expression e
+// (null when e is): e with the characters JSON escapes escaped.
+func jsonString(e string) string {
+	return `'"' || replace(replace(replace(replace(replace(` + e + `, '\', '\\'), '"', '\"'), chr(10), '\n'), chr(13), '\r'), chr(9), '\t') || '"'`
 }
 
 // focusMetadata is FOCUS 1.3's metadata for one export: who generated it,
@@ -278,15 +331,16 @@ func buildFOCUSMetadata(ctx context.Context, conn *sql.Conn, cu string, args []a
 		},
 		Notes: focus13Nulls,
 	}
-	// Per billing period: closed (and when), the latest load of its rows.
+	// One pass over the rows: the latest load per billing period and
+	// charge sector; then which months are closed, and when.
+	trunc := map[tally.Granularity]string{tally.Hour: "hour", tally.Month: "month"}[o.Granularity]
+	if trunc == "" {
+		trunc = "day"
+	}
 	rows, err := conn.QueryContext(ctx, `WITH cu AS (`+cu+`)
-SELECT timezone('UTC', p.BillingPeriodStart) AS start, timezone('UTC', p.BillingPeriodEnd) AS end_,
-       c.acted_at IS NOT NULL AS complete,
-       greatest(p.latest, c.acted_at) AS last_updated
-FROM (SELECT BillingPeriodStart, BillingPeriodEnd, max(x_FetchedAt) AS latest FROM cu GROUP BY ALL) p
-LEFT JOIN closed_months c
-       ON c.month = CAST(timezone('UTC', p.BillingPeriodStart) AS DATE) AND c.basis = ? AND c.granularity = ?
-ORDER BY 1`, append(append([]any{}, args...), string(o.Basis), string(o.Granularity))...)
+SELECT timezone('UTC', BillingPeriodStart), timezone('UTC', BillingPeriodEnd),
+       date_trunc('`+trunc+`', timezone('UTC', ChargePeriodStart)), max(x_FetchedAt)
+FROM cu GROUP BY ALL`, args...)
 	if err != nil {
 		return md, fmt.Errorf("FOCUS metadata: %w", err)
 	}
@@ -295,46 +349,61 @@ ORDER BY 1`, append(append([]any{}, args...), string(o.Basis), string(o.Granular
 		complete   bool
 		last       time.Time
 	}
-	var periods []period
+	byStart := map[time.Time]*period{}
+	latest := map[time.Time]time.Time{}
 	for rows.Next() {
-		var p period
+		var start, end, sector time.Time
 		var last sql.NullTime
-		if err := rows.Scan(&p.start, &p.end, &p.complete, &last); err != nil {
+		if err := rows.Scan(&start, &end, &sector, &last); err != nil {
 			rows.Close()
 			return md, fmt.Errorf("FOCUS metadata: %w", err)
 		}
-		p.last = last.Time
-		if !last.Valid {
-			p.last = now
+		p := byStart[start.UTC()]
+		if p == nil {
+			p = &period{start: start.UTC(), end: end.UTC()}
+			byStart[p.start] = p
 		}
-		periods = append(periods, p)
+		if last.Valid {
+			if last.Time.After(p.last) {
+				p.last = last.Time
+			}
+			if last.Time.After(latest[sector.UTC()]) {
+				latest[sector.UTC()] = last.Time
+			}
+		}
 	}
 	if err := rows.Close(); err != nil {
 		return md, fmt.Errorf("FOCUS metadata: %w", err)
 	}
-	// The latest load per charge sector, for an open period's sectors.
-	trunc := map[tally.Granularity]string{tally.Hour: "hour", tally.Month: "month"}[o.Granularity]
-	if trunc == "" {
-		trunc = "day"
-	}
-	sectorRows, err := conn.QueryContext(ctx, `WITH cu AS (`+cu+`)
-SELECT date_trunc('`+trunc+`', timezone('UTC', ChargePeriodStart)) AS s, max(x_FetchedAt)
-FROM cu WHERE x_FetchedAt IS NOT NULL GROUP BY 1`, args...)
+	closes, err := conn.QueryContext(ctx, `SELECT CAST(month AS TIMESTAMP), acted_at FROM closed_months WHERE basis = ? AND granularity = ?`,
+		string(o.Basis), string(o.Granularity))
 	if err != nil {
 		return md, fmt.Errorf("FOCUS metadata: %w", err)
 	}
-	latest := map[time.Time]time.Time{}
-	for sectorRows.Next() {
-		var s, l time.Time
-		if err := sectorRows.Scan(&s, &l); err != nil {
-			sectorRows.Close()
+	for closes.Next() {
+		var month, at time.Time
+		if err := closes.Scan(&month, &at); err != nil {
+			closes.Close()
 			return md, fmt.Errorf("FOCUS metadata: %w", err)
 		}
-		latest[s.UTC()] = l
+		if p := byStart[month.UTC()]; p != nil {
+			p.complete = true
+			if at.After(p.last) {
+				p.last = at
+			}
+		}
 	}
-	if err := sectorRows.Close(); err != nil {
+	if err := closes.Close(); err != nil {
 		return md, fmt.Errorf("FOCUS metadata: %w", err)
 	}
+	var periods []period
+	for _, p := range byStart {
+		if p.last.IsZero() {
+			p.last = now
+		}
+		periods = append(periods, *p)
+	}
+	slices.SortFunc(periods, func(a, b period) int { return a.start.Compare(b.start) })
 	step := sectorStep(o.Granularity)
 	cuRecency := focusRecency{DatasetInstanceID: cuID, RecencyLastUpdated: stamp, TimeSectors: []focusTimeSector{}}
 	lastAll := time.Time{}
@@ -415,7 +484,8 @@ func finishFOCUS(ctx context.Context, conn *sql.Conn, dir string, o ExportOption
 		return err
 	}
 	cu, _ := focus13Queries(`SELECT * FROM (` + body + `) WHERE x_Granularity = ? AND x_Basis = ?`)
-	md, err := buildFOCUSMetadata(ctx, conn, cu, []any{string(o.Granularity), string(o.Basis)}, o, now)
+	args := []any{string(o.Granularity), string(o.Basis)}
+	md, err := buildFOCUSMetadata(ctx, conn, cu, args, o, now)
 	if err != nil {
 		return err
 	}
