@@ -210,6 +210,10 @@ func TestFOCUS13CheckerFindsBrokenRows(t *testing.T) {
 		{"tags without method", `AllocatedTags = '{"x_CostCentre": "Marketing"}'`, "AllocatedTags is null when AllocatedMethodId is"},
 		{"tags nested", `AllocatedMethodId = 'm', x_AllocationOriginId = 'o', x_AllocationOriginBilledCost = BilledCost, x_AllocationOriginEffectiveCost = EffectiveCost, AllocatedTags = '{"x_CostCentre": {"name": "Marketing"}}'`, "AllocatedTags is a key-value JSON object"},
 		{"details an array", `AllocatedMethodId = 'm', x_AllocationOriginId = 'o', x_AllocationOriginBilledCost = BilledCost, x_AllocationOriginEffectiveCost = EffectiveCost, AllocatedMethodDetails = '[1]'`, "AllocatedMethodDetails is a JSON object"},
+		{"details without elements", `AllocatedMethodId = 'm', x_AllocationOriginId = 'o', x_AllocationOriginBilledCost = BilledCost, x_AllocationOriginEffectiveCost = EffectiveCost, AllocatedMethodDetails = '{"Ratios": [1]}'`, "AllocatedMethodDetails has a top-level Elements array"},
+		{"details empty", `AllocatedMethodId = 'm', x_AllocationOriginId = 'o', x_AllocationOriginBilledCost = BilledCost, x_AllocationOriginEffectiveCost = EffectiveCost, AllocatedMethodDetails = '{"Elements": []}'`, "AllocatedMethodDetails Elements is not empty"},
+		{"details element not object", `AllocatedMethodId = 'm', x_AllocationOriginId = 'o', x_AllocationOriginBilledCost = BilledCost, x_AllocationOriginEffectiveCost = EffectiveCost, AllocatedMethodDetails = '{"Elements": [0.5]}'`, "AllocatedMethodDetails Elements are objects"},
+		{"details nested", `AllocatedMethodId = 'm', x_AllocationOriginId = 'o', x_AllocationOriginBilledCost = BilledCost, x_AllocationOriginEffectiveCost = EffectiveCost, AllocatedMethodDetails = '{"Elements": [{"AllocatedRatio": 1, "x_Driver": [1, 2]}]}'`, "AllocatedMethodDetails element values are not nested"},
 		{"ratio missing", `AllocatedMethodId = 'm', x_AllocationOriginId = 'o', x_AllocationOriginBilledCost = BilledCost, x_AllocationOriginEffectiveCost = EffectiveCost, AllocatedMethodDetails = '{"Elements": [{"UsageUnit": "GB"}]}'`, "AllocatedMethodDetails elements have a numeric AllocatedRatio"},
 		{"quantity without unit", `AllocatedMethodId = 'm', x_AllocationOriginId = 'o', x_AllocationOriginBilledCost = BilledCost, x_AllocationOriginEffectiveCost = EffectiveCost, AllocatedMethodDetails = '{"Elements": [{"AllocatedRatio": 1, "UsageQuantity": 3}]}'`, "AllocatedMethodDetails elements with a UsageQuantity have a UsageUnit"},
 		{"quantity a string", `AllocatedMethodId = 'm', x_AllocationOriginId = 'o', x_AllocationOriginBilledCost = BilledCost, x_AllocationOriginEffectiveCost = EffectiveCost, AllocatedMethodDetails = '{"Elements": [{"AllocatedRatio": 1, "UsageUnit": "GB", "UsageQuantity": "3"}]}'`, "AllocatedMethodDetails UsageQuantity is a number"},
@@ -250,6 +254,15 @@ func TestFOCUS13CheckerFindsBrokenRows(t *testing.T) {
 			}
 			wantViolation(t, v, c.want)
 		})
+	}
+	for _, c := range []struct{ from, want string }{
+		{`(SELECT * EXCLUDE (ContractId) FROM ` + cc + `)`, "column ContractId is missing"},
+		{`(SELECT * REPLACE (CAST(ContractCommitmentCost AS DOUBLE) AS ContractCommitmentCost) FROM ` + cc + `)`, "column ContractCommitmentCost is DOUBLE, want DECIMAL(38,12)"},
+		{`(SELECT *, 1 AS Balance FROM ` + cc + `)`, "column Balance is neither FOCUS nor custom (x_)"},
+	} {
+		if v, err := focuscheck.CommitmentViolations(ctx, s.db, c.from); err != nil || !slices.Contains(v, c.want) {
+			t.Errorf("%s: %q, %v", c.want, v, err)
+		}
 	}
 	v, err := focuscheck.CommitmentViolations(ctx, s.db, brokenCopy(t, s, cc, "cc id null", `ContractCommitmentId = NULL`))
 	if err != nil || !slices.Contains(v, "ContractCommitmentId is null in 1 rows") {
