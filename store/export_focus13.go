@@ -237,7 +237,9 @@ CROSS JOIN LATERAL (
 }
 
 // jsonString is the SQL for the JSON string of the text expression e
-// (null when e is): e with the characters JSON escapes escaped.
+// (null when e is): backslash, quote, newline, return and tab escaped.
+// Other control characters do not occur in the ids and units it quotes;
+// one that did would make invalid JSON, which focuscheck reports.
 func jsonString(e string) string {
 	return `'"' || replace(replace(replace(replace(replace(` + e + `, '\', '\\'), '"', '\"'), chr(10), '\n'), chr(13), '\r'), chr(9), '\t') || '"'`
 }
