@@ -316,7 +316,10 @@ func sectorStep(g tally.Granularity) func(time.Time) time.Time {
 // granularity is complete; any other is not) and when each time sector of
 // it last changed: the latest load of its rows, or for a closed month the
 // close.
-func buildFOCUSMetadata(ctx context.Context, conn *sql.Conn, cu string, args []any, o ExportOptions, now time.Time) (focusMetadata, error) {
+//
+// Only the billing periods in the folder (held, the months the manifest
+// records) are described: a ranged export may hold some months only.
+func buildFOCUSMetadata(ctx context.Context, conn *sql.Conn, cu string, args []any, o ExportOptions, held map[string]monthManifest, now time.Time) (focusMetadata, error) {
 	name := fmt.Sprintf("%s, %s", o.Granularity, o.Basis)
 	cuID := fmt.Sprintf("tally-cost-and-usage-%s-%s", o.Granularity, o.Basis)
 	ccID := fmt.Sprintf("tally-contract-commitment-%s-%s", o.Granularity, o.Basis)
@@ -400,6 +403,9 @@ FROM cu GROUP BY ALL`, args...)
 	}
 	var periods []period
 	for _, p := range byStart {
+		if _, ok := held[p.start.Format("2006-01")]; !ok {
+			continue
+		}
 		if p.last.IsZero() {
 			p.last = now
 		}
@@ -487,7 +493,7 @@ func finishFOCUS(ctx context.Context, conn *sql.Conn, dir string, o ExportOption
 	}
 	cu, _ := focus13Queries(`SELECT * FROM (` + body + `) WHERE x_Granularity = ? AND x_Basis = ?`)
 	args := []any{string(o.Granularity), string(o.Basis)}
-	md, err := buildFOCUSMetadata(ctx, conn, cu, args, o, now)
+	md, err := buildFOCUSMetadata(ctx, conn, cu, args, o, man.Datasets["focus"], now)
 	if err != nil {
 		return err
 	}

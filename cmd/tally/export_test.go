@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io/fs"
 	"os"
@@ -114,6 +115,17 @@ func TestExportCommand(t *testing.T) {
 	}
 	if v, err := focuscheck.ExportViolations(context.Background(), st.DB(), lake); err != nil || len(v) > 0 {
 		t.Errorf("FOCUS 1.3 export: %q, %v", v, err)
+	}
+	// The metadata describes the billing period the folder holds, no other.
+	b, err := os.ReadFile(filepath.Join(lake, "_focus_metadata.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var md struct {
+		Periods []struct{ BillingPeriodStart string } `json:"x_BillingPeriods"`
+	}
+	if err := json.Unmarshal(b, &md); err != nil || len(md.Periods) != 1 || md.Periods[0].BillingPeriodStart != last+"-01T00:00:00Z" {
+		t.Errorf("metadata billing periods %+v (%v), want %s only", md.Periods, err, last)
 	}
 	// --focus-version 1.2: the 1.2 rows (the payment method as billing
 	// account, no 1.3 column), nothing only 1.3 writes.
