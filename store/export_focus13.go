@@ -56,8 +56,8 @@ var focus13Nulls = map[string]string{
 // the organization in force per billing month and the contract of each
 // commitment, each a map small enough to hold (a few entries per month, a
 // few per entitlement). The queries look them up per row rather than join
-// them: joined, DuckDB's join order could make the million rows of a
-// ranged export the side it holds, and ran out of memory at the writer's
+// them: joined, DuckDB's join order could make the rows of a ranged
+// export the side it holds, and ran out of memory at the writer's
 // memory_limit. The parameters are the export's granularity and basis.
 //
 // The organization for a month is its snapshot in force: the latest taken
@@ -168,6 +168,12 @@ pm AS (
     BillingAccountName AS x_PaymentMethodName,
     nullif(BillingAccountType, 'Unknown') AS x_PaymentMethodType,
     x_PriceMatchedBy, x_RateCardSnapshotAt, x_RunId, x_Solution, x_Unit
+-- Split cost allocation plugs in here: the rows chargeback allocates
+-- (cost_allocation: origin month, currency, project = SubAccountId, meter =
+-- SkuMeter) are replaced by one row per receiving cost centre, their costs
+-- and quantities times the ratio (the rounding remainder on the last, so
+-- they sum to the origin exactly), the allocated columns set and
+-- x_AllocationOrigin… naming the origin row; every other row as below.
 FROM (
     SELECT *,
            CAST(NULL AS VARCHAR) AS AllocatedMethodDetails,
