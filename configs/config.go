@@ -204,7 +204,7 @@ type WebhookConfig struct {
 // Export formats.
 const (
 	ExportParquet = "parquet" // usage and the reference tables, Hive-partitioned by month
-	ExportFOCUS   = "focus"   // usage as FinOps FOCUS 1.2 columns
+	ExportFOCUS   = "focus"   // usage as FinOps FOCUS (1.3, or 1.2 on request)
 )
 
 // Defaults that INTERFACE.md documents.

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"math"
 	"math/big"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -235,6 +237,54 @@ func TestCloseOctoberThenLateChargesAreAdjustments(t *testing.T) {
 			t.Errorf("FOCUS 1.2 with a closed month: %s", line)
 		}
 	})
+
+	// FOCUS 1.3: the export conforms, and its metadata says October,
+	// closed, is complete and the months after it are not.
+	lake := filepath.Join(h.dir, "focus13")
+	if _, err := h.runner.Export(context.Background(), ExportOptions{Dir: lake, Format: configs.ExportFOCUS}); err != nil {
+		t.Fatal(err)
+	}
+	prooftest.WithDB(t, h.db, func(db *sql.DB) {
+		v, err := focuscheck.ExportViolations(context.Background(), db, lake)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range v {
+			t.Errorf("FOCUS 1.3 with a closed month: %s", line)
+		}
+	})
+	var md struct {
+		Periods []struct {
+			BillingPeriodStart string
+			Complete           bool
+		} `json:"x_BillingPeriods"`
+		Recency []struct {
+			TimeSectors []struct {
+				TimeSectorStart    string
+				TimeSectorComplete bool
+			}
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(lake, store.FOCUSMetadataName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &md); err != nil {
+		t.Fatal(err)
+	}
+	complete := map[string]bool{}
+	for _, p := range md.Periods {
+		complete[p.BillingPeriodStart[:7]] = p.Complete
+	}
+	if !complete["2026-10"] || complete["2026-11"] || len(complete) < 2 {
+		t.Errorf("billing periods complete: %v, want 2026-10 only", complete)
+	}
+	for _, s := range md.Recency[0].TimeSectors {
+		if s.TimeSectorComplete != strings.HasPrefix(s.TimeSectorStart, "2026-10") {
+			t.Errorf("time sector %s complete %v", s.TimeSectorStart, s.TimeSectorComplete)
+			break
+		}
+	}
 
 	// November's workbook: the Summary's adjustment per currency and the
 	// sheet's lines, to the cent.

@@ -32,6 +32,8 @@ type ExportOptions struct {
 	Dir    string
 	Format string // configs.ExportParquet or configs.ExportFOCUS
 	CSV    *bool  // format focus: also write the rows as CSV
+	// FOCUSVersion is store.FOCUS13 (also when empty) or store.FOCUS12.
+	FOCUSVersion string
 	// From and Until (exclusive) limit the usage months written: every
 	// month overlapping [From, Until), whole. Zero is unbounded.
 	From, Until time.Time
@@ -45,11 +47,11 @@ type ExportSummary struct {
 
 // Export writes the store's data to the export folder (see store.Export):
 // Parquet tables Hive-partitioned by month, or the usage as FinOps FOCUS
-// rows. FOCUS maps the rows of the config's usage.granularity and basis,
+// (1.3 unless opts asks for 1.2). FOCUS maps the rows of the config's usage.granularity and basis,
 // the ones the workbooks count, so each charge is exported once.
 func Export(ctx context.Context, env *Env, opts ExportOptions) (ExportSummary, error) {
 	cfg := env.Config
-	o := store.ExportOptions{Dir: opts.Dir, Format: opts.Format, From: opts.From, Until: opts.Until, Now: env.Now}
+	o := store.ExportOptions{Dir: opts.Dir, Format: opts.Format, From: opts.From, Until: opts.Until, FOCUSVersion: opts.FOCUSVersion, Now: env.Now}
 	if o.Dir == "" {
 		o.Dir = cfg.Export.Dir
 	}

@@ -44,14 +44,14 @@ func TestExportStepAndCommand(t *testing.T) {
 		t.Fatal("the fetch loaded nothing")
 	}
 	// The simulated interface's data, every entitlement type and payment
-	// method variant, conforms to FOCUS 1.2 (internal/focuscheck).
-	v, err := focuscheck.Violations(context.Background(), st.DB(),
-		`read_parquet('`+filepath.Join(cfg.Export.Dir, "focus", "*", "*.parquet")+`', hive_partitioning = true)`)
+	// method variant, conforms to FOCUS 1.3 (internal/focuscheck): Cost
+	// and Usage, Contract Commitment, their join, the metadata.
+	v, err := focuscheck.ExportViolations(context.Background(), st.DB(), cfg.Export.Dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, line := range v {
-		t.Errorf("FOCUS 1.2 on the simulated interface's data: %s", line)
+		t.Errorf("FOCUS 1.3 on the simulated interface's data: %s", line)
 	}
 	for _, dataset := range []string{"focus", "focus_csv"} {
 		ext := map[string]string{"focus": "parquet", "focus_csv": "csv"}[dataset]

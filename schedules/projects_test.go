@@ -133,12 +133,12 @@ func TestProjectsSourceEqualsOrganizationAtSamePrice(t *testing.T) {
 	}
 	lake := `read_parquet('` + filepath.Join(cfg.Export.Dir, "focus", "*", "*.parquet") + `', hive_partitioning = true)`
 	prooftest.WithDB(t, h.db, func(db *sql.DB) {
-		v, err := focuscheck.Violations(context.Background(), db, lake)
+		v, err := focuscheck.ExportViolations(context.Background(), db, cfg.Export.Dir)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, line := range v {
-			t.Errorf("FOCUS 1.2 of the estimate: %s", line)
+			t.Errorf("FOCUS 1.3 of the estimate: %s", line)
 		}
 		got := prooftest.QueryStrings(t, db, `SELECT string_agg(DISTINCT x_Basis) || ' ' || CAST(sum(BilledCost) AS VARCHAR) || ' ' || CAST(sum(ListCost) = sum(ContractedCost) AND sum(ListCost) > 0 AS VARCHAR) FROM `+lake)
 		if got[0] != "estimated 0.000000000000 true" {

@@ -31,8 +31,10 @@ const (
 	// ExportParquet writes the usage table and the reference snapshot
 	// tables as they are in the database.
 	ExportParquet = "parquet"
-	// ExportFOCUS writes the usage as FinOps FOCUS 1.2 rows (the focus
-	// view of sql/views).
+	// ExportFOCUS writes the usage as FinOps FOCUS rows: Cost and Usage
+	// (at 1.3 by default, built on the focus view of sql/views, which is
+	// the 1.2 mapping), and at 1.3 a Contract Commitment dataset and the
+	// FOCUS metadata (FOCUSMetadataName).
 	ExportFOCUS = "focus"
 )
 
@@ -51,7 +53,10 @@ type ExportOptions struct {
 	// charge is counted once; required for format focus.
 	Granularity tally.Granularity
 	Basis       tally.Basis
-	Now         func() time.Time // the manifest's written_at; nil = time.Now
+	// FOCUSVersion is FOCUS13 (also when empty) or FOCUS12, which writes
+	// the focus view's rows exactly as before 1.3.
+	FOCUSVersion string
+	Now          func() time.Time // the manifest's written_at; nil = time.Now
 }
 
 // ExportResult says what one Export did.
@@ -95,6 +100,15 @@ const (
 type manifest struct {
 	Tally    int                                 `json:"tally_export"`
 	Datasets map[string]map[string]monthManifest `json:"datasets"`
+	FOCUS    *focusManifest                      `json:"focus,omitempty"`
+}
+
+// focusManifest says which FOCUS version a FOCUS export holds and, at 1.3,
+// why columns are null where FOCUS would have a value.
+type focusManifest struct {
+	Version  string            `json:"version"`
+	Metadata string            `json:"metadata,omitempty"` // FOCUSMetadataName
+	Nulls    map[string]string `json:"nulls,omitempty"`
 }
 
 // monthManifest is a month's fingerprint and files. Rows, CostSum and
@@ -193,6 +207,11 @@ func (s *Store) Export(ctx context.Context, o ExportOptions) (ExportResult, erro
 	}
 	defer rollback(conn, nil)
 
+	if o.Format == ExportFOCUS && o.FOCUSVersion != FOCUS12 {
+		if err := setFOCUS13Lookups(ctx, conn, o); err != nil {
+			return res, fmt.Errorf("export to %s: %w", dir, err)
+		}
+	}
 	for _, d := range sets {
 		de, err := exportDataset(ctx, conn, dir, d, o, man, now().UTC())
 		res.Datasets = append(res.Datasets, de)
@@ -203,6 +222,11 @@ func (s *Store) Export(ctx context.Context, o ExportOptions) (ExportResult, erro
 		}
 		if err != nil {
 			return res, fmt.Errorf("export %s to %s: %w", d.name, dir, err)
+		}
+	}
+	if o.Format == ExportFOCUS {
+		if err := finishFOCUS(ctx, conn, dir, o, man, now().UTC()); err != nil {
+			return res, fmt.Errorf("export to %s: %w", dir, err)
 		}
 	}
 	res.Duration = time.Since(began)
@@ -263,12 +287,25 @@ func exportDatasets(o ExportOptions) ([]dataset, error) {
 		if err != nil {
 			return nil, err
 		}
-		q := `SELECT *, strftime(timezone('UTC', BillingPeriodStart), '%Y-%m') AS billing_period
-FROM (` + body + `)
-WHERE x_Granularity = ? AND x_Basis = ?`
+		base := `SELECT * FROM (` + body + `) WHERE x_Granularity = ? AND x_Basis = ?`
 		args := []any{string(o.Granularity), string(o.Basis)}
-		sets := []dataset{{name: "focus", partition: "billing_period", query: q, args: args, ranged: true,
-			costExpr: "x_Cost", timeExpr: "x_FetchedAt"}}
+		var sets []dataset
+		switch o.FOCUSVersion {
+		case FOCUS12:
+			sets = []dataset{{name: "focus", partition: "billing_period", query: focusPartitioned(base), args: args, ranged: true,
+				costExpr: "x_Cost", timeExpr: "x_FetchedAt"}}
+		case "", FOCUS13:
+			cu, cc := focus13Queries(base)
+			sets = []dataset{{name: "focus", partition: "billing_period", query: focusPartitioned(cu), args: args, ranged: true,
+				costExpr: "x_Cost", timeExpr: "x_FetchedAt"},
+				// Commitments are few and span months: always written whole,
+				// partitioned by the month their period starts.
+				{name: focusCommitmentsDataset, partition: "start_month", query: cc, args: args,
+					costExpr: "x_AppliedCost", timeExpr: "x_LastChargePeriodEnd"}}
+		default:
+			return nil, fmt.Errorf("FOCUS version %q is not one of %s, %s", o.FOCUSVersion, FOCUS13, FOCUS12)
+		}
+		q := sets[0].query
 		if o.CSV {
 			var repl []string
 			for _, c := range focusCSVTimes {
@@ -281,6 +318,12 @@ WHERE x_Granularity = ? AND x_Basis = ?`
 		return sets, nil
 	}
 	return nil, fmt.Errorf("format %q is not one of parquet, focus", o.Format)
+}
+
+// focusPartitioned adds the Hive partition column, the billing period
+// (YYYY-MM), to FOCUS Cost and Usage rows.
+func focusPartitioned(rows string) string {
+	return `SELECT *, strftime(timezone('UTC', BillingPeriodStart), '%Y-%m') AS billing_period FROM (` + rows + `)`
 }
 
 // FOCUSQuery returns the SELECT of the focus view, as this Tally defines

@@ -35,7 +35,7 @@ func benchStore(b *testing.B) (*Store, int64) {
 
 // BenchmarkExport measures a first export of a year of hourly usage (every
 // month written) and a rerun with nothing changed (fingerprints only), for
-// both formats:
+// both formats, FOCUS at 1.3 (the default) and 1.2:
 //
 //	go test ./store -run '^$' -bench Export -benchtime 3x
 func BenchmarkExport(b *testing.B) {
@@ -46,6 +46,7 @@ func BenchmarkExport(b *testing.B) {
 	}{
 		{"parquet", ExportOptions{Format: ExportParquet}},
 		{"focus", ExportOptions{Format: ExportFOCUS, Granularity: tally.Hour, Basis: tally.BasisUsage}},
+		{"focus-1.2", ExportOptions{Format: ExportFOCUS, Granularity: tally.Hour, Basis: tally.BasisUsage, FOCUSVersion: FOCUS12}},
 		{"focus+csv", ExportOptions{Format: ExportFOCUS, CSV: true, Granularity: tally.Hour, Basis: tally.BasisUsage}},
 	} {
 		b.Run(tc.name+"/first", func(b *testing.B) {

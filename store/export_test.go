@@ -346,7 +346,7 @@ func distinct(t *testing.T, s *Store, col, from string) []string {
 func TestExportFOCUSFollowsTheRules(t *testing.T) {
 	s, _ := exportFixture(t)
 	dir := t.TempDir()
-	res := exportTo(t, s, ExportOptions{Dir: dir, Format: ExportFOCUS, CSV: true, Granularity: tally.Day, Basis: tally.BasisUsage})
+	res := exportTo(t, s, ExportOptions{Dir: dir, Format: ExportFOCUS, CSV: true, Granularity: tally.Day, Basis: tally.BasisUsage, FOCUSVersion: FOCUS12})
 	f := datasetOf(t, res, "focus")
 	if f.Partition != "billing_period" || len(f.Written) < 3 {
 		t.Fatalf("focus: %+v", f)
@@ -574,7 +574,7 @@ func openPublished(t *testing.T, s *Store) *Store {
 func TestFOCUSCheckerFindsBrokenRows(t *testing.T) {
 	s, _ := exportFixture(t)
 	dir := t.TempDir()
-	exportTo(t, s, ExportOptions{Dir: dir, Format: ExportFOCUS, Granularity: tally.Day, Basis: tally.BasisUsage})
+	exportTo(t, s, ExportOptions{Dir: dir, Format: ExportFOCUS, Granularity: tally.Day, Basis: tally.BasisUsage, FOCUSVersion: FOCUS12})
 	from := `read_parquet(` + quoted(filepath.Join(dir, "focus", "*", "*.parquet")) + `, hive_partitioning = true)`
 	ctx := context.Background()
 	for _, c := range []struct{ name, change, want string }{

@@ -13,6 +13,7 @@ import (
 	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/configs"
 	"github.com/tally-dev/tally/schedules"
+	"github.com/tally-dev/tally/store"
 )
 
 func init() { commands = append(commands, newExportCmd) }
@@ -22,6 +23,7 @@ type exportOptions struct {
 	to     []string
 	format string
 	csv    bool
+	focus  string
 	from   string
 	until  string
 }
@@ -29,16 +31,21 @@ type exportOptions struct {
 func newExportCmd(g *globalFlags) *cobra.Command {
 	o := &exportOptions{}
 	cmd := &cobra.Command{
-		Use:   "export --config FILE [--to DIR] [--format parquet|focus] [--csv] [--from DATE] [--until DATE]",
+		Use:   "export --config FILE [--to DIR] [--format parquet|focus] [--focus-version 1.3|1.2] [--csv] [--from DATE] [--until DATE]",
 		Short: "Write the data as Parquet (Hive-partitioned by month) or as FinOps FOCUS rows",
 		Long: `Write the analysts' published copy of the config's database to a folder
 other tools read as it is (DuckDB, Spark, Trino, BigQuery external tables):
 
   --format parquet  usage and the reference snapshot tables, one folder each,
                     Hive-partitioned by month: usage/month=2026-10/data_0.parquet
-  --format focus    the usage as FinOps FOCUS 1.2 rows (the focus view):
+  --format focus    the usage as FinOps FOCUS 1.3 Cost and Usage rows:
                     focus/billing_period=2026-10/data_0.parquet, and with --csv
-                    also focus_csv/billing_period=2026-10/data_0.csv
+                    also focus_csv/billing_period=2026-10/data_0.csv; the
+                    entitlements as a Contract Commitment dataset
+                    (focus_contract_commitment/); the FOCUS metadata
+                    (_focus_metadata.json: recency, completeness, version).
+                    --focus-version 1.2 writes the 1.2 rows of the focus
+                    view instead, as before 1.3.
 
 --to DIR is the output folder (default export.dir). The months written can
 be limited with --from and --until (YYYY-MM-DD, UTC, --until exclusive):
@@ -64,6 +71,7 @@ for nor held up.`,
 	f.StringArrayVar(&o.to, "to", nil, "output folder (default export.dir); a --to holding a YYYY-MM-DD date is the end date, like --until")
 	f.StringVar(&o.format, "format", "", "parquet or focus (default export.format)")
 	f.BoolVar(&o.csv, "csv", false, "format focus: also write the rows as CSV (default export.focus_csv)")
+	f.StringVar(&o.focus, "focus-version", "", "format focus: the FOCUS version, 1.3 or 1.2 (default 1.3)")
 	f.StringVar(&o.from, "from", "", "first day whose month is written, YYYY-MM-DD (default: every month)")
 	f.StringVar(&o.until, "until", "", "day after the last, YYYY-MM-DD, exclusive (default: every month)")
 	return cmd
@@ -114,9 +122,24 @@ func runExport(cmd *cobra.Command, g *globalFlags, o *exportOptions) error {
 	if !opts.From.IsZero() && !opts.Until.IsZero() && !opts.Until.After(opts.From) {
 		return usageErr("--until %s must be after --from %s (--until is exclusive)", o.until, o.from)
 	}
+	switch o.focus {
+	case "", store.FOCUS13, store.FOCUS12:
+		opts.FOCUSVersion = o.focus
+	default:
+		return usageErr("--focus-version %q is not one of %s, %s", o.focus, store.FOCUS13, store.FOCUS12)
+	}
 	cfg, err := loadConfig(o.config)
 	if err != nil {
 		return err
+	}
+	if o.focus != "" {
+		format := opts.Format
+		if format == "" {
+			format = cfg.Export.Format
+		}
+		if format != configs.ExportFOCUS {
+			return usageErr("--focus-version %s applies to FOCUS rows: use it with --format focus", o.focus)
+		}
 	}
 	if cmd.Flags().Changed("csv") {
 		format := opts.Format

@@ -2,6 +2,9 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -12,6 +15,7 @@ import (
 	"time"
 
 	"github.com/tally-dev/tally"
+	"github.com/tally-dev/tally/internal/focuscheck"
 	"github.com/tally-dev/tally/store"
 )
 
@@ -98,13 +102,43 @@ func TestExportCommand(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("focus export: exit %d\n%s\n%s", code, out, stderr)
 	}
-	for _, f := range []string{"focus/billing_period=" + last + "/data_0.parquet", "focus_csv/billing_period=" + last + "/data_0.csv", "_tally_manifest.json"} {
+	for _, f := range []string{"focus/billing_period=" + last + "/data_0.parquet", "focus_csv/billing_period=" + last + "/data_0.csv", "_tally_manifest.json", "_focus_metadata.json"} {
 		if _, err := os.Stat(filepath.Join(lake, f)); err != nil {
 			t.Errorf("focus export: %v", err)
 		}
 	}
 	if m, _ := filepath.Glob(filepath.Join(lake, "focus", "*")); len(m) != 1 {
 		t.Errorf("--from %s-01 wrote %v", last, m)
+	}
+	if m, _ := filepath.Glob(filepath.Join(lake, "focus_contract_commitment", "*", "*.parquet")); len(m) == 0 || !strings.Contains(out, "focus_contract_commitment") {
+		t.Errorf("no Contract Commitment dataset: %v\n%s", m, out)
+	}
+	if v, err := focuscheck.ExportViolations(context.Background(), st.DB(), lake); err != nil || len(v) > 0 {
+		t.Errorf("FOCUS 1.3 export: %q, %v", v, err)
+	}
+	// The metadata describes the billing period the folder holds, no other.
+	b, err := os.ReadFile(filepath.Join(lake, "_focus_metadata.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var md struct {
+		Periods []struct{ BillingPeriodStart string } `json:"x_BillingPeriods"`
+	}
+	if err := json.Unmarshal(b, &md); err != nil || len(md.Periods) != 1 || md.Periods[0].BillingPeriodStart != last+"-01T00:00:00Z" {
+		t.Errorf("metadata billing periods %+v (%v), want %s only", md.Periods, err, last)
+	}
+	// --focus-version 1.2: the 1.2 rows (the payment method as billing
+	// account, no 1.3 column), nothing only 1.3 writes.
+	out, code, stderr = cli(t, "export", "--config", cfg, "--to", lake, "--format", "focus", "--focus-version", "1.2", "--from", last+"-01")
+	if code != 0 || !regexp.MustCompile(`(?m)^  focus\s+1 month\(s\) written`).MatchString(out) {
+		t.Fatalf("focus 1.2 export: exit %d\n%s\n%s", code, out, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(lake, "_focus_metadata.json")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("1.2 export left the 1.3 metadata: %v", err)
+	}
+	focusGlob := sqlString(filepath.Join(lake, "focus", "*", "*.parquet"))
+	if got := lines(t, st, `SELECT count(*) FROM (DESCRIBE SELECT * FROM read_parquet(`+focusGlob+`)) WHERE column_name IN ('ServiceProviderName', 'ContractApplied')`); got[1] != "0" {
+		t.Errorf("1.2 columns: %v", got)
 	}
 
 	// INTERFACE.md's form: --to DIR for the folder, --to DATE for the end.
@@ -139,6 +173,8 @@ func TestExportUsageErrors(t *testing.T) {
 		{"until", []string{"--config", cfg, "--until", "2026-13"}, "--until:"},
 		{"until not after from", []string{"--config", cfg, "--from", "2026-10-01", "--until", "2026-10-01"}, "--until 2026-10-01 must be after --from 2026-10-01 (--until is exclusive)"},
 		{"csv with parquet", []string{"--config", cfg, "--csv"}, "--csv writes FOCUS rows as CSV: use it with --format focus"},
+		{"focus version", []string{"--config", cfg, "--format", "focus", "--focus-version", "1.1"}, `--focus-version "1.1" is not one of 1.3, 1.2`},
+		{"focus version with parquet", []string{"--config", cfg, "--focus-version", "1.2"}, "--focus-version 1.2 applies to FOCUS rows: use it with --format focus"},
 		{"no config", nil, "--config is required"},
 		{"argument", []string{"--config", cfg, "extra"}, "unknown command"},
 	}

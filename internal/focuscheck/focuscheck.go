@@ -1,4 +1,4 @@
-// Package focuscheck checks a FinOps FOCUS 1.2 dataset, as DuckDB reads it,
+// Package focuscheck checks FinOps FOCUS 1.2 and 1.3 datasets, as DuckDB reads them,
 // against the specification's normative (MUST) rules that apply to a usage
 // feed whose sub-accounts are projects, whose price list is a rate card and
 // whose commitment discounts are entitlements: the columns present with
@@ -11,8 +11,6 @@ package focuscheck
 import (
 	"context"
 	"database/sql"
-	"fmt"
-	"sort"
 	"strings"
 )
 
@@ -126,77 +124,10 @@ var Rules = []struct{ Name, Bad string }{
 // selects (e.g. read_parquet(…)) and returns one line per requirement
 // broken, with how many rows break it; none when the dataset conforms.
 func Violations(ctx context.Context, db *sql.DB, from string) ([]string, error) {
-	var out []string
-	types := map[string]string{}
-	rows, err := db.QueryContext(ctx, `SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM `+from+`)`)
-	if err != nil {
-		return nil, fmt.Errorf("describe %s: %w", from, err)
+	rules := make([]Rule, len(Rules))
+	for i, r := range Rules {
+		rules[i] = Rule(r)
 	}
-	for rows.Next() {
-		var n, t string
-		if err := rows.Scan(&n, &t); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		types[n] = t
-	}
-	if err := rows.Close(); err != nil {
-		return nil, err
-	}
-	known := map[string]bool{}
-	for _, c := range Columns {
-		known[c.Name] = true
-		switch got, ok := types[c.Name]; {
-		case !ok:
-			out = append(out, fmt.Sprintf("column %s is missing", c.Name))
-		case got != c.Type:
-			out = append(out, fmt.Sprintf("column %s is %s, want %s", c.Name, got, c.Type))
-		}
-	}
-	var names []string
-	for n := range types {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		if !known[n] && !strings.HasPrefix(n, "x_") && n != "billing_period" {
-			out = append(out, fmt.Sprintf("column %s is neither FOCUS nor custom (x_)", n))
-		}
-	}
-	if len(out) > 0 {
-		return out, nil // the row rules need every column
-	}
-	count := func(cond string) (int64, error) {
-		var n int64
-		err := db.QueryRowContext(ctx, `SELECT count(*) FROM `+from+` WHERE `+cond).Scan(&n)
-		return n, err
-	}
-	for _, c := range Columns {
-		if c.Nullable {
-			continue
-		}
-		cond := `"` + c.Name + `" IS NULL`
-		switch c.Name {
-		case "ListUnitPrice", "ContractedUnitPrice", "PricingCategory", "SkuPriceId",
-			"PricingQuantity", "PricingUnit", "ConsumedQuantity", "ConsumedUnit":
-			cond = charge + ` AND ` + cond // null is allowed on a correction
-		}
-		n, err := count(cond)
-		if err != nil {
-			return nil, fmt.Errorf("check %s: %w", c.Name, err)
-		}
-		if n > 0 {
-			out = append(out, fmt.Sprintf("%s is null in %d rows", c.Name, n))
-		}
-	}
-	for _, r := range Rules {
-		n, err := count(r.Bad)
-		if err != nil {
-			return nil, fmt.Errorf("check %q: %w", r.Name, err)
-		}
-		if n > 0 {
-			out = append(out, fmt.Sprintf("%s: broken in %d rows", r.Name, n))
-		}
-	}
-	return out, nil
+	out, _, err := check(ctx, db, from, Columns, rules, chargeNullable)
+	return out, err
 }

@@ -1,0 +1,511 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/tally-dev/tally"
+	"github.com/tally-dev/tally/internal/atomicfile"
+)
+
+// FOCUS versions the export writes.
+const (
+	FOCUS12 = "1.2" // the Cost and Usage rows of the focus view, as they were before 1.3
+	FOCUS13 = "1.3" // the default: Cost and Usage at 1.3, a Contract Commitment dataset and FOCUS metadata
+)
+
+// FOCUSMetadataName is the FOCUS 1.3 metadata file at the top of a FOCUS
+// export: data generator, dataset instances, schema (FOCUS version) and
+// recency with time sectors. Its leading underscore keeps Spark, Hive and
+// Trino from reading it as data.
+const FOCUSMetadataName = "_focus_metadata.json"
+
+// focusCommitmentsDataset is the Contract Commitment dataset's folder.
+const focusCommitmentsDataset = "focus_contract_commitment"
+
+// focus13Nulls say, for the export's manifest, why a column FOCUS 1.3
+// defines is null (or not what a reader might expect) in Tally's export.
+var focus13Nulls = map[string]string{
+	"ContractCommitmentCost":        "null: the interface gives no entitlement amount (what was bought); x_AppliedCost holds what the usage drew from it so far",
+	"ContractCommitmentQuantity":    "null: the interface gives no entitlement quantity; x_AppliedQuantity holds what the usage drew from it so far",
+	"ContractCommitmentUnit":        "null because ContractCommitmentQuantity is",
+	"ContractCommitmentPeriodStart": "the entitlement's own dates are not in the interface: its payment method's period (ContractPeriodStart)",
+	"ContractCommitmentPeriodEnd":   "the entitlement's own dates are not in the interface: its payment method's period (ContractPeriodEnd)",
+	"ContractPeriodStart":           "the payment method's startDate; when it has none (no lower bound), the day it was created, else the first charge under it (x_ContractPeriodOpenStart true)",
+	"ContractPeriodEnd":             "the payment method's endDate (exclusive); when it has none (it never expires), the end of the last billing period with a charge under it (x_ContractPeriodOpenEnd true)",
+	"AllocatedMethodId":             "null: no split cost allocation is exported yet (chargeback's cost_allocation is not wired in)",
+	"AllocatedMethodDetails":        "null: no split cost allocation is exported yet",
+	"AllocatedResourceId":           "null: no split cost allocation is exported yet",
+	"AllocatedResourceName":         "null: no split cost allocation is exported yet",
+	"AllocatedTags":                 "null: no split cost allocation is exported yet",
+	"ContractApplied":               "null on rows without an entitlement of a known type (license, quantity, cash, pre-commitment); an unknown type is not claimed as a commitment (x_EntitlementId keeps it)",
+	"CommitmentDiscountName":        "null: the interface gives entitlements no display name",
+	"BillingAccountId":              "the organization the token belongs to (its snapshot in force); the payment method is x_PaymentMethodId",
+}
+
+// focus13Lookups set the session variables the FOCUS 1.3 queries read:
+// the organization in force per billing month and the contract of each
+// commitment, each a map small enough to hold (a few entries per month, a
+// few per entitlement). The queries look them up per row rather than join
+// them: joined, DuckDB's join order could make the rows of a ranged
+// export the side it holds, and ran out of memory at the writer's
+// memory_limit. The parameters are the export's granularity and basis.
+//
+// The organization for a month is its snapshot in force: the latest taken
+// before the month ends, else the earliest. A commitment is an entitlement
+// of a known type (the focus view's commitment discounts); its contract is
+// the payment method it was charged under, the first should one
+// entitlement appear under two, so that it has exactly one parent.
+// Several organizations: the lead's usage.organization_id replaces the
+// organization lookup, and the contract map is keyed by organization too.
+var focus13Lookups = []struct {
+	query string
+	args  bool
+}{
+	{`SET VARIABLE tally_focus_org = (
+WITH org_months AS (
+    SELECT unnest(generate_series(date_trunc('month', min(date)),
+                                  date_trunc('month', greatest(max(coalesce(date_processed, date)), max(fetched_at))) + INTERVAL 1 MONTH,
+                                  INTERVAL 1 MONTH)) AS month
+    FROM usage
+)
+SELECT map_from_entries(coalesce(list((month, {'id': id, 'name': name})), []))
+FROM (
+    SELECT m.month,
+           coalesce(arg_max(o.id, o.snapshot_at) FILTER (WHERE o.snapshot_at < m.month + INTERVAL 1 MONTH), arg_min(o.id, o.snapshot_at)) AS id,
+           coalesce(arg_max(o.name, o.snapshot_at) FILTER (WHERE o.snapshot_at < m.month + INTERVAL 1 MONTH), arg_min(o.name, o.snapshot_at)) AS name
+    FROM org_months m, organization_snapshots o
+    GROUP BY m.month
+))`, false},
+	{`SET VARIABLE tally_focus_contracts = (
+SELECT map_from_entries(coalesce(list((commitment_id, contract_id)), []))
+FROM (
+    SELECT entitlement AS commitment_id,
+           min(coalesce(nullif(payment_method, ''), 'unassigned')) AS contract_id
+    FROM usage
+    WHERE granularity = ? AND basis = ? AND nullif(entitlement, '') IS NOT NULL
+      AND regexp_replace(lower(coalesce(entitlement_type, '')), '[^a-z]', '', 'g') IN ('license', 'quantity', 'cash', 'precommitment')
+    GROUP BY entitlement
+))`, true},
+}
+
+// setFOCUS13Lookups sets focus13Lookups on conn.
+func setFOCUS13Lookups(ctx context.Context, conn *sql.Conn, o ExportOptions) error {
+	for _, l := range focus13Lookups {
+		var args []any
+		if l.args {
+			args = []any{string(o.Granularity), string(o.Basis)}
+		}
+		if _, err := conn.ExecContext(ctx, l.query, args...); err != nil {
+			return fmt.Errorf("FOCUS 1.3 lookups: %w", err)
+		}
+	}
+	return nil
+}
+
+// focus13Queries return the FOCUS 1.3 Cost and Usage and Contract
+// Commitment queries over the 1.2 rows base selects (the focus view's
+// rows of one granularity and basis, its two parameters). Both read the
+// contracts of focus13Lookups, which must be set, so every ContractApplied
+// element names a commitment of the Contract Commitment dataset, with its
+// contract.
+func focus13Queries(base string) (cu, cc string) {
+	with := `WITH f AS (` + base + `),
+pm AS (
+    SELECT id, display_name, type, start_date, end_date, created FROM payment_methods
+)
+`
+	cu = with + `SELECT
+    AllocatedMethodDetails, AllocatedMethodId, AllocatedResourceId, AllocatedResourceName, AllocatedTags,
+    BilledCost,
+    coalesce(nullif(map_extract_value(getvariable('tally_focus_org'), timezone('UTC', BillingPeriodStart)).id, ''), 'unassigned') AS BillingAccountId,
+    nullif(map_extract_value(getvariable('tally_focus_org'), timezone('UTC', BillingPeriodStart)).name, '') AS BillingAccountName,
+    'Organization' AS BillingAccountType,
+    BillingCurrency, BillingPeriodEnd, BillingPeriodStart,
+    ChargeCategory, ChargeClass, ChargeDescription, ChargeFrequency, ChargePeriodEnd, ChargePeriodStart,
+    CommitmentDiscountCategory, CommitmentDiscountId, CommitmentDiscountName, CommitmentDiscountQuantity,
+    CommitmentDiscountStatus, CommitmentDiscountType, CommitmentDiscountUnit,
+    ConsumedQuantity, ConsumedUnit,
+    -- ContractApplied: the entitlement the charge drew on, as FOCUS's
+    -- Elements array: its cost (what the entitlement covered or paid), and
+    -- for a usage commitment (license, quantity) its quantity and unit.
+    -- Written as text: built with json_object per row, the JSON held its
+    -- memory until the COPY ended (out of memory at a year of hourly rows).
+    -- Strings go through jsonString; decimals are JSON numbers as they are.
+    CASE WHEN CommitmentDiscountId IS NOT NULL THEN
+        '{"Elements":[{"ContractID":' || coalesce(` + jsonString("map_extract_value(getvariable('tally_focus_contracts'), CommitmentDiscountId)") + `, 'null')
+        || ',"ContractCommitmentID":' || ` + jsonString("CommitmentDiscountId") + `
+        || ',"ContractCommitmentAppliedCost":' || coalesce(CAST(x_Cost AS VARCHAR), 'null')
+        || ',"ContractCommitmentAppliedQuantity":' || coalesce(CASE WHEN CommitmentDiscountCategory = 'Usage' THEN CAST(ConsumedQuantity AS VARCHAR) END, 'null')
+        || ',"ContractCommitmentAppliedUnit":' || coalesce(CASE WHEN CommitmentDiscountCategory = 'Usage' AND ConsumedQuantity IS NOT NULL THEN ` + jsonString("ConsumedUnit") + ` END, 'null')
+        || '}]}' END AS ContractApplied,
+    ContractedCost, ContractedUnitPrice, EffectiveCost,
+    -- HostProviderName: the platform runs its services on its own
+    -- infrastructure and names no other host.
+    ProviderName AS HostProviderName,
+    InvoiceIssuerName, ListCost, ListUnitPrice, PricingCategory, PricingQuantity, PricingUnit,
+    ProviderName, PublisherName, RegionId, RegionName, ServiceCategory, ServiceName,
+    ProviderName AS ServiceProviderName,
+    SkuId, SkuMeter, SkuPriceDetails, SkuPriceId, SubAccountId, SubAccountName, SubAccountType,
+    -- x_AllocationOrigin…: set on an allocated charge: the origin charge it
+    -- was split from and the origin's costs, so a reader (and focuscheck)
+    -- sees that the allocated charges sum to it.
+    x_AllocationOriginBilledCost, x_AllocationOriginEffectiveCost, x_AllocationOriginId,
+    x_Basis, x_Cost, x_DateProcessed, x_EntitlementId, x_EntitlementType, x_Family, x_FetchedAt,
+    x_Granularity, x_PaidAs,
+    -- x_PaymentMethod…: the payment method the charge was billed to (the
+    -- 1.2 export's billing account).
+    nullif(BillingAccountId, 'unassigned') AS x_PaymentMethodId,
+    BillingAccountName AS x_PaymentMethodName,
+    nullif(BillingAccountType, 'Unknown') AS x_PaymentMethodType,
+    x_PriceMatchedBy, x_RateCardSnapshotAt, x_RunId, x_Solution, x_Unit
+-- Split cost allocation plugs in here: the rows chargeback allocates
+-- (cost_allocation: origin month, currency, project = SubAccountId, meter =
+-- SkuMeter) are replaced by one row per receiving cost centre, their costs
+-- and quantities times the ratio (the rounding remainder on the last, so
+-- they sum to the origin exactly), the allocated columns set and
+-- x_AllocationOrigin… naming the origin row; every other row as below.
+FROM (
+    SELECT *,
+           CAST(NULL AS VARCHAR) AS AllocatedMethodDetails,
+           CAST(NULL AS VARCHAR) AS AllocatedMethodId,
+           CAST(NULL AS VARCHAR) AS AllocatedResourceId,
+           CAST(NULL AS VARCHAR) AS AllocatedResourceName,
+           CAST(NULL AS VARCHAR) AS AllocatedTags,
+           CAST(NULL AS DECIMAL(38, 12)) AS x_AllocationOriginBilledCost,
+           CAST(NULL AS DECIMAL(38, 12)) AS x_AllocationOriginEffectiveCost,
+           CAST(NULL AS VARCHAR) AS x_AllocationOriginId
+    FROM f
+) f
+`
+
+	cc = with + `, commitments AS (
+    SELECT CommitmentDiscountId AS commitment_id,
+           any_value(CommitmentDiscountCategory) AS category,
+           any_value(CommitmentDiscountType) AS type,
+           mode(BillingCurrency) AS currency,
+           min(ChargePeriodStart) AS first_charge,
+           max(ChargePeriodEnd) AS last_charge,
+           max(BillingPeriodEnd) AS last_period_end,
+           sum(x_Cost) AS applied_cost,
+           CASE WHEN any_value(CommitmentDiscountCategory) = 'Usage' THEN sum(ConsumedQuantity) END AS applied_quantity,
+           CASE WHEN any_value(CommitmentDiscountCategory) = 'Usage' THEN min(ConsumedUnit) END AS applied_unit,
+           count(DISTINCT ConsumedUnit) AS units
+    FROM f
+    WHERE CommitmentDiscountId IS NOT NULL
+    GROUP BY CommitmentDiscountId
+)
+SELECT
+    c.currency AS BillingCurrency,
+    c.category AS ContractCommitmentCategory,
+    CAST(NULL AS DECIMAL(38, 12)) AS ContractCommitmentCost,
+    c.type || ' entitlement ' || c.commitment_id || ' on payment method ' || coalesce(nullif(pm.display_name, ''), c.contract_id) AS ContractCommitmentDescription,
+    c.commitment_id AS ContractCommitmentId,
+    p.period_end AS ContractCommitmentPeriodEnd,
+    p.period_start AS ContractCommitmentPeriodStart,
+    CAST(NULL AS DECIMAL(38, 12)) AS ContractCommitmentQuantity,
+    c.type AS ContractCommitmentType,
+    CAST(NULL AS VARCHAR) AS ContractCommitmentUnit,
+    c.contract_id AS ContractId,
+    p.period_end AS ContractPeriodEnd,
+    p.period_start AS ContractPeriodStart,
+    -- What the usage drew from the entitlement so far (its amount is not
+    -- in the interface): the cost, and for a usage commitment the quantity.
+    c.applied_cost AS x_AppliedCost,
+    -- A quantity only in one unit: quantities of several units do not add.
+    CASE WHEN c.units = 1 THEN c.applied_quantity END AS x_AppliedQuantity,
+    CASE WHEN c.units = 1 THEN c.applied_unit END AS x_AppliedUnit,
+    p.open_start AS x_ContractPeriodOpenStart,
+    p.open_end AS x_ContractPeriodOpenEnd,
+    c.first_charge AS x_FirstChargePeriodStart,
+    c.last_charge AS x_LastChargePeriodEnd,
+    nullif(pm.display_name, '') AS x_PaymentMethodName,
+    nullif(pm.type, '') AS x_PaymentMethodType,
+    strftime(timezone('UTC', p.period_start), '%Y-%m') AS start_month
+FROM (SELECT *, map_extract_value(getvariable('tally_focus_contracts'), commitment_id) AS contract_id FROM commitments) c
+LEFT JOIN pm ON pm.id = c.contract_id
+CROSS JOIN LATERAL (
+    SELECT coalesce(CAST(pm.start_date AS TIMESTAMP), CAST(CAST(pm.created AS DATE) AS TIMESTAMP), timezone('UTC', c.first_charge)) AT TIME ZONE 'UTC' AS period_start,
+           coalesce(CAST(pm.end_date AS TIMESTAMP), timezone('UTC', c.last_period_end)) AT TIME ZONE 'UTC' AS period_end,
+           pm.start_date IS NULL AS open_start,
+           pm.end_date IS NULL AS open_end
+) p`
+	return cu, cc
+}
+
+// jsonString is the SQL for the JSON string of the text expression e
+// (null when e is): backslash, quote, newline, return and tab escaped.
+// Other control characters do not occur in the ids and units it quotes;
+// one that did would make invalid JSON, which focuscheck reports.
+func jsonString(e string) string {
+	return `'"' || replace(replace(replace(replace(replace(` + e + `, '\', '\\'), '"', '\"'), chr(10), '\n'), chr(13), '\r'), chr(9), '\t') || '"'`
+}
+
+// focusMetadata is FOCUS 1.3's metadata for one export: who generated it,
+// the dataset instances, their schema's FOCUS version, and their recency.
+type focusMetadata struct {
+	DataGenerator    focusDataGenerator     `json:"DataGenerator"`
+	DatasetInstances []focusDatasetInstance `json:"DatasetInstances"`
+	Schemas          []focusSchema          `json:"Schemas"`
+	Recency          []focusRecency         `json:"Recency"`
+	// x_BillingPeriods: per billing period of Cost and Usage, whether it
+	// is complete (closed) and when it last changed; x_Notes: why columns
+	// are null (the manifest's focus section says the same).
+	BillingPeriods []focusBillingPeriod `json:"x_BillingPeriods"`
+	Notes          map[string]string    `json:"x_Notes"`
+}
+
+type focusDataGenerator struct {
+	DataGenerator string `json:"DataGenerator"`
+}
+
+type focusDatasetInstance struct {
+	DatasetInstanceID   string `json:"DatasetInstanceId"`
+	DatasetInstanceName string `json:"DatasetInstanceName"`
+	FocusDatasetID      string `json:"FocusDatasetId"`
+}
+
+type focusSchema struct {
+	SchemaID          string `json:"SchemaId"`
+	FocusVersion      string `json:"FocusVersion"`
+	CreationDate      string `json:"CreationDate"`
+	DatasetInstanceID string `json:"DatasetInstanceId"`
+}
+
+type focusRecency struct {
+	DatasetInstanceID          string            `json:"DatasetInstanceId"`
+	RecencyLastUpdated         string            `json:"RecencyLastUpdated"`
+	DatasetInstanceLastUpdated *string           `json:"DatasetInstanceLastUpdated,omitempty"`
+	DatasetInstanceComplete    *bool             `json:"DatasetInstanceComplete,omitempty"`
+	TimeSectors                []focusTimeSector `json:"TimeSectors,omitempty"`
+}
+
+type focusTimeSector struct {
+	TimeSectorStart       string `json:"TimeSectorStart"`
+	TimeSectorEnd         string `json:"TimeSectorEnd"`
+	TimeSectorComplete    bool   `json:"TimeSectorComplete"`
+	TimeSectorLastUpdated string `json:"TimeSectorLastUpdated"`
+}
+
+type focusBillingPeriod struct {
+	BillingPeriodStart string `json:"BillingPeriodStart"`
+	BillingPeriodEnd   string `json:"BillingPeriodEnd"`
+	Complete           bool   `json:"Complete"`
+	LastUpdated        string `json:"LastUpdated"`
+}
+
+const focusTimeLayout = "2006-01-02T15:04:05Z"
+
+// sectorStep is one time sector at the export's granularity. Week and
+// year are refused for FOCUS before this (billing periods are months).
+func sectorStep(g tally.Granularity) func(time.Time) time.Time {
+	switch g {
+	case tally.Hour:
+		return func(t time.Time) time.Time { return t.Add(time.Hour) }
+	case tally.Month:
+		return func(t time.Time) time.Time { return t.AddDate(0, 1, 0) }
+	}
+	return func(t time.Time) time.Time { return t.AddDate(0, 0, 1) }
+}
+
+// buildFOCUSMetadata reads, over the Cost and Usage query, each billing
+// period's completeness (a month closed for the export's basis and
+// granularity is complete; any other is not) and when each time sector of
+// it last changed: the latest load of its rows, or for a closed month the
+// close.
+//
+// Only the billing periods in the folder (held, the months the manifest
+// records) are described: a ranged export may hold some months only.
+func buildFOCUSMetadata(ctx context.Context, conn *sql.Conn, cu string, args []any, o ExportOptions, held map[string]monthManifest, now time.Time) (focusMetadata, error) {
+	name := fmt.Sprintf("%s, %s", o.Granularity, o.Basis)
+	cuID := fmt.Sprintf("tally-cost-and-usage-%s-%s", o.Granularity, o.Basis)
+	ccID := fmt.Sprintf("tally-contract-commitment-%s-%s", o.Granularity, o.Basis)
+	stamp := now.UTC().Format(focusTimeLayout)
+	md := focusMetadata{
+		DataGenerator: focusDataGenerator{DataGenerator: "Tally"},
+		DatasetInstances: []focusDatasetInstance{
+			{cuID, "Cost and Usage (" + name + ")", "CostAndUsage"},
+			{ccID, "Contract Commitment (" + name + ")", "ContractCommitment"},
+		},
+		Schemas: []focusSchema{
+			{cuID + "-" + FOCUS13, FOCUS13, stamp, cuID},
+			{ccID + "-" + FOCUS13, FOCUS13, stamp, ccID},
+		},
+		Notes: focus13Nulls,
+	}
+	// One pass over the rows: the latest load per billing period and
+	// charge sector; then which months are closed, and when.
+	trunc := map[tally.Granularity]string{tally.Hour: "hour", tally.Month: "month"}[o.Granularity]
+	if trunc == "" {
+		trunc = "day"
+	}
+	rows, err := conn.QueryContext(ctx, `WITH cu AS (`+cu+`)
+SELECT timezone('UTC', BillingPeriodStart), timezone('UTC', BillingPeriodEnd),
+       date_trunc('`+trunc+`', timezone('UTC', ChargePeriodStart)), max(x_FetchedAt)
+FROM cu GROUP BY ALL`, args...)
+	if err != nil {
+		return md, fmt.Errorf("FOCUS metadata: %w", err)
+	}
+	type period struct {
+		start, end time.Time
+		complete   bool
+		last       time.Time
+	}
+	byStart := map[time.Time]*period{}
+	latest := map[time.Time]time.Time{}
+	for rows.Next() {
+		var start, end, sector time.Time
+		var last sql.NullTime
+		if err := rows.Scan(&start, &end, &sector, &last); err != nil {
+			rows.Close()
+			return md, fmt.Errorf("FOCUS metadata: %w", err)
+		}
+		p := byStart[start.UTC()]
+		if p == nil {
+			p = &period{start: start.UTC(), end: end.UTC()}
+			byStart[p.start] = p
+		}
+		if last.Valid {
+			if last.Time.After(p.last) {
+				p.last = last.Time
+			}
+			if last.Time.After(latest[sector.UTC()]) {
+				latest[sector.UTC()] = last.Time
+			}
+		}
+	}
+	if err := rows.Close(); err != nil {
+		return md, fmt.Errorf("FOCUS metadata: %w", err)
+	}
+	closes, err := conn.QueryContext(ctx, `SELECT CAST(month AS TIMESTAMP), acted_at FROM closed_months WHERE basis = ? AND granularity = ?`,
+		string(o.Basis), string(o.Granularity))
+	if err != nil {
+		return md, fmt.Errorf("FOCUS metadata: %w", err)
+	}
+	for closes.Next() {
+		var month, at time.Time
+		if err := closes.Scan(&month, &at); err != nil {
+			closes.Close()
+			return md, fmt.Errorf("FOCUS metadata: %w", err)
+		}
+		if p := byStart[month.UTC()]; p != nil {
+			p.complete = true
+			if at.After(p.last) {
+				p.last = at
+			}
+		}
+	}
+	if err := closes.Close(); err != nil {
+		return md, fmt.Errorf("FOCUS metadata: %w", err)
+	}
+	var periods []period
+	for _, p := range byStart {
+		if _, ok := held[p.start.Format("2006-01")]; !ok {
+			continue
+		}
+		if p.last.IsZero() {
+			p.last = now
+		}
+		periods = append(periods, *p)
+	}
+	slices.SortFunc(periods, func(a, b period) int { return a.start.Compare(b.start) })
+	step := sectorStep(o.Granularity)
+	cuRecency := focusRecency{DatasetInstanceID: cuID, RecencyLastUpdated: stamp, TimeSectors: []focusTimeSector{}}
+	lastAll := time.Time{}
+	allComplete := len(periods) > 0
+	for _, p := range periods {
+		md.BillingPeriods = append(md.BillingPeriods, focusBillingPeriod{
+			BillingPeriodStart: p.start.UTC().Format(focusTimeLayout), BillingPeriodEnd: p.end.UTC().Format(focusTimeLayout),
+			Complete: p.complete, LastUpdated: p.last.UTC().Format(focusTimeLayout)})
+		for s := p.start.UTC(); s.Before(p.end); s = step(s) {
+			l, ok := latest[s]
+			if !ok || p.complete {
+				l = p.last
+			}
+			cuRecency.TimeSectors = append(cuRecency.TimeSectors, focusTimeSector{
+				TimeSectorStart: s.Format(focusTimeLayout), TimeSectorEnd: step(s).Format(focusTimeLayout),
+				TimeSectorComplete: p.complete, TimeSectorLastUpdated: l.UTC().Format(focusTimeLayout)})
+		}
+		if p.last.After(lastAll) {
+			lastAll = p.last
+		}
+		allComplete = allComplete && p.complete
+	}
+	if lastAll.IsZero() {
+		lastAll = now
+	}
+	// Contract Commitment is not a time series: one last-updated and one
+	// completeness for the whole dataset. It is complete when every billing
+	// period it is drawn from is.
+	ccLast := lastAll.UTC().Format(focusTimeLayout)
+	md.Recency = []focusRecency{cuRecency,
+		{DatasetInstanceID: ccID, RecencyLastUpdated: stamp, DatasetInstanceLastUpdated: &ccLast, DatasetInstanceComplete: &allComplete}}
+	return md, nil
+}
+
+// writeFOCUSMetadata replaces the FOCUS metadata file atomically.
+func writeFOCUSMetadata(dir string, md focusMetadata) error {
+	b, err := json.MarshalIndent(md, "", "  ")
+	if err != nil {
+		return err
+	}
+	err = atomicfile.Write(context.Background(), filepath.Join(dir, FOCUSMetadataName), fileMode, func(w io.Writer) error {
+		_, err := w.Write(append(b, '\n'))
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("write FOCUS metadata: %w", err)
+	}
+	return nil
+}
+
+// finishFOCUS writes, after a FOCUS export's datasets, the FOCUS 1.3
+// metadata and the manifest's focus section. A 1.2 export removes what a
+// 1.3 export left in the folder (the Contract Commitment dataset, the
+// metadata), so the folder holds one version.
+func finishFOCUS(ctx context.Context, conn *sql.Conn, dir string, o ExportOptions, man *manifest, now time.Time) error {
+	version := o.FOCUSVersion
+	if version == "" {
+		version = FOCUS13
+	}
+	if version == FOCUS12 {
+		if _, ok := man.Datasets[focusCommitmentsDataset]; ok {
+			empty := dataset{name: focusCommitmentsDataset, partition: "start_month",
+				query:    `SELECT CAST(NULL AS VARCHAR) AS start_month, CAST(NULL AS DECIMAL(38, 12)) AS x_AppliedCost, CAST(NULL AS TIMESTAMPTZ) AS x_LastChargePeriodEnd WHERE false`,
+				costExpr: "x_AppliedCost", timeExpr: "x_LastChargePeriodEnd"}
+			if _, err := exportDataset(ctx, conn, dir, empty, o, man, now); err != nil {
+				return err
+			}
+			delete(man.Datasets, focusCommitmentsDataset)
+		}
+		if err := os.Remove(filepath.Join(dir, FOCUSMetadataName)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		man.FOCUS = &focusManifest{Version: FOCUS12}
+		return writeManifest(dir, man)
+	}
+	body, err := FOCUSQuery()
+	if err != nil {
+		return err
+	}
+	cu, _ := focus13Queries(`SELECT * FROM (` + body + `) WHERE x_Granularity = ? AND x_Basis = ?`)
+	args := []any{string(o.Granularity), string(o.Basis)}
+	md, err := buildFOCUSMetadata(ctx, conn, cu, args, o, man.Datasets["focus"], now)
+	if err != nil {
+		return err
+	}
+	if err := writeFOCUSMetadata(dir, md); err != nil {
+		return err
+	}
+	man.FOCUS = &focusManifest{Version: FOCUS13, Metadata: FOCUSMetadataName, Nulls: focus13Nulls}
+	return writeManifest(dir, man)
+}
