@@ -292,7 +292,9 @@ func exportDatasets(o ExportOptions) ([]dataset, error) {
 		var sets []dataset
 		switch o.FOCUSVersion {
 		case FOCUS12:
-			sets = []dataset{{name: "focus", partition: "billing_period", query: focusPartitioned(base), args: args, ranged: true,
+			// 1.2 as it was: the organization is 1.3's billing account.
+			base12 := `SELECT * EXCLUDE (x_Organization) FROM (` + base + `)`
+			sets = []dataset{{name: "focus", partition: "billing_period", query: focusPartitioned(base12), args: args, ranged: true,
 				costExpr: "x_Cost", timeExpr: "x_FetchedAt"}}
 		case "", FOCUS13:
 			cu, cc := focus13Queries(base)

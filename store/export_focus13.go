@@ -49,42 +49,36 @@ var focus13Nulls = map[string]string{
 	"AllocatedTags":                 "null: no split cost allocation is exported yet",
 	"ContractApplied":               "null on rows without an entitlement of a known type (license, quantity, cash, pre-commitment); an unknown type is not claimed as a commitment (x_EntitlementId keeps it)",
 	"CommitmentDiscountName":        "null: the interface gives entitlements no display name",
-	"BillingAccountId":              "the organization the token belongs to (its snapshot in force); the payment method is x_PaymentMethodId",
+	"BillingAccountId":              "the organization the charge is of (its id as its latest snapshot gives it; x_Organization is Tally's name for it); the payment method is x_PaymentMethodId",
 }
 
 // focus13Lookups set the session variables the FOCUS 1.3 queries read:
-// the organization in force per billing month and the contract of each
-// commitment, each a map small enough to hold (a few entries per month, a
-// few per entitlement). The queries look them up per row rather than join
+// each organization's id and name and the contract of each commitment,
+// each a map small enough to hold (an entry per organization, a few per
+// entitlement). The queries look them up per row rather than join
 // them: joined, DuckDB's join order could make the rows of a ranged
 // export the side it holds, and ran out of memory at the writer's
 // memory_limit. The parameters are the export's granularity and basis.
 //
-// The organization for a month is its snapshot in force: the latest taken
-// before the month ends, else the earliest. A commitment is an entitlement
-// of a known type (the focus view's commitment discounts); its contract is
-// the payment method it was charged under, the first should one
-// entitlement appear under two, so that it has exactly one parent.
-// Several organizations: the lead's usage.organization_id replaces the
-// organization lookup, and the contract map is keyed by organization too.
+// The organization of a row is its own (the focus view's x_Organization,
+// usage.organization): its id and name are those of its latest snapshot,
+// else the organizations table's. A commitment is an entitlement of a known
+// type (the focus view's commitment discounts); its contract is the payment
+// method it was charged under, the first should one entitlement appear
+// under two, so that it has exactly one parent.
 var focus13Lookups = []struct {
 	query string
 	args  bool
 }{
 	{`SET VARIABLE tally_focus_org = (
-WITH org_months AS (
-    SELECT unnest(generate_series(date_trunc('month', min(date)),
-                                  date_trunc('month', greatest(max(coalesce(date_processed, date)), max(fetched_at))) + INTERVAL 1 MONTH,
-                                  INTERVAL 1 MONTH)) AS month
-    FROM usage
-)
-SELECT map_from_entries(coalesce(list((month, {'id': id, 'name': name})), []))
+SELECT map_from_entries(coalesce(list((organization, {'id': id, 'name': name})), []))
 FROM (
-    SELECT m.month,
-           coalesce(arg_max(o.id, o.snapshot_at) FILTER (WHERE o.snapshot_at < m.month + INTERVAL 1 MONTH), arg_min(o.id, o.snapshot_at)) AS id,
-           coalesce(arg_max(o.name, o.snapshot_at) FILTER (WHERE o.snapshot_at < m.month + INTERVAL 1 MONTH), arg_min(o.name, o.snapshot_at)) AS name
-    FROM org_months m, organization_snapshots o
-    GROUP BY m.month
+    SELECT coalesce(s.organization, o.name) AS organization,
+           coalesce(s.id, o.id) AS id,
+           coalesce(s.name, o.name) AS name
+    FROM (SELECT organization, arg_max(id, snapshot_at) AS id, arg_max(name, snapshot_at) AS name
+          FROM organization_snapshots GROUP BY organization) s
+    FULL JOIN organizations o ON o.name = s.organization
 ))`, false},
 	{`SET VARIABLE tally_focus_contracts = (
 SELECT map_from_entries(coalesce(list((commitment_id, contract_id)), []))
@@ -127,8 +121,8 @@ pm AS (
 	cu = with + `SELECT
     AllocatedMethodDetails, AllocatedMethodId, AllocatedResourceId, AllocatedResourceName, AllocatedTags,
     BilledCost,
-    coalesce(nullif(map_extract_value(getvariable('tally_focus_org'), timezone('UTC', BillingPeriodStart)).id, ''), 'unassigned') AS BillingAccountId,
-    nullif(map_extract_value(getvariable('tally_focus_org'), timezone('UTC', BillingPeriodStart)).name, '') AS BillingAccountName,
+    coalesce(nullif(map_extract_value(getvariable('tally_focus_org'), x_Organization).id, ''), 'unassigned') AS BillingAccountId,
+    coalesce(nullif(map_extract_value(getvariable('tally_focus_org'), x_Organization).name, ''), nullif(x_Organization, '')) AS BillingAccountName,
     'Organization' AS BillingAccountType,
     BillingCurrency, BillingPeriodEnd, BillingPeriodStart,
     ChargeCategory, ChargeClass, ChargeDescription, ChargeFrequency, ChargePeriodEnd, ChargePeriodStart,
@@ -161,7 +155,7 @@ pm AS (
     -- sees that the allocated charges sum to it.
     x_AllocationOriginBilledCost, x_AllocationOriginEffectiveCost, x_AllocationOriginId,
     x_Basis, x_Cost, x_DateProcessed, x_EntitlementId, x_EntitlementType, x_Family, x_FetchedAt,
-    x_Granularity, x_PaidAs,
+    x_Granularity, x_Organization, x_PaidAs,
     -- x_PaymentMethod…: the payment method the charge was billed to (the
     -- 1.2 export's billing account).
     nullif(BillingAccountId, 'unassigned') AS x_PaymentMethodId,

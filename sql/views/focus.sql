@@ -327,7 +327,10 @@ SELECT
     card_snapshot_at AS x_RateCardSnapshotAt,
     CAST(run_id AS VARCHAR) AS x_RunId,
     solution AS x_Solution,
-    unit AS x_Unit
+    unit AS x_Unit,
+    -- x_Organization: the organization the charge is of (Tally's name;
+    -- the FOCUS 1.3 export's billing account). Not in the 1.2 export.
+    organization AS x_Organization
 FROM c
 UNION ALL BY NAME
 -- A closed month: one row per project, meter, payment method and currency
@@ -373,7 +376,8 @@ SELECT CASE WHEN f.marketplace THEN CAST(0 AS DECIMAL(38, 12)) ELSE f.billed END
        f.granularity AS x_Granularity,
        f.cost AS x_Cost,
        CASE WHEN f.unit_price IS NOT NULL THEN 'cost / quantity' END AS x_PriceMatchedBy,
-       CAST(f.close_id AS VARCHAR) AS x_RunId
+       CAST(f.close_id AS VARCHAR) AS x_RunId,
+       f.organization AS x_Organization
 FROM (
     SELECT f.*, c.month, c.acted_at, c.basis, c.granularity, pm.type AS pm_type,
            nullif(pm.type, '') IS NOT NULL AND lower(pm.type) <> 'direct' AS marketplace,
@@ -419,7 +423,8 @@ SELECT CASE WHEN a.marketplace THEN CAST(0 AS DECIMAL(38, 12)) ELSE a.billed_dif
        CASE WHEN nullif(a.project, '') IS NOT NULL THEN 'Project' END AS SubAccountType,
        a.basis AS x_Basis,
        a.granularity AS x_Granularity,
-       a.difference AS x_Cost
+       a.difference AS x_Cost,
+       a.organization AS x_Organization
 FROM (
     SELECT a.*, pm.type AS pm_type,
            nullif(pm.type, '') IS NOT NULL AND lower(pm.type) <> 'direct' AS marketplace
