@@ -15,6 +15,7 @@ import (
 
 	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/fetch/sim"
+	"github.com/tally-dev/tally/internal/focuscheck"
 	"github.com/tally-dev/tally/reports"
 	"github.com/tally-dev/tally/store"
 )
@@ -103,6 +104,31 @@ func TestOrganizationsLoadApartAndFailAlone(t *testing.T) {
 	if _, code, _ := cli(t, "report", "--config", cfg, "--month", m, "--org", "apac"); code != exitUsage {
 		t.Errorf("report --org apac (not configured): exit %d, want %d", code, exitUsage)
 	}
+
+	// FOCUS 1.3: each organization is its own billing account, the export
+	// passes the conformance check, and projects are sub-accounts within.
+	lake := filepath.Join(dir, "focus")
+	if _, code, stderr := cli(t, "export", "--config", cfg, "--format", "focus", "--to", lake); code != exitOK {
+		t.Fatalf("export --format focus: exit %d\n%s", code, stderr)
+	}
+	func() {
+		st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "reader.duckdb"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		if v, err := focuscheck.ExportViolations(context.Background(), st.DB(), lake); err != nil || len(v) > 0 {
+			t.Errorf("FOCUS 1.3 export of two organizations: %q, %v", v, err)
+		}
+		var accounts string
+		if err := st.DB().QueryRow(`SELECT string_agg(DISTINCT x_Organization || '=' || BillingAccountId || '/' || BillingAccountName, ',' ORDER BY x_Organization || '=' || BillingAccountId || '/' || BillingAccountName)
+FROM read_parquet('` + filepath.ToSlash(lake) + `/focus/*/*.parquet', hive_partitioning = true)`).Scan(&accounts); err != nil {
+			t.Fatal(err)
+		}
+		if want := "emea=" + emea.OrgID() + "/EMEA Media,us=" + us.OrgID() + "/US Media"; accounts != want {
+			t.Errorf("FOCUS billing accounts %s, want %s", accounts, want)
+		}
+	}()
 
 	// The us token expires: us fails alone.
 	t.Setenv("TALLY_TEST_TOKEN_US", jwtToken(time.Now().Add(-time.Hour), "us@example.com"))
