@@ -16,6 +16,7 @@ import (
 	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/fetch/sim"
 	"github.com/tally-dev/tally/internal/focuscheck"
+	"github.com/tally-dev/tally/internal/printcheck"
 	"github.com/tally-dev/tally/reports"
 	"github.com/tally-dev/tally/store"
 )
@@ -100,6 +101,28 @@ func TestOrganizationsLoadApartAndFailAlone(t *testing.T) {
 				t.Errorf("By organization has no row for %s %s; rows %v", org, r[0], byOrg)
 			}
 		}
+	}
+	// The group workbook prints as finance prints it: By organization on a
+	// page of its own, naming each organization, legible.
+	tools, err := printcheck.Find()
+	if err != nil {
+		t.Fatal(err)
+	}
+	groupBook := reports.DefaultPath(filepath.Join(dir, "reports"), month)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	pdf, err := tools.ToPDF(ctx, groupBook, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages, err := tools.Pages(ctx, pdf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	printcheck.Legible(t, groupBook, pages)
+	byOrgPages := printcheck.BySheet(pages)["By organization"]
+	if len(byOrgPages) != 1 || !strings.Contains(byOrgPages[0].Text(), "emea") || !strings.Contains(byOrgPages[0].Text(), "us") {
+		t.Errorf("By organization prints on %d pages, want one naming emea and us", len(byOrgPages))
 	}
 	if _, code, _ := cli(t, "report", "--config", cfg, "--month", m, "--org", "apac"); code != exitUsage {
 		t.Errorf("report --org apac (not configured): exit %d, want %d", code, exitUsage)
