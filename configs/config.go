@@ -28,6 +28,9 @@ type Config struct {
 	Anomalies AnomalyConfig
 	// Alerts are where budget crossings and anomalies are sent (alerts).
 	Alerts AlertsConfig
+	// Allocation is chargeback: cost centres and the rules that share
+	// costs across them (allocation); empty when not configured.
+	Allocation tally.Allocation
 
 	// Path is the file the config came from, absolute; "" when parsed from
 	// bytes.

@@ -27,15 +27,16 @@ import (
 // does not hide the problems of the others. The yaml tags are the only list
 // of keys: the walk that refuses unknown keys reads them.
 type rawConfig struct {
-	API       rawAPI       `yaml:"api"`
-	Usage     rawUsage     `yaml:"usage"`
-	Store     rawStore     `yaml:"store"`
-	Reports   rawReports   `yaml:"reports"`
-	Schedule  rawSchedule  `yaml:"schedule"`
-	Export    rawExport    `yaml:"export"`
-	Budgets   *[]rawBudget `yaml:"budgets"`
-	Anomalies rawAnomalies `yaml:"anomalies"`
-	Alerts    rawAlerts    `yaml:"alerts"`
+	API        rawAPI        `yaml:"api"`
+	Usage      rawUsage      `yaml:"usage"`
+	Store      rawStore      `yaml:"store"`
+	Reports    rawReports    `yaml:"reports"`
+	Schedule   rawSchedule   `yaml:"schedule"`
+	Export     rawExport     `yaml:"export"`
+	Budgets    *[]rawBudget  `yaml:"budgets"`
+	Anomalies  rawAnomalies  `yaml:"anomalies"`
+	Alerts     rawAlerts     `yaml:"alerts"`
+	Allocation rawAllocation `yaml:"allocation"`
 }
 
 type rawBudget struct {
@@ -212,6 +213,7 @@ func (p *parser) parse(data []byte) *Config {
 	p.budgets(raw.Budgets, &cfg.Budgets)
 	p.anomalies(&raw.Anomalies, &cfg.Anomalies)
 	p.alerts(&raw.Alerts, &cfg.Alerts)
+	p.allocation(&raw.Allocation, &cfg.Usage, &cfg.Allocation)
 	cfg.Warnings = p.warnings
 	return cfg
 }
