@@ -30,6 +30,10 @@ type MonthClose struct {
 	ContentHash   string // close only
 	FinalWorkbook string // close only
 	FinalSHA256   string // close only: the final workbook's bytes; "" for closes before migration 0009
+	// Allocation is, on a close, the chargeback the month closes under:
+	// its cost centres and the rules in force for it, frozen with the
+	// close (allocation_rules rows under its id); empty for none.
+	Allocation tally.Allocation
 }
 
 // CloseFigure is one project, meter, payment method and currency of a
@@ -128,13 +132,21 @@ VALUES (?, ?, ?, ?, ?, ?, CAST(? AS DECIMAL(38, 12)), CAST(? AS DECIMAL(38, 12))
 				return fmt.Errorf("record close figures: %w", err)
 			}
 		}
+		var allocationHash any
+		if !c.Allocation.Empty() {
+			frozen := tally.Allocation{CostCentres: c.Allocation.CostCentres, Rules: c.Allocation.InForce(c.Month)}
+			if err := insertAllocation(ctx, conn, &c.ID, frozen); err != nil {
+				return err
+			}
+			allocationHash = c.Allocation.Hash(c.Month)
+		}
 		_, err := conn.ExecContext(ctx, `INSERT INTO month_closes
 SELECT ?, ?, ?, ?, 'close', ?, ?, ?,
        (SELECT coalesce(sum(rows), 0) FROM month_close_figures WHERE close_id = ?),
        (SELECT map(coalesce(list(currency ORDER BY currency), []), coalesce(list(total ORDER BY currency), []))
         FROM (SELECT currency, CAST(sum(cost) AS DECIMAL(38, 12)) AS total FROM month_close_figures WHERE close_id = ? GROUP BY currency)),
-       ?, ?, ?`,
-			c.ID, c.Month, string(c.Basis), string(c.Granularity), c.At.UTC(), c.Who, textOrNull(c.Reason), c.ID, c.ID, c.ContentHash, c.FinalWorkbook, textOrNull(c.FinalSHA256))
+       ?, ?, ?, ?`,
+			c.ID, c.Month, string(c.Basis), string(c.Granularity), c.At.UTC(), c.Who, textOrNull(c.Reason), c.ID, c.ID, c.ContentHash, c.FinalWorkbook, textOrNull(c.FinalSHA256), allocationHash)
 		if err != nil {
 			return fmt.Errorf("record close: %w", err)
 		}
