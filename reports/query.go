@@ -45,7 +45,16 @@ func (b *builder) query(name string, extra ...any) (*sql.Rows, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read query %s: %w", name, err)
 	}
-	args := append([]any{
+	rows, err := b.src.QueryContext(b.ctx, q, append(b.args(), extra...)...)
+	if err != nil {
+		return nil, fmt.Errorf("query %s: %w", name, err)
+	}
+	return rows, nil
+}
+
+// args are the named parameters every report query gets.
+func (b *builder) args() []any {
+	return []any{
 		sql.Named("basis", string(b.p.Basis)),
 		sql.Named("granularity", string(b.p.Granularity)),
 		sql.Named("month_start", b.p.Month),
@@ -54,12 +63,7 @@ func (b *builder) query(name string, extra ...any) (*sql.Rows, error) {
 		sql.Named("tolerance", b.opts.Tolerance),
 		sql.Named("days_from", b.daysFrom),
 		sql.Named("days_to", b.daysTo),
-	}, extra...)
-	rows, err := b.src.QueryContext(b.ctx, q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("query %s: %w", name, err)
 	}
-	return rows, nil
 }
 
 // dayQueries are the queries that read usage_day_cost under

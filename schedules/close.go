@@ -146,7 +146,7 @@ func closeMonth(ctx context.Context, env *Env, runID uuid.UUID, o CloseOptions) 
 	cfg := env.Config
 	basis, g := cfg.DefaultBasis(), cfg.Usage.Granularity
 	m := o.Month.Format("2006-01")
-	c := store.MonthClose{ID: runID, Month: o.Month, Basis: basis, Granularity: g, At: env.now(), Who: o.Who, Reason: o.Reason}
+	c := store.MonthClose{ID: runID, Month: o.Month, Basis: basis, Granularity: g, At: env.now(), Who: o.Who, Reason: o.Reason, Allocation: cfg.Allocation}
 	if err := CheckClose(o, c.At); err != nil {
 		return c, err
 	}
@@ -186,7 +186,8 @@ func closeMonth(ctx context.Context, env *Env, runID uuid.UUID, o CloseOptions) 
 		return c, err
 	}
 	stamp := &reports.CloseStamp{At: c.At, Who: c.Who, Reason: c.Reason, Rows: fp.Rows, ContentHash: fp.ContentHash, Seq: n + 1, FinalWorkbook: final}
-	opts := reports.Options{Tolerance: cfg.Reports.Tolerance, Now: env.Now, Budgets: ReportBudgets(cfg), Close: stamp}
+	opts := ReportOptions(cfg, env.Now)
+	opts.Close = stamp
 	if err := reports.WriteFile(ctx, env.Store.DB(), p, staged, opts); err != nil {
 		return c, fmt.Errorf("close %s: %w", m, err)
 	}
