@@ -224,7 +224,10 @@ func (b *builder) build() error {
 		steps = append(steps, struct {
 			name string
 			fill func() error
-		}{sheetChargeback, func() error { return b.chargebackSheet(lines, totals) }})
+		}{sheetChargeback, func() error { return b.chargebackSheet(lines, totals) }}, struct {
+			name string
+			fill func() error
+		}{sheetChargebackLines, func() error { return b.chargebackLines(lines) }})
 	}
 	if len(b.adjustments) > 0 {
 		steps = append(steps, struct {

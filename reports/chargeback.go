@@ -13,7 +13,10 @@ import (
 	"github.com/tally-dev/tally/store"
 )
 
-const sheetChargeback = "Chargeback"
+const (
+	sheetChargeback      = "Chargeback"
+	sheetChargebackLines = "Chargeback lines"
+)
 
 // chargeLine is one line of the month's chargeback (chargeback.sql).
 type chargeLine struct {
@@ -123,7 +126,7 @@ func centreTotals(lines []chargeLine) []*centreTotal {
 // chargebackSheet fills the Chargeback sheet: per cost centre and
 // currency the direct cost, the shared cost received and by which rules
 // and methods, the total; the tie-out of each currency to the month's
-// total; what fell back; then every shared line received.
+// total; what fell back (the lines are on Chargeback lines).
 func (b *builder) chargebackSheet(lines []chargeLine, totals []totalRow) error {
 	s := sheetChargeback
 	t, err := b.newTable(s, "Chargeback", 1, []column{
@@ -134,7 +137,7 @@ func (b *builder) chargebackSheet(lines []chargeLine, totals []totalRow) error {
 	}
 	sums := map[string]tally.Decimal{}
 	for _, c := range centreTotals(lines) {
-		cells := []cell{b.txt(c.centre), b.txt(c.currency)}
+		cells := []cell{b.wrapped(c.centre), b.txt(c.currency)}
 		for _, d := range []tally.Decimal{c.direct, c.shared, c.total, c.billed} {
 			v, err := b.amount(money{dec: d, valid: true}, c.currency)
 			if err != nil {
@@ -178,23 +181,26 @@ func (b *builder) chargebackSheet(lines []chargeLine, totals []totalRow) error {
 		}
 	}
 	row += 2
-	if len(notes) > 0 {
-		if err := b.putRow(s, row, cell{"Fell back: a rule's method could not apply this month", b.st.sectionWrap}); err != nil {
-			return err
-		}
-		for _, n := range notes {
-			row++
-			if err := b.wrapAcross(s, row, 7, n); err != nil {
-				return err
-			}
-		}
-		row += 2
+	if len(notes) == 0 {
+		return nil
 	}
-	if err := b.putRow(s, row, cell{"Shared costs received, line by line", b.st.sectionWrap}); err != nil {
+	if err := b.putRow(s, row, cell{"Fell back: a rule's method could not apply this month", b.st.sectionWrap}); err != nil {
 		return err
 	}
-	lt, err := b.newTable(s, "ChargebackShared", row+1, []column{
-		{"Cost centre", 22}, {"Currency", 10}, {"Amount", 16}, {"Ratio", 16}, {"Method", 16}, {"Paid as", 16}, {"Rule; origin project, meter", 42},
+	for _, n := range notes {
+		row++
+		if err := b.wrapAcross(s, row, 7, n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// chargebackLines fills the Chargeback lines sheet: every part of a shared
+// charge a cost centre received, with its rule, method and ratio.
+func (b *builder) chargebackLines(lines []chargeLine) error {
+	lt, err := b.newTable(sheetChargebackLines, "ChargebackShared", 1, []column{
+		{"Cost centre", 22}, {"Currency", 10}, {"Amount", 16}, {"Ratio", 10}, {"Method", 14}, {"Paid as", 10}, {"Rule; origin project, meter", 50},
 	})
 	if err != nil {
 		return err
@@ -207,7 +213,7 @@ func (b *builder) chargebackSheet(lines []chargeLine, totals []totalRow) error {
 		if err != nil {
 			return err
 		}
-		if err := lt.add(b.txt(l.centre), b.txt(l.currency), v, b.ratio(l.ratio), b.txt(l.method), b.txt(l.paidAs), b.wrapped(l.origin())); err != nil {
+		if err := lt.add(b.wrapped(l.centre), b.txt(l.currency), v, b.ratio(l.ratio), b.txt(l.method), b.txt(l.paidAs), b.wrapped(l.origin())); err != nil {
 			return err
 		}
 	}

@@ -170,7 +170,7 @@ func (b *builder) statement(st Statement, lines []chargeLine) error {
 		if err != nil {
 			return err
 		}
-		if err := own.add(b.txt(l.project), b.txt(l.meter), b.txt(l.currency), b.txt(l.paidAs), b.txt(l.method), b.ratio(l.ratio), v, b.wrapped("its project")); err != nil {
+		if err := own.add(b.wrapped(l.project), b.wrapped(l.meter), b.txt(l.currency), b.txt(l.paidAs), b.txt(l.method), b.ratio(l.ratio), v, b.wrapped("its project")); err != nil {
 			return err
 		}
 	}
@@ -204,7 +204,7 @@ func (b *builder) statement(st Statement, lines []chargeLine) error {
 		if l.note != "" {
 			why += "; " + l.note
 		}
-		if err := sh.add(b.txt(l.version), b.wrapped(project+", "+l.meter), b.txt(l.currency), b.txt(l.paidAs), b.txt(l.method), b.ratio(l.ratio), v, b.wrapped(why)); err != nil {
+		if err := sh.add(b.wrapped(l.version), b.wrapped(project+", "+l.meter), b.txt(l.currency), b.txt(l.paidAs), b.txt(l.method), b.ratio(l.ratio), v, b.wrapped(why)); err != nil {
 			return err
 		}
 	}
