@@ -83,6 +83,13 @@ func TestAllocationParses(t *testing.T) {
 	}
 }
 
+func TestBudgetOfACostCentre(t *testing.T) {
+	cfg := mustParse(t, allocationYAML+"budgets:\n  - {name: news, scope: \"cost_centre:News\", currency: USD, amount: 900}\n", noEnv)
+	if b := cfg.Budgets[0]; b.ScopeKind != "cost_centre" || b.Scope != "News" || b.ScopeText() != "cost_centre:News" {
+		t.Errorf("budget %+v", b)
+	}
+}
+
 func TestAllocationErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -124,6 +131,8 @@ func TestAllocationErrors(t *testing.T) {
 			`allocation.rules[2].driver: is for method driver only, not "even"`}},
 		{"rules without centres", "allocation:\n  rules:\n    - {name: p, from: 2026-01, share: {projects: [x]}, to: [A], method: even}\n", []string{
 			`allocation.rules: rules without cost centres`}},
+		{"budget of an unknown cost centre", "budgets:\n  - {name: a, scope: \"cost_centre:Nws\", currency: USD, amount: 5}\nallocation:\n  cost_centres: [{name: News}]\n", []string{
+			`budgets[0].scope: "cost_centre:Nws" names no cost centre of allocation.cost_centres (they are News) (line 4)`}},
 		{"unknown key", "allocation:\n  cost_centers: []\n", []string{
 			`allocation.cost_centers: unknown key; known keys in allocation: cost_centres, rules; did you mean cost_centres?`}},
 	} {

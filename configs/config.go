@@ -153,9 +153,9 @@ type ExportConfig struct {
 // forecast cost.
 type Budget struct {
 	Name string
-	// ScopeKind is all, project, payment_method or family; Scope names the
-	// project, payment method id or family ("" for all), as the forecasts
-	// view keys them.
+	// ScopeKind is all, project, payment_method, family or cost_centre;
+	// Scope names the project, payment method id, family or cost centre
+	// ("" for all), as the forecasts view keys them.
 	ScopeKind, Scope string
 	Currency         string
 	Amount           tally.Decimal

@@ -162,7 +162,7 @@ func TestValidation(t *testing.T) {
 		{"top level not a mapping", "- a\n- b\n", []string{"config: must be a mapping with keys api, usage, store, reports, schedule, export, budgets, anomalies, alerts, allocation, not a list (line 1)", "usage.start: missing"}},
 		{"merge key", minimal + "x: &x\n  timeout: 1s\n", []string{"x: unknown key"}},
 		{"budget problems", minimal + "budgets:\n  - name: a\n    scope: team:x\n    currency: usd\n    amount: -5\n    actual: [80, 0]\n  - name: a\n    currency: EUR\n    amount: 10\n", []string{
-			`budgets[0].scope: "team:x" is not all, project:NAME, payment_method:ID or family:NAME`,
+			`budgets[0].scope: "team:x" is not all, project:NAME, payment_method:ID, family:NAME or cost_centre:NAME`,
 			`budgets[0].currency: "usd" is not a currency code of three capital letters`,
 			`budgets[0].amount: "-5" is not an amount above 0`,
 			`budgets[0].actual[1]: "0" is not a percentage from 1 to 1000`,

@@ -214,6 +214,7 @@ func (p *parser) parse(data []byte) *Config {
 	p.anomalies(&raw.Anomalies, &cfg.Anomalies)
 	p.alerts(&raw.Alerts, &cfg.Alerts)
 	p.allocation(&raw.Allocation, &cfg.Usage, &cfg.Allocation)
+	p.budgetCentres(raw.Budgets, cfg.Budgets, cfg.Allocation)
 	cfg.Warnings = p.warnings
 	return cfg
 }

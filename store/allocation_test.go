@@ -258,3 +258,22 @@ func sameTotals(got, want map[string]tally.Decimal) string {
 	slices.Sort(diffs)
 	return fmt.Sprint(diffs)[1 : len(fmt.Sprint(diffs))-1]
 }
+
+// A cost centre's budget scope is its own projects, day by day: its
+// daily cost and forecast are its projects' together.
+func TestCostCentreBudgetScope(t *testing.T) {
+	ctx := context.Background()
+	f := newChargebackFixture(t)
+	if err := f.s.SetAllocation(ctx, chargebackRules(t)); err != nil {
+		t.Fatal(err)
+	}
+	equalLines(t, "News's days",
+		rowsText(t, f.s, `SELECT day, currency, cost FROM scope_daily_cost WHERE scope_kind = 'cost_centre' AND scope = 'News' ORDER BY ALL`),
+		rowsText(t, f.s, `SELECT day, currency, sum(cost) FROM scope_daily_cost WHERE scope_kind = 'project' AND scope IN ('newsroom', 'archive') GROUP BY ALL ORDER BY ALL`))
+	equalLines(t, "Sport's forecast",
+		rowsText(t, f.s, `SELECT month, currency, actual_cost, forecast_cost FROM forecasts WHERE scope_kind = 'cost_centre' AND scope = 'Sport' ORDER BY ALL`),
+		rowsText(t, f.s, `SELECT month, currency, actual_cost, forecast_cost FROM forecasts WHERE scope_kind = 'project' AND scope = 'sports-live' ORDER BY ALL`))
+	if n := count(t, f.s, `SELECT count(*) FROM forecasts WHERE scope_kind = 'cost_centre'`); n == 0 {
+		t.Fatal("no cost centre forecasts")
+	}
+}
