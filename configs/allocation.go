@@ -70,6 +70,8 @@ func (p *parser) allocation(r *rawAllocation, usage *UsageConfig, c *tally.Alloc
 				p.addf(deref(&rc.Name), path+".name", "%q is the name of another cost centre; names must be unique", cc.Name)
 			case strings.EqualFold(cc.Name, tally.Unallocated):
 				p.addf(deref(&rc.Name), path+".name", "%q is reserved for the cost no rule or owner reaches; choose another name", cc.Name)
+			case strings.HasPrefix(strings.ToLower(cc.Name), "final"):
+				p.addf(deref(&rc.Name), path+".name", "%q starts with final, which names a closed month's statements; choose another name", cc.Name)
 			case strings.ContainsAny(cc.Name, ":\n/\\"):
 				p.addf(deref(&rc.Name), path+".name", "%q holds a colon, a slash or a line break; use letters, digits, spaces, - or _ (it names the statement's file)", cc.Name)
 			}

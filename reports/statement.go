@@ -7,7 +7,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 
 	"github.com/xuri/excelize/v2"
 
@@ -30,13 +32,39 @@ func StatementPath(dir string, month string, centre string) string {
 	return filepath.Join(dir, month, "tally-chargeback-"+month+"-"+centre+".xlsx")
 }
 
+// FinalStatementPath is where the close of month with sequence seq (as
+// FinalPath) writes a cost centre's final statement:
+// tally-chargeback-YYYY-MM-final[-N]-<cost centre>.xlsx. Cost centre names
+// never start with "final", so no statement tally report writes has such
+// a name.
+func FinalStatementPath(dir string, month string, seq int, centre string) string {
+	final := "final"
+	if seq > 1 {
+		final += "-" + strconv.Itoa(seq)
+	}
+	return StatementPath(dir, month, final+"-"+centre)
+}
+
+// FinalStatementRE matches the file names FinalStatementPath gives, and the
+// temporary files they are written through.
+var FinalStatementRE = regexp.MustCompile(`^\.?tally-chargeback-\d{4}-\d{2}-final(?:-\d+)?-.+\.xlsx(?:\..*\.tmp)?$`)
+
 // WriteStatements writes one small workbook per cost centre of p's
 // chargeback into dir (StatementPath): its own projects and meters, the
 // shared costs it received and why, and its totals per currency. Cost no
 // cost centre received (Unallocated) gets no statement: the month's
 // workbook shows it. Each file is written beside its name and renamed into
-// place. Owners come from opts.Allocation.
+// place. Owners come from opts.Allocation. With opts.Close, these are the
+// close's final statements (FinalStatementPath), stamped with it.
 func WriteStatements(ctx context.Context, src Source, p Period, dir string, opts Options) ([]Statement, error) {
+	if opts.Close != nil {
+		seq := opts.Close.Seq
+		return writeStatements(ctx, src, p, opts, func(month, centre string) string { return FinalStatementPath(dir, month, seq, centre) })
+	}
+	return writeStatements(ctx, src, p, opts, func(month, centre string) string { return StatementPath(dir, month, centre) })
+}
+
+func writeStatements(ctx context.Context, src Source, p Period, opts Options, path func(month, centre string) string) ([]Statement, error) {
 	if err := p.validate(); err != nil {
 		return nil, fmt.Errorf("write statements: %w", err)
 	}
@@ -67,7 +95,7 @@ func WriteStatements(ctx context.Context, src Source, p Period, dir string, opts
 	}
 	var out []Statement
 	for _, c := range centres {
-		st := Statement{CostCentre: c, Owner: owners[c], Path: StatementPath(dir, p.Month.Format(monthLayout), c)}
+		st := Statement{CostCentre: c, Owner: owners[c], Path: path(p.Month.Format(monthLayout), c)}
 		if err := os.MkdirAll(filepath.Dir(st.Path), 0o750); err != nil {
 			return out, fmt.Errorf("write statement %s: %w", st.Path, err)
 		}
@@ -120,6 +148,10 @@ func (b *builder) statement(st Statement, lines []chargeLine) error {
 	}
 	if b.p.Basis == tally.BasisEstimated {
 		sub += " Figures " + EstimatedWarning + "."
+	}
+	if c := b.opts.Close; c != nil {
+		sub += fmt.Sprintf(" Final: the month was closed %s by %s; this statement is never rewritten (its figures are those of %s).",
+			c.At.UTC().Format("2006-01-02 15:04 UTC"), c.Who, filepath.Base(c.FinalWorkbook))
 	}
 	if err := b.wrapAcross(s, 2, len(cols), sub); err != nil {
 		return err

@@ -1,17 +1,22 @@
 package schedules
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/xuri/excelize/v2"
 
 	"github.com/tally-dev/tally"
+	"github.com/tally-dev/tally/configs"
 	"github.com/tally-dev/tally/internal/chargebackcheck"
 	"github.com/tally-dev/tally/internal/prooftest"
 	"github.com/tally-dev/tally/reports"
@@ -248,4 +253,108 @@ func cut(k string) (string, string, bool) {
 		}
 	}
 	return k, "", false
+}
+
+// A close writes each cost centre's final statement, recorded with it;
+// the deliver step mails each to its owner once, beside the final
+// workbook to finance; a final statement no close recorded (a kill before
+// the record) is removed.
+func TestFinalStatementsMailedToOwners(t *testing.T) {
+	const password = "smtp-S3CRET-cb-41"
+	t.Setenv("TALLY_TEST_SMTP_PASSWORD", password)
+	oldPause, oldRoots := deliverPause, deliverRootCAs
+	t.Cleanup(func() { deliverPause, deliverRootCAs = oldPause, oldRoots })
+	deliverPause = time.Millisecond
+	ms := newMailServer(t)
+	deliverRootCAs = ms.Pool
+	h := newHarness(t, setup{granularity: tally.Day, start: "2026-10-01", now: "2026-11-02T03:00:00Z", lookback: "2d", extra: chargebackYAML})
+	ctx := context.Background()
+	oct, nov := prooftest.Day(t, "2026-10-01"), prooftest.Day(t, "2026-11-01")
+	h.mustFetch()
+	cfg := h.runner.Config
+	cfg.Reports.Deliver = configs.DeliverConfig{SMTP: smtpConfig(t, ms.Addr, time.Minute)}
+	if _, err := h.runner.Close(ctx, CloseOptions{Month: oct, Who: "finance", Reason: "signed off"}); err != nil {
+		t.Fatal(err)
+	}
+	files := map[string][]byte{}
+	prooftest.WithDB(t, h.db, func(db *sql.DB) {
+		r, err := db.Query(`SELECT cost_centre, owner, path, sha256 FROM month_close_statements ORDER BY cost_centre`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		for r.Next() {
+			var centre, owner, path, sum string
+			if err := r.Scan(&centre, &owner, &path, &sum); err != nil {
+				t.Fatal(err)
+			}
+			if filepath.Base(path) != "tally-chargeback-2026-10-final-"+centre+".xlsx" {
+				t.Errorf("final statement %s", path)
+			}
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, _ := fileSHA256(path); got != sum {
+				t.Errorf("%s: sha256 %s, recorded %s", path, got, sum)
+			}
+			files[owner] = b
+		}
+	})
+	if len(files) != 2 {
+		t.Fatalf("final statements for %d owners, want 2", len(files))
+	}
+	// The final statement's totals are the split of the truth.
+	want := chargebackcheck.Totals(chargebackcheck.Split(h.sim.Rows(h.query(oct, nov)), cfg.Allocation, oct))
+	sf, err := excelize.OpenFile(filepath.Join(cfg.Reports.Dir, "2026-10", "tally-chargeback-2026-10-final-Sport.xlsx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, _ := sf.GetRows("Statement", excelize.Options{RawCellValue: true})
+	sf.Close()
+	if !strings.Contains(strings.Join(rows[1], " "), "Final: the month was closed") {
+		t.Errorf("the final statement does not say it is final: %q", rows[1])
+	}
+	for _, r := range rows {
+		if len(r) >= 7 && r[0] == "Total" && mustFloat(t, r[6]) != want[r[2]+"|Sport"].Float64() {
+			t.Errorf("Sport's final %s total %s, the split %s", r[2], r[6], want[r[2]+"|Sport"])
+		}
+	}
+
+	// A final statement a close a kill cut short left, unrecorded.
+	orphan := filepath.Join(cfg.Reports.Dir, "2026-10", "tally-chargeback-2026-10-final-2-News.xlsx")
+	if err := os.WriteFile(orphan, []byte("unsigned"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	job := configs.Job{Name: "nightly", Cron: "@daily", Run: []string{"deliver"}}
+	for run := 1; run <= 2; run++ {
+		if _, err := h.runner.RunJob(ctx, "run", job); err != nil {
+			t.Fatalf("deliver run %d: %v", run, err)
+		}
+		if n := len(ms.Received()); n != 3 {
+			t.Fatalf("after deliver run %d: %d mails, want 3: the final workbook to finance and a statement to each owner, once", run, n)
+		}
+	}
+	if _, err := os.Stat(orphan); !os.IsNotExist(err) {
+		t.Errorf("the unrecorded final statement is still there (%v)", err)
+	}
+	for _, raw := range ms.Received() {
+		m := prooftest.ParseMail(t, raw)
+		to, subject := m.Header.Get("To"), m.Header.Get("Subject")
+		if strings.Contains(subject, "chargeback statement") {
+			owner := strings.Trim(to, "<>")
+			if !bytes.Equal(m.Attached, files[owner]) {
+				t.Errorf("mail to %s (%q) does not carry that owner's final statement", to, subject)
+			}
+			if !strings.Contains(m.Text, "Total USD: ") {
+				t.Errorf("statement mail text %q", m.Text)
+			}
+			delete(files, owner)
+		} else if !strings.Contains(to, "finance@example.com") || !strings.HasSuffix(subject, "(final)") {
+			t.Errorf("mail to %q: %q", to, subject)
+		}
+	}
+	if len(files) != 0 {
+		t.Errorf("owners without their statement: %v", files)
+	}
 }

@@ -34,6 +34,34 @@ type MonthClose struct {
 	// its cost centres and the rules in force for it, frozen with the
 	// close (allocation_rules rows under its id); empty for none.
 	Allocation tally.Allocation
+	// Statements are, on a close, the chargeback statements it wrote,
+	// recorded with it (month_close_statements).
+	Statements []CloseStatement
+}
+
+// CloseStatement is one cost centre's final statement of a close.
+type CloseStatement struct {
+	CostCentre, Owner, Path, SHA256 string
+}
+
+// CloseStatements returns the statements of the close id, by cost
+// centre; with uuid.Nil, those of every close.
+func (s *Store) CloseStatements(ctx context.Context, id uuid.UUID) ([]CloseStatement, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT cost_centre, coalesce(owner, ''), path, sha256 FROM month_close_statements
+WHERE ? OR close_id = ? ORDER BY cost_centre, path`, id == uuid.Nil, id)
+	if err != nil {
+		return nil, fmt.Errorf("read month_close_statements: %w", err)
+	}
+	defer rows.Close()
+	var out []CloseStatement
+	for rows.Next() {
+		var st CloseStatement
+		if err := rows.Scan(&st.CostCentre, &st.Owner, &st.Path, &st.SHA256); err != nil {
+			return nil, fmt.Errorf("read month_close_statements: %w", err)
+		}
+		out = append(out, st)
+	}
+	return out, rows.Err()
 }
 
 // CloseFigure is one project, meter, payment method and currency of a
@@ -130,6 +158,12 @@ func (s *Store) RecordClose(ctx context.Context, c MonthClose, figs []CloseFigur
 VALUES (?, ?, ?, ?, ?, ?, CAST(? AS DECIMAL(38, 12)), CAST(? AS DECIMAL(38, 12)), CAST(? AS DECIMAL(38, 12)), CAST(? AS DECIMAL(38, 12)), ?)`,
 				c.ID, textOrNull(f.Project), f.MeterName, textOrNull(f.PaymentMethod), f.Currency, f.Rows, f.Cost, f.Billed, f.Effective, f.Quantity, textOrNull(f.Unit)); err != nil {
 				return fmt.Errorf("record close figures: %w", err)
+			}
+		}
+		for _, st := range c.Statements {
+			if _, err := conn.ExecContext(ctx, `INSERT INTO month_close_statements (close_id, cost_centre, owner, path, sha256) VALUES (?, ?, ?, ?, ?)`,
+				c.ID, st.CostCentre, textOrNull(st.Owner), st.Path, st.SHA256); err != nil {
+				return fmt.Errorf("record close statements: %w", err)
 			}
 		}
 		var allocationHash any

@@ -33,3 +33,14 @@ CREATE TABLE allocation_rules (
 );
 
 ALTER TABLE month_closes ADD COLUMN allocation_hash VARCHAR; -- fingerprint: sha256 of the cost centres and the rules in force for the month at close (frozen in allocation_rules under this close); NULL when closed without chargeback
+
+-- month_close_statements: the chargeback statements a close wrote, one per
+-- cost centre, final like its workbook: written once, recorded with the
+-- close, never rewritten; the deliver step mails each to its owner once.
+CREATE TABLE month_close_statements (
+    close_id    UUID NOT NULL, -- the close (month_closes.id)
+    cost_centre VARCHAR NOT NULL, -- whose statement it is
+    owner       VARCHAR, -- the cost centre's owner at close, who receives it; NULL for none
+    path        VARCHAR NOT NULL, -- the file: tally-chargeback-YYYY-MM-final[-N]-<cost centre>.xlsx beside the final workbook
+    sha256      VARCHAR NOT NULL -- sha256 of the file's bytes as written
+);
