@@ -103,6 +103,8 @@ func TestAllocationErrors(t *testing.T) {
 			`allocation.cost_centres[1].name: "News" is the name of another cost centre`,
 			`allocation.cost_centres[2].name: "unallocated" is reserved`,
 			`allocation.cost_centres[3].name: missing`}},
+		{"centre named like a final statement", "allocation:\n  cost_centres:\n    - {name: Final-2 News}\n", []string{
+			`allocation.cost_centres[0].name: "Final-2 News" starts with final, which names a closed month's statements`}},
 		{"unknown project", "  project_names: [newsroom]\nallocation:\n  cost_centres:\n    - {name: News, projects: [newsrom]}\n  rules:\n    - {name: p, from: 2026-01, share: {projects: [platform]}, to: [News], method: even}\n", []string{
 			`allocation.cost_centres[0].projects[0]: "newsrom" is not one of usage.project_names (newsroom)`,
 			`allocation.rules[0].share.projects[0]: "platform" is not one of usage.project_names (newsroom)`}},
