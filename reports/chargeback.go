@@ -33,6 +33,20 @@ func (b *builder) chargeback() ([]chargeLine, error) {
 	if b.charges != nil {
 		return *b.charges, nil
 	}
+	// An analysts' copy an older Tally published has no chargeback
+	// tables: without cost centres configured that is no chargeback;
+	// with them, the copy must be published again first.
+	var tables int
+	if err := b.scalar(`SELECT count(*) FROM duckdb_tables() WHERE table_name IN ('allocation_rules', 'allocation_cost_centres')`, &tables); err != nil {
+		return nil, fmt.Errorf("query chargeback: %w", err)
+	}
+	if tables < 2 {
+		if b.opts.Allocation != nil && !b.opts.Allocation.Empty() {
+			return nil, fmt.Errorf("the analysts' copy was published by a Tally without chargeback: run tally fetch (any run that writes publishes it again), then report")
+		}
+		b.charges = &[]chargeLine{}
+		return nil, nil
+	}
 	text, err := fs.ReadFile(tallysql.Reports, "reports/chargeback.sql")
 	if err != nil {
 		return nil, err
@@ -89,6 +103,25 @@ func (b *builder) chargeback() ([]chargeLine, error) {
 	}
 	b.charges = &lines
 	return lines, nil
+}
+
+// scalar reads the one value a query returns into dest.
+func (b *builder) scalar(q string, dest any) error {
+	rows, err := b.src.QueryContext(b.ctx, q)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	if !rows.Next() {
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		return sql.ErrNoRows
+	}
+	if err := rows.Scan(dest); err != nil {
+		return err
+	}
+	return rows.Close()
 }
 
 // centreTotal is one cost centre's month in one currency.
