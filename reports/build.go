@@ -141,7 +141,8 @@ type builder struct {
 
 	printWidths map[string]float64 // each sheet's printed width, in characters, for printSetup
 
-	charges *[]chargeLine // the month's chargeback, once read
+	charges       *[]chargeLine // the month's chargeback, once read
+	hasAllocation *bool         // whether the source has the chargeback tables, once asked
 
 	adjustments      []adjustmentRow   // closed months' differences, for their sheet
 	adjustmentTotals []adjustmentTotal // and per closed month and currency, for the Summary

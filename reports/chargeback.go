@@ -36,11 +36,11 @@ func (b *builder) chargeback() ([]chargeLine, error) {
 	// An analysts' copy an older Tally published has no chargeback
 	// tables: without cost centres configured that is no chargeback;
 	// with them, the copy must be published again first.
-	var tables int
-	if err := b.scalar(`SELECT count(*) FROM duckdb_tables() WHERE table_name IN ('allocation_rules', 'allocation_cost_centres')`, &tables); err != nil {
+	has, err := b.chargebackTables()
+	if err != nil {
 		return nil, fmt.Errorf("query chargeback: %w", err)
 	}
-	if tables < 2 {
+	if !has {
 		if b.opts.Allocation != nil && !b.opts.Allocation.Empty() {
 			return nil, fmt.Errorf("the analysts' copy was published by a Tally without chargeback: run tally fetch (any run that writes publishes it again), then report")
 		}
@@ -104,6 +104,24 @@ func (b *builder) chargeback() ([]chargeLine, error) {
 	b.charges = &lines
 	return lines, nil
 }
+
+// chargebackTables reports, once per workbook, whether the source has the
+// chargeback tables (migration 0012).
+func (b *builder) chargebackTables() (bool, error) {
+	if b.hasAllocation == nil {
+		var n int
+		if err := b.scalar(`SELECT count(*) FROM duckdb_tables() WHERE table_name IN ('allocation_rules', 'allocation_cost_centres')`, &n); err != nil {
+			return false, err
+		}
+		has := n == 2
+		b.hasAllocation = &has
+	}
+	return *b.hasAllocation, nil
+}
+
+// noCostCentres stands for allocation_cost_centres in a source without it:
+// the budget scopes of cost centres are then empty.
+const noCostCentres = `SELECT CAST(NULL AS UUID) AS close_id, 0 AS position, '' AS cost_centre, '' AS owner, '' AS project WHERE false`
 
 // scalar reads the one value a query returns into dest.
 func (b *builder) scalar(q string, dest any) error {

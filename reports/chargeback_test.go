@@ -20,9 +20,10 @@ func TestChargebackOnAnOlderCopy(t *testing.T) {
 	seed(t, db)
 	execSQL(t, db, `DROP TABLE allocation_rules`)
 	execSQL(t, db, `DROP TABLE allocation_cost_centres`)
-	f, _ := build(t, db, reports.Options{Allocation: &tally.Allocation{}})
-	if slices.Contains(f.GetSheetList(), "Chargeback") {
-		t.Error("a Chargeback sheet without cost centres")
+	budgets := []reports.Budget{{Name: "video", ScopeKind: "all", ScopeText: "all", Currency: "USD", Amount: tally.MustDecimal("500")}}
+	f, _ := build(t, db, reports.Options{Allocation: &tally.Allocation{}, Budgets: budgets})
+	if sheets := f.GetSheetList(); slices.Contains(sheets, "Chargeback") || !slices.Contains(sheets, "Budgets and forecast") {
+		t.Errorf("sheets %v: a Chargeback sheet without cost centres, or no budgets", sheets)
 	}
 	a := &tally.Allocation{CostCentres: []tally.CostCentre{{Name: "Video", Projects: []string{"alpha"}}}}
 	err := reports.WriteFile(context.Background(), db, period, filepath.Join(t.TempDir(), "x.xlsx"), reports.Options{Allocation: a, Now: func() time.Time { return now }})

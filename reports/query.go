@@ -45,6 +45,17 @@ func (b *builder) query(name string, extra ...any) (*sql.Rows, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read query %s: %w", name, err)
 	}
+	if dayQueries[name] {
+		// The budget scopes of cost centres read allocation_cost_centres,
+		// which a copy an older Tally published does not have.
+		has, err := b.chargebackTables()
+		if err != nil {
+			return nil, fmt.Errorf("query %s: %w", name, err)
+		}
+		if !has {
+			q = tallysql.With(q, tallysql.CTE{Name: "allocation_cost_centres", Query: noCostCentres})
+		}
+	}
 	rows, err := b.src.QueryContext(b.ctx, q, append(b.args(), extra...)...)
 	if err != nil {
 		return nil, fmt.Errorf("query %s: %w", name, err)
