@@ -174,7 +174,9 @@ VALUES (?, ?, ?, ?, ?, ?, CAST(? AS DECIMAL(38, 12)), CAST(? AS DECIMAL(38, 12))
 			}
 			allocationHash = c.Allocation.Hash(c.Month)
 		}
+		// Columns named: migrations add columns to month_closes.
 		_, err := conn.ExecContext(ctx, `INSERT INTO month_closes
+    (id, month, basis, granularity, action, acted_at, who, reason, rows, cost, content_hash, final_workbook, final_sha256, allocation_hash)
 SELECT ?, ?, ?, ?, 'close', ?, ?, ?,
        (SELECT coalesce(sum(rows), 0) FROM month_close_figures WHERE close_id = ?),
        (SELECT map(coalesce(list(currency ORDER BY currency), []), coalesce(list(total ORDER BY currency), []))
