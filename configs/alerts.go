@@ -16,7 +16,7 @@ import (
 var currencyRE = regexp.MustCompile(`^[A-Z]{3}$`)
 
 // scopeKinds are what a budget may cover besides all.
-var scopeKinds = []string{"project", "payment_method", "family", "organization"}
+var scopeKinds = []string{"project", "payment_method", "family", "organization", "cost_centre"}
 
 // budgets reads the budgets list; left out, there are none.
 func (p *parser) budgets(r *[]rawBudget, c *[]Budget) {
@@ -52,7 +52,7 @@ func (p *parser) budgets(r *[]rawBudget, c *[]Budget) {
 				p.addf(deref(&rb.Scope), path+".scope", "organization %q is not in organizations: (%s)", b.Scope, strings.Join(p.orgNames, ", "))
 			}
 		} else {
-			p.addf(deref(&rb.Scope), path+".scope", "%q is not all, project:NAME, payment_method:ID, family:NAME or organization:NAME", scope)
+			p.addf(deref(&rb.Scope), path+".scope", "%q is not all, project:NAME, payment_method:ID, family:NAME, organization:NAME or cost_centre:NAME", scope)
 		}
 		if !currencyRE.MatchString(b.Currency) {
 			p.addf(deref(&rb.Currency), path+".currency", "%q is not a currency code of three capital letters, e.g. USD; a budget is in one currency, as costs are never summed across them", b.Currency)
@@ -66,6 +66,29 @@ func (p *parser) budgets(r *[]rawBudget, c *[]Budget) {
 		b.Actual = p.percents(&rb.Actual, path+".actual", []int{80, 100})
 		b.Forecast = p.percents(&rb.Forecast, path+".forecast", []int{100})
 		*c = append(*c, b)
+	}
+}
+
+// budgetCentres checks that a budget of scope cost_centre:NAME names a
+// cost centre of allocation.cost_centres.
+func (p *parser) budgetCentres(r *[]rawBudget, budgets []Budget, a tally.Allocation) {
+	var names []string
+	for _, c := range a.CostCentres {
+		names = append(names, c.Name)
+	}
+	for i, b := range budgets {
+		if b.ScopeKind != "cost_centre" || slices.Contains(names, b.Scope) {
+			continue
+		}
+		var n *yaml.Node
+		if r != nil && i < len(*r) {
+			n = deref(&(*r)[i].Scope)
+		}
+		known := "none is configured"
+		if len(names) > 0 {
+			known = "they are " + strings.Join(names, ", ")
+		}
+		p.addf(n, fmt.Sprintf("budgets[%d].scope", i), "%q names no cost centre of allocation.cost_centres (%s)", b.ScopeText(), known)
 	}
 }
 

@@ -31,6 +31,9 @@ type Config struct {
 	Anomalies AnomalyConfig
 	// Alerts are where budget crossings and anomalies are sent (alerts).
 	Alerts AlertsConfig
+	// Allocation is chargeback: cost centres and the rules that share
+	// costs across them (allocation); empty when not configured.
+	Allocation tally.Allocation
 
 	// Path is the file the config came from, absolute; "" when parsed from
 	// bytes.
@@ -156,10 +159,10 @@ type ExportConfig struct {
 // forecast cost.
 type Budget struct {
 	Name string
-	// ScopeKind is all, project, payment_method, family or organization;
-	// Scope names the project (in every organization), payment method id,
-	// family or organization ("" for all), as the forecasts view keys
-	// them.
+	// ScopeKind is all, project, payment_method, family, organization or
+	// cost_centre; Scope names the project (in every organization), payment
+	// method id, family, organization or cost centre ("" for all), as the
+	// forecasts view keys them.
 	ScopeKind, Scope string
 	Currency         string
 	Amount           tally.Decimal

@@ -38,6 +38,7 @@ type rawConfig struct {
 	Budgets       *[]rawBudget       `yaml:"budgets"`
 	Anomalies     rawAnomalies       `yaml:"anomalies"`
 	Alerts        rawAlerts          `yaml:"alerts"`
+	Allocation    rawAllocation      `yaml:"allocation"`
 }
 
 type rawBudget struct {
@@ -220,6 +221,8 @@ func (p *parser) parse(data []byte) *Config {
 	p.budgets(raw.Budgets, &cfg.Budgets)
 	p.anomalies(&raw.Anomalies, &cfg.Anomalies)
 	p.alerts(&raw.Alerts, &cfg.Alerts)
+	p.allocation(&raw.Allocation, &cfg.Usage, &cfg.Allocation)
+	p.budgetCentres(raw.Budgets, cfg.Budgets, cfg.Allocation)
 	cfg.Warnings = p.warnings
 	return cfg
 }

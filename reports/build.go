@@ -38,6 +38,11 @@ type Options struct {
 	// with the close that writes it (tally close). Other workbooks read
 	// the month's close from month_closes.
 	Close *CloseStamp
+	// Allocation, when set, is the chargeback of open months (the
+	// config's), in place of the one the source holds (written by the
+	// last run); a closed month keeps the one its close froze. A month
+	// with cost centres gets a Chargeback sheet.
+	Allocation *tally.Allocation
 }
 
 // Defaults of Options and limits.
@@ -137,6 +142,9 @@ type builder struct {
 
 	printWidths map[string]float64 // each sheet's printed width, in characters, for printSetup
 
+	charges       *[]chargeLine // the month's chargeback, once read
+	hasAllocation *bool         // whether the source has the chargeback tables, once asked
+
 	adjustments      []adjustmentRow   // closed months' differences, for their sheet
 	group            bool              // the month's rows belong to several organizations: a group workbook
 	adjustmentTotals []adjustmentTotal // and per closed month and currency, for the Summary
@@ -221,6 +229,19 @@ func (b *builder) build() error {
 			name string
 			fill func() error
 		}{{sheetBudgets, b.budgets}}, steps...)
+	}
+	lines, err := b.chargeback()
+	if err != nil {
+		return err
+	}
+	if len(lines) > 0 {
+		steps = append(steps, struct {
+			name string
+			fill func() error
+		}{sheetChargeback, func() error { return b.chargebackSheet(lines, totals) }}, struct {
+			name string
+			fill func() error
+		}{sheetChargebackLines, func() error { return b.chargebackLines(lines) }})
 	}
 	if len(b.adjustments) > 0 {
 		steps = append(steps, struct {

@@ -42,7 +42,7 @@ FROM range(1240) t(i)`, pm1, runID, now.Add(-48*time.Hour))
 		{Name: "video", ScopeKind: "all", ScopeText: "all", Currency: "USD", Amount: tally.MustDecimal("500")},
 		{Name: "alpha", ScopeKind: "project", Scope: "alpha", ScopeText: "project:alpha", Currency: "EUR", Amount: tally.MustDecimal("20")},
 	}
-	f, path := build(t, db, reports.Options{Budgets: budgets})
+	f, path := build(t, db, reports.Options{Budgets: budgets, Allocation: printAllocation(t)})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	pdf, err := tools.ToPDF(ctx, path, t.TempDir())
@@ -53,8 +53,45 @@ FROM range(1240) t(i)`, pm1, runID, now.Add(-48*time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if by := printcheck.BySheet(pages); len(by["Adjustments to closed months"]) == 0 {
-		t.Errorf("the Adjustments to closed months sheet did not print: sheets %v", f.GetSheetList())
+	by := printcheck.BySheet(pages)
+	for _, sheet := range []string{"Adjustments to closed months", "Chargeback", "Chargeback lines"} {
+		if len(by[sheet]) == 0 {
+			t.Errorf("the %s sheet did not print: sheets %v", sheet, f.GetSheetList())
+		}
 	}
 	printcheck.Legible(t, path, pages)
+
+	// A cost centre's statement prints legibly too.
+	sts, err := reports.WriteStatements(ctx, db, period, t.TempDir(), reports.Options{Now: func() time.Time { return now }, Allocation: printAllocation(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sts) != 2 {
+		t.Fatalf("statements %+v", sts)
+	}
+	pdf, err = tools.ToPDF(ctx, sts[1].Path, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pages, err = tools.Pages(ctx, pdf); err != nil {
+		t.Fatal(err)
+	}
+	printcheck.Legible(t, sts[1].Path, pages)
+}
+
+// printAllocation charges the print fixture back to two cost centres with
+// long names, a shared project split proportionally and a driver nobody
+// uses (its fallback note is the longest text the sheet wraps).
+func printAllocation(t *testing.T) *tally.Allocation {
+	oct := time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC)
+	return &tally.Allocation{
+		CostCentres: []tally.CostCentre{
+			{Name: "Video production and encoding", Owner: "video@example.com", Projects: []string{"alpha", "project-1", "project-2", "project-3"}},
+			{Name: "Storage, archive and platform", Projects: []string{"beta", "project-5", "project-6"}},
+		},
+		Rules: []tally.AllocationRule{
+			{Name: "shared platform", From: oct, Projects: []string{"project-0", "project-4"}, Receivers: []string{"Video production and encoding", "Storage, archive and platform"}, Method: tally.AllocateProportional},
+			{Name: "gamma by storage", From: oct, Projects: []string{"gamma", "=1+1"}, Receivers: []string{"Video production and encoding", "Storage, archive and platform"}, Method: tally.AllocateDriver, Driver: "transcode_minutes_that_nobody_uses"},
+		},
+	}
 }

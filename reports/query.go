@@ -48,7 +48,27 @@ func (b *builder) query(name string, extra ...any) (*sql.Rows, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read query %s: %w", name, err)
 	}
-	args := append([]any{
+	if dayQueries[name] {
+		// The budget scopes of cost centres read allocation_cost_centres,
+		// which a copy an older Tally published does not have.
+		has, err := b.chargebackTables()
+		if err != nil {
+			return nil, fmt.Errorf("query %s: %w", name, err)
+		}
+		if !has {
+			q = tallysql.With(q, tallysql.CTE{Name: "allocation_cost_centres", Query: noCostCentres})
+		}
+	}
+	rows, err := b.src.QueryContext(b.ctx, q, append(b.args(), extra...)...)
+	if err != nil {
+		return nil, fmt.Errorf("query %s: %w", name, err)
+	}
+	return rows, nil
+}
+
+// args are the named parameters every report query gets.
+func (b *builder) args() []any {
+	return []any{
 		sql.Named("basis", string(b.p.Basis)),
 		sql.Named("granularity", string(b.p.Granularity)),
 		sql.Named("month_start", b.p.Month),
@@ -59,12 +79,7 @@ func (b *builder) query(name string, extra ...any) (*sql.Rows, error) {
 		sql.Named("days_to", b.daysTo),
 		sql.Named("org", b.orgParam()),
 		sql.Named("group", b.group),
-	}, extra...)
-	rows, err := b.src.QueryContext(b.ctx, q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("query %s: %w", name, err)
 	}
-	return rows, nil
 }
 
 // orgParam is $org: the workbook's organization, NULL for every one.

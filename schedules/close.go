@@ -164,7 +164,7 @@ func closeMonth(ctx context.Context, env *Env, runID uuid.UUID, o CloseOptions) 
 	cfg := env.Config
 	basis, g := cfg.DefaultBasis(), cfg.Usage.Granularity
 	m := o.Month.Format("2006-01")
-	c := store.MonthClose{ID: runID, Month: o.Month, Basis: basis, Granularity: g, At: env.now(), Who: o.Who, Reason: o.Reason}
+	c := store.MonthClose{ID: runID, Month: o.Month, Basis: basis, Granularity: g, At: env.now(), Who: o.Who, Reason: o.Reason, Allocation: cfg.Allocation}
 	if err := CheckClose(o, c.At); err != nil {
 		return c, err
 	}
@@ -204,7 +204,8 @@ func closeMonth(ctx context.Context, env *Env, runID uuid.UUID, o CloseOptions) 
 		return c, err
 	}
 	stamp := &reports.CloseStamp{At: c.At, Who: c.Who, Reason: c.Reason, Rows: fp.Rows, ContentHash: fp.ContentHash, Seq: n + 1, FinalWorkbook: final}
-	opts := reports.Options{Tolerance: cfg.Reports.Tolerance, Now: env.Now, Budgets: ReportBudgets(cfg), Close: stamp}
+	opts := ReportOptions(cfg, env.Now)
+	opts.Close = stamp
 	if err := reports.WriteFile(ctx, env.Store.DB(), p, staged, opts); err != nil {
 		return c, fmt.Errorf("close %s: %w", m, err)
 	}
@@ -218,8 +219,20 @@ func closeMonth(ctx context.Context, env *Env, runID uuid.UUID, o CloseOptions) 
 	for i, f := range fp.Figures {
 		figs[i] = store.CloseFigure(f)
 	}
+	// The cost centres' statements are final with the workbook: written
+	// under their final names before the close is recorded, with their
+	// sha256 in the record. A kill before the record leaves files no
+	// close recorded, which the next close rewrites or removes
+	// (finishCloses); after it, they are in place.
+	if c.Statements, err = finalStatements(ctx, env, p, opts); err != nil {
+		os.Remove(staged)
+		return c, fmt.Errorf("close %s: %w", m, err)
+	}
 	if err := env.Store.RecordClose(ctx, c, figs); err != nil {
 		os.Remove(staged)
+		for _, st := range c.Statements {
+			os.Remove(st.Path)
+		}
 		return c, err
 	}
 	if err := placeFinal(env, c, staged); err != nil {
@@ -227,6 +240,30 @@ func closeMonth(ctx context.Context, env *Env, runID uuid.UUID, o CloseOptions) 
 	}
 	env.Log.Info().Str("month", m).Str("who", c.Who).Int64("rows", fp.Rows).Str("content_hash", fp.ContentHash).Str("final_workbook", final).Msg("month closed")
 	return c, nil
+}
+
+// finalStatements writes the close's statements (none without cost
+// centres) and returns them with their sha256.
+func finalStatements(ctx context.Context, env *Env, p reports.Period, opts reports.Options) ([]store.CloseStatement, error) {
+	if env.Config.Allocation.Empty() {
+		return nil, nil
+	}
+	sts, err := reports.WriteStatements(ctx, env.Store.DB(), p, env.Config.Reports.Dir, opts)
+	var out []store.CloseStatement
+	for _, st := range sts {
+		sum, serr := fileSHA256(st.Path)
+		if serr != nil && err == nil {
+			err = serr
+		}
+		out = append(out, store.CloseStatement{CostCentre: st.CostCentre, Owner: st.Owner, Path: st.Path, SHA256: sum})
+	}
+	if err != nil {
+		for _, st := range sts {
+			os.Remove(st.Path)
+		}
+		return nil, err
+	}
+	return out, nil
 }
 
 // stagedFinal is where the close with id writes final before recording
@@ -298,6 +335,13 @@ func finishCloses(ctx context.Context, env *Env) ([]store.MonthClose, error) {
 		env.Log.Warn().Str("month", c.Month.Format("2006-01")).Str("who", c.Who).Str("final_workbook", c.FinalWorkbook).Msg("finished a close a kill had cut short: the final workbook is now in place")
 		finished = append(finished, c)
 	}
+	statements, err := env.Store.CloseStatements(ctx, uuid.Nil)
+	if err != nil {
+		return finished, err
+	}
+	for _, st := range statements {
+		recorded[st.Path] = true
+	}
 	dirs, _ := filepath.Glob(filepath.Join(env.Config.Reports.Dir, "*"))
 	for _, d := range dirs {
 		entries, err := os.ReadDir(d)
@@ -310,6 +354,11 @@ func finishCloses(ctx context.Context, env *Env) ([]store.MonthClose, error) {
 			if (stagedRE.MatchString(e.Name()) && !recorded[p]) || stagedTempRE.MatchString(e.Name()) {
 				if err := os.Remove(p); err == nil {
 					env.Log.Warn().Str("file", p).Msg("removed the staged final workbook of a close a kill cut short before it was recorded")
+				}
+			}
+			if reports.FinalStatementRE.MatchString(e.Name()) && !recorded[p] {
+				if err := os.Remove(p); err == nil {
+					env.Log.Warn().Str("file", p).Msg("removed a final statement no close recorded (a close a kill cut short wrote it)")
 				}
 			}
 		}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/wneessen/go-mail"
+	"github.com/xuri/excelize/v2"
 
 	"github.com/tally-dev/tally/configs"
 	"github.com/tally-dev/tally/internal/atomicfile"
@@ -105,12 +106,15 @@ func deliverStep(ctx context.Context, env *Env, runID uuid.UUID) (StepResult, er
 			sum, verified = got, true
 			return nil
 		}
-		if b.final() && sum == "" { // a close recorded before migration 0009
+		if (b.final() || b.statement()) && sum == "" { // a close recorded before migration 0009
 			if err := verify(); err != nil {
 				return res, err
 			}
 		}
 		for _, t := range targets {
+			if b.statement() && !t.mail {
+				continue // a statement goes to its owner, by mail only
+			}
 			prev, err := env.Store.DeliveryOf(ctx, t.name, b.kind, b.month, sum)
 			if err != nil {
 				return res, err
@@ -163,11 +167,15 @@ func deliverStep(ctx context.Context, env *Env, runID uuid.UUID) (StepResult, er
 type deliverable struct {
 	path   string
 	month  time.Time
-	kind   string // store.DeliveryMonth or store.DeliveryFinal
+	kind   string // store.DeliveryMonth, store.DeliveryFinal or store.DeliveryStatement
 	sha256 string // a final's bytes as its close recorded them; "" when unknown
+	// A statement's cost centre and owner, its only recipient.
+	centre, owner string
 }
 
 func (d deliverable) final() bool { return d.kind == store.DeliveryFinal }
+
+func (d deliverable) statement() bool { return d.kind == store.DeliveryStatement }
 
 // deliverables lists, oldest month first, what may go: the workbook of
 // every month that is over (tally-cost-YYYY-MM.xlsx under reports.dir),
@@ -208,14 +216,39 @@ func deliverables(ctx context.Context, env *Env) ([]deliverable, error) {
 			continue
 		}
 		out = append(out, deliverable{path: c.FinalWorkbook, month: c.Month, kind: store.DeliveryFinal, sha256: c.FinalSHA256})
+		if env.Config.Reports.Deliver.SMTP == nil {
+			continue
+		}
+		// The close's statements go to their owners once, final like
+		// the workbook.
+		sts, err := env.Store.CloseStatements(ctx, c.ID)
+		if err != nil {
+			return nil, err
+		}
+		for _, st := range sts {
+			if st.Owner == "" {
+				continue
+			}
+			if _, err := os.Stat(st.Path); err != nil {
+				env.Log.Error().Str("month", c.Month.Format("2006-01")).Str("statement", st.Path).Msg("the final statement of a closed month is missing; not delivered")
+				continue
+			}
+			out = append(out, deliverable{path: st.Path, month: c.Month, kind: store.DeliveryStatement, sha256: st.SHA256, centre: st.CostCentre, owner: st.Owner})
+		}
 	}
 	sort.SliceStable(out, func(i, j int) bool {
 		if !out[i].month.Equal(out[j].month) {
 			return out[i].month.Before(out[j].month)
 		}
-		return out[i].kind > out[j].kind // month before final
+		return deliverOrder(out[i].kind) < deliverOrder(out[j].kind)
 	})
 	return out, nil
+}
+
+// deliverOrder sends a month's workbook, then its final, then the final's
+// statements.
+func deliverOrder(kind string) int {
+	return map[string]int{store.DeliveryMonth: 0, store.DeliveryFinal: 1, store.DeliveryStatement: 2}[kind]
 }
 
 // messageID is a mail's Message-ID, derived from what it carries, so every
@@ -304,6 +337,9 @@ func mailWorkbook(ctx context.Context, env *Env, s *configs.SMTPConfig, b delive
 		return fmt.Errorf("mail client for %s: %w", s.Host, err)
 	}
 	body, err := mailBody(b)
+	if b.statement() {
+		body, err = statementBody(b)
+	}
 	if err != nil {
 		return err
 	}
@@ -311,11 +347,16 @@ func mailWorkbook(ctx context.Context, env *Env, s *configs.SMTPConfig, b delive
 	if err := m.From(s.From); err != nil {
 		return fmt.Errorf("reports.deliver.smtp.from %q: %w", s.From, err)
 	}
-	if err := m.To(s.To...); err != nil {
-		return fmt.Errorf("reports.deliver.smtp.to %q: %w", s.To, err)
-	}
 	month := b.month.Format("2006-01")
 	subject := strings.ReplaceAll(s.Subject, "{month}", month)
+	if b.statement() {
+		if err := m.To(b.owner); err != nil {
+			return fmt.Errorf("allocation.cost_centres owner %q of %s: %w", b.owner, b.centre, err)
+		}
+		subject = fmt.Sprintf("Tally chargeback statement %s %s (final)", b.centre, month)
+	} else if err := m.To(s.To...); err != nil {
+		return fmt.Errorf("reports.deliver.smtp.to %q: %w", s.To, err)
+	}
 	if b.final() {
 		subject += " (final)"
 	}
@@ -399,6 +440,30 @@ func mailBody(b deliverable) (string, error) {
 	sb.WriteString(sum.Text())
 	return sb.String(), nil
 }
+
+// statementBody is a statement mail's short text: which statement is
+// attached and its totals, read back from that very file.
+func statementBody(b deliverable) (string, error) {
+	f, err := excelize.OpenFile(b.path)
+	if err != nil {
+		return "", fmt.Errorf("read the statement %s for the mail: %w", b.path, err)
+	}
+	defer f.Close()
+	rows, err := f.GetRows("Statement")
+	if err != nil {
+		return "", fmt.Errorf("read the statement %s for the mail: %w", b.path, err)
+	}
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "Tally chargeback statement of %s for %s (final: the month is closed; this file never changes), attached: %s\n\n",
+		b.centre, b.month.Format("January 2006"), filepath.Base(b.path))
+	for _, r := range rows {
+		if len(r) >= 7 && r[0] == "Total" {
+			fmt.Fprintf(&sb, "Total %s: %s\n", r[2], r[6])
+		}
+	}
+	return sb.String(), nil
+}
+
 func fileSHA256(path string) (string, error) {
 	f, err := os.Open(path)
 	if err != nil {

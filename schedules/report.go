@@ -74,21 +74,48 @@ func ReportOrg(ctx context.Context, cfg *configs.Config, src reports.Source, mon
 		return p, err
 	}
 	log.Info().Str("month", label).Str("path", path).Msg("writing report")
-	budgets := ReportBudgets(cfg)
+	opts := ReportOptions(cfg, now)
 	if org != "" {
 		var own []reports.Budget
-		for _, b := range budgets {
+		for _, b := range opts.Budgets {
 			if b.ScopeKind == "organization" && b.Scope == org {
 				own = append(own, b)
 			}
 		}
-		budgets = own
+		opts.Budgets = own
 	}
-	if err := reports.WriteFile(ctx, src, p, path, reports.Options{Tolerance: cfg.Reports.Tolerance, Now: now, Budgets: budgets}); err != nil {
+	if err := reports.WriteFile(ctx, src, p, path, opts); err != nil {
 		return p, fmt.Errorf("report %s: %w", label, err)
 	}
 	log.Info().Str("month", label).Str("path", path).Msg("report written")
 	return p, nil
+}
+
+// ReportOptions are the workbook options of cfg: tolerance, budgets and
+// chargeback.
+func ReportOptions(cfg *configs.Config, now func() time.Time) reports.Options {
+	return reports.Options{Tolerance: cfg.Reports.Tolerance, Now: now, Budgets: ReportBudgets(cfg), Allocation: &cfg.Allocation}
+}
+
+// Statements writes the chargeback statement of every cost centre of p's
+// month (tally report --chargeback) beside the month's workbook, from src
+// as Report does. No cost centre configured is a usage error: there is
+// nothing to state.
+func Statements(ctx context.Context, cfg *configs.Config, src reports.Source, p reports.Period, now func() time.Time, log zerolog.Logger) ([]reports.Statement, error) {
+	if cfg.Allocation.Empty() {
+		return nil, refused("--chargeback: the config has no allocation.cost_centres, so there is no cost centre to write a statement for; add them (see configs/tally.example.yaml, allocation)")
+	}
+	if now == nil {
+		now = time.Now
+	}
+	sts, err := reports.WriteStatements(ctx, src, p, cfg.Reports.Dir, ReportOptions(cfg, now))
+	if err != nil {
+		return sts, fmt.Errorf("report %s: %w", p.Month.Format("2006-01"), err)
+	}
+	for _, st := range sts {
+		log.Info().Str("month", p.Month.Format("2006-01")).Str("cost_centre", st.CostCentre).Str("path", st.Path).Msg("statement written")
+	}
+	return sts, nil
 }
 
 // ReportBudgets are the config's budgets as the workbook shows them.

@@ -205,6 +205,11 @@ func (r *Runner) recordedRun(ctx context.Context, command, job string, fn func(c
 	}
 	defer st.Close()
 	r.tidyRuns(ctx, st)
+	// The analysts' chargeback views follow the config of the latest run
+	// that wrote; closed months keep what their close froze.
+	if err := st.SetAllocation(ctx, r.Config.Allocation); err != nil {
+		return out, err
+	}
 
 	runCtx, stop := graceful(ctx, r.Config.Schedule.Grace)
 	defer stop()

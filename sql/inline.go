@@ -79,11 +79,33 @@ func Inline(query string) (string, error) {
 // monthly figure reads the month and the days its baseline needs, not the
 // years before.
 func InlineWhere(query string, where map[string]string) (string, error) {
+	return inline(query, where, nil)
+}
+
+// InlineProvided is Inline for a query that defines some views itself, as
+// common table expressions in front of it (a workbook's month in place of
+// usage_finest, say): those are not inlined, nor the views only they read.
+// The views it does inline must not read one it provides.
+func InlineProvided(query string, provided ...string) (string, error) {
+	skip := map[string]bool{}
+	for _, v := range provided {
+		skip[v] = true
+	}
+	return inline(query, nil, skip)
+}
+
+func inline(query string, where map[string]string, provided map[string]bool) (string, error) {
 	texts, err := embeddedViews()
 	if err != nil {
 		return "", err
 	}
-	names, err := order(texts, reads(query, texts))
+	var roots []string
+	for _, v := range reads(query, texts) {
+		if !provided[v] {
+			roots = append(roots, v)
+		}
+	}
+	names, err := order(texts, roots)
 	if err != nil {
 		return "", err
 	}

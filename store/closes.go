@@ -30,6 +30,38 @@ type MonthClose struct {
 	ContentHash   string // close only
 	FinalWorkbook string // close only
 	FinalSHA256   string // close only: the final workbook's bytes; "" for closes before migration 0009
+	// Allocation is, on a close, the chargeback the month closes under:
+	// its cost centres and the rules in force for it, frozen with the
+	// close (allocation_rules rows under its id); empty for none.
+	Allocation tally.Allocation
+	// Statements are, on a close, the chargeback statements it wrote,
+	// recorded with it (month_close_statements).
+	Statements []CloseStatement
+}
+
+// CloseStatement is one cost centre's final statement of a close.
+type CloseStatement struct {
+	CostCentre, Owner, Path, SHA256 string
+}
+
+// CloseStatements returns the statements of the close id, by cost
+// centre; with uuid.Nil, those of every close.
+func (s *Store) CloseStatements(ctx context.Context, id uuid.UUID) ([]CloseStatement, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT cost_centre, coalesce(owner, ''), path, sha256 FROM month_close_statements
+WHERE ? OR close_id = ? ORDER BY cost_centre, path`, id == uuid.Nil, id)
+	if err != nil {
+		return nil, fmt.Errorf("read month_close_statements: %w", err)
+	}
+	defer rows.Close()
+	var out []CloseStatement
+	for rows.Next() {
+		var st CloseStatement
+		if err := rows.Scan(&st.CostCentre, &st.Owner, &st.Path, &st.SHA256); err != nil {
+			return nil, fmt.Errorf("read month_close_statements: %w", err)
+		}
+		out = append(out, st)
+	}
+	return out, rows.Err()
 }
 
 // CloseFigure is one project, meter, payment method and currency of a
@@ -129,14 +161,29 @@ VALUES (?, ?, ?, ?, ?, ?, ?, CAST(? AS DECIMAL(38, 12)), CAST(? AS DECIMAL(38, 1
 				return fmt.Errorf("record close figures: %w", err)
 			}
 		}
+		for _, st := range c.Statements {
+			if _, err := conn.ExecContext(ctx, `INSERT INTO month_close_statements (close_id, cost_centre, owner, path, sha256) VALUES (?, ?, ?, ?, ?)`,
+				c.ID, st.CostCentre, textOrNull(st.Owner), st.Path, st.SHA256); err != nil {
+				return fmt.Errorf("record close statements: %w", err)
+			}
+		}
+		var allocationHash any
+		if !c.Allocation.Empty() {
+			frozen := tally.Allocation{CostCentres: c.Allocation.CostCentres, Rules: c.Allocation.InForce(c.Month)}
+			if err := insertAllocation(ctx, conn, &c.ID, frozen); err != nil {
+				return err
+			}
+			allocationHash = c.Allocation.Hash(c.Month)
+		}
+		// Columns named: migrations add columns to month_closes.
 		_, err := conn.ExecContext(ctx, `INSERT INTO month_closes
-(id, month, basis, granularity, action, acted_at, who, reason, rows, cost, content_hash, final_workbook, final_sha256)
+    (id, month, basis, granularity, action, acted_at, who, reason, rows, cost, content_hash, final_workbook, final_sha256, allocation_hash)
 SELECT ?, ?, ?, ?, 'close', ?, ?, ?,
        (SELECT coalesce(sum(rows), 0) FROM month_close_figures WHERE close_id = ?),
        (SELECT map(coalesce(list(currency ORDER BY currency), []), coalesce(list(total ORDER BY currency), []))
         FROM (SELECT currency, CAST(sum(cost) AS DECIMAL(38, 12)) AS total FROM month_close_figures WHERE close_id = ? GROUP BY currency)),
-       ?, ?, ?`,
-			c.ID, c.Month, string(c.Basis), string(c.Granularity), c.At.UTC(), c.Who, textOrNull(c.Reason), c.ID, c.ID, c.ContentHash, c.FinalWorkbook, textOrNull(c.FinalSHA256))
+       ?, ?, ?, ?`,
+			c.ID, c.Month, string(c.Basis), string(c.Granularity), c.At.UTC(), c.Who, textOrNull(c.Reason), c.ID, c.ID, c.ContentHash, c.FinalWorkbook, textOrNull(c.FinalSHA256), allocationHash)
 		if err != nil {
 			return fmt.Errorf("record close: %w", err)
 		}

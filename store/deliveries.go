@@ -14,6 +14,9 @@ import (
 const (
 	DeliveryMonth = "month" // a month's workbook, sent once the month is over
 	DeliveryFinal = "final" // a close's final workbook
+	// DeliveryStatement is a close's final chargeback statement, mailed
+	// to its cost centre's owner.
+	DeliveryStatement = "statement"
 )
 
 // Statuses of deliveries.
@@ -36,15 +39,16 @@ type Delivery struct {
 }
 
 // DeliveryOf returns what deliveries holds for a workbook and target, or
-// nil when it was never tried. A final workbook is known by its bytes, so
-// the same bytes are never sent twice and a new final always is; a month's
+// nil when it was never tried. A final workbook (or statement) is known by
+// its bytes, so the same bytes are never sent twice and a new final always
+// is; a month's
 // workbook (rewritten every night with a new generation time) by its month,
 // so it goes once. A sent row wins over a pending one.
 func (s *Store) DeliveryOf(ctx context.Context, target, kind string, month time.Time, sha256 string) (*Delivery, error) {
 	q := `SELECT target, kind, month, path, sha256, status, message_id, run_id FROM deliveries
-WHERE target = ? AND kind = 'final' AND sha256 = ?
+WHERE target = ? AND kind = ? AND sha256 = ?
 ORDER BY status = 'sent' DESC, delivered_at DESC LIMIT 1`
-	args := []any{target, sha256}
+	args := []any{target, kind, sha256}
 	if kind == DeliveryMonth {
 		q = `SELECT target, kind, month, path, sha256, status, message_id, run_id FROM deliveries
 WHERE target = ? AND kind = 'month' AND month = ?
@@ -75,8 +79,8 @@ func (s *Store) RecordPending(ctx context.Context, d Delivery) error {
 	}
 	return s.inTx(ctx, func(conn *sql.Conn) error {
 		if _, err := conn.ExecContext(ctx, `DELETE FROM deliveries WHERE target = ? AND status = 'pending'
-AND ((kind = 'final' AND ? = 'final' AND sha256 = ?) OR (kind = 'month' AND ? = 'month' AND month = ?))`,
-			d.Target, d.Kind, d.SHA256, d.Kind, d.Month); err != nil {
+AND ((kind = ? AND ? <> 'month' AND sha256 = ?) OR (kind = 'month' AND ? = 'month' AND month = ?))`,
+			d.Target, d.Kind, d.Kind, d.SHA256, d.Kind, d.Month); err != nil {
 			return fmt.Errorf("record delivery of %s to %s: %w", d.Path, d.Target, err)
 		}
 		if _, err := conn.ExecContext(ctx, `INSERT INTO deliveries (target, path, sha256, delivered_at, run_id, kind, month, status, message_id)

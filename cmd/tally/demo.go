@@ -23,6 +23,7 @@ import (
 	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/configs"
 	"github.com/tally-dev/tally/fetch/sim"
+	"github.com/tally-dev/tally/reports"
 	"github.com/tally-dev/tally/schedules"
 	"github.com/tally-dev/tally/store"
 )
@@ -66,6 +67,9 @@ prices it from the rate card: the workbook is estimated, not an invoice.`,
 				fmt.Fprintf(out, "  final workbook:  %s\n", res.Final)
 				fmt.Fprintf(out, "                   (the demo closed %s, then the provider corrected %s and tally fetch --refetch\n", rev.Day.Format("2006-01"), rev.Day.Format(tally.DateLayout))
 				fmt.Fprintf(out, "                   loaded it: the final stays as signed; the workbook shows the adjustment)\n")
+			}
+			for _, st := range res.Statements {
+				fmt.Fprintf(out, "  statement:       %s (%s)\n", st.Path, st.CostCentre)
 			}
 			fmt.Fprintf(out, "  database:        %s\n", res.Database)
 			fmt.Fprintf(out, "  analysts' copy:  %s\n", res.Published)
@@ -131,8 +135,11 @@ type demoResult struct {
 	Published string
 	Workbook  string
 	Final     string // the final workbook of the month the demo closed
-	BaseURL   string
-	Nightly   schedules.NightlySummary
+	// Statements are the chargeback statements of the month, one per
+	// cost centre.
+	Statements []reports.Statement
+	BaseURL    string
+	Nightly    schedules.NightlySummary
 }
 
 // runDemo runs the whole nightly path on this machine: the simulated interface
@@ -198,6 +205,24 @@ func runDemo(ctx context.Context, dir string, log zerolog.Logger, version string
 		granularity, budgetsYAML = "day", ""
 		sourceYAML = "\n  source: projects\n  project_names: [archive, newsroom, sports-live, training]"
 	}
+	// Two cost centres own the news and sport projects; training is the
+	// shared platform, charged back to both in proportion to their own
+	// usage.
+	allocationYAML := fmt.Sprintf(`allocation:
+  cost_centres:
+    - name: News
+      owner: news-finance@example.com
+      projects: [newsroom, archive]
+    - name: Sport
+      owner: sport-finance@example.com
+      projects: [sports-live]
+  rules:
+    - name: platform
+      from: %s
+      share: {projects: [training]}
+      to: [News, Sport]
+      method: proportional
+`, start.Format("2006-01"))
 	yaml := fmt.Sprintf(`# Written by tally demo: the simulated interface it served is gone now,
 # but the database and the analysts' copy stay for tally query.
 api:
@@ -213,7 +238,7 @@ store:
 reports:
   dir: reports
   months: [previous]
-%s`, res.BaseURL, granularity, start.Format(tally.DateLayout), sourceYAML, budgetsYAML)
+%s%s`, res.BaseURL, granularity, start.Format(tally.DateLayout), sourceYAML, budgetsYAML, allocationYAML)
 	if err := os.WriteFile(res.Config, []byte(yaml), 0o600); err != nil {
 		return res, fmt.Errorf("write demo config: %w", err)
 	}
@@ -256,7 +281,7 @@ reports:
 		res.Workbook = res.Nightly.Reports[0].Path
 	}
 	if source == tally.SourceProjects {
-		return res, nil
+		return res, demoStatements(ctx, cfg, &res, start, tick, log)
 	}
 	// Finance closes the last month; an hour later the provider corrects
 	// a day of it (the interface's revision appears then), and the day is
@@ -280,7 +305,20 @@ reports:
 	if _, err := schedules.Report(ctx, cfg, pub.DB(), start, "", res.Workbook, tick, log); err != nil {
 		return res, err
 	}
-	return res, nil
+	return res, demoStatements(ctx, cfg, &res, start, tick, log)
+}
+
+// demoStatements writes the month's chargeback statements, as tally report
+// --chargeback does, from the analysts' copy.
+func demoStatements(ctx context.Context, cfg *configs.Config, res *demoResult, month time.Time, now func() time.Time, log zerolog.Logger) error {
+	pub, err := schedules.OpenPublished(ctx, cfg, log, false)
+	if err != nil {
+		return err
+	}
+	defer pub.Close()
+	p := reports.Period{Month: month, Basis: cfg.DefaultBasis(), Granularity: cfg.Usage.Granularity}
+	res.Statements, err = schedules.Statements(ctx, cfg, pub.DB(), p, now, log)
+	return err
 }
 
 // demoRevision is the demo interface's late correction: the 10th of the

@@ -260,6 +260,39 @@ func TestDemo(t *testing.T) {
 	if got := prooftest.Labelled(summary, "Last run id"); got != refetchRun {
 		t.Errorf("workbook's last run id %q, want the refetch's %s", got, refetchRun)
 	}
+	// Two cost centres and the shared platform project split proportionally:
+	// the workbook has a Chargeback sheet that ties out, and each cost
+	// centre a statement.
+	charge, err := f.GetRows("Chargeback", excelize.Options{RawCellValue: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var centres []string
+	for _, r := range charge[1:] {
+		if len(r) == 0 || r[0] == "" {
+			break
+		}
+		centres = append(centres, r[0]+" "+r[1])
+		if len(r) > 6 && r[0] != tally.Unallocated && !strings.Contains(r[6], "platform@2025-02 (proportional)") {
+			t.Errorf("%s received the platform by %q", r[0], r[6])
+		}
+	}
+	if len(centres) < 2 || !slices.Contains(centres, "News USD") || !slices.Contains(centres, "Sport USD") {
+		t.Errorf("Chargeback rows %v", centres)
+	}
+	for _, r := range charge {
+		if len(r) > 4 && r[0] == "Difference" && r[4] != "0" {
+			t.Errorf("Chargeback tie-out %v", r)
+		}
+	}
+	if len(res.Statements) != 2 || res.Statements[0].CostCentre != "News" || res.Statements[1].CostCentre != "Sport" {
+		t.Errorf("statements %+v", res.Statements)
+	}
+	for _, st := range res.Statements {
+		if _, err := os.Stat(st.Path); err != nil {
+			t.Error(err)
+		}
+	}
 	adj, err := f.GetRows("Adjustments to closed months")
 	if err != nil || len(adj) < 2 || !strings.Contains(strings.Join(adj[1], " "), "newsroom") || !strings.Contains(strings.Join(adj[1], " "), "streaming_egress_gb") {
 		t.Errorf("the workbook has no adjustment for the corrected meter: %v %v", adj, err)

@@ -24,13 +24,15 @@ type reportOptions struct {
 	org    string
 	basis  string
 	out    string
-	log    zerolog.Logger
+	// chargeback: also one statement per cost centre (--chargeback).
+	chargeback bool
+	log        zerolog.Logger
 }
 
 func newReportCmd(g *globalFlags) *cobra.Command {
 	o := &reportOptions{}
 	cmd := &cobra.Command{
-		Use:   "report --config FILE --month YYYY-MM [--org NAME] [--basis usage|reported] [--out FILE.xlsx]",
+		Use:   "report --config FILE --month YYYY-MM [--org NAME] [--basis usage|reported] [--out FILE.xlsx] [--chargeback]",
 		Short: "Write a month's cost workbook (Excel) from the stored usage",
 		Long: `Write one month's cost workbook: summary, cost by project, meter and payment
 method, the rate card check, flagged items, the daily trend, every usage row,
@@ -47,9 +49,14 @@ month is read (with a warning), or tally refuses (exit 2) and says what to
 fetch.
 --out defaults to <reports.dir>/YYYY-MM/tally-cost-YYYY-MM.xlsx. The file is
 written beside its final name and renamed into place: an interrupted run
-leaves the previous workbook, never half of a new one.`,
+leaves the previous workbook, never half of a new one.
+With allocation configured, the workbook has a Chargeback sheet; --chargeback
+also writes one statement per cost centre, a small workbook of its own
+projects and meters and the shared costs it received and why, to
+<reports.dir>/YYYY-MM/tally-chargeback-YYYY-MM-<cost centre>.xlsx.`,
 		Example: `  tally report --config tally.yaml --month 2026-10
-  tally report --config tally.yaml --month 2026-10 --basis reported --out october-invoiced.xlsx`,
+  tally report --config tally.yaml --month 2026-10 --basis reported --out october-invoiced.xlsx
+  tally report --config tally.yaml --month 2026-10 --chargeback`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log, err := newLogger(g, os.Stderr)
@@ -66,6 +73,7 @@ leaves the previous workbook, never half of a new one.`,
 	f.StringVar(&o.org, "org", "", "one organization's workbook (organizations[].name); default: every organization's, with a By organization sheet when there are several")
 	f.StringVar(&o.basis, "basis", "", "usage (when usage happened) or reported (when charged, as invoices count); default from usage.reported_date")
 	f.StringVar(&o.out, "out", "", "workbook to write, .xlsx (default <reports.dir>/YYYY-MM/tally-cost-YYYY-MM.xlsx)")
+	f.BoolVar(&o.chargeback, "chargeback", false, "also write one chargeback statement per cost centre (allocation.cost_centres)")
 	return cmd
 }
 
@@ -102,6 +110,9 @@ func runReport(ctx context.Context, o *reportOptions, w io.Writer) error {
 		}
 		o.org = org.Name
 	}
+	if o.chargeback && cfg.Allocation.Empty() {
+		return usageErr("--chargeback: the config has no allocation.cost_centres, so there is no cost centre to write a statement for; add them (see configs/tally.example.yaml, allocation)")
+	}
 	out := o.out
 	switch {
 	case out != "":
@@ -119,6 +130,17 @@ func runReport(ctx context.Context, o *reportOptions, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(w, "wrote %s (%s, basis %s, granularity %s)\n", out, o.month, p.Basis, p.Granularity)
+	if _, err = fmt.Fprintf(w, "wrote %s (%s, basis %s, granularity %s)\n", out, o.month, p.Basis, p.Granularity); err != nil {
+		return err
+	}
+	if !o.chargeback {
+		return nil
+	}
+	sts, err := schedules.Statements(ctx, cfg, st.DB(), p, nil, o.log)
+	for _, s := range sts {
+		if _, werr := fmt.Fprintf(w, "wrote %s (statement of %s)\n", s.Path, s.CostCentre); werr != nil {
+			return werr
+		}
+	}
 	return err
 }

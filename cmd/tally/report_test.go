@@ -100,6 +100,43 @@ func TestReportWritesWorkbook(t *testing.T) {
 	}
 }
 
+// tally report --chargeback writes the workbook, with its Chargeback
+// sheet, and one statement per cost centre, printing each path.
+func TestReportChargeback(t *testing.T) {
+	cfg, dir := reportSetup(t)
+	yml := "usage:\n  granularity: day\n  start: 2026-01-01\nstore:\n  path: data/tally.duckdb\nreports:\n  dir: out\n" +
+		"allocation:\n  cost_centres:\n    - {name: Video, owner: video@example.com, projects: [alpha]}\n    - {name: Audio}\n" +
+		"  rules:\n    - {name: half, from: 2026-10, share: {meters: [encoding]}, to: [Video, Audio], method: fixed, percent: {Video: 50, Audio: 50}}\n"
+	if err := os.WriteFile(cfg, []byte(yml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := execCLI(t, "", "report", "--config", cfg, "--month", "2026-10", "--chargeback")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []string{"Audio", "Video"} {
+		path := filepath.Join(dir, "out", "2026-10", "tally-chargeback-2026-10-"+c+".xlsx")
+		if !strings.Contains(out, path+" (statement of "+c+")") {
+			t.Errorf("output %q lacks %s", out, path)
+		}
+		f, err := excelize.OpenFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows, _ := f.GetRows("Statement", excelize.Options{RawCellValue: true})
+		f.Close()
+		total := ""
+		for _, r := range rows {
+			if len(r) >= 7 && r[0] == "Total" && r[2] == "USD" {
+				total = r[6]
+			}
+		}
+		if total != "1.875" { // half of 1.25 + 2.5
+			t.Errorf("%s's USD total %q, want 1.875", c, total)
+		}
+	}
+}
+
 func TestReportUsageErrors(t *testing.T) {
 	cfg, dir := reportSetup(t)
 	for _, c := range []struct {
@@ -114,6 +151,7 @@ func TestReportUsageErrors(t *testing.T) {
 		{"bad basis", []string{"report", "--config", cfg, "--month", "2026-10", "--basis", "invoice"}, `--basis "invoice" is not one of usage, reported`},
 		{"bad out", []string{"report", "--config", cfg, "--month", "2026-10", "--out", filepath.Join(dir, "x.csv")}, "must end in .xlsx"},
 		{"missing config", []string{"report", "--config", filepath.Join(dir, "nope.yaml"), "--month", "2026-10"}, "nope.yaml"},
+		{"chargeback without cost centres", []string{"report", "--config", cfg, "--month", "2026-10", "--chargeback"}, "--chargeback: the config has no allocation.cost_centres"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := execCLI(t, "", c.args...)

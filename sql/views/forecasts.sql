@@ -12,8 +12,8 @@ WITH spent AS (
     GROUP BY ALL
 )
 SELECT f.month, -- first day of the month
-       f.scope_kind, -- all, project, payment_method or family
-       f.scope, -- the project, payment method id or family; '' for all
+       f.scope_kind, -- all, project, payment_method, family or cost_centre
+       f.scope, -- the project, payment method id, family or cost centre; '' for all
        f.currency,
        any_value(f.as_of) AS as_of, -- the last complete day of the data
        coalesce(any_value(s.cost), 0) AS actual_cost, -- cost so far, the latest partial day included

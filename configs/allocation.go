@@ -1,0 +1,228 @@
+package configs
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/tally-dev/tally"
+)
+
+type rawAllocation struct {
+	CostCentres *[]rawCostCentre `yaml:"cost_centres"`
+	Rules       *[]rawRule       `yaml:"rules"`
+}
+
+type rawCostCentre struct {
+	Name     yaml.Node `yaml:"name"`
+	Owner    yaml.Node `yaml:"owner"`
+	Projects yaml.Node `yaml:"projects"`
+}
+
+type rawRule struct {
+	Name    yaml.Node `yaml:"name"`
+	From    yaml.Node `yaml:"from"`
+	Share   rawShare  `yaml:"share"`
+	To      yaml.Node `yaml:"to"`
+	Method  yaml.Node `yaml:"method"`
+	Percent yaml.Node `yaml:"percent"`
+	Driver  yaml.Node `yaml:"driver"`
+}
+
+type rawShare struct {
+	Projects      yaml.Node `yaml:"projects"`
+	Meters        yaml.Node `yaml:"meters"`
+	Families      yaml.Node `yaml:"families"`
+	PaymentMethod yaml.Node `yaml:"payment_method"`
+}
+
+// allocation reads allocation: cost centres, then the rules that share
+// costs across them. Everything that can be checked without the month's
+// data is checked here; what depends on it (a driver meter nobody used)
+// is flagged where the month is reported.
+func (p *parser) allocation(r *rawAllocation, usage *UsageConfig, c *tally.Allocation) {
+	owner := map[string]string{} // project → cost centre
+	centres := map[string]bool{}
+	known := func(project string) string {
+		if len(usage.ProjectNames) > 0 && !slices.Contains(usage.ProjectNames, project) {
+			return "is not one of usage.project_names (" + strings.Join(usage.ProjectNames, ", ") + "), so it has no usage to charge back"
+		}
+		return ""
+	}
+	if r.CostCentres != nil {
+		for i := range *r.CostCentres {
+			rc := &(*r.CostCentres)[i]
+			path := fmt.Sprintf("allocation.cost_centres[%d]", i)
+			if p.dropped[path] {
+				continue
+			}
+			cc := tally.CostCentre{
+				Name:  strings.TrimSpace(p.text(&rc.Name, path+".name", "")),
+				Owner: p.text(&rc.Owner, path+".owner", ""),
+			}
+			switch {
+			case cc.Name == "":
+				p.addf(deref(&rc.Name), path+".name", "missing; give the cost centre a name, e.g. News")
+			case centres[cc.Name]:
+				p.addf(deref(&rc.Name), path+".name", "%q is the name of another cost centre; names must be unique", cc.Name)
+			case strings.EqualFold(cc.Name, tally.Unallocated):
+				p.addf(deref(&rc.Name), path+".name", "%q is reserved for the cost no rule or owner reaches; choose another name", cc.Name)
+			case strings.HasPrefix(strings.ToLower(cc.Name), "final"):
+				p.addf(deref(&rc.Name), path+".name", "%q starts with final, which names a closed month's statements; choose another name", cc.Name)
+			case strings.ContainsAny(cc.Name, ":\n/\\"):
+				p.addf(deref(&rc.Name), path+".name", "%q holds a colon, a slash or a line break; use letters, digits, spaces, - or _ (it names the statement's file)", cc.Name)
+			}
+			centres[cc.Name] = true
+			if cc.Owner != "" && (!strings.Contains(cc.Owner, "@") || strings.ContainsAny(cc.Owner, " \n,<>")) {
+				p.addf(deref(&rc.Owner), path+".owner", "%q is not one e-mail address, e.g. news-finance@example.com", cc.Owner)
+			}
+			cc.Projects = p.list(&rc.Projects, path+".projects", known)
+			for j, pr := range cc.Projects {
+				if other, dup := owner[pr]; dup {
+					p.addf(deref(&rc.Projects), fmt.Sprintf("%s.projects[%d]", path, j), "%q is owned by cost centre %q already; a project has one owner (share its cost with a rule instead)", pr, other)
+					continue
+				}
+				owner[pr] = cc.Name
+			}
+			c.CostCentres = append(c.CostCentres, cc)
+		}
+	}
+	if r.Rules == nil {
+		return
+	}
+	if len(c.CostCentres) == 0 && len(*r.Rules) > 0 {
+		p.addf(nil, "allocation.rules", "rules without cost centres: list allocation.cost_centres first, the rules share costs across them")
+		return
+	}
+	versions := map[string]bool{}
+	for i := range *r.Rules {
+		rr := &(*r.Rules)[i]
+		path := fmt.Sprintf("allocation.rules[%d]", i)
+		if p.dropped[path] {
+			continue
+		}
+		rule := tally.AllocationRule{
+			Name:          strings.TrimSpace(p.text(&rr.Name, path+".name", "")),
+			Method:        p.text(&rr.Method, path+".method", ""),
+			Driver:        p.text(&rr.Driver, path+".driver", ""),
+			PaymentMethod: p.text(&rr.Share.PaymentMethod, path+".share.payment_method", ""),
+		}
+		if rule.Name == "" {
+			p.addf(deref(&rr.Name), path+".name", "missing; give the rule a name, e.g. platform")
+		} else if strings.ContainsAny(rule.Name, "@\n") {
+			p.addf(deref(&rr.Name), path+".name", "%q holds an @ or a line break; use letters, digits, spaces, - or _", rule.Name)
+		}
+		from := p.text(&rr.From, path+".from", "")
+		if t, err := time.Parse("2006-01", from); err != nil {
+			p.addf(deref(&rr.From), path+".from", "%q is not a month YYYY-MM, e.g. 2026-01: the first month the rule applies to", from)
+		} else {
+			rule.From = t
+			if versions[rule.Version()] {
+				p.addf(deref(&rr.From), path+".from", "rule %q is given twice from %s; a rule changes from a later month, as a new entry with a later from", rule.Name, from)
+			}
+			versions[rule.Version()] = true
+		}
+		rule.Projects = p.list(&rr.Share.Projects, path+".share.projects", known)
+		rule.Meters = p.list(&rr.Share.Meters, path+".share.meters", nil)
+		rule.Families = p.list(&rr.Share.Families, path+".share.families", nil)
+		if rule.PaymentMethod != "" && !uuidRE.MatchString(rule.PaymentMethod) {
+			p.addf(deref(&rr.Share.PaymentMethod), path+".share.payment_method", "%q is not a payment method id (a UUID such as 0b6f2a4e-5c1d-4e8f-9a3b-7c2d1e0f4a5b)", rule.PaymentMethod)
+		}
+		if len(usage.MeterNames) > 0 {
+			for j, m := range rule.Meters {
+				if !slices.Contains(usage.MeterNames, m) {
+					p.addf(deref(&rr.Share.Meters), fmt.Sprintf("%s.share.meters[%d]", path, j), "%q is not one of usage.meter_names (%s), so it has no usage to share", m, strings.Join(usage.MeterNames, ", "))
+				}
+			}
+		}
+		if len(rule.Projects)+len(rule.Meters)+len(rule.Families) == 0 && rule.PaymentMethod == "" {
+			p.addf(deref(&rr.Name), path+".share", "missing; say what the rule shares: projects, meters, families and/or payment_method, e.g. {projects: [platform]}")
+		}
+		switch rule.Method {
+		case tally.AllocateEven, tally.AllocateProportional, tally.AllocateDriver, tally.AllocateFixed:
+		case "":
+			p.addf(deref(&rr.Method), path+".method", "missing; one of %s", strings.Join(tally.AllocationMethods, ", "))
+		default:
+			p.addf(deref(&rr.Method), path+".method", "%q is not one of %s", rule.Method, strings.Join(tally.AllocationMethods, ", "))
+		}
+		isCentre := func(s string) string {
+			if !centres[s] {
+				return "is not a cost centre of allocation.cost_centres"
+			}
+			return ""
+		}
+		rule.Receivers = p.list(&rr.To, path+".to", isCentre)
+		if rule.Method == tally.AllocateFixed {
+			p.fixedPercent(rr, path, &rule, isCentre)
+		} else if !isNull(&rr.Percent) {
+			p.addf(deref(&rr.Percent), path+".percent", "is for method fixed only; method %q computes the parts", rule.Method)
+		}
+		if len(rule.Receivers) == 0 && rule.Method != tally.AllocateFixed && (isNull(&rr.To) || len(deref(&rr.To).Content) == 0) {
+			p.addf(deref(&rr.To), path+".to", "missing; list the cost centres that receive the shared cost, e.g. [News, Sport]")
+		}
+		switch {
+		case rule.Method == tally.AllocateDriver && rule.Driver == "":
+			p.addf(deref(&rr.Driver), path+".driver", "missing; method driver splits by each receiver's quantity of a meter: name it, e.g. \"Streaming Egress\"")
+		case rule.Method != tally.AllocateDriver && rule.Driver != "":
+			p.addf(deref(&rr.Driver), path+".driver", "is for method driver only, not %q", rule.Method)
+		case rule.Driver != "" && len(usage.MeterNames) > 0 && !slices.Contains(usage.MeterNames, rule.Driver):
+			p.addf(deref(&rr.Driver), path+".driver", "%q is not one of usage.meter_names (%s), so no receiver has a quantity of it", rule.Driver, strings.Join(usage.MeterNames, ", "))
+		}
+		c.Rules = append(c.Rules, rule)
+	}
+}
+
+// fixedPercent reads a fixed rule's percent: a mapping of cost centre to
+// percent summing to exactly 100. It gives the receivers; to, when given
+// too, must name the same cost centres.
+func (p *parser) fixedPercent(rr *rawRule, path string, rule *tally.AllocationRule, isCentre func(string) string) {
+	n := deref(&rr.Percent)
+	if isNull(n) {
+		p.addf(n, path+".percent", "missing; method fixed needs each receiver's percent, summing to 100, e.g. {News: 60, Sport: 40}")
+		return
+	}
+	if n.Kind != yaml.MappingNode {
+		p.addf(n, path+".percent", "must be a mapping of cost centre to percent, e.g. {News: 60, Sport: 40}, not %s", describe(n))
+		return
+	}
+	var names []string
+	sum := tally.MustDecimal("0")
+	ok := true
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := deref(n.Content[i]), deref(n.Content[i+1])
+		field := join(path+".percent", k.Value)
+		if why := isCentre(k.Value); why != "" {
+			p.addf(k, field, "%q %s", k.Value, why)
+			ok = false
+			continue
+		}
+		if slices.Contains(names, k.Value) {
+			p.addf(k, field, "given twice")
+			ok = false
+			continue
+		}
+		s, _ := p.scalar(v, field)
+		d, err := tally.ParseDecimal(s)
+		if err != nil || d.Sign() <= 0 || d.Cmp(tally.MustDecimal("100")) > 0 || d.Scale() > 6 {
+			p.addf(v, field, "%q is not a percent above 0 and up to 100 with at most 6 decimals, e.g. 60 or 33.333334", s)
+			ok = false
+			continue
+		}
+		names = append(names, k.Value)
+		rule.Percent = append(rule.Percent, d)
+		sum = sum.Add(d)
+	}
+	if ok && sum.Cmp(tally.MustDecimal("100")) != 0 {
+		p.addf(n, path+".percent", "sums to %s, not 100; the parts of a fixed split must add up to the whole", sum)
+	}
+	if len(rule.Receivers) > 0 {
+		a, b := slices.Sorted(slices.Values(rule.Receivers)), slices.Sorted(slices.Values(names))
+		if !slices.Equal(a, b) {
+			p.addf(deref(&rr.To), path+".to", "lists %s but percent gives %s; with method fixed leave to out, or name the same cost centres", strings.Join(a, ", "), strings.Join(b, ", "))
+		}
+	}
+	rule.Receivers = names
+}

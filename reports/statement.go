@@ -1,0 +1,247 @@
+package reports
+
+import (
+	"archive/zip"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+
+	"github.com/xuri/excelize/v2"
+
+	"github.com/tally-dev/tally"
+	"github.com/tally-dev/tally/internal/atomicfile"
+)
+
+const sheetStatement = "Statement"
+
+// Statement is one cost centre's chargeback statement for a month.
+type Statement struct {
+	CostCentre string
+	Owner      string // e-mail address; "" for none
+	Path       string
+}
+
+// StatementPath is where a cost centre's statement of month goes: beside
+// the month's workbook, as tally-chargeback-YYYY-MM-<cost centre>.xlsx.
+func StatementPath(dir string, month string, centre string) string {
+	return filepath.Join(dir, month, "tally-chargeback-"+month+"-"+centre+".xlsx")
+}
+
+// FinalStatementPath is where the close of month with sequence seq (as
+// FinalPath) writes a cost centre's final statement:
+// tally-chargeback-YYYY-MM-final[-N]-<cost centre>.xlsx. Cost centre names
+// never start with "final", so no statement tally report writes has such
+// a name.
+func FinalStatementPath(dir string, month string, seq int, centre string) string {
+	final := "final"
+	if seq > 1 {
+		final += "-" + strconv.Itoa(seq)
+	}
+	return StatementPath(dir, month, final+"-"+centre)
+}
+
+// FinalStatementRE matches the file names FinalStatementPath gives, and the
+// temporary files they are written through.
+var FinalStatementRE = regexp.MustCompile(`^\.?tally-chargeback-\d{4}-\d{2}-final(?:-\d+)?-.+\.xlsx(?:\..*\.tmp)?$`)
+
+// WriteStatements writes one small workbook per cost centre of p's
+// chargeback into dir (StatementPath): its own projects and meters, the
+// shared costs it received and why, and its totals per currency. Cost no
+// cost centre received (Unallocated) gets no statement: the month's
+// workbook shows it. Each file is written beside its name and renamed into
+// place. Owners come from opts.Allocation. With opts.Close, these are the
+// close's final statements (FinalStatementPath), stamped with it.
+func WriteStatements(ctx context.Context, src Source, p Period, dir string, opts Options) ([]Statement, error) {
+	if opts.Close != nil {
+		seq := opts.Close.Seq
+		return writeStatements(ctx, src, p, opts, func(month, centre string) string { return FinalStatementPath(dir, month, seq, centre) })
+	}
+	return writeStatements(ctx, src, p, opts, func(month, centre string) string { return StatementPath(dir, month, centre) })
+}
+
+func writeStatements(ctx context.Context, src Source, p Period, opts Options, path func(month, centre string) string) ([]Statement, error) {
+	if err := p.validate(); err != nil {
+		return nil, fmt.Errorf("write statements: %w", err)
+	}
+	p.Month = p.Month.UTC()
+	if err := opts.normalise(); err != nil {
+		return nil, fmt.Errorf("write statements: %w", err)
+	}
+	first, err := newBuilder(ctx, src, p, opts)
+	if err != nil {
+		return nil, err
+	}
+	first.f.Close()
+	lines, err := first.chargeback()
+	if err != nil {
+		return nil, fmt.Errorf("write statements %s: %w", p.Month.Format(monthLayout), err)
+	}
+	owners := map[string]string{}
+	if opts.Allocation != nil {
+		for _, c := range opts.Allocation.CostCentres {
+			owners[c.Name] = c.Owner
+		}
+	}
+	var centres []string
+	for _, l := range lines {
+		if l.centre != tally.Unallocated && !slices.Contains(centres, l.centre) {
+			centres = append(centres, l.centre)
+		}
+	}
+	var out []Statement
+	for _, c := range centres {
+		st := Statement{CostCentre: c, Owner: owners[c], Path: path(p.Month.Format(monthLayout), c)}
+		if err := os.MkdirAll(filepath.Dir(st.Path), 0o750); err != nil {
+			return out, fmt.Errorf("write statement %s: %w", st.Path, err)
+		}
+		err := atomicfile.Write(ctx, st.Path, 0o640, func(w io.Writer) error {
+			b, err := newBuilder(ctx, src, p, opts)
+			if err != nil {
+				return err
+			}
+			defer b.f.Close()
+			if err := b.statement(st, lines); err != nil {
+				return err
+			}
+			b.f.SetZipWriter(func(io.Writer) excelize.ZipWriter { return zip.NewWriter(w) })
+			_, err = b.f.WriteToBuffer()
+			return err
+		})
+		if err != nil {
+			return out, fmt.Errorf("write statement %s: %w", st.Path, err)
+		}
+		out = append(out, st)
+	}
+	return out, nil
+}
+
+// statement fills one cost centre's statement: a heading, its totals per
+// currency, its own projects and meters, and the shared costs it received
+// with the rule, method, ratio and, when the method fell back, why.
+func (b *builder) statement(st Statement, lines []chargeLine) error {
+	s := sheetStatement
+	if err := b.f.SetSheetName("Sheet1", s); err != nil {
+		return err
+	}
+	if err := b.f.SetDocProps(&excelize.DocProperties{
+		Title:   fmt.Sprintf("Chargeback statement %s %s", st.CostCentre, b.p.Month.Format(monthLayout)),
+		Creator: "Tally", LastModifiedBy: "Tally",
+		Created: b.now.Format("2006-01-02T15:04:05Z"), Modified: b.now.Format("2006-01-02T15:04:05Z"),
+	}); err != nil {
+		return err
+	}
+	cols := []column{{"Project or rule", 24}, {"Meter or origin", 30}, {"Currency", 10}, {"Paid as", 10}, {"Method", 14}, {"Ratio", 10}, {"Amount", 16}, {"Why", 36}}
+	if err := b.setWidths(s, cols); err != nil {
+		return err
+	}
+	if err := b.putRow(s, 1, cell{fmt.Sprintf("Chargeback statement: %s, %s", st.CostCentre, b.p.Month.Format(monthLayout)), b.st.title}); err != nil {
+		return err
+	}
+	sub := fmt.Sprintf("Basis %s, granularity %s. Generated %s.", b.p.Basis, b.p.Granularity, b.now.Format("2006-01-02 15:04 UTC"))
+	if st.Owner != "" {
+		sub = "Owner " + st.Owner + ". " + sub
+	}
+	if b.p.Basis == tally.BasisEstimated {
+		sub += " Figures " + EstimatedWarning + "."
+	}
+	if c := b.opts.Close; c != nil {
+		sub += fmt.Sprintf(" Final: the month was closed %s by %s; this statement is never rewritten (its figures are those of %s).",
+			c.At.UTC().Format("2006-01-02 15:04 UTC"), c.Who, filepath.Base(c.FinalWorkbook))
+	}
+	if err := b.wrapAcross(s, 2, len(cols), sub); err != nil {
+		return err
+	}
+	var mine []chargeLine
+	for _, l := range lines {
+		if l.centre == st.CostCentre {
+			mine = append(mine, l)
+		}
+	}
+	row := 4
+	if err := b.putRow(s, row, cell{"Totals", b.st.section}); err != nil {
+		return err
+	}
+	for _, t := range centreTotals(mine) {
+		for _, r := range []struct {
+			label string
+			d     tally.Decimal
+			bold  bool
+		}{{"Direct: its own projects", t.direct, false}, {"Shared costs received", t.shared, false}, {"Total", t.total, true}, {"of which billed", t.billed, false}} {
+			v, err := b.amount(money{dec: r.d, valid: true}, t.currency)
+			if err != nil {
+				return err
+			}
+			label := b.txt(r.label)
+			if r.bold {
+				label = cell{r.label, b.st.label}
+			}
+			row++
+			if err := b.putRow(s, row, label, cell{nil, 0}, b.txt(t.currency), cell{nil, 0}, cell{nil, 0}, cell{nil, 0}, v); err != nil {
+				return err
+			}
+		}
+	}
+	row += 2
+	if err := b.putRow(s, row, cell{"Its own projects and meters", b.st.section}); err != nil {
+		return err
+	}
+	own, err := b.newTable(s, "Own", row+1, []column{{"Project", 0}, {"Meter", 0}, {"Currency", 0}, {"Paid as", 0}, {"Method", 0}, {"Ratio", 0}, {"Amount", 0}, {"Why", 0}})
+	if err != nil {
+		return err
+	}
+	for _, l := range mine {
+		if l.shared() {
+			continue
+		}
+		v, err := b.amount(l.amount, l.currency)
+		if err != nil {
+			return err
+		}
+		if err := own.add(b.wrapped(l.project), b.wrapped(l.meter), b.txt(l.currency), b.txt(l.paidAs), b.txt(l.method), b.ratio(l.ratio), v, b.wrapped("its project")); err != nil {
+			return err
+		}
+	}
+	if err := own.finish("None: no project of this cost centre had usage this month."); err != nil {
+		return err
+	}
+	row = max(own.row, own.first+1) + 3
+	if own.rows() == 0 {
+		row += 2
+	}
+	if err := b.putRow(s, row, cell{"Shared costs received", b.st.section}); err != nil {
+		return err
+	}
+	sh, err := b.newTable(s, "Received", row+1, []column{{"Rule", 0}, {"Origin project, meter", 0}, {"Currency", 0}, {"Paid as", 0}, {"Method", 0}, {"Ratio", 0}, {"Amount", 0}, {"Why", 0}})
+	if err != nil {
+		return err
+	}
+	for _, l := range mine {
+		if !l.shared() {
+			continue
+		}
+		v, err := b.amount(l.amount, l.currency)
+		if err != nil {
+			return err
+		}
+		project := l.project
+		if project == "" {
+			project = "(no project)"
+		}
+		why := "rule " + l.version + ": " + l.method + " split"
+		if l.note != "" {
+			why += "; " + l.note
+		}
+		if err := sh.add(b.wrapped(l.version), b.wrapped(project+", "+l.meter), b.txt(l.currency), b.txt(l.paidAs), b.txt(l.method), b.ratio(l.ratio), v, b.wrapped(why)); err != nil {
+			return err
+		}
+	}
+	if err := sh.finish("None: this cost centre received no shared cost this month."); err != nil {
+		return err
+	}
+	return b.printSetup(s, false)
+}
