@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/tally-dev/tally"
@@ -42,11 +43,12 @@ var focus13Nulls = map[string]string{
 	"ContractCommitmentPeriodEnd":   "the entitlement's own dates are not in the interface: its payment method's period (ContractPeriodEnd)",
 	"ContractPeriodStart":           "the payment method's startDate; when it has none (no lower bound), the day it was created, else the first charge under it (x_ContractPeriodOpenStart true)",
 	"ContractPeriodEnd":             "the payment method's endDate (exclusive); when it has none (it never expires), the end of the last billing period with a charge under it (x_ContractPeriodOpenEnd true)",
-	"AllocatedMethodId":             "null: no split cost allocation is exported yet (chargeback's cost_allocation is not wired in)",
-	"AllocatedMethodDetails":        "null: no split cost allocation is exported yet",
-	"AllocatedResourceId":           "null: no split cost allocation is exported yet",
-	"AllocatedResourceName":         "null: no split cost allocation is exported yet",
-	"AllocatedTags":                 "null: no split cost allocation is exported yet",
+	"AllocatedMethodId":             "the rule's entry (rule@YYYY-MM) and the method applied (even, fixed, proportional, driver); null on a charge no rule shares (x_AllocationOriginId null too)",
+	"AllocatedMethodDetails":        "one element per allocated charge: its AllocatedRatio (the ratios of an origin charge sum to 1), for a driver the receiver's UsageQuantity of the driver meter in the month and its UsageUnit, x_Method and x_Rule; null on a charge no rule shares",
+	"AllocatedResourceId":           "the receiving cost centre (allocation.cost_centres); null on a charge no rule shares",
+	"AllocatedResourceName":         "the receiving cost centre; null on a charge no rule shares",
+	"AllocatedTags":                 "{\"tally/cost-centre\": the receiving cost centre}; null on a charge no rule shares",
+	"x_AllocationOriginId":          "on an allocated charge: the origin row it was split from (the origin row itself is not in the export; its parts replace it and sum to it: BilledCost, EffectiveCost, x_Cost and quantities exactly, ListCost and ContractedCost, unit price × the part's quantity, within 10^-12 a part). A closed month's frozen rows and Corrections are not split (they carry no family or paid-as to match a charge)",
 	"ContractApplied":               "null on rows without an entitlement of a known type (license, quantity, cash, pre-commitment); an unknown type is not claimed as a commitment (x_EntitlementId keeps it)",
 	"CommitmentDiscountName":        "null: the interface gives entitlements no display name",
 	"BillingAccountId":              "the organization the charge is of (its id as its latest snapshot gives it; x_Organization is Tally's name for it); the payment method is x_PaymentMethodId",
@@ -68,7 +70,7 @@ var focus13Nulls = map[string]string{
 // under two, so that it has exactly one parent.
 var focus13Lookups = []struct {
 	query string
-	args  bool
+	args  func(ExportOptions) []any
 }{
 	{`SET VARIABLE tally_focus_org = (
 SELECT map_from_entries(coalesce(list((organization, {'id': id, 'name': name})), []))
@@ -79,7 +81,7 @@ FROM (
     FROM (SELECT organization, arg_max(id, snapshot_at) AS id, arg_max(name, snapshot_at) AS name
           FROM organization_snapshots GROUP BY organization) s
     FULL JOIN organizations o ON o.name = s.organization
-))`, false},
+))`, nil},
 	{`SET VARIABLE tally_focus_contracts = (
 SELECT map_from_entries(coalesce(list((commitment_id, contract_id)), []))
 FROM (
@@ -89,15 +91,83 @@ FROM (
     WHERE granularity = ? AND basis = ? AND nullif(entitlement, '') IS NOT NULL
       AND regexp_replace(lower(coalesce(entitlement_type, '')), '[^a-z]', '', 'g') IN ('license', 'quantity', 'cash', 'precommitment')
     GROUP BY entitlement
-))`, true},
+))`, func(o ExportOptions) []any { return []any{string(o.Granularity), string(o.Basis)} }},
+	// tally_focus_alloc: the shared charges of the export's basis
+	// (cost_allocation's rows a rule split), keyed by focusAllocKey, each
+	// to its receivers' parts in order: the first takes the rounding
+	// remainder (the largest ratio, then the cost centre by name, as
+	// cost_allocation does), and its ratio is 1 less the others' so the
+	// ratios of a charge sum to 1 exactly (cost_allocation truncates them
+	// to 12 decimals). A driver part carries the receiver's quantity of
+	// the driver meter that month and its unit.
+	{`SET VARIABLE tally_focus_alloc = (
+WITH ca AS (
+    SELECT *,
+           row_number() OVER charge AS place,
+           sum(ratio) OVER (PARTITION BY organization, month, currency, origin_project, origin_meter, origin_family, origin_payment_method, paid_as) AS ratios
+    FROM cost_allocation
+    WHERE basis = ? AND rule IS NOT NULL
+    WINDOW charge AS (PARTITION BY organization, month, currency, origin_project, origin_meter, origin_family, origin_payment_method, paid_as
+                      ORDER BY ratio DESC, cost_centre)
+),
+closes AS (
+    -- the close whose cost centres a closed month reads, as cost_allocation
+    SELECT cm.month, mc.id
+    FROM closed_months cm
+    JOIN month_closes mc ON mc.id = cm.id
+    WHERE mc.allocation_hash IS NOT NULL AND cm.basis = ?
+    QUALIFY row_number() OVER (PARTITION BY cm.month ORDER BY cm.acted_at DESC, cm.id DESC) = 1
+),
+drivers AS (
+    SELECT DISTINCT ca.organization, ca.month, ca.cost_centre, ca.rule_version, r.driver_meter
+    FROM ca
+    LEFT JOIN closes c ON c.month = ca.month
+    JOIN allocation_rules r ON r.version = ca.rule_version AND r.close_id IS NOT DISTINCT FROM c.id
+    WHERE ca.method = 'driver'
+),
+driven AS (
+    SELECT d.organization, d.month, d.cost_centre, d.rule_version,
+           sum(ac.quantity) AS quantity,
+           (SELECT min(nullif(unit, '')) FROM usage WHERE meter_name = d.driver_meter) AS unit
+    FROM drivers d
+    LEFT JOIN closes c ON c.month = d.month
+    JOIN allocation_cost_centres cc ON cc.cost_centre = d.cost_centre AND cc.close_id IS NOT DISTINCT FROM c.id
+    JOIN allocation_charges ac ON ac.organization = d.organization AND ac.basis = ? AND ac.month = d.month
+                              AND ac.project = cc.project AND ac.meter_name = d.driver_meter
+    GROUP BY ALL
+)
+SELECT map_from_entries(coalesce(list((key, parts)), []))
+FROM (
+    SELECT ` + focusAllocKey("ca.organization", "strftime(ca.month, '%Y-%m')", "ca.currency", "ca.origin_project", "ca.origin_meter", "ca.origin_family", "ca.origin_payment_method", "ca.paid_as") + ` AS key,
+           list({'cost_centre': ca.cost_centre,
+                 'ratio': CAST(CASE WHEN ca.place = 1 THEN 1 - (ca.ratios - ca.ratio) ELSE ca.ratio END AS DECIMAL(38, 12)),
+                 'method': ca.method, 'version': ca.rule_version,
+                 'quantity': CAST(d.quantity AS DECIMAL(38, 12)), 'unit': d.unit} ORDER BY ca.place) AS parts
+    FROM ca
+    LEFT JOIN driven d ON d.organization = ca.organization AND d.month = ca.month AND d.cost_centre = ca.cost_centre
+                      AND d.rule_version = ca.rule_version AND ca.method = 'driver'
+    GROUP BY ALL
+))`, func(o ExportOptions) []any { return []any{string(o.Basis), string(o.Basis), string(o.Basis)} }},
+}
+
+// focusAllocKey is the SQL of the key of a shared charge in
+// tally_focus_alloc: organization, month (YYYY-MM), currency, project,
+// meter, family, payment method and paid-as, the charge of
+// allocation_charges.
+func focusAllocKey(org, month, currency, project, meter, family, pm, paidAs string) string {
+	parts := []string{org, month, currency, project, meter, family, pm, paidAs}
+	for i, p := range parts {
+		parts[i] = "coalesce(" + p + ", '')"
+	}
+	return "concat_ws(chr(31), " + strings.Join(parts, ", ") + ")"
 }
 
 // setFOCUS13Lookups sets focus13Lookups on conn.
 func setFOCUS13Lookups(ctx context.Context, conn *sql.Conn, o ExportOptions) error {
 	for _, l := range focus13Lookups {
 		var args []any
-		if l.args {
-			args = []any{string(o.Granularity), string(o.Basis)}
+		if l.args != nil {
+			args = l.args(o)
 		}
 		if _, err := conn.ExecContext(ctx, l.query, args...); err != nil {
 			return fmt.Errorf("FOCUS 1.3 lookups: %w", err)
@@ -162,23 +232,47 @@ pm AS (
     BillingAccountName AS x_PaymentMethodName,
     nullif(BillingAccountType, 'Unknown') AS x_PaymentMethodType,
     x_PriceMatchedBy, x_RateCardSnapshotAt, x_RunId, x_Solution, x_Unit
--- Split cost allocation plugs in here: the rows chargeback allocates
--- (cost_allocation: origin month, currency, project = SubAccountId, meter =
--- SkuMeter) are replaced by one row per receiving cost centre, their costs
--- and quantities times the ratio (the rounding remainder on the last, so
--- they sum to the origin exactly), the allocated columns set and
--- x_AllocationOrigin… naming the origin row; every other row as below.
+-- Split cost allocation: a row of a charge a sharing rule splits
+-- (tally_focus_alloc: its organization, month, currency, project, meter,
+-- family, payment method and paid-as) becomes one row per receiving cost
+-- centre, its costs and quantities times the ratio (to 12 decimals, the
+-- remainder on the first part so the parts sum to the row exactly), the
+-- allocated columns set and x_AllocationOrigin… naming the row it was
+-- split from. Looked up per row and unnested, not joined, so the rows
+-- stream (see focus13Lookups). Every other row is as the focus view has it.
 FROM (
-    SELECT *,
-           CAST(NULL AS VARCHAR) AS AllocatedMethodDetails,
-           CAST(NULL AS VARCHAR) AS AllocatedMethodId,
-           CAST(NULL AS VARCHAR) AS AllocatedResourceId,
-           CAST(NULL AS VARCHAR) AS AllocatedResourceName,
-           CAST(NULL AS VARCHAR) AS AllocatedTags,
-           CAST(NULL AS DECIMAL(38, 12)) AS x_AllocationOriginBilledCost,
-           CAST(NULL AS DECIMAL(38, 12)) AS x_AllocationOriginEffectiveCost,
-           CAST(NULL AS VARCHAR) AS x_AllocationOriginId
-    FROM f
+    SELECT * EXCLUDE (parts, part, i, origin_billed, origin_effective, origin_id) REPLACE (
+` + splitColumns() + `),
+           CASE WHEN parts IS NOT NULL THEN
+               '{"Elements":[{"AllocatedRatio":' || CAST(part.ratio AS VARCHAR)
+               || CASE WHEN part.quantity IS NOT NULL THEN ',"UsageUnit":' || coalesce(` + jsonString("part.unit") + `, '"Units"') || ',"UsageQuantity":' || CAST(part.quantity AS VARCHAR) ELSE '' END
+               || ',"x_Method":' || ` + jsonString("part.method") + ` || ',"x_Rule":' || ` + jsonString("part.version") + ` || '}]}'
+           END AS AllocatedMethodDetails,
+           CASE WHEN parts IS NOT NULL THEN part.version || ' ' || part.method END AS AllocatedMethodId,
+           part.cost_centre AS AllocatedResourceId,
+           part.cost_centre AS AllocatedResourceName,
+           CASE WHEN parts IS NOT NULL THEN '{"tally/cost-centre":' || ` + jsonString("part.cost_centre") + ` || '}' END AS AllocatedTags,
+           origin_billed AS x_AllocationOriginBilledCost,
+           origin_effective AS x_AllocationOriginEffectiveCost,
+           origin_id AS x_AllocationOriginId
+    FROM (
+        -- The origin row's costs, and its id: the hash of what tells usage
+        -- rows apart.
+        SELECT *, parts[i] AS part,
+               CASE WHEN parts IS NOT NULL THEN BilledCost END AS origin_billed,
+               CASE WHEN parts IS NOT NULL THEN EffectiveCost END AS origin_effective,
+               CASE WHEN parts IS NOT NULL THEN md5(CAST(row(x_Organization, x_Basis, x_Granularity, ChargePeriodStart, x_DateProcessed, BillingCurrency,
+                   BillingAccountId, SubAccountId, SkuId, SkuMeter, x_Family, x_PaidAs, x_EntitlementId, x_RunId, x_FetchedAt, x_Cost, ConsumedQuantity) AS VARCHAR)) END AS origin_id
+        FROM (
+            SELECT *, unnest(CASE WHEN parts IS NULL THEN [0] ELSE range(1, len(parts) + 1) END) AS i
+            FROM (
+                SELECT *, map_extract_value(getvariable('tally_focus_alloc'), ` + focusAllocKey("x_Organization",
+		"strftime(CASE WHEN x_Basis = 'reported' THEN x_DateProcessed ELSE timezone('UTC', ChargePeriodStart) END, '%Y-%m')",
+		"BillingCurrency", "SubAccountId", "SkuMeter", "x_Family", "nullif(BillingAccountId, 'unassigned')", "x_PaidAs") + `) AS parts
+                FROM f
+            )
+        )
+    )
 ) f
 `
 
@@ -234,6 +328,38 @@ CROSS JOIN LATERAL (
            pm.end_date IS NULL AS open_end
 ) p`
 	return cu, cc
+}
+
+// focusSplit are the costs and quantities of a row that split cost
+// allocation divides among the receivers.
+// ListCost and ContractedCost stay their unit price times the part's
+// PricingQuantity, as FOCUS requires, where they are that on the origin;
+// so their parts add up to the origin's within the rounding of 12
+// decimals, where the others add up exactly.
+var focusSplit = []string{"BilledCost", "EffectiveCost", "x_Cost",
+	"ConsumedQuantity", "PricingQuantity", "CommitmentDiscountQuantity"}
+
+// splitColumns is the REPLACE list that splits focusSplit: the part i of
+// parts takes the column times its ratio, rounded to 12 decimals; the
+// first takes what the others leave, so the parts add up to the column.
+func splitColumns() string {
+	var out []string
+	for _, c := range focusSplit {
+		out = append(out, `        CAST(CASE WHEN parts IS NULL THEN `+c+` ELSE `+splitPart(c)+` END AS DECIMAL(38, 12)) AS `+c)
+	}
+	for _, c := range [][2]string{{"ListCost", "ListUnitPrice"}, {"ContractedCost", "ContractedUnitPrice"}} {
+		out = append(out, `        CAST(CASE WHEN parts IS NULL THEN `+c[0]+`
+             WHEN ChargeClass IS DISTINCT FROM 'Correction' AND `+c[1]+` IS NOT NULL AND PricingQuantity IS NOT NULL
+                 THEN CAST(`+c[1]+` * (`+splitPart("PricingQuantity")+`) AS DECIMAL(38, 12))
+             ELSE `+splitPart(c[0])+` END AS DECIMAL(38, 12)) AS `+c[0])
+	}
+	return strings.Join(out, ",\n")
+}
+
+// splitPart is part i of the column c.
+func splitPart(c string) string {
+	return `CASE WHEN i = 1 THEN ` + c + ` - coalesce(list_sum(list_transform(parts[2:], q -> CAST(` + c + ` * q.ratio AS DECIMAL(38, 12)))), 0)
+             ELSE CAST(` + c + ` * part.ratio AS DECIMAL(38, 12)) END`
 }
 
 // jsonString is the SQL for the JSON string of the text expression e

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -331,5 +332,90 @@ FROM ` + origin + ` o, (VALUES (0.25, 'Marketing', false), (0.75, 'Sales', true)
 				t.Errorf("violations %q, want %q", v, c.want)
 			}
 		})
+	}
+}
+
+// Chargeback as FOCUS 1.3 split cost allocation: every row of a charge a
+// rule shares (every method: fixed, even, proportional, driver, and a
+// driver nobody used falling back) is replaced by one row per receiving
+// cost centre. The export passes the 1.3 check; per origin row the ratios
+// sum to exactly 1 and the parts to the origin's costs exactly; and the
+// export's totals are those of the same export without allocation.
+func TestExportFOCUS13SplitCostAllocation(t *testing.T) {
+	ctx := context.Background()
+	f := newChargebackFixture(t)
+	o := ExportOptions{Format: ExportFOCUS, Granularity: tally.Day, Basis: tally.BasisUsage}
+	o.Dir = t.TempDir()
+	before := parquetOf(exportTo(t, f.s, o).Dir, "focus")
+	if err := f.s.SetAllocation(ctx, chargebackRules(t)); err != nil {
+		t.Fatal(err)
+	}
+	o.Dir = t.TempDir()
+	after := parquetOf(exportTo(t, f.s, o).Dir, "focus")
+
+	v, err := focuscheck.ExportViolations(ctx, f.s.db, o.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range v {
+		t.Errorf("FOCUS 1.3 with split cost allocation: %s", l)
+	}
+	// Every method was exported, the driver with its usage.
+	methods := distinctText(t, f.s, `SELECT DISTINCT json_extract_string(AllocatedMethodDetails, '$.Elements[0].x_Method') FROM `+after+` WHERE AllocatedMethodId IS NOT NULL ORDER BY 1`)
+	if !slices.Equal(methods, []string{"driver", "even", "fixed", "proportional"}) {
+		t.Errorf("methods exported %v, want driver, even, fixed, proportional", methods)
+	}
+	if n := count(t, f.s, `SELECT count(*) FROM `+after+` WHERE AllocatedMethodId LIKE 'egress@2026-08 driver'
+  AND (json_extract_string(AllocatedMethodDetails, '$.Elements[0].UsageUnit') IS NULL OR CAST(json_extract_string(AllocatedMethodDetails, '$.Elements[0].UsageQuantity') AS DECIMAL(38, 12)) <= 0)`); n > 0 {
+		t.Errorf("%d driver rows without the receiver's driver usage", n)
+	}
+	if n := count(t, f.s, `SELECT count(*) FROM `+after+` WHERE json_extract_string(AllocatedMethodDetails, '$.Elements[0].UsageQuantity') IS NOT NULL`); n == 0 {
+		t.Error("no driver row carries UsageQuantity")
+	}
+	// Exactly: ratios as decimals sum to 1; every cost and quantity of the
+	// parts sums to the origin's.
+	if bad := rowsText(t, f.s, `SELECT x_AllocationOriginId, sum(CAST(json_extract_string(AllocatedMethodDetails, '$.Elements[0].AllocatedRatio') AS DECIMAL(38, 12))) AS ratios,
+       sum(BilledCost), any_value(x_AllocationOriginBilledCost), sum(EffectiveCost), any_value(x_AllocationOriginEffectiveCost)
+FROM `+after+` WHERE x_AllocationOriginId IS NOT NULL GROUP BY 1
+HAVING ratios <> 1 OR sum(BilledCost) <> any_value(x_AllocationOriginBilledCost) OR sum(EffectiveCost) <> any_value(x_AllocationOriginEffectiveCost) LIMIT 5`); len(bad) > 0 {
+		t.Errorf("origins whose parts are not the origin: %v", bad)
+	}
+	// Against the export without allocation: the rows not split are as
+	// they were, each origin row's parts sum to it in every cost and
+	// quantity (but list and contracted cost, unit price × the part's
+	// quantity), and so the totals are unchanged.
+	cols := strings.Join(focusSplit, ", ")
+	sums := make([]string, len(focusSplit))
+	for i, c := range focusSplit {
+		sums[i] = "sum(" + c + ") AS " + c
+	}
+	missing := count(t, f.s, `SELECT count(*) FROM (
+    (SELECT x_Organization, ChargePeriodStart, SubAccountId, SkuId, BillingAccountId, x_PaidAs, x_EntitlementId, x_Family, BillingCurrency, `+cols+` FROM `+before+`)
+    EXCEPT ALL
+    (SELECT x_Organization, ChargePeriodStart, SubAccountId, SkuId, BillingAccountId, x_PaidAs, x_EntitlementId, x_Family, BillingCurrency, `+cols+` FROM `+after+` WHERE x_AllocationOriginId IS NULL
+     UNION ALL
+     SELECT x_Organization, ChargePeriodStart, SubAccountId, SkuId, BillingAccountId, x_PaidAs, x_EntitlementId, x_Family, BillingCurrency, `+strings.Join(sums, ", ")+`
+     FROM `+after+` WHERE x_AllocationOriginId IS NOT NULL GROUP BY x_AllocationOriginId, x_Organization, ChargePeriodStart, SubAccountId, SkuId, BillingAccountId, x_PaidAs, x_EntitlementId, x_Family, BillingCurrency))`)
+	if missing > 0 {
+		t.Errorf("%d rows of the export without allocation are neither kept nor the sum of their parts", missing)
+	}
+	total := `SELECT BillingCurrency, ` + strings.Join(sums, ", ") + ` FROM %s GROUP BY 1 ORDER BY 1`
+	b, a := rowsText(t, f.s, fmt.Sprintf(total, before)), rowsText(t, f.s, fmt.Sprintf(total, after))
+	if !slices.Equal(a, b) {
+		t.Errorf("totals per currency changed by allocation:\nwithout %v\nwith    %v", b, a)
+	}
+	// List and contracted cost: within the rounding of 12 decimals, a
+	// 10^-12 per part at most.
+	drift := `SELECT BillingCurrency, sum(ListCost) AS l, sum(ContractedCost) AS c, count(*) AS n FROM %s GROUP BY 1`
+	if bad := rowsText(t, f.s, `SELECT a.BillingCurrency, a.l - b.l, a.c - b.c FROM (`+fmt.Sprintf(drift, after)+`) a JOIN (`+fmt.Sprintf(drift, before)+`) b USING (BillingCurrency)
+WHERE abs(a.l - b.l) > a.n * 0.000000000001 OR abs(a.c - b.c) > a.n * 0.000000000001`); len(bad) > 0 {
+		t.Errorf("list or contracted cost moved by more than rounding: %v", bad)
+	}
+	t.Logf("list and contracted cost, with minus without allocation: %v", rowsText(t, f.s, `SELECT a.BillingCurrency, a.l - b.l, a.c - b.c FROM (`+fmt.Sprintf(drift, after)+`) a JOIN (`+fmt.Sprintf(drift, before)+`) b USING (BillingCurrency)`))
+	split := count(t, f.s, `SELECT count(DISTINCT x_AllocationOriginId) FROM `+after)
+	rows := count(t, f.s, `SELECT count(*) FROM `+after)
+	t.Logf("%d rows without allocation; %d with, %d origin rows split", count(t, f.s, `SELECT count(*) FROM `+before), rows, split)
+	if split == 0 {
+		t.Error("nothing split")
 	}
 }
