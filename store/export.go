@@ -497,6 +497,14 @@ func copyMonths(ctx context.Context, conn *sql.Conn, dir string, d dataset, mont
 	q := fmt.Sprintf(`COPY (SELECT * FROM (%s) WHERE %s IN (%s)) TO %s (%s, PARTITION_BY (%s))`,
 		d.query, d.partition, strings.TrimSuffix(strings.Repeat("?, ", len(months)), ", "),
 		quoteString(out), format, d.partition)
+	// A partitioned COPY holds each partition's rows until it has this
+	// many (DuckDB's default 524,288): a year of hourly FOCUS rows, a
+	// month each under that, were all held at once, at the edge of the
+	// writer's memory_limit, and the wider rows of split cost allocation
+	// ran out of it. Flushing sooner bounds what is held.
+	if _, err := conn.ExecContext(ctx, "SET partitioned_write_flush_threshold = 16384"); err != nil {
+		return top, out, err
+	}
 	if _, err := conn.ExecContext(ctx, q, args...); err != nil {
 		return top, out, fmt.Errorf("write months %s: %w", strings.Join(months, ", "), err)
 	}

@@ -77,3 +77,50 @@ func BenchmarkExport(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkExportFOCUSAllocation measures the FOCUS 1.3 export of a year
+// of hourly usage without chargeback and with it (cost centres owning the
+// sim's projects and a sharing rule of every method, so a part of the
+// rows is split into allocated rows), at the writer's memory_limit:
+//
+//	go test ./store -run '^$' -bench ExportFOCUSAllocation -benchtime 1x
+func BenchmarkExportFOCUSAllocation(b *testing.B) {
+	s, rows := benchStore(b)
+	from := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	a := tally.Allocation{
+		CostCentres: []tally.CostCentre{
+			{Name: "News", Projects: []string{"newsroom", "archive"}},
+			{Name: "Sport", Projects: []string{"sports-live"}},
+		},
+		Rules: []tally.AllocationRule{
+			{Name: "training storage", From: from, Projects: []string{"training"}, Meters: []string{"storage_gb_hours"},
+				Receivers: []string{"News", "Sport"}, Method: tally.AllocateFixed, Percent: []tally.Decimal{tally.MustDecimal("40"), tally.MustDecimal("60")}},
+			{Name: "archive egress", From: from, Projects: []string{"archive"}, Meters: []string{"streaming_egress_gb"},
+				Receivers: []string{"News", "Sport"}, Method: tally.AllocateEven},
+			{Name: "drm", From: from, Families: []string{"Content Protection"}, Receivers: []string{"Sport", "News"}, Method: tally.AllocateProportional},
+			{Name: "egress", From: from, Projects: []string{"sports-live"}, Meters: []string{"streaming_egress_gb"},
+				Receivers: []string{"News", "Sport"}, Method: tally.AllocateDriver, Driver: "video_encoding_ondemand"},
+		},
+	}
+	for _, alloc := range []bool{false, true} {
+		name := "without"
+		if alloc {
+			name = "with"
+			if err := s.SetAllocation(context.Background(), a); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.Run(name, func(b *testing.B) {
+			var written int64
+			for b.Loop() {
+				res, err := s.Export(context.Background(), ExportOptions{Format: ExportFOCUS, Granularity: tally.Hour, Basis: tally.BasisUsage, Dir: b.TempDir()})
+				if err != nil {
+					b.Fatal(err)
+				}
+				written = res.Datasets[0].Rows
+			}
+			b.ReportMetric(float64(rows)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+			b.ReportMetric(float64(written), "rows-written")
+		})
+	}
+}

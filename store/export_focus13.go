@@ -241,36 +241,30 @@ pm AS (
 -- split from. Looked up per row and unnested, not joined, so the rows
 -- stream (see focus13Lookups). Every other row is as the focus view has it.
 FROM (
-    SELECT * EXCLUDE (parts, part, i, origin_billed, origin_effective, origin_id) REPLACE (
+    SELECT * EXCLUDE (parts, i) REPLACE (
 ` + splitColumns() + `),
            CASE WHEN parts IS NOT NULL THEN
-               '{"Elements":[{"AllocatedRatio":' || CAST(part.ratio AS VARCHAR)
-               || CASE WHEN part.quantity IS NOT NULL THEN ',"UsageUnit":' || coalesce(` + jsonString("part.unit") + `, '"Units"') || ',"UsageQuantity":' || CAST(part.quantity AS VARCHAR) ELSE '' END
-               || ',"x_Method":' || ` + jsonString("part.method") + ` || ',"x_Rule":' || ` + jsonString("part.version") + ` || '}]}'
+               '{"Elements":[{"AllocatedRatio":' || CAST(parts[i].ratio AS VARCHAR)
+               || CASE WHEN parts[i].quantity IS NOT NULL THEN ',"UsageUnit":' || coalesce(` + jsonString("parts[i].unit") + `, '"Units"') || ',"UsageQuantity":' || CAST(parts[i].quantity AS VARCHAR) ELSE '' END
+               || ',"x_Method":' || ` + jsonString("parts[i].method") + ` || ',"x_Rule":' || ` + jsonString("parts[i].version") + ` || '}]}'
            END AS AllocatedMethodDetails,
-           CASE WHEN parts IS NOT NULL THEN part.version || ' ' || part.method END AS AllocatedMethodId,
-           part.cost_centre AS AllocatedResourceId,
-           part.cost_centre AS AllocatedResourceName,
-           CASE WHEN parts IS NOT NULL THEN '{"tally/cost-centre":' || ` + jsonString("part.cost_centre") + ` || '}' END AS AllocatedTags,
-           origin_billed AS x_AllocationOriginBilledCost,
-           origin_effective AS x_AllocationOriginEffectiveCost,
-           origin_id AS x_AllocationOriginId
+           CASE WHEN parts IS NOT NULL THEN parts[i].version || ' ' || parts[i].method END AS AllocatedMethodId,
+           parts[i].cost_centre AS AllocatedResourceId,
+           parts[i].cost_centre AS AllocatedResourceName,
+           CASE WHEN parts IS NOT NULL THEN '{"tally/cost-centre":' || ` + jsonString("parts[i].cost_centre") + ` || '}' END AS AllocatedTags,
+           -- the origin row's costs (the columns as read, not as replaced)
+           -- and its id: the hash of what tells usage rows apart
+           CASE WHEN parts IS NOT NULL THEN BilledCost END AS x_AllocationOriginBilledCost,
+           CASE WHEN parts IS NOT NULL THEN EffectiveCost END AS x_AllocationOriginEffectiveCost,
+           CASE WHEN parts IS NOT NULL THEN md5(CAST(row(x_Organization, x_Basis, x_Granularity, ChargePeriodStart, x_DateProcessed, BillingCurrency,
+               BillingAccountId, SubAccountId, SkuId, SkuMeter, x_Family, x_PaidAs, x_EntitlementId, x_RunId, x_FetchedAt, x_Cost, ConsumedQuantity) AS VARCHAR)) END AS x_AllocationOriginId
     FROM (
-        -- The origin row's costs, and its id: the hash of what tells usage
-        -- rows apart.
-        SELECT *, parts[i] AS part,
-               CASE WHEN parts IS NOT NULL THEN BilledCost END AS origin_billed,
-               CASE WHEN parts IS NOT NULL THEN EffectiveCost END AS origin_effective,
-               CASE WHEN parts IS NOT NULL THEN md5(CAST(row(x_Organization, x_Basis, x_Granularity, ChargePeriodStart, x_DateProcessed, BillingCurrency,
-                   BillingAccountId, SubAccountId, SkuId, SkuMeter, x_Family, x_PaidAs, x_EntitlementId, x_RunId, x_FetchedAt, x_Cost, ConsumedQuantity) AS VARCHAR)) END AS origin_id
+        SELECT *, unnest(CASE WHEN parts IS NULL THEN [0] ELSE range(1, len(parts) + 1) END) AS i
         FROM (
-            SELECT *, unnest(CASE WHEN parts IS NULL THEN [0] ELSE range(1, len(parts) + 1) END) AS i
-            FROM (
-                SELECT *, map_extract_value(getvariable('tally_focus_alloc'), ` + focusAllocKey("x_Organization",
+            SELECT *, map_extract_value(getvariable('tally_focus_alloc'), ` + focusAllocKey("x_Organization",
 		"strftime(CASE WHEN x_Basis = 'reported' THEN x_DateProcessed ELSE timezone('UTC', ChargePeriodStart) END, '%Y-%m')",
 		"BillingCurrency", "SubAccountId", "SkuMeter", "x_Family", "nullif(BillingAccountId, 'unassigned')", "x_PaidAs") + `) AS parts
-                FROM f
-            )
+            FROM f
         )
     )
 ) f
@@ -359,7 +353,7 @@ func splitColumns() string {
 // splitPart is part i of the column c.
 func splitPart(c string) string {
 	return `CASE WHEN i = 1 THEN ` + c + ` - coalesce(list_sum(list_transform(parts[2:], q -> CAST(` + c + ` * q.ratio AS DECIMAL(38, 12)))), 0)
-             ELSE CAST(` + c + ` * part.ratio AS DECIMAL(38, 12)) END`
+             ELSE CAST(` + c + ` * parts[i].ratio AS DECIMAL(38, 12)) END`
 }
 
 // jsonString is the SQL for the JSON string of the text expression e
