@@ -18,6 +18,7 @@ import (
 	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/configs"
 	"github.com/tally-dev/tally/internal/chargebackcheck"
+	"github.com/tally-dev/tally/internal/focuscheck"
 	"github.com/tally-dev/tally/internal/prooftest"
 	"github.com/tally-dev/tally/reports"
 	"github.com/tally-dev/tally/store"
@@ -235,6 +236,38 @@ func TestChargebackWorkbookStatementsAndClose(t *testing.T) {
 			t.Errorf("September under the changed rules lacks %q: %v", line, of(after, "2026-09"))
 		}
 	}
+
+	// FOCUS 1.3 exports the open months' shares as split cost allocation
+	// and conforms (closed October's frozen rows stay whole).
+	lake := filepath.Join(h.dir, "focus13")
+	if _, err := h.runner.Export(ctx, ExportOptions{Dir: lake, Format: configs.ExportFOCUS}); err != nil {
+		t.Fatal(err)
+	}
+	prooftest.WithDB(t, h.db, func(db *sql.DB) {
+		v, err := focuscheck.ExportViolations(ctx, db, lake)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range v {
+			t.Errorf("FOCUS 1.3 with chargeback: %s", line)
+		}
+		var months []string
+		r, err := db.Query(`SELECT DISTINCT strftime(timezone('UTC', ChargePeriodStart), '%Y-%m') FROM read_parquet('` + filepath.Join(lake, "focus", "*", "*.parquet") + `', hive_partitioning = true) WHERE AllocatedMethodId IS NOT NULL ORDER BY 1`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		for r.Next() {
+			var m string
+			if err := r.Scan(&m); err != nil {
+				t.Fatal(err)
+			}
+			months = append(months, m)
+		}
+		if !slices.Contains(months, "2026-09") || slices.Contains(months, "2026-10") {
+			t.Errorf("allocated rows charged in %v, want open September and not closed October", months)
+		}
+	})
 }
 
 func mustFloat(t *testing.T, s string) float64 {
