@@ -123,6 +123,9 @@ VALUES (?, ?, ?, ?::DATE, ?::DATE, ?, ?::UUID, ?, ?, ?, ?, ?)`,
 			requests, retries, bytes, res.Duration.Milliseconds()); err != nil {
 			return fmt.Errorf("update ledger: %w", err)
 		}
+		if err := refreshDayTotals(ctx, conn, w.Granularity, basis, w.Start.UTC(), w.End.UTC()); err != nil {
+			return err
+		}
 		if costTo.After(costFrom) {
 			return refreshDayCost(ctx, conn, costFrom, costTo)
 		}

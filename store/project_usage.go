@@ -48,6 +48,9 @@ func (s *Store) SaveProjectUsage(ctx context.Context, runID uuid.UUID, at time.T
 			}
 			n, _ := res.RowsAffected()
 			rows += n
+			if err := refreshDayTotals(ctx, conn, tally.Day, "estimated", month, next); err != nil {
+				return fmt.Errorf("rebuild estimated usage of project %s: %w", pu.Project, err)
+			}
 			// Covered: up to the day of this read (the report's end may
 			// name tomorrow), never past the month.
 			end := at.Truncate(24*time.Hour).AddDate(0, 0, 1)

@@ -8,23 +8,26 @@
 -- are rows, never dropped.
 --
 -- The price in force and how a meter matches it are rate_card_matches'.
--- Rows are usage_finest's: the finest granularity loaded for each basis.
--- Quantities are summed as DECIMAL(38,12) and the expected cost rounded to
--- 12 decimals.
+-- Rows are usage_finest's: the finest granularity loaded for each basis,
+-- summed from their daily totals (usage_finest_days), whose month is
+-- stored: WHERE month = … reads that month's usage only (the prices'
+-- months still come from rate_card_matches, which reads every row's
+-- meter). Quantities are summed as DECIMAL(38,12) and the expected cost
+-- rounded to 12 decimals.
 CREATE OR REPLACE VIEW rate_card_variance AS
 WITH billed AS (
     SELECT u.basis,
-           date_trunc('month', u.period_at) AS month_start,
+           u.month,
            coalesce(u.payment_method, '') AS payment_method,
            u.meter_name,
            coalesce(u.meter_sku, '') AS meter_sku,
            u.currency,
-           min(nullif(u.payment_method_name, '')) AS payment_method_name,
-           count(*) AS rows,
-           sum(CAST(u.quantity AS DECIMAL(38, 12))) AS quantity,
+           min(u.payment_method_name) AS payment_method_name,
+           CAST(sum(u.rows) AS BIGINT) AS rows,
+           sum(u.quantity) AS quantity,
            sum(u.cost) AS cost
-    FROM usage_finest u
-    GROUP BY ALL
+    FROM usage_finest_days u
+    GROUP BY u.basis, u.month, coalesce(u.payment_method, ''), u.meter_name, coalesce(u.meter_sku, ''), u.currency
 ),
 checked AS (
     SELECT b.*,
@@ -37,7 +40,7 @@ checked AS (
            r.price AS card_price
     FROM billed b
     LEFT JOIN rate_card_matches r
-           ON r.month = CAST(b.month_start AS DATE)
+           ON r.month = b.month
           AND r.payment_method_id = b.payment_method
           AND r.meter_name = b.meter_name
           AND coalesce(r.meter_sku, '') = b.meter_sku
@@ -48,7 +51,7 @@ expected AS (
     FROM checked
 )
 SELECT basis,
-       CAST(month_start AS DATE) AS month,
+       month,
        nullif(payment_method, '') AS payment_method,
        payment_method_name,
        meter_name,

@@ -1,0 +1,92 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+
+	"github.com/tally-dev/tally"
+	tallysql "github.com/tally-dev/tally/sql"
+)
+
+// dayTotalsVersion is the migration that creates daily_usage_totals; it is
+// filled as it is applied (see migrate).
+const dayTotalsVersion = 11
+
+// dayTotalsColumns are daily_usage_totals' columns, in the order
+// usage_day_totals gives them.
+const dayTotalsColumns = `basis, granularity, month, next_month, day, project, payment_method, meter_name, meter_sku,
+currency, paid_as, payment_method_name, rows, quantity, cost, last_fetched`
+
+// dayTotalsView is usage_day_totals as the database defines it: the table
+// the load keeps, whose month is a stored column. sql/views/usage_day_totals.sql,
+// which the workbook and the export inline, defines the same rows from
+// usage.
+const dayTotalsView = `CREATE OR REPLACE VIEW usage_day_totals AS
+SELECT ` + dayTotalsColumns + ` FROM daily_usage_totals`
+
+// dayTotalsWhere keeps, for tallysql.InlineWhere, the usage rows of one
+// granularity and basis whose period_at falls on the days
+// [$days_from, $days_to): on the usage table's own columns, which DuckDB
+// takes to the table's scan. period_at is date_processed for basis
+// reported and date otherwise (usage_rows).
+func dayTotalsWhere(basis string) map[string]string {
+	col := "date"
+	if basis == string(tally.BasisReported) {
+		col = "date_processed"
+	}
+	return map[string]string{"usage": "granularity = $granularity AND basis = $basis AND " +
+		col + " >= CAST($days_from AS TIMESTAMP) AND " + col + " < CAST($days_to AS TIMESTAMP)"}
+}
+
+// refreshDayTotals replaces daily_usage_totals' rows of granularity g and
+// basis on the days [from, to) with those usage_day_totals gives for them
+// now, on conn (inside the caller's transaction). A load changes only the
+// usage rows of its granularity and basis whose period_at lies in its
+// window, so these are the only totals it can change; which granularity
+// counts for a day (usage_coverage) is decided when the totals are read.
+func refreshDayTotals(ctx context.Context, conn *sql.Conn, g tally.Granularity, basis string, from, to time.Time) error {
+	q, err := tallysql.InlineWhere(`INSERT INTO daily_usage_totals
+SELECT `+dayTotalsColumns+` FROM usage_day_totals ORDER BY day`, dayTotalsWhere(basis))
+	if err != nil {
+		return err
+	}
+	if _, err := conn.ExecContext(ctx, `DELETE FROM daily_usage_totals
+WHERE granularity = $1 AND basis = $2 AND day >= CAST($3 AS DATE) AND day < CAST($4 AS DATE)`, string(g), basis, from, to); err != nil {
+		return fmt.Errorf("refresh daily_usage_totals: %w", err)
+	}
+	if _, err := conn.ExecContext(ctx, q, sql.Named("granularity", string(g)), sql.Named("basis", basis),
+		sql.Named("days_from", from), sql.Named("days_to", to)); err != nil {
+		return fmt.Errorf("refresh daily_usage_totals: %w", err)
+	}
+	return nil
+}
+
+// fillDayTotals rewrites daily_usage_totals whole from the usage rows, in
+// day order, so that a month's totals lie together and a condition on
+// month skips the other row groups.
+func fillDayTotals(ctx context.Context, conn *sql.Conn) error {
+	q, err := tallysql.Inline(`INSERT INTO daily_usage_totals
+SELECT ` + dayTotalsColumns + ` FROM usage_day_totals ORDER BY day`)
+	if err != nil {
+		return err
+	}
+	if _, err := conn.ExecContext(ctx, `DELETE FROM daily_usage_totals`); err != nil {
+		return fmt.Errorf("fill daily_usage_totals: %w", err)
+	}
+	if _, err := conn.ExecContext(ctx, q); err != nil {
+		return fmt.Errorf("fill daily_usage_totals: %w", err)
+	}
+	return nil
+}
+
+// RefreshDayTotals recomputes daily_usage_totals from every usage row, in
+// one transaction. Tally's loads keep it themselves; this is for usage
+// written by other means (the scale bench's copied history).
+func (s *Store) RefreshDayTotals(ctx context.Context) error {
+	if err := s.writable("refresh daily_usage_totals"); err != nil {
+		return err
+	}
+	return s.inTx(ctx, func(conn *sql.Conn) error { return fillDayTotals(ctx, conn) })
+}
