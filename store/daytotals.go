@@ -16,8 +16,8 @@ const dayTotalsVersion = 11
 
 // dayTotalsColumns are daily_usage_totals' columns, in the order
 // usage_day_totals gives them.
-const dayTotalsColumns = `basis, granularity, month, next_month, day, project, payment_method, meter_name, meter_sku,
-currency, paid_as, payment_method_name, rows, quantity, cost, last_fetched`
+const dayTotalsColumns = `basis, granularity, month, next_month, day, date_day, processed_day, project, payment_method,
+meter_name, meter_sku, currency, paid_as, payment_method_name, rows, quantity, cost, last_fetched`
 
 // dayTotalsView is usage_day_totals as the database defines it: the table
 // the load keeps, whose month is a stored column. sql/views/usage_day_totals.sql,
@@ -25,6 +25,27 @@ currency, paid_as, payment_method_name, rows, quantity, cost, last_fetched`
 // usage.
 const dayTotalsView = `CREATE OR REPLACE VIEW usage_day_totals AS
 SELECT ` + dayTotalsColumns + ` FROM daily_usage_totals`
+
+// meterMonthsView is meter_months as the database defines it: the months
+// of date and of date_processed daily_usage_totals holds for every loaded
+// row (all of which have a period_at), not a pass over usage_meter_days'
+// two rows per usage row.
+const meterMonthsView = `CREATE OR REPLACE VIEW meter_months AS
+SELECT CAST(date_trunc('month', date_day) AS DATE) AS month, payment_method, meter_name, coalesce(meter_sku, '') AS sku_key
+FROM daily_usage_totals
+UNION
+SELECT CAST(date_trunc('month', processed_day) AS DATE), payment_method, meter_name, coalesce(meter_sku, '')
+FROM daily_usage_totals
+WHERE processed_day IS NOT NULL`
+
+// meterSkusView is meter_skus as the database defines it, from
+// daily_usage_totals: the least sku of each meter's rows is the least of
+// its days'.
+const meterSkusView = `CREATE OR REPLACE VIEW meter_skus AS
+SELECT meter_name, min(meter_sku) AS meter_sku
+FROM daily_usage_totals
+WHERE basis <> 'estimated' AND nullif(meter_sku, '') IS NOT NULL
+GROUP BY meter_name`
 
 // dayTotalsWhere keeps, for tallysql.InlineWhere, the usage rows of one
 // granularity and basis whose period_at falls on the days

@@ -482,6 +482,8 @@ func (s *Store) createViews(ctx context.Context, fsys fs.FS) error {
 		for _, k := range []struct{ view, table, text string }{
 			{"usage_day_cost", "daily_usage_cost", dayCostView},
 			{"usage_day_totals", "daily_usage_totals", dayTotalsView},
+			{"meter_months", "daily_usage_totals", meterMonthsView},
+			{"meter_skus", "daily_usage_totals", meterSkusView},
 		} {
 			var n int
 			if err := conn.QueryRowContext(ctx, `SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database() AND schema_name = 'main' AND table_name = ?`, k.table).Scan(&n); err != nil {

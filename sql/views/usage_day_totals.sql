@@ -1,11 +1,12 @@
 -- usage_day_totals: every usage row (every granularity and basis) summed
--- per basis, granularity, day of period_at, project, payment method,
--- meter, sku, currency and paid_as, with the day's month and the next: the rows and
--- quantity, the cost (exact, never summed across currencies), the least
--- non-empty payment method name and when the latest row was loaded. Rows
--- whose period_at is NULL (basis reported, not yet charged) count on no
--- day and are left out. The monthly views read it under usage_coverage's
--- choice (usage_finest_days).
+-- per basis, granularity, day of period_at (and of date and of
+-- date_processed), project, payment method, meter, sku, currency and
+-- paid_as, with the day's month and the next: the rows and quantity, the
+-- cost (exact, never summed across currencies), the least non-empty
+-- payment method name and when the latest row was loaded. Rows whose
+-- period_at is NULL (basis reported, not yet charged; the load accepts
+-- none) count on no day and are left out. The monthly views read it under
+-- usage_coverage's choice (usage_finest_days).
 --
 -- In the database this view reads daily_usage_totals, the same rows kept
 -- by every load, so a condition on month or day is one on a stored
@@ -17,6 +18,8 @@ SELECT basis,
        CAST(date_trunc('month', period_at) AS DATE) AS month, -- the first day of day's month
        CAST(date_trunc('month', period_at) + INTERVAL 1 MONTH AS DATE) AS next_month, -- the first day of the month after
        CAST(period_at AS DATE) AS day, -- the UTC day of period_at
+       CAST(date AS DATE) AS date_day, -- the UTC day of date
+       CAST(date_processed AS DATE) AS processed_day, -- the UTC day of date_processed; NULL until charged
        project,
        payment_method,
        meter_name,
