@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -143,6 +144,19 @@ SELECT *,
 FROM m;`,
 }
 
+// costByProjectMonthBefore is the named query cost_by_project_month as it
+// was before it summed usage_day_totals instead of the usage rows.
+const costByProjectMonthBefore = `SELECT basis,
+       date_trunc('month', date)::DATE AS month,
+       project,
+       currency,
+       sum(cost) AS cost,
+       count(*) AS rows
+FROM usage
+WHERE granularity = (SELECT min_by(granularity, CASE granularity WHEN 'hour' THEN 1 WHEN 'day' THEN 2 WHEN 'week' THEN 3 WHEN 'month' THEN 4 ELSE 5 END) FROM usage)
+GROUP BY ALL
+ORDER BY basis, month, project, currency;`
+
 // monthlyFixture is the export fixture (three months at day granularity)
 // with more that changes what the monthly views count: three days of
 // October again hourly, August and September on basis reported, a week
@@ -199,6 +213,17 @@ func TestMonthlyViewsAsBefore(t *testing.T) {
 		}
 		t.Logf("%s: %d rows, the same", view, len(got))
 	}
+	text, err := fs.ReadFile(tallysql.Queries, "queries/cost_by_project_month.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The query counts the finest granularity loaded anywhere: the
+	// fixture's three hourly days of October.
+	want := rowsText(t, s, costByProjectMonthBefore)
+	if len(want) < 3 {
+		t.Fatalf("cost_by_project_month before: %d rows; the fixture holds more", len(want))
+	}
+	equalLines(t, "cost_by_project_month", rowsText(t, s, string(text)), want)
 }
 
 // dayTotals is daily_usage_totals as kept, and as usage_day_totals'

@@ -1,12 +1,15 @@
 -- cost_by_project_month: what each project cost per calendar month, per
 -- currency and basis (never summed across currencies or bases).
+--
+-- It sums the daily totals the load keeps (usage_day_totals), not the
+-- usage rows.
 SELECT basis,
-       date_trunc('month', date)::DATE AS month,
+       CAST(date_trunc('month', date_day) AS DATE) AS month,
        project,
        currency,
        sum(cost) AS cost,
-       count(*) AS rows
-FROM usage
-WHERE granularity = (SELECT min_by(granularity, CASE granularity WHEN 'hour' THEN 1 WHEN 'day' THEN 2 WHEN 'week' THEN 3 WHEN 'month' THEN 4 ELSE 5 END) FROM usage)
-GROUP BY ALL
+       CAST(sum(rows) AS BIGINT) AS rows
+FROM usage_day_totals
+WHERE granularity = (SELECT min_by(granularity, CASE granularity WHEN 'hour' THEN 1 WHEN 'day' THEN 2 WHEN 'week' THEN 3 WHEN 'month' THEN 4 ELSE 5 END) FROM usage_day_totals)
+GROUP BY basis, CAST(date_trunc('month', date_day) AS DATE), project, currency
 ORDER BY basis, month, project, currency;
