@@ -84,20 +84,47 @@ WHERE granularity = $1 AND basis = $2 AND day >= CAST($3 AS DATE) AND day < CAST
 	return nil
 }
 
-// fillDayTotals rewrites daily_usage_totals whole from the usage rows, in
-// day order, so that a month's totals lie together and a condition on
-// month skips the other row groups.
+// fillDayTotals rewrites daily_usage_totals whole from the usage rows, a
+// month of one granularity and basis at a time, in month order: each
+// month's totals lie together, so a condition on month skips the other
+// row groups whatever order one statement's rows are written in
+// (writerSettings), and memory holds one month's sums, not the history's.
 func fillDayTotals(ctx context.Context, conn *sql.Conn) error {
-	q, err := tallysql.Inline(`INSERT INTO daily_usage_totals
-SELECT ` + dayTotalsColumns + ` FROM usage_day_totals ORDER BY day`)
-	if err != nil {
-		return err
-	}
 	if _, err := conn.ExecContext(ctx, `DELETE FROM daily_usage_totals`); err != nil {
 		return fmt.Errorf("fill daily_usage_totals: %w", err)
 	}
-	if _, err := conn.ExecContext(ctx, q); err != nil {
+	type part struct {
+		g     tally.Granularity
+		basis string
+		month time.Time
+	}
+	rows, err := conn.QueryContext(ctx, `SELECT DISTINCT granularity, basis,
+       date_trunc('month', CASE WHEN basis = 'reported' THEN date_processed ELSE date END) AS month
+FROM usage
+WHERE CASE WHEN basis = 'reported' THEN date_processed ELSE date END IS NOT NULL
+ORDER BY month, granularity, basis`)
+	if err != nil {
 		return fmt.Errorf("fill daily_usage_totals: %w", err)
+	}
+	var parts []part
+	for rows.Next() {
+		var p part
+		var g string
+		if err := rows.Scan(&g, &p.basis, &p.month); err != nil {
+			rows.Close()
+			return fmt.Errorf("fill daily_usage_totals: %w", err)
+		}
+		p.g = tally.Granularity(g)
+		parts = append(parts, p)
+	}
+	if err := rows.Close(); err != nil {
+		return fmt.Errorf("fill daily_usage_totals: %w", err)
+	}
+	for _, p := range parts {
+		m := p.month.UTC()
+		if err := refreshDayTotals(ctx, conn, p.g, p.basis, m, m.AddDate(0, 1, 0)); err != nil {
+			return err
+		}
 	}
 	return nil
 }

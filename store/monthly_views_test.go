@@ -317,7 +317,8 @@ func TestDayTotalsKeptByTheLoad(t *testing.T) {
 }
 
 // A store an older Tally loaded gets daily_usage_totals filled as it is
-// migrated, in day order, with what usage_day_totals gives from its rows.
+// migrated, in month order, with what usage_day_totals gives from its
+// rows.
 func TestMigrationFillsDailyUsageTotals(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "tally.duckdb")
@@ -360,9 +361,12 @@ func TestMigrationFillsDailyUsageTotals(t *testing.T) {
 		t.Fatalf("usage_day_totals from the rows: %q; the fixture has five or more day totals", want)
 	}
 	equalLines(t, "daily_usage_totals after the migration", kept, want)
-	inOrder := rowsText(t, s, `SELECT count(*) FROM (SELECT day, lag(day) OVER (ORDER BY rowid) AS prev FROM daily_usage_totals) WHERE day < prev`)
+	inOrder := rowsText(t, s, `SELECT count(*) FROM (SELECT month, lag(month) OVER (ORDER BY rowid) AS prev FROM daily_usage_totals) WHERE month < prev`)
 	if inOrder[0] != "0" {
-		t.Fatalf("daily_usage_totals is not in day order: %s rows follow a later day", inOrder[0])
+		t.Fatalf("daily_usage_totals is not in month order: %s rows follow a later month", inOrder[0])
+	}
+	if n := count(t, s, `SELECT count(DISTINCT month) FROM daily_usage_totals`); n != 2 {
+		t.Fatalf("daily_usage_totals holds %d months; the fixture has two", n)
 	}
 }
 
