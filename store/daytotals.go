@@ -17,7 +17,7 @@ const dayTotalsVersion = 11
 // dayTotalsColumns are daily_usage_totals' columns, in the order
 // usage_day_totals gives them.
 const dayTotalsColumns = `basis, granularity, month, next_month, day, date_day, processed_day, project, payment_method,
-meter_name, meter_sku, currency, paid_as, payment_method_name, rows, quantity, cost, last_fetched`
+meter_name, meter_sku, currency, paid_as, payment_method_name, rows, quantity, cost`
 
 // dayTotalsView is usage_day_totals as the database defines it: the table
 // the load keeps, whose month is a stored column. sql/views/usage_day_totals.sql,

@@ -29,6 +29,5 @@ CREATE TABLE daily_usage_totals (
     payment_method_name VARCHAR, -- the least non-empty payment method name of the rows; NULL when none
     rows                BIGINT NOT NULL, -- usage rows summed
     quantity            DECIMAL(38, 12), -- their quantities, each as DECIMAL(38, 12), summed
-    cost                DECIMAL(38, 12), -- their cost, exact; NULL when every row's is
-    last_fetched        TIMESTAMP NOT NULL -- when the latest of them was loaded, UTC
+    cost                DECIMAL(38, 12) -- their cost, exact; NULL when every row's is
 );

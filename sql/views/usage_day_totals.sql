@@ -2,11 +2,11 @@
 -- per basis, granularity, day of period_at (and of date and of
 -- date_processed), project, payment method, meter, sku, currency and
 -- paid_as, with the day's month and the next: the rows and quantity, the
--- cost (exact, never summed across currencies), the least non-empty
--- payment method name and when the latest row was loaded. Rows whose
--- period_at is NULL (basis reported, not yet charged; the load accepts
--- none) count on no day and are left out. The monthly views read it under
--- usage_coverage's choice (usage_finest_days).
+-- cost (exact, never summed across currencies) and the least non-empty
+-- payment method name. Rows whose period_at is NULL (basis reported, not
+-- yet charged; the load accepts none) count on no day and are left out.
+-- The monthly views read it under usage_coverage's choice
+-- (usage_finest_days).
 --
 -- In the database this view reads daily_usage_totals, the same rows kept
 -- by every load, so a condition on month or day is one on a stored
@@ -29,8 +29,7 @@ SELECT basis,
        min(nullif(payment_method_name, '')) AS payment_method_name, -- the least non-empty name; NULL when none
        count(*) AS rows, -- usage rows summed
        sum(CAST(quantity AS DECIMAL(38, 12))) AS quantity, -- each row's quantity as DECIMAL(38, 12), summed
-       sum(cost) AS cost, -- exact; NULL when every row's is
-       max(fetched_at) AS last_fetched -- when the latest row was loaded, UTC
+       sum(cost) AS cost -- exact; NULL when every row's is
 FROM usage_rows
 WHERE period_at IS NOT NULL
 GROUP BY ALL;
