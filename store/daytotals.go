@@ -16,7 +16,7 @@ const dayTotalsVersion = 11
 
 // dayTotalsColumns are daily_usage_totals' columns, in the order
 // usage_day_totals gives them.
-const dayTotalsColumns = `basis, granularity, month, next_month, day, date_day, processed_day, project, payment_method,
+const dayTotalsColumns = `basis, granularity, month, next_month, day, date_month, processed_month, project, payment_method,
 meter_name, meter_sku, currency, paid_as, payment_method_name, rows, quantity, cost`
 
 // dayTotalsView is usage_day_totals as the database defines it: the table
@@ -31,12 +31,12 @@ SELECT ` + dayTotalsColumns + ` FROM daily_usage_totals`
 // row (all of which have a period_at), not a pass over usage_meter_days'
 // two rows per usage row.
 const meterMonthsView = `CREATE OR REPLACE VIEW meter_months AS
-SELECT CAST(date_trunc('month', date_day) AS DATE) AS month, payment_method, meter_name, coalesce(meter_sku, '') AS sku_key
+SELECT date_month AS month, payment_method, meter_name, coalesce(meter_sku, '') AS sku_key
 FROM daily_usage_totals
 UNION
-SELECT CAST(date_trunc('month', processed_day) AS DATE), payment_method, meter_name, coalesce(meter_sku, '')
+SELECT processed_month, payment_method, meter_name, coalesce(meter_sku, '')
 FROM daily_usage_totals
-WHERE processed_day IS NOT NULL`
+WHERE processed_month IS NOT NULL`
 
 // meterSkusView is meter_skus as the database defines it, from
 // daily_usage_totals: the least sku of each meter's rows is the least of

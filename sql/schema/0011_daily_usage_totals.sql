@@ -1,6 +1,6 @@
 -- 0011: the usage_day_totals view's rows, kept by the load: every usage
--- row summed per basis, granularity, day (of period_at, and of date and
--- date_processed), project, payment method, meter, sku, currency and how
+-- row summed per basis, granularity, day (of period_at), month of date and
+-- of date_processed, project, payment method, meter, sku, currency and how
 -- it is paid, with its month stored beside the day. Each load replaces, in its own transaction, the days of
 -- its window at its granularity and basis (the only rows it changes); the
 -- per-project estimates replace their month. The monthly analyst views
@@ -18,8 +18,8 @@ CREATE TABLE daily_usage_totals (
     month               DATE NOT NULL, -- the first day of day's month
     next_month          DATE NOT NULL, -- the first day of the month after: cost_month_over_month compares a month with the one before on it
     day                 DATE NOT NULL, -- the UTC day of period_at (date, or date_processed for basis reported)
-    date_day            DATE NOT NULL, -- the UTC day of date
-    processed_day       DATE, -- the UTC day of date_processed; NULL until charged
+    date_month          DATE NOT NULL, -- the first day of date's month
+    processed_month     DATE, -- the first day of date_processed's month; NULL until charged
     project             VARCHAR, -- the project name; NULL for usage without one
     payment_method      VARCHAR, -- the payment method id; NULL when none
     meter_name          VARCHAR NOT NULL, -- the meter

@@ -4,7 +4,7 @@
 -- are found for these months.
 --
 -- In the database this view reads daily_usage_totals, which holds every
--- loaded row's day of date and of date_processed, so it reads days, not
+-- loaded row's month of date and of date_processed, so it reads days, not
 -- usage rows. The workbook, which inlines the views with usage_meter_days
 -- read for the report month only, uses this definition instead.
 CREATE OR REPLACE VIEW meter_months AS

@@ -1,6 +1,6 @@
 -- usage_day_totals: every usage row (every granularity and basis) summed
--- per basis, granularity, day of period_at (and of date and of
--- date_processed), project, payment method, meter, sku, currency and
+-- per basis, granularity, day of period_at, month of date and of
+-- date_processed, project, payment method, meter, sku, currency and
 -- paid_as, with the day's month and the next: the rows and quantity, the
 -- cost (exact, never summed across currencies) and the least non-empty
 -- payment method name. Rows whose period_at is NULL (basis reported, not
@@ -18,8 +18,8 @@ SELECT basis,
        CAST(date_trunc('month', period_at) AS DATE) AS month, -- the first day of day's month
        CAST(date_trunc('month', period_at) + INTERVAL 1 MONTH AS DATE) AS next_month, -- the first day of the month after
        CAST(period_at AS DATE) AS day, -- the UTC day of period_at
-       CAST(date AS DATE) AS date_day, -- the UTC day of date
-       CAST(date_processed AS DATE) AS processed_day, -- the UTC day of date_processed; NULL until charged
+       CAST(date_trunc('month', date) AS DATE) AS date_month, -- the first day of date's month
+       CAST(date_trunc('month', date_processed) AS DATE) AS processed_month, -- the first day of date_processed's month; NULL until charged
        project,
        payment_method,
        meter_name,
