@@ -1,17 +1,17 @@
 -- 0011: the usage_day_totals view's rows, kept by the load: every usage
 -- row summed per basis, granularity, day (of period_at), month of date and
 -- of date_processed, project, payment method, meter, sku, currency and how
--- it is paid, with its month stored beside the day. Each load replaces, in its own transaction, the days of
--- its window at its granularity and basis (the only rows it changes); the
--- per-project estimates replace their month. The monthly analyst views
--- (project_monthly_cost, cost_month_over_month, rate_card_variance,
--- entitlement_coverage) sum it under usage_coverage's choice of
--- granularity, so an analyst's WHERE month = … is a condition on this
--- stored column, which DuckDB takes to the scan, and reading every month
--- reads days, not usage rows. The months each meter was used or charged
--- in (meter_months, for the snapshots in force and the rate card
--- matches) and meter_skus read it too. Migrating fills it from the usage already
--- loaded, in the same transaction.
+-- it is paid, with its month stored beside the day. Each load replaces, in
+-- its own transaction, the days of its window at its granularity and basis
+-- (the only rows it changes); the per-project estimates replace their
+-- month. The monthly analyst views (project_monthly_cost,
+-- cost_month_over_month, rate_card_variance, entitlement_coverage) sum it
+-- under usage_coverage's choice of granularity, so an analyst's WHERE
+-- month = … is a condition on this stored column, which DuckDB takes to
+-- the scan, and reading every month reads days, not usage rows. The months
+-- each meter was used or charged in (meter_months, for the snapshots in
+-- force and the rate card matches) and meter_skus read it too. Migrating
+-- fills it from the usage already loaded, in the same transaction.
 CREATE TABLE daily_usage_totals (
     basis               VARCHAR NOT NULL, -- usage, reported or estimated, as in usage.basis
     granularity         VARCHAR NOT NULL, -- the usage rows' granularity

@@ -10,10 +10,10 @@
 -- The price in force and how a meter matches it are rate_card_matches'.
 -- Rows are usage_finest's: the finest granularity loaded for each basis,
 -- summed from their daily totals (usage_finest_days), whose month is
--- stored: WHERE month = … reads that month's usage only (the prices'
--- months still come from rate_card_matches, which reads every row's
--- meter). Quantities are summed as DECIMAL(38,12) and the expected cost
--- rounded to 12 decimals.
+-- stored: WHERE month = … reads that month's usage only (the prices are
+-- matched in rate_card_matches, for the months meter_months gives).
+-- Quantities are summed as DECIMAL(38,12) and the expected cost rounded to
+-- 12 decimals.
 CREATE OR REPLACE VIEW rate_card_variance AS
 WITH billed AS (
     SELECT u.basis,
