@@ -177,7 +177,10 @@ func (b *builder) fitRowHeight(sheet string, row int, cells []cell) error {
 	if most == 1 {
 		return nil
 	}
-	return b.f.SetRowHeight(sheet, row, float64(most)*perLine)
+	// Excel holds a row at most 409 points high; a longer cell (a payment
+	// method's hundreds of projects) shows its first lines and the rest in
+	// the cell, rather than failing the workbook.
+	return b.f.SetRowHeight(sheet, row, min(float64(most)*perLine, excelize.MaxRowHeight))
 }
 
 // wrapAcross writes text in row from column A across cols columns, merged
@@ -208,7 +211,7 @@ func (b *builder) wrapAcross(sheet string, row, cols int, text string) error {
 		width += w
 	}
 	if n := wrappedLines(text, width, false); n > 1 {
-		return b.f.SetRowHeight(sheet, row, float64(n)*lineHeight)
+		return b.f.SetRowHeight(sheet, row, min(float64(n)*lineHeight, excelize.MaxRowHeight))
 	}
 	return nil
 }

@@ -66,7 +66,10 @@ func TestInline(t *testing.T) {
 	for _, m := range regexp.MustCompile(`(?m)^(?:WITH |,)?(\w+) AS NOT MATERIALIZED \(`).FindAllStringSubmatch(got, -1) {
 		names = append(names, m[1])
 	}
-	if want := []string{"meter_skus", "project_usage_days", "usage_meter_days", "snapshots_in_force", "rate_card_matches", "usage_coverage", "usage_rows", "usage_finest", "rate_card_variance"}; !slices.Equal(names, want) {
+	// organization: the view of that name, inlined because the views name
+	// their organization column so (a word is taken as a read; an unused
+	// CTE costs nothing).
+	if want := []string{"organization", "usage_meter_days", "meter_months", "meter_skus", "project_usage_days", "snapshots_in_force", "rate_card_matches", "usage_coverage", "usage_rows", "usage_day_totals", "usage_finest_days", "rate_card_variance"}; !slices.Equal(names, want) {
 		t.Errorf("Inline defines %v, want %v", names, want)
 	}
 	if !strings.HasSuffix(got, "\n"+q) {

@@ -39,7 +39,8 @@ type LoadResult struct {
 // scope that lie wholly inside the window are replaced; one that overlaps it
 // in part is cut back to the days outside it, with those days' row count,
 // so the ledger never holds a day twice and its row counts add up to the
-// table's.
+// table's. The sums kept from the rows (daily_usage_cost, daily_usage_totals)
+// are rewritten for the days the window changes in the same transaction.
 //
 // The scope's rows are those q's filters select: with no filter every row
 // of the granularity and basis in the window, otherwise the rows of the
@@ -125,6 +126,9 @@ VALUES (?, ?, ?, ?, ?::DATE, ?::DATE, ?, ?::UUID, ?, ?, ?, ?, ?)`,
 			q.Organization, g, basis, scope, w.Start, w.End, res.Rows, runID.String(), fetchedAt,
 			requests, retries, bytes, res.Duration.Milliseconds()); err != nil {
 			return fmt.Errorf("update ledger: %w", err)
+		}
+		if err := refreshDayTotals(ctx, conn, q.Organization, w.Granularity, basis, w.Start.UTC(), w.End.UTC()); err != nil {
+			return err
 		}
 		if costTo.After(costFrom) {
 			return refreshDayCost(ctx, conn, q.Organization, costFrom, costTo)

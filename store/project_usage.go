@@ -31,6 +31,7 @@ func (s *Store) SaveProjectUsage(ctx context.Context, org string, runID uuid.UUI
 	at = at.UTC().Truncate(time.Microsecond)
 	var rows int64
 	err := s.inTx(ctx, func(conn *sql.Conn) error {
+		months := map[time.Time]bool{} // whose estimated rows were rebuilt
 		for _, pu := range reads {
 			for _, m := range pu.Meters {
 				if _, err := conn.ExecContext(ctx, `INSERT INTO project_usage_snapshots
@@ -51,6 +52,7 @@ VALUES (?, ?::UUID, ?, ?::DATE, ?::DATE, ?, ?, ?, ?, CAST(? AS DECIMAL(38, 12)),
 			}
 			n, _ := res.RowsAffected()
 			rows += n
+			months[month] = true
 			// Covered: up to the day of this read (the report's end may
 			// name tomorrow), never past the month.
 			end := at.Truncate(24*time.Hour).AddDate(0, 0, 1)
@@ -66,6 +68,13 @@ VALUES (?, ?::UUID, ?, ?::DATE, ?::DATE, ?, ?, ?, ?, CAST(? AS DECIMAL(38, 12)),
 			if _, err := conn.ExecContext(ctx, `INSERT INTO fetch_windows (organization, granularity, basis, scope, start, "end", rows, run_id, fetched_at)
 VALUES (?, 'day', 'estimated', ?, ?::DATE, ?::DATE, ?, ?::UUID, ?)`, org, scope, month, end, n, runID.String(), at); err != nil {
 				return fmt.Errorf("update ledger: %w", err)
+			}
+		}
+		// The totals kept from the rows, once a month for every project
+		// read.
+		for month := range months {
+			if err := refreshDayTotals(ctx, conn, org, tally.Day, "estimated", month, month.AddDate(0, 1, 0)); err != nil {
+				return fmt.Errorf("rebuild estimated usage: %w", err)
 			}
 		}
 		return nil

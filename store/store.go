@@ -458,6 +458,11 @@ func (s *Store) migrate(ctx context.Context, fsys fs.FS) error {
 					return err
 				}
 			}
+			if m.version == dayTotalsVersion {
+				if err := fillDayTotals(ctx, conn); err != nil {
+					return err
+				}
+			}
 			_, err := conn.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
 				m.version, strings.TrimSuffix(m.name, ".sql"), time.Now().UTC())
 			return err
@@ -488,14 +493,27 @@ func (s *Store) createViews(ctx context.Context, fsys fs.FS) error {
 		return err
 	}
 	return s.inTx(ctx, func(conn *sql.Conn) error {
-		var kept int
-		if err := conn.QueryRowContext(ctx, `SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database() AND schema_name = 'main' AND table_name = 'daily_usage_cost'`).Scan(&kept); err != nil {
-			return err
+		// A view whose rows a table the load keeps holds reads that
+		// table, once the migration that creates it has run.
+		kept := map[string]string{}
+		for _, k := range []struct{ view, table, text string }{
+			{"usage_day_cost", "daily_usage_cost", dayCostView},
+			{"usage_day_totals", "daily_usage_totals", dayTotalsView},
+			{"meter_months", "daily_usage_totals", meterMonthsView},
+			{"meter_skus", "daily_usage_totals", meterSkusView},
+		} {
+			var n int
+			if err := conn.QueryRowContext(ctx, `SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database() AND schema_name = 'main' AND table_name = ?`, k.table).Scan(&n); err != nil {
+				return err
+			}
+			if n > 0 {
+				kept[k.view] = k.text
+			}
 		}
 		for _, v := range order {
 			text := texts[v]
-			if v == "usage_day_cost" && kept > 0 {
-				text = dayCostView
+			if k, ok := kept[v]; ok {
+				text = k
 			}
 			if _, err := conn.ExecContext(ctx, text); err != nil {
 				return fmt.Errorf("create view %s: %w", v, err)

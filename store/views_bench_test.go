@@ -23,9 +23,12 @@ func BenchmarkAnalystViews(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			// Rows copied by hand: the daily costs the load keeps are
-			// recomputed for them.
+			// Rows copied by hand: the daily costs and totals the load
+			// keeps are recomputed for them.
 			if err := s.RefreshDayCost(context.Background(), time.Time{}, farFuture); err != nil {
+				b.Fatal(err)
+			}
+			if err := s.RefreshDayTotals(context.Background()); err != nil {
 				b.Fatal(err)
 			}
 			rows *= int64(copies)

@@ -114,9 +114,12 @@ func runHistory(ctx context.Context, args []string) error {
         WHERE w.basis = 'usage' AND w.scope = 'all'`); err != nil {
 		return fmt.Errorf("history: ledger row counts: %w", err)
 	}
-	// The rows were copied by hand, not loaded: the daily costs the load
-	// keeps are recomputed for them.
+	// The rows were copied by hand, not loaded: the daily costs and
+	// totals the load keeps are recomputed for them.
 	if err := st.RefreshDayCost(ctx, time.Time{}, time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)); err != nil {
+		return fmt.Errorf("history: %w", err)
+	}
+	if err := st.RefreshDayTotals(ctx); err != nil {
 		return fmt.Errorf("history: %w", err)
 	}
 	if _, err := conn.ExecContext(ctx, "CHECKPOINT"); err != nil {

@@ -5,23 +5,25 @@
 -- never guessed), and the covered share (balance + license) of the total.
 --
 -- Rows are usage_finest's: the finest granularity loaded for each basis,
--- each paid as usage_rows says, as in the workbook.
+-- each paid as usage_rows says, as in the workbook, summed from their
+-- daily totals (usage_finest_days), whose month is stored: WHERE month = …
+-- reads that month only.
 CREATE OR REPLACE VIEW entitlement_coverage AS
 WITH m AS (
     SELECT organization,
            basis,
-           CAST(date_trunc('month', period_at) AS DATE) AS month,
+           month,
            project,
            meter_name,
            currency,
-           count(*) AS rows,
+           CAST(sum(rows) AS BIGINT) AS rows,
            sum(cost) AS cost,
            coalesce(sum(cost) FILTER (WHERE paid_as = 'direct'), 0) AS billed_directly,
            coalesce(sum(cost) FILTER (WHERE paid_as = 'balance'), 0) AS from_balance,
            coalesce(sum(cost) FILTER (WHERE paid_as = 'license'), 0) AS license_covered,
            coalesce(sum(cost) FILTER (WHERE paid_as = 'other'), 0) AS other_entitlement
-    FROM usage_finest
-    GROUP BY organization, basis, CAST(date_trunc('month', period_at) AS DATE), project, meter_name, currency
+    FROM usage_finest_days
+    GROUP BY organization, basis, month, project, meter_name, currency
 )
 SELECT *,
        CASE WHEN cost <> 0 THEN CAST(from_balance + license_covered AS DOUBLE) / CAST(cost AS DOUBLE) END AS covered_share

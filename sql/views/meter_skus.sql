@@ -3,6 +3,9 @@
 -- names meters without skus; the estimate (usage.source projects) takes
 -- a meter's sku from here, where the organization's report was ever
 -- loaded, so the rate card's first rule (by sku) can price it.
+--
+-- In the database this view reads daily_usage_totals (every loaded row's
+-- meter and sku, by day), not the usage rows.
 CREATE OR REPLACE VIEW meter_skus AS
 SELECT meter_name, min(meter_sku) AS meter_sku
 FROM usage

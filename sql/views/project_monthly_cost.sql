@@ -7,16 +7,18 @@
 -- Rows are usage_finest's: the finest granularity loaded for each basis,
 -- so a charge loaded at two granularities counts once. The month is that of
 -- date for basis usage and of date_processed (when charged, as invoices
--- count) for basis reported.
+-- count) for basis reported. It sums their daily totals
+-- (usage_finest_days), whose month is stored: WHERE month = … reads that
+-- month only.
 CREATE OR REPLACE VIEW project_monthly_cost AS
 SELECT organization,
        basis,
        granularity,
-       CAST(date_trunc('month', period_at) AS DATE) AS month,
+       month,
        project,
        currency,
-       count(*) AS rows,
+       CAST(sum(rows) AS BIGINT) AS rows,
        sum(cost) AS cost,
        coalesce(sum(cost) FILTER (WHERE paid_as IN ('direct', 'other')), 0) AS billed_cost
-FROM usage_finest
-GROUP BY organization, basis, granularity, CAST(date_trunc('month', period_at) AS DATE), project, currency;
+FROM usage_finest_days
+GROUP BY organization, basis, granularity, month, project, currency;

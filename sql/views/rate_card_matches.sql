@@ -20,12 +20,8 @@
 -- (when used, when charged) find their month here.
 CREATE OR REPLACE VIEW rate_card_matches AS
 WITH meters AS (
-    SELECT DISTINCT organization,
-           CAST(date_trunc('month', day) AS DATE) AS month,
-           payment_method,
-           meter_name,
-           sku_key
-    FROM usage_meter_days
+    SELECT organization, month, payment_method, meter_name, sku_key
+    FROM meter_months
     WHERE nullif(payment_method, '') IS NOT NULL
     UNION
     -- The per-project report's meters, priced before they are usage rows

@@ -8,24 +8,27 @@
 -- are rows, never dropped.
 --
 -- The price in force and how a meter matches it are rate_card_matches'.
--- Rows are usage_finest's: the finest granularity loaded for each basis.
+-- Rows are usage_finest's: the finest granularity loaded for each basis,
+-- summed from their daily totals (usage_finest_days), whose month is
+-- stored: WHERE month = … reads that month's usage only (the prices are
+-- matched in rate_card_matches, for the months meter_months gives).
 -- Quantities are summed as DECIMAL(38,12) and the expected cost rounded to
 -- 12 decimals.
 CREATE OR REPLACE VIEW rate_card_variance AS
 WITH billed AS (
     SELECT u.organization,
            u.basis,
-           date_trunc('month', u.period_at) AS month_start,
+           u.month,
            coalesce(u.payment_method, '') AS payment_method,
            u.meter_name,
            coalesce(u.meter_sku, '') AS meter_sku,
            u.currency,
-           min(nullif(u.payment_method_name, '')) AS payment_method_name,
-           count(*) AS rows,
-           sum(CAST(u.quantity AS DECIMAL(38, 12))) AS quantity,
+           min(u.payment_method_name) AS payment_method_name,
+           CAST(sum(u.rows) AS BIGINT) AS rows,
+           sum(u.quantity) AS quantity,
            sum(u.cost) AS cost
-    FROM usage_finest u
-    GROUP BY ALL
+    FROM usage_finest_days u
+    GROUP BY u.organization, u.basis, u.month, coalesce(u.payment_method, ''), u.meter_name, coalesce(u.meter_sku, ''), u.currency
 ),
 checked AS (
     SELECT b.*,
@@ -39,7 +42,7 @@ checked AS (
     FROM billed b
     LEFT JOIN rate_card_matches r
            ON r.organization = b.organization
-          AND r.month = CAST(b.month_start AS DATE)
+          AND r.month = b.month
           AND r.payment_method_id = b.payment_method
           AND r.meter_name = b.meter_name
           AND coalesce(r.meter_sku, '') = b.meter_sku
@@ -51,7 +54,7 @@ expected AS (
 )
 SELECT organization, -- the organization (organizations.name)
        basis,
-       CAST(month_start AS DATE) AS month,
+       month,
        nullif(payment_method, '') AS payment_method,
        payment_method_name,
        meter_name,

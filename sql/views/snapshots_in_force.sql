@@ -12,8 +12,8 @@
 -- rate_card_matches and focus read it.
 CREATE OR REPLACE VIEW snapshots_in_force AS
 WITH months AS (
-    SELECT DISTINCT CAST(date_trunc('month', day) AS DATE) AS month
-    FROM usage_meter_days
+    SELECT DISTINCT month
+    FROM meter_months
     UNION
     SELECT month FROM project_usage_days -- months of the per-project report, before they are usage rows
 ),

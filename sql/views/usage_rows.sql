@@ -24,8 +24,15 @@ SELECT *,
        CASE
            WHEN nullif(trim(entitlement_type), '') IS NULL THEN
                CASE WHEN nullif(trim(entitlement), '') IS NULL THEN 'direct' ELSE 'other' END
-           WHEN regexp_replace(lower(entitlement_type), '[^a-z]', '', 'g') = 'license' THEN 'license'
-           WHEN regexp_replace(lower(entitlement_type), '[^a-z]', '', 'g') IN ('cash', 'quantity', 'precommitment') THEN 'balance'
-           ELSE 'other'
+           -- the type as most rows send it, without the regular expression
+           WHEN lower(entitlement_type) = 'license' THEN 'license'
+           WHEN lower(entitlement_type) IN ('cash', 'quantity', 'precommitment') THEN 'balance'
+           ELSE CASE regexp_replace(lower(entitlement_type), '[^a-z]', '', 'g')
+                    WHEN 'license' THEN 'license'
+                    WHEN 'cash' THEN 'balance'
+                    WHEN 'quantity' THEN 'balance'
+                    WHEN 'precommitment' THEN 'balance'
+                    ELSE 'other'
+                END
        END AS paid_as
 FROM usage;

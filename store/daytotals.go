@@ -1,0 +1,143 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+
+	"github.com/tally-dev/tally"
+	tallysql "github.com/tally-dev/tally/sql"
+)
+
+// dayTotalsVersion is the migration that creates daily_usage_totals; it is
+// filled as it is applied (see migrate).
+const dayTotalsVersion = 11
+
+// dayTotalsColumns are daily_usage_totals' columns, in the order
+// usage_day_totals gives them.
+const dayTotalsColumns = `organization, basis, granularity, month, next_month, day, date_month, processed_month, project, payment_method,
+meter_name, meter_sku, currency, paid_as, payment_method_name, rows, quantity, cost`
+
+// dayTotalsView is usage_day_totals as the database defines it: the table
+// the load keeps, whose month is a stored column. sql/views/usage_day_totals.sql,
+// which the workbook and the export inline, defines the same rows from
+// usage.
+const dayTotalsView = `CREATE OR REPLACE VIEW usage_day_totals AS
+SELECT ` + dayTotalsColumns + ` FROM daily_usage_totals`
+
+// meterMonthsView is meter_months as the database defines it: the months
+// of date and of date_processed daily_usage_totals holds for every loaded
+// row (all of which have a period_at), not a pass over usage_meter_days'
+// two rows per usage row.
+const meterMonthsView = `CREATE OR REPLACE VIEW meter_months AS
+SELECT organization, date_month AS month, payment_method, meter_name, coalesce(meter_sku, '') AS sku_key
+FROM daily_usage_totals
+UNION
+SELECT organization, processed_month, payment_method, meter_name, coalesce(meter_sku, '')
+FROM daily_usage_totals
+WHERE processed_month IS NOT NULL`
+
+// meterSkusView is meter_skus as the database defines it, from
+// daily_usage_totals: the least sku of each meter's rows is the least of
+// its days'.
+const meterSkusView = `CREATE OR REPLACE VIEW meter_skus AS
+SELECT meter_name, min(meter_sku) AS meter_sku
+FROM daily_usage_totals
+WHERE basis <> 'estimated' AND nullif(meter_sku, '') IS NOT NULL
+GROUP BY meter_name`
+
+// dayTotalsWhere keeps, for tallysql.InlineWhere, the usage rows of one
+// granularity and basis whose period_at falls on the days
+// [$days_from, $days_to): on the usage table's own columns, which DuckDB
+// takes to the table's scan. period_at is date_processed for basis
+// reported and date otherwise (usage_rows).
+func dayTotalsWhere(basis string) map[string]string {
+	// And of one organization ($org): organizations load the same days
+	// side by side, each rewriting its own totals.
+	col := "date"
+	if basis == string(tally.BasisReported) {
+		col = "date_processed"
+	}
+	return map[string]string{"usage": "organization = $org AND granularity = $granularity AND basis = $basis AND " +
+		col + " >= CAST($days_from AS TIMESTAMP) AND " + col + " < CAST($days_to AS TIMESTAMP)"}
+}
+
+// refreshDayTotals replaces daily_usage_totals' rows of granularity g and
+// basis on the days [from, to) with those usage_day_totals gives for them
+// now, on conn (inside the caller's transaction). A load changes only the
+// usage rows of its granularity and basis whose period_at lies in its
+// window, so these are the only totals it can change; which granularity
+// counts for a day (usage_coverage) is decided when the totals are read.
+func refreshDayTotals(ctx context.Context, conn *sql.Conn, org string, g tally.Granularity, basis string, from, to time.Time) error {
+	q, err := tallysql.InlineWhere(`INSERT INTO daily_usage_totals
+SELECT `+dayTotalsColumns+` FROM usage_day_totals ORDER BY day`, dayTotalsWhere(basis))
+	if err != nil {
+		return err
+	}
+	if _, err := conn.ExecContext(ctx, `DELETE FROM daily_usage_totals
+WHERE organization = $5 AND granularity = $1 AND basis = $2 AND day >= CAST($3 AS DATE) AND day < CAST($4 AS DATE)`, string(g), basis, from, to, org); err != nil {
+		return fmt.Errorf("refresh daily_usage_totals: %w", err)
+	}
+	if _, err := conn.ExecContext(ctx, q, sql.Named("org", org), sql.Named("granularity", string(g)), sql.Named("basis", basis),
+		sql.Named("days_from", from), sql.Named("days_to", to)); err != nil {
+		return fmt.Errorf("refresh daily_usage_totals: %w", err)
+	}
+	return nil
+}
+
+// fillDayTotals rewrites daily_usage_totals whole from the usage rows, a
+// month of one granularity and basis at a time, in month order: each
+// month's totals lie together, so a condition on month skips the other
+// row groups whatever order one statement's rows are written in
+// (writerSettings), and memory holds one month's sums, not the history's.
+func fillDayTotals(ctx context.Context, conn *sql.Conn) error {
+	if _, err := conn.ExecContext(ctx, `DELETE FROM daily_usage_totals`); err != nil {
+		return fmt.Errorf("fill daily_usage_totals: %w", err)
+	}
+	type part struct {
+		org   string
+		g     tally.Granularity
+		basis string
+		month time.Time
+	}
+	rows, err := conn.QueryContext(ctx, `SELECT DISTINCT organization, granularity, basis,
+       date_trunc('month', CASE WHEN basis = 'reported' THEN date_processed ELSE date END) AS month
+FROM usage
+WHERE CASE WHEN basis = 'reported' THEN date_processed ELSE date END IS NOT NULL
+ORDER BY month, organization, granularity, basis`)
+	if err != nil {
+		return fmt.Errorf("fill daily_usage_totals: %w", err)
+	}
+	var parts []part
+	for rows.Next() {
+		var p part
+		var g string
+		if err := rows.Scan(&p.org, &g, &p.basis, &p.month); err != nil {
+			rows.Close()
+			return fmt.Errorf("fill daily_usage_totals: %w", err)
+		}
+		p.g = tally.Granularity(g)
+		parts = append(parts, p)
+	}
+	if err := rows.Close(); err != nil {
+		return fmt.Errorf("fill daily_usage_totals: %w", err)
+	}
+	for _, p := range parts {
+		m := p.month.UTC()
+		if err := refreshDayTotals(ctx, conn, p.org, p.g, p.basis, m, m.AddDate(0, 1, 0)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// RefreshDayTotals recomputes daily_usage_totals from every usage row, in
+// one transaction. Tally's loads keep it themselves; this is for usage
+// written by other means (the scale bench's copied history).
+func (s *Store) RefreshDayTotals(ctx context.Context) error {
+	if err := s.writable("refresh daily_usage_totals"); err != nil {
+		return err
+	}
+	return s.inTx(ctx, func(conn *sql.Conn) error { return fillDayTotals(ctx, conn) })
+}
