@@ -22,7 +22,8 @@ import (
 // <view>_before.
 var monthlyViewsBefore = map[string]string{
 	"project_monthly_cost": `CREATE VIEW project_monthly_cost_before AS
-SELECT basis,
+SELECT organization,
+       basis,
        granularity,
        CAST(date_trunc('month', period_at) AS DATE) AS month,
        project,
@@ -31,10 +32,11 @@ SELECT basis,
        sum(cost) AS cost,
        coalesce(sum(cost) FILTER (WHERE paid_as IN ('direct', 'other')), 0) AS billed_cost
 FROM usage_finest
-GROUP BY basis, granularity, CAST(date_trunc('month', period_at) AS DATE), project, currency;`,
+GROUP BY organization, basis, granularity, CAST(date_trunc('month', period_at) AS DATE), project, currency;`,
 	"cost_month_over_month": `CREATE VIEW cost_month_over_month_before AS
 WITH monthly AS (
-    SELECT u.basis,
+    SELECT u.organization,
+           u.basis,
            CAST(date_trunc('month', u.period_at) AS DATE) AS month,
            coalesce(u.project, '') AS project,
            u.meter_name,
@@ -47,14 +49,15 @@ last AS (
     SELECT basis, max(month) AS month FROM monthly GROUP BY basis
 ),
 grid AS (
-    SELECT basis, month, project, meter_name, currency FROM monthly
+    SELECT organization, basis, month, project, meter_name, currency FROM monthly
     UNION
-    SELECT m.basis, CAST(m.month + INTERVAL 1 MONTH AS DATE), m.project, m.meter_name, m.currency
+    SELECT m.organization, m.basis, CAST(m.month + INTERVAL 1 MONTH AS DATE), m.project, m.meter_name, m.currency
     FROM monthly m
     JOIN last l ON l.basis = m.basis
     WHERE m.month < l.month
 )
-SELECT g.basis,
+SELECT g.organization,
+       g.basis,
        g.month,
        nullif(g.project, '') AS project,
        g.meter_name,
@@ -66,13 +69,14 @@ SELECT g.basis,
             THEN CAST(coalesce(c.cost, 0) - p.cost AS DOUBLE) / CAST(p.cost AS DOUBLE)
        END AS change_pct
 FROM grid g
-LEFT JOIN monthly c ON c.basis = g.basis AND c.month = g.month AND c.project = g.project
+LEFT JOIN monthly c ON c.organization = g.organization AND c.basis = g.basis AND c.month = g.month AND c.project = g.project
                    AND c.meter_name = g.meter_name AND c.currency = g.currency
-LEFT JOIN monthly p ON p.basis = g.basis AND p.month = CAST(g.month - INTERVAL 1 MONTH AS DATE) AND p.project = g.project
+LEFT JOIN monthly p ON p.organization = g.organization AND p.basis = g.basis AND p.month = CAST(g.month - INTERVAL 1 MONTH AS DATE) AND p.project = g.project
                    AND p.meter_name = g.meter_name AND p.currency = g.currency;`,
 	"rate_card_variance": `CREATE VIEW rate_card_variance_before AS
 WITH billed AS (
-    SELECT u.basis,
+    SELECT u.organization,
+           u.basis,
            date_trunc('month', u.period_at) AS month_start,
            coalesce(u.payment_method, '') AS payment_method,
            u.meter_name,
@@ -96,7 +100,8 @@ checked AS (
            r.price AS card_price
     FROM billed b
     LEFT JOIN rate_card_matches r
-           ON r.month = CAST(b.month_start AS DATE)
+           ON r.organization = b.organization
+          AND r.month = CAST(b.month_start AS DATE)
           AND r.payment_method_id = b.payment_method
           AND r.meter_name = b.meter_name
           AND coalesce(r.meter_sku, '') = b.meter_sku
@@ -106,7 +111,8 @@ expected AS (
            CASE WHEN problem IS NULL THEN CAST(quantity * card_price AS DECIMAL(38, 12)) END AS expected_cost
     FROM checked
 )
-SELECT basis,
+SELECT organization, -- the organization (organizations.name)
+       basis,
        CAST(month_start AS DATE) AS month,
        nullif(payment_method, '') AS payment_method,
        payment_method_name,
@@ -125,7 +131,8 @@ SELECT basis,
 FROM expected;`,
 	"entitlement_coverage": `CREATE VIEW entitlement_coverage_before AS
 WITH m AS (
-    SELECT basis,
+    SELECT organization,
+           basis,
            CAST(date_trunc('month', period_at) AS DATE) AS month,
            project,
            meter_name,
@@ -137,7 +144,7 @@ WITH m AS (
            coalesce(sum(cost) FILTER (WHERE paid_as = 'license'), 0) AS license_covered,
            coalesce(sum(cost) FILTER (WHERE paid_as = 'other'), 0) AS other_entitlement
     FROM usage_finest
-    GROUP BY basis, CAST(date_trunc('month', period_at) AS DATE), project, meter_name, currency
+    GROUP BY organization, basis, CAST(date_trunc('month', period_at) AS DATE), project, meter_name, currency
 )
 SELECT *,
        CASE WHEN cost <> 0 THEN CAST(from_balance + license_covered AS DOUBLE) / CAST(cost AS DOUBLE) END AS covered_share
@@ -146,7 +153,8 @@ FROM m;`,
 
 // costByProjectMonthBefore is the named query cost_by_project_month as it
 // was before it summed usage_day_totals instead of the usage rows.
-const costByProjectMonthBefore = `SELECT basis,
+const costByProjectMonthBefore = `SELECT organization,
+       basis,
        date_trunc('month', date)::DATE AS month,
        project,
        currency,
@@ -155,7 +163,7 @@ const costByProjectMonthBefore = `SELECT basis,
 FROM usage
 WHERE granularity = (SELECT min_by(granularity, CASE granularity WHEN 'hour' THEN 1 WHEN 'day' THEN 2 WHEN 'week' THEN 3 WHEN 'month' THEN 4 ELSE 5 END) FROM usage)
 GROUP BY ALL
-ORDER BY basis, month, project, currency;`
+ORDER BY organization, basis, month, project, currency;`
 
 // monthlyFixture is the export fixture (three months at day granularity)
 // with more that changes what the monthly views count: three days of

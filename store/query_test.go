@@ -105,7 +105,7 @@ func TestNamedQueries(t *testing.T) {
 			}
 			equalLines(t, q.Name, got, []string{"2026-01-31 2.000000000001", "2026-02-01 3.000000000000"})
 		case "cost_by_project_month":
-			if len(res.Rows) != 2 || mustDecimal(t, res.Rows[0][4]).Cmp(tally.MustDecimal("2.000000000001")) != 0 {
+			if len(res.Rows) != 2 || mustDecimal(t, res.Rows[0][5]).Cmp(tally.MustDecimal("2.000000000001")) != 0 {
 				t.Errorf("%s: %v", q.Name, res.Rows)
 			}
 		}
