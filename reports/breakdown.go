@@ -91,63 +91,43 @@ var splitColumns = []column{
 }
 
 func (b *builder) byProject() error {
-	cols := append([]column{
-		{"Project", 28},
-		{"Currency", 10},
-		{"Rows", 10},
-	}, splitColumns...)
-	t, err := b.newTable(sheetProject, "ByProject", 1, cols)
-	if err != nil {
-		return err
-	}
-	err = b.each("by_project", func(r *sql.Rows) error {
-		var (
-			project  sql.NullString
-			currency string
-			rows     int64
-			split    categorySplit
-		)
-		if err := r.Scan(append([]any{&project, &currency, &rows}, split.dests()...)...); err != nil {
-			return err
-		}
-		cells, err := b.splitCells(split, currency)
-		if err != nil {
-			return err
-		}
-		return t.add(append([]cell{b.txt(orNone(project)), b.txt(currency), b.count(rows)}, cells...)...)
-	})
-	if err != nil {
-		return err
-	}
-	return t.finish(emptyPeriod)
+	return b.bySplit(sheetProject, "ByProject", "Project", "by_project")
 }
 
 // byOrganization is a group workbook's sheet: the month per organization
 // and currency, split as By project.
 func (b *builder) byOrganization() error {
+	return b.bySplit(sheetOrg, "ByOrganization", "Organization", "by_organization")
+}
+
+// bySplit fills a sheet of one line per key and currency, the usage value
+// split by how it is paid: query's rows are the key (NULL for none),
+// currency, rows and the split.
+func (b *builder) bySplit(sheet, table, key, query string) error {
 	cols := append([]column{
-		{"Organization", 28},
+		{key, 28},
 		{"Currency", 10},
 		{"Rows", 10},
 	}, splitColumns...)
-	t, err := b.newTable(sheetOrg, "ByOrganization", 1, cols)
+	t, err := b.newTable(sheet, table, 1, cols)
 	if err != nil {
 		return err
 	}
-	err = b.each("by_organization", func(r *sql.Rows) error {
+	err = b.each(query, func(r *sql.Rows) error {
 		var (
-			org, currency string
-			rows          int64
-			split         categorySplit
+			name     sql.NullString
+			currency string
+			rows     int64
+			split    categorySplit
 		)
-		if err := r.Scan(append([]any{&org, &currency, &rows}, split.dests()...)...); err != nil {
+		if err := r.Scan(append([]any{&name, &currency, &rows}, split.dests()...)...); err != nil {
 			return err
 		}
 		cells, err := b.splitCells(split, currency)
 		if err != nil {
 			return err
 		}
-		return t.add(append([]cell{b.txt(org), b.txt(currency), b.count(rows)}, cells...)...)
+		return t.add(append([]cell{b.txt(orNone(name)), b.txt(currency), b.count(rows)}, cells...)...)
 	})
 	if err != nil {
 		return err

@@ -17,6 +17,7 @@ import (
 	"github.com/tally-dev/tally/fetch/sim"
 	"github.com/tally-dev/tally/internal/focuscheck"
 	"github.com/tally-dev/tally/internal/printcheck"
+	"github.com/tally-dev/tally/internal/prooftest"
 	"github.com/tally-dev/tally/reports"
 	"github.com/tally-dev/tally/store"
 )
@@ -326,19 +327,6 @@ func sums(t *testing.T, db, from string) []string {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	rows, err := st.DB().Query(`SELECT organization || ' ' || strftime(date, '%Y-%m') || ' ' || currency || ' ' || count(*) || ' ' || CAST(sum(cost) AS VARCHAR)
-FROM ` + from + ` WHERE basis = 'usage' GROUP BY organization, strftime(date, '%Y-%m'), currency ORDER BY 1`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, s)
-	}
-	return out
+	return prooftest.QueryStrings(t, st.DB(), `SELECT organization || ' ' || strftime(date, '%Y-%m') || ' ' || currency || ' ' || count(*) || ' ' || CAST(sum(cost) AS VARCHAR)
+FROM `+from+` WHERE basis = 'usage' GROUP BY organization, strftime(date, '%Y-%m'), currency ORDER BY 1`)
 }

@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -72,21 +71,5 @@ reports:
 	if err := os.WriteFile(filepath.Join(*dir, "tokens.env"), []byte(env.String()), 0o600); err != nil {
 		return err
 	}
-	if *addrFile != "" {
-		if err := os.WriteFile(*addrFile+".tmp", []byte(base+"\n"), 0o644); err != nil {
-			return err
-		}
-		if err := os.Rename(*addrFile+".tmp", *addrFile); err != nil {
-			return err
-		}
-	}
-	srv := &http.Server{Handler: counted}
-	go func() {
-		<-ctx.Done()
-		srv.Close()
-	}()
-	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
+	return serveUntilDone(ctx, ln, counted, *addrFile)
 }

@@ -56,16 +56,28 @@ func runServe(ctx context.Context, args []string) error {
 		return err
 	}
 	base := "http://" + ln.Addr().String()
-	if *addrFile != "" {
-		if err := os.WriteFile(*addrFile+".tmp", []byte(base+"\n"), 0o644); err != nil {
+	fmt.Fprintf(os.Stderr, "serve: listening on %s\n", base)
+	if err := serveUntilDone(ctx, ln, counted, *addrFile); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "serve: %d requests\n", counted.n.Load())
+	return nil
+}
+
+// serveUntilDone writes the listener's base URL to addrFile (when set;
+// atomically, so a script waiting for it reads it whole) and serves h on
+// ln until ctx ends.
+func serveUntilDone(ctx context.Context, ln net.Listener, h http.Handler, addrFile string) error {
+	base := "http://" + ln.Addr().String()
+	if addrFile != "" {
+		if err := os.WriteFile(addrFile+".tmp", []byte(base+"\n"), 0o644); err != nil {
 			return err
 		}
-		if err := os.Rename(*addrFile+".tmp", *addrFile); err != nil {
+		if err := os.Rename(addrFile+".tmp", addrFile); err != nil {
 			return err
 		}
 	}
-	fmt.Fprintf(os.Stderr, "serve: listening on %s\n", base)
-	srv := &http.Server{Handler: counted}
+	srv := &http.Server{Handler: h}
 	go func() {
 		<-ctx.Done()
 		srv.Close()
@@ -73,7 +85,6 @@ func runServe(ctx context.Context, args []string) error {
 	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
-	fmt.Fprintf(os.Stderr, "serve: %d requests\n", counted.n.Load())
 	return nil
 }
 
