@@ -68,7 +68,23 @@ func deliverStep(ctx context.Context, env *Env, runID uuid.UUID) (StepResult, er
 	var targets []target
 	if d.Dir != "" {
 		removeDeliveryTemps(env, d.Dir)
-		targets = append(targets, target{"dir:" + d.Dir, false, func(ctx context.Context, b deliverable, _ string) error { return copyInto(ctx, d.Dir, b.path) }})
+		for _, o := range env.Config.Organizations {
+			if o.Name != "" {
+				removeDeliveryTemps(env, filepath.Join(d.Dir, o.Name))
+			}
+		}
+		targets = append(targets, target{"dir:" + d.Dir, false, func(ctx context.Context, b deliverable, _ string) error {
+			// An organization's own workbook goes to a folder of its
+			// name, beside the group's of the same file name.
+			dir := d.Dir
+			if b.org != "" {
+				dir = filepath.Join(d.Dir, b.org)
+				if err := os.MkdirAll(dir, 0o750); err != nil {
+					return err
+				}
+			}
+			return copyInto(ctx, dir, b.path)
+		}})
 	}
 	if s := d.SMTP; s != nil {
 		targets = append(targets, target{"smtp:" + s.Host, true, func(ctx context.Context, b deliverable, id string) error { return mailWorkbook(ctx, env, s, b, id) }})
@@ -115,7 +131,7 @@ func deliverStep(ctx context.Context, env *Env, runID uuid.UUID) (StepResult, er
 			if b.statement() && !t.mail {
 				continue // a statement goes to its owner, by mail only
 			}
-			prev, err := env.Store.DeliveryOf(ctx, t.name, b.kind, b.month, sum)
+			prev, err := env.Store.DeliveryOf(ctx, t.name, b.kind, b.org, b.month, sum)
 			if err != nil {
 				return res, err
 			}
@@ -130,7 +146,7 @@ func deliverStep(ctx context.Context, env *Env, runID uuid.UUID) (StepResult, er
 				failed = append(failed, err)
 				break
 			}
-			rec := store.Delivery{Target: t.name, Kind: b.kind, Month: b.month, Path: b.path, SHA256: sum, RunID: runID}
+			rec := store.Delivery{Target: t.name, Kind: b.kind, Month: b.month, Path: b.path, SHA256: sum, RunID: runID, Organization: b.org}
 			if t.mail {
 				rec.MessageID = messageID(env.Config.Reports.Deliver.SMTP.From, b, sum)
 				if prev != nil && prev.MessageID != "" {
@@ -171,6 +187,9 @@ type deliverable struct {
 	sha256 string // a final's bytes as its close recorded them; "" when unknown
 	// A statement's cost centre and owner, its only recipient.
 	centre, owner string
+	// org is the organization whose own workbook it is (with
+	// organizations:); "" for the store's, the group's.
+	org string
 }
 
 func (d deliverable) final() bool { return d.kind == store.DeliveryFinal }
@@ -200,6 +219,28 @@ func deliverables(ctx context.Context, env *Env) ([]deliverable, error) {
 		}
 		if !month.AddDate(0, 1, 0).After(now) {
 			out = append(out, deliverable{path: p, month: month, kind: store.DeliveryMonth})
+		}
+	}
+	// Each organization's own workbook (reports.OrgPath), once its month
+	// is over, like the group's.
+	for _, o := range env.Config.Organizations {
+		if o.Name == "" {
+			continue
+		}
+		books, err := filepath.Glob(filepath.Join(dir, "*", o.Name, "tally-cost-*.xlsx"))
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range books {
+			m := monthWorkbookRE.FindStringSubmatch(filepath.Base(p))
+			if m == nil {
+				continue
+			}
+			month, err := reports.ParseMonth(m[1])
+			if err != nil || month.AddDate(0, 1, 0).After(now) {
+				continue
+			}
+			out = append(out, deliverable{path: p, month: month, kind: store.DeliveryMonth, org: o.Name})
 		}
 	}
 	closes, err := env.Store.CurrentCloses(ctx)
@@ -432,6 +473,9 @@ func mailBody(b deliverable) (string, error) {
 	kind := "workbook"
 	if b.final() {
 		kind = "final workbook (the month is closed; this file never changes)"
+	}
+	if b.org != "" {
+		kind += " of organization " + b.org
 	}
 	fmt.Fprintf(&sb, "Tally cost %s for %s, attached: %s\n\n", kind, b.month.Format("January 2006"), filepath.Base(b.path))
 	if sum.Status != "" {

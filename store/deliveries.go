@@ -36,6 +36,9 @@ type Delivery struct {
 	Status    string
 	MessageID string // mail only
 	RunID     uuid.UUID
+	// Organization is whose own workbook it is; "" for the store's (the
+	// group's), NULL in deliveries.
+	Organization string
 }
 
 // DeliveryOf returns what deliveries holds for a workbook and target, or
@@ -43,17 +46,18 @@ type Delivery struct {
 // its bytes, so the same bytes are never sent twice and a new final always
 // is; a month's
 // workbook (rewritten every night with a new generation time) by its month,
-// so it goes once. A sent row wins over a pending one.
-func (s *Store) DeliveryOf(ctx context.Context, target, kind string, month time.Time, sha256 string) (*Delivery, error) {
+// so it goes once, and an organization's own workbook (org) once beside
+// it. A sent row wins over a pending one.
+func (s *Store) DeliveryOf(ctx context.Context, target, kind, org string, month time.Time, sha256 string) (*Delivery, error) {
 	q := `SELECT target, kind, month, path, sha256, status, message_id, run_id FROM deliveries
 WHERE target = ? AND kind = ? AND sha256 = ?
 ORDER BY status = 'sent' DESC, delivered_at DESC LIMIT 1`
 	args := []any{target, kind, sha256}
 	if kind == DeliveryMonth {
 		q = `SELECT target, kind, month, path, sha256, status, message_id, run_id FROM deliveries
-WHERE target = ? AND kind = 'month' AND month = ?
+WHERE target = ? AND kind = 'month' AND month = ? AND organization IS NOT DISTINCT FROM ?
 ORDER BY status = 'sent' DESC, delivered_at DESC LIMIT 1`
-		args = []any{target, month}
+		args = []any{target, month, textOrNull(org)}
 	}
 	var d Delivery
 	var msgID sql.NullString
@@ -79,13 +83,13 @@ func (s *Store) RecordPending(ctx context.Context, d Delivery) error {
 	}
 	return s.inTx(ctx, func(conn *sql.Conn) error {
 		if _, err := conn.ExecContext(ctx, `DELETE FROM deliveries WHERE target = ? AND status = 'pending'
-AND ((kind = ? AND ? <> 'month' AND sha256 = ?) OR (kind = 'month' AND ? = 'month' AND month = ?))`,
-			d.Target, d.Kind, d.Kind, d.SHA256, d.Kind, d.Month); err != nil {
+AND ((kind = ? AND ? <> 'month' AND sha256 = ?) OR (kind = 'month' AND ? = 'month' AND month = ? AND organization IS NOT DISTINCT FROM ?))`,
+			d.Target, d.Kind, d.Kind, d.SHA256, d.Kind, d.Month, textOrNull(d.Organization)); err != nil {
 			return fmt.Errorf("record delivery of %s to %s: %w", d.Path, d.Target, err)
 		}
-		if _, err := conn.ExecContext(ctx, `INSERT INTO deliveries (target, path, sha256, delivered_at, run_id, kind, month, status, message_id)
-VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', ?)`,
-			d.Target, d.Path, d.SHA256, time.Now().UTC(), d.RunID.String(), d.Kind, d.Month, textOrNull(d.MessageID)); err != nil {
+		if _, err := conn.ExecContext(ctx, `INSERT INTO deliveries (target, path, sha256, delivered_at, run_id, kind, month, status, message_id, organization)
+VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?)`,
+			d.Target, d.Path, d.SHA256, time.Now().UTC(), d.RunID.String(), d.Kind, d.Month, textOrNull(d.MessageID), textOrNull(d.Organization)); err != nil {
 			return fmt.Errorf("record delivery of %s to %s: %w", d.Path, d.Target, err)
 		}
 		return nil

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net/http/httptest"
@@ -154,6 +155,27 @@ FROM read_parquet('` + filepath.ToSlash(lake) + `/focus/*/*.parquet', hive_parti
 		}
 	}()
 
+	// The nightly books: the group's workbook and each organization's own
+	// are written and delivered, each organization's to a folder of its
+	// name.
+	if _, code, stderr := cli(t, "run", "--config", cfg); code != exitOK {
+		t.Fatalf("run [report, deliver]: exit %d\n%s", code, stderr)
+	}
+	for _, org := range []string{"", "emea", "us"} {
+		book := reports.DefaultPath(filepath.Join(dir, "reports"), month)
+		if org != "" {
+			book = reports.OrgPath(filepath.Join(dir, "reports"), month, org)
+		}
+		want, err := os.ReadFile(book)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := os.ReadFile(filepath.Join(dir, "deliver", org, filepath.Base(book)))
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("delivered workbook of organization %q: %v; want %s as written", org, err, book)
+		}
+	}
+
 	// The us token expires: us fails alone.
 	t.Setenv("TALLY_TEST_TOKEN_US", jwtToken(time.Now().Add(-time.Hour), "us@example.com"))
 	sentUS := us.Requests()
@@ -284,9 +306,19 @@ store:
   path: tally.duckdb
 reports:
   dir: reports
+  months: [previous]
+  deliver:
+    dir: deliver
 schedule:
   lock_wait: 100ms
+  jobs:
+    - name: books
+      cron: "@daily"
+      run: [report, deliver]
 %s`, g.url, list.String(), g.start.Format(tally.DateLayout), g.extra)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "deliver"), 0o750); err != nil {
 		t.Fatal(err)
 	}
 	return cfg
