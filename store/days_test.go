@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"testing"
-	"testing/fstest"
 	"time"
 
 	"github.com/tally-dev/tally"
@@ -203,31 +202,14 @@ func lines(t *testing.T, r *sql.Rows) []string {
 func TestMigrationFillsDailyUsageCost(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "tally.duckdb")
-	o := defaultOptions()
-	before := 0
-	for _, m := range realMigrations(t) {
-		if m.version < dailyCostVersion {
-			before++
-		}
-	}
-	o.migrations = migrationsFS(t, before, nil)
-	o.views = fstest.MapFS{}
-	old, err := openWith(ctx, path, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range []string{
+	old := olderStore(t, path, dailyCostVersion,
 		`INSERT INTO fetch_windows (granularity, basis, scope, start, "end", rows, run_id, fetched_at)
          VALUES ('hour', 'usage', 'all', DATE '2026-03-01', DATE '2026-03-04', 6, uuidv7(), now()::TIMESTAMP)`,
 		`INSERT INTO usage (granularity, basis, date, meter_name, quantity, cost, currency, project, payment_method, family, run_id, fetched_at)
          SELECT 'hour', 'usage', TIMESTAMP '2026-03-01' + to_hours(h * 11), 'encoding', 1, CAST(h AS DECIMAL(38, 12)) / 8, 'USD',
                 CASE WHEN h % 2 = 0 THEN 'alpha' END, 'pm-1', 'fam', uuidv7(), now()::TIMESTAMP
          FROM range(6) r(h)`,
-	} {
-		if _, err := old.DB().ExecContext(ctx, q); err != nil {
-			t.Fatal(err)
-		}
-	}
+	)
 	old.Close()
 	s, err := Open(ctx, path)
 	if err != nil {

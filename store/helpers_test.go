@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/fstest"
 	"time"
 
 	"github.com/tally-dev/tally"
@@ -180,4 +181,31 @@ func mustDecimal(t *testing.T, v any) tally.Decimal {
 		t.Fatalf("got %T %v, want tally.Decimal", v, v)
 	}
 	return d
+}
+
+// olderStore makes at path a store as a Tally before migration version left
+// it: the migrations before version and none of this Tally's views (those
+// may read what the schema lacks then), with stmts run on it. It is
+// returned open; Open then migrates it.
+func olderStore(t *testing.T, path string, version int, stmts ...string) *Store {
+	t.Helper()
+	before := 0
+	for _, m := range realMigrations(t) {
+		if m.version < version {
+			before++
+		}
+	}
+	o := defaultOptions()
+	o.migrations = migrationsFS(t, before, nil)
+	o.views = fstest.MapFS{}
+	s, err := openWith(context.Background(), path, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range stmts {
+		if _, err := s.DB().ExecContext(context.Background(), q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	return s
 }

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"testing/fstest"
 	"time"
 
 	"github.com/tally-dev/tally"
@@ -330,20 +329,7 @@ func TestDayTotalsKeptByTheLoad(t *testing.T) {
 func TestMigrationFillsDailyUsageTotals(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "tally.duckdb")
-	o := defaultOptions()
-	before := 0
-	for _, m := range realMigrations(t) {
-		if m.version < dayTotalsVersion {
-			before++
-		}
-	}
-	o.migrations = migrationsFS(t, before, nil)
-	o.views = fstest.MapFS{}
-	old, err := openWith(ctx, path, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range []string{
+	old := olderStore(t, path, dayTotalsVersion,
 		`INSERT INTO fetch_windows (granularity, basis, scope, start, "end", rows, run_id, fetched_at)
          VALUES ('hour', 'usage', 'all', DATE '2026-03-30', DATE '2026-04-03', 8, uuidv7(), now()::TIMESTAMP)`,
 		`INSERT INTO usage (granularity, basis, date, date_processed, meter_name, quantity, cost, currency, project, payment_method,
@@ -353,11 +339,7 @@ func TestMigrationFillsDailyUsageTotals(t *testing.T) {
                 CASE WHEN h % 2 = 0 THEN 'alpha' END, 'pm-1', CASE WHEN h % 3 = 0 THEN 'Main' ELSE '' END,
                 CASE WHEN h = 4 THEN 'license' END, uuidv7(), now()::TIMESTAMP
          FROM range(8) r(h)`,
-	} {
-		if _, err := old.DB().ExecContext(ctx, q); err != nil {
-			t.Fatal(err)
-		}
-	}
+	)
 	old.Close()
 	s, err := Open(ctx, path)
 	if err != nil {

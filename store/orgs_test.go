@@ -4,7 +4,6 @@ import (
 	"context"
 	"path/filepath"
 	"testing"
-	"testing/fstest"
 
 	"github.com/tally-dev/tally"
 )
@@ -15,22 +14,8 @@ import (
 // views give as it was.
 func TestOrganizationsMigrationKeepsEveryFigure(t *testing.T) {
 	ctx := context.Background()
-	real := realMigrations(t)
-	before := 0
-	for i, m := range real {
-		if m.version == organizationsVersion {
-			before = i
-		}
-	}
 	path := filepath.Join(t.TempDir(), "tally.duckdb")
-	o := defaultOptions()
-	o.migrations = migrationsFS(t, before, nil)
-	o.views = fstest.MapFS{}
-	old, err := openWith(ctx, path, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range []string{
+	old := olderStore(t, path, organizationsVersion,
 		`INSERT INTO runs (id, command, started, status) VALUES ('0194c3a0-0000-7000-8000-000000000001', 'fetch', TIMESTAMP '2026-03-01', 'ok')`,
 		`INSERT INTO organization_snapshots (snapshot_at, run_id, id, name) VALUES
             (TIMESTAMP '2026-02-01', '0194c3a0-0000-7000-8000-000000000001', 'org-old', 'Old Name'),
@@ -42,11 +27,7 @@ func TestOrganizationsMigrationKeepsEveryFigure(t *testing.T) {
          FROM range(1, 400) r(i)`,
 		`INSERT INTO fetch_windows (granularity, basis, scope, start, "end", rows, run_id, fetched_at)
          VALUES ('day', 'usage', 'all', DATE '2026-01-01', DATE '2026-03-01', 399, '0194c3a0-0000-7000-8000-000000000001', TIMESTAMP '2026-03-01')`,
-	} {
-		if _, err := old.DB().ExecContext(ctx, q); err != nil {
-			t.Fatal(err)
-		}
-	}
+	)
 	const figures = `SELECT strftime(date, '%Y-%m') || ' ' || coalesce(project, '') || ' ' || currency || ' ' || count(*) || ' ' || CAST(sum(cost) AS VARCHAR)
 FROM usage GROUP BY strftime(date, '%Y-%m'), project, currency ORDER BY 1`
 	want := rowsText(t, old, figures)
