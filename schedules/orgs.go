@@ -89,6 +89,12 @@ func storedOrgName(ctx context.Context, st *store.Store) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	return singleOrgName(orgs)
+}
+
+// singleOrgName is the api: form's organization among those a store
+// holds: the one, "" when none yet.
+func singleOrgName(orgs []store.Organization) (string, error) {
 	switch len(orgs) {
 	case 0:
 		return "", nil
@@ -118,7 +124,7 @@ func (e *Env) organizations(ctx context.Context) ([]*orgRun, error) {
 	}
 	if !e.Config.Grouped() {
 		o := &orgRun{Org: e.Config.Orgs()[0], Client: e.Client, sent: e.Client.Requests(), retried: e.Client.Retries()}
-		name, err := storedOrgName(ctx, e.Store)
+		name, err := singleOrgName(known)
 		if err != nil {
 			return nil, err
 		}
