@@ -171,9 +171,14 @@ func MonthFingerprint(ctx context.Context, src Source, p Period) (Fingerprint, e
 // under a reports folder, beside the month's normal workbook: the first
 // close dir/YYYY-MM/tally-cost-YYYY-MM-final.xlsx, a close after a reopen
 // …-final-2.xlsx, and so on, so a re-close never writes over what an
-// earlier close sent out.
-func FinalPath(dir string, month time.Time, seq int) string {
-	p := strings.TrimSuffix(DefaultPath(dir, month), ".xlsx") + "-final"
+// earlier close sent out. An organization's own close (org not "") writes
+// beside its own workbook (OrgPath).
+func FinalPath(dir string, month time.Time, org string, seq int) string {
+	book := DefaultPath(dir, month)
+	if org != "" {
+		book = OrgPath(dir, month, org)
+	}
+	p := strings.TrimSuffix(book, ".xlsx") + "-final"
 	if seq > 1 {
 		p += "-" + strconv.Itoa(seq)
 	}

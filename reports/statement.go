@@ -57,11 +57,19 @@ var FinalStatementRE = regexp.MustCompile(`^\.?tally-chargeback-\d{4}-\d{2}-fina
 // place. Owners come from opts.Allocation. With opts.Close, these are the
 // close's final statements (FinalStatementPath), stamped with it.
 func WriteStatements(ctx context.Context, src Source, p Period, dir string, opts Options) ([]Statement, error) {
+	// An organization's statements go to its own folder, beside its
+	// workbook (OrgPath): the group's have the same names.
+	at := func(path string) string {
+		if p.Organization == "" {
+			return path
+		}
+		return filepath.Join(filepath.Dir(path), p.Organization, filepath.Base(path))
+	}
 	if opts.Close != nil {
 		seq := opts.Close.Seq
-		return writeStatements(ctx, src, p, opts, func(month, centre string) string { return FinalStatementPath(dir, month, seq, centre) })
+		return writeStatements(ctx, src, p, opts, func(month, centre string) string { return at(FinalStatementPath(dir, month, seq, centre)) })
 	}
-	return writeStatements(ctx, src, p, opts, func(month, centre string) string { return StatementPath(dir, month, centre) })
+	return writeStatements(ctx, src, p, opts, func(month, centre string) string { return at(StatementPath(dir, month, centre)) })
 }
 
 func writeStatements(ctx context.Context, src Source, p Period, opts Options, path func(month, centre string) string) ([]Statement, error) {

@@ -21,7 +21,10 @@ import (
 
 // CloseOptions say which month to close or reopen, by whom and why.
 type CloseOptions struct {
-	Month  time.Time // 1st of the month, UTC
+	Month time.Time // 1st of the month, UTC
+	// Org is the organization to close or reopen alone; "" for every
+	// organization of the store at once.
+	Org    string
 	Reason string
 	Who    string // the user ($USER) or the job
 	Reopen bool
@@ -29,8 +32,11 @@ type CloseOptions struct {
 
 // CloseSummary is what a close or reopen did.
 type CloseSummary struct {
-	Close     store.MonthClose
-	Published string
+	Close store.MonthClose
+	// Organizations are, for a group's close, each organization's own
+	// close recorded with it.
+	Organizations []store.MonthClose
+	Published     string
 }
 
 // RefusedError is a close or reopen that was refused because of what the
@@ -87,49 +93,110 @@ func (r *Runner) Close(ctx context.Context, o CloseOptions) (CloseSummary, error
 	}
 	published, err := r.withRun(ctx, "close", "", func(ctx context.Context, env *Env, runID uuid.UUID) (runStats, error) {
 		var err error
-		sum.Close, err = closeMonth(ctx, env, runID, o)
+		sum.Close, sum.Organizations, err = closeMonth(ctx, env, runID, o)
 		return runStats{}, err
 	})
 	sum.Published = published
 	return sum, err
 }
 
+// closeOrgs are the organizations a close of the store covers, as the
+// config names them: a group's, or the api: form's one under the name the
+// store keeps for it.
+func closeOrgs(ctx context.Context, st *store.Store, cfg *configs.Config) ([]configs.Organization, error) {
+	orgs := cfg.Orgs()
+	if cfg.Grouped() {
+		return orgs, nil
+	}
+	name, err := storedOrgName(ctx, st)
+	if err != nil {
+		return nil, err
+	}
+	one := orgs[0]
+	one.Name = name
+	return []configs.Organization{one}, nil
+}
+
 // checkStore refuses what the store says cannot be done: reopening a month
-// that is not closed, closing one already closed, one with a day no loaded
-// window covers, or one whose final workbook exists. It reads only, so it
-// can run on the analysts' copy before the lock is taken, and again on the
-// store under the lock.
+// that is not closed, closing one already closed (for the organization
+// asked, or for any when the whole group is asked), one with a day no
+// loaded window covers, or an organization the config does not have. It
+// reads only, so it can run on the analysts' copy before the lock is
+// taken, and again on the store under the lock.
 func checkStore(ctx context.Context, st *store.Store, cfg *configs.Config, o CloseOptions) error {
 	base := cfg.UsageQueryBase()
 	basis, g := base.Basis(), cfg.Usage.Granularity
 	m := o.Month.Format("2006-01")
-	last, err := st.LatestClose(ctx, o.Month, basis, g)
+	orgs, err := closeOrgs(ctx, st, cfg)
 	if err != nil {
 		return err
 	}
-	closed := last != nil && last.Action == store.ActionClose
-	if o.Reopen {
-		if !closed {
-			return refused("--month %s is not closed (basis %s, granularity %s): there is nothing to reopen", m, basis, g)
+	if o.Org != "" {
+		var names []string
+		var one []configs.Organization
+		for _, org := range orgs {
+			names = append(names, org.Name)
+			if org.Name == o.Org {
+				one = []configs.Organization{org}
+			}
 		}
-		return nil
+		if one == nil {
+			return refused("--org %q is not an organization of this config: one of %s", o.Org, strings.Join(names, ", "))
+		}
+		orgs = one
 	}
-	if closed {
-		return refused("--month %s is already closed: closed %s UTC by %s (basis %s, granularity %s); to close it again, reopen it first with tally close --reopen --month %s --reason TEXT",
-			m, last.At.Format("2006-01-02 15:04"), last.Who, basis, g, m)
+	of := func(name string) string {
+		if o.Org == "" && !cfg.Grouped() {
+			return ""
+		}
+		return " for organization " + name
 	}
-	end := o.Month.AddDate(0, 1, 0)
-	orgs := cfg.Orgs()
-	if !cfg.Grouped() {
-		name, err := storedOrgName(ctx, st)
+	if o.Reopen {
+		for _, org := range orgs {
+			last, err := st.LatestClose(ctx, org.Name, o.Month, basis, g)
+			if err != nil {
+				return err
+			}
+			if last != nil && last.Action == store.ActionClose {
+				return nil
+			}
+		}
+		what := ""
+		if o.Org != "" {
+			what = " for organization " + o.Org
+		}
+		return refused("--month %s is not closed%s (basis %s, granularity %s): there is nothing to reopen", m, what, basis, g)
+	}
+	group, err := st.LatestClose(ctx, "", o.Month, basis, g)
+	if err != nil {
+		return err
+	}
+	for _, org := range orgs {
+		last, err := st.LatestClose(ctx, org.Name, o.Month, basis, g)
 		if err != nil {
 			return err
 		}
-		orgs = []configs.Organization{orgs[0]}
-		orgs[0].Name = name
+		if last == nil || last.Action != store.ActionClose {
+			continue
+		}
+		if o.Org == "" && cfg.Grouped() && group != nil && group.Action == store.ActionClose && last.At.Equal(group.At) {
+			return refused("--month %s is already closed for every organization: closed %s UTC by %s (basis %s, granularity %s); to close it again, reopen it first with tally close --reopen --month %s --reason TEXT",
+				m, group.At.Format("2006-01-02 15:04"), group.Who, basis, g, m)
+		}
+		org := ""
+		if o.Org != "" {
+			org = " --org " + o.Org
+		}
+		if o.Org == "" && cfg.Grouped() && last.Organization != "" {
+			return refused("--month %s is already closed for organization %s: closed %s UTC by %s (basis %s, granularity %s); a group close closes every organization at once: reopen it first with tally close --reopen --month %s --org %s --reason TEXT, or close the others one by one with --org",
+				m, last.Organization, last.At.Format("2006-01-02 15:04"), last.Who, basis, g, m, last.Organization)
+		}
+		return refused("--month %s is already closed%s: closed %s UTC by %s (basis %s, granularity %s); to close it again, reopen it first with tally close --reopen --month %s%s --reason TEXT",
+			m, of(last.Organization), last.At.Format("2006-01-02 15:04"), last.Who, basis, g, m, org)
 	}
-	// A close covers every organization of the store: a group closes at
-	// once, or not at all, naming the organization not ready.
+	end := o.Month.AddDate(0, 1, 0)
+	// A group closes every organization at once, or not at all, naming
+	// the organization not ready.
 	for _, org := range orgs {
 		q := cfg.QueryBase(org)
 		missing, err := st.UncoveredDays(ctx, org.Name, o.Month, end, g, basis, q.Scope())
@@ -137,12 +204,8 @@ func checkStore(ctx context.Context, st *store.Store, cfg *configs.Config, o Clo
 			return err
 		}
 		if len(missing) > 0 {
-			of := ""
-			if cfg.Grouped() {
-				of = " for organization " + org.Name
-			}
 			return refused("--month %s is not fully loaded%s: %d day(s) have no loaded window at granularity %s, basis %s (first %s, last %s); run tally fetch --from %s --to %s, then close",
-				m, of, len(missing), g, basis, missing[0].Format(time.DateOnly), missing[len(missing)-1].Format(time.DateOnly),
+				m, of(org.Name), len(missing), g, basis, missing[0].Format(time.DateOnly), missing[len(missing)-1].Format(time.DateOnly),
 				missing[0].Format(time.DateOnly), missing[len(missing)-1].AddDate(0, 0, 1).Format(time.DateOnly))
 		}
 	}
@@ -153,93 +216,161 @@ func checkStore(ctx context.Context, st *store.Store, cfg *configs.Config, o Clo
 // granularity, in the store the run holds.
 //
 // A close must survive a kill at any moment, and the record in
-// month_closes is its truth: the final workbook is written to a staged
+// month_closes is its truth: each final workbook is written to a staged
 // file beside its name, the close is recorded with the staged file's
 // sha256, and only then is the file renamed into place. A kill before the
 // record leaves an unrecorded staged file, which the next close removes;
 // a kill after it leaves a recorded close whose file the next close,
 // deliver or close step puts in place (finishCloses). So the month is
 // either untouched or closed, and never refused for a file nobody signed.
-func closeMonth(ctx context.Context, env *Env, runID uuid.UUID, o CloseOptions) (store.MonthClose, error) {
+//
+// What is closed: with o.Org, that organization alone (its own final
+// workbook, beside its workbook); else every organization of the store at
+// once. For a group (organizations:), that is one record per organization,
+// each with its figures and its own final workbook, and the group's, with
+// the group's final workbook, all in one transaction.
+func closeMonth(ctx context.Context, env *Env, runID uuid.UUID, o CloseOptions) (store.MonthClose, []store.MonthClose, error) {
 	cfg := env.Config
 	basis, g := cfg.DefaultBasis(), cfg.Usage.Granularity
 	m := o.Month.Format("2006-01")
-	c := store.MonthClose{ID: runID, Month: o.Month, Basis: basis, Granularity: g, At: env.now(), Who: o.Who, Reason: o.Reason, Allocation: cfg.Allocation}
+	c := store.MonthClose{ID: runID, Organization: o.Org, Month: o.Month, Basis: basis, Granularity: g, At: env.now(), Who: o.Who, Reason: o.Reason, Allocation: cfg.Allocation}
 	if err := CheckClose(o, c.At); err != nil {
-		return c, err
+		return c, nil, err
 	}
 	finished, err := finishCloses(ctx, env)
 	if err != nil {
-		return c, err
+		return c, nil, err
 	}
 	if !o.Reopen {
 		// A close a kill cut short after its record: finishing it is what
 		// the rerun was for.
 		for _, f := range finished {
-			if f.Month.Equal(o.Month) && f.Basis == basis && f.Granularity == g {
-				return f, nil
+			if f.Month.Equal(o.Month) && f.Basis == basis && f.Granularity == g && f.Organization == o.Org {
+				return f, nil, nil
 			}
 		}
 	}
 	if err := checkStore(ctx, env.Store, cfg, o); err != nil {
-		return c, err
+		return c, nil, err
 	}
 	if o.Reopen {
 		c.Action = store.ActionReopen
 		if err := env.Store.RecordReopen(ctx, c); err != nil {
-			return c, err
+			return c, nil, err
 		}
-		env.Log.Warn().Str("month", m).Str("who", c.Who).Str("reason", c.Reason).Msg("month reopened")
-		return c, nil
+		l := env.Log.Warn().Str("month", m).Str("who", c.Who).Str("reason", c.Reason)
+		if o.Org != "" {
+			l = l.Str("organization", o.Org)
+		}
+		l.Msg("month reopened")
+		return c, nil, nil
 	}
-	n, err := env.Store.CloseCount(ctx, o.Month, basis, g)
+	// The records of this close: the organizations' own first, the
+	// group's (or the one asked) last, which is what the run returns.
+	var records []store.CloseRecord
+	if o.Org == "" && cfg.Grouped() {
+		orgs, err := closeOrgs(ctx, env.Store, cfg)
+		if err != nil {
+			return c, nil, err
+		}
+		for _, org := range orgs {
+			oc := c
+			oc.ID, oc.Organization = store.NewRunID(), org.Name
+			records = append(records, store.CloseRecord{Close: oc})
+		}
+	}
+	records = append(records, store.CloseRecord{Close: c})
+	var staged, written []string
+	undo := func() {
+		for _, p := range append(staged, written...) {
+			os.Remove(p)
+		}
+	}
+	for i := range records {
+		r := &records[i]
+		st, err := writeFinal(ctx, env, r, o.Org != "" || !cfg.Grouped() || r.Close.Organization == "")
+		if st != "" {
+			staged = append(staged, st)
+		}
+		for _, s := range r.Close.Statements {
+			written = append(written, s.Path)
+		}
+		if err != nil {
+			undo()
+			return c, nil, fmt.Errorf("close %s: %w", m, err)
+		}
+	}
+	if err := env.Store.RecordCloses(ctx, records); err != nil {
+		undo()
+		return c, nil, err
+	}
+	for i, r := range records {
+		if err := placeFinal(env, r.Close, staged[i]); err != nil {
+			return c, nil, fmt.Errorf("close %s: recorded, but the final workbook %s is not in place yet (the next close, deliver or close step puts it there): %w", m, r.Close.FinalWorkbook, err)
+		}
+	}
+	for _, r := range records {
+		l := env.Log.Info().Str("month", m).Str("who", r.Close.Who).Str("content_hash", r.Close.ContentHash).Str("final_workbook", r.Close.FinalWorkbook)
+		if r.Close.Organization != "" {
+			l = l.Str("organization", r.Close.Organization)
+		}
+		l.Msg("month closed")
+	}
+	var orgs []store.MonthClose
+	for _, r := range records[:len(records)-1] {
+		orgs = append(orgs, r.Close)
+	}
+	return records[len(records)-1].Close, orgs, nil
+}
+
+// writeFinal writes one record's final workbook to its staged file (and,
+// with statements, its cost centres' final statements under their final
+// names), and fills in the record: its figures, fingerprint, final
+// workbook and sha256. It returns the staged file, "" when none was
+// written.
+func writeFinal(ctx context.Context, env *Env, r *store.CloseRecord, statements bool) (string, error) {
+	cfg, c := env.Config, &r.Close
+	n, err := env.Store.CloseCount(ctx, c.Organization, c.Month, c.Basis, c.Granularity)
 	if err != nil {
-		return c, err
+		return "", err
 	}
-	final := reports.FinalPath(cfg.Reports.Dir, o.Month, n+1)
-	staged := stagedFinal(final, runID)
-	p := reports.Period{Month: o.Month, Basis: basis, Granularity: g}
+	final := reports.FinalPath(cfg.Reports.Dir, c.Month, c.Organization, n+1)
+	staged := stagedFinal(final, c.ID)
+	p := reports.Period{Month: c.Month, Basis: c.Basis, Granularity: c.Granularity, Organization: c.Organization}
 	fp, err := reports.MonthFingerprint(ctx, env.Store.DB(), p)
 	if err != nil {
-		return c, err
+		return "", err
 	}
 	stamp := &reports.CloseStamp{At: c.At, Who: c.Who, Reason: c.Reason, Rows: fp.Rows, ContentHash: fp.ContentHash, Seq: n + 1, FinalWorkbook: final}
 	opts := ReportOptions(cfg, env.Now)
 	opts.Close = stamp
+	if err := os.MkdirAll(filepath.Dir(final), 0o750); err != nil {
+		return "", err
+	}
 	if err := reports.WriteFile(ctx, env.Store.DB(), p, staged, opts); err != nil {
-		return c, fmt.Errorf("close %s: %w", m, err)
+		return "", err
 	}
 	sum, err := fileSHA256(staged)
 	if err != nil {
-		os.Remove(staged)
-		return c, fmt.Errorf("close %s: %w", m, err)
+		return staged, err
 	}
 	c.Action, c.ContentHash, c.FinalWorkbook, c.FinalSHA256 = store.ActionClose, fp.ContentHash, final, sum
-	figs := make([]store.CloseFigure, len(fp.Figures))
+	r.Figures = make([]store.CloseFigure, len(fp.Figures))
 	for i, f := range fp.Figures {
-		figs[i] = store.CloseFigure(f)
+		r.Figures[i] = store.CloseFigure(f)
 	}
 	// The cost centres' statements are final with the workbook: written
 	// under their final names before the close is recorded, with their
 	// sha256 in the record. A kill before the record leaves files no
 	// close recorded, which the next close rewrites or removes
-	// (finishCloses); after it, they are in place.
-	if c.Statements, err = finalStatements(ctx, env, p, opts); err != nil {
-		os.Remove(staged)
-		return c, fmt.Errorf("close %s: %w", m, err)
-	}
-	if err := env.Store.RecordClose(ctx, c, figs); err != nil {
-		os.Remove(staged)
-		for _, st := range c.Statements {
-			os.Remove(st.Path)
+	// (finishCloses); after it, they are in place. A group's close writes
+	// the group's statements only: the cost centres span organizations.
+	if statements {
+		if c.Statements, err = finalStatements(ctx, env, p, opts); err != nil {
+			return staged, err
 		}
-		return c, err
 	}
-	if err := placeFinal(env, c, staged); err != nil {
-		return c, fmt.Errorf("close %s: recorded, but the final workbook is not in place yet (the next close, deliver or close step puts it there): %w", m, err)
-	}
-	env.Log.Info().Str("month", m).Str("who", c.Who).Int64("rows", fp.Rows).Str("content_hash", fp.ContentHash).Str("final_workbook", final).Msg("month closed")
-	return c, nil
+	return staged, nil
 }
 
 // finalStatements writes the close's statements (none without cost
@@ -342,8 +473,10 @@ func finishCloses(ctx context.Context, env *Env) ([]store.MonthClose, error) {
 	for _, st := range statements {
 		recorded[st.Path] = true
 	}
+	// A month's folder, and its organizations' folders in it.
 	dirs, _ := filepath.Glob(filepath.Join(env.Config.Reports.Dir, "*"))
-	for _, d := range dirs {
+	orgDirs, _ := filepath.Glob(filepath.Join(env.Config.Reports.Dir, "*", "*"))
+	for _, d := range append(dirs, orgDirs...) {
 		entries, err := os.ReadDir(d)
 		if err != nil {
 			continue
@@ -383,14 +516,33 @@ func closeStep(ctx context.Context, env *Env, runID uuid.UUID) (StepResult, erro
 		env.Log.Info().Str("month", m).Time("due", due).Msg("close step: not due yet")
 		return StepResult{}, nil
 	}
-	last, err := env.Store.LatestClose(ctx, month, cfg.DefaultBasis(), cfg.Usage.Granularity)
+	last, err := env.Store.LatestClose(ctx, "", month, cfg.DefaultBasis(), cfg.Usage.Granularity)
 	if err != nil {
 		return StepResult{}, err
+	}
+	if last == nil && cfg.Grouped() {
+		// An organization closed or reopened on its own is a person's
+		// decision too: the group's month is then theirs to close.
+		orgs, err := closeOrgs(ctx, env.Store, cfg)
+		if err != nil {
+			return StepResult{}, err
+		}
+		for _, org := range orgs {
+			if last, err = env.Store.LatestClose(ctx, org.Name, month, cfg.DefaultBasis(), cfg.Usage.Granularity); err != nil {
+				return StepResult{}, err
+			}
+			if last != nil {
+				break
+			}
+		}
 	}
 	if last != nil {
 		what := "closed"
 		if last.Action == store.ActionReopen {
 			what = "reopened (a person's decision: it stays open until they close it)"
+		}
+		if last.Organization != "" {
+			what += " for organization " + last.Organization
 		}
 		env.Log.Info().Str("month", m).Str("action", last.Action).Str("who", last.Who).Time("at", last.At).
 			Msgf("close step: %s already %s by %s at %s UTC; left as it is", m, what, last.Who, last.At.Format("2006-01-02 15:04"))
@@ -399,11 +551,15 @@ func closeStep(ctx context.Context, env *Env, runID uuid.UUID) (StepResult, erro
 		}
 		return StepResult{}, nil
 	}
-	c, err := closeMonth(ctx, env, runID, CloseOptions{Month: month, Who: jobName(ctx), Reason: fmt.Sprintf("reports.close_after %s passed", cfg.Reports.CloseAfter)})
+	c, orgs, err := closeMonth(ctx, env, runID, CloseOptions{Month: month, Who: jobName(ctx), Reason: fmt.Sprintf("reports.close_after %s passed", cfg.Reports.CloseAfter)})
 	if err != nil {
 		return StepResult{}, fmt.Errorf("close %s: %w", m, err)
 	}
-	return StepResult{Outputs: []string{c.FinalWorkbook}}, nil
+	out := []string{c.FinalWorkbook}
+	for _, oc := range orgs {
+		out = append(out, oc.FinalWorkbook)
+	}
+	return StepResult{Outputs: out}, nil
 }
 
 func init() { RegisterStep("close", closeStep) }

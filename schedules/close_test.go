@@ -107,7 +107,7 @@ func TestCloseOctoberThenLateChargesAreAdjustments(t *testing.T) {
 	if err != nil {
 		t.Fatalf("close: %v", err)
 	}
-	final := reports.FinalPath(h.runner.Config.Reports.Dir, oct, 1)
+	final := reports.FinalPath(h.runner.Config.Reports.Dir, oct, "", 1)
 	if sum.Close.FinalWorkbook != final {
 		t.Fatalf("final workbook %q, want %q", sum.Close.FinalWorkbook, final)
 	}
@@ -399,7 +399,7 @@ func TestCloseRefusals(t *testing.T) {
 	}
 	// Reopened, closing again writes a new final under its own name: the
 	// first, which finance may have signed, is never rewritten.
-	first := reports.FinalPath(h.runner.Config.Reports.Dir, oct, 1)
+	first := reports.FinalPath(h.runner.Config.Reports.Dir, oct, "", 1)
 	signed, err := os.ReadFile(first)
 	if err != nil {
 		t.Fatal(err)
@@ -409,7 +409,7 @@ func TestCloseRefusals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	second := reports.FinalPath(h.runner.Config.Reports.Dir, oct, 2)
+	second := reports.FinalPath(h.runner.Config.Reports.Dir, oct, "", 2)
 	if sum.Close.FinalWorkbook != second || !strings.HasSuffix(second, "tally-cost-2026-10-final-2.xlsx") {
 		t.Fatalf("the re-close wrote %s, want %s", sum.Close.FinalWorkbook, second)
 	}
@@ -459,7 +459,7 @@ func TestCloseStepClosesAfterCloseAfter(t *testing.T) {
 	if _, err := h.runner.RunJob(ctx, "run", job); err != nil {
 		t.Fatal(err)
 	}
-	final := reports.FinalPath(h.runner.Config.Reports.Dir, prooftest.Day(t, "2026-10-01"), 1)
+	final := reports.FinalPath(h.runner.Config.Reports.Dir, prooftest.Day(t, "2026-10-01"), "", 1)
 	if _, err := os.Stat(final); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("closed before reports.close_after passed: %v", err)
 	}

@@ -256,7 +256,7 @@ func deliverables(ctx context.Context, env *Env) ([]deliverable, error) {
 			env.Log.Error().Str("month", c.Month.Format("2006-01")).Str("final_workbook", c.FinalWorkbook).Msg("the final workbook of a closed month is missing; not delivered")
 			continue
 		}
-		out = append(out, deliverable{path: c.FinalWorkbook, month: c.Month, kind: store.DeliveryFinal, sha256: c.FinalSHA256})
+		out = append(out, deliverable{path: c.FinalWorkbook, month: c.Month, kind: store.DeliveryFinal, sha256: c.FinalSHA256, org: c.Organization})
 		if env.Config.Reports.Deliver.SMTP == nil {
 			continue
 		}
@@ -274,7 +274,7 @@ func deliverables(ctx context.Context, env *Env) ([]deliverable, error) {
 				env.Log.Error().Str("month", c.Month.Format("2006-01")).Str("statement", st.Path).Msg("the final statement of a closed month is missing; not delivered")
 				continue
 			}
-			out = append(out, deliverable{path: st.Path, month: c.Month, kind: store.DeliveryStatement, sha256: st.SHA256, centre: st.CostCentre, owner: st.Owner})
+			out = append(out, deliverable{path: st.Path, month: c.Month, kind: store.DeliveryStatement, sha256: st.SHA256, centre: st.CostCentre, owner: st.Owner, org: c.Organization})
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool {

@@ -19,7 +19,11 @@ const (
 
 // MonthClose is one row of month_closes: a month closed or reopened.
 type MonthClose struct {
-	ID            uuid.UUID // the run that did it
+	ID uuid.UUID // the run that did it; a group close's rows of each organization have their own
+	// Organization is the organization closed or reopened alone; "" for
+	// every organization of the store at once (the api: form's one, or
+	// a group's).
+	Organization  string
 	Month         time.Time // 1st of the month, UTC
 	Basis         tally.Basis
 	Granularity   tally.Granularity
@@ -74,12 +78,15 @@ type CloseFigure struct {
 	Unit                                        string // "" when the interface sent none
 }
 
-// LatestClose returns the latest month_closes row of a month, basis and
-// granularity, or nil when the month was never closed.
-func (s *Store) LatestClose(ctx context.Context, month time.Time, basis tally.Basis, g tally.Granularity) (*MonthClose, error) {
+// LatestClose returns the latest month_closes row in force for an
+// organization's month, basis and granularity (its own, or one of every
+// organization at once; at a tie its own, as closed_months), or nil when
+// the month was never closed. With org "", the latest close or reopen of
+// every organization at once.
+func (s *Store) LatestClose(ctx context.Context, org string, month time.Time, basis tally.Basis, g tally.Granularity) (*MonthClose, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT `+closeColumns+`
-FROM month_closes WHERE month = ? AND basis = ? AND granularity = ?
-ORDER BY acted_at DESC, id DESC LIMIT 1`, month, string(basis), string(g))
+FROM month_closes WHERE month = ? AND basis = ? AND granularity = ? AND (organization IS NULL OR organization = ?)
+ORDER BY acted_at DESC, organization IS NULL, id DESC LIMIT 1`, month, string(basis), string(g), textOrNull(org))
 	if err != nil {
 		return nil, fmt.Errorf("read month_closes: %w", err)
 	}
@@ -91,7 +98,7 @@ ORDER BY acted_at DESC, id DESC LIMIT 1`, month, string(basis), string(g))
 }
 
 // closeColumns are the month_closes columns scanCloses reads, in order.
-const closeColumns = `id, month, basis, granularity, action, acted_at, who, reason, content_hash, final_workbook, final_sha256`
+const closeColumns = `id, coalesce(organization, ''), month, basis, granularity, action, acted_at, who, reason, content_hash, final_workbook, final_sha256`
 
 func scanCloses(rows *sql.Rows) ([]MonthClose, error) {
 	defer rows.Close()
@@ -100,7 +107,7 @@ func scanCloses(rows *sql.Rows) ([]MonthClose, error) {
 		var c MonthClose
 		var basis, g string
 		var reason, hash, wb, sum sql.NullString
-		if err := rows.Scan(&c.ID, &c.Month, &basis, &g, &c.Action, &c.At, &c.Who, &reason, &hash, &wb, &sum); err != nil {
+		if err := rows.Scan(&c.ID, &c.Organization, &c.Month, &basis, &g, &c.Action, &c.At, &c.Who, &reason, &hash, &wb, &sum); err != nil {
 			return nil, fmt.Errorf("read month_closes: %w", err)
 		}
 		c.Basis, c.Granularity = tally.Basis(basis), tally.Granularity(g)
@@ -124,24 +131,33 @@ func (s *Store) Closes(ctx context.Context) ([]MonthClose, error) {
 	return scanCloses(rows)
 }
 
-// CurrentCloses returns, per month, basis and granularity, the close in
-// force now (its latest row is a close), oldest month first.
+// CurrentCloses returns the closes in force now, oldest month first: per
+// month, basis and granularity, the latest close of every organization at
+// once, and each organization's own latest close, unless a later row
+// (its own, or a reopen of every organization) reopened it.
 func (s *Store) CurrentCloses(ctx context.Context) ([]MonthClose, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT `+closeColumns+` FROM month_closes
-QUALIFY row_number() OVER (PARTITION BY month, basis, granularity ORDER BY acted_at DESC, id DESC) = 1 AND action = 'close'
-ORDER BY month, basis, granularity`)
+	rows, err := s.db.QueryContext(ctx, `SELECT `+closeColumns+` FROM month_closes mc
+WHERE action = 'close' AND NOT EXISTS (
+    SELECT 1 FROM month_closes later
+    WHERE later.month = mc.month AND later.basis = mc.basis AND later.granularity = mc.granularity
+      AND ((later.organization IS NOT DISTINCT FROM mc.organization AND (later.acted_at, later.id) > (mc.acted_at, mc.id))
+        OR (mc.organization IS NOT NULL AND later.organization IS NULL AND later.acted_at > mc.acted_at)))
+ORDER BY month, basis, granularity, organization NULLS FIRST`)
 	if err != nil {
 		return nil, fmt.Errorf("read month_closes: %w", err)
 	}
 	return scanCloses(rows)
 }
 
-// CloseCount is how many times a month was closed (for the basis and
-// granularity) so far: a new close is the next in that sequence.
-func (s *Store) CloseCount(ctx context.Context, month time.Time, basis tally.Basis, g tally.Granularity) (int, error) {
+// CloseCount is how many times a month was closed (for the organization,
+// "" for every organization at once, the basis and granularity) so far:
+// a new close is the next in that sequence, and its final workbook's name
+// says so.
+func (s *Store) CloseCount(ctx context.Context, org string, month time.Time, basis tally.Basis, g tally.Granularity) (int, error) {
 	var n int
-	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM month_closes WHERE month = ? AND basis = ? AND granularity = ? AND action = 'close'`,
-		month, string(basis), string(g)).Scan(&n); err != nil {
+	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM month_closes WHERE month = ? AND basis = ? AND granularity = ? AND action = 'close'
+AND organization IS NOT DISTINCT FROM ?`,
+		month, string(basis), string(g), textOrNull(org)).Scan(&n); err != nil {
 		return 0, fmt.Errorf("read month_closes: %w", err)
 	}
 	return n, nil
@@ -152,50 +168,71 @@ func (s *Store) CloseCount(ctx context.Context, month time.Time, basis tally.Bas
 // figures, in DuckDB, so they are exact and agree with them by
 // construction.
 func (s *Store) RecordClose(ctx context.Context, c MonthClose, figs []CloseFigure) error {
+	return s.RecordCloses(ctx, []CloseRecord{{Close: c, Figures: figs}})
+}
+
+// CloseRecord is one close to record and its figures.
+type CloseRecord struct {
+	Close   MonthClose
+	Figures []CloseFigure
+}
+
+// RecordCloses adds closes in one transaction: a group's close of every
+// organization at once is all recorded, or none.
+func (s *Store) RecordCloses(ctx context.Context, cs []CloseRecord) error {
 	return s.inTx(ctx, func(conn *sql.Conn) error {
-		for _, f := range figs {
-			if _, err := conn.ExecContext(ctx, `INSERT INTO month_close_figures
-(close_id, organization, project, meter_name, payment_method, currency, rows, cost, billed, effective, quantity, unit)
-VALUES (?, ?, ?, ?, ?, ?, ?, CAST(? AS DECIMAL(38, 12)), CAST(? AS DECIMAL(38, 12)), CAST(? AS DECIMAL(38, 12)), CAST(? AS DECIMAL(38, 12)), ?)`,
-				c.ID, f.Organization, textOrNull(f.Project), f.MeterName, textOrNull(f.PaymentMethod), f.Currency, f.Rows, f.Cost, f.Billed, f.Effective, f.Quantity, textOrNull(f.Unit)); err != nil {
-				return fmt.Errorf("record close figures: %w", err)
-			}
-		}
-		for _, st := range c.Statements {
-			if _, err := conn.ExecContext(ctx, `INSERT INTO month_close_statements (close_id, cost_centre, owner, path, sha256) VALUES (?, ?, ?, ?, ?)`,
-				c.ID, st.CostCentre, textOrNull(st.Owner), st.Path, st.SHA256); err != nil {
-				return fmt.Errorf("record close statements: %w", err)
-			}
-		}
-		var allocationHash any
-		if !c.Allocation.Empty() {
-			frozen := tally.Allocation{CostCentres: c.Allocation.CostCentres, Rules: c.Allocation.InForce(c.Month)}
-			if err := insertAllocation(ctx, conn, &c.ID, frozen); err != nil {
+		for _, r := range cs {
+			if err := recordClose(ctx, conn, r.Close, r.Figures); err != nil {
 				return err
 			}
-			allocationHash = c.Allocation.Hash(c.Month)
-		}
-		// Columns named: migrations add columns to month_closes.
-		_, err := conn.ExecContext(ctx, `INSERT INTO month_closes
-    (id, month, basis, granularity, action, acted_at, who, reason, rows, cost, content_hash, final_workbook, final_sha256, allocation_hash)
-SELECT ?, ?, ?, ?, 'close', ?, ?, ?,
-       (SELECT coalesce(sum(rows), 0) FROM month_close_figures WHERE close_id = ?),
-       (SELECT map(coalesce(list(currency ORDER BY currency), []), coalesce(list(total ORDER BY currency), []))
-        FROM (SELECT currency, CAST(sum(cost) AS DECIMAL(38, 12)) AS total FROM month_close_figures WHERE close_id = ? GROUP BY currency)),
-       ?, ?, ?, ?`,
-			c.ID, c.Month, string(c.Basis), string(c.Granularity), c.At.UTC(), c.Who, textOrNull(c.Reason), c.ID, c.ID, c.ContentHash, c.FinalWorkbook, textOrNull(c.FinalSHA256), allocationHash)
-		if err != nil {
-			return fmt.Errorf("record close: %w", err)
 		}
 		return nil
 	})
 }
 
+func recordClose(ctx context.Context, conn *sql.Conn, c MonthClose, figs []CloseFigure) error {
+	for _, f := range figs {
+		if _, err := conn.ExecContext(ctx, `INSERT INTO month_close_figures
+(close_id, organization, project, meter_name, payment_method, currency, rows, cost, billed, effective, quantity, unit)
+VALUES (?, ?, ?, ?, ?, ?, ?, CAST(? AS DECIMAL(38, 12)), CAST(? AS DECIMAL(38, 12)), CAST(? AS DECIMAL(38, 12)), CAST(? AS DECIMAL(38, 12)), ?)`,
+			c.ID, f.Organization, textOrNull(f.Project), f.MeterName, textOrNull(f.PaymentMethod), f.Currency, f.Rows, f.Cost, f.Billed, f.Effective, f.Quantity, textOrNull(f.Unit)); err != nil {
+			return fmt.Errorf("record close figures: %w", err)
+		}
+	}
+	for _, st := range c.Statements {
+		if _, err := conn.ExecContext(ctx, `INSERT INTO month_close_statements (close_id, cost_centre, owner, path, sha256) VALUES (?, ?, ?, ?, ?)`,
+			c.ID, st.CostCentre, textOrNull(st.Owner), st.Path, st.SHA256); err != nil {
+			return fmt.Errorf("record close statements: %w", err)
+		}
+	}
+	var allocationHash any
+	if !c.Allocation.Empty() {
+		frozen := tally.Allocation{CostCentres: c.Allocation.CostCentres, Rules: c.Allocation.InForce(c.Month)}
+		if err := insertAllocation(ctx, conn, &c.ID, frozen); err != nil {
+			return err
+		}
+		allocationHash = c.Allocation.Hash(c.Month)
+	}
+	// Columns named: migrations add columns to month_closes.
+	_, err := conn.ExecContext(ctx, `INSERT INTO month_closes
+    (id, organization, month, basis, granularity, action, acted_at, who, reason, rows, cost, content_hash, final_workbook, final_sha256, allocation_hash)
+SELECT ?, ?, ?, ?, ?, 'close', ?, ?, ?,
+       (SELECT coalesce(sum(rows), 0) FROM month_close_figures WHERE close_id = ?),
+       (SELECT map(coalesce(list(currency ORDER BY currency), []), coalesce(list(total ORDER BY currency), []))
+        FROM (SELECT currency, CAST(sum(cost) AS DECIMAL(38, 12)) AS total FROM month_close_figures WHERE close_id = ? GROUP BY currency)),
+       ?, ?, ?, ?`,
+		c.ID, textOrNull(c.Organization), c.Month, string(c.Basis), string(c.Granularity), c.At.UTC(), c.Who, textOrNull(c.Reason), c.ID, c.ID, c.ContentHash, c.FinalWorkbook, textOrNull(c.FinalSHA256), allocationHash)
+	if err != nil {
+		return fmt.Errorf("record close: %w", err)
+	}
+	return nil
+}
+
 // RecordReopen adds a reopen of a closed month: its own row, so the close
 // before it stays on record.
 func (s *Store) RecordReopen(ctx context.Context, c MonthClose) error {
-	_, err := s.db.ExecContext(ctx, `INSERT INTO month_closes (id, month, basis, granularity, action, acted_at, who, reason)
-VALUES (?, ?, ?, ?, 'reopen', ?, ?, ?)`, c.ID, c.Month, string(c.Basis), string(c.Granularity), c.At.UTC(), c.Who, c.Reason)
+	_, err := s.db.ExecContext(ctx, `INSERT INTO month_closes (id, organization, month, basis, granularity, action, acted_at, who, reason)
+VALUES (?, ?, ?, ?, ?, 'reopen', ?, ?, ?)`, c.ID, textOrNull(c.Organization), c.Month, string(c.Basis), string(c.Granularity), c.At.UTC(), c.Who, c.Reason)
 	if err != nil {
 		return fmt.Errorf("record reopen: %w", err)
 	}

@@ -38,7 +38,7 @@ func TestRecordCloseFingerprint(t *testing.T) {
 	if err := s.RecordReopen(ctx, MonthClose{ID: NewRunID(), Month: oct, Basis: tally.BasisUsage, Granularity: tally.Day, At: at.Add(time.Hour), Who: "bob", Reason: "credit note"}); err != nil {
 		t.Fatal(err)
 	}
-	last, err := s.LatestClose(ctx, oct, tally.BasisUsage, tally.Day)
+	last, err := s.LatestClose(ctx, "", oct, tally.BasisUsage, tally.Day)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +48,7 @@ func TestRecordCloseFingerprint(t *testing.T) {
 	if got := scalar(t, s, `SELECT string_agg(strftime(month, '%Y-%m'), ',' ORDER BY month) FROM closed_months`); got != "2026-09" {
 		t.Fatalf("closed_months %v", got)
 	}
-	if last, err := s.LatestClose(ctx, date(t, "2026-08-01"), tally.BasisUsage, tally.Day); err != nil || last != nil {
+	if last, err := s.LatestClose(ctx, "", date(t, "2026-08-01"), tally.BasisUsage, tally.Day); err != nil || last != nil {
 		t.Fatalf("a month never closed: %+v, %v", last, err)
 	}
 }

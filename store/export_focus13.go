@@ -112,16 +112,16 @@ WITH ca AS (
 ),
 closes AS (
     -- the close whose cost centres a closed month reads, as cost_allocation
-    SELECT cm.month, mc.id
+    SELECT cm.organization, cm.month, mc.id
     FROM closed_months cm
     JOIN month_closes mc ON mc.id = cm.id
     WHERE mc.allocation_hash IS NOT NULL AND cm.basis = ?
-    QUALIFY row_number() OVER (PARTITION BY cm.month ORDER BY cm.acted_at DESC, cm.id DESC) = 1
+    QUALIFY row_number() OVER (PARTITION BY cm.organization, cm.month ORDER BY cm.acted_at DESC, cm.id DESC) = 1
 ),
 drivers AS (
     SELECT DISTINCT ca.organization, ca.month, ca.cost_centre, ca.rule_version, r.driver_meter
     FROM ca
-    LEFT JOIN closes c ON c.month = ca.month
+    LEFT JOIN closes c ON c.organization = ca.organization AND c.month = ca.month
     JOIN allocation_rules r ON r.version = ca.rule_version AND r.close_id IS NOT DISTINCT FROM c.id
     WHERE ca.method = 'driver'
 ),
@@ -130,7 +130,7 @@ driven AS (
            sum(ac.quantity) AS quantity,
            (SELECT min(nullif(unit, '')) FROM usage WHERE meter_name = d.driver_meter) AS unit
     FROM drivers d
-    LEFT JOIN closes c ON c.month = d.month
+    LEFT JOIN closes c ON c.organization = d.organization AND c.month = d.month
     JOIN allocation_cost_centres cc ON cc.cost_centre = d.cost_centre AND cc.close_id IS NOT DISTINCT FROM c.id
     JOIN allocation_charges ac ON ac.organization = d.organization AND ac.basis = ? AND ac.month = d.month
                               AND ac.project = cc.project AND ac.meter_name = d.driver_meter

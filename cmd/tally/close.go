@@ -17,6 +17,7 @@ func init() { commands = append(commands, newCloseCmd) }
 type closeOptions struct {
 	config string
 	month  string
+	org    string
 	reason string
 	reopen bool
 }
@@ -24,7 +25,7 @@ type closeOptions struct {
 func newCloseCmd(g *globalFlags) *cobra.Command {
 	o := &closeOptions{}
 	cmd := &cobra.Command{
-		Use:   "close --config FILE --month YYYY-MM [--reason TEXT] [--reopen]",
+		Use:   "close --config FILE --month YYYY-MM [--org NAME] [--reason TEXT] [--reopen]",
 		Short: "Close a month: write its final workbook once and record its fingerprint",
 		Long: `Close a month for finance: write its final workbook,
 <reports.dir>/YYYY-MM/tally-cost-YYYY-MM-final.xlsx, which is never written
@@ -44,10 +45,18 @@ day of it has no loaded window at the config's granularity and basis, or
 when it is already closed. --reopen reopens a closed month; --reason is
 then required, and the reopen is its own row in month_closes.
 
+With organizations: in the config, a close without --org closes every
+organization's month at once, or refuses naming the one that is not
+ready or already closed: it writes each organization's final workbook,
+<reports.dir>/YYYY-MM/NAME/tally-cost-YYYY-MM-final.xlsx, and the
+group's. --org NAME closes (or reopens) that organization's month alone,
+with its own final workbook; the others stay as they are.
+
 tally close is a writer: it takes the database's lock like tally fetch,
 and publishes the analysts' copy after.`,
 		Example: `  tally close --config tally.yaml --month 2026-10 --reason "October signed off"
-  tally close --config tally.yaml --month 2026-10 --reopen --reason "credit note 4711 from the provider"`,
+  tally close --config tally.yaml --month 2026-10 --reopen --reason "credit note 4711 from the provider"
+  tally close --config group.yaml --month 2026-10 --org emea --reason "EMEA signed off"`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.config == "" {
@@ -64,7 +73,7 @@ and publishes the analysts' copy after.`,
 			if err != nil {
 				return err
 			}
-			sum, err := r.Close(cmd.Context(), schedules.CloseOptions{Month: month, Reason: o.reason, Who: who(), Reopen: o.reopen})
+			sum, err := r.Close(cmd.Context(), schedules.CloseOptions{Month: month, Org: o.org, Reason: o.reason, Who: who(), Reopen: o.reopen})
 			var refused *schedules.RefusedError
 			if errors.As(err, &refused) {
 				return usageErr("close %s: %w", o.month, err)
@@ -73,11 +82,17 @@ and publishes the analysts' copy after.`,
 				return fmt.Errorf("close %s: %w", o.month, err)
 			}
 			out := cmd.OutOrStdout()
+			if o.org != "" {
+				fmt.Fprintf(out, "organization: %s\n", o.org)
+			}
 			if o.reopen {
 				fmt.Fprintf(out, "reopened %s (basis %s, granularity %s) by %s: %s\n", o.month, sum.Close.Basis, sum.Close.Granularity, sum.Close.Who, sum.Close.Reason)
 			} else {
 				fmt.Fprintf(out, "closed %s (basis %s, granularity %s) by %s\nfinal workbook: %s\ncontent hash: %s\n",
 					o.month, sum.Close.Basis, sum.Close.Granularity, sum.Close.Who, sum.Close.FinalWorkbook, sum.Close.ContentHash)
+				for _, oc := range sum.Organizations {
+					fmt.Fprintf(out, "organization %s: final workbook %s, content hash %s\n", oc.Organization, oc.FinalWorkbook, oc.ContentHash)
+				}
 			}
 			if sum.Published != "" {
 				fmt.Fprintf(out, "analysts' copy: %s\n", sum.Published)
@@ -88,6 +103,7 @@ and publishes the analysts' copy after.`,
 	f := cmd.Flags()
 	f.StringVar(&o.config, "config", "", "config file (YAML)")
 	f.StringVar(&o.month, "month", "", "month to close or reopen, YYYY-MM (UTC)")
+	f.StringVar(&o.org, "org", "", "close or reopen this organization's month alone (organizations[].name); default every organization at once")
 	f.StringVar(&o.reason, "reason", "", "why; recorded in month_closes (required with --reopen)")
 	f.BoolVar(&o.reopen, "reopen", false, "reopen a closed month instead of closing it")
 	return cmd

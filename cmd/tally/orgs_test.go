@@ -79,31 +79,9 @@ func TestOrganizationsLoadApartAndFailAlone(t *testing.T) {
 			t.Fatalf("report %v: exit %d\n%s", args, code, stderr)
 		}
 	}
-	byOrg := sheetRows(t, reports.DefaultPath(filepath.Join(dir, "reports"), month), "By organization")
-	for _, org := range []string{"emea", "us"} {
-		own, err := reports.ReadSummary(reports.OrgPath(filepath.Join(dir, "reports"), month, org))
-		if err != nil {
-			t.Fatal(err)
-		}
-		total := slices.Index(own.Header, "Total usage value")
-		if total < 0 {
-			t.Fatalf("the Summary of %s has no Total usage value column: %v", org, own.Header)
-		}
-		for _, r := range own.Rows {
-			found := false
-			for _, g := range byOrg {
-				if len(g) >= 8 && g[0] == org && g[1] == r[0] {
-					found = true
-					if g[7] != r[total] {
-						t.Errorf("By organization shows %s %s %s; its own workbook %s", org, r[0], g[7], r[total])
-					}
-				}
-			}
-			if !found {
-				t.Errorf("By organization has no row for %s %s; rows %v", org, r[0], byOrg)
-			}
-		}
-	}
+	byOrgAgrees(t, reports.DefaultPath(filepath.Join(dir, "reports"), month), func(org string) string {
+		return reports.OrgPath(filepath.Join(dir, "reports"), month, org)
+	}, "emea", "us")
 	// The group workbook prints as finance prints it: By organization on a
 	// page of its own, naming each organization, legible.
 	tools, err := printcheck.Find()
@@ -191,6 +169,38 @@ FROM read_parquet('` + filepath.ToSlash(lake) + `/focus/*/*.parquet', hive_parti
 	}
 	if n := scalarText(t, db, `SELECT count(*) FROM fetch_windows w JOIN runs r ON r.id = w.run_id WHERE r.status = 'partial' AND w.organization = 'emea'`); n == "0" {
 		t.Error("the partial run loaded no window of emea")
+	}
+}
+
+// byOrgAgrees checks a group workbook's By organization sheet against each
+// organization's own workbook (book(org)): every row of its Summary, the
+// same total.
+func byOrgAgrees(t *testing.T, groupBook string, book func(org string) string, orgs ...string) {
+	t.Helper()
+	byOrg := sheetRows(t, groupBook, "By organization")
+	for _, org := range orgs {
+		own, err := reports.ReadSummary(book(org))
+		if err != nil {
+			t.Fatal(err)
+		}
+		total := slices.Index(own.Header, "Total usage value")
+		if total < 0 {
+			t.Fatalf("the Summary of %s has no Total usage value column: %v", org, own.Header)
+		}
+		for _, r := range own.Rows {
+			found := false
+			for _, g := range byOrg {
+				if len(g) >= 8 && g[0] == org && g[1] == r[0] {
+					found = true
+					if g[7] != r[total] {
+						t.Errorf("By organization shows %s %s %s; its own workbook %s", org, r[0], g[7], r[total])
+					}
+				}
+			}
+			if !found {
+				t.Errorf("By organization has no row for %s %s; rows %v", org, r[0], byOrg)
+			}
+		}
 	}
 }
 

@@ -94,6 +94,9 @@ type statusReport struct {
 
 // statusClose is one closed month as tally status shows it.
 type statusClose struct {
+	// Organization is the organization closed on its own (or with its
+	// group's close); "" for a close of every organization at once.
+	Organization  string    `json:"organization,omitempty"`
 	Month         string    `json:"month"`
 	Basis         string    `json:"basis"`
 	Granularity   string    `json:"granularity"`
@@ -116,7 +119,7 @@ func statusCloses(ctx context.Context, st *store.Store) ([]statusClose, error) {
 	}
 	out := []statusClose{}
 	for _, c := range closes {
-		sc := statusClose{Month: c.Month.Format("2006-01"), Basis: string(c.Basis), Granularity: string(c.Granularity), ClosedAt: c.At,
+		sc := statusClose{Organization: c.Organization, Month: c.Month.Format("2006-01"), Basis: string(c.Basis), Granularity: string(c.Granularity), ClosedAt: c.At,
 			By: c.Who, Reason: c.Reason, FinalWorkbook: c.FinalWorkbook, FinalSHA256: c.FinalSHA256, File: "in place"}
 		if b, err := os.ReadFile(c.FinalWorkbook); err != nil {
 			sc.File = "missing: the next tally close, deliver or close step puts a killed close's staged file in place; otherwise restore it from a delivered copy"
@@ -368,9 +371,26 @@ func writeStatusTable(w io.Writer, rep *statusReport, cfg *configs.Config) error
 	if len(rep.Closes) == 0 {
 		fmt.Fprintf(tw, "none\n")
 	} else {
-		fmt.Fprintf(tw, "MONTH\tBASIS\tGRANULARITY\tCLOSED\tBY\tFINAL WORKBOOK\tFILE\n")
+		orgs := false
 		for _, c := range rep.Closes {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", c.Month, c.Basis, c.Granularity, statusTime(c.ClosedAt), c.By, c.FinalWorkbook, c.File)
+			orgs = orgs || c.Organization != ""
+		}
+		if orgs {
+			fmt.Fprintf(tw, "MONTH\tORGANIZATION\tBASIS\tGRANULARITY\tCLOSED\tBY\tFINAL WORKBOOK\tFILE\n")
+		} else {
+			fmt.Fprintf(tw, "MONTH\tBASIS\tGRANULARITY\tCLOSED\tBY\tFINAL WORKBOOK\tFILE\n")
+		}
+		for _, c := range rep.Closes {
+			if orgs {
+				org := c.Organization
+				if org == "" {
+					org = "(group)"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t", c.Month, org)
+			} else {
+				fmt.Fprintf(tw, "%s\t", c.Month)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", c.Basis, c.Granularity, statusTime(c.ClosedAt), c.By, c.FinalWorkbook, c.File)
 		}
 	}
 

@@ -1,8 +1,8 @@
 -- closed_month_adjustments: per closed month, project, meter, payment
 -- method and currency: the usage value as it stood when the month was
 -- closed, today's value in the store, and the difference (today − closed).
--- A month counts as closed as closed_months says; a reopened month has no
--- rows here.
+-- A month counts as closed as closed_months says, per organization; a
+-- reopened month has no rows here.
 --
 -- Late charges for a closed month are still loaded (the store stays exact
 -- to the interface), so today's value can move; the closed month's final
@@ -17,7 +17,7 @@
 -- Money is exact DECIMAL and is never added across currencies.
 CREATE OR REPLACE VIEW closed_month_adjustments AS
 WITH closed AS (
-    SELECT id, month, basis, granularity, acted_at AS closed_at
+    SELECT id, organization, month, basis, granularity, acted_at AS closed_at
     FROM closed_months
 ),
 today AS (
@@ -34,14 +34,14 @@ today AS (
            max(u.fetched_at) AS last_fetched
     FROM closed c
     JOIN usage_rows u
-      ON u.basis = c.basis AND u.granularity = c.granularity
+      ON u.organization = c.organization AND u.basis = c.basis AND u.granularity = c.granularity
      AND u.period_at >= c.month AND u.period_at < c.month + INTERVAL 1 MONTH
     GROUP BY ALL
 ),
 frozen AS (
     SELECT f.*
     FROM month_close_figures f
-    JOIN closed c ON c.id = f.close_id
+    JOIN closed c ON c.id = f.close_id AND c.organization = f.organization
 ),
 paired AS (
     SELECT coalesce(f.close_id, t.close_id) AS close_id,
@@ -83,4 +83,4 @@ SELECT c.month AS month, -- the closed month, its first day
        CAST(p.today_effective - p.closed_effective AS DECIMAL(38, 12)) AS effective_difference, -- the adjustment to the amortized cost (FOCUS EffectiveCost)
        CAST(greatest(date_trunc('month', coalesce(p.last_fetched, c.closed_at)), c.month + INTERVAL 1 MONTH) AS DATE) AS found_month -- the billing period the adjustment belongs to (see the header)
 FROM paired p
-JOIN closed c ON c.id = p.close_id;
+JOIN closed c ON c.id = p.close_id AND c.organization = p.organization;

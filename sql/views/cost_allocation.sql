@@ -27,14 +27,14 @@
 CREATE OR REPLACE VIEW cost_allocation AS
 WITH sets AS (
     SELECT p.period, p.month, c.id AS close_id
-    FROM (SELECT DISTINCT period, basis, month FROM allocation_charges) p
+    FROM (SELECT DISTINCT period, organization, basis, month FROM allocation_charges) p
     LEFT JOIN (
-        SELECT cm.month, cm.basis, cm.id
+        SELECT cm.organization, cm.month, cm.basis, cm.id
         FROM closed_months cm
         JOIN month_closes mc ON mc.id = cm.id
         WHERE mc.allocation_hash IS NOT NULL
-        QUALIFY row_number() OVER (PARTITION BY cm.month, cm.basis ORDER BY cm.acted_at DESC, cm.id DESC) = 1
-    ) c ON c.month = p.month AND c.basis = p.basis
+        QUALIFY row_number() OVER (PARTITION BY cm.organization, cm.month, cm.basis ORDER BY cm.acted_at DESC, cm.id DESC) = 1
+    ) c ON c.organization = p.organization AND c.month = p.month AND c.basis = p.basis
 ),
 centres AS (
     SELECT s.period, a.cost_centre, a.project

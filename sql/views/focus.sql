@@ -66,7 +66,7 @@ WITH u AS (
     -- rows below), so a FOCUS consumer's sums for it never move. An anti
     -- join: as NOT EXISTS, DuckDB first listed every distinct period_at.
     ANTI JOIN closed_months c
-        ON c.basis = ur.basis AND c.granularity = ur.granularity
+        ON c.organization = ur.organization AND c.basis = ur.basis AND c.granularity = ur.granularity
        AND ur.period_at >= c.month AND ur.period_at < c.month + INTERVAL 1 MONTH
     -- An estimated row no rate card price matched has no cost to state:
     -- the workbook flags it; FOCUS, whose cost columns are required,
@@ -385,7 +385,7 @@ FROM (
                 WHEN f.quantity = 0 AND f.cost = 0 THEN CAST(0 AS DECIMAL(38, 12))
            END AS unit_price
     FROM month_close_figures f
-    JOIN closed_months c ON c.id = f.close_id
+    JOIN closed_months c ON c.id = f.close_id AND c.organization = f.organization
     LEFT JOIN payment_methods_by_month pm ON pm.organization = f.organization AND pm.month = c.month AND pm.id = f.payment_method
 ) f
 UNION ALL BY NAME
