@@ -3,11 +3,18 @@ package main
 import (
 	"bytes"
 	"context"
+	"database/sql"
+	"fmt"
+	"io/fs"
+	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/tally-dev/tally/internal/prooftest"
 	"github.com/tally-dev/tally/reports"
 	"github.com/tally-dev/tally/store"
 )
@@ -177,5 +184,162 @@ func sameSummary(t *testing.T, a, b string) {
 		if strings.Join(sa.Rows[i], "|") != strings.Join(sb.Rows[i], "|") {
 			t.Errorf("Summary row %d: %s has %v, %s %v", i, a, sa.Rows[i], b, sb.Rows[i])
 		}
+	}
+}
+
+// TestGroupCloseKilledAtAnyMoment: a real group close of two organizations
+// (three final workbooks: each organization's and the group's) killed
+// with SIGKILL at random moments, the moment a staged final appears and
+// the moment a final appears under its name. After every kill the month
+// is untouched or closed for every organization at once: all three closes
+// recorded, each final in place or staged with the recorded bytes. A
+// rerun completes it, leaving every final in place and nothing staged.
+func TestGroupCloseKilledAtAnyMoment(t *testing.T) {
+	g := newOrgGroup(t)
+	cfg := g.config(t, t.TempDir(), "emea", "us")
+	dir := filepath.Dir(cfg)
+	db, monthDir := filepath.Join(dir, "tally.duckdb"), filepath.Join(dir, "reports", g.month.Format("2006-01"))
+	t.Setenv("USER", "closer")
+	bin := tallyBinary(t)
+	if _, code, stderr := cli(t, "fetch", "--config", cfg); code != exitOK {
+		t.Fatalf("fetch: exit %d\n%s", code, stderr)
+	}
+	m := g.month.Format("2006-01")
+	closeArgs := []string{"close", "--month", m, "--reason", "group signed off", "--config", cfg, "--log-format", "json"}
+	do := func(args ...string) ([]byte, error) {
+		cmd := exec.Command(bin, args...)
+		cmd.Dir = dir
+		return cmd.CombinedOutput()
+	}
+	reopen := func() {
+		t.Helper()
+		if out, err := do("close", "--config", cfg, "--month", m, "--reopen", "--reason", "trial"); err != nil {
+			t.Fatalf("reopen: %v\n%s", err, out)
+		}
+	}
+	began := time.Now()
+	if out, err := do(closeArgs...); err != nil {
+		t.Fatalf("close: %v\n%s", err, out)
+	}
+	full := time.Since(began)
+	reopen()
+
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 27))
+	killed, states := 0, map[string]int{}
+	for i := 0; killed < 12 && i < 20; i++ {
+		cmd := exec.Command(bin, closeArgs...)
+		cmd.Dir = dir
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		switch i % 3 {
+		case 0:
+			time.Sleep(time.Duration(rng.Int64N(int64(full))))
+		case 1:
+			waitForTree(monthDir, func(name string) bool { return strings.HasSuffix(name, ".staged") }, full*4)
+		case 2:
+			before := treeNames(monthDir)
+			waitForTree(monthDir, func(name string) bool {
+				return strings.Contains(name, "-final") && strings.HasSuffix(name, ".xlsx") && !before[name]
+			}, full*4)
+		}
+		if proofKillNow(t, cmd) {
+			killed++
+		}
+		label := fmt.Sprintf("trial %d", i)
+		states[groupCloseConsistent(t, db, monthDir, label, false)]++
+		if out, err := do(closeArgs...); err != nil && !strings.Contains(string(out), "already closed for every organization") {
+			t.Fatalf("%s: the rerun did not complete the close: %v\n%s", label, err, out)
+		}
+		groupCloseConsistent(t, db, monthDir, label+", rerun", true)
+		reopen()
+	}
+	if killed < 12 {
+		t.Fatalf("fewer than 12 group closes were killed")
+	}
+	t.Logf("after the kills: %v (a whole group close takes %s)", states, full.Round(time.Millisecond))
+}
+
+// groupCloseConsistent checks what a group close left: the latest action
+// a reopen (untouched), or the three closes of one group close, each final
+// in place or staged with the recorded bytes; with whole, closed with
+// every final in place and no staged or temporary file left.
+func groupCloseConsistent(t *testing.T, db, monthDir, label string, whole bool) string {
+	t.Helper()
+	type rec struct{ org, action, final, sha, id string }
+	var recs []rec
+	prooftest.WithDB(t, db, func(db *sql.DB) {
+		rows, err := db.Query(`SELECT coalesce(organization, ''), action, coalesce(final_workbook, ''), coalesce(final_sha256, ''), CAST(id AS VARCHAR)
+FROM month_closes WHERE acted_at = (SELECT max(acted_at) FROM month_closes) ORDER BY ALL`)
+		if err != nil {
+			t.Fatalf("%s: %v", label, err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var r rec
+			if err := rows.Scan(&r.org, &r.action, &r.final, &r.sha, &r.id); err != nil {
+				t.Fatal(err)
+			}
+			recs = append(recs, r)
+		}
+	})
+	if len(recs) == 1 && recs[0].action == "reopen" {
+		if whole {
+			t.Fatalf("%s: the month is not closed", label)
+		}
+		return "untouched"
+	}
+	state := "closed"
+	if len(recs) != 3 {
+		t.Fatalf("%s: the latest close recorded %d rows %v, want 3 (emea, us, the group)", label, len(recs), recs)
+	}
+	for _, r := range recs {
+		got, err := fileSum(r.final)
+		if err != nil {
+			if whole {
+				t.Fatalf("%s: the close of %q is recorded but its final is not in place: %v", label, r.org, err)
+			}
+			state = "recorded, a final still staged"
+			staged := filepath.Join(filepath.Dir(r.final), "."+filepath.Base(r.final)+"."+r.id+".staged")
+			if got, err = fileSum(staged); err != nil {
+				t.Fatalf("%s: the close of %q is recorded, but neither its final nor its staged file is there: %v", label, r.org, err)
+			}
+		}
+		if got != r.sha {
+			t.Fatalf("%s: the final of %q has sha256 %s, recorded %s", label, r.org, got, r.sha)
+		}
+	}
+	if whole {
+		for name := range treeNames(monthDir) {
+			if strings.HasPrefix(filepath.Base(name), ".") {
+				t.Fatalf("%s: %s is left in the reports folder", label, name)
+			}
+		}
+	}
+	return state
+}
+
+// treeNames lists the files under dir, by path relative to it.
+func treeNames(dir string) map[string]bool {
+	out := map[string]bool{}
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			rel, _ := filepath.Rel(dir, p)
+			out[rel] = true
+		}
+		return nil
+	})
+	return out
+}
+
+// waitForTree polls the files under dir until a name matches, or d passes.
+func waitForTree(dir string, match func(string) bool, d time.Duration) {
+	for deadline := time.Now().Add(d); time.Now().Before(deadline); {
+		for name := range treeNames(dir) {
+			if match(filepath.Base(name)) {
+				return
+			}
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
