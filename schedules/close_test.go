@@ -485,3 +485,46 @@ func TestCloseStepClosesAfterCloseAfter(t *testing.T) {
 		}
 	})
 }
+
+// The nightly close step of a group (organizations:) closes every
+// organization at once, each with its own final and the group's; a month
+// in which someone then reopened an organization by hand is theirs, and
+// the step leaves it alone.
+func TestCloseStepOfAGroup(t *testing.T) {
+	h := newHarness(t, setup{granularity: tally.Day, start: "2026-10-01", now: "2026-11-03T03:00:00Z",
+		extra: "organizations:\n  - name: solo\n    token_env: TALLY_TEST_TOKEN_SOLO\n"})
+	h.runner.Token, h.runner.Tokens = "", map[string]string{"solo": testToken}
+	h.runner.Config.Reports.CloseAfter = 2 * 24 * time.Hour
+	job := configs.Job{Name: "nightly", Run: []string{"fetch", "close"}}
+	ctx := context.Background()
+	if _, err := h.runner.RunJob(ctx, "run", job); err != nil {
+		t.Fatal(err)
+	}
+	oct, dir := prooftest.Day(t, "2026-10-01"), h.runner.Config.Reports.Dir
+	for _, final := range []string{reports.FinalPath(dir, oct, "", 1), reports.FinalPath(dir, oct, "solo", 1)} {
+		if _, err := os.Stat(final); err != nil {
+			t.Errorf("the close step's final: %v", err)
+		}
+	}
+	closes := func() string {
+		var got string
+		prooftest.WithDB(t, h.db, func(db *sql.DB) {
+			if err := db.QueryRow(`SELECT string_agg(coalesce(organization, '(group)') || ' ' || action || ' by ' || who, ', ' ORDER BY acted_at, action, organization NULLS LAST) FROM month_closes`).Scan(&got); err != nil {
+				t.Fatal(err)
+			}
+		})
+		return got
+	}
+	if got, want := closes(), "solo close by nightly, (group) close by nightly"; got != want {
+		t.Fatalf("month_closes after the close step: %s, want %s", got, want)
+	}
+	if _, err := h.runner.Close(ctx, CloseOptions{Month: oct, Org: "solo", Reopen: true, Reason: "late credit", Who: "ann"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.runner.RunJob(ctx, "run", job); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := closes(), "solo close by nightly, (group) close by nightly, solo reopen by ann"; got != want {
+		t.Fatalf("month_closes after a reopen by hand and the close step: %s, want %s", got, want)
+	}
+}
