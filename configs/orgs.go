@@ -81,9 +81,6 @@ func (p *parser) organizations(raw *[]rawOrganization, api *rawAPI, cfg *Config)
 			break
 		}
 	}
-	if cfg.Usage.Source == tally.SourceProjects {
-		p.addf(nil, "usage.source", "%q works with the api: form only; with organizations: use organization", tally.SourceProjects)
-	}
 	seen := map[string]string{}
 	for i := range *raw {
 		r := &(*raw)[i]
@@ -134,6 +131,14 @@ func (p *parser) organizations(raw *[]rawOrganization, api *rawAPI, cfg *Config)
 		}
 		if !isNull(deref(&r.MeterNames)) && r.MeterNames.Kind != 0 {
 			o.MeterNames = p.list(&r.MeterNames, field+".meter_names", nil)
+		}
+		if cfg.Usage.Source == tally.SourceProjects {
+			switch {
+			case len(o.ProjectNames) == 0:
+				p.addf(deref(&r.Name), field+".project_names", "missing; usage.source projects reads each listed project's usage report: list the organization's projects here (or in usage.project_names), e.g. [newsroom, archive]")
+			case len(o.PaymentMethodIDs) > 0 || len(o.MeterNames) > 0:
+				p.addf(deref(&r.Name), field, "usage.source projects takes no payment_method_ids or meter_names: the per-project report has no such filters")
+			}
 		}
 		if len(o.ProjectNames) > 0 && len(o.PaymentMethodIDs) > 0 {
 			p.addf(deref(&r.PaymentMethodIDs), field+".project_names and payment_method_ids", "set one, not both (the interface takes one or the other)")

@@ -55,20 +55,24 @@ organizations:
 }
 
 func TestOrganizationsErrors(t *testing.T) {
-	for _, tc := range []struct{ name, yml, want string }{
-		{"no name", "organizations:\n  - token_env: A\n", "organizations[0].name: missing"},
-		{"bad name", "organizations:\n  - name: a/b\n    token_env: A\n", `organizations[0].name: "a/b" is not a name`},
-		{"twice", "organizations:\n  - name: a\n    token_env: A\n  - name: A\n    token_env: B\n", `organizations[1].name: "A" is also the name of organizations[0]`},
-		{"no token", "organizations:\n  - name: a\n", "organizations[0].token_env: missing"},
-		{"both tokens", "organizations:\n  - name: a\n    token_env: A\n    token_file: f\n", "organizations[0].token_env and organizations[0].token_file: set one, not both"},
-		{"api token too", "api:\n  token_env: X\norganizations:\n  - name: a\n    token_env: A\n", "with organizations: each organization names its own token"},
-		{"bad base url", "organizations:\n  - name: a\n    token_env: A\n    base_url: http://example.com\n", "organizations[0].base_url"},
-		{"unknown key", "organizations:\n  - name: a\n    token_env: A\n    tokn: x\n", "organizations[0].tokn: unknown key"},
-		{"budget of an unknown organization", "organizations:\n  - name: a\n    token_env: A\nbudgets:\n  - name: b\n    scope: organization:nope\n    currency: USD\n    amount: 1\n", `budgets[0].scope: organization "nope" is not in organizations: (a)`},
-		{"bad total", "api:\n  concurrency: 8\n  total_concurrency: 4\n", "api.total_concurrency: 4 is less than api.concurrency 8"},
+	for _, tc := range []struct{ name, yml, want, usage string }{
+		{"no name", "organizations:\n  - token_env: A\n", "organizations[0].name: missing", ""},
+		{"bad name", "organizations:\n  - name: a/b\n    token_env: A\n", `organizations[0].name: "a/b" is not a name`, ""},
+		{"twice", "organizations:\n  - name: a\n    token_env: A\n  - name: A\n    token_env: B\n", `organizations[1].name: "A" is also the name of organizations[0]`, ""},
+		{"no token", "organizations:\n  - name: a\n", "organizations[0].token_env: missing", ""},
+		{"both tokens", "organizations:\n  - name: a\n    token_env: A\n    token_file: f\n", "organizations[0].token_env and organizations[0].token_file: set one, not both", ""},
+		{"api token too", "api:\n  token_env: X\norganizations:\n  - name: a\n    token_env: A\n", "with organizations: each organization names its own token", ""},
+		{"bad base url", "organizations:\n  - name: a\n    token_env: A\n    base_url: http://example.com\n", "organizations[0].base_url", ""},
+		{"unknown key", "organizations:\n  - name: a\n    token_env: A\n    tokn: x\n", "organizations[0].tokn: unknown key", ""},
+		{"budget of an unknown organization", "organizations:\n  - name: a\n    token_env: A\nbudgets:\n  - name: b\n    scope: organization:nope\n    currency: USD\n    amount: 1\n", `budgets[0].scope: organization "nope" is not in organizations: (a)`, ""},
+		{"bad total", "api:\n  concurrency: 8\n  total_concurrency: 4\n", "api.total_concurrency: 4 is less than api.concurrency 8", ""},
+		{"projects without names", "organizations:\n  - name: a\n    token_env: A\n    project_names: [p]\n  - name: b\n    token_env: B\n",
+			"organizations[1].project_names: missing; usage.source projects reads", "  source: projects\n  granularity: day\n"},
+		{"projects with meters", "organizations:\n  - name: a\n    token_env: A\n    project_names: [p]\n    meter_names: [m]\n",
+			"organizations[0]: usage.source projects takes no payment_method_ids or meter_names", "  source: projects\n  granularity: day\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Parse([]byte("usage:\n  start: 2026-01-01\n"+tc.yml), "/etc/tally", noEnv)
+			_, err := Parse([]byte("usage:\n  start: 2026-01-01\n"+tc.usage+tc.yml), "/etc/tally", noEnv)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("error %v; want it to contain %q", err, tc.want)
 			}

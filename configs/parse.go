@@ -156,6 +156,9 @@ type parser struct {
 	// orgNames are the organizations: names, for the budgets that name
 	// one; empty for the api: form.
 	orgNames []string
+	// grouped is set when the config lists organizations:, whose project
+	// names may be each organization's own.
+	grouped bool
 	// dropped holds the paths of list items of the wrong shape, reported
 	// already, so their missing fields are not reported again.
 	dropped map[string]bool
@@ -212,6 +215,7 @@ func (p *parser) parse(data []byte) *Config {
 	}
 	cfg := &Config{}
 	p.api(&raw.API, &cfg.API)
+	p.grouped = raw.Organizations != nil && len(*raw.Organizations) > 0
 	p.usage(&raw.Usage, &cfg.Usage)
 	p.organizations(raw.Organizations, &raw.API, cfg)
 	p.store(&raw.Store, &cfg.Store)
@@ -709,7 +713,7 @@ func (p *parser) usage(r *rawUsage, c *UsageConfig) {
 	switch c.Source = p.text(&r.Source, "usage.source", tally.SourceOrganization); c.Source {
 	case tally.SourceOrganization:
 	case tally.SourceProjects:
-		if len(c.ProjectNames) == 0 {
+		if len(c.ProjectNames) == 0 && !p.grouped {
 			p.addf(deref(&r.ProjectNames), "usage.project_names", "missing; usage.source projects reads each listed project's usage report, e.g. [newsroom, archive]")
 		}
 		if c.Granularity != tally.Day {

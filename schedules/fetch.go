@@ -218,7 +218,7 @@ func Fetch(ctx context.Context, env *Env, runID uuid.UUID, opts FetchOptions) (F
 		return sum, err
 	}
 	if env.Config.Usage.Source == tally.SourceProjects {
-		return fetchProjects(ctx, env, runID, orgs[0])
+		return fetchProjects(ctx, env, runID, opts, orgs)
 	}
 	if env.Config.Grouped() {
 		return fetchGroup(ctx, env, runID, opts, orgs)
@@ -375,62 +375,81 @@ func finishFetch(ctx context.Context, env *Env, runID uuid.UUID, sum FetchSummar
 	return sum, nil
 }
 
-// fetchProjects is a fetch of usage.source projects: the reference data
-// first (the estimate is priced from the rate cards and payment methods
-// just read), then each project's usage report, kept as a snapshot and
-// turned into estimated usage rows. A project whose report fails after its
-// retries makes the run partial; the others are kept, and the next run
-// reads it again (its next snapshot covers the days in between).
-func fetchProjects(ctx context.Context, env *Env, runID uuid.UUID, o *orgRun) (FetchSummary, error) {
+// fetchProjects is a fetch of usage.source projects: each organization's
+// (fetchOrgProjects), a group's side by side as fetchGroup.
+func fetchProjects(ctx context.Context, env *Env, runID uuid.UUID, opts FetchOptions, orgs []*orgRun) (FetchSummary, error) {
+	if env.Config.Grouped() {
+		return fetchGroupWith(ctx, env, runID, opts, orgs, fetchOrgProjects)
+	}
+	sum, failed, err := fetchOrgProjects(ctx, env, runID, opts, orgs[0])
+	if err != nil {
+		return sum, err
+	}
+	return finishFetch(ctx, env, runID, sum, failed)
+}
+
+// fetchOrgProjects is one organization's fetch of usage.source projects:
+// the reference data first (the estimate is priced from the rate cards and
+// payment methods just read), then each of its projects' usage report,
+// kept as a snapshot and turned into estimated usage rows. A project whose
+// report fails after its retries is in failed, making the run partial; the
+// others are kept, and the next run reads it again (its next snapshot
+// covers the days in between). Every project failing is the error.
+func fetchOrgProjects(ctx context.Context, env *Env, runID uuid.UUID, _ FetchOptions, o *orgRun) (FetchSummary, []error, error) {
 	start := time.Now()
 	sum := FetchSummary{Projects: true}
-	sentBefore, retriedBefore := env.Client.Requests(), env.Client.Retries()
-	env.Log.Info().Msg("reading reference data")
+	log := o.log(env.Log)
+	sentBefore, retriedBefore := o.Client.Requests(), o.Client.Retries()
+	log.Info().Msg("reading reference data")
 	warnings, err := refreshReference(ctx, env, runID, o)
 	for _, w := range warnings {
-		env.Log.Warn().Msg(w)
+		log.Warn().Msg(w)
 	}
 	sum.Warnings = warnings
 	if err != nil {
 		var ue *fetch.UnreachableError
 		if errors.As(err, &ue) || ctx.Err() != nil {
-			return sum, err
+			return sum, nil, err
 		}
 		sum.RefErr = err
-		env.Log.Error().Err(err).Msg("reference data not refreshed; the estimate uses the rate cards read before")
+		log.Error().Err(err).Msg("reference data not refreshed; the estimate uses the rate cards read before")
 	}
 	var reads []tally.ProjectUsage
 	var failed []error
 	at := env.now()
-	for i, p := range env.Config.Usage.ProjectNames {
+	names := o.Org.ProjectNames
+	for i, p := range names {
 		if env.stopping() || ctx.Err() != nil {
-			return sum, fmt.Errorf("fetch stopped after %d of %d projects: %w", i, len(env.Config.Usage.ProjectNames), context.Canceled)
+			return sum, nil, fmt.Errorf("fetch stopped after %d of %d projects: %w", i, len(names), context.Canceled)
 		}
-		pu, err := env.Client.ProjectUsage(ctx, p)
+		pu, err := o.Client.ProjectUsage(ctx, p)
 		if err != nil {
+			if o.group {
+				err = fmt.Errorf("organization %s: %w", o.Org.Name, err)
+			}
 			failed = append(failed, err)
-			env.Log.Error().Err(err).Str("project", p).Msg("project usage not read")
+			log.Error().Err(err).Str("project", p).Msg("project usage not read")
 			continue
 		}
-		env.Log.Info().Str("project", p).Int("meters", len(pu.Meters)).Str("period", pu.Start.Format(tally.DateLayout)+".."+pu.End.Format(tally.DateLayout)).
-			Str("progress", fmt.Sprintf("%d/%d", i+1, len(env.Config.Usage.ProjectNames))).Msg("project usage read")
+		log.Info().Str("project", p).Int("meters", len(pu.Meters)).Str("period", pu.Start.Format(tally.DateLayout)+".."+pu.End.Format(tally.DateLayout)).
+			Str("progress", fmt.Sprintf("%d/%d", i+1, len(names))).Msg("project usage read")
 		reads = append(reads, pu)
 	}
-	sum.Planned = len(env.Config.Usage.ProjectNames)
+	sum.Planned = len(names)
 	if len(reads) > 0 {
 		rows, err := env.Store.SaveProjectUsage(ctx, o.Org.Name, runID, at, reads)
 		if err != nil {
-			return sum, err
+			return sum, nil, err
 		}
 		sum.Loaded, sum.Rows = len(reads), rows
-		env.Log.Info().Int("projects", len(reads)).Int64("estimated_rows", rows).Msg("estimated usage rebuilt from the project reports")
+		log.Info().Int("projects", len(reads)).Int64("estimated_rows", rows).Msg("estimated usage rebuilt from the project reports")
 	}
-	sum.Requests, sum.Retries = env.Client.Requests()-sentBefore, env.Client.Retries()-retriedBefore
+	sum.Requests, sum.Retries = o.Client.Requests()-sentBefore, o.Client.Retries()-retriedBefore
 	sum.Duration = time.Since(start)
 	if len(reads) == 0 && len(failed) > 0 {
-		return sum, fmt.Errorf("every project's usage report failed; first: %w", failed[0])
+		return sum, nil, fmt.Errorf("every project's usage report failed; first: %w", failed[0])
 	}
-	return finishFetch(ctx, env, runID, sum, failed)
+	return sum, failed, nil
 }
 
 // unreachableOnly is the error of a fetch that never reached the

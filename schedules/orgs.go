@@ -177,10 +177,22 @@ func (e *Env) organizations(ctx context.Context) ([]*orgRun, error) {
 // outage) is recorded and the others go on: the run is partial, naming it;
 // every organization failing fails the run.
 func fetchGroup(ctx context.Context, env *Env, runID uuid.UUID, opts FetchOptions, orgs []*orgRun) (FetchSummary, error) {
+	return fetchGroupWith(ctx, env, runID, opts, orgs, func(ctx context.Context, env *Env, runID uuid.UUID, opts FetchOptions, o *orgRun) (FetchSummary, []error, error) {
+		sum, err := fetchOrg(ctx, env, runID, opts, o)
+		return sum, nil, err
+	})
+}
+
+// fetchGroupWith fetches each organization with fetchOne, as fetchGroup
+// says; what fetchOne reports beside the summary (a project not read)
+// makes the run partial.
+func fetchGroupWith(ctx context.Context, env *Env, runID uuid.UUID, opts FetchOptions, orgs []*orgRun,
+	fetchOne func(context.Context, *Env, uuid.UUID, FetchOptions, *orgRun) (FetchSummary, []error, error)) (FetchSummary, error) {
 	start := time.Now()
+	var other []error
 	var (
 		mu    sync.Mutex
-		total FetchSummary
+		total = FetchSummary{Projects: env.Config.Usage.Source == tally.SourceProjects}
 		fails = make([]error, len(orgs))
 		done  int
 		wg    sync.WaitGroup
@@ -206,10 +218,11 @@ func fetchGroup(ctx context.Context, env *Env, runID uuid.UUID, opts FetchOption
 				fails[i] = context.Canceled
 				return
 			}
-			sum, err := fetchOrg(ctx, env, runID, opts, o)
+			sum, failed, err := fetchOne(ctx, env, runID, opts, o)
 			mu.Lock()
 			defer mu.Unlock()
 			done++
+			other = append(other, failed...)
 			total.Planned += sum.Planned
 			total.Loaded += sum.Loaded
 			total.Rows += sum.Rows
@@ -250,5 +263,5 @@ func fetchGroup(ctx context.Context, env *Env, runID uuid.UUID, opts FetchOption
 	if len(total.Orgs) == len(orgs) {
 		return total, fmt.Errorf("every organization failed:\n  %s", strings.Join(failed, "\n  "))
 	}
-	return finishFetch(ctx, env, runID, total, nil)
+	return finishFetch(ctx, env, runID, total, other)
 }

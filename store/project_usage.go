@@ -22,8 +22,8 @@ func EstimatedScope(project string) string { return "projects=" + project }
 // single price matches keeps a NULL cost. The ledger gets one window per
 // project and month, from the month's first day to the day after the
 // latest snapshot, so the views and the workbook count the rows. All of
-// it is one transaction, stored under organization org (usage.source
-// projects is the api: form's, one organization).
+// it is one transaction, stored under organization org, from its own
+// snapshots: two organizations' projects of one name never mix.
 func (s *Store) SaveProjectUsage(ctx context.Context, org string, runID uuid.UUID, at time.Time, reads []tally.ProjectUsage) (int64, error) {
 	if err := s.writable("save project usage"); err != nil {
 		return 0, err
@@ -43,10 +43,10 @@ VALUES (?, ?::UUID, ?, ?::DATE, ?::DATE, ?, ?, ?, ?, CAST(? AS DECIMAL(38, 12)),
 			}
 			month := time.Date(pu.Start.Year(), pu.Start.Month(), 1, 0, 0, 0, 0, time.UTC)
 			next := month.AddDate(0, 1, 0)
-			if _, err := conn.ExecContext(ctx, `DELETE FROM usage WHERE basis = 'estimated' AND project = ? AND date >= ? AND date < ?`, pu.Project, month, next); err != nil {
+			if _, err := conn.ExecContext(ctx, `DELETE FROM usage WHERE organization = ? AND basis = 'estimated' AND project = ? AND date >= ? AND date < ?`, org, pu.Project, month, next); err != nil {
 				return fmt.Errorf("rebuild estimated usage of project %s: %w", pu.Project, err)
 			}
-			res, err := conn.ExecContext(ctx, estimateRows, org, runID.String(), at, pu.Project, month)
+			res, err := conn.ExecContext(ctx, estimateRows, org, runID.String(), at, org, pu.Project, month)
 			if err != nil {
 				return fmt.Errorf("rebuild estimated usage of project %s: %w", pu.Project, err)
 			}
@@ -62,7 +62,7 @@ VALUES (?, ?::UUID, ?, ?::DATE, ?::DATE, ?, ?, ?, ?, CAST(? AS DECIMAL(38, 12)),
 				}
 			}
 			scope := EstimatedScope(pu.Project)
-			if _, err := conn.ExecContext(ctx, `DELETE FROM fetch_windows WHERE basis = 'estimated' AND scope = ? AND start = ?::DATE`, scope, month); err != nil {
+			if _, err := conn.ExecContext(ctx, `DELETE FROM fetch_windows WHERE organization = ? AND basis = 'estimated' AND scope = ? AND start = ?::DATE`, org, scope, month); err != nil {
 				return fmt.Errorf("update ledger: %w", err)
 			}
 			if _, err := conn.ExecContext(ctx, `INSERT INTO fetch_windows (organization, granularity, basis, scope, start, "end", rows, run_id, fetched_at)
@@ -83,7 +83,9 @@ VALUES (?, 'day', 'estimated', ?, ?::DATE, ?::DATE, ?, ?::UUID, ?)`, org, scope,
 }
 
 // estimateRows prices one project's month of project_usage_days into
-// usage rows. Parameters: organization, run id, fetched at, project, month.
+// usage rows, from the organization's own snapshots (its projects, its
+// payment methods and rate cards). Parameters: organization, run id,
+// fetched at, organization, project, month.
 const estimateRows = `INSERT INTO usage (organization, granularity, basis, date, date_processed, meter_name, meter_sku, family, solution, unit,
     quantity, price, cost, currency, entitlement, entitlement_type, payment_method, payment_method_name, project, run_id, fetched_at)
 SELECT ?, 'day', 'estimated', CAST(d.day AS TIMESTAMP), NULL, d.meter_name, k.meter_sku, d.family, d.solution, d.unit,
@@ -91,19 +93,19 @@ SELECT ?, 'day', 'estimated', CAST(d.day AS TIMESTAMP), NULL, d.meter_name, k.me
        CAST(m.price AS DOUBLE),
        CAST(d.quantity * m.price AS DECIMAL(38, 12)),
        coalesce(m.currency, (SELECT any_value(r.currency) FROM rate_card_price_snapshots r
-                              JOIN snapshots_in_force cr ON cr.kind = 'rate_card' AND cr.month = d.month AND cr.key = r.payment_method_id
-                              WHERE r.payment_method_id = p.assigned_payment_method_id AND r.snapshot_at = cr.snapshot_at), ''),
+                              JOIN snapshots_in_force cr ON cr.kind = 'rate_card' AND cr.organization = d.organization AND cr.month = d.month AND cr.key = r.payment_method_id
+                              WHERE r.organization = d.organization AND r.payment_method_id = p.assigned_payment_method_id AND r.snapshot_at = cr.snapshot_at), ''),
        NULL, NULL,
        nullif(p.assigned_payment_method_id, ''), pm.display_name, d.project, ?::UUID, ?
 FROM project_usage_days d
-LEFT JOIN snapshots_in_force cp ON cp.kind = 'project' AND cp.month = d.month AND cp.key = d.project
-LEFT JOIN project_snapshots p ON p.name = d.project AND p.snapshot_at = cp.snapshot_at
+LEFT JOIN snapshots_in_force cp ON cp.kind = 'project' AND cp.organization = d.organization AND cp.month = d.month AND cp.key = d.project
+LEFT JOIN project_snapshots p ON p.organization = d.organization AND p.name = d.project AND p.snapshot_at = cp.snapshot_at
 LEFT JOIN meter_skus k ON k.meter_name = d.meter_name
-LEFT JOIN rate_card_matches m ON m.month = d.month AND m.payment_method_id = p.assigned_payment_method_id
+LEFT JOIN rate_card_matches m ON m.organization = d.organization AND m.month = d.month AND m.payment_method_id = p.assigned_payment_method_id
       AND m.meter_name = d.meter_name AND coalesce(m.meter_sku, '') = coalesce(k.meter_sku, '')
-LEFT JOIN snapshots_in_force cm ON cm.kind = 'payment_method' AND cm.month = d.month AND cm.key = p.assigned_payment_method_id
-LEFT JOIN payment_method_snapshots pm ON pm.id = p.assigned_payment_method_id AND pm.snapshot_at = cm.snapshot_at
-WHERE d.project = ? AND d.month = ?`
+LEFT JOIN snapshots_in_force cm ON cm.kind = 'payment_method' AND cm.organization = d.organization AND cm.month = d.month AND cm.key = p.assigned_payment_method_id
+LEFT JOIN payment_method_snapshots pm ON pm.organization = d.organization AND pm.id = p.assigned_payment_method_id AND pm.snapshot_at = cm.snapshot_at
+WHERE d.organization = ? AND d.project = ? AND d.month = ?`
 
 // FirstProjectSnapshot is when the per-project report was first read, nil
 // before: months before it cannot be told.

@@ -10,10 +10,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/tally-dev/tally"
+	"github.com/tally-dev/tally/fetch/sim"
 	"github.com/tally-dev/tally/internal/prooftest"
 	"github.com/tally-dev/tally/reports"
 	"github.com/tally-dev/tally/store"
@@ -341,5 +344,77 @@ func waitForTree(dir string, match func(string) bool, d time.Duration) {
 			}
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// usage.source projects with organizations: each organization reads its
+// own projects' reports with its own token, into its own rows; one
+// organization's expired token fails it alone.
+func TestOrganizationsReadTheirProjects(t *testing.T) {
+	g := newOrgGroup(t)
+	cfg := g.config(t, t.TempDir(), "emea", "us")
+	projects := map[string][]string{"emea": {"archive", "newsroom"}, "us": {"newsroom", "sports-live"}}
+	b, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Replace(string(b), "usage:\n", "usage:\n  source: projects\n", 1)
+	for org, ps := range projects {
+		own := fmt.Sprintf("    token_env: TALLY_TEST_TOKEN_%s\n", strings.ToUpper(org))
+		text = strings.Replace(text, own, own+"    project_names: ["+strings.Join(ps, ", ")+"]\n", 1)
+	}
+	if err := os.WriteFile(cfg, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(filepath.Dir(cfg), "tally.duckdb")
+	plan, code, stderr := cli(t, "plan", "--config", cfg)
+	if code != exitOK || !strings.Contains(plan, "4 project(s) (emea: archive, newsroom; us: newsroom, sports-live)") {
+		t.Errorf("plan: exit %d, want each organization's projects\n%s\n%s", code, plan, stderr)
+	}
+	if _, code, stderr := cli(t, "fetch", "--config", cfg, "--log-format", "json"); code != exitOK {
+		t.Fatalf("fetch: exit %d\n%s", code, stderr)
+	}
+	// Each organization's snapshot is its own interface's report of its
+	// own projects: the quantities per meter, month to date.
+	var want []string
+	for org, s := range map[string]*sim.Server{"emea": g.emea, "us": g.us} {
+		now := time.Now().UTC()
+		from := time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC)
+		for _, p := range projects[org] {
+			byMeter := map[string]float64{}
+			for _, r := range s.Rows(tally.UsageQuery{Window: tally.Window{Start: from, End: from.AddDate(0, 1, 0), Granularity: tally.Month}, ProjectNames: []string{p}}) {
+				byMeter[r.MeterName] += r.Quantity
+			}
+			for m, q := range byMeter {
+				want = append(want, fmt.Sprintf("%s|%s|%s|%.4f", org, p, m, q))
+			}
+		}
+	}
+	slices.Sort(want)
+	got := scalarText(t, db, `SELECT coalesce(string_agg(organization || '|' || project || '|' || meter_name || '|' || CAST(CAST(quantity AS DECIMAL(38, 4)) AS VARCHAR), ',' ORDER BY organization, project, meter_name), '') FROM project_usage_snapshots`)
+	if got != strings.Join(want, ",") {
+		t.Errorf("project reports kept\n  %s\nwant each organization's own\n  %s", got, strings.Join(want, ","))
+	}
+	// Each organization's estimate is priced from its own rate cards, in
+	// its own currency.
+	if n := scalarText(t, db, `SELECT count(*) FROM usage WHERE basis = 'estimated' AND NOT ((organization = 'emea' AND currency = 'EUR') OR (organization = 'us' AND currency = 'USD'))`); n != "0" {
+		t.Errorf("%s estimated rows in another organization's currency", n)
+	}
+	if got := scalarText(t, db, `SELECT count(DISTINCT organization || project) FROM usage WHERE basis = 'estimated'`); len(want) > 0 && got != "4" {
+		t.Errorf("estimated usage of %s organization projects, want 4", got)
+	}
+
+	// us's token expires: us fails alone, sending nothing.
+	t.Setenv("TALLY_TEST_TOKEN_US", jwtToken(time.Now().Add(-time.Hour), "us@example.com"))
+	sentUS := g.us.Requests()
+	_, code, stderr = cli(t, "fetch", "--config", cfg, "--log-format", "json")
+	if code != exitPartial || !strings.Contains(stderr, "organization us not fetched") {
+		t.Fatalf("fetch with us's token expired: exit %d, want %d naming us\n%s", code, exitPartial, stderr)
+	}
+	if g.us.Requests() != sentUS {
+		t.Errorf("%d requests went to us with its expired token", g.us.Requests()-sentUS)
+	}
+	if n := scalarText(t, db, `SELECT count(DISTINCT run_id) FROM project_usage_snapshots WHERE organization = 'emea'`); n != "2" {
+		t.Errorf("emea's projects were read in %s runs, want 2 (the partial run read them too)", n)
 	}
 }

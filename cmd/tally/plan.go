@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tally-dev/tally"
+	"github.com/tally-dev/tally/configs"
 	"github.com/tally-dev/tally/schedules"
 )
 
@@ -54,8 +55,8 @@ func newPlanCmd(g *globalFlags) *cobra.Command {
 					_, err := fmt.Fprintln(cmd.OutOrStdout(), "[]")
 					return err
 				}
-				_, err := fmt.Fprintf(cmd.OutOrStdout(), "usage.source projects: a fetch reads the month to date of %d project(s) (%s), one request each; the report takes no date windows\n",
-					len(cfg.Usage.ProjectNames), strings.Join(cfg.Usage.ProjectNames, ", "))
+				n, list := projectNames(cfg)
+				_, err := fmt.Fprintf(cmd.OutOrStdout(), "usage.source projects: a fetch reads the month to date of %d project(s) (%s), one request each; the report takes no date windows\n", n, list)
 				return err
 			}
 			now := clock().UTC()
@@ -151,4 +152,19 @@ func writePlanTable(w io.Writer, windows []tally.PlannedWindow) error {
 	}
 	fmt.Fprintf(tw, "total: %d %s, %d days\n", len(windows), noun, total)
 	return tw.Flush()
+}
+
+// projectNames counts and lists the projects a usage.source projects
+// fetch reads: a group's by organization ("emea: newsroom, archive; us:
+// newsroom").
+func projectNames(cfg *configs.Config) (int, string) {
+	if !cfg.Grouped() {
+		return len(cfg.Usage.ProjectNames), strings.Join(cfg.Usage.ProjectNames, ", ")
+	}
+	n, parts := 0, []string{}
+	for _, o := range cfg.Organizations {
+		n += len(o.ProjectNames)
+		parts = append(parts, o.Name+": "+strings.Join(o.ProjectNames, ", "))
+	}
+	return n, strings.Join(parts, "; ")
 }

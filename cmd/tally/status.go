@@ -292,8 +292,9 @@ func writeStatusTable(w io.Writer, rep *statusReport, cfg *configs.Config) error
 		if rep.FirstProjectRead != nil {
 			first = "first read " + statusTime(*rep.FirstProjectRead)
 		}
+		_, names := projectNames(cfg)
 		fmt.Fprintf(tw, "source\tprojects %s: %s; %s. Months before the first read cannot be told: the per-project report gives only the month to date\n",
-			strings.Join(cfg.Usage.ProjectNames, ", "), reports.EstimatedWarning, first)
+			names, reports.EstimatedWarning, first)
 	}
 	writeStatusJobs(tw, rep, cfg)
 	if rep.PublishedAt == nil {
