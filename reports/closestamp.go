@@ -23,6 +23,9 @@ type monthState struct {
 	close    *CloseStamp // the close in force; nil when never closed or reopened since
 	reopened *CloseStamp // the reopen in force (At, Who, Reason), when the latest action is a reopen
 	final    bool        // this workbook is the final one the close writes
+	// reopenedSince names, in a group's workbook, the organizations
+	// reopened on their own since the group's close.
+	reopenedSince string
 }
 
 // readMonthState reads the month's latest close or reopen. A workbook the
@@ -40,9 +43,11 @@ func (b *builder) readMonthState() error {
 		var reason, hash, final sql.NullString
 		var rows sql.NullInt64
 		var closes int
-		if err := r.Scan(&action, &at, &who, &reason, &rows, &hash, &final, &closes); err != nil {
+		var since sql.NullString
+		if err := r.Scan(&action, &at, &who, &reason, &rows, &hash, &final, &closes, &since); err != nil {
 			return err
 		}
+		b.state.reopenedSince = since.String
 		st := &CloseStamp{At: at.UTC(), Who: who, Reason: reason.String, Rows: rows.Int64, ContentHash: hash.String, Seq: closes, FinalWorkbook: final.String}
 		if action == "close" {
 			b.state.close = st
@@ -60,6 +65,8 @@ func (b *builder) monthStatus() string {
 	switch {
 	case st.close != nil && st.final:
 		return fmt.Sprintf("Closed %s UTC by %s: this is the month's final workbook (%s) and never changes", st.close.At.Format("2006-01-02 15:04"), st.close.Who, filepath.Base(st.close.FinalWorkbook))
+	case st.close != nil && st.reopenedSince != "":
+		return fmt.Sprintf("Closed %s UTC by %s; the final workbook is %s. Reopened since for organization %s, whose figures may still change. This workbook is written from today's data", st.close.At.Format("2006-01-02 15:04"), st.close.Who, filepath.Base(st.close.FinalWorkbook), st.reopenedSince)
 	case st.close != nil:
 		return fmt.Sprintf("Closed %s UTC by %s; the final workbook is %s. This workbook is written from today's data: late charges since the close show as adjustments", st.close.At.Format("2006-01-02 15:04"), st.close.Who, filepath.Base(st.close.FinalWorkbook))
 	case st.reopened != nil && b.closed:

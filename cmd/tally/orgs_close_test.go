@@ -134,6 +134,12 @@ func TestOrganizationsCloseApartAndTogether(t *testing.T) {
 	if got := scalarText(t, db, `SELECT count(*) FROM closed_month_adjustments WHERE organization = 'us'`); got != "0" {
 		t.Errorf("reopened us still has %s adjustment rows", got)
 	}
+	if _, code, stderr := cli(t, "report", "--config", cfg, "--month", m); code != exitOK {
+		t.Fatalf("report: exit %d\n%s", code, stderr)
+	}
+	if st, err := readStatus(reports.DefaultPath(rep, g.month)); err != nil || !strings.Contains(st, "Reopened since for organization us") {
+		t.Errorf("the group workbook's month status %q (%v), want it to say us was reopened since", st, err)
+	}
 	if _, code, stderr = cli(t, "close", "--config", cfg, "--month", m, "--org", "us", "--reason", "us signed off again"); code != exitOK {
 		t.Fatalf("close us again: exit %d\n%s", code, stderr)
 	}

@@ -20,5 +20,14 @@ SELECT l.action, l.acted_at, l.who, l.reason, l.rows, l.content_hash,
         WHERE c.action = 'close' AND c.organization IS NOT DISTINCT FROM l.organization
         ORDER BY c.acted_at DESC, c.id DESC LIMIT 1) AS final_workbook,
        (SELECT count(*) FROM acts c
-        WHERE c.action = 'close' AND c.organization IS NOT DISTINCT FROM l.organization) AS closes
+        WHERE c.action = 'close' AND c.organization IS NOT DISTINCT FROM l.organization) AS closes,
+       -- For a group's workbook: the organizations reopened on their own
+       -- since (their latest own row is a reopen after it).
+       (SELECT string_agg(organization, ', ' ORDER BY organization) FROM (
+            SELECT organization, arg_max(action, (acted_at, id)) AS action, max(acted_at) AS last_at
+            FROM month_closes
+            WHERE month = $month_start AND basis = $basis AND granularity = $granularity
+              AND organization IS NOT NULL AND $org IS NULL
+            GROUP BY organization)
+        WHERE action = 'reopen' AND last_at > l.acted_at) AS reopened_since
 FROM latest l;
