@@ -131,6 +131,9 @@ func checkStore(ctx context.Context, st *store.Store, cfg *configs.Config, o Clo
 	if err != nil {
 		return err
 	}
+	if o.Org != "" && !cfg.Grouped() {
+		return refused("--org %q: this config has no organizations: list (the api: form is one organization, closed without --org); leave --org out", o.Org)
+	}
 	if o.Org != "" {
 		var names []string
 		var one []configs.Organization

@@ -389,6 +389,7 @@ func TestCloseRefusals(t *testing.T) {
 	refusal(CloseOptions{Month: nov, Who: "t"}, "--month 2026-11 is not over", "2026-12-01")
 	h.mustFetch()
 	refusal(CloseOptions{Month: sep, Who: "t"}, "not fully loaded", "30 day(s)", "2026-09-01", "tally fetch --from 2026-09-01 --to 2026-10-01")
+	refusal(CloseOptions{Month: oct, Who: "t", Org: "emea"}, `--org "emea": this config has no organizations: list`)
 	if _, err := h.runner.Close(ctx, CloseOptions{Month: oct, Who: "alice", Reason: "done"}); err != nil {
 		t.Fatal(err)
 	}
