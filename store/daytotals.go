@@ -10,14 +10,19 @@ import (
 	tallysql "github.com/tally-dev/tally/sql"
 )
 
-// dayTotalsVersion is the migration that creates daily_usage_totals; it is
-// filled as it is applied (see migrate).
+// dayTotalsVersion is the migration that creates daily_usage_totals.
 const dayTotalsVersion = 11
+
+// dayTotalsDetailVersion is the migration that adds the columns
+// payment_method_violations and meter_daily_cost read; the table is filled
+// as it is applied (see migrate), the last of the two a store lacks.
+const dayTotalsDetailVersion = 13
 
 // dayTotalsColumns are daily_usage_totals' columns, in the order
 // usage_day_totals gives them.
 const dayTotalsColumns = `organization, basis, granularity, month, next_month, day, date_month, processed_month, project, payment_method,
-meter_name, meter_sku, currency, paid_as, payment_method_name, rows, quantity, cost`
+meter_name, meter_sku, currency, paid_as, payment_method_name, rows, quantity, cost,
+date_day, unit, first_at, last_at, streaming_cost`
 
 // dayTotalsView is usage_day_totals as the database defines it: the table
 // the load keeps, whose month is a stored column. sql/views/usage_day_totals.sql,

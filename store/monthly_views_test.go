@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tally-dev/tally"
+	"github.com/tally-dev/tally/fetch/sim"
 	tallysql "github.com/tally-dev/tally/sql"
 )
 
@@ -171,6 +172,14 @@ ORDER BY organization, basis, month, project, currency;`
 // of October.
 func monthlyFixture(t *testing.T) *Store {
 	t.Helper()
+	s, _ := monthlyFixtureServer(t)
+	return s
+}
+
+// monthlyFixtureServer is monthlyFixture with the simulated interface it
+// was loaded from, to load more of it.
+func monthlyFixtureServer(t *testing.T) (*Store, *sim.Server) {
+	t.Helper()
 	s, srv := exportFixture(t)
 	for _, q := range []tally.UsageQuery{
 		{Window: window(t, tally.Hour, "2026-10-05", "2026-10-08")},
@@ -186,7 +195,7 @@ func monthlyFixture(t *testing.T) *Store {
 	if _, err := s.SaveProjectUsage(context.Background(), "", NewRunID(), date(t, "2026-10-09").Add(23*time.Hour), []tally.ProjectUsage{pu}); err != nil {
 		t.Fatal(err)
 	}
-	return s
+	return s, srv
 }
 
 // TestMonthlyViewsAsBefore: project_monthly_cost, cost_month_over_month,

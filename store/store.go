@@ -458,7 +458,7 @@ func (s *Store) migrate(ctx context.Context, fsys fs.FS) error {
 					return err
 				}
 			}
-			if m.version == dayTotalsVersion {
+			if m.version == dayTotalsDetailVersion {
 				if err := fillDayTotals(ctx, conn); err != nil {
 					return err
 				}
