@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 
@@ -13,7 +15,9 @@ import (
 
 // dayViewsBefore are payment_method_violations and meter_daily_cost as
 // they were defined before they read the daily totals the load keeps
-// instead of every usage row (issue 23), each named <view>_before.
+// instead of every usage row, and forecast_days and forecasts before
+// forecast_days summed scope_daily_cost once instead of for each of its
+// five reads (issue 23), each named <view>_before.
 var dayViewsBefore = map[string]string{
 	"payment_method_violations": `CREATE OR REPLACE VIEW payment_method_violations_before AS
 WITH v AS (
@@ -68,6 +72,69 @@ SELECT organization,
 FROM p
 GROUP BY organization, basis, pm_month, payment_method, pm_display_name, pm_type, problem, valid_from, valid_until,
          pm_is_active, pm_terms_accepted, pm_auto_purchase_stream_licenses, currency`,
+	"forecast_days": `CREATE OR REPLACE VIEW forecast_days_before AS
+WITH latest AS (
+    SELECT max(day) - 1 AS as_of FROM scope_daily_cost
+),
+series AS (
+    -- Every month with usage, and the current month for every scope with
+    -- usage in the 28 days the forecast learns from, even before its
+    -- first cost of the month arrives.
+    SELECT DISTINCT scope_kind, scope, currency, CAST(date_trunc('month', day) AS DATE) AS month
+    FROM scope_daily_cost, latest
+    WHERE day <= as_of + 1
+    UNION
+    SELECT DISTINCT scope_kind, scope, currency, CAST(date_trunc('month', as_of + 1) AS DATE)
+    FROM scope_daily_cost, latest
+    WHERE day > as_of - 28 AND day <= as_of
+),
+days AS (
+    SELECT s.*, CAST(g.d AS DATE) AS day, a.as_of
+    FROM series s, latest a,
+         generate_series(CAST(s.month AS TIMESTAMP), CAST(s.month + INTERVAL 1 MONTH - INTERVAL 1 DAY AS TIMESTAMP), INTERVAL 1 DAY) AS g(d)
+),
+profile AS (
+    SELECT scope_kind, scope, currency, isodow(day) AS dow, CAST(sum(cost) / 4 AS DECIMAL(38, 12)) AS rate
+    FROM scope_daily_cost, latest
+    WHERE day > as_of - 28 AND day <= as_of
+    GROUP BY ALL
+)
+SELECT d.month, -- first day of the month
+       d.scope_kind, -- all, project, payment_method or family
+       d.scope, -- the project, payment method id or family; '' for all
+       d.currency,
+       d.day, -- the UTC day
+       CASE WHEN d.day <= d.as_of THEN 'actual' ELSE 'forecast' END AS kind, -- actual: what it cost; forecast: expected
+       CASE WHEN d.day <= d.as_of THEN coalesce(c.cost, 0)
+            ELSE greatest(coalesce(p.rate, 0), coalesce(c.cost, 0)) END AS cost, -- the day's cost, or its forecast (never below what it cost so far)
+       d.as_of -- the last complete day of the data
+FROM days d
+LEFT JOIN scope_daily_cost c
+       ON c.scope_kind = d.scope_kind AND c.scope = d.scope AND c.currency = d.currency AND c.day = d.day
+LEFT JOIN profile p
+       ON p.scope_kind = d.scope_kind AND p.scope = d.scope AND p.currency = d.currency AND p.dow = isodow(d.day)
+WHERE d.day <= d.as_of OR d.month = CAST(date_trunc('month', d.as_of + 1) AS DATE)`,
+	"forecasts": `CREATE OR REPLACE VIEW forecasts_before AS
+WITH spent AS (
+    -- Each month's cost so far: one pass over the days, joined below,
+    -- rather than a sum per scope and month.
+    SELECT CAST(date_trunc('month', day) AS DATE) AS month, scope_kind, scope, currency, sum(cost) AS cost
+    FROM scope_daily_cost
+    GROUP BY ALL
+)
+SELECT f.month, -- first day of the month
+       f.scope_kind, -- all, project, payment_method, family or cost_centre
+       f.scope, -- the project, payment method id, family or cost centre; '' for all
+       f.currency,
+       any_value(f.as_of) AS as_of, -- the last complete day of the data
+       coalesce(any_value(s.cost), 0) AS actual_cost, -- cost so far, the latest partial day included
+       sum(f.cost) FILTER (WHERE f.kind = 'actual') AS cost_to_as_of, -- cost of the complete days
+       count(*) FILTER (WHERE f.kind = 'forecast') AS forecast_days, -- days still forecast
+       CAST(sum(f.cost) AS DECIMAL(38, 6)) AS forecast_cost -- the expected month-end cost
+FROM forecast_days_before f
+LEFT JOIN spent s
+       ON s.month = f.month AND s.scope_kind = f.scope_kind AND s.scope = f.scope AND s.currency = f.currency
+GROUP BY f.month, f.scope_kind, f.scope, f.currency`,
 	"meter_daily_cost": `CREATE OR REPLACE VIEW meter_daily_cost_before AS
 WITH finest AS (
     SELECT organization,
@@ -175,8 +242,10 @@ FROM usage WHERE organization = '' AND granularity = 'hour' AND payment_method =
 func TestDayViewsAsBefore(t *testing.T) {
 	ctx := context.Background()
 	s := dayViewsFixture(t)
-	for _, q := range dayViewsBefore {
-		if _, err := s.db.ExecContext(ctx, q); err != nil {
+	// In name order: forecast_days_before before forecasts_before, which reads it.
+	names := slices.Sorted(maps.Keys(dayViewsBefore))
+	for _, name := range names {
+		if _, err := s.db.ExecContext(ctx, dayViewsBefore[name]); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -190,7 +259,7 @@ func TestDayViewsAsBefore(t *testing.T) {
 	}
 	equalLines(t, "granularities by day", rowsText(t, s, `SELECT DISTINCT organization || '/' || basis || '/' || granularity FROM meter_daily_cost_before ORDER BY 1`),
 		[]string{"/estimated/day", "/reported/day", "/usage/hour", "Beta/usage/hour"})
-	for view := range dayViewsBefore {
+	for _, view := range names {
 		want, got := viewLines(t, s, view+"_before"), viewLines(t, s, view)
 		if len(want) < 10 {
 			t.Fatalf("%s_before has %d rows; the fixture holds more", view, len(want))
