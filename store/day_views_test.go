@@ -15,10 +15,26 @@ import (
 
 // dayViewsBefore are payment_method_violations and meter_daily_cost as
 // they were defined before they read the daily totals the load keeps
-// instead of every usage row, and forecast_days and forecasts before
+// instead of every usage row (allocation_charges: usage_finest's rows),
+// and forecast_days and forecasts before
 // forecast_days summed scope_daily_cost once instead of for each of its
 // five reads (issue 23), each named <view>_before.
 var dayViewsBefore = map[string]string{
+	"allocation_charges": `CREATE OR REPLACE VIEW allocation_charges_before AS
+SELECT {'organization': organization, 'basis': basis, 'month': CAST(date_trunc('month', period_at) AS DATE)} AS period, -- the partition: organization, basis and month
+       organization, -- the organization (organizations.name)
+       basis, -- usage or reported
+       CAST(date_trunc('month', period_at) AS DATE) AS month, -- first day of the month, UTC
+       currency, -- ISO 4217 code; never added to another currency
+       project, -- project name
+       meter_name, -- the meter
+       family, -- the meter's family
+       payment_method, -- payment method id
+       paid_as, -- direct, balance, license or other, as usage_rows
+       sum(cost) AS cost, -- usage value, exact
+       sum(CAST(quantity AS DECIMAL(38, 12))) AS quantity -- units accrued
+FROM usage_finest
+GROUP BY ALL`,
 	"payment_method_violations": `CREATE OR REPLACE VIEW payment_method_violations_before AS
 WITH v AS (
     SELECT v.*

@@ -22,7 +22,7 @@ const dayTotalsDetailVersion = 13
 // usage_day_totals gives them.
 const dayTotalsColumns = `organization, basis, granularity, month, next_month, day, date_month, processed_month, project, payment_method,
 meter_name, meter_sku, currency, paid_as, payment_method_name, rows, quantity, cost,
-date_day, unit, first_at, last_at, streaming_cost`
+date_day, unit, family, first_at, last_at, streaming_cost`
 
 // dayTotalsView is usage_day_totals as the database defines it: the table
 // the load keeps, whose month is a stored column. sql/views/usage_day_totals.sql,

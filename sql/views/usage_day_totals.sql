@@ -1,7 +1,7 @@
 -- usage_day_totals: every usage row (every granularity and basis) summed
 -- per basis, granularity, day of period_at, month of date and of
 -- date_processed, day of date, project, payment method, meter, sku, unit,
--- currency and paid_as, with the day's month and the next: the rows and
+-- family, currency and paid_as, with the day's month and the next: the rows and
 -- quantity, the cost (exact, never summed across currencies), the least
 -- non-empty payment method name, the first and last bucket start and the
 -- cost of streaming rows. Rows whose
@@ -35,6 +35,7 @@ SELECT organization, -- the organization (organizations.name)
        sum(cost) AS cost, -- exact; NULL when every row's is
        CAST(date AS DATE) AS date_day, -- the UTC day of date; day for basis usage
        unit,
+       family,
        min(date) AS first_at, -- the earliest bucket start
        max(date) AS last_at, -- the latest bucket start
        sum(cost) FILTER (WHERE lower(solution) = 'streaming') AS streaming_cost -- the cost of streaming rows; NULL when none
