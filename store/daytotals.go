@@ -52,6 +52,19 @@ FROM daily_usage_totals
 WHERE basis <> 'estimated' AND nullif(meter_sku, '') IS NOT NULL
 GROUP BY meter_name`
 
+// allocationChargesView is allocation_charges as the database defines it:
+// usage_finest's rows summed from their daily totals, whose month is
+// stored, rather than row by row. sql/views/allocation_charges.sql, which
+// the workbook's Chargeback sheet inlines over the report month's rows in
+// place of usage_finest, defines the same rows from usage_finest.
+const allocationChargesView = `CREATE OR REPLACE VIEW allocation_charges AS
+SELECT {'organization': organization, 'basis': basis, 'month': month} AS period,
+       organization, basis, month, currency, project, meter_name, family, payment_method, paid_as,
+       sum(cost) AS cost,
+       sum(quantity) AS quantity
+FROM usage_finest_days
+GROUP BY ALL`
+
 // dayTotalsWhere keeps, for tallysql.InlineWhere, the usage rows of one
 // granularity and basis whose period_at falls on the days
 // [$days_from, $days_to): on the usage table's own columns, which DuckDB

@@ -1,7 +1,11 @@
 -- allocation_charges: the charges chargeback splits: per basis, month,
 -- currency, project, meter, family, payment method and paid-as (see
--- usage_rows), the usage value (exact) and the quantity, from usage_finest:
--- summed from its daily totals (usage_finest_days), not row by row.
+-- usage_rows), the usage value (exact) and the quantity, from usage_finest.
+--
+-- In the database this view sums the same from usage_finest's daily totals
+-- (usage_finest_days, kept by the load), so reading every month reads
+-- days, not usage rows; the workbook's Chargeback sheet inlines this
+-- definition over the report month's rows in place of usage_finest.
 --
 -- period is the partition every chargeback figure is computed within:
 -- rules, cost centres' own usage and drivers are per period; money is
@@ -9,10 +13,10 @@
 -- organization, basis and month (each organization's shared costs are
 -- split by its own usage).
 CREATE OR REPLACE VIEW allocation_charges AS
-SELECT {'organization': organization, 'basis': basis, 'month': month} AS period, -- the partition: organization, basis and month
+SELECT {'organization': organization, 'basis': basis, 'month': CAST(date_trunc('month', period_at) AS DATE)} AS period, -- the partition: organization, basis and month
        organization, -- the organization (organizations.name)
        basis, -- usage or reported
-       month, -- first day of the month, UTC
+       CAST(date_trunc('month', period_at) AS DATE) AS month, -- first day of the month, UTC
        currency, -- ISO 4217 code; never added to another currency
        project, -- project name
        meter_name, -- the meter
@@ -20,6 +24,6 @@ SELECT {'organization': organization, 'basis': basis, 'month': month} AS period,
        payment_method, -- payment method id
        paid_as, -- direct, balance, license or other, as usage_rows
        sum(cost) AS cost, -- usage value, exact
-       sum(quantity) AS quantity -- units accrued
-FROM usage_finest_days
+       sum(CAST(quantity AS DECIMAL(38, 12))) AS quantity -- units accrued
+FROM usage_finest
 GROUP BY ALL;
