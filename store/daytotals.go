@@ -10,14 +10,19 @@ import (
 	tallysql "github.com/tally-dev/tally/sql"
 )
 
-// dayTotalsVersion is the migration that creates daily_usage_totals; it is
-// filled as it is applied (see migrate).
+// dayTotalsVersion is the migration that creates daily_usage_totals.
 const dayTotalsVersion = 11
+
+// dayTotalsDetailVersion is the migration that adds the columns
+// payment_method_violations and meter_daily_cost read; the table is filled
+// as it is applied (see migrate), the last of the two a store lacks.
+const dayTotalsDetailVersion = 13
 
 // dayTotalsColumns are daily_usage_totals' columns, in the order
 // usage_day_totals gives them.
 const dayTotalsColumns = `organization, basis, granularity, month, next_month, day, date_month, processed_month, project, payment_method,
-meter_name, meter_sku, currency, paid_as, payment_method_name, rows, quantity, cost`
+meter_name, meter_sku, currency, paid_as, payment_method_name, rows, quantity, cost,
+date_day, unit, family, first_at, last_at, streaming_cost`
 
 // dayTotalsView is usage_day_totals as the database defines it: the table
 // the load keeps, whose month is a stored column. sql/views/usage_day_totals.sql,
@@ -46,6 +51,19 @@ SELECT meter_name, min(meter_sku) AS meter_sku
 FROM daily_usage_totals
 WHERE basis <> 'estimated' AND nullif(meter_sku, '') IS NOT NULL
 GROUP BY meter_name`
+
+// allocationChargesView is allocation_charges as the database defines it:
+// usage_finest's rows summed from their daily totals, whose month is
+// stored, rather than row by row. sql/views/allocation_charges.sql, which
+// the workbook's Chargeback sheet inlines over the report month's rows in
+// place of usage_finest, defines the same rows from usage_finest.
+const allocationChargesView = `CREATE OR REPLACE VIEW allocation_charges AS
+SELECT {'organization': organization, 'basis': basis, 'month': month} AS period,
+       organization, basis, month, currency, project, meter_name, family, payment_method, paid_as,
+       sum(cost) AS cost,
+       sum(quantity) AS quantity
+FROM usage_finest_days
+GROUP BY ALL`
 
 // dayTotalsWhere keeps, for tallysql.InlineWhere, the usage rows of one
 // granularity and basis whose period_at falls on the days

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tally-dev/tally"
+	"github.com/tally-dev/tally/fetch/sim"
 	tallysql "github.com/tally-dev/tally/sql"
 )
 
@@ -171,6 +172,14 @@ ORDER BY organization, basis, month, project, currency;`
 // of October.
 func monthlyFixture(t *testing.T) *Store {
 	t.Helper()
+	s, _ := monthlyFixtureServer(t)
+	return s
+}
+
+// monthlyFixtureServer is monthlyFixture with the simulated interface it
+// was loaded from, to load more of it.
+func monthlyFixtureServer(t *testing.T) (*Store, *sim.Server) {
+	t.Helper()
 	s, srv := exportFixture(t)
 	for _, q := range []tally.UsageQuery{
 		{Window: window(t, tally.Hour, "2026-10-05", "2026-10-08")},
@@ -186,7 +195,7 @@ func monthlyFixture(t *testing.T) *Store {
 	if _, err := s.SaveProjectUsage(context.Background(), "", NewRunID(), date(t, "2026-10-09").Add(23*time.Hour), []tally.ProjectUsage{pu}); err != nil {
 		t.Fatal(err)
 	}
-	return s
+	return s, srv
 }
 
 // TestMonthlyViewsAsBefore: project_monthly_cost, cost_month_over_month,
@@ -325,11 +334,19 @@ func TestDayTotalsKeptByTheLoad(t *testing.T) {
 
 // A store an older Tally loaded gets daily_usage_totals filled as it is
 // migrated, in month order, with what usage_day_totals gives from its
-// rows.
+// rows: one from before the table (0011), and one from before its day of
+// date, unit, first and last bucket and streaming cost (0013), whose
+// totals are computed again.
 func TestMigrationFillsDailyUsageTotals(t *testing.T) {
+	for _, v := range []int{dayTotalsVersion, dayTotalsDetailVersion} {
+		t.Run(fmt.Sprintf("from before %04d", v), func(t *testing.T) { migrationFillsDailyUsageTotals(t, v) })
+	}
+}
+
+func migrationFillsDailyUsageTotals(t *testing.T, version int) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "tally.duckdb")
-	old := olderStore(t, path, dayTotalsVersion,
+	old := olderStore(t, path, version,
 		`INSERT INTO fetch_windows (granularity, basis, scope, start, "end", rows, run_id, fetched_at)
          VALUES ('hour', 'usage', 'all', DATE '2026-03-30', DATE '2026-04-03', 8, uuidv7(), now()::TIMESTAMP)`,
 		`INSERT INTO usage (granularity, basis, date, date_processed, meter_name, quantity, cost, currency, project, payment_method,
@@ -339,7 +356,16 @@ func TestMigrationFillsDailyUsageTotals(t *testing.T) {
                 CASE WHEN h % 2 = 0 THEN 'alpha' END, 'pm-1', CASE WHEN h % 3 = 0 THEN 'Main' ELSE '' END,
                 CASE WHEN h = 4 THEN 'license' END, uuidv7(), now()::TIMESTAMP
          FROM range(8) r(h)`,
+		`UPDATE usage SET solution = CASE WHEN h % 3 = 1 THEN 'Streaming' END, unit = CASE WHEN h % 2 = 1 THEN 'minutes' END
+         FROM (SELECT rowid AS r, row_number() OVER (ORDER BY date) AS h FROM usage) n WHERE usage.rowid = n.r`,
 	)
+	if version > dayTotalsVersion {
+		// What 0011 filled: the old columns' sums of these rows.
+		if _, err := old.DB().ExecContext(ctx, `INSERT INTO daily_usage_totals (basis, granularity, month, next_month, day, date_month, meter_name, currency, paid_as, rows)
+SELECT basis, granularity, DATE '2026-03-01', DATE '2026-04-01', CAST(date AS DATE), DATE '2026-03-01', meter_name, currency, 'direct', count(*) FROM usage GROUP BY ALL`); err != nil {
+			t.Fatal(err)
+		}
+	}
 	old.Close()
 	s, err := Open(ctx, path)
 	if err != nil {

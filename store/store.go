@@ -458,7 +458,7 @@ func (s *Store) migrate(ctx context.Context, fsys fs.FS) error {
 					return err
 				}
 			}
-			if m.version == dayTotalsVersion {
+			if m.version == dayTotalsDetailVersion {
 				if err := fillDayTotals(ctx, conn); err != nil {
 					return err
 				}
@@ -488,10 +488,6 @@ func (s *Store) createViews(ctx context.Context, fsys fs.FS) error {
 		}
 		texts[strings.TrimSuffix(path.Base(name), ".sql")] = string(b)
 	}
-	order, err := tallysql.ViewOrder(texts)
-	if err != nil {
-		return err
-	}
 	return s.inTx(ctx, func(conn *sql.Conn) error {
 		// A view whose rows a table the load keeps holds reads that
 		// table, once the migration that creates it has run.
@@ -501,6 +497,7 @@ func (s *Store) createViews(ctx context.Context, fsys fs.FS) error {
 			{"usage_day_totals", "daily_usage_totals", dayTotalsView},
 			{"meter_months", "daily_usage_totals", meterMonthsView},
 			{"meter_skus", "daily_usage_totals", meterSkusView},
+			{"allocation_charges", "daily_usage_totals", allocationChargesView},
 		} {
 			var n int
 			if err := conn.QueryRowContext(ctx, `SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database() AND schema_name = 'main' AND table_name = ?`, k.table).Scan(&n); err != nil {
@@ -510,12 +507,19 @@ func (s *Store) createViews(ctx context.Context, fsys fs.FS) error {
 				kept[k.view] = k.text
 			}
 		}
-		for _, v := range order {
-			text := texts[v]
-			if k, ok := kept[v]; ok {
-				text = k
+		// Ordered as the database defines them: a kept view may read
+		// other views than its file's definition (allocation_charges).
+		for v, k := range kept {
+			if _, ok := texts[v]; ok {
+				texts[v] = k
 			}
-			if _, err := conn.ExecContext(ctx, text); err != nil {
+		}
+		order, err := tallysql.ViewOrder(texts)
+		if err != nil {
+			return err
+		}
+		for _, v := range order {
+			if _, err := conn.ExecContext(ctx, texts[v]); err != nil {
 				return fmt.Errorf("create view %s: %w", v, err)
 			}
 		}

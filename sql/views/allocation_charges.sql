@@ -2,6 +2,11 @@
 -- currency, project, meter, family, payment method and paid-as (see
 -- usage_rows), the usage value (exact) and the quantity, from usage_finest.
 --
+-- In the database this view sums the same from usage_finest's daily totals
+-- (usage_finest_days, kept by the load), so reading every month reads
+-- days, not usage rows; the workbook's Chargeback sheet inlines this
+-- definition over the report month's rows in place of usage_finest.
+--
 -- period is the partition every chargeback figure is computed within:
 -- rules, cost centres' own usage and drivers are per period; money is
 -- further kept apart by currency. It is defined here only: the
