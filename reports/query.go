@@ -16,13 +16,27 @@ import (
 // extra ones a query of its own needs. Every query gets the same named
 // parameters and uses those it needs.
 func (b *builder) query(name string, extra ...any) (*sql.Rows, error) {
+	q, err := b.queryText(name)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := b.src.QueryContext(b.ctx, q, append(b.args(), extra...)...)
+	if err != nil {
+		return nil, fmt.Errorf("query %s: %w", name, err)
+	}
+	return rows, nil
+}
+
+// queryText is the SQL query runs for sql/reports/<name>.sql: the file
+// with what it reads defined in front of it.
+func (b *builder) queryText(name string) (string, error) {
 	text, err := fs.ReadFile(tallysql.Reports, "reports/"+name+".sql")
 	if err != nil {
-		return nil, fmt.Errorf("read query %s: %w", name, err)
+		return "", fmt.Errorf("read query %s: %w", name, err)
 	}
 	month, err := fs.ReadFile(tallysql.Reports, "reports/month_usage.sql")
 	if err != nil {
-		return nil, fmt.Errorf("read query %s: %w", name, err)
+		return "", fmt.Errorf("read query %s: %w", name, err)
 	}
 	// Besides tables, the sheet queries read month_usage, the report
 	// month's rows, and views. Both are put in front of the query, so the
@@ -32,38 +46,40 @@ func (b *builder) query(name string, extra ...any) (*sql.Rows, error) {
 	// need only (store.DayRange): the month, its baseline and the latest
 	// days, not the history kept.
 	// The queries about the report month's payment methods and meters
-	// read usage_meter_days for the month's days: the snapshots in force
-	// and rate card matches of the other months are never theirs.
-	where := monthWhere[name]
+	// read its meters (meter_months) from the month's usage rows only,
+	// and the skus of the per-project report's meters only (meter_skus):
+	// the snapshots in force and rate card matches of the other months
+	// are never theirs.
+	var where map[string]string
+	defs, err := monthDefs(name)
+	if err != nil {
+		return "", fmt.Errorf("read query %s: %w", name, err)
+	}
 	if dayQueries[name] {
 		if err := b.dayRange(); err != nil {
-			return nil, fmt.Errorf("query %s: %w", name, err)
+			return "", fmt.Errorf("query %s: %w", name, err)
 		}
 		where = store.DaysWhere
 	}
 	if b.p.Organization != "" {
 		where = orgWhere(where)
 	}
-	q, err := tallysql.InlineWhere(tallysql.With(string(text), tallysql.CTE{Name: "month_usage", Query: string(month)}), where)
+	q, err := tallysql.InlineDefined(tallysql.With(string(text), tallysql.CTE{Name: "month_usage", Query: string(month)}), where, defs)
 	if err != nil {
-		return nil, fmt.Errorf("read query %s: %w", name, err)
+		return "", fmt.Errorf("read query %s: %w", name, err)
 	}
 	if dayQueries[name] {
 		// The budget scopes of cost centres read allocation_cost_centres,
 		// which a copy an older Tally published does not have.
 		has, err := b.chargebackTables()
 		if err != nil {
-			return nil, fmt.Errorf("query %s: %w", name, err)
+			return "", fmt.Errorf("query %s: %w", name, err)
 		}
 		if !has {
 			q = tallysql.With(q, tallysql.CTE{Name: "allocation_cost_centres", Query: noCostCentres})
 		}
 	}
-	rows, err := b.src.QueryContext(b.ctx, q, append(b.args(), extra...)...)
-	if err != nil {
-		return nil, fmt.Errorf("query %s: %w", name, err)
-	}
-	return rows, nil
+	return q, nil
 }
 
 // args are the named parameters every report query gets.
@@ -106,14 +122,31 @@ func orgWhere(where map[string]string) map[string]string {
 // store.DaysWhere.
 var dayQueries = map[string]bool{"budget": true, "anomalies": true}
 
-// monthWhere restricts, for the queries named, views to the report month.
-var monthWhere = map[string]map[string]string{
-	"rate_card_check":   usageMeterMonth,
-	"flags":             usageMeterMonth,
-	"by_payment_method": usageMeterMonth,
-}
+// monthMeterQueries are the queries that read the report month's meters
+// (meter_months) and, through rate_card_matches, meter_skus.
+var monthMeterQueries = map[string]bool{"rate_card_check": true, "flags": true, "by_payment_method": true}
 
-var usageMeterMonth = map[string]string{"usage_meter_days": "day >= CAST($month_start AS DATE) AND day < CAST($month_end AS DATE)"}
+// monthDefs is what the query name reads in place of meter_months and
+// meter_skus (tallysql.InlineDefined): sql/reports/month_meters.sql and
+// project_meter_skus.sql, which read the usage table for the report
+// month and for the per-project report's meters. The views' own
+// definitions derive the day from the usage rows before the month is
+// chosen, which DuckDB cannot take to the table's scan: they read every
+// month kept.
+func monthDefs(name string) (map[string]string, error) {
+	if !monthMeterQueries[name] {
+		return nil, nil
+	}
+	defs := map[string]string{}
+	for view, file := range map[string]string{"meter_months": "month_meters", "meter_skus": "project_meter_skus"} {
+		text, err := fs.ReadFile(tallysql.Reports, "reports/"+file+".sql")
+		if err != nil {
+			return nil, err
+		}
+		defs[view] = string(text)
+	}
+	return defs, nil
+}
 
 // dayRange finds, once per workbook, the days the budget and anomaly
 // figures of the month need.

@@ -79,7 +79,18 @@ func Inline(query string) (string, error) {
 // monthly figure reads the month and the days its baseline needs, not the
 // years before.
 func InlineWhere(query string, where map[string]string) (string, error) {
-	return inline(query, where, nil)
+	return inline(query, where, nil, nil)
+}
+
+// InlineDefined is InlineWhere with some views defined otherwise: for each
+// view named in defs, the query given (which may read views and tables,
+// and take parameters) stands in for the view's file, for the query and
+// every view that reads it. The workbook reads the report month's meters
+// and skus this way, from the usage table's own columns (which DuckDB
+// takes to the scan) rather than from days derived from them (which it
+// does not), so a month's workbook reads that month, not the history.
+func InlineDefined(query string, where, defs map[string]string) (string, error) {
+	return inline(query, where, nil, defs)
 }
 
 // InlineProvided is Inline for a query that defines some views itself, as
@@ -91,13 +102,26 @@ func InlineProvided(query string, provided ...string) (string, error) {
 	for _, v := range provided {
 		skip[v] = true
 	}
-	return inline(query, nil, skip)
+	return inline(query, nil, skip, nil)
 }
 
-func inline(query string, where map[string]string, provided map[string]bool) (string, error) {
+func inline(query string, where map[string]string, provided map[string]bool, defs map[string]string) (string, error) {
 	texts, err := embeddedViews()
 	if err != nil {
 		return "", err
+	}
+	if len(defs) > 0 {
+		own := make(map[string]string, len(texts))
+		for v, t := range texts {
+			own[v] = t
+		}
+		for v, q := range defs {
+			if _, ok := own[v]; !ok {
+				return "", fmt.Errorf("define view %s: there is no such view", v)
+			}
+			own[v] = "CREATE OR REPLACE VIEW " + v + " AS\n" + q
+		}
+		texts = own
 	}
 	var roots []string
 	for _, v := range reads(query, texts) {
@@ -118,7 +142,9 @@ func inline(query string, where map[string]string, provided map[string]bool) (st
 	sort.Slice(tables, func(i, j int) bool { return tables[i].Name < tables[j].Name })
 	ctes := make([]CTE, len(names))
 	for i, v := range names {
-		if ctes[i], err = View(v); err != nil {
+		if q, ok := defs[v]; ok {
+			ctes[i] = CTE{Name: v, Query: q}
+		} else if ctes[i], err = View(v); err != nil {
 			return "", err
 		}
 		if cond, ok := where[v]; ok {

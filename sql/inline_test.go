@@ -100,6 +100,26 @@ func TestInlineWhere(t *testing.T) {
 	}
 }
 
+// InlineDefined puts the given query in place of a view's file for every
+// view that reads it, and inlines what that query reads instead of what
+// the file read.
+func TestInlineDefined(t *testing.T) {
+	got, err := InlineDefined("SELECT * FROM meter_months", nil,
+		map[string]string{"meter_months": "SELECT * FROM usage_coverage WHERE day >= $from"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(got, "meter_months AS NOT MATERIALIZED (\nSELECT * FROM usage_coverage WHERE day >= $from\n)") {
+		t.Errorf("the definition is not the view's:\n%s", got)
+	}
+	if !strings.Contains(got, "usage_coverage AS NOT MATERIALIZED") || strings.Contains(got, "usage_meter_days AS") {
+		t.Errorf("inlines what the file reads, not what the definition reads:\n%s", got)
+	}
+	if _, err := InlineDefined("SELECT 1", nil, map[string]string{"no_such_view": "SELECT 1"}); err == nil {
+		t.Error("a definition of no view was taken")
+	}
+}
+
 // A view comes after the views it reads; names in comments do not count;
 // otherwise the order is by name; a cycle is an error naming it.
 func TestViewOrder(t *testing.T) {

@@ -94,6 +94,10 @@ func (s *Store) LoadWindow(ctx context.Context, q tally.UsageQuery, runID uuid.U
 		s.ledgerMu.Lock()
 		defer s.ledgerMu.Unlock()
 	}
+	if err := s.loads.begin(ctx, s.db); err != nil {
+		return LoadResult{}, fmt.Errorf("%s: %w", label, err)
+	}
+	defer s.loads.end(s.db)
 	var res LoadResult
 	err = s.inTx(ctx, func(conn *sql.Conn) error {
 		del, args := scopeDelete(q)

@@ -31,6 +31,47 @@ import (
 // folder beside the database when a query needs more).
 var writerSettings = []string{"preserve_insertion_order=false", "memory_limit=160MB"}
 
+// loadThreads runs DuckDB on one thread while any window loads. DuckDB's
+// threads that fill chunks wait on the feeder (and it on the interface),
+// and meanwhile the thread that runs the statement finds no task and asks
+// again, at once, until they are done: a core spent spinning for the
+// whole insert, a third of the fetch's CPU. On one thread the statement's
+// own thread fills the chunks, and waits without spinning; decoding still
+// runs beside it, on the feeder's goroutines. The sums the load keeps
+// after the insert (daily_usage_totals, daily_usage_cost) also cost less
+// CPU on one thread: one hash table, none to combine. Concurrent loads
+// each run on their own statement's thread. The setting
+// is the database's, so the count of loads under way decides it: the
+// first sets it, the last puts back what the database had.
+type loadThreads struct {
+	mu      sync.Mutex
+	running int
+	threads int64 // the database's own setting, put back after the loads
+}
+
+// begin sets one thread for a load; end undoes it once no load runs.
+func (t *loadThreads) begin(ctx context.Context, db *sql.DB) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.running == 0 && t.threads > 1 {
+		if _, err := db.ExecContext(ctx, "SET GLOBAL threads = 1"); err != nil {
+			return fmt.Errorf("run the load on one thread: %w", err)
+		}
+	}
+	t.running++
+	return nil
+}
+
+func (t *loadThreads) end(db *sql.DB) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.running--
+	if t.running == 0 && t.threads > 1 {
+		// Only a slower query follows if this fails; the load is done.
+		db.ExecContext(context.Background(), fmt.Sprintf("SET GLOBAL threads = %d", t.threads))
+	}
+}
+
 // windowRowsFunction is the table function; it reads the rowSource the
 // INSERT's context carries.
 const windowRowsFunction = "tally_window_rows"
@@ -268,7 +309,8 @@ func (s *rowSource) ColumnInfos() []duckdb.ColumnInfo { return sourceColumns }
 
 func (s *rowSource) Cardinality() *duckdb.CardinalityInfo { return nil }
 
-// Init lets DuckDB fill chunks on as many threads as it runs.
+// Init lets DuckDB fill chunks on as many threads as it runs (one while
+// loading, see loadThreads).
 func (s *rowSource) Init() duckdb.ParallelTableSourceInfo { return duckdb.ParallelTableSourceInfo{} }
 
 func (s *rowSource) NewLocalState() any { return &fillState{} }

@@ -104,3 +104,67 @@ func TestLoadWindowCancelledMidStream(t *testing.T) {
 		t.Fatalf("%s rows kept", got)
 	}
 }
+
+// A load runs DuckDB on one thread (loadThreads), also when two load at
+// once, and the database's own thread count is back once no load runs,
+// also after a load that failed.
+func TestLoadRunsOnOneThread(t *testing.T) {
+	ctx := context.Background()
+	s := openTemp(t)
+	threads := func() int64 {
+		t.Helper()
+		var n int64
+		if err := s.DB().QueryRowContext(ctx, "SELECT CAST(current_setting('threads') AS BIGINT)").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	own := threads()
+	if own < 2 {
+		// DuckDB's default is the machine's cores; the test needs two.
+		if _, err := s.DB().ExecContext(ctx, "SET GLOBAL threads = 2"); err != nil {
+			t.Fatal(err)
+		}
+		s.loads.threads, own = 2, 2
+	}
+	// Two windows load at once; each, mid-stream, sees one thread.
+	seen := make(chan int64, 2)
+	watch := func(w tally.Window) func(func(tally.MeterData, error) bool) {
+		return func(yield func(tally.MeterData, error) bool) {
+			for md, err := range numberedRows(w, 5000, 0, nil) {
+				if md.Quantity == 2500 {
+					seen <- threads()
+				}
+				if !yield(md, err) {
+					return
+				}
+			}
+		}
+	}
+	w1, w2 := window(t, tally.Hour, "2026-01-01", "2026-02-01"), window(t, tally.Hour, "2026-03-01", "2026-04-01")
+	done := make(chan error, 2)
+	for _, w := range []tally.Window{w1, w2} {
+		go func() {
+			_, err := s.LoadWindow(ctx, tally.UsageQuery{Window: w}, NewRunID(), watch(w))
+			done <- err
+		}()
+	}
+	for range 2 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if got := <-seen; got != 1 {
+			t.Errorf("threads while a window loads: %d, want 1", got)
+		}
+	}
+	if got := threads(); got != own {
+		t.Errorf("threads after the loads: %d, want the database's %d", got, own)
+	}
+	boom := errors.New("cut off")
+	if _, err := s.LoadWindow(ctx, tally.UsageQuery{Window: w1}, NewRunID(), numberedRows(w1, 100, 50, boom)); !errors.Is(err, boom) {
+		t.Fatalf("err = %v, want %v", err, boom)
+	}
+	if got := threads(); got != own {
+		t.Errorf("threads after a failed load: %d, want the database's %d", got, own)
+	}
+}

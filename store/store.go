@@ -38,6 +38,7 @@ type Store struct {
 
 	publishMu sync.Mutex
 	ledgerMu  sync.Mutex // windows that cut back older ledger entries load one at a time
+	loads     loadThreads
 }
 
 // options are the seams tests use to open a database as an older Tally
@@ -90,6 +91,10 @@ func openWith(ctx context.Context, path string, o options) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{db: db, path: path}
+	if err := db.QueryRowContext(ctx, "SELECT CAST(current_setting('threads') AS BIGINT)").Scan(&s.loads.threads); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open store %s: read the threads setting: %w", path, err)
+	}
 	if err := s.migrate(ctx, o.migrations); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)

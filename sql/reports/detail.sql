@@ -27,7 +27,7 @@ SELECT date,
        CAST(run_id AS VARCHAR) AS run_id,
        fetched_at
 FROM month_usage
-WHERE date >= $detail_from AND date < $detail_to
+WHERE date >= CAST($detail_from AS TIMESTAMP) AND date < CAST($detail_to AS TIMESTAMP)
 ORDER BY date, date_processed NULLS LAST, project NULLS LAST, meter_name, meter_sku NULLS LAST,
          payment_method NULLS LAST, currency, entitlement_type NULLS FIRST, entitlement NULLS FIRST,
          cost, quantity, price NULLS FIRST, unit NULLS FIRST, family NULLS FIRST, solution NULLS FIRST,

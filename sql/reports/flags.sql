@@ -46,8 +46,8 @@ v AS NOT MATERIALIZED (
     WHERE ($org IS NULL OR organization = $org)
       AND basis = $basis
       AND granularity = $granularity
-      AND (($basis = 'usage' AND date >= $month_start AND date < $month_end)
-        OR ($basis = 'reported' AND date_processed >= $month_start AND date_processed < $month_end))
+      AND (($basis = 'usage' AND date >= CAST($month_start AS TIMESTAMP) AND date < CAST($month_end AS TIMESTAMP))
+        OR ($basis = 'reported' AND date_processed >= CAST($month_start AS TIMESTAMP) AND date_processed < CAST($month_end AS TIMESTAMP)))
 ),
 problems AS (
     SELECT *,
