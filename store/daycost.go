@@ -38,7 +38,7 @@ SELECT organization, day, project, payment_method, family, meter_name, currency,
 	if _, err := conn.ExecContext(ctx, q, sql.Named("days_from", from), sql.Named("days_to", to), sql.Named("days_org", org)); err != nil {
 		return fmt.Errorf("refresh daily_usage_cost: %w", err)
 	}
-	return nil
+	return refreshBaselines(ctx, conn, org, from, to)
 }
 
 // refreshAllDayCost rebuilds daily_usage_cost's days [from, to) for every
@@ -105,12 +105,17 @@ WHERE organization = ? AND basis = 'usage' AND granularity = 'month' AND start <
 	return w.Start.UTC(), w.End.UTC(), false, nil
 }
 
-// RefreshDayCost recomputes daily_usage_cost for the days [from, to), in
-// one transaction. Tally's loads keep it themselves; this is for usage
+// RefreshDayCost recomputes daily_usage_cost for the days [from, to), and
+// the baselines that read them (daily_baselines), in one transaction. Tally's loads keep it themselves; this is for usage
 // written by other means (the scale bench's copied history).
 func (s *Store) RefreshDayCost(ctx context.Context, from, to time.Time) error {
 	if err := s.writable("refresh daily_usage_cost"); err != nil {
 		return err
 	}
-	return s.inTx(ctx, func(conn *sql.Conn) error { return refreshAllDayCost(ctx, conn, from, to) })
+	return s.inTx(ctx, func(conn *sql.Conn) error {
+		if err := refreshAllDayCost(ctx, conn, from, to); err != nil {
+			return err
+		}
+		return refreshBaselines(ctx, conn, "", from, to)
+	})
 }

@@ -131,12 +131,6 @@ VALUES (?, ?, ?, ?, ?::DATE, ?::DATE, ?, ?::UUID, ?, ?, ?, ?, ?)`,
 			requests, retries, bytes, res.Duration.Milliseconds()); err != nil {
 			return fmt.Errorf("update ledger: %w", err)
 		}
-		// The store lists every organization it holds rows of, whoever
-		// loaded them: closed_months reads the list.
-		if _, err := conn.ExecContext(ctx, `INSERT INTO organizations (name, id, first_seen) VALUES (?, nullif(?, ''), ?) ON CONFLICT DO NOTHING`,
-			q.Organization, q.OrganizationID, fetchedAt); err != nil {
-			return fmt.Errorf("record organization %s: %w", q.Organization, err)
-		}
 		if err := refreshDayTotals(ctx, conn, q.Organization, w.Granularity, basis, w.Start.UTC(), w.End.UTC()); err != nil {
 			return err
 		}

@@ -262,6 +262,29 @@ func dayTotals(t *testing.T, s *Store) (kept, fromRows []string) {
 	return kept, lines(t, r)
 }
 
+// baselines are daily_baselines, and the anomalies view's daily and
+// scored steps (sql/views/anomalies.sql, as written) computed from the
+// usage rows.
+func baselines(t *testing.T, s *Store) (kept, fromRows []string) {
+	t.Helper()
+	const cols = `organization, day, project, meter_name, currency, cost, baseline, baseline_days`
+	kept = rowsText(t, s, `SELECT concat_ws('|', `+cols+`) FROM daily_baselines ORDER BY ALL`)
+	file, err := fs.ReadFile(tallysql.Views, "views/anomalies.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(file)
+	i, j := strings.Index(text, "daily AS ("), strings.Index(text, anomaliesScored)
+	if i < 0 || j < 0 {
+		t.Fatal("sql/views/anomalies.sql has no daily and scored steps")
+	}
+	q, err := tallysql.Inline(`WITH ` + text[i:j+len(anomaliesScored)-1] + ` SELECT concat_ws('|', ` + cols + `) FROM scored ORDER BY ALL`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kept, rowsText(t, s, q)
+}
+
 // TestDayTotalsKeptByTheLoad: after every kind of write to usage (a
 // refetch with fewer rows, one project's window, a window that cuts an
 // older one back, hours over days, basis reported, a month window, the
@@ -278,7 +301,15 @@ func TestDayTotalsKeptByTheLoad(t *testing.T) {
 			t.Fatalf("%s: usage_day_totals gives no rows", step)
 		}
 		equalLines(t, step+": daily_usage_totals against usage_day_totals from the rows", kept, want)
+		kb, wb := baselines(t, s)
+		if len(wb) == 0 {
+			t.Fatalf("%s: the anomalies' baselines from the rows are empty", step)
+		}
+		equalLines(t, step+": daily_baselines against the anomalies' baselines from the rows", kb, wb)
 		return kept
+	}
+	if def := rowsText(t, s, `SELECT sql FROM duckdb_views() WHERE view_name = 'anomalies'`); len(def) != 1 || !strings.Contains(def[0], "FROM daily_baselines") {
+		t.Fatalf("the database's anomalies is %q; it should read daily_baselines", def)
 	}
 	def := rowsText(t, s, `SELECT sql FROM duckdb_views() WHERE view_name = 'usage_day_totals'`)
 	if len(def) != 1 || !strings.Contains(def[0], "daily_usage_totals") {
@@ -299,6 +330,15 @@ func TestDayTotalsKeptByTheLoad(t *testing.T) {
 	}
 	load(t, s, scoped, rows...)
 	check("one project's ten days, dearer")
+
+	// Dearer days move the baselines of the 28 days after them (anomalies).
+	aug := tally.UsageQuery{Window: window(t, tally.Day, "2026-08-01", "2026-08-11")}
+	rows = srv.Rows(aug)
+	for i := range rows {
+		rows[i].Cost = rows[i].Cost.Add(tally.MustDecimal("20"))
+	}
+	load(t, s, aug, rows...)
+	check("August's first ten days, dearer")
 
 	for _, q := range []tally.UsageQuery{
 		{Window: window(t, tally.Day, "2026-09-25", "2026-10-05")},
@@ -366,6 +406,16 @@ SELECT basis, granularity, DATE '2026-03-01', DATE '2026-04-01', CAST(date AS DA
 			t.Fatal(err)
 		}
 	}
+	// What the older Tally's loads kept in daily_usage_cost, which the
+	// anomalies' baselines are filled from.
+	dayCost, err := tallysql.Inline(`INSERT INTO daily_usage_cost (organization, day, project, payment_method, family, meter_name, currency, cost)
+SELECT organization, day, project, payment_method, family, meter_name, currency, cost FROM usage_day_cost`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := old.DB().ExecContext(ctx, dayCost); err != nil {
+		t.Fatal(err)
+	}
 	old.Close()
 	s, err := Open(ctx, path)
 	if err != nil {
@@ -377,6 +427,11 @@ SELECT basis, granularity, DATE '2026-03-01', DATE '2026-04-01', CAST(date AS DA
 		t.Fatalf("usage_day_totals from the rows: %q; the fixture has five or more day totals", want)
 	}
 	equalLines(t, "daily_usage_totals after the migration", kept, want)
+	kb, wb := baselines(t, s)
+	if len(wb) == 0 {
+		t.Fatal("the anomalies' baselines from the rows are empty")
+	}
+	equalLines(t, "daily_baselines after the migration", kb, wb)
 	inOrder := rowsText(t, s, `SELECT count(*) FROM (SELECT month, lag(month) OVER (ORDER BY rowid) AS prev FROM daily_usage_totals) WHERE month < prev`)
 	if inOrder[0] != "0" {
 		t.Fatalf("daily_usage_totals is not in month order: %s rows follow a later month", inOrder[0])

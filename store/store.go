@@ -468,6 +468,12 @@ func (s *Store) migrate(ctx context.Context, fsys fs.FS) error {
 					return err
 				}
 			}
+			if m.version == anomalyBaselinesVersion || (fillDayCost && i == len(pending)-1 && m.version > anomalyBaselinesVersion) {
+				// After the day cost above, which it reads.
+				if err := refreshBaselines(ctx, conn, "", time.Time{}, farFuture); err != nil {
+					return err
+				}
+			}
 			_, err := conn.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
 				m.version, strings.TrimSuffix(m.name, ".sql"), time.Now().UTC())
 			return err
@@ -503,6 +509,7 @@ func (s *Store) createViews(ctx context.Context, fsys fs.FS) error {
 			{"meter_months", "daily_usage_totals", meterMonthsView},
 			{"meter_skus", "daily_usage_totals", meterSkusView},
 			{"allocation_charges", "daily_usage_totals", allocationChargesView},
+			{"anomalies", "daily_baselines", ""},
 		} {
 			var n int
 			if err := conn.QueryRowContext(ctx, `SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database() AND schema_name = 'main' AND table_name = ?`, k.table).Scan(&n); err != nil {
@@ -515,9 +522,17 @@ func (s *Store) createViews(ctx context.Context, fsys fs.FS) error {
 		// Ordered as the database defines them: a kept view may read
 		// other views than its file's definition (allocation_charges).
 		for v, k := range kept {
-			if _, ok := texts[v]; ok {
-				texts[v] = k
+			file, ok := texts[v]
+			if !ok {
+				continue
 			}
+			if v == "anomalies" {
+				var err error
+				if k, err = anomaliesView(file); err != nil {
+					return err
+				}
+			}
+			texts[v] = k
 		}
 		order, err := tallysql.ViewOrder(texts)
 		if err != nil {

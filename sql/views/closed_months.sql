@@ -19,9 +19,10 @@ SELECT mc.id AS id, -- the close (month_closes.id); its figures of this organiza
        mc.reason AS reason, -- why, as given
        mc.organization IS NULL AS whole_store -- closed by a close of every organization at once (the api: form's, or a group's)
 FROM month_closes mc
--- The organizations a close can cover: the store's, and any a close names
--- or froze figures of.
+-- The organizations a close can cover: the store's, those the ledger has
+-- loaded windows of, and any a close names or froze figures of.
 JOIN (SELECT name FROM organizations
+      UNION SELECT organization FROM fetch_windows
       UNION SELECT organization FROM month_closes WHERE organization IS NOT NULL
       UNION SELECT organization FROM month_close_figures) o
   ON mc.organization IS NULL OR mc.organization = o.name

@@ -8,9 +8,9 @@
 -- a day without usage counts as 0), so a quiet weekend stays quiet. The
 -- latest, partial day is forecast too, at no less than its cost so far,
 -- which is also in forecasts.actual_cost.
+-- scope_daily_cost is summed once (sdc) and read five times below, not
+-- summed from the days for each read.
 CREATE OR REPLACE VIEW forecast_days AS
--- scope_daily_cost summed once and read five times below, not summed from
--- the days for each read.
 WITH sdc AS MATERIALIZED (
     SELECT * FROM scope_daily_cost
 ),
