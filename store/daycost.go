@@ -38,7 +38,12 @@ SELECT organization, day, project, payment_method, family, meter_name, currency,
 	if _, err := conn.ExecContext(ctx, q, sql.Named("days_from", from), sql.Named("days_to", to), sql.Named("days_org", org)); err != nil {
 		return fmt.Errorf("refresh daily_usage_cost: %w", err)
 	}
-	return refreshBaselines(ctx, conn, org, from, to)
+	// The baselines are the store's to rewrite after the commit
+	// (settleBaselines): loads side by side would rewrite the same ones.
+	if _, err := conn.ExecContext(ctx, `INSERT INTO baseline_dirty (organization, from_day, to_day) VALUES (?, CAST(? AS DATE), CAST(? AS DATE))`, org, from, to); err != nil {
+		return fmt.Errorf("mark baselines: %w", err)
+	}
+	return nil
 }
 
 // refreshAllDayCost rebuilds daily_usage_cost's days [from, to) for every

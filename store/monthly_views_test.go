@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -530,4 +531,76 @@ VALUES (uuid(), DATE '2026-08-01', 'usage', 'day', 'close', TIMESTAMP '2026-09-0
 			t.Errorf("%s has no rows: the comparison compares nothing", v)
 		}
 	}
+}
+
+// TestBaselinesKeptAcrossLoadsSideBySide: windows of one organization
+// loaded at once (each rewriting its days and, after it commits, the
+// baselines of the 28 days after them, which the others' share) all load,
+// and the baselines end as the committed days say. Baselines a kill left
+// unwritten after their load committed are rewritten by the next writer
+// to open the store.
+func TestBaselinesKeptAcrossLoadsSideBySide(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "tally.duckdb")
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := sim.New(sim.Options{Seed: 7, Start: exportStart, Now: func() time.Time { return exportNow }})
+	var qs []tally.UsageQuery
+	for d := date(t, "2026-08-01"); d.Before(date(t, "2026-10-21")); d = d.AddDate(0, 0, 5) {
+		qs = append(qs, tally.UsageQuery{Window: tally.Window{Start: d, End: d.AddDate(0, 0, 5), Granularity: tally.Day}})
+	}
+	for round, extra := range []string{"0", "3.25"} {
+		errs := make(chan error, len(qs))
+		for _, q := range qs {
+			rows := srv.Rows(q)
+			for i := range rows {
+				rows[i].Cost = rows[i].Cost.Add(tally.MustDecimal(extra))
+			}
+			go func() {
+				_, err := s.LoadWindow(ctx, q, NewRunID(), rowsOf(rows...))
+				errs <- err
+			}()
+		}
+		for range qs {
+			if err := <-errs; err != nil {
+				t.Fatalf("round %d: a load side by side failed: %v", round, err)
+			}
+		}
+		kb, wb := baselines(t, s)
+		if len(wb) == 0 {
+			t.Fatal("the anomalies' baselines from the rows are empty")
+		}
+		equalLines(t, fmt.Sprintf("round %d: daily_baselines after %d loads side by side", round, len(qs)), kb, wb)
+		if n := count(t, s, `SELECT count(*) FROM baseline_dirty`); n != 0 {
+			t.Errorf("round %d: %d ranges left in baseline_dirty", round, n)
+		}
+	}
+
+	// A kill after a load committed and before its baselines were
+	// rewritten: the range is listed, the baselines stale.
+	from, to := date(t, "2026-09-10"), date(t, "2026-09-12")
+	if err := s.inTx(ctx, func(conn *sql.Conn) error {
+		if _, err := conn.ExecContext(ctx, `UPDATE usage SET cost = cost * 2 WHERE date >= ? AND date < ?`, from, to); err != nil {
+			return err
+		}
+		if err := refreshAllDayCost(ctx, conn, from, to); err != nil {
+			return err
+		}
+		_, err := conn.ExecContext(ctx, `INSERT INTO baseline_dirty (organization, from_day, to_day) SELECT DISTINCT organization, ?, ? FROM daily_usage_cost`, from, to)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if kb, wb := baselines(t, s); strings.Join(kb, "\n") == strings.Join(wb, "\n") {
+		t.Fatal("the stale baselines already agree: the test changes nothing")
+	}
+	s.Close()
+	if s, err = Open(ctx, path); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	kb, wb := baselines(t, s)
+	equalLines(t, "daily_baselines after the next writer opened the store", kb, wb)
 }

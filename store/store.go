@@ -38,7 +38,10 @@ type Store struct {
 
 	publishMu sync.Mutex
 	ledgerMu  sync.Mutex // windows that cut back older ledger entries load one at a time
-	loads     loadThreads
+	// baselineMu: the anomaly baselines are rewritten one at a time
+	// (settleBaselines).
+	baselineMu sync.Mutex
+	loads      loadThreads
 }
 
 // options are the seams tests use to open a database as an older Tally
@@ -110,6 +113,13 @@ func openWith(ctx context.Context, path string, o options) (*Store, error) {
 	if err := registerWindowRows(ctx, db); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	// Baselines a kill left to rewrite after their load committed.
+	if s.writable("") == nil {
+		if err := s.settleBaselines(ctx); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("open store %s: %w", path, err)
+		}
 	}
 	return s, nil
 }

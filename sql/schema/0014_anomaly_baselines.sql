@@ -15,3 +15,16 @@ CREATE TABLE daily_baselines (
     baseline      DECIMAL(38, 12), -- the median day of the 28 before; NULL when none of them had usage
     baseline_days BIGINT NOT NULL -- days with usage among the 28
 );
+
+-- baseline_dirty: the days a committed load rewrote in daily_usage_cost
+-- whose baselines are not rewritten yet. A load adds its days in its own
+-- transaction; right after it commits, the store rewrites the baselines of
+-- every day listed (one at a time, so loads side by side never rewrite the
+-- same baselines at once, and the last rewrite sees every load committed
+-- before it) and removes them. A kill in between leaves them listed, and
+-- the next writer to open the store rewrites them.
+CREATE TABLE baseline_dirty (
+    organization VARCHAR NOT NULL, -- the organization (organizations.name)
+    from_day     DATE NOT NULL, -- the first day rewritten
+    to_day       DATE NOT NULL -- the day after the last
+);
