@@ -2,8 +2,10 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tally-dev/tally"
 )
@@ -77,6 +79,11 @@ WHERE hash(d.day, p.project, m.meter, c.currency) % 7 <> 0`); err != nil {
 	}
 	// Two rows of one day and pair, as two payment methods give: the view sums them.
 	if _, err := s.db.ExecContext(ctx, `INSERT INTO daily_usage_cost (day, project, payment_method, family, meter_name, currency, cost) VALUES (DATE '2026-03-03', 'alpha', 'pm-2', 'media', 'encoding', 'USD', 12.25)`); err != nil {
+		t.Fatal(err)
+	}
+	// Days written by other means than a load: their baselines are kept
+	// as a load's would be.
+	if err := s.inTx(ctx, func(conn *sql.Conn) error { return refreshBaselines(ctx, conn, "", time.Time{}, farFuture) }); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.db.ExecContext(ctx, anomaliesBefore); err != nil {

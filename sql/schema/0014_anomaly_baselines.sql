@@ -11,7 +11,7 @@ CREATE TABLE daily_baselines (
     project       VARCHAR NOT NULL, -- the project name; '' for usage without one
     meter_name    VARCHAR NOT NULL, -- the meter
     currency      VARCHAR NOT NULL, -- ISO 4217 code of cost and baseline
-    cost          DECIMAL(38, 12) NOT NULL, -- what the meter cost that day, exact, summed over payment methods and families
+    cost          DECIMAL(38, 12), -- what the meter cost that day, exact, summed over payment methods and families; NULL as usage_day_cost's
     baseline      DECIMAL(38, 12), -- the median day of the 28 before; NULL when none of them had usage
     baseline_days BIGINT NOT NULL -- days with usage among the 28
 );
