@@ -186,16 +186,16 @@ func checkStore(ctx context.Context, st *store.Store, cfg *configs.Config, o Clo
 			return refused("--month %s is already closed for every organization: closed %s UTC by %s (basis %s, granularity %s); to close it again, reopen it first with tally close --reopen --month %s --reason TEXT",
 				m, group.At.Format("2006-01-02 15:04"), group.Who, basis, g, m)
 		}
-		org := ""
+		orgFlag := ""
 		if o.Org != "" {
-			org = " --org " + o.Org
+			orgFlag = " --org " + o.Org
 		}
 		if o.Org == "" && cfg.Grouped() && last.Organization != "" {
 			return refused("--month %s is already closed for organization %s: closed %s UTC by %s (basis %s, granularity %s); a group close closes every organization at once: reopen it first with tally close --reopen --month %s --org %s --reason TEXT, or close the others one by one with --org",
 				m, last.Organization, last.At.Format("2006-01-02 15:04"), last.Who, basis, g, m, last.Organization)
 		}
 		return refused("--month %s is already closed%s: closed %s UTC by %s (basis %s, granularity %s); to close it again, reopen it first with tally close --reopen --month %s%s --reason TEXT",
-			m, of(last.Organization), last.At.Format("2006-01-02 15:04"), last.Who, basis, g, m, org)
+			m, of(org.Name), last.At.Format("2006-01-02 15:04"), last.Who, basis, g, m, orgFlag)
 	}
 	end := o.Month.AddDate(0, 1, 0)
 	// A group closes every organization at once, or not at all, naming
