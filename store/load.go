@@ -143,9 +143,12 @@ VALUES (?, ?, ?, ?, ?::DATE, ?::DATE, ?, ?::UUID, ?, ?, ?, ?, ?)`,
 		return LoadResult{}, fmt.Errorf("%s: %w", label, err)
 	}
 	if costTo.After(costFrom) {
-		if err := s.settleBaselines(ctx); err != nil {
-			return LoadResult{}, fmt.Errorf("%s: loaded, but the anomaly baselines are not rewritten yet (the next load or writer does it): %w", label, err)
-		}
+		// The load is committed: it succeeded, whatever happens next. Its
+		// days stay listed in baseline_dirty until a rewrite succeeds, so
+		// one that is cut short or fails here is done by the next load or
+		// by the next writer to open the store. A cancel does not stop it:
+		// it is short, and the ledger already says the window is in.
+		_ = s.settleBaselines(context.WithoutCancel(ctx))
 	}
 	res.Duration = time.Since(began)
 	return res, nil
