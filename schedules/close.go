@@ -347,9 +347,6 @@ func writeFinal(ctx context.Context, env *Env, r *store.CloseRecord, statements 
 	stamp := &reports.CloseStamp{At: c.At, Who: c.Who, Reason: c.Reason, Rows: fp.Rows, ContentHash: fp.ContentHash, Seq: n + 1, FinalWorkbook: final}
 	opts := ReportOptions(cfg, env.Now)
 	opts.Close = stamp
-	if err := os.MkdirAll(filepath.Dir(final), 0o750); err != nil {
-		return "", err
-	}
 	if err := reports.WriteFile(ctx, env.Store.DB(), p, staged, opts); err != nil {
 		return "", err
 	}
