@@ -104,58 +104,15 @@ WHERE organization = $5 AND granularity = $1 AND basis = $2 AND day >= CAST($3 A
 	return nil
 }
 
-// fillDayTotals rewrites daily_usage_totals whole from the usage rows, a
-// month of one granularity and basis at a time, in month order: each
-// month's totals lie together, so a condition on month skips the other
-// row groups whatever order one statement's rows are written in
-// (writerSettings), and memory holds one month's sums, not the history's.
-func fillDayTotals(ctx context.Context, conn *sql.Conn) error {
-	if _, err := conn.ExecContext(ctx, `DELETE FROM daily_usage_totals`); err != nil {
-		return fmt.Errorf("fill daily_usage_totals: %w", err)
-	}
-	type part struct {
-		org   string
-		g     tally.Granularity
-		basis string
-		month time.Time
-	}
-	rows, err := conn.QueryContext(ctx, `SELECT DISTINCT organization, granularity, basis,
-       date_trunc('month', CASE WHEN basis = 'reported' THEN date_processed ELSE date END) AS month
-FROM usage
-WHERE CASE WHEN basis = 'reported' THEN date_processed ELSE date END IS NOT NULL
-ORDER BY month, organization, granularity, basis`)
-	if err != nil {
-		return fmt.Errorf("fill daily_usage_totals: %w", err)
-	}
-	var parts []part
-	for rows.Next() {
-		var p part
-		var g string
-		if err := rows.Scan(&p.org, &g, &p.basis, &p.month); err != nil {
-			rows.Close()
-			return fmt.Errorf("fill daily_usage_totals: %w", err)
-		}
-		p.g = tally.Granularity(g)
-		parts = append(parts, p)
-	}
-	if err := rows.Close(); err != nil {
-		return fmt.Errorf("fill daily_usage_totals: %w", err)
-	}
-	for _, p := range parts {
-		m := p.month.UTC()
-		if err := refreshDayTotals(ctx, conn, p.org, p.g, p.basis, m, m.AddDate(0, 1, 0)); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// RefreshDayTotals recomputes daily_usage_totals from every usage row, in
-// one transaction. Tally's loads keep it themselves; this is for usage
-// written by other means (the scale bench's copied history).
+// RefreshDayTotals recomputes daily_usage_totals from every usage row, a
+// month at a time (see RefillKept). Tally's loads keep it themselves; this
+// is for usage written by other means.
 func (s *Store) RefreshDayTotals(ctx context.Context) error {
 	if err := s.writable("refresh daily_usage_totals"); err != nil {
 		return err
 	}
-	return s.inTx(ctx, func(conn *sql.Conn) error { return fillDayTotals(ctx, conn) })
+	if err := s.inTx(ctx, func(conn *sql.Conn) error { return markRefill(ctx, conn, keptTotals) }); err != nil {
+		return err
+	}
+	return s.finishRefills(ctx)
 }

@@ -604,3 +604,104 @@ func TestBaselinesKeptAcrossLoadsSideBySide(t *testing.T) {
 	kb, wb := baselines(t, s)
 	equalLines(t, "daily_baselines after the next writer opened the store", kb, wb)
 }
+
+// TestKeptTablesFilledAMonthAtATime: the tables the load keeps, emptied
+// and listed to fill (as a migration leaves them), are filled a month at a
+// time; a kill between two months' transactions leaves them listed with
+// the month reached, and the next writer to open the store fills the rest,
+// to exactly the rows computed from usage.
+func TestKeptTablesFilledAMonthAtATime(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "tally.duckdb")
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		`INSERT INTO fetch_windows (organization, granularity, basis, scope, start, "end", rows, run_id, fetched_at)
+         VALUES ('org', 'hour', 'usage', 'all', DATE '2026-01-01', DATE '2026-04-01', 0, uuidv7(), now()::TIMESTAMP),
+                ('org', 'day', 'reported', 'all', DATE '2026-01-01', DATE '2026-04-01', 0, uuidv7(), now()::TIMESTAMP)`,
+		// Three months of hours, a project's cost doubling in March, and
+		// rows of basis reported charged in the month after.
+		`INSERT INTO usage (organization, granularity, basis, date, date_processed, meter_name, quantity, cost, currency, project, payment_method, run_id, fetched_at)
+         SELECT 'org', 'hour', 'usage', TIMESTAMP '2026-01-01' + to_hours(h * 7), TIMESTAMP '2026-01-01' + to_hours(h * 7 + 30),
+                CASE WHEN h % 3 = 0 THEN 'encoding' ELSE 'storage' END, h, CAST(h % 11 AS DECIMAL(38, 12)) * CASE WHEN h > 240 THEN 2 ELSE 1 END / 4,
+                'USD', CASE WHEN h % 2 = 0 THEN 'alpha' END, 'pm-1', uuidv7(), now()::TIMESTAMP
+         FROM range(300) r(h)`,
+		`INSERT INTO usage (organization, granularity, basis, date, date_processed, meter_name, quantity, cost, currency, project, payment_method, run_id, fetched_at)
+         SELECT 'org', 'day', 'reported', TIMESTAMP '2026-01-01' + to_days(d), TIMESTAMP '2026-01-01' + to_days(d + 45),
+                'encoding', d, CAST(d AS DECIMAL(38, 12)) / 3, 'USD', 'beta', 'pm-1', uuidv7(), now()::TIMESTAMP
+         FROM range(60) r(d)`,
+	} {
+		if _, err := s.db.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	check := func(s *Store, when string) {
+		t.Helper()
+		kept, want := dayTotals(t, s)
+		equalLines(t, "daily_usage_totals "+when, kept, want)
+		if n := count(t, s, `SELECT count(DISTINCT month) FROM daily_usage_totals`); n != 4 {
+			t.Fatalf("daily_usage_totals holds %d months %s; the fixture's period_at spans four", n, when)
+		}
+		kb, wb := baselines(t, s)
+		equalLines(t, "daily_baselines "+when, kb, wb)
+		dayCost, err := tallysql.Inline(`SELECT concat_ws('|', organization, day, project, payment_method, family, meter_name, currency, cost) FROM usage_day_cost ORDER BY ALL`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		equalLines(t, "daily_usage_cost "+when,
+			rowsText(t, s, `SELECT concat_ws('|', organization, day, project, payment_method, family, meter_name, currency, cost) FROM daily_usage_cost ORDER BY ALL`),
+			rowsText(t, s, dayCost))
+		if n := count(t, s, `SELECT count(*) FROM kept_refills`); n != 0 {
+			t.Fatalf("%d tables still listed to fill %s", n, when)
+		}
+	}
+	if err := s.RefillKept(ctx); err != nil {
+		t.Fatal(err)
+	}
+	check(s, "after RefillKept")
+	if n := count(t, s, `SELECT count(*) FROM daily_baselines WHERE baseline_days = 28`); n == 0 {
+		t.Fatal("no baseline reads 28 days: the fixture does not reach across months")
+	}
+
+	// A kill after the day cost's first month and the totals' first two:
+	// what those transactions committed, and nothing of the months after.
+	if err := s.inTx(ctx, func(conn *sql.Conn) error {
+		for _, k := range keptOrder {
+			if err := markRefill(ctx, conn, k); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for kept, n := range map[string]int{keptDayCost: 1, keptTotals: 2} {
+		months, err := keptMonths(ctx, s.db, kept)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range months[:n] {
+			if err := s.inTx(ctx, func(conn *sql.Conn) error {
+				if err := fillMonth(ctx, conn, kept, m); err != nil {
+					return err
+				}
+				_, err := conn.ExecContext(ctx, `UPDATE kept_refills SET done_before = CAST(? AS DATE) WHERE kept = ?`, m.month.AddDate(0, 1, 0), kept)
+				return err
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if n := count(t, s, `SELECT count(*) FROM kept_refills WHERE done_before IS NOT NULL`); n != 2 {
+		t.Fatalf("%d tables note the month reached, want 2", n)
+	}
+	s.Close()
+	s, err = Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	check(s, "after the reopen")
+}

@@ -114,8 +114,13 @@ func openWith(ctx context.Context, path string, o options) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
-	// Baselines a kill left to rewrite after their load committed.
+	// Baselines a kill left to rewrite after their load committed, after
+	// the tables a migration (or a kill during its fill) left to fill.
 	if s.writable("") == nil {
+		if err := s.finishRefills(ctx); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("open store %s: %w", path, err)
+		}
 		if err := s.settleBaselines(ctx); err != nil {
 			db.Close()
 			return nil, fmt.Errorf("open store %s: %w", path, err)
@@ -416,6 +421,11 @@ func (s *Store) migrate(ctx context.Context, fsys fs.FS) error {
 	if _, err := s.db.ExecContext(ctx, createMigrationsTable); err != nil {
 		return fmt.Errorf("create schema_migrations: %w", err)
 	}
+	for _, q := range append([]string{createRefillsTable}, refillsComments...) {
+		if _, err := s.db.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("create kept_refills: %w", err)
+		}
+	}
 	applied := map[int]bool{}
 	maxApplied := 0
 	rows, err := s.db.QueryContext(ctx, `SELECT version FROM schema_migrations`)
@@ -447,8 +457,7 @@ func (s *Store) migrate(ctx context.Context, fsys fs.FS) error {
 			pending = append(pending, m)
 		}
 	}
-	fillDayCost := false
-	for i, m := range pending {
+	for _, m := range pending {
 		if err := s.inTx(ctx, func(conn *sql.Conn) error {
 			text := m.text
 			if m.version == organizationsVersion {
@@ -460,27 +469,22 @@ func (s *Store) migrate(ctx context.Context, fsys fs.FS) error {
 			if _, err := conn.ExecContext(ctx, text); err != nil {
 				return err
 			}
-			fillDayCost = fillDayCost || m.version == dailyCostVersion || m.version == organizationsVersion
-			if fillDayCost && i == len(pending)-1 && m.version >= organizationsVersion {
-				// Filled from the usage already loaded, in the last
-				// migration's transaction: the fill reads the views as
-				// this tally defines them, which need the schema of
-				// migration 0010 at least (before it, an older tally
-				// filled it with its own views), and a kill before it
-				// commits leaves that migration to apply again, fill
-				// included.
-				if err := refreshAllDayCost(ctx, conn, time.Time{}, farFuture); err != nil {
-					return err
-				}
+			// The tables the load keeps that this migration makes or
+			// reshapes are filled from the usage already loaded once every
+			// migration is applied, a month at a time (finishRefills):
+			// listed here, in its transaction, so that a kill before the
+			// fill ends leaves them listed.
+			var kept []string
+			switch m.version {
+			case dailyCostVersion, organizationsVersion:
+				kept = []string{keptDayCost}
+			case dayTotalsDetailVersion:
+				kept = []string{keptTotals}
+			case anomalyBaselinesVersion:
+				kept = []string{keptBaselines}
 			}
-			if m.version == dayTotalsDetailVersion {
-				if err := fillDayTotals(ctx, conn); err != nil {
-					return err
-				}
-			}
-			if m.version == anomalyBaselinesVersion || (fillDayCost && i == len(pending)-1 && m.version > anomalyBaselinesVersion) {
-				// After the day cost above, which it reads.
-				if err := refreshBaselines(ctx, conn, "", time.Time{}, farFuture); err != nil {
+			for _, k := range kept {
+				if err := markRefill(ctx, conn, k); err != nil {
 					return err
 				}
 			}
