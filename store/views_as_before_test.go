@@ -386,6 +386,14 @@ func TestFocusAsBefore(t *testing.T) {
 	ctx := context.Background()
 	s, _ := exportFixture(t)
 	for _, q := range []string{
+		// Copies of rows with the entitlement types spelled every way the
+		// views take (the spellings the interface sends are read without
+		// trim, lower or a regular expression; the others through them).
+		`INSERT INTO usage SELECT u.* REPLACE (t.et AS entitlement_type, e.ent AS entitlement)
+FROM (SELECT * FROM usage ORDER BY date, meter_name, project LIMIT 3) u,
+     (VALUES ('license'), ('License'), (' license '), ('cash'), ('CASH'), ('quantity'), ('preCommitment'), ('pre-commitment'),
+             ('Pre Commitment'), ('precommitment'), ('promotional'), (''), ('  '), (NULL)) t(et),
+     (VALUES (NULL), (''), (' '), ('ent-1')) e(ent)`,
 		`INSERT INTO month_closes (id, month, basis, granularity, action, acted_at, who)
 SELECT uuid(), CAST(date_trunc('month', min(date)) AS DATE), 'usage', 'day', 'close', TIMESTAMP '2026-09-01', 'test' FROM usage`,
 		`UPDATE rate_card_price_snapshots SET currency = 'XTS'
@@ -396,6 +404,19 @@ WHERE payment_method_id = (SELECT min(payment_method_id) FROM rate_card_price_sn
 			t.Fatal(err)
 		}
 	}
+	// usage_rows' paid_as as it was before the spellings the interface
+	// sends were taken first.
+	paidAsBefore := rowsText(t, s, `SELECT coalesce(entitlement_type, '<null>'), coalesce(entitlement, '<null>'), CASE
+           WHEN nullif(trim(entitlement_type), '') IS NULL THEN
+               CASE WHEN nullif(trim(entitlement), '') IS NULL THEN 'direct' ELSE 'other' END
+           WHEN lower(entitlement_type) = 'license' THEN 'license'
+           WHEN lower(entitlement_type) IN ('cash', 'quantity', 'precommitment') THEN 'balance'
+           ELSE CASE regexp_replace(lower(entitlement_type), '[^a-z]', '', 'g')
+                    WHEN 'license' THEN 'license' WHEN 'cash' THEN 'balance' WHEN 'quantity' THEN 'balance' WHEN 'precommitment' THEN 'balance'
+                    ELSE 'other'
+                END
+       END FROM usage ORDER BY ALL`)
+	equalLines(t, "usage_rows.paid_as", rowsText(t, s, `SELECT coalesce(entitlement_type, '<null>'), coalesce(entitlement, '<null>'), paid_as FROM usage_rows ORDER BY ALL`), paidAsBefore)
 	want, got := viewLines(t, s, "focus_before"), viewLines(t, s, "focus")
 	if n := rowsText(t, s, `SELECT count(*) FROM usage`); len(want) == 0 || n[0] == "0" || n[0] == fmt.Sprint(len(want)) {
 		t.Fatalf("focus has %d rows of %s usage rows: the closed month should leave some out", len(want), n[0])

@@ -89,16 +89,12 @@ priced AS (
     FROM rate_card_matches
     WHERE price IS NOT NULL
 ),
+-- What follows from a payment method, a project or its location alone is
+-- worked out here, once per snapshot, rather than on each usage row.
 pm AS (
-    SELECT organization, CAST(month AS TIMESTAMP) AS charge_month, id, display_name, type
+    SELECT organization, CAST(month AS TIMESTAMP) AS charge_month, id, display_name, type,
+           nullif(type, '') IS NOT NULL AND lower(type) <> 'direct' AS marketplace
     FROM payment_methods_by_month
-),
-project AS (
-    SELECT s.organization, CAST(f.month AS TIMESTAMP) AS charge_month, s.name, s.display_name, s.location_name
-    FROM snapshots_in_force f
-    JOIN project_snapshots s ON s.organization = f.organization AND s.name = f.key AND s.snapshot_at = f.snapshot_at
-    WHERE f.kind = 'project'
-    QUALIFY row_number() OVER (PARTITION BY f.month, s.organization, s.name ORDER BY CAST(s.raw AS VARCHAR)) = 1
 ),
 location AS (
     -- a location's latest name for display; its id (the name) is what the
@@ -106,6 +102,17 @@ location AS (
     SELECT organization, name, display_name
     FROM location_snapshots
     QUALIFY row_number() OVER (PARTITION BY organization, name ORDER BY snapshot_at DESC, CAST(raw AS VARCHAR)) = 1
+),
+project AS (
+    SELECT p.*, location.display_name AS location_display_name
+    FROM (
+        SELECT s.organization, CAST(f.month AS TIMESTAMP) AS charge_month, s.name, s.display_name, nullif(s.location_name, '') AS location_name
+        FROM snapshots_in_force f
+        JOIN project_snapshots s ON s.organization = f.organization AND s.name = f.key AND s.snapshot_at = f.snapshot_at
+        WHERE f.kind = 'project'
+        QUALIFY row_number() OVER (PARTITION BY f.month, s.organization, s.name ORDER BY CAST(s.raw AS VARCHAR)) = 1
+    ) p
+    LEFT JOIN location ON location.organization = p.organization AND location.name = p.location_name
 ),
 r AS (
     SELECT u.*,
@@ -119,10 +126,16 @@ r AS (
            pm.display_name AS pm_display_name,
            pm.type AS pm_type,
            project.display_name AS project_display_name,
-           nullif(project.location_name, '') AS location_name,
-           location.display_name AS location_display_name,
-           regexp_replace(lower(coalesce(u.entitlement_type, '')), '[^a-z]', '', 'g') AS ent_kind,
-           nullif(pm.type, '') IS NOT NULL AND lower(pm.type) <> 'direct' AS marketplace
+           project.location_name,
+           project.location_display_name,
+           -- the entitlement type as usage_rows compares it; spelled as
+           -- the interface sends it, without the regular expression
+           CASE WHEN u.entitlement_type IS NULL THEN ''
+                WHEN u.entitlement_type IN ('license', 'cash', 'quantity') THEN u.entitlement_type
+                WHEN u.entitlement_type IN ('preCommitment', 'pre-commitment') THEN 'precommitment'
+                ELSE regexp_replace(lower(u.entitlement_type), '[^a-z]', '', 'g')
+           END AS ent_kind,
+           coalesce(pm.marketplace, false) AS marketplace
     FROM u
     -- The price applies only when its currency is the row's (or unknown).
     -- priced has one row per month, payment method, meter and sku, so that
@@ -134,7 +147,6 @@ r AS (
           AND pr.meter_name = u.meter_name AND pr.sku_key = u.sku_key
     LEFT JOIN pm ON pm.organization = u.organization AND pm.charge_month = u.charge_month AND pm.id = u.payment_method
     LEFT JOIN project ON project.organization = u.organization AND project.charge_month = u.charge_month AND project.name = u.project
-    LEFT JOIN location ON location.organization = project.organization AND location.name = project.location_name
 ),
 c AS (
     SELECT r.*,

@@ -22,6 +22,11 @@ CREATE OR REPLACE VIEW usage_rows AS
 SELECT *,
        CASE WHEN basis = 'reported' THEN date_processed ELSE date END AS period_at,
        CASE
+           -- the types as the interface spells them first: trim and lower
+           -- cost more than the rest of the row (a trim of 24M rows, 1.5 s)
+           WHEN entitlement_type = 'license' THEN 'license'
+           WHEN entitlement_type IN ('cash', 'quantity', 'preCommitment', 'pre-commitment') THEN 'balance'
+           WHEN entitlement_type IS NULL AND entitlement IS NULL THEN 'direct'
            WHEN nullif(trim(entitlement_type), '') IS NULL THEN
                CASE WHEN nullif(trim(entitlement), '') IS NULL THEN 'direct' ELSE 'other' END
            -- the type as most rows send it, without the regular expression
