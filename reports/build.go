@@ -129,8 +129,11 @@ type builder struct {
 	// daysFrom and daysTo bound the days the budget and anomaly figures
 	// read (dayRange); zero until first needed.
 	daysFrom, daysTo time.Time
-	f                *excelize.File
-	st               *styles
+	// dayCostKept: the source keeps daily_usage_cost, which those
+	// figures then read for their days (store.DayCostKept).
+	dayCostKept bool
+	f           *excelize.File
+	st          *styles
 
 	// Gathered on the way for the Summary, which is filled last.
 	rateFlags    []flagRow // rate card rows that need a look, for Flags

@@ -59,7 +59,17 @@ func (b *builder) queryText(name string) (string, error) {
 		if err := b.dayRange(); err != nil {
 			return "", fmt.Errorf("query %s: %w", name, err)
 		}
-		where = store.DaysWhere
+		if b.dayCostKept {
+			// The days' rows as the store keeps them: a table of one row
+			// a day and meter, rather than the usage rows of those days.
+			days := store.DayCostDays
+			if b.p.Organization != "" {
+				days += " AND organization = $org"
+			}
+			defs = map[string]string{"usage_day_cost": days}
+		} else {
+			where = store.DaysWhere
+		}
 	}
 	if b.p.Organization != "" {
 		where = orgWhere(where)
@@ -156,6 +166,9 @@ func (b *builder) dayRange() error {
 	}
 	lo, hi, err := store.DayRange(b.ctx, b.src, b.p.Month, b.p.end())
 	if err != nil {
+		return err
+	}
+	if b.dayCostKept, err = store.DayCostKept(b.ctx, b.src); err != nil {
 		return err
 	}
 	b.daysFrom, b.daysTo = lo, hi

@@ -118,14 +118,27 @@ const anomaliesScored = `scored AS (
                  RANGE BETWEEN INTERVAL 28 DAYS PRECEDING AND INTERVAL 1 DAY PRECEDING)
 ),`
 
+// anomaliesDaily is the daily step of sql/views/anomalies.sql, whose rows
+// daily_baselines also holds (its cost column, for every day).
+const anomaliesDaily = `daily AS (
+    SELECT organization, day, coalesce(project, '') AS project, meter_name, currency, sum(cost) AS cost
+    FROM usage_day_cost
+    GROUP BY ALL
+),`
+
 // anomaliesView is the database's anomalies: the file's definition with
-// its baselines read from the kept table, so a query costs the candidate
-// days, not a sliding median over every day kept. The workbook and the
+// its days and baselines read from the kept table, so a query costs the
+// candidate days, not a sliding median over every day kept nor a sum of
+// every day's cost (for the few candidates' spread). The workbook and the
 // alert checks inline the file's definition over the days they read.
 func anomaliesView(file string) (string, error) {
-	if !strings.Contains(file, anomaliesScored) {
-		return "", fmt.Errorf("create view anomalies: sql/views/anomalies.sql no longer has the scored step daily_baselines keeps; update store/baselines.go with it")
+	if !strings.Contains(file, anomaliesScored) || !strings.Contains(file, anomaliesDaily) {
+		return "", fmt.Errorf("create view anomalies: sql/views/anomalies.sql no longer has the daily and scored steps daily_baselines keeps; update store/baselines.go with them")
 	}
+	file = strings.Replace(file, anomaliesDaily, `daily AS (
+    SELECT organization, day, project, meter_name, currency, cost
+    FROM daily_baselines
+),`, 1)
 	return strings.Replace(file, anomaliesScored, `scored AS (
     SELECT organization, day, project, meter_name, currency, cost, baseline, baseline_days
     FROM daily_baselines

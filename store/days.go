@@ -61,7 +61,11 @@ var DaysWhere = map[string]string{"usage": "date >= CAST($days_from AS TIMESTAMP
 // weeks the ledger covers, not the history.
 func DayRange(ctx context.Context, q Querier, from, to time.Time) (lo, hi time.Time, err error) {
 	from, to = from.UTC(), to.UTC()
-	latest, err := latestUsageDay(ctx, q)
+	kept, err := DayCostKept(ctx, q)
+	if err != nil {
+		return time.Time{}, time.Time{}, fmt.Errorf("find the latest day of usage: %w", err)
+	}
+	latest, err := latestUsageDay(ctx, q, kept)
 	if err != nil {
 		return time.Time{}, time.Time{}, fmt.Errorf("find the latest day of usage: %w", err)
 	}
@@ -77,7 +81,7 @@ func DayRange(ctx context.Context, q Querier, from, to time.Time) (lo, hi time.T
 // no rows. The ledger's last covered day bounds it from above, so the
 // days before that one are read first; only when they hold no usage is
 // the whole table read.
-func latestUsageDay(ctx context.Context, q Querier) (time.Time, error) {
+func latestUsageDay(ctx context.Context, q Querier, kept bool) (time.Time, error) {
 	covered, err := tallysql.Inline(`SELECT max(day) FROM usage_coverage WHERE basis = 'usage' AND granularity IN ('hour', 'day')`)
 	if err != nil {
 		return time.Time{}, err
@@ -86,7 +90,7 @@ func latestUsageDay(ctx context.Context, q Querier) (time.Time, error) {
 	if err := scanOne(ctx, q, covered, nil, &last); err != nil || !last.Valid {
 		return time.Time{}, err
 	}
-	latest, err := tallysql.InlineWhere(`SELECT max(day) FROM usage_day_cost`, DaysWhere)
+	latest, err := inlineDays(`SELECT max(day) FROM usage_day_cost`, kept)
 	if err != nil {
 		return time.Time{}, err
 	}
@@ -102,6 +106,50 @@ func latestUsageDay(ctx context.Context, q Querier) (time.Time, error) {
 	return time.Time{}, nil
 }
 
+// DayCostDays is usage_day_cost for tallysql.InlineDefined where the
+// store keeps it (DayCostKept): daily_usage_cost's rows of the days
+// [$days_from, $days_to). They are the rows the view's file definition
+// gives for those days from usage under DaysWhere (the load replaces a
+// window's days in its own transaction), read from a table of one row a
+// day and meter rather than from every usage row: a month's budget and
+// anomaly figures then read tens of thousands of rows, not millions.
+const DayCostDays = `SELECT organization, day, project, payment_method, family, meter_name, currency, cost
+FROM daily_usage_cost
+WHERE day >= CAST($days_from AS DATE) AND day < CAST($days_to AS DATE)`
+
+// DayCostKept reports whether q's database keeps daily_usage_cost whole:
+// its table has the organization (migration 0010 on), and a Tally that
+// lists the tables it fills (kept_refills) opened it last and left none
+// to fill. On an analysts' copy an older Tally published, or a database
+// whose usage was written by other means, usage_day_cost is read from
+// usage, as before.
+func DayCostKept(ctx context.Context, q Querier) (bool, error) {
+	var n int
+	if err := scanOne(ctx, q, `SELECT count(*) FROM duckdb_columns()
+WHERE database_name = current_database() AND schema_name = 'main' AND table_name = 'daily_usage_cost' AND column_name = 'organization'`, nil, &n); err != nil || n == 0 {
+		return false, err
+	}
+	var listed int
+	if err := scanOne(ctx, q, `SELECT count(*) FROM duckdb_tables()
+WHERE database_name = current_database() AND schema_name = 'main' AND table_name = 'kept_refills'`, nil, &listed); err != nil || listed == 0 {
+		return false, err
+	}
+	if err := scanOne(ctx, q, `SELECT count(*) FROM kept_refills WHERE kept = 'daily_usage_cost'`, nil, &listed); err != nil {
+		return false, err
+	}
+	return listed == 0, nil
+}
+
+// inlineDays inlines query's views with usage_day_cost read for the days
+// [$days_from, $days_to): from daily_usage_cost where the store keeps it,
+// else from usage under DaysWhere.
+func inlineDays(query string, kept bool) (string, error) {
+	if kept {
+		return tallysql.InlineDefined(query, nil, map[string]string{"usage_day_cost": DayCostDays})
+	}
+	return tallysql.InlineWhere(query, DaysWhere)
+}
+
 // farFuture stands for "no end" in DayRange.
 var farFuture = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
 
@@ -112,7 +160,11 @@ func queryDays(ctx context.Context, db *sql.DB, query string, from, to time.Time
 	if err != nil {
 		return nil, err
 	}
-	q, err := tallysql.InlineWhere(query, DaysWhere)
+	kept, err := DayCostKept(ctx, db)
+	if err != nil {
+		return nil, err
+	}
+	q, err := inlineDays(query, kept)
 	if err != nil {
 		return nil, err
 	}

@@ -103,20 +103,35 @@ func TestDayRangeGivesWhatTheWholeHistoryGives(t *testing.T) {
 FROM forecasts WHERE month = CAST($m AS DATE) ORDER BY ALL`
 	const fd = `SELECT * FROM forecast_days WHERE month = CAST($m AS DATE) ORDER BY ALL`
 	const an = `SELECT * FROM anomalies WHERE day >= CAST($m AS DATE) AND day < CAST($m AS DATE) + INTERVAL 1 MONTH ORDER BY ALL`
-	for _, m := range []string{"2026-06-01", "2026-07-01", "2026-08-01", "2026-09-01", "2026-10-01"} {
-		from := date(t, m)
-		to := from.AddDate(0, 1, 0)
-		for _, q := range []string{fc, fd, an} {
-			want := all(q, sql.Named("m", from))
-			got := days(q, from, to, sql.Named("m", from))
-			equalLines(t, m+": "+q, got, want)
-			if m == "2026-08-01" && q == an && len(want) == 0 {
-				t.Fatal("the fixture's spike on 2026-08-20 is no anomaly: the test compares nothing")
-			}
-			if m == "2026-09-01" && q == fc && len(want) == 0 {
-				t.Fatal("no forecast for the current month: the test compares nothing")
+	// Read from the days daily_usage_cost keeps, and from the usage rows
+	// of those days, as on a copy whose table is listed to fill.
+	for _, kept := range []bool{true, false} {
+		if !kept {
+			if _, err := s.db.ExecContext(ctx, `INSERT INTO kept_refills VALUES ('daily_usage_cost', NULL)`); err != nil {
+				t.Fatal(err)
 			}
 		}
+		if got, err := DayCostKept(ctx, s.db); err != nil || got != kept {
+			t.Fatalf("DayCostKept = %v, %v; want %v", got, err, kept)
+		}
+		for _, m := range []string{"2026-06-01", "2026-07-01", "2026-08-01", "2026-09-01", "2026-10-01"} {
+			from := date(t, m)
+			to := from.AddDate(0, 1, 0)
+			for _, q := range []string{fc, fd, an} {
+				want := all(q, sql.Named("m", from))
+				got := days(q, from, to, sql.Named("m", from))
+				equalLines(t, fmt.Sprintf("%s (kept %v): %s", m, kept, q), got, want)
+				if m == "2026-08-01" && q == an && len(want) == 0 {
+					t.Fatal("the fixture's spike on 2026-08-20 is no anomaly: the test compares nothing")
+				}
+				if m == "2026-09-01" && q == fc && len(want) == 0 {
+					t.Fatal("no forecast for the current month: the test compares nothing")
+				}
+			}
+		}
+	}
+	if _, err := s.db.ExecContext(ctx, `DELETE FROM kept_refills`); err != nil {
+		t.Fatal(err)
 	}
 	// The alert checks' own reads.
 	fs, err := s.CurrentForecasts(ctx)
