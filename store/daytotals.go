@@ -93,16 +93,31 @@ SELECT `+dayTotalsColumns+` FROM usage_day_totals ORDER BY day`, dayTotalsWhere(
 	if err != nil {
 		return err
 	}
-	if _, err := conn.ExecContext(ctx, `DELETE FROM daily_usage_totals
-WHERE organization = $5 AND granularity = $1 AND basis = $2 AND day >= CAST($3 AS DATE) AND day < CAST($4 AS DATE)`, string(g), basis, from, to, org); err != nil {
-		return fmt.Errorf("refresh daily_usage_totals: %w", err)
+	// Hours a week at a time, in day order: a statement holds the sums of
+	// its days until it writes them, and a month of 4,000,000 hourly rows
+	// summed at once (240,000 totals) needed more than the writer's
+	// 160 MB. Coarser rows are a 24th as many a day or fewer.
+	step := to.Sub(from)
+	if g == tally.Hour {
+		step = totalsHoursStep
 	}
-	if _, err := conn.ExecContext(ctx, q, sql.Named("org", org), sql.Named("granularity", string(g)), sql.Named("basis", basis),
-		sql.Named("days_from", from), sql.Named("days_to", to)); err != nil {
-		return fmt.Errorf("refresh daily_usage_totals: %w", err)
+	for lo := from; lo.Before(to); lo = lo.Add(step) {
+		hi := minTime(lo.Add(step), to)
+		if _, err := conn.ExecContext(ctx, `DELETE FROM daily_usage_totals
+WHERE organization = $5 AND granularity = $1 AND basis = $2 AND day >= CAST($3 AS DATE) AND day < CAST($4 AS DATE)`, string(g), basis, lo, hi, org); err != nil {
+			return fmt.Errorf("refresh daily_usage_totals: %w", err)
+		}
+		if _, err := conn.ExecContext(ctx, q, sql.Named("org", org), sql.Named("granularity", string(g)), sql.Named("basis", basis),
+			sql.Named("days_from", lo), sql.Named("days_to", hi)); err != nil {
+			return fmt.Errorf("refresh daily_usage_totals: %w", err)
+		}
 	}
 	return nil
 }
+
+// totalsHoursStep is how many days of hourly usage one statement sums
+// into daily_usage_totals.
+const totalsHoursStep = 8 * 24 * time.Hour
 
 // RefreshDayTotals recomputes daily_usage_totals from every usage row, a
 // month at a time (see RefillKept). Tally's loads keep it themselves; this

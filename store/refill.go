@@ -110,6 +110,14 @@ func (s *Store) refill(ctx context.Context, kept string, before *time.Time) erro
 	if err != nil {
 		return err
 	}
+	// A month's fill is the refresh a load of that month's window runs, so
+	// it runs as loads do, on one thread (loadThreads): on two, each kept
+	// its own hash table of the month's sums, and a month of 4,000,000
+	// hourly rows ran out of the writer's 160 MB.
+	if err := s.loads.begin(ctx, s.db); err != nil {
+		return err
+	}
+	defer s.loads.end(s.db)
 	for _, m := range months {
 		if before != nil && m.month.Before(*before) {
 			continue
