@@ -19,6 +19,16 @@ import (
 const lockHelperEnv = "TALLY_STORE_TEST_LOCK_HOLDER"
 
 func TestMain(m *testing.M) {
+	if db := os.Getenv(openHelperEnv); db != "" {
+		s, err := Open(context.Background(), db)
+		if err != nil {
+			fmt.Println("error:", err)
+			os.Exit(1)
+		}
+		s.Close()
+		fmt.Println("opened")
+		os.Exit(0)
+	}
 	if db := os.Getenv(lockHelperEnv); db != "" {
 		l, err := AcquireLock(context.Background(), db, "fetch", 0)
 		if err != nil {
