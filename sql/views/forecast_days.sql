@@ -48,7 +48,8 @@ SELECT d.month, -- first day of the month
        CASE WHEN d.day <= d.as_of THEN 'actual' ELSE 'forecast' END AS kind, -- actual: what it cost; forecast: expected
        CASE WHEN d.day <= d.as_of THEN coalesce(c.cost, 0)
             ELSE greatest(coalesce(p.rate, 0), coalesce(c.cost, 0)) END AS cost, -- the day's cost, or its forecast (never below what it cost so far)
-       d.as_of -- the last complete day of the data
+       d.as_of, -- the last complete day of the data
+       c.cost AS recorded_cost -- what the day cost as loaded so far, the latest partial day too; NULL for a day without usage
 FROM days d
 LEFT JOIN sdc c
        ON c.scope_kind = d.scope_kind AND c.scope = d.scope AND c.currency = d.currency AND c.day = d.day
