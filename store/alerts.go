@@ -214,10 +214,21 @@ func (s *Store) MarkAlert(ctx context.Context, key string, sendErr error) error 
 	return nil
 }
 
+// scopeColumns are the usage_day_cost columns scope_daily_cost's scopes
+// are, but for cost centres (a join).
+var scopeColumns = map[string]string{"all": "''", "project": "coalesce(project, '')", "payment_method": "coalesce(payment_method, '')",
+	"family": "coalesce(family, '')", "organization": "organization"}
+
 // ScopeCurrencies lists the currencies a budget scope has usage in, per
-// scope_daily_cost.
+// scope_daily_cost. It reads the days' cost of that scope only: the view
+// sums every scope of every day kept (585 MB at 100 million rows).
 func (s *Store) ScopeCurrencies(ctx context.Context, kind, scope string) ([]string, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT DISTINCT currency FROM scope_daily_cost WHERE scope_kind = ? AND scope = ? ORDER BY currency`, kind, scope)
+	q := `SELECT DISTINCT currency FROM scope_daily_cost WHERE scope_kind = ? AND scope = ? ORDER BY currency`
+	args := []any{kind, scope}
+	if col, ok := scopeColumns[kind]; ok {
+		q, args = `SELECT DISTINCT currency FROM usage_day_cost WHERE `+col+` = ? ORDER BY currency`, []any{scope}
+	}
+	rows, err := s.db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("read scope currencies: %w", err)
 	}
