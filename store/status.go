@@ -177,25 +177,52 @@ func (s *Store) Status(ctx context.Context) (*Status, error) {
 		})
 	}
 	if err == nil {
-		err = s.eachRow(ctx, "freshness", func(rows *sql.Rows) error {
-			var f [3]sql.NullTime
-			if err := rows.Scan(&f[0], &f[1], &f[2]); err != nil {
-				return err
-			}
-			ptrs := []**time.Time{&st.Freshness.LastFetchedAt, &st.Freshness.LatestUsageDate, &st.Freshness.LatestDateProcessed}
-			for i, t := range f {
-				if t.Valid {
-					u := t.Time.UTC()
-					*ptrs[i] = &u
-				}
-			}
-			return nil
-		})
+		st.Freshness, err = s.freshness(ctx)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read status of %s: %w", s.path, err)
 	}
 	return st, nil
+}
+
+// freshness gives what the named query freshness gives: the last fetch,
+// and the latest date and date_processed in usage. Those two read the
+// rows from a little before the ledger's last covered day first, which
+// the usage table's zone maps take to the scan; only when none is there
+// is every row read. The query itself reads every row: 2.7 s and 500 MB
+// at 100 million rows, for two dates.
+func (s *Store) freshness(ctx context.Context) (Freshness, error) {
+	var f Freshness
+	var fetched, end sql.NullTime
+	if err := scanOne(ctx, s.db, `SELECT max(fetched_at), max("end") FROM fetch_windows`, nil, &fetched, &end); err != nil {
+		return f, fmt.Errorf("query freshness: %w", err)
+	}
+	set := func(p **time.Time, t sql.NullTime) {
+		if t.Valid {
+			u := t.Time.UTC()
+			*p = &u
+		}
+	}
+	set(&f.LastFetchedAt, fetched)
+	for _, c := range []struct {
+		col string
+		p   **time.Time
+	}{{"date", &f.LatestUsageDate}, {"date_processed", &f.LatestDateProcessed}} {
+		var latest sql.NullTime
+		if end.Valid {
+			if err := scanOne(ctx, s.db, `SELECT max(`+c.col+`) FROM usage WHERE `+c.col+` >= CAST(? AS TIMESTAMP)`,
+				[]any{end.Time.UTC().AddDate(0, 0, -62)}, &latest); err != nil {
+				return f, fmt.Errorf("query freshness: %w", err)
+			}
+		}
+		if !latest.Valid {
+			if err := scanOne(ctx, s.db, `SELECT max(`+c.col+`) FROM usage`, nil, &latest); err != nil {
+				return f, fmt.Errorf("query freshness: %w", err)
+			}
+		}
+		set(c.p, latest)
+	}
+	return f, nil
 }
 
 func (s *Store) eachRow(ctx context.Context, name string, fn func(*sql.Rows) error) error {

@@ -72,4 +72,14 @@ func TestStatus(t *testing.T) {
 		f.LatestDateProcessed == nil || !f.LatestDateProcessed.Equal(charged) {
 		t.Fatalf("freshness %+v", f)
 	}
+	// The latest dates are looked for near the ledger's last covered day
+	// first; a ledger that reaches months past every row finds them too.
+	load(t, s, tally.UsageQuery{Window: window(t, tally.Day, "2026-09-01", "2026-09-02")})
+	if st, err = s.Status(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if f := st.Freshness; f.LatestUsageDate == nil || !f.LatestUsageDate.Equal(date(t, "2026-02-01")) ||
+		f.LatestDateProcessed == nil || !f.LatestDateProcessed.Equal(charged) {
+		t.Fatalf("freshness with the ledger past the rows %+v", f)
+	}
 }
