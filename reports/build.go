@@ -132,8 +132,11 @@ type builder struct {
 	// dayCostKept: the source keeps daily_usage_cost, which those
 	// figures then read for their days (store.DayCostKept).
 	dayCostKept bool
-	f           *excelize.File
-	st          *styles
+	// baselinesKept: and daily_baselines, which the anomalies then read
+	// (store.BaselinesKept).
+	baselinesKept bool
+	f             *excelize.File
+	st            *styles
 
 	// Gathered on the way for the Summary, which is filled last.
 	rateFlags    []flagRow // rate card rows that need a look, for Flags

@@ -52,7 +52,9 @@ SELECT organization, day, project, payment_method, family, meter_name, currency,
 			}
 			for _, q := range []string{`CREATE TABLE kept_refills (kept VARCHAR PRIMARY KEY, done_before DATE)`,
 				`INSERT INTO fetch_windows (organization, granularity, basis, scope, start, "end", rows, run_id, fetched_at)
-VALUES ('default', 'hour', 'usage', 'all', DATE '2026-09-01', DATE '2026-11-03', 0, uuidv7(), TIMESTAMP '2026-11-20')`, dayCost} {
+VALUES ('default', 'hour', 'usage', 'all', DATE '2026-09-01', DATE '2026-11-03', 0, uuidv7(), TIMESTAMP '2026-11-20')`, dayCost,
+				// rows to read (a pruning test: their baselines do not matter)
+				`INSERT INTO daily_baselines SELECT organization, day, coalesce(project, ''), meter_name, currency, sum(cost), NULL, 0 FROM daily_usage_cost GROUP BY ALL`} {
 				if _, err := db.Exec(q); err != nil {
 					t.Fatal(err)
 				}
@@ -83,7 +85,7 @@ VALUES ('default', 'hour', 'usage', 'all', DATE '2026-09-01', DATE '2026-11-03',
 					if op["operator_name"] != "SEQ_SCAN " && op["operator_name"] != "SEQ_SCAN" {
 						return
 					}
-					if info["Table"] == "tally.main.daily_usage_cost" {
+					if info["Table"] == "tally.main.daily_usage_cost" || info["Table"] == "tally.main.daily_baselines" {
 						dayScans++
 					}
 					if info["Table"] != "tally.main.usage" {
@@ -99,7 +101,7 @@ VALUES ('default', 'hour', 'usage', 'all', DATE '2026-09-01', DATE '2026-11-03',
 					// The days' cost as the store keeps it, one row a day
 					// and meter: no usage row at all.
 					if scans > 0 || dayScans == 0 {
-						t.Errorf("%s, basis %s: %d scans of usage and %d of daily_usage_cost, want none and some", name, basis, scans, dayScans)
+						t.Errorf("%s, basis %s: %d scans of usage and %d of the kept days, want none and some", name, basis, scans, dayScans)
 					}
 				case name == "close_fingerprint" || name == "close_figures" || name == "adjustments":
 				default:

@@ -59,15 +59,17 @@ func (b *builder) queryText(name string) (string, error) {
 		if err := b.dayRange(); err != nil {
 			return "", fmt.Errorf("query %s: %w", name, err)
 		}
-		if b.dayCostKept {
+		switch {
+		case name == "anomalies" && b.baselinesKept:
+			// The days' cost and their baselines as the store keeps them.
+			if defs, err = store.AnomaliesDefs(b.p.Organization != ""); err != nil {
+				return "", fmt.Errorf("query %s: %w", name, err)
+			}
+		case b.dayCostKept:
 			// The days' rows as the store keeps them: a table of one row
 			// a day and meter, rather than the usage rows of those days.
-			days := store.DayCostDays
-			if b.p.Organization != "" {
-				days += " AND organization = $org"
-			}
-			defs = map[string]string{"usage_day_cost": days}
-		} else {
+			defs = map[string]string{"usage_day_cost": store.DayCostDefs(b.p.Organization != "")}
+		default:
 			where = store.DaysWhere
 		}
 	}
@@ -169,6 +171,9 @@ func (b *builder) dayRange() error {
 		return err
 	}
 	if b.dayCostKept, err = store.DayCostKept(b.ctx, b.src); err != nil {
+		return err
+	}
+	if b.baselinesKept, err = store.BaselinesKept(b.ctx, b.src); err != nil {
 		return err
 	}
 	b.daysFrom, b.daysTo = lo, hi

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	tallysql "github.com/tally-dev/tally/sql"
 )
 
 // anomalyBaselinesVersion is the migration that creates daily_baselines.
@@ -143,4 +145,64 @@ func anomaliesView(file string) (string, error) {
     SELECT organization, day, project, meter_name, currency, cost, baseline, baseline_days
     FROM daily_baselines
 ),`, 1), nil
+}
+
+// keptAnomalies is anomaliesView's query with daily_baselines read for the
+// days [$days_from, $days_to) only: the anomalies of a day read its 28
+// days before, so asked from $days_from + 28 on, it gives exactly the
+// rows of the file's definition over usage_day_cost's days.
+func keptAnomalies(org bool) (string, error) {
+	v, err := tallysql.View("anomalies")
+	if err != nil {
+		return "", err
+	}
+	q, err := anomaliesView(v.Query)
+	if err != nil {
+		return "", err
+	}
+	return strings.ReplaceAll(q, "FROM daily_baselines\n", "FROM daily_baselines\n    WHERE "+keptDays(org)+"\n"), nil
+}
+
+// keptDays is the condition on a kept table's day (and organization, for
+// one organization's figures: $org) that DayCostDays and keptAnomalies
+// read under.
+func keptDays(org bool) string {
+	c := "day >= CAST($days_from AS DATE) AND day < CAST($days_to AS DATE)"
+	if org {
+		c += " AND organization = $org"
+	}
+	return c
+}
+
+// BaselinesKept reports whether q's database holds every day's anomaly
+// baseline in daily_baselines: the day cost is kept (DayCostKept), no
+// migration left the baselines to fill, and no load's days wait in
+// baseline_dirty for theirs to be rewritten.
+func BaselinesKept(ctx context.Context, q Querier) (bool, error) {
+	kept, err := DayCostKept(ctx, q)
+	if err != nil || !kept {
+		return false, err
+	}
+	var n int
+	if err := scanOne(ctx, q, `SELECT count(*) FROM duckdb_tables()
+WHERE database_name = current_database() AND schema_name = 'main' AND table_name IN ('daily_baselines', 'baseline_dirty')`, nil, &n); err != nil || n < 2 {
+		return false, err
+	}
+	if err := scanOne(ctx, q, `SELECT (SELECT count(*) FROM baseline_dirty) + (SELECT count(*) FROM kept_refills WHERE kept = 'daily_baselines')`, nil, &n); err != nil {
+		return false, err
+	}
+	return n == 0, nil
+}
+
+// AnomaliesDefs is what tallysql.InlineDefined reads for anomalies over
+// the days [$days_from, $days_to) where the store keeps the baselines
+// (BaselinesKept): the kept table instead of a sliding median over the
+// days' cost (1.8 s of CPU at 100 million rows for a week's anomalies).
+// With org, one organization's ($org).
+func AnomaliesDefs(org bool) (map[string]string, error) {
+	q, err := keptAnomalies(org)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]string{"usage_day_cost": DayCostDefs(org), "anomalies": q}, nil
 }

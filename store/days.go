@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strings"
 	"time"
 
 	tallysql "github.com/tally-dev/tally/sql"
@@ -117,6 +118,14 @@ const DayCostDays = `SELECT organization, day, project, payment_method, family, 
 FROM daily_usage_cost
 WHERE day >= CAST($days_from AS DATE) AND day < CAST($days_to AS DATE)`
 
+// DayCostDefs is DayCostDays, with org of one organization's ($org).
+func DayCostDefs(org bool) string {
+	if org {
+		return DayCostDays + " AND organization = $org"
+	}
+	return DayCostDays
+}
+
 // DayCostKept reports whether q's database keeps daily_usage_cost whole:
 // its table has the organization (migration 0010 on), and a Tally that
 // lists the tables it fills (kept_refills) opened it last and left none
@@ -165,6 +174,16 @@ func queryDays(ctx context.Context, db *sql.DB, query string, from, to time.Time
 		return nil, err
 	}
 	q, err := inlineDays(query, kept)
+	if kept && err == nil && strings.Contains(query, "FROM anomalies") {
+		// And the anomalies' baselines, where the store keeps them.
+		var baselines bool
+		if baselines, err = BaselinesKept(ctx, db); baselines {
+			var defs map[string]string
+			if defs, err = AnomaliesDefs(false); err == nil {
+				q, err = tallysql.InlineDefined(query, nil, defs)
+			}
+		}
+	}
 	if err != nil {
 		return nil, err
 	}

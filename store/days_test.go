@@ -105,14 +105,21 @@ FROM forecasts WHERE month = CAST($m AS DATE) ORDER BY ALL`
 	const an = `SELECT * FROM anomalies WHERE day >= CAST($m AS DATE) AND day < CAST($m AS DATE) + INTERVAL 1 MONTH ORDER BY ALL`
 	// Read from the days daily_usage_cost keeps, and from the usage rows
 	// of those days, as on a copy whose table is listed to fill.
-	for _, kept := range []bool{true, false} {
-		if !kept {
-			if _, err := s.db.ExecContext(ctx, `INSERT INTO kept_refills VALUES ('daily_usage_cost', NULL)`); err != nil {
+	// And, first, the anomalies' baselines from daily_baselines; then, as
+	// while a load's days wait in baseline_dirty, the days' cost alone.
+	for mode, setup := range []string{"", `INSERT INTO baseline_dirty VALUES ('', DATE '2026-08-01', DATE '2026-08-02')`,
+		`INSERT INTO kept_refills VALUES ('daily_usage_cost', NULL)`} {
+		kept := mode < 2
+		if setup != "" {
+			if _, err := s.db.ExecContext(ctx, setup); err != nil {
 				t.Fatal(err)
 			}
 		}
 		if got, err := DayCostKept(ctx, s.db); err != nil || got != kept {
 			t.Fatalf("DayCostKept = %v, %v; want %v", got, err, kept)
+		}
+		if got, err := BaselinesKept(ctx, s.db); err != nil || got != (mode == 0) {
+			t.Fatalf("BaselinesKept = %v, %v; want %v", got, err, mode == 0)
 		}
 		for _, m := range []string{"2026-06-01", "2026-07-01", "2026-08-01", "2026-09-01", "2026-10-01"} {
 			from := date(t, m)
@@ -130,8 +137,10 @@ FROM forecasts WHERE month = CAST($m AS DATE) ORDER BY ALL`
 			}
 		}
 	}
-	if _, err := s.db.ExecContext(ctx, `DELETE FROM kept_refills`); err != nil {
-		t.Fatal(err)
+	for _, q := range []string{`DELETE FROM kept_refills`, `DELETE FROM baseline_dirty`} {
+		if _, err := s.db.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
 	}
 	// The alert checks' own reads.
 	fs, err := s.CurrentForecasts(ctx)
