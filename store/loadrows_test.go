@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	duckdb "github.com/duckdb/duckdb-go/v2"
+
 	"github.com/tally-dev/tally"
 )
 
@@ -166,5 +168,63 @@ func TestLoadRunsOnOneThread(t *testing.T) {
 	}
 	if got := threads(); got != own {
 		t.Errorf("threads after a failed load: %d, want the database's %d", got, own)
+	}
+}
+
+// Texts reach the table as sent, whichever way a statement takes them
+// (textShape): numbers into lists that grow chunk after chunk (each
+// growth a new statement), a column that outgrows its list (maxListTexts)
+// going in as text mid-window, and every column going in as text once the
+// lists grew maxListGrowths times. An empty text is NULL where the column
+// keeps it so, and kept as sent in meter_name and currency.
+func TestLoadWindowTextsAsSent(t *testing.T) {
+	ctx := context.Background()
+	s := openTemp(t)
+	w := window(t, tally.Hour, "2026-01-01", "2026-02-01")
+	chunk := duckdb.GetDataChunkCapacity()
+	n := (maxListGrowths + 4) * chunk
+	want := make([]tally.MeterData, n)
+	for i := range want {
+		c := i / chunk
+		md := row(w.Start.Add(time.Duration(i%(31*24))*time.Hour), fmt.Sprintf("meter-%d-%d", c, i%7), fmt.Sprintf("p%d", i%5), "1.25")
+		md.Quantity = float64(i)
+		switch {
+		case i%11 == 0:
+			md.MeterName, md.Currency, md.Project, md.Family = "", "", "", ""
+		case i%13 == 0:
+			md.PaymentMethodName = `it's "quoted", [bracketed] and é`
+		}
+		if c >= 2 && c < 5 {
+			md.Project = fmt.Sprintf("project-%d", i) // more than maxListTexts by chunk 4
+		}
+		want[i] = md
+	}
+	res, err := s.LoadWindow(ctx, tally.UsageQuery{Window: w}, NewRunID(), rowsOf(want...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Rows != int64(n) {
+		t.Fatalf("loaded %d rows, want %d", res.Rows, n)
+	}
+	got, err := s.Query(ctx, `SELECT meter_name, meter_sku, family, solution, unit, currency, entitlement, entitlement_type,
+       payment_method, payment_method_name, project FROM usage ORDER BY quantity`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Rows) != n {
+		t.Fatalf("%d rows read back, want %d", len(got.Rows), n)
+	}
+	for i, md := range want {
+		texts := []string{md.MeterName, md.MeterSku, md.Family, md.Solution, md.Unit, md.Currency, md.Entitlement, md.EntitlementType,
+			md.PaymentMethod, md.PaymentMethodName, md.Project}
+		for k, v := range texts {
+			var w any = v
+			if v == "" && got.Columns[k] != "meter_name" && got.Columns[k] != "currency" {
+				w = nil
+			}
+			if got.Rows[i][k] != w {
+				t.Fatalf("row %d, %s: %#v, want %#v", i, got.Columns[k], got.Rows[i][k], w)
+			}
+		}
 	}
 }
