@@ -31,20 +31,32 @@ import (
 // order they were loaded: every query sorts), and a memory limit makes it
 // reuse its buffers rather than keep growing (it spills to a temporary
 // folder beside the database when a query needs more).
-var writerSettings = []string{"preserve_insertion_order=false", "memory_limit=160MB"}
+var writerSettings = []string{"preserve_insertion_order=false", "memory_limit=" + writerMemory}
 
-// loadThreads runs DuckDB on one thread while any window loads. DuckDB's
-// threads that fill chunks wait on the feeder (and it on the interface),
-// and meanwhile the thread that runs the statement finds no task and asks
-// again, at once, until they are done: a core spent spinning for the
-// whole insert, a third of the fetch's CPU. On one thread the statement's
-// own thread fills the chunks, and waits without spinning; decoding still
-// runs beside it, on the feeder's goroutines. The sums the load keeps
-// after the insert (daily_usage_totals, daily_usage_cost) also cost less
-// CPU on one thread: one hash table, none to combine. Concurrent loads
-// each run on their own statement's thread. The setting
-// is the database's, so the count of loads under way decides it: the
-// first sets it, the last puts back what the database had.
+// writerMemory is the writer's memory_limit; loadMemory is its limit while
+// a window loads. DuckDB's buffers fill to the limit as a load writes row
+// groups (blocks it keeps for reading back, which it can drop at any
+// time), and the process uses some 100 MB beyond it; a load needs no more
+// than the lower limit (its daily sums read one window), and at 5,000,000
+// rows the lower limit keeps the fetch's peak under 256 MB at no cost in
+// time.
+const (
+	writerMemory = "160MB"
+	loadMemory   = "128MB"
+)
+
+// loadThreads runs DuckDB on one thread, and at loadMemory, while any
+// window loads. DuckDB's threads that fill chunks wait on the feeder (and
+// it on the interface), and meanwhile the thread that runs the statement
+// finds no task and asks again, at once, until they are done: a core
+// spent spinning for the whole insert, a third of the fetch's CPU. On one
+// thread the statement's own thread fills the chunks, and waits without
+// spinning; decoding still runs beside it, on the feeder's goroutines. The
+// sums the load keeps after the insert (daily_usage_totals,
+// daily_usage_cost) also cost less CPU on one thread: one hash table, none
+// to combine. Concurrent loads each run on their own statement's thread.
+// The settings are the database's, so the count of loads under way
+// decides them: the first sets them, the last puts back the writer's.
 type loadThreads struct {
 	mu      sync.Mutex
 	running int
@@ -55,9 +67,14 @@ type loadThreads struct {
 func (t *loadThreads) begin(ctx context.Context, db *sql.DB) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.running == 0 && t.threads > 1 {
-		if _, err := db.ExecContext(ctx, "SET GLOBAL threads = 1"); err != nil {
-			return fmt.Errorf("run the load on one thread: %w", err)
+	if t.running == 0 {
+		if t.threads > 1 {
+			if _, err := db.ExecContext(ctx, "SET GLOBAL threads = 1"); err != nil {
+				return fmt.Errorf("run the load on one thread: %w", err)
+			}
+		}
+		if _, err := db.ExecContext(ctx, "SET GLOBAL memory_limit = '"+loadMemory+"'"); err != nil {
+			return fmt.Errorf("set the load's memory limit: %w", err)
 		}
 	}
 	t.running++
@@ -68,9 +85,13 @@ func (t *loadThreads) end(db *sql.DB) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.running--
-	if t.running == 0 && t.threads > 1 {
-		// Only a slower query follows if this fails; the load is done.
-		db.ExecContext(context.Background(), fmt.Sprintf("SET GLOBAL threads = %d", t.threads))
+	if t.running == 0 {
+		// Only a slower query, or one with less memory, follows if these
+		// fail; the load is done.
+		if t.threads > 1 {
+			db.ExecContext(context.Background(), fmt.Sprintf("SET GLOBAL threads = %d", t.threads))
+		}
+		db.ExecContext(context.Background(), "SET GLOBAL memory_limit = '"+writerMemory+"'")
 	}
 }
 

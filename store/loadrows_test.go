@@ -107,9 +107,10 @@ func TestLoadWindowCancelledMidStream(t *testing.T) {
 	}
 }
 
-// A load runs DuckDB on one thread (loadThreads), also when two load at
-// once, and the database's own thread count is back once no load runs,
-// also after a load that failed.
+// A load runs DuckDB on one thread and at loadMemory (loadThreads), also
+// when two load at once, and the database's own thread count and the
+// writer's memory limit are back once no load runs, also after a load
+// that failed.
 func TestLoadRunsOnOneThread(t *testing.T) {
 	ctx := context.Background()
 	s := openTemp(t)
@@ -121,7 +122,18 @@ func TestLoadRunsOnOneThread(t *testing.T) {
 		}
 		return n
 	}
-	own := threads()
+	memory := func() string {
+		t.Helper()
+		var m string
+		if err := s.DB().QueryRowContext(ctx, "SELECT current_setting('memory_limit')").Scan(&m); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	own, ownMemory := threads(), memory()
+	if ownMemory != "152.5 MiB" { // 160MB
+		t.Fatalf("the writer's memory_limit: %s, want 152.5 MiB", ownMemory)
+	}
 	if own < 2 {
 		// DuckDB's default is the machine's cores; the test needs two.
 		if _, err := s.DB().ExecContext(ctx, "SET GLOBAL threads = 2"); err != nil {
@@ -130,12 +142,13 @@ func TestLoadRunsOnOneThread(t *testing.T) {
 		s.loads.threads, own = 2, 2
 	}
 	// Two windows load at once; each, mid-stream, sees one thread.
-	seen := make(chan int64, 2)
+	seen, seenMemory := make(chan int64, 2), make(chan string, 2)
 	watch := func(w tally.Window) func(func(tally.MeterData, error) bool) {
 		return func(yield func(tally.MeterData, error) bool) {
 			for md, err := range numberedRows(w, 5000, 0, nil) {
 				if md.Quantity == 2500 {
 					seen <- threads()
+					seenMemory <- memory()
 				}
 				if !yield(md, err) {
 					return
@@ -158,9 +171,15 @@ func TestLoadRunsOnOneThread(t *testing.T) {
 		if got := <-seen; got != 1 {
 			t.Errorf("threads while a window loads: %d, want 1", got)
 		}
+		if got := <-seenMemory; got != "122.0 MiB" { // 128MB
+			t.Errorf("memory_limit while a window loads: %s, want 122.0 MiB", got)
+		}
 	}
 	if got := threads(); got != own {
 		t.Errorf("threads after the loads: %d, want the database's %d", got, own)
+	}
+	if got := memory(); got != ownMemory {
+		t.Errorf("memory_limit after the loads: %s, want the writer's %s", got, ownMemory)
 	}
 	boom := errors.New("cut off")
 	if _, err := s.LoadWindow(ctx, tally.UsageQuery{Window: w1}, NewRunID(), numberedRows(w1, 100, 50, boom)); !errors.Is(err, boom) {
@@ -168,6 +187,9 @@ func TestLoadRunsOnOneThread(t *testing.T) {
 	}
 	if got := threads(); got != own {
 		t.Errorf("threads after a failed load: %d, want the database's %d", got, own)
+	}
+	if got := memory(); got != ownMemory {
+		t.Errorf("memory_limit after a failed load: %s, want the writer's %s", got, ownMemory)
 	}
 }
 
