@@ -171,8 +171,8 @@ func TestLoadRunsOnOneThread(t *testing.T) {
 		if got := <-seen; got != 1 {
 			t.Errorf("threads while a window loads: %d, want 1", got)
 		}
-		if got := <-seenMemory; got != "122.0 MiB" { // 128MB
-			t.Errorf("memory_limit while a window loads: %s, want 122.0 MiB", got)
+		if got := <-seenMemory; got != "91.5 MiB" { // 96MB
+			t.Errorf("memory_limit while a window loads: %s, want 91.5 MiB", got)
 		}
 	}
 	if got := threads(); got != own {
