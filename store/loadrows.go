@@ -333,7 +333,7 @@ func insertRows(ctx context.Context, conn *sql.Conn, q tally.UsageQuery, runID u
 	// One statement per shape of the text lists (see textShape), each
 	// starting with the chunk the statement before could not take.
 	var err error
-	next, _ := <-f.chunks
+	next := <-f.chunks
 	for next != nil && err == nil {
 		src := &rowSource{feeder: f, shape: next.shape, first: next}
 		query, lists := src.shape.sql()
