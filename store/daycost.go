@@ -25,10 +25,10 @@ SELECT organization, day, project, payment_method, family, meter_name, currency,
 // refreshDayCost replaces organization org's days [from, to) of
 // daily_usage_cost with the rows usage_day_cost gives for them now, on conn
 // (inside the caller's transaction). Only org's rows: organizations load
-// the same days side by side, and each rewrites its own.
+// the same days side by side, and each rewrites its own. It reads
+// daily_usage_totals, which the caller has brought up to date first.
 func refreshDayCost(ctx context.Context, conn *sql.Conn, org string, from, to time.Time) error {
-	q, err := tallysql.InlineWhere(`INSERT INTO daily_usage_cost (organization, day, project, payment_method, family, meter_name, currency, cost)
-SELECT organization, day, project, payment_method, family, meter_name, currency, cost FROM usage_day_cost`, orgDaysWhere)
+	q, err := tallysql.InlineWhere(dayCostFromTotals, orgDaysWhere)
 	if err != nil {
 		return err
 	}
@@ -45,6 +45,24 @@ SELECT organization, day, project, payment_method, family, meter_name, currency,
 	}
 	return nil
 }
+
+// dayCostFromTotals is sql/views/usage_day_cost.sql's rows for the days
+// [$days_from, $days_to) of organization $days_org, summed from
+// daily_usage_totals rather than from the usage rows: its rows of basis
+// usage are the usage rows summed per day of date (date_day), granularity,
+// project, payment method, family, meter and currency, among other
+// columns, so their costs summed per usage_day_cost's columns are the same
+// exact sums, NULL where every row's is. A load reads its window's daily
+// sums, not its rows a second time (at 5,000,000 rows, 1.2 of the
+// fetch's CPU seconds).
+const dayCostFromTotals = `INSERT INTO daily_usage_cost (organization, day, project, payment_method, family, meter_name, currency, cost)
+SELECT u.organization, u.date_day AS day, u.project, u.payment_method, u.family, u.meter_name, u.currency, sum(u.cost) AS cost
+FROM daily_usage_totals u
+SEMI JOIN usage_coverage c
+    ON c.organization = u.organization AND c.basis = u.basis AND c.granularity = u.granularity AND c.day = u.date_day
+WHERE u.basis = 'usage' AND u.granularity IN ('hour', 'day') AND u.organization = $days_org
+  AND u.date_day >= CAST($days_from AS DATE) AND u.date_day < CAST($days_to AS DATE)
+GROUP BY ALL`
 
 // refreshAllDayCost rebuilds daily_usage_cost's days [from, to) for every
 // organization, on conn: when the table is made, and for usage written by

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"fmt"
 	"iter"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -29,20 +31,34 @@ import (
 // order they were loaded: every query sorts), and a memory limit makes it
 // reuse its buffers rather than keep growing (it spills to a temporary
 // folder beside the database when a query needs more).
-var writerSettings = []string{"preserve_insertion_order=false", "memory_limit=160MB"}
+var writerSettings = []string{"preserve_insertion_order=false", "memory_limit=" + writerMemory}
 
-// loadThreads runs DuckDB on one thread while any window loads. DuckDB's
-// threads that fill chunks wait on the feeder (and it on the interface),
-// and meanwhile the thread that runs the statement finds no task and asks
-// again, at once, until they are done: a core spent spinning for the
-// whole insert, a third of the fetch's CPU. On one thread the statement's
-// own thread fills the chunks, and waits without spinning; decoding still
-// runs beside it, on the feeder's goroutines. The sums the load keeps
-// after the insert (daily_usage_totals, daily_usage_cost) also cost less
-// CPU on one thread: one hash table, none to combine. Concurrent loads
-// each run on their own statement's thread. The setting
-// is the database's, so the count of loads under way decides it: the
-// first sets it, the last puts back what the database had.
+// writerMemory is the writer's memory_limit; loadMemory is its limit while
+// a window loads. DuckDB's buffers fill to the limit as a load writes row
+// groups (blocks it keeps for reading back, which it can drop at any
+// time), and the process uses 100 MB and more beyond it (the Go side, and
+// DuckDB's own allocations while the window's daily sums read its rows
+// back, which vary from run to run); a load needs no more than the lower
+// limit (its daily sums read a week at a time). At 5,000,000 rows the
+// fetch peaked at 235-300 MB with the writer's limit, 200-275 MB with
+// this one, in the same CPU time.
+const (
+	writerMemory = "160MB"
+	loadMemory   = "96MB"
+)
+
+// loadThreads runs DuckDB on one thread, and at loadMemory, while any
+// window loads. DuckDB's threads that fill chunks wait on the feeder (and
+// it on the interface), and meanwhile the thread that runs the statement
+// finds no task and asks again, at once, until they are done: a core
+// spent spinning for the whole insert, a third of the fetch's CPU. On one
+// thread the statement's own thread fills the chunks, and waits without
+// spinning; decoding still runs beside it, on the feeder's goroutines. The
+// sums the load keeps after the insert (daily_usage_totals,
+// daily_usage_cost) also cost less CPU on one thread: one hash table, none
+// to combine. Concurrent loads each run on their own statement's thread.
+// The settings are the database's, so the count of loads under way
+// decides them: the first sets them, the last puts back the writer's.
 type loadThreads struct {
 	mu      sync.Mutex
 	running int
@@ -53,9 +69,14 @@ type loadThreads struct {
 func (t *loadThreads) begin(ctx context.Context, db *sql.DB) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.running == 0 && t.threads > 1 {
-		if _, err := db.ExecContext(ctx, "SET GLOBAL threads = 1"); err != nil {
-			return fmt.Errorf("run the load on one thread: %w", err)
+	if t.running == 0 {
+		if t.threads > 1 {
+			if _, err := db.ExecContext(ctx, "SET GLOBAL threads = 1"); err != nil {
+				return fmt.Errorf("run the load on one thread: %w", err)
+			}
+		}
+		if _, err := db.ExecContext(ctx, "SET GLOBAL memory_limit = '"+loadMemory+"'"); err != nil {
+			return fmt.Errorf("set the load's memory limit: %w", err)
 		}
 	}
 	t.running++
@@ -66,9 +87,13 @@ func (t *loadThreads) end(db *sql.DB) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.running--
-	if t.running == 0 && t.threads > 1 {
-		// Only a slower query follows if this fails; the load is done.
-		db.ExecContext(context.Background(), fmt.Sprintf("SET GLOBAL threads = %d", t.threads))
+	if t.running == 0 {
+		// Only a slower query, or one with less memory, follows if these
+		// fail; the load is done.
+		if t.threads > 1 {
+			db.ExecContext(context.Background(), fmt.Sprintf("SET GLOBAL threads = %d", t.threads))
+		}
+		db.ExecContext(context.Background(), "SET GLOBAL memory_limit = '"+writerMemory+"'")
 	}
 }
 
@@ -76,23 +101,144 @@ func (t *loadThreads) end(db *sql.DB) {
 // INSERT's context carries.
 const windowRowsFunction = "tally_window_rows"
 
-// insertWindowRows inserts the window's rows; the parameters are the
-// columns every row of the window shares.
+// insertWindowRows is the INSERT of one statement of a window's rows; the
+// parameters are the columns every row of the window shares, then each
+// text column's texts (see textShape).
 const insertWindowRows = `INSERT INTO usage (organization, organization_id, granularity, basis, run_id, fetched_at, date, date_processed,
     meter_name, meter_sku, family, solution, unit, quantity, price, cost, currency,
     entitlement, entitlement_type, payment_method, payment_method_name, project)
-SELECT ?, ?, ?, ?, ?::UUID, ?, * FROM ` + windowRowsFunction + `()`
+SELECT ?, ?, ?, ?, ?::UUID, ?, %s FROM ` + windowRowsFunction + `()`
 
-// sourceColumns are the columns the table function yields, in order;
-// sourceText lists the text ones and the MeterData field each comes from.
-var sourceColumns = func() []duckdb.ColumnInfo {
-	typ := func(t duckdb.Type) duckdb.TypeInfo {
-		ti, err := duckdb.NewTypeInfo(t)
-		if err != nil {
-			panic(err)
+// Most of a window's rows repeat a few texts (meters, projects, payment
+// methods), and handing DuckDB a text costs a call into C and a copy per
+// value, the largest part of filling a chunk. So a text column goes in as
+// the text's number in the column's list of texts, and the INSERT looks it
+// up in that list, a parameter of the statement: DuckDB then copies no
+// text, and Go hands it a small integer. The lists must be known when the
+// statement starts, and the rows come later: a chunk that holds a text
+// the statement's lists lack ends the statement, and the next one starts
+// with the longer lists. A column with more than maxListTexts texts, and
+// every column once the lists grew maxListGrowths times, goes in as text
+// for the rest of the window, so a window of ever new texts costs a few
+// statements, not one a chunk.
+const (
+	maxListTexts   = 4096
+	maxListGrowths = 16
+)
+
+// textShape is how a statement takes the text columns: each column either
+// as text (listed false) or as numbers into texts.
+type textShape struct {
+	listed [len(sourceText)]bool
+	texts  [len(sourceText)][]string
+}
+
+// fits says whether the statement of shape s can take chunk c.
+func (s *textShape) fits(c *chunkRows) bool {
+	for k := range sourceText {
+		if s.listed[k] != c.shape.listed[k] || len(s.texts[k]) < len(c.shape.texts[k]) {
+			return false
 		}
-		return ti
 	}
+	return true
+}
+
+// sql is the statement's INSERT, and its parameters after the shared ones.
+func (s *textShape) sql() (string, []any) {
+	cols := make([]string, len(sourceColumns))
+	for i, c := range sourceColumns {
+		cols[i] = c.Name
+	}
+	var args []any
+	for k, t := range sourceText {
+		if s.listed[k] {
+			// A list is numbered from 1; number 0 is NULL (an empty text
+			// of a column that keeps it as NULL).
+			cols[t.col] = fmt.Sprintf("(?::VARCHAR[])[%s]", t.name)
+			args = append(args, s.texts[k])
+		}
+	}
+	return fmt.Sprintf(insertWindowRows, strings.Join(cols, ", ")), args
+}
+
+// columns are the table function's columns for shape s.
+func (s *textShape) columns() []duckdb.ColumnInfo {
+	cols := slices.Clone(sourceColumns)
+	for k, t := range sourceText {
+		if s.listed[k] {
+			cols[t.col].T = listedTextType
+		}
+	}
+	return cols
+}
+
+// textLists numbers the texts of each text column of a window's rows, in
+// the order they first appear, from 1.
+type textLists struct {
+	growths int
+	cols    [len(sourceText)]textList
+}
+
+type textList struct {
+	unlisted bool // more texts than maxListTexts: the column goes in as text
+	number   map[string]uint16
+	texts    []string // append only: statements hold prefixes of it
+	last     string   // the last text numbered, and its number
+	lastN    uint16
+}
+
+// numbers sets num to md's texts' numbers (0 for an empty text kept as
+// NULL) and reports whether a list grew.
+func (l *textLists) numbers(md *tally.MeterData, num *[len(sourceText)]uint16) (grew bool) {
+	for k := range sourceText {
+		col := &l.cols[k]
+		if col.unlisted {
+			continue
+		}
+		v := sourceText[k].field(md)
+		switch {
+		case v == "" && sourceText[k].nullable:
+			num[k] = 0
+		case v == col.last && col.lastN != 0:
+			num[k] = col.lastN
+		default:
+			n, ok := col.number[v]
+			if !ok {
+				if len(col.texts) == maxListTexts {
+					col.unlisted = true
+					continue
+				}
+				if col.number == nil {
+					col.number = map[string]uint16{}
+				}
+				col.texts = append(col.texts, v)
+				n = uint16(len(col.texts))
+				col.number[v] = n
+				grew = true
+			}
+			col.last, col.lastN = v, n
+			num[k] = n
+		}
+	}
+	return grew
+}
+
+// shape is the lists as they stand, for a chunk completed now.
+func (l *textLists) shape() textShape {
+	var s textShape
+	for k := range l.cols {
+		if !l.cols[k].unlisted {
+			s.listed[k] = true
+			s.texts[k] = l.cols[k].texts
+		}
+	}
+	return s
+}
+
+// sourceColumns are the columns the table function yields, in order, with
+// every text column as text; sourceText lists the text ones and the
+// MeterData field each comes from.
+var sourceColumns = func() []duckdb.ColumnInfo {
 	cost, err := duckdb.NewDecimalInfo(costWidth, costScale)
 	if err != nil {
 		panic(err)
@@ -113,6 +259,18 @@ var sourceColumns = func() []duckdb.ColumnInfo {
 	}
 	return cols
 }()
+
+// listedTextType is the type of a text column that goes in as numbers
+// (textShape): maxListTexts fits it.
+var listedTextType = typ(duckdb.TYPE_USMALLINT)
+
+func typ(t duckdb.Type) duckdb.TypeInfo {
+	ti, err := duckdb.NewTypeInfo(t)
+	if err != nil {
+		panic(err)
+	}
+	return ti
+}
 
 // Column positions of sourceColumns.
 const (
@@ -165,23 +323,32 @@ func registerWindowRows(ctx context.Context, db *sql.DB) error {
 // insertRows inserts rows, checked as LoadWindow says, on conn (inside the
 // window's transaction) and returns how many it inserted.
 func insertRows(ctx context.Context, conn *sql.Conn, q tally.UsageQuery, runID uuid.UUID, fetchedAt time.Time, rows iter.Seq2[tally.MeterData, error]) (int64, error) {
-	src := &rowSource{chunks: make(chan *chunkRows, 2), free: make(chan *chunkRows, 4), stop: make(chan struct{})}
+	f := &feeder{chunks: make(chan *chunkRows, 2), free: make(chan *chunkRows, 4), stop: make(chan struct{})}
 	fed := make(chan int64, 1)
 	go func() {
-		n, err := src.feed(ctx, q, rows)
-		src.end(err)
+		n, err := f.feed(ctx, q, rows)
+		f.end(err)
 		fed <- n
 	}()
-	_, err := conn.ExecContext(context.WithValue(ctx, rowSourceKey{}, src), insertWindowRows,
-		q.Organization, textOrNull(q.OrganizationID), string(q.Window.Granularity), string(q.Basis()), runID.String(), fetchedAt)
+	// One statement per shape of the text lists (see textShape), each
+	// starting with the chunk the statement before could not take.
+	var err error
+	next := <-f.chunks
+	for next != nil && err == nil {
+		src := &rowSource{feeder: f, shape: next.shape, first: next}
+		query, lists := src.shape.sql()
+		args := append([]any{q.Organization, textOrNull(q.OrganizationID), string(q.Window.Granularity), string(q.Basis()), runID.String(), fetchedAt}, lists...)
+		_, err = conn.ExecContext(context.WithValue(ctx, rowSourceKey{}, src), query, args...)
+		next = src.next
+	}
 	// Stop the feeder (it may still be reading when the INSERT failed) and
 	// wait for it: the rows iterator ends before LoadWindow returns.
-	close(src.stop)
+	close(f.stop)
 	n := <-fed
-	// The source's own error says what went wrong; DuckDB's only wraps its
+	// The feeder's own error says what went wrong; DuckDB's only wraps its
 	// text.
-	if serr := src.failure(); serr != nil {
-		return 0, serr
+	if ferr := f.failure(); ferr != nil {
+		return 0, ferr
 	}
 	if err != nil {
 		if cerr := ctx.Err(); cerr != nil {
@@ -192,23 +359,37 @@ func insertRows(ctx context.Context, conn *sql.Conn, q tally.UsageQuery, runID u
 	return n, nil
 }
 
-// rowSource hands the window's rows to DuckDB. A feeder goroutine reads
-// the rows iterator, checks each row in order and hands them on a chunk at
-// a time; DuckDB may fill chunks on several threads, each taking the next
-// chunk.
-type rowSource struct {
+// feeder reads the window's rows iterator on a goroutine of its own,
+// checks each row in order and hands them on a chunk at a time.
+type feeder struct {
 	chunks chan *chunkRows // checked rows, a chunk's worth at a time
 	free   chan *chunkRows // chunks filled, for reuse
-	stop   chan struct{}   // closed when the INSERT is over
+	stop   chan struct{}   // closed when the INSERTs are over
 
 	mu  sync.Mutex
 	err error // the first failure
 }
 
+// rowSource hands one statement's chunks to DuckDB: from first on, until
+// the feeder's chunks end or one does not fit the statement's shape; that
+// one is left in next, for the next statement. DuckDB may fill chunks on
+// several threads, each taking the next chunk.
+type rowSource struct {
+	*feeder
+	shape textShape
+
+	mu    sync.Mutex
+	first *chunkRows // the statement's first chunk, until taken
+	next  *chunkRows // the chunk that ended the statement
+	over  bool       // no more chunks for this statement
+}
+
 // chunkRows is one chunk's worth of checked rows.
 type chunkRows struct {
-	rows []tally.MeterData
-	cost []costCell
+	rows  []tally.MeterData
+	cost  []costCell
+	num   [][len(sourceText)]uint16 // each row's texts' numbers (textLists)
+	shape textShape                 // the lists as the chunk was completed
 }
 
 // costCell is a row's cost as the DECIMAL(38, 12) column takes it: the
@@ -219,9 +400,10 @@ type costCell struct {
 }
 
 // fillState is what one DuckDB thread keeps between chunks: each text
-// column's last text as bytes. The driver hands text to DuckDB as bytes,
-// and would convert a string for every value; rows mostly repeat the row
-// before's meter, project or payment method.
+// column's last text as bytes, for a column that goes in as text. The
+// driver hands text to DuckDB as bytes, and would convert a string for
+// every value; rows mostly repeat the row before's meter, project or
+// payment method.
 type fillState struct {
 	text [len(sourceText)]textCache
 }
@@ -239,20 +421,31 @@ func (c *textCache) bytes(s string) []byte {
 }
 
 // feed reads rows into chunks until the rows end, a row fails its checks,
-// or the INSERT is over; it returns the rows handed over.
-func (s *rowSource) feed(ctx context.Context, q tally.UsageQuery, rows iter.Seq2[tally.MeterData, error]) (int64, error) {
-	defer close(s.chunks)
+// or the INSERTs are over; it returns the rows handed over.
+func (f *feeder) feed(ctx context.Context, q tally.UsageQuery, rows iter.Seq2[tally.MeterData, error]) (int64, error) {
+	defer close(f.chunks)
 	scope, reported := newScopeCheck(q), q.Basis() == tally.BasisReported
 	var (
-		n   int64
-		cur *chunkRows
+		n     int64
+		cur   *chunkRows
+		lists textLists
+		grew  bool // a list grew since the last chunk was sent
 	)
 	send := func() bool {
+		if grew {
+			grew = false
+			if lists.growths++; lists.growths > maxListGrowths {
+				for k := range lists.cols {
+					lists.cols[k].unlisted = true
+				}
+			}
+		}
+		cur.shape = lists.shape()
 		select {
-		case s.chunks <- cur:
+		case f.chunks <- cur:
 			cur = nil
 			return true
-		case <-s.stop:
+		case <-f.stop:
 			return false
 		}
 	}
@@ -271,14 +464,18 @@ func (s *rowSource) feed(ctx context.Context, q tally.UsageQuery, rows iter.Seq2
 		}
 		if cur == nil {
 			select {
-			case cur = <-s.free:
-				cur.rows, cur.cost = cur.rows[:0], cur.cost[:0]
+			case cur = <-f.free:
+				cur.rows, cur.cost, cur.num = cur.rows[:0], cur.cost[:0], cur.num[:0]
 			default:
 				cur = &chunkRows{}
 			}
 		}
 		cur.rows = append(cur.rows, md)
 		cur.cost = append(cur.cost, cost)
+		cur.num = append(cur.num, [len(sourceText)]uint16{})
+		if lists.numbers(&cur.rows[len(cur.rows)-1], &cur.num[len(cur.num)-1]) {
+			grew = true
+		}
 		n++
 		if len(cur.rows) == duckdb.GetDataChunkCapacity() && !send() {
 			return n, nil
@@ -291,21 +488,21 @@ func (s *rowSource) feed(ctx context.Context, q tally.UsageQuery, rows iter.Seq2
 }
 
 // end records the feeder's failure, which ends the INSERT.
-func (s *rowSource) end(err error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.err == nil {
-		s.err = err
+func (f *feeder) end(err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.err == nil {
+		f.err = err
 	}
 }
 
-func (s *rowSource) failure() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.err
+func (f *feeder) failure() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.err
 }
 
-func (s *rowSource) ColumnInfos() []duckdb.ColumnInfo { return sourceColumns }
+func (s *rowSource) ColumnInfos() []duckdb.ColumnInfo { return s.shape.columns() }
 
 func (s *rowSource) Cardinality() *duckdb.CardinalityInfo { return nil }
 
@@ -315,19 +512,42 @@ func (s *rowSource) Init() duckdb.ParallelTableSourceInfo { return duckdb.Parall
 
 func (s *rowSource) NewLocalState() any { return &fillState{} }
 
+// take is the statement's next chunk, nil when it has no more.
+func (s *rowSource) take() *chunkRows {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.over {
+		return nil
+	}
+	c := s.first
+	s.first = nil
+	if c == nil {
+		var ok bool
+		if c, ok = <-s.chunks; !ok {
+			s.over = true
+			return nil
+		}
+	}
+	if !s.shape.fits(c) {
+		s.next, s.over = c, true
+		return nil
+	}
+	return c
+}
+
 // FillChunk fills DuckDB's chunk with the next chunk of rows; an empty
-// chunk ends the rows.
+// chunk ends the statement.
 func (s *rowSource) FillChunk(local any, chunk duckdb.DataChunk) error {
 	text := &local.(*fillState).text
-	c, ok := <-s.chunks
-	if !ok {
+	c := s.take()
+	if c == nil {
 		if err := s.failure(); err != nil {
 			return err
 		}
 		return chunk.SetSize(0)
 	}
 	for i := range c.rows {
-		if err := fillRow(chunk, i, &c.rows[i], c.cost[i], text); err != nil {
+		if err := fillRow(chunk, i, &c.rows[i], c.cost[i], &c.num[i], &s.shape, text); err != nil {
 			err = fmt.Errorf("hand a row to DuckDB: %w", err)
 			s.end(err)
 			return err
@@ -343,7 +563,7 @@ func (s *rowSource) FillChunk(local any, chunk duckdb.DataChunk) error {
 	return nil
 }
 
-func fillRow(chunk duckdb.DataChunk, i int, md *tally.MeterData, cc costCell, text *[len(sourceText)]textCache) error {
+func fillRow(chunk duckdb.DataChunk, i int, md *tally.MeterData, cc costCell, num *[len(sourceText)]uint16, shape *textShape, text *[len(sourceText)]textCache) error {
 	if err := duckdb.SetChunkValue(chunk, colDate, i, md.Date); err != nil {
 		return err
 	}
@@ -376,8 +596,9 @@ func fillRow(chunk duckdb.DataChunk, i int, md *tally.MeterData, cc costCell, te
 		return err
 	}
 	for k, t := range sourceText {
-		v := t.field(md)
-		if v == "" && t.nullable {
+		if shape.listed[k] {
+			err = duckdb.SetChunkValue(chunk, t.col, i, num[k])
+		} else if v := t.field(md); v == "" && t.nullable {
 			err = chunk.SetValue(t.col, i, nil)
 		} else {
 			err = duckdb.SetChunkValue(chunk, t.col, i, text[k].bytes(v))

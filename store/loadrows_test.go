@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	duckdb "github.com/duckdb/duckdb-go/v2"
+
 	"github.com/tally-dev/tally"
 )
 
@@ -105,9 +107,10 @@ func TestLoadWindowCancelledMidStream(t *testing.T) {
 	}
 }
 
-// A load runs DuckDB on one thread (loadThreads), also when two load at
-// once, and the database's own thread count is back once no load runs,
-// also after a load that failed.
+// A load runs DuckDB on one thread and at loadMemory (loadThreads), also
+// when two load at once, and the database's own thread count and the
+// writer's memory limit are back once no load runs, also after a load
+// that failed.
 func TestLoadRunsOnOneThread(t *testing.T) {
 	ctx := context.Background()
 	s := openTemp(t)
@@ -119,7 +122,18 @@ func TestLoadRunsOnOneThread(t *testing.T) {
 		}
 		return n
 	}
-	own := threads()
+	memory := func() string {
+		t.Helper()
+		var m string
+		if err := s.DB().QueryRowContext(ctx, "SELECT current_setting('memory_limit')").Scan(&m); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	own, ownMemory := threads(), memory()
+	if ownMemory != "152.5 MiB" { // 160MB
+		t.Fatalf("the writer's memory_limit: %s, want 152.5 MiB", ownMemory)
+	}
 	if own < 2 {
 		// DuckDB's default is the machine's cores; the test needs two.
 		if _, err := s.DB().ExecContext(ctx, "SET GLOBAL threads = 2"); err != nil {
@@ -128,12 +142,13 @@ func TestLoadRunsOnOneThread(t *testing.T) {
 		s.loads.threads, own = 2, 2
 	}
 	// Two windows load at once; each, mid-stream, sees one thread.
-	seen := make(chan int64, 2)
+	seen, seenMemory := make(chan int64, 2), make(chan string, 2)
 	watch := func(w tally.Window) func(func(tally.MeterData, error) bool) {
 		return func(yield func(tally.MeterData, error) bool) {
 			for md, err := range numberedRows(w, 5000, 0, nil) {
 				if md.Quantity == 2500 {
 					seen <- threads()
+					seenMemory <- memory()
 				}
 				if !yield(md, err) {
 					return
@@ -156,9 +171,15 @@ func TestLoadRunsOnOneThread(t *testing.T) {
 		if got := <-seen; got != 1 {
 			t.Errorf("threads while a window loads: %d, want 1", got)
 		}
+		if got := <-seenMemory; got != "91.5 MiB" { // 96MB
+			t.Errorf("memory_limit while a window loads: %s, want 91.5 MiB", got)
+		}
 	}
 	if got := threads(); got != own {
 		t.Errorf("threads after the loads: %d, want the database's %d", got, own)
+	}
+	if got := memory(); got != ownMemory {
+		t.Errorf("memory_limit after the loads: %s, want the writer's %s", got, ownMemory)
 	}
 	boom := errors.New("cut off")
 	if _, err := s.LoadWindow(ctx, tally.UsageQuery{Window: w1}, NewRunID(), numberedRows(w1, 100, 50, boom)); !errors.Is(err, boom) {
@@ -166,5 +187,66 @@ func TestLoadRunsOnOneThread(t *testing.T) {
 	}
 	if got := threads(); got != own {
 		t.Errorf("threads after a failed load: %d, want the database's %d", got, own)
+	}
+	if got := memory(); got != ownMemory {
+		t.Errorf("memory_limit after a failed load: %s, want the writer's %s", got, ownMemory)
+	}
+}
+
+// Texts reach the table as sent, whichever way a statement takes them
+// (textShape): numbers into lists that grow chunk after chunk (each
+// growth a new statement), a column that outgrows its list (maxListTexts)
+// going in as text mid-window, and every column going in as text once the
+// lists grew maxListGrowths times. An empty text is NULL where the column
+// keeps it so, and kept as sent in meter_name and currency.
+func TestLoadWindowTextsAsSent(t *testing.T) {
+	ctx := context.Background()
+	s := openTemp(t)
+	w := window(t, tally.Hour, "2026-01-01", "2026-02-01")
+	chunk := duckdb.GetDataChunkCapacity()
+	n := (maxListGrowths + 4) * chunk
+	want := make([]tally.MeterData, n)
+	for i := range want {
+		c := i / chunk
+		md := row(w.Start.Add(time.Duration(i%(31*24))*time.Hour), fmt.Sprintf("meter-%d-%d", c, i%7), fmt.Sprintf("p%d", i%5), "1.25")
+		md.Quantity = float64(i)
+		switch {
+		case i%11 == 0:
+			md.MeterName, md.Currency, md.Project, md.Family = "", "", "", ""
+		case i%13 == 0:
+			md.PaymentMethodName = `it's "quoted", [bracketed] and é`
+		}
+		if c >= 2 && c < 5 {
+			md.Project = fmt.Sprintf("project-%d", i) // more than maxListTexts by chunk 4
+		}
+		want[i] = md
+	}
+	res, err := s.LoadWindow(ctx, tally.UsageQuery{Window: w}, NewRunID(), rowsOf(want...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Rows != int64(n) {
+		t.Fatalf("loaded %d rows, want %d", res.Rows, n)
+	}
+	got, err := s.Query(ctx, `SELECT meter_name, meter_sku, family, solution, unit, currency, entitlement, entitlement_type,
+       payment_method, payment_method_name, project FROM usage ORDER BY quantity`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Rows) != n {
+		t.Fatalf("%d rows read back, want %d", len(got.Rows), n)
+	}
+	for i, md := range want {
+		texts := []string{md.MeterName, md.MeterSku, md.Family, md.Solution, md.Unit, md.Currency, md.Entitlement, md.EntitlementType,
+			md.PaymentMethod, md.PaymentMethodName, md.Project}
+		for k, v := range texts {
+			var w any = v
+			if v == "" && got.Columns[k] != "meter_name" && got.Columns[k] != "currency" {
+				w = nil
+			}
+			if got.Rows[i][k] != w {
+				t.Fatalf("row %d, %s: %#v, want %#v", i, got.Columns[k], got.Rows[i][k], w)
+			}
+		}
 	}
 }

@@ -114,10 +114,15 @@ func (s *Store) refill(ctx context.Context, kept string, before *time.Time) erro
 	// it runs as loads do, on one thread (loadThreads): on two, each kept
 	// its own hash table of the month's sums, and a month of 4,000,000
 	// hourly rows ran out of the writer's 160 MB.
+	// But with the writer's memory, not a load's: a month's day cost is
+	// summed from its usage rows, not from a window's fresh totals.
 	if err := s.loads.begin(ctx, s.db); err != nil {
 		return err
 	}
 	defer s.loads.end(s.db)
+	if _, err := s.db.ExecContext(ctx, "SET GLOBAL memory_limit = '"+writerMemory+"'"); err != nil {
+		return err
+	}
 	for _, m := range months {
 		if before != nil && m.month.Before(*before) {
 			continue
