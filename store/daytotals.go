@@ -93,7 +93,7 @@ SELECT `+dayTotalsColumns+` FROM usage_day_totals ORDER BY day`, dayTotalsWhere(
 	if err != nil {
 		return err
 	}
-	// Hours a week at a time, in day order: a statement holds the sums of
+	// Hours eight days at a time, in day order: a statement holds the sums of
 	// its days until it writes them, and a month of 4,000,000 hourly rows
 	// summed at once (240,000 totals) needed more than the writer's
 	// 160 MB. Coarser rows are a 24th as many a day or fewer.
