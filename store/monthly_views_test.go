@@ -270,6 +270,14 @@ func baselines(t *testing.T, s *Store) (kept, fromRows []string) {
 	t.Helper()
 	const cols = `organization, day, project, meter_name, currency, cost, baseline, baseline_days`
 	kept = rowsText(t, s, `SELECT concat_ws('|', `+cols+`) FROM daily_baselines ORDER BY ALL`)
+	return kept, rowsText(t, s, scoredFromRows(t, `concat_ws('|', `+cols+`)`))
+}
+
+// scoredFromRows is a query of what, computed from usage by
+// sql/views/anomalies.sql's daily and scored steps, daily_baselines keeps:
+// the columns cols of every scored day, in order.
+func scoredFromRows(t *testing.T, cols string) string {
+	t.Helper()
 	file, err := fs.ReadFile(tallysql.Views, "views/anomalies.sql")
 	if err != nil {
 		t.Fatal(err)
@@ -279,11 +287,11 @@ func baselines(t *testing.T, s *Store) (kept, fromRows []string) {
 	if i < 0 || j < 0 {
 		t.Fatal("sql/views/anomalies.sql has no daily and scored steps")
 	}
-	q, err := tallysql.Inline(`WITH ` + text[i:j+len(anomaliesScored)-1] + ` SELECT concat_ws('|', ` + cols + `) FROM scored ORDER BY ALL`)
+	q, err := tallysql.Inline(`WITH ` + text[i:j+len(anomaliesScored)-1] + ` SELECT ` + cols + ` FROM scored ORDER BY ALL`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return kept, rowsText(t, s, q)
+	return q
 }
 
 // TestDayTotalsKeptByTheLoad: after every kind of write to usage (a
@@ -667,14 +675,7 @@ func TestKeptTablesFilledAMonthAtATime(t *testing.T) {
 
 	// A kill after the day cost's first month and the totals' first two:
 	// what those transactions committed, and nothing of the months after.
-	if err := s.inTx(ctx, func(conn *sql.Conn) error {
-		for _, k := range keptOrder {
-			if err := markRefill(ctx, conn, k); err != nil {
-				return err
-			}
-		}
-		return nil
-	}); err != nil {
+	if err := s.markRefills(ctx); err != nil {
 		t.Fatal(err)
 	}
 	for kept, n := range map[string]int{keptDayCost: 1, keptTotals: 2} {

@@ -216,15 +216,21 @@ func (s *Store) RefillKept(ctx context.Context) error {
 	if err := s.writable("fill the kept tables"); err != nil {
 		return err
 	}
-	if err := s.inTx(ctx, func(conn *sql.Conn) error {
+	if err := s.markRefills(ctx); err != nil {
+		return err
+	}
+	return s.finishRefills(ctx)
+}
+
+// markRefills empties every kept table and lists it to fill, in one
+// transaction.
+func (s *Store) markRefills(ctx context.Context) error {
+	return s.inTx(ctx, func(conn *sql.Conn) error {
 		for _, kept := range keptOrder {
 			if err := markRefill(ctx, conn, kept); err != nil {
 				return err
 			}
 		}
 		return nil
-	}); err != nil {
-		return err
-	}
-	return s.finishRefills(ctx)
+	})
 }
