@@ -12,6 +12,7 @@ import (
 	"github.com/xuri/excelize/v2"
 
 	"github.com/tally-dev/tally"
+	"github.com/tally-dev/tally/store"
 )
 
 // Source runs the report queries. *sql.DB satisfies it; so does *sql.Conn.
@@ -129,14 +130,10 @@ type builder struct {
 	// daysFrom and daysTo bound the days the budget and anomaly figures
 	// read (dayRange); zero until first needed.
 	daysFrom, daysTo time.Time
-	// dayCostKept: the source keeps daily_usage_cost, which those
-	// figures then read for their days (store.DayCostKept).
-	dayCostKept bool
-	// baselinesKept: and daily_baselines, which the anomalies then read
-	// (store.BaselinesKept).
-	baselinesKept bool
-	f             *excelize.File
-	st            *styles
+	// days is how those figures read the days (store.ReadDays).
+	days store.DaysRead
+	f    *excelize.File
+	st   *styles
 
 	// Gathered on the way for the Summary, which is filled last.
 	rateFlags    []flagRow // rate card rows that need a look, for Flags

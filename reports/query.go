@@ -59,19 +59,10 @@ func (b *builder) queryText(name string) (string, error) {
 		if err := b.dayRange(); err != nil {
 			return "", fmt.Errorf("query %s: %w", name, err)
 		}
-		switch {
-		case name == "anomalies" && b.baselinesKept:
-			// The days' cost and their baselines as the store keeps them.
-			if defs, err = store.AnomaliesDefs(b.p.Organization != ""); err != nil {
-				return "", fmt.Errorf("query %s: %w", name, err)
-			}
-		case b.dayCostKept:
-			// The days' rows as the store keeps them: a table of one row
-			// a day and meter, rather than the usage rows of those days.
-			defs = map[string]string{"usage_day_cost": store.DayCostDefs(b.p.Organization != "")}
-		default:
-			where = store.DaysWhere
-		}
+		// The days' cost (and the anomalies' baselines) as the store
+		// keeps them where it does, one row a day and meter, else the
+		// usage rows of those days.
+		where, defs = b.days.Where, b.days.Defs
 	}
 	if b.p.Organization != "" {
 		where = orgWhere(where)
@@ -170,10 +161,7 @@ func (b *builder) dayRange() error {
 	if err != nil {
 		return err
 	}
-	if b.dayCostKept, err = store.DayCostKept(b.ctx, b.src); err != nil {
-		return err
-	}
-	if b.baselinesKept, err = store.BaselinesKept(b.ctx, b.src); err != nil {
+	if b.days, err = store.ReadDays(b.ctx, b.src, b.p.Organization != ""); err != nil {
 		return err
 	}
 	b.daysFrom, b.daysTo = lo, hi

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"strings"
 	"time"
 
 	tallysql "github.com/tally-dev/tally/sql"
@@ -61,12 +60,17 @@ var DaysWhere = map[string]string{"usage": "date >= CAST($days_from AS TIMESTAMP
 // copy an older Tally published. Finding the latest day reads the last
 // weeks the ledger covers, not the history.
 func DayRange(ctx context.Context, q Querier, from, to time.Time) (lo, hi time.Time, err error) {
-	from, to = from.UTC(), to.UTC()
-	kept, err := DayCostKept(ctx, q)
+	r, err := ReadDays(ctx, q, false)
 	if err != nil {
 		return time.Time{}, time.Time{}, fmt.Errorf("find the latest day of usage: %w", err)
 	}
-	latest, err := latestUsageDay(ctx, q, kept)
+	return dayRange(ctx, q, r, from, to)
+}
+
+// dayRange is DayRange with usage_day_cost read as r says.
+func dayRange(ctx context.Context, q Querier, r DaysRead, from, to time.Time) (lo, hi time.Time, err error) {
+	from, to = from.UTC(), to.UTC()
+	latest, err := latestUsageDay(ctx, q, r)
 	if err != nil {
 		return time.Time{}, time.Time{}, fmt.Errorf("find the latest day of usage: %w", err)
 	}
@@ -82,7 +86,7 @@ func DayRange(ctx context.Context, q Querier, from, to time.Time) (lo, hi time.T
 // no rows. The ledger's last covered day bounds it from above, so the
 // days before that one are read first; only when they hold no usage is
 // the whole table read.
-func latestUsageDay(ctx context.Context, q Querier, kept bool) (time.Time, error) {
+func latestUsageDay(ctx context.Context, q Querier, r DaysRead) (time.Time, error) {
 	covered, err := tallysql.Inline(`SELECT max(day) FROM usage_coverage WHERE basis = 'usage' AND granularity IN ('hour', 'day')`)
 	if err != nil {
 		return time.Time{}, err
@@ -91,7 +95,7 @@ func latestUsageDay(ctx context.Context, q Querier, kept bool) (time.Time, error
 	if err := scanOne(ctx, q, covered, nil, &last); err != nil || !last.Valid {
 		return time.Time{}, err
 	}
-	latest, err := inlineDays(`SELECT max(day) FROM usage_day_cost`, kept)
+	latest, err := r.Inline(`SELECT max(day) FROM usage_day_cost`)
 	if err != nil {
 		return time.Time{}, err
 	}
@@ -149,14 +153,42 @@ WHERE database_name = current_database() AND schema_name = 'main' AND table_name
 	return listed == 0, nil
 }
 
-// inlineDays inlines query's views with usage_day_cost read for the days
-// [$days_from, $days_to): from daily_usage_cost where the store keeps it,
-// else from usage under DaysWhere.
-func inlineDays(query string, kept bool) (string, error) {
-	if kept {
-		return tallysql.InlineDefined(query, nil, map[string]string{"usage_day_cost": DayCostDays})
+// DaysRead is how the figures about some days ([$days_from, $days_to))
+// read what they read: usage_day_cost, and through it the anomalies'
+// days, under Where (tallysql.InlineWhere) and with Defs standing in for
+// views (tallysql.InlineDefined).
+type DaysRead struct {
+	Where, Defs map[string]string
+}
+
+// Inline inlines the views query reads, read as r says.
+func (r DaysRead) Inline(query string) (string, error) {
+	return tallysql.InlineDefined(query, r.Where, r.Defs)
+}
+
+// ReadDays says how the figures about some days read them on q's
+// database: the kept days' cost and baselines where the store keeps them
+// (BaselinesKept; AnomaliesDefs), the kept days' cost alone where it
+// keeps only that whole (DayCostKept; DayCostDefs), else the usage rows
+// of those days (DaysWhere). With org, one organization's ($org) where
+// the store's tables are read.
+func ReadDays(ctx context.Context, q Querier, org bool) (DaysRead, error) {
+	baselines, err := BaselinesKept(ctx, q)
+	if err != nil {
+		return DaysRead{}, err
 	}
-	return tallysql.InlineWhere(query, DaysWhere)
+	if baselines {
+		defs, err := AnomaliesDefs(org)
+		return DaysRead{Defs: defs}, err
+	}
+	kept, err := DayCostKept(ctx, q)
+	if err != nil {
+		return DaysRead{}, err
+	}
+	if kept {
+		return DaysRead{Defs: map[string]string{"usage_day_cost": DayCostDefs(org)}}, nil
+	}
+	return DaysRead{Where: DaysWhere}, nil
 }
 
 // farFuture stands for "no end" in DayRange.
@@ -165,25 +197,15 @@ var farFuture = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
 // queryDays runs query with the views it reads inlined, usage_day_cost
 // read for the days [from, to) need (DayRange), and args.
 func queryDays(ctx context.Context, db *sql.DB, query string, from, to time.Time, args ...any) (*sql.Rows, error) {
-	lo, hi, err := DayRange(ctx, db, from, to)
+	r, err := ReadDays(ctx, db, false)
 	if err != nil {
 		return nil, err
 	}
-	kept, err := DayCostKept(ctx, db)
+	lo, hi, err := dayRange(ctx, db, r, from, to)
 	if err != nil {
 		return nil, err
 	}
-	q, err := inlineDays(query, kept)
-	if kept && err == nil && strings.Contains(query, "FROM anomalies") {
-		// And the anomalies' baselines, where the store keeps them.
-		var baselines bool
-		if baselines, err = BaselinesKept(ctx, db); baselines {
-			var defs map[string]string
-			if defs, err = AnomaliesDefs(false); err == nil {
-				q, err = tallysql.InlineDefined(query, nil, defs)
-			}
-		}
-	}
+	q, err := r.Inline(query)
 	if err != nil {
 		return nil, err
 	}
