@@ -394,6 +394,14 @@ FROM (SELECT * FROM usage ORDER BY date, meter_name, project LIMIT 3) u,
      (VALUES ('license'), ('License'), (' license '), ('cash'), ('CASH'), ('quantity'), ('preCommitment'), ('pre-commitment'),
              ('Pre Commitment'), ('precommitment'), ('promotional'), (''), ('  '), (NULL)) t(et),
      (VALUES (NULL), (''), (' '), ('ent-1')) e(ent)`,
+		// Rows priced at what the interface sent, whose quantity × price
+		// to 12 decimals is a tie, negative, inexact as doubles or past a
+		// double's precision: ListCost rounds the doubles' product only
+		// where it must be the exact one's rounding.
+		`INSERT INTO usage SELECT u.* REPLACE ('unpriced meter' AS meter_name, t.q AS quantity, t.p AS price, NULL AS entitlement_type, NULL AS entitlement)
+FROM (SELECT * FROM usage ORDER BY date DESC, meter_name, project LIMIT 1) u,
+     (VALUES (0.5, 1e-12), (1.5, 1e-12), (2.5e-7, 2e-6), (-0.5, 1e-12), (-2.5, 1e-12), (0.1, 0.3), (3.0000001, 0.000000333333),
+             (12345678.9, 7.123456789012), (98765432.123, 0.000123456789), (1e-9, 0.999999999999), (0, 0.25)) t(q, p)`,
 		`INSERT INTO month_closes (id, month, basis, granularity, action, acted_at, who)
 SELECT uuid(), CAST(date_trunc('month', min(date)) AS DATE), 'usage', 'day', 'close', TIMESTAMP '2026-09-01', 'test' FROM usage`,
 		`UPDATE rate_card_price_snapshots SET currency = 'XTS'
@@ -423,6 +431,9 @@ WHERE payment_method_id = (SELECT min(payment_method_id) FROM rate_card_price_sn
 	}
 	if cur := rowsText(t, s, `SELECT count(*) FROM focus_before WHERE x_PriceMatchedBy IN ('interface price', 'cost / quantity')`); cur[0] == "0" {
 		t.Fatal("no row is priced other than by the rate card: the currency test compares nothing")
+	}
+	if n := rowsText(t, s, `SELECT count(*) FROM focus_before WHERE SkuMeter = 'unpriced meter' AND ListCost <> CAST(CAST(ListCost AS DOUBLE) AS DECIMAL(38, 12))`); n[0] == "0" {
+		t.Fatal("no unpriced meter's ListCost is past a double's precision: the rounding rows compare nothing")
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		for i := range want {
