@@ -63,8 +63,12 @@ WITH u AS (
     -- judged on every row after them (a month of 24 read at a seventh of
     -- the cost).
     SELECT *,
-           date AT TIME ZONE 'UTC' AS charge_period_start,
-           date_trunc('month', coalesce(date_processed, date)) AT TIME ZONE 'UTC' AS billing_period_start,
+           -- make_timestamptz(epoch_us(t)) is t AT TIME ZONE 'UTC', read as
+           -- a UTC instant without ICU's calendar: 0.3 s of CPU for 24M
+           -- rows instead of 4.8.
+           make_timestamptz(epoch_us(date)) AS charge_period_start,
+           make_timestamptz(epoch_us(date_trunc('month', coalesce(date_processed, date)))) AS billing_period_start,
+           make_timestamptz(epoch_us(date_trunc('month', coalesce(date_processed, date)) + INTERVAL 1 MONTH)) AS billing_period_end,
            date_trunc('month', date) AS charge_month,
            coalesce(meter_sku, '') AS sku_key,
            coalesce(payment_method, '') AS pm_key
@@ -92,6 +96,21 @@ priced AS (
            price_name,
            price_display_name,
            price_unit,
+           -- the price's unit in FOCUS unit format (as ConsumedUnit), once
+           -- per price rather than on every row it prices
+           CASE lower(trim(price_unit))
+               WHEN '' THEN 'Units'
+               WHEN 'second' THEN 'Seconds' WHEN 'seconds' THEN 'Seconds'
+               WHEN 'minute' THEN 'Minutes' WHEN 'minutes' THEN 'Minutes'
+               WHEN 'hour' THEN 'Hours' WHEN 'hours' THEN 'Hours'
+               WHEN 'day' THEN 'Days' WHEN 'days' THEN 'Days'
+               WHEN 'gigabyte' THEN 'GB' WHEN 'gigabytes' THEN 'GB' WHEN 'gb' THEN 'GB'
+               WHEN 'terabyte' THEN 'TB' WHEN 'terabytes' THEN 'TB' WHEN 'tb' THEN 'TB'
+               WHEN 'megabyte' THEN 'MB' WHEN 'megabytes' THEN 'MB' WHEN 'mb' THEN 'MB'
+               WHEN 'gigabyte hour' THEN 'GB-Hours' WHEN 'gigabyte hours' THEN 'GB-Hours' WHEN 'gb hours' THEN 'GB-Hours' WHEN 'gb-hours' THEN 'GB-Hours'
+               WHEN 'request' THEN 'Requests' WHEN 'requests' THEN 'Requests'
+               ELSE array_to_string(list_transform(string_split(trim(price_unit), ' '), w -> upper(w[1]) || w[2:]), ' ')
+           END AS pricing_unit,
            card_snapshot_at
     FROM rate_card_matches
     WHERE price IS NOT NULL
@@ -129,6 +148,7 @@ r AS (
            CASE WHEN coalesce(pr.card_currency, u.currency) = u.currency THEN pr.price_name END AS price_name,
            CASE WHEN coalesce(pr.card_currency, u.currency) = u.currency THEN pr.price_display_name END AS price_display_name,
            CASE WHEN coalesce(pr.card_currency, u.currency) = u.currency THEN pr.price_unit END AS price_unit,
+           CASE WHEN coalesce(pr.card_currency, u.currency) = u.currency THEN pr.pricing_unit END AS pricing_unit,
            CASE WHEN coalesce(pr.card_currency, u.currency) = u.currency THEN pr.card_snapshot_at END AS card_snapshot_at,
            pm.display_name AS pm_display_name,
            pm.type AS pm_type,
@@ -142,6 +162,9 @@ r AS (
                 WHEN u.entitlement_type IN ('preCommitment', 'pre-commitment') THEN 'precommitment'
                 ELSE regexp_replace(lower(u.entitlement_type), '[^a-z]', '', 'g')
            END AS ent_kind,
+           CASE WHEN u.entitlement_type IN ('license', 'cash', 'quantity', 'preCommitment', 'pre-commitment') THEN u.entitlement_type
+                ELSE trim(u.entitlement_type)
+           END AS ent_type_trimmed,
            coalesce(pm.marketplace, false) AS marketplace
     FROM u
     -- The price applies only when its currency is the row's (or unknown).
@@ -223,7 +246,7 @@ SELECT
     -- BillingPeriodStart/End: the calendar month (UTC) the row is charged
     -- in: the month of date_processed, else (not charged yet) of date.
     billing_period_start AS BillingPeriodStart,
-    (date_trunc('month', coalesce(date_processed, date)) + INTERVAL 1 MONTH) AT TIME ZONE 'UTC' AS BillingPeriodEnd,
+    billing_period_end AS BillingPeriodEnd,
     -- ChargeCategory: every usage row is 'Usage'.
     'Usage' AS ChargeCategory,
     -- ChargeClass: null for a charge; 'Correction' for a negative charge
@@ -236,13 +259,13 @@ SELECT
     'Usage-Based' AS ChargeFrequency,
     -- ChargePeriodStart/End: the usage bucket: date, plus one granularity.
     charge_period_start AS ChargePeriodStart,
-    (date + CASE granularity
+    make_timestamptz(epoch_us(date + CASE granularity
                 WHEN 'hour' THEN INTERVAL 1 HOUR
                 WHEN 'day' THEN INTERVAL 1 DAY
                 WHEN 'week' THEN INTERVAL 7 DAY
                 WHEN 'month' THEN INTERVAL 1 MONTH
                 ELSE INTERVAL 1 YEAR
-            END) AT TIME ZONE 'UTC' AS ChargePeriodEnd,
+            END)) AS ChargePeriodEnd,
     -- CommitmentDiscountCategory: Usage for license and quantity
     -- entitlements, Spend for cash and pre-commitment (see the header).
     CASE WHEN commitment THEN CASE WHEN ent_kind IN ('license', 'quantity') THEN 'Usage' ELSE 'Spend' END END AS CommitmentDiscountCategory,
@@ -260,7 +283,7 @@ SELECT
     -- CommitmentDiscountStatus: 'Used' where a commitment applied.
     CASE WHEN commitment THEN 'Used' END AS CommitmentDiscountStatus,
     -- CommitmentDiscountType: the entitlement type exactly as sent.
-    CASE WHEN commitment THEN trim(entitlement_type) END AS CommitmentDiscountType,
+    CASE WHEN commitment THEN ent_type_trimmed END AS CommitmentDiscountType,
     -- ConsumedQuantity: the metered quantity.
     qty AS ConsumedQuantity,
     -- ConsumedUnit: the usage unit in FOCUS unit format (minutes →
@@ -291,19 +314,7 @@ SELECT
     qty AS PricingQuantity,
     -- PricingUnit: the rate card price's unit, else the usage unit, in
     -- FOCUS unit format as for ConsumedUnit.
-    CASE lower(trim(coalesce(price_unit, unit, '')))
-        WHEN '' THEN 'Units'
-        WHEN 'second' THEN 'Seconds' WHEN 'seconds' THEN 'Seconds'
-        WHEN 'minute' THEN 'Minutes' WHEN 'minutes' THEN 'Minutes'
-        WHEN 'hour' THEN 'Hours' WHEN 'hours' THEN 'Hours'
-        WHEN 'day' THEN 'Days' WHEN 'days' THEN 'Days'
-        WHEN 'gigabyte' THEN 'GB' WHEN 'gigabytes' THEN 'GB' WHEN 'gb' THEN 'GB'
-        WHEN 'terabyte' THEN 'TB' WHEN 'terabytes' THEN 'TB' WHEN 'tb' THEN 'TB'
-        WHEN 'megabyte' THEN 'MB' WHEN 'megabytes' THEN 'MB' WHEN 'mb' THEN 'MB'
-        WHEN 'gigabyte hour' THEN 'GB-Hours' WHEN 'gigabyte hours' THEN 'GB-Hours' WHEN 'gb hours' THEN 'GB-Hours' WHEN 'gb-hours' THEN 'GB-Hours'
-        WHEN 'request' THEN 'Requests' WHEN 'requests' THEN 'Requests'
-        ELSE array_to_string(list_transform(string_split(trim(coalesce(price_unit, unit)), ' '), w -> upper(w[1]) || w[2:]), ' ')
-    END AS PricingUnit,
+    coalesce(pricing_unit, consumed_unit) AS PricingUnit,
     -- ProviderName, PublisherName: the platform that sells and makes the
     -- services; a constant, as the interface does not name itself.
     'Media cloud' AS ProviderName,
@@ -349,7 +360,7 @@ SELECT
     -- x_EntitlementId, x_EntitlementType: the entitlement as sent, of any
     -- type (a known one is also the commitment discount).
     nullif(entitlement, '') AS x_EntitlementId,
-    nullif(trim(entitlement_type), '') AS x_EntitlementType,
+    nullif(ent_type_trimmed, '') AS x_EntitlementType,
     -- x_DateProcessed: when the row was charged (null: not yet), UTC.
     date_processed AS x_DateProcessed,
     -- x_FetchedAt, x_RunId: when and by which Tally run the row was loaded.
