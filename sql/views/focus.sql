@@ -56,6 +56,11 @@
 -- interface gives entitlements no display name). Custom columns start with
 -- x_, as FOCUS asks.
 CREATE OR REPLACE VIEW focus AS
+-- x_row, a constant, is the union's first column and dropped here: a query
+-- that reads no column of a union (a count) still has DuckDB compute the
+-- first one of every row, and BilledCost, first in FOCUS's order, joins each
+-- row to its payment method.
+SELECT * EXCLUDE (x_row) FROM (
 WITH u AS (
     -- The period columns are worked out here, on the usage row, rather
     -- than in the last step: an analyst's condition on them then reaches
@@ -227,6 +232,7 @@ d AS (
     FROM k
 )
 SELECT
+    true AS x_row,
     -- BilledCost: what the platform's invoice charges for the row: the
     -- interface's cost when billed directly (or under an unknown
     -- entitlement type); 0 when a license covers it or a prepaid balance
@@ -481,4 +487,5 @@ FROM (
     FROM closed_month_adjustments a
     LEFT JOIN payment_methods_by_month pm ON pm.organization = a.organization AND pm.month = a.month AND pm.id = a.payment_method
 ) a
-WHERE a.difference <> 0 OR a.billed_difference <> 0 OR a.effective_difference <> 0;
+WHERE a.difference <> 0 OR a.billed_difference <> 0 OR a.effective_difference <> 0
+);
