@@ -199,7 +199,10 @@ func (r *Runner) recordedRun(ctx context.Context, command, job string, fn func(c
 		return r.skipped(ctx, out, began, wait, err)
 	}
 	defer lock.Release()
-	st, err := store.Open(ctx, db)
+	st, err := store.OpenNotify(ctx, db, func(p store.FillProgress) {
+		r.Log.Info().Str("table", p.Table).Str("month", p.Month.Format("2006-01")).Int("done", p.Done).Int("months", p.Months).
+			Stringer("took", p.Took.Round(time.Millisecond)).Msg("filling a table the load keeps, a month at a time, after an upgrade")
+	})
 	if err != nil {
 		return out, err
 	}

@@ -699,10 +699,36 @@ func TestKeptTablesFilledAMonthAtATime(t *testing.T) {
 		t.Fatalf("%d tables note the month reached, want 2", n)
 	}
 	s.Close()
-	s, err = Open(ctx, path)
+	var heard []FillProgress
+	s, err = OpenNotify(ctx, path, func(p FillProgress) { heard = append(heard, p) })
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
 	check(s, "after the reopen")
+	// The reopen tells of each month it fills, in order, from the month
+	// after the one a fill reached: the day cost from February, the
+	// totals from March, the baselines (not begun) from January.
+	first := map[string]string{keptDayCost: "2026-02", keptTotals: "2026-03", keptBaselines: "2026-01"}
+	var order []string
+	for i, p := range heard {
+		if i == 0 || heard[i-1].Table != p.Table {
+			order = append(order, p.Table)
+			if got := p.Month.Format("2006-01"); got != first[p.Table] {
+				t.Errorf("the reopen's fill of %s began at %s, want %s", p.Table, got, first[p.Table])
+			}
+			if p.Done != 1 {
+				t.Errorf("the first month of %s is told as %d done", p.Table, p.Done)
+			}
+		} else if !p.Month.After(heard[i-1].Month) || p.Done != heard[i-1].Done+1 || p.Months != heard[i-1].Months {
+			t.Errorf("%s: month %s (%d of %d) after %s (%d of %d)", p.Table, p.Month.Format("2006-01"), p.Done, p.Months,
+				heard[i-1].Month.Format("2006-01"), heard[i-1].Done, heard[i-1].Months)
+		}
+		if last := i == len(heard)-1 || heard[i+1].Table != p.Table; last && p.Done != p.Months {
+			t.Errorf("%s: the fill ended told %d of %d months", p.Table, p.Done, p.Months)
+		}
+	}
+	if strings.Join(order, ",") != strings.Join(keptOrder, ",") {
+		t.Errorf("the reopen told of fills of %v, want %v", order, keptOrder)
+	}
 }

@@ -102,6 +102,15 @@ func (s *Store) finishRefills(ctx context.Context) error {
 	return nil
 }
 
+// FillProgress is a month of a kept table's fill, committed.
+type FillProgress struct {
+	Table  string    // daily_usage_cost, daily_usage_totals or daily_baselines
+	Month  time.Time // the month just filled (its first day, UTC)
+	Done   int       // the months of this fill committed so far, this one included
+	Months int       // the months this fill has to do (those a killed fill reached are not counted)
+	Took   time.Duration
+}
+
 // refill fills table kept for the months from before on (every month when
 // nil), each in its own transaction that also notes the month reached, and
 // then removes kept from kept_refills.
@@ -123,10 +132,14 @@ func (s *Store) refill(ctx context.Context, kept string, before *time.Time) erro
 	if _, err := s.db.ExecContext(ctx, "SET GLOBAL memory_limit = '"+writerMemory+"'"); err != nil {
 		return err
 	}
+	todo := months[:0:0]
 	for _, m := range months {
-		if before != nil && m.month.Before(*before) {
-			continue
+		if before == nil || !m.month.Before(*before) {
+			todo = append(todo, m)
 		}
+	}
+	for i, m := range todo {
+		began := time.Now()
 		next := m.month.AddDate(0, 1, 0)
 		if err := s.inTx(ctx, func(conn *sql.Conn) error {
 			if err := fillMonth(ctx, conn, kept, m); err != nil {
@@ -136,6 +149,9 @@ func (s *Store) refill(ctx context.Context, kept string, before *time.Time) erro
 			return err
 		}); err != nil {
 			return fmt.Errorf("%s: %w", m.month.Format("2006-01"), err)
+		}
+		if s.filled != nil {
+			s.filled(FillProgress{Table: kept, Month: m.month, Done: i + 1, Months: len(todo), Took: time.Since(began)})
 		}
 	}
 	return s.inTx(ctx, func(conn *sql.Conn) error {

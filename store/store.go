@@ -42,6 +42,7 @@ type Store struct {
 	// (settleBaselines).
 	baselineMu sync.Mutex
 	loads      loadThreads
+	filled     func(FillProgress) // see OpenNotify; nil: nobody listens
 }
 
 // options are the seams tests use to open a database as an older Tally
@@ -49,6 +50,8 @@ type Store struct {
 type options struct {
 	migrations fs.FS // NNNN_name.sql files at the root
 	views      fs.FS // *.sql files at the root
+	// filled hears of each month a fill of a kept table commits (OpenNotify).
+	filled func(FillProgress)
 }
 
 func defaultOptions() options {
@@ -75,6 +78,16 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	return openWith(ctx, path, defaultOptions())
 }
 
+// OpenNotify is Open, calling filled after each month it fills of a table
+// the load keeps: after an upgrade whose migration reshapes one, a store of
+// years of history takes minutes to open (about four at 100M usage rows),
+// and the operator should see it work rather than a silent process.
+func OpenNotify(ctx context.Context, path string, filled func(FillProgress)) (*Store, error) {
+	o := defaultOptions()
+	o.filled = filled
+	return openWith(ctx, path, o)
+}
+
 func openWith(ctx context.Context, path string, o options) (*Store, error) {
 	if err := ensureFolder(path); err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
@@ -93,7 +106,7 @@ func openWith(ctx context.Context, path string, o options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{db: db, path: path}
+	s := &Store{db: db, path: path, filled: o.filled}
 	if err := db.QueryRowContext(ctx, "SELECT CAST(current_setting('threads') AS BIGINT)").Scan(&s.loads.threads); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open store %s: read the threads setting: %w", path, err)

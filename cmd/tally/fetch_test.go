@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -318,5 +319,78 @@ func TestTokenExpiry(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestFetchTellsOfAnUpgradesFill: after an upgrade whose migration empties
+// a table the load keeps and lists it to fill (kept_refills), the next run
+// fills it a month at a time and logs each month, so an operator watching a
+// store of years open for minutes sees it work; the table is whole after.
+func TestFetchTellsOfAnUpgradesFill(t *testing.T) {
+	start := tally.Day.Truncate(time.Now().UTC()).AddDate(0, 0, -40)
+	s := newCLISim(t, start)
+	cfg, db := cliConfig(t, s, start, "")
+	if _, code, stderr := cli(t, "fetch", "--config", cfg); code != 0 {
+		t.Fatalf("first fetch: exit %d: %s", code, stderr)
+	}
+	conn, err := sql.Open("duckdb", db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want int
+	if err := conn.QueryRow(`SELECT count(*) FROM daily_usage_cost`).Scan(&want); err != nil || want == 0 {
+		t.Fatalf("daily_usage_cost after the first fetch: %d rows, %v", want, err)
+	}
+	var months []string
+	rows, err := conn.Query(`SELECT DISTINCT strftime(date, '%Y-%m') FROM usage WHERE basis = 'usage' ORDER BY 1`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var m string
+		if err := rows.Scan(&m); err != nil {
+			t.Fatal(err)
+		}
+		months = append(months, m)
+	}
+	rows.Close()
+	if len(months) < 2 {
+		t.Fatalf("the fixture's usage spans %v: want two months or more", months)
+	}
+	// What a migration that reshapes the table does, in one transaction.
+	if _, err := conn.Exec(`BEGIN; DELETE FROM daily_usage_cost; INSERT INTO kept_refills (kept, done_before) VALUES ('daily_usage_cost', NULL); COMMIT`); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close()
+
+	_, code, stderr := cli(t, "fetch", "--config", cfg)
+	if code != 0 {
+		t.Fatalf("fetch after the upgrade: exit %d: %s", code, stderr)
+	}
+	var told []string
+	for _, line := range strings.Split(stderr, "\n") {
+		if strings.Contains(line, "filling a table the load keeps") && strings.Contains(line, `"table":"daily_usage_cost"`) {
+			told = append(told, line)
+		}
+	}
+	if len(told) != len(months) {
+		t.Fatalf("the fill logged %d months, want %d (%v):\n%s", len(told), len(months), months, stderr)
+	}
+	for i, line := range told {
+		if !strings.Contains(line, fmt.Sprintf(`"month":"%s"`, months[i])) || !strings.Contains(line, fmt.Sprintf(`"done":%d,"months":%d`, i+1, len(months))) {
+			t.Errorf("fill line %d, want month %s (%d of %d): %s", i, months[i], i+1, len(months), line)
+		}
+	}
+	conn, err = sql.Open("duckdb", db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	var got, listed int
+	if err := conn.QueryRow(`SELECT (SELECT count(*) FROM daily_usage_cost), (SELECT count(*) FROM kept_refills)`).Scan(&got, &listed); err != nil {
+		t.Fatal(err)
+	}
+	if got < want || listed != 0 {
+		t.Fatalf("after the fill: daily_usage_cost %d rows (had %d), %d tables still listed", got, want, listed)
 	}
 }
