@@ -27,13 +27,7 @@
 -- through usage_validity, whose rules these repeat.
 CREATE OR REPLACE VIEW payment_method_violations AS
 WITH pm AS (
-    SELECT *,
-           list_filter([
-               CASE WHEN start_date IS NOT NULL AND end_date IS NOT NULL AND end_date <= start_date THEN 'end not after start' END,
-               CASE WHEN is_active = false THEN 'inactive' END,
-               CASE WHEN terms_and_conditions_accepted = false THEN 'terms not accepted' END
-           ], x -> x IS NOT NULL) AS method_problems
-    FROM payment_methods_by_month
+    SELECT * FROM payment_methods_by_month
 ),
 -- The totals summed further, per day (of period_at and of date),
 -- granularity, method and currency: what the validity and the sums below

@@ -54,14 +54,7 @@ SELECT b.*,
        pm.method_problems,
        coalesce(lower(b.solution) = 'streaming' AND pm.auto_purchase_stream_licenses, false) AS streaming_auto_purchase
 FROM b
--- The method's own problems are the month's, listed once per method and
--- month rather than for each of its rows.
-JOIN (
-    SELECT *,
-           list_filter([
-               CASE WHEN start_date IS NOT NULL AND end_date IS NOT NULL AND end_date <= start_date THEN 'end not after start' END,
-               CASE WHEN is_active = false THEN 'inactive' END,
-               CASE WHEN terms_and_conditions_accepted = false THEN 'terms not accepted' END
-           ], x -> x IS NOT NULL) AS method_problems
-    FROM payment_methods_by_month
-) pm ON pm.organization = b.organization AND pm.month = b.pm_month AND pm.id = b.payment_method;
+-- The method's own problems are the month's (payment_methods_by_month's
+-- method_problems), listed once per method and month rather than for each
+-- of its rows.
+JOIN payment_methods_by_month pm ON pm.organization = b.organization AND pm.month = b.pm_month AND pm.id = b.payment_method;
