@@ -189,11 +189,16 @@ func create(ctx context.Context, path string, o options) (err error) {
 // OpenReadOnly opens an existing database read-only (DuckDB's access_mode
 // READ_ONLY): every write fails, and any number of read-only handles may be
 // open at once. It neither migrates nor creates views.
+//
+// Its memory_limit is DefaultQueryMemory, a quarter of what the machine or
+// container allows, as for analysts' SQL: under DuckDB's default (80 % of
+// the machine) a reader keeps every block it reads, and tally export of
+// 93.6M rows grew to 2.5 GB where 512 MB did the same work, faster.
 func OpenReadOnly(ctx context.Context, path string) (*Store, error) {
 	if _, err := checkPath(path, true); err != nil {
 		return nil, err
 	}
-	db, err := connect(ctx, path, "READ_ONLY")
+	db, err := connect(ctx, path, "READ_ONLY", fmt.Sprintf("memory_limit=%dKiB", max(DefaultQueryMemory()>>10, 1)))
 	if err != nil {
 		return nil, err
 	}
