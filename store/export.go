@@ -141,6 +141,50 @@ type dataset struct {
 	ranged    bool   // From and Until apply
 	costExpr  string // SQL over the query's columns for CostSum; "" for none
 	timeExpr  string // SQL for Latest
+	// read and readArgs, when set, are what a ranged export reads in place
+	// of query: the same rows of the range's months, from only the usage
+	// rows that can fall in them (see narrowed). The layout is query's.
+	read     string
+	readArgs []any
+}
+
+// reading is d as the export reads it: read in place of query, if set.
+func (d dataset) reading() dataset {
+	if d.read != "" {
+		d.query, d.args = d.read, d.readArgs
+	}
+	return d
+}
+
+// monthsOf is the condition that col (a TIMESTAMP) lies in a month from
+// From's to Until's (exclusive): the months a ranged export writes (see
+// inRange). ok is false when the range is unbounded.
+func monthsOf(col string, from, until time.Time) (cond string, args []any, ok bool) {
+	var parts []string
+	if !from.IsZero() {
+		f := from.UTC()
+		parts = append(parts, col+" >= CAST(? AS TIMESTAMP)")
+		args = append(args, time.Date(f.Year(), f.Month(), 1, 0, 0, 0, 0, time.UTC).Format(time.DateTime))
+	}
+	if !until.IsZero() {
+		// the month after the one that holds Until's last instant
+		u := until.UTC().Add(-time.Microsecond)
+		parts = append(parts, col+" < CAST(? AS TIMESTAMP)")
+		args = append(args, time.Date(u.Year(), u.Month()+1, 1, 0, 0, 0, 0, time.UTC).Format(time.DateTime))
+	}
+	return strings.Join(parts, " AND "), args, len(parts) > 0
+}
+
+// narrowed is the condition that keeps, of FOCUS rows, every one billed in
+// the range's months: a usage row is billed in the month of
+// date_processed, else of date; a closed month's rows and its late charges
+// have no x_DateProcessed. On x_DateProcessed, the usage column as it is,
+// the condition reaches the usage table's scan, whose zone maps skip the
+// months outside: a ranged export no longer computes every FOCUS row of the
+// history to find those of its months.
+func narrowed(from, until time.Time) (cond string, args []any, ok bool) {
+	c, args, ok := monthsOf("x_DateProcessed", from, until)
+	return "(x_DateProcessed IS NULL OR (" + c + "))", args, ok
 }
 
 var monthRE = regexp.MustCompile(`^[0-9]{4}-(0[1-9]|1[0-2])$`)
@@ -213,7 +257,7 @@ func (s *Store) Export(ctx context.Context, o ExportOptions) (ExportResult, erro
 		}
 	}
 	for _, d := range sets {
-		de, err := exportDataset(ctx, conn, dir, d, o, man, now().UTC())
+		de, err := exportDataset(ctx, conn, dir, d, o, man, now().UTC(), s.copying)
 		res.Datasets = append(res.Datasets, de)
 		// What was renamed into place is recorded even when a later step
 		// failed, so the next export does not write it again.
@@ -225,12 +269,33 @@ func (s *Store) Export(ctx context.Context, o ExportOptions) (ExportResult, erro
 		}
 	}
 	if o.Format == ExportFOCUS {
-		if err := finishFOCUS(ctx, conn, dir, o, man, now().UTC()); err != nil {
+		if err := finishFOCUS(ctx, conn, dir, o, man, now().UTC(), s.copying); err != nil {
 			return res, fmt.Errorf("export to %s: %w", dir, err)
 		}
 	}
 	res.Duration = time.Since(began)
 	return res, nil
+}
+
+// copying readies the database for an export's COPY, and returns what
+// undoes it. A partitioned COPY keeps a file's writer per month and thread
+// (some 25 to 50 MB each for FOCUS 1.3's eighty-odd columns): on two
+// threads, three months of a few thousand rows ran out of the writer's
+// 160 MB. So on the writer a COPY runs on one thread, as loads do, at the
+// writer's memory limit; a reader has a quarter of the machine
+// (OpenReadOnly) and keeps its threads.
+func (s *Store) copying(ctx context.Context) (func(), error) {
+	if s.readOnly {
+		return func() {}, nil
+	}
+	if err := s.loads.begin(ctx, s.db); err != nil {
+		return nil, err
+	}
+	if _, err := s.db.ExecContext(ctx, "SET GLOBAL memory_limit = '"+writerMemory+"'"); err != nil {
+		s.loads.end(s.db)
+		return nil, err
+	}
+	return func() { s.loads.end(s.db) }, nil
 }
 
 // usageExport is the usage table as exported: every column, with the run
@@ -263,6 +328,10 @@ func exportDatasets(o ExportOptions) ([]dataset, error) {
 			name: "usage", partition: "month", query: usageExport, ranged: true,
 			costExpr: "cost", timeExpr: "fetched_at",
 		}}
+		// A usage row's month is its date's: a ranged export reads those.
+		if cond, args, ok := monthsOf("date", o.From, o.Until); ok {
+			sets[0].read, sets[0].readArgs = `SELECT * FROM (`+usageExport+`) WHERE `+cond, args
+		}
 		for _, t := range []struct {
 			table string
 			json  []string
@@ -289,17 +358,31 @@ func exportDatasets(o ExportOptions) ([]dataset, error) {
 		}
 		base := `SELECT * FROM (` + body + `) WHERE x_Granularity = ? AND x_Basis = ?`
 		args := []any{string(o.Granularity), string(o.Basis)}
+		// baseIn is base for a ranged export: its months' rows only.
+		baseIn, argsIn := "", []any(nil)
+		if cond, cargs, ok := narrowed(o.From, o.Until); ok {
+			baseIn, argsIn = base+` AND `+cond, append(slices.Clone(args), cargs...)
+		}
 		var sets []dataset
 		switch o.FOCUSVersion {
 		case FOCUS12:
 			// 1.2 as it was: the organization is 1.3's billing account.
-			base12 := `SELECT * EXCLUDE (x_Organization) FROM (` + base + `)`
-			sets = []dataset{{name: "focus", partition: "billing_period", query: focusPartitioned(base12), args: args, ranged: true,
-				costExpr: "x_Cost", timeExpr: "x_FetchedAt"}}
+			base12 := func(base string) string { return `SELECT * EXCLUDE (x_Organization) FROM (` + base + `)` }
+			d := dataset{name: "focus", partition: "billing_period", query: focusPartitioned(base12(base)), args: args, ranged: true,
+				costExpr: "x_Cost", timeExpr: "x_FetchedAt"}
+			if baseIn != "" {
+				d.read, d.readArgs = focusPartitioned(base12(baseIn)), argsIn
+			}
+			sets = []dataset{d}
 		case "", FOCUS13:
 			cu, cc := focus13Queries(base)
-			sets = []dataset{{name: "focus", partition: "billing_period", query: focusPartitioned(cu), args: args, ranged: true,
-				costExpr: "x_Cost", timeExpr: "x_FetchedAt"},
+			d := dataset{name: "focus", partition: "billing_period", query: focusPartitioned(cu), args: args, ranged: true,
+				costExpr: "x_Cost", timeExpr: "x_FetchedAt"}
+			if baseIn != "" {
+				cuIn, _ := focus13Queries(baseIn)
+				d.read, d.readArgs = focusPartitioned(cuIn), argsIn
+			}
+			sets = []dataset{d,
 				// Commitments are few and span months: always written whole,
 				// partitioned by the month their period starts.
 				{name: focusCommitmentsDataset, partition: "start_month", query: cc, args: args,
@@ -307,15 +390,18 @@ func exportDatasets(o ExportOptions) ([]dataset, error) {
 		default:
 			return nil, fmt.Errorf("FOCUS version %q is not one of %s, %s", o.FOCUSVersion, FOCUS13, FOCUS12)
 		}
-		q := sets[0].query
 		if o.CSV {
 			var repl []string
 			for _, c := range focusCSVTimes {
 				repl = append(repl, fmt.Sprintf(`strftime(timezone('UTC', %s), '%%Y-%%m-%%dT%%H:%%M:%%SZ') AS %s`, c, c))
 			}
-			csvq := "SELECT * REPLACE (" + strings.Join(repl, ", ") + ") FROM (" + q + ")"
-			sets = append(sets, dataset{name: "focus_csv", partition: "billing_period", query: csvq, args: args,
-				csv: true, ranged: true, costExpr: "x_Cost", timeExpr: "x_FetchedAt"})
+			csvq := func(q string) string { return "SELECT * REPLACE (" + strings.Join(repl, ", ") + ") FROM (" + q + ")" }
+			d := dataset{name: "focus_csv", partition: "billing_period", query: csvq(sets[0].query), args: args,
+				csv: true, ranged: true, costExpr: "x_Cost", timeExpr: "x_FetchedAt"}
+			if sets[0].read != "" {
+				d.read, d.readArgs = csvq(sets[0].read), sets[0].readArgs
+			}
+			sets = append(sets, d)
 		}
 		return sets, nil
 	}
@@ -341,7 +427,7 @@ func FOCUSQuery() (string, error) {
 }
 
 // fingerprint is what a dataset's month holds, as the manifest records it.
-func fingerprints(ctx context.Context, conn *sql.Conn, d dataset) (map[string]monthManifest, error) {
+func fingerprints(ctx context.Context, conn *sql.Conn, d dataset, layout string) (map[string]monthManifest, error) {
 	cost := "NULL"
 	if d.costExpr != "" {
 		cost = "CAST(sum(" + d.costExpr + ") AS VARCHAR)"
@@ -359,7 +445,6 @@ ORDER BY part`, d.partition, cost, d.timeExpr, d.query)
 		return nil, fmt.Errorf("fingerprint months: %w", err)
 	}
 	defer rows.Close()
-	layout := layoutOf(d)
 	out := map[string]monthManifest{}
 	for rows.Next() {
 		var part sql.NullString
@@ -395,9 +480,9 @@ func inRange(month string, from, until time.Time) bool {
 	return (from.IsZero() || end.After(from)) && (until.IsZero() || start.Before(until))
 }
 
-func exportDataset(ctx context.Context, conn *sql.Conn, dir string, d dataset, o ExportOptions, man *manifest, now time.Time) (DatasetExport, error) {
+func exportDataset(ctx context.Context, conn *sql.Conn, dir string, d dataset, o ExportOptions, man *manifest, now time.Time, copying func(context.Context) (func(), error)) (DatasetExport, error) {
 	de := DatasetExport{Name: d.name, Partition: d.partition}
-	have, err := fingerprints(ctx, conn, d)
+	have, err := fingerprints(ctx, conn, d.reading(), layoutOf(d))
 	if err != nil {
 		return de, err
 	}
@@ -432,7 +517,12 @@ func exportDataset(ctx context.Context, conn *sql.Conn, dir string, d dataset, o
 		if err := os.Chmod(root, dirMode); err != nil {
 			return de, err
 		}
-		top, staging, err := copyMonths(ctx, conn, dir, d, write)
+		done, err := copying(ctx)
+		if err != nil {
+			return de, err
+		}
+		top, staging, err := copyMonths(ctx, conn, dir, d.reading(), write)
+		done()
 		if top != "" {
 			defer os.RemoveAll(top)
 		}

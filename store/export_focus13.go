@@ -438,7 +438,8 @@ func sectorStep(g tally.Granularity) func(time.Time) time.Time {
 // close.
 //
 // Only the billing periods in the folder (held, the months the manifest
-// records) are described: a ranged export may hold some months only.
+// records) are described: a ranged export may hold some months only. cu
+// is a query of the rows' periods, charge periods and x_FetchedAt.
 func buildFOCUSMetadata(ctx context.Context, conn *sql.Conn, cu string, args []any, o ExportOptions, held map[string]monthManifest, now time.Time) (focusMetadata, error) {
 	name := fmt.Sprintf("%s, %s", o.Granularity, o.Basis)
 	cuID := fmt.Sprintf("tally-cost-and-usage-%s-%s", o.Granularity, o.Basis)
@@ -586,7 +587,7 @@ func writeFOCUSMetadata(dir string, md focusMetadata) error {
 // metadata and the manifest's focus section. A 1.2 export removes what a
 // 1.3 export left in the folder (the Contract Commitment dataset, the
 // metadata), so the folder holds one version.
-func finishFOCUS(ctx context.Context, conn *sql.Conn, dir string, o ExportOptions, man *manifest, now time.Time) error {
+func finishFOCUS(ctx context.Context, conn *sql.Conn, dir string, o ExportOptions, man *manifest, now time.Time, copying func(context.Context) (func(), error)) error {
 	version := o.FOCUSVersion
 	if version == "" {
 		version = FOCUS13
@@ -596,7 +597,7 @@ func finishFOCUS(ctx context.Context, conn *sql.Conn, dir string, o ExportOption
 			empty := dataset{name: focusCommitmentsDataset, partition: "start_month",
 				query:    `SELECT CAST(NULL AS VARCHAR) AS start_month, CAST(NULL AS DECIMAL(38, 12)) AS x_AppliedCost, CAST(NULL AS TIMESTAMPTZ) AS x_LastChargePeriodEnd WHERE false`,
 				costExpr: "x_AppliedCost", timeExpr: "x_LastChargePeriodEnd"}
-			if _, err := exportDataset(ctx, conn, dir, empty, o, man, now); err != nil {
+			if _, err := exportDataset(ctx, conn, dir, empty, o, man, now, copying); err != nil {
 				return err
 			}
 			delete(man.Datasets, focusCommitmentsDataset)
@@ -611,9 +612,13 @@ func finishFOCUS(ctx context.Context, conn *sql.Conn, dir string, o ExportOption
 	if err != nil {
 		return err
 	}
-	cu, _ := focus13Queries(`SELECT * FROM (` + body + `) WHERE x_Granularity = ? AND x_Basis = ?`)
+	// The periods, charge sectors and loads are read from the focus view's
+	// rows, not the Cost and Usage rows: splitting a charge among cost
+	// centres copies them to each part, so both give the same, and the
+	// view's rows need no split of every row of the history.
+	rows := `SELECT * FROM (` + body + `) WHERE x_Granularity = ? AND x_Basis = ?`
 	args := []any{string(o.Granularity), string(o.Basis)}
-	md, err := buildFOCUSMetadata(ctx, conn, cu, args, o, man.Datasets["focus"], now)
+	md, err := buildFOCUSMetadata(ctx, conn, rows, args, o, man.Datasets["focus"], now)
 	if err != nil {
 		return err
 	}

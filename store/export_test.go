@@ -607,3 +607,93 @@ func TestFOCUSCheckerFindsBrokenRows(t *testing.T) {
 		})
 	}
 }
+
+// TestRangedExportAsWhole: a ranged export reads only the usage rows that
+// can fall in its months (see narrowed and monthsOf), and writes for those
+// months exactly what a whole export writes: with rows billed a month after
+// their date, rows not billed yet (billed in their date's month) in and
+// out of the range, and a closed month, for parquet, FOCUS 1.2 and FOCUS
+// 1.3 with CSV. The Contract Commitment dataset is written whole either
+// way.
+func TestRangedExportAsWhole(t *testing.T) {
+	ctx := context.Background()
+	s, _ := exportFixture(t)
+	for _, q := range []string{
+		// August rows billed in September, and rows of every month not billed yet.
+		`INSERT INTO usage SELECT * REPLACE (date_processed + INTERVAL 35 DAY AS date_processed, 'late ' || meter_name AS meter_name)
+FROM usage WHERE date < DATE '2026-08-10' AND date_processed IS NOT NULL`,
+		`INSERT INTO usage SELECT * REPLACE (NULL AS date_processed, 'unbilled ' || meter_name AS meter_name)
+FROM usage WHERE day(date) IN (3, 17) AND date_processed IS NOT NULL`,
+		`INSERT INTO month_closes (id, month, basis, granularity, action, acted_at, who)
+VALUES (uuid(), DATE '2026-10-01', 'usage', 'day', 'close', TIMESTAMP '2026-10-22', 'test')`,
+	} {
+		if _, err := s.db.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	from, until := date(t, "2026-09-10"), date(t, "2026-10-05") // September and October, whole
+	inRangeMonths := map[string]bool{"2026-09": true, "2026-10": true}
+	lines := func(dir, name, part string, csv bool) []string {
+		t.Helper()
+		glob := quoted(filepath.Join(dir, name, part, "*"))
+		read := `read_parquet(` + glob + `, hive_partitioning = true)`
+		if csv {
+			read = `read_csv(` + glob + `, all_varchar = true, hive_partitioning = true)`
+		}
+		return rowsText(t, s, `SELECT CAST(t AS VARCHAR) FROM `+read+` t ORDER BY 1`)
+	}
+	for _, c := range []struct {
+		name     string
+		o        ExportOptions
+		datasets []string
+	}{
+		{"parquet", ExportOptions{Format: ExportParquet}, []string{"usage"}},
+		{"focus 1.2", ExportOptions{Format: ExportFOCUS, FOCUSVersion: FOCUS12, Granularity: tally.Day, Basis: tally.BasisUsage}, []string{"focus"}},
+		{"focus 1.3", ExportOptions{Format: ExportFOCUS, FOCUSVersion: FOCUS13, Granularity: tally.Day, Basis: tally.BasisUsage, CSV: true},
+			[]string{"focus", "focus_csv", focusCommitmentsDataset}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			whole, ranged := c.o, c.o
+			whole.Dir, ranged.Dir = t.TempDir(), t.TempDir()
+			ranged.From, ranged.Until = from, until
+			exportTo(t, s, whole)
+			exportTo(t, s, ranged)
+			for _, name := range c.datasets {
+				parts, err := filepath.Glob(filepath.Join(whole.Dir, name, "*=*"))
+				if err != nil || len(parts) < 3 {
+					t.Fatalf("%s: the whole export has partitions %v (%v): want months before, in and after the range", name, parts, err)
+				}
+				csv := name == "focus_csv"
+				for _, p := range parts {
+					part := filepath.Base(p)
+					month := part[strings.Index(part, "=")+1:]
+					_, err := os.Stat(filepath.Join(ranged.Dir, name, part))
+					switch {
+					case name == focusCommitmentsDataset || inRangeMonths[month]:
+						if err != nil {
+							t.Errorf("%s %s: not in the ranged export: %v", name, part, err)
+							continue
+						}
+						w, r := lines(whole.Dir, name, part, csv), lines(ranged.Dir, name, part, csv)
+						if len(w) == 0 || strings.Join(w, "\n") != strings.Join(r, "\n") {
+							t.Errorf("%s %s: the ranged export has %d rows, the whole one %d, or they differ", name, part, len(r), len(w))
+						}
+					case err == nil:
+						t.Errorf("%s %s: written by the export of %s to %s", name, part, from.Format(time.DateOnly), until.Format(time.DateOnly))
+					}
+				}
+			}
+			if c.o.Format != ExportFOCUS {
+				return
+			}
+			// The range's rows include rows billed late and rows not billed yet.
+			focusRows := `read_parquet(` + quoted(filepath.Join(whole.Dir, "focus", "billing_period=2026-09", "*")) + `)`
+			if n := count(t, s, `SELECT count(*) FROM `+focusRows+` WHERE SkuMeter LIKE 'late %' AND ChargePeriodStart < TIMESTAMPTZ '2026-09-01 00:00:00+00'`); n == 0 {
+				t.Error("no row of September is billed late: the fixture tests nothing")
+			}
+			if n := count(t, s, `SELECT count(*) FROM `+focusRows+` WHERE x_DateProcessed IS NULL AND SkuMeter LIKE 'unbilled %'`); n == 0 {
+				t.Error("no row of September is unbilled: the fixture tests nothing")
+			}
+		})
+	}
+}
