@@ -55,11 +55,12 @@
 -- carry none), InvoiceId, AvailabilityZone, CommitmentDiscountName (the
 -- interface gives entitlements no display name). Custom columns start with
 -- x_, as FOCUS asks.
+--
+-- x_row, a constant, is the union's first column, dropped by the outer
+-- select: a query that reads no column of a union (a count) still has
+-- DuckDB compute the first one of every row, and BilledCost, first in
+-- FOCUS's order, joins each row to its payment method.
 CREATE OR REPLACE VIEW focus AS
--- x_row, a constant, is the union's first column and dropped here: a query
--- that reads no column of a union (a count) still has DuckDB compute the
--- first one of every row, and BilledCost, first in FOCUS's order, joins each
--- row to its payment method.
 SELECT * EXCLUDE (x_row) FROM (
 WITH u AS (
     -- The period columns are worked out here, on the usage row, rather
