@@ -141,17 +141,20 @@ type dataset struct {
 	ranged    bool   // From and Until apply
 	costExpr  string // SQL over the query's columns for CostSum; "" for none
 	timeExpr  string // SQL for Latest
-	// read and readArgs, when set, are what a ranged export reads in place
-	// of query: the same rows of the range's months, from only the usage
-	// rows that can fall in them (see narrowed). The layout is query's.
-	read     string
-	readArgs []any
+	// narrow, when set, is query (and its args) for the months from
+	// from's to until's only, reading only the usage rows that can fall in
+	// them (see monthsOf and narrowed); ok is false for an unbounded range.
+	// The layout stays query's.
+	narrow func(from, until time.Time) (query string, args []any, ok bool)
 }
 
-// reading is d as the export reads it: read in place of query, if set.
-func (d dataset) reading() dataset {
-	if d.read != "" {
-		d.query, d.args = d.read, d.readArgs
+// reading is d as the export reads it for the months from from's to
+// until's: narrowed where d can be.
+func (d dataset) reading(from, until time.Time) dataset {
+	if d.narrow != nil {
+		if q, args, ok := d.narrow(from, until); ok {
+			d.query, d.args = q, args
+		}
 	}
 	return d
 }
@@ -328,9 +331,10 @@ func exportDatasets(o ExportOptions) ([]dataset, error) {
 			name: "usage", partition: "month", query: usageExport, ranged: true,
 			costExpr: "cost", timeExpr: "fetched_at",
 		}}
-		// A usage row's month is its date's: a ranged export reads those.
-		if cond, args, ok := monthsOf("date", o.From, o.Until); ok {
-			sets[0].read, sets[0].readArgs = `SELECT * FROM (`+usageExport+`) WHERE `+cond, args
+		// A usage row's month is its date's.
+		sets[0].narrow = func(from, until time.Time) (string, []any, bool) {
+			cond, args, ok := monthsOf("date", from, until)
+			return `SELECT * FROM (` + usageExport + `) WHERE ` + cond, args, ok
 		}
 		for _, t := range []struct {
 			table string
@@ -358,31 +362,30 @@ func exportDatasets(o ExportOptions) ([]dataset, error) {
 		}
 		base := `SELECT * FROM (` + body + `) WHERE x_Granularity = ? AND x_Basis = ?`
 		args := []any{string(o.Granularity), string(o.Basis)}
-		// baseIn is base for a ranged export: its months' rows only.
-		baseIn, argsIn := "", []any(nil)
-		if cond, cargs, ok := narrowed(o.From, o.Until); ok {
-			baseIn, argsIn = base+` AND `+cond, append(slices.Clone(args), cargs...)
+		// in is the Cost and Usage query over base for some months only.
+		in := func(rows func(base string) string) func(from, until time.Time) (string, []any, bool) {
+			return func(from, until time.Time) (string, []any, bool) {
+				cond, cargs, ok := narrowed(from, until)
+				return rows(base + ` AND ` + cond), append(slices.Clone(args), cargs...), ok
+			}
 		}
 		var sets []dataset
 		switch o.FOCUSVersion {
 		case FOCUS12:
 			// 1.2 as it was: the organization is 1.3's billing account.
-			base12 := func(base string) string { return `SELECT * EXCLUDE (x_Organization) FROM (` + base + `)` }
-			d := dataset{name: "focus", partition: "billing_period", query: focusPartitioned(base12(base)), args: args, ranged: true,
-				costExpr: "x_Cost", timeExpr: "x_FetchedAt"}
-			if baseIn != "" {
-				d.read, d.readArgs = focusPartitioned(base12(baseIn)), argsIn
+			rows := func(base string) string {
+				return focusPartitioned(`SELECT * EXCLUDE (x_Organization) FROM (` + base + `)`)
 			}
-			sets = []dataset{d}
+			sets = []dataset{{name: "focus", partition: "billing_period", query: rows(base), args: args, ranged: true,
+				costExpr: "x_Cost", timeExpr: "x_FetchedAt", narrow: in(rows)}}
 		case "", FOCUS13:
-			cu, cc := focus13Queries(base)
-			d := dataset{name: "focus", partition: "billing_period", query: focusPartitioned(cu), args: args, ranged: true,
-				costExpr: "x_Cost", timeExpr: "x_FetchedAt"}
-			if baseIn != "" {
-				cuIn, _ := focus13Queries(baseIn)
-				d.read, d.readArgs = focusPartitioned(cuIn), argsIn
+			rows := func(base string) string {
+				cu, _ := focus13Queries(base)
+				return focusPartitioned(cu)
 			}
-			sets = []dataset{d,
+			_, cc := focus13Queries(base)
+			sets = []dataset{{name: "focus", partition: "billing_period", query: rows(base), args: args, ranged: true,
+				costExpr: "x_Cost", timeExpr: "x_FetchedAt", narrow: in(rows)},
 				// Commitments are few and span months: always written whole,
 				// partitioned by the month their period starts.
 				{name: focusCommitmentsDataset, partition: "start_month", query: cc, args: args,
@@ -396,12 +399,13 @@ func exportDatasets(o ExportOptions) ([]dataset, error) {
 				repl = append(repl, fmt.Sprintf(`strftime(timezone('UTC', %s), '%%Y-%%m-%%dT%%H:%%M:%%SZ') AS %s`, c, c))
 			}
 			csvq := func(q string) string { return "SELECT * REPLACE (" + strings.Join(repl, ", ") + ") FROM (" + q + ")" }
-			d := dataset{name: "focus_csv", partition: "billing_period", query: csvq(sets[0].query), args: args,
-				csv: true, ranged: true, costExpr: "x_Cost", timeExpr: "x_FetchedAt"}
-			if sets[0].read != "" {
-				d.read, d.readArgs = csvq(sets[0].read), sets[0].readArgs
-			}
-			sets = append(sets, d)
+			rows := sets[0].narrow
+			sets = append(sets, dataset{name: "focus_csv", partition: "billing_period", query: csvq(sets[0].query), args: args,
+				csv: true, ranged: true, costExpr: "x_Cost", timeExpr: "x_FetchedAt",
+				narrow: func(from, until time.Time) (string, []any, bool) {
+					q, args, ok := rows(from, until)
+					return csvq(q), args, ok
+				}})
 		}
 		return sets, nil
 	}
@@ -482,7 +486,11 @@ func inRange(month string, from, until time.Time) bool {
 
 func exportDataset(ctx context.Context, conn *sql.Conn, dir string, d dataset, o ExportOptions, man *manifest, now time.Time, copying func(context.Context) (func(), error)) (DatasetExport, error) {
 	de := DatasetExport{Name: d.name, Partition: d.partition}
-	have, err := fingerprints(ctx, conn, d.reading(), layoutOf(d))
+	read := d
+	if d.ranged {
+		read = d.reading(o.From, o.Until)
+	}
+	have, err := fingerprints(ctx, conn, read, layoutOf(d))
 	if err != nil {
 		return de, err
 	}
@@ -521,7 +529,7 @@ func exportDataset(ctx context.Context, conn *sql.Conn, dir string, d dataset, o
 		if err != nil {
 			return de, err
 		}
-		top, staging, err := copyMonths(ctx, conn, dir, d.reading(), write)
+		top, err := copyMonths(ctx, conn, dir, d, write)
 		done()
 		if top != "" {
 			defer os.RemoveAll(top)
@@ -532,7 +540,7 @@ func exportDataset(ctx context.Context, conn *sql.Conn, dir string, d dataset, o
 		// From here on files are renamed into place; each rename is atomic
 		// and quick, so the loop finishes even when ctx is cancelled.
 		for _, m := range write {
-			files, bytes, err := placeMonth(filepath.Join(staging, d.partition+"="+m), filepath.Join(root, d.partition+"="+m), old[m].Files)
+			files, bytes, err := placeMonth(stagedMonth(top, d, m), filepath.Join(root, d.partition+"="+m), old[m].Files)
 			if err != nil {
 				return de, fmt.Errorf("month %s: %w", m, err)
 			}
@@ -562,43 +570,63 @@ func exportDataset(ctx context.Context, conn *sql.Conn, dir string, d dataset, o
 	return de, nil
 }
 
-// copyMonths writes the months of d into a new staging folder inside dir
-// with one COPY … PARTITION_BY. It returns the staging folder, which the
-// caller removes, and the dataset's folder in it:
-// <top>/<dataset>/<partition>=<month>/data_0.parquet.
-func copyMonths(ctx context.Context, conn *sql.Conn, dir string, d dataset, months []string) (top, out string, err error) {
+// copyMonths writes the months of d into a new staging folder inside dir,
+// one COPY … PARTITION_BY a month, and returns the folder, which the caller
+// removes; a month's files are at stagedMonth:
+// <top>/<month>/<dataset>/<partition>=<month>/data_0.parquet.
+func copyMonths(ctx context.Context, conn *sql.Conn, dir string, d dataset, months []string) (top string, err error) {
 	var b [8]byte
 	if _, err := rand.Read(b[:]); err != nil {
-		return "", "", err
+		return "", err
 	}
 	top = filepath.Join(dir, exportStagingPrefix+hex.EncodeToString(b[:]))
 	// The staging folder is private until its files are renamed out.
 	if err := os.Mkdir(top, 0o700); err != nil {
-		return "", "", err
+		return "", err
 	}
-	out = filepath.Join(top, d.name)
 	format := "FORMAT parquet"
 	if d.csv {
 		format = "FORMAT csv, HEADER true"
 	}
-	args := append(slices.Clone(d.args), anySlice(months)...)
-	// COPY takes no parameter for its target: the path is quoted as a SQL
-	// string, the months travel as parameters.
-	q := fmt.Sprintf(`COPY (SELECT * FROM (%s) WHERE %s IN (%s)) TO %s (%s, PARTITION_BY (%s))`,
-		d.query, d.partition, strings.TrimSuffix(strings.Repeat("?, ", len(months)), ", "),
-		quoteString(out), format, d.partition)
 	// A partitioned COPY holds each partition's rows until it has this
 	// many (DuckDB's default 524,288): a year of hourly FOCUS rows, a
 	// month each under that, were all held at once, at the edge of the
 	// writer's memory_limit, and the wider rows of split cost allocation
 	// ran out of it. Flushing sooner bounds what is held.
 	if _, err := conn.ExecContext(ctx, "SET partitioned_write_flush_threshold = 16384"); err != nil {
-		return top, out, err
+		return top, err
 	}
-	if _, err := conn.ExecContext(ctx, q, args...); err != nil {
-		return top, out, fmt.Errorf("write months %s: %w", strings.Join(months, ", "), err)
+	// One COPY a month, reading that month's rows only where d can narrow
+	// its query: a COPY keeps a file writer open per month and thread
+	// (tens of MB each for FOCUS 1.3's columns), so writing every month of
+	// the history at once needed memory in proportion to the history.
+	for _, m := range months {
+		start, err := time.Parse("2006-01", m)
+		if err != nil {
+			return top, fmt.Errorf("month %q: %w", m, err)
+		}
+		dm := d.reading(start, start.AddDate(0, 1, 0))
+		out := filepath.Join(top, m, d.name)
+		if err := os.Mkdir(filepath.Dir(out), 0o700); err != nil {
+			return top, err
+		}
+		// COPY takes no parameter for its target: the path is quoted as a
+		// SQL string, the month travels as a parameter.
+		q := fmt.Sprintf(`COPY (SELECT * FROM (%s) WHERE %s = ?) TO %s (%s, PARTITION_BY (%s))`,
+			dm.query, d.partition, quoteString(out), format, d.partition)
+		if _, err := conn.ExecContext(ctx, q, append(slices.Clone(dm.args), m)...); err != nil {
+			return top, fmt.Errorf("write month %s: %w", m, err)
+		}
+		if err := ctx.Err(); err != nil {
+			return top, err
+		}
 	}
-	return top, out, ctx.Err()
+	return top, nil
+}
+
+// stagedMonth is where copyMonths put month m's files.
+func stagedMonth(top string, d dataset, m string) string {
+	return filepath.Join(top, m, d.name, d.partition+"="+m)
 }
 
 // placeMonth moves a month's staged files into its partition folder, each
@@ -769,12 +797,4 @@ func sortedKeys(m map[string]monthManifest) []string {
 	}
 	sort.Strings(keys)
 	return keys
-}
-
-func anySlice(ss []string) []any {
-	out := make([]any, len(ss))
-	for i, s := range ss {
-		out[i] = s
-	}
-	return out
 }
