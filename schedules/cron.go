@@ -203,6 +203,15 @@ func (s *Scheduler) runJob(ctx context.Context, job configs.Job) {
 		}
 	}()
 	sum, err := s.r.RunJob(ctx, "schedule", job)
+	if sum.Run.ID == uuid.Nil && ctx.Err() != nil && errors.Is(err, context.Canceled) {
+		// The stop came while the run was starting (opening the store):
+		// nothing ran, so nothing failed; the job runs at its next time
+		// after a restart. Noted as failed, it turned /healthz to failing
+		// on a routine stop.
+		log.Info().Err(err).Msg("job not started: the scheduler is stopping")
+		s.mon.runCancelled(job.Name)
+		return
+	}
 	if sum.Run.ID == uuid.Nil {
 		// Failed before a run could be recorded (the store would not
 		// open, say): note it, so it is not lost.

@@ -131,6 +131,18 @@ func (m *monitor) runStarted(name string) {
 	m.changed()
 }
 
+// runCancelled records that a started run was called off before it ran
+// (the scheduler stopping): the job is no longer running, and no run
+// counts.
+func (m *monitor) runCancelled(name string) {
+	m.mu.Lock()
+	if j := m.find(name); j != nil {
+		j.running = nil
+	}
+	m.mu.Unlock()
+	m.changed()
+}
+
 // runFinished records a finished (or skipped, or panicked) run.
 func (m *monitor) runFinished(name string, r store.RunInfo) {
 	m.mu.Lock()
