@@ -570,10 +570,9 @@ func exportDataset(ctx context.Context, conn *sql.Conn, dir string, d dataset, o
 	return de, nil
 }
 
-// copyMonths writes the months of d into a new staging folder inside dir,
-// one COPY … PARTITION_BY a month, and returns the folder, which the caller
-// removes; a month's files are at stagedMonth:
-// <top>/<month>/<dataset>/<partition>=<month>/data_0.parquet.
+// copyMonths writes the months of d into a new staging folder inside dir
+// with COPY … PARTITION_BY, and returns the folder, which the caller
+// removes; a month's files are at stagedMonth.
 func copyMonths(ctx context.Context, conn *sql.Conn, dir string, d dataset, months []string) (top string, err error) {
 	var b [8]byte
 	if _, err := rand.Read(b[:]); err != nil {
@@ -596,26 +595,43 @@ func copyMonths(ctx context.Context, conn *sql.Conn, dir string, d dataset, mont
 	if _, err := conn.ExecContext(ctx, "SET partitioned_write_flush_threshold = 16384"); err != nil {
 		return top, err
 	}
-	// One COPY a month, reading that month's rows only where d can narrow
-	// its query: a COPY keeps a file writer open per month and thread
-	// (tens of MB each for FOCUS 1.3's columns), so writing every month of
-	// the history at once needed memory in proportion to the history.
-	for _, m := range months {
-		start, err := time.Parse("2006-01", m)
-		if err != nil {
-			return top, fmt.Errorf("month %q: %w", m, err)
+	// One COPY a month where d can narrow its query to the month's rows: a
+	// COPY keeps a file writer open per month and thread (tens of MB each
+	// for FOCUS 1.3's columns), so writing every month of the history at
+	// once needed memory in proportion to the history. A dataset that
+	// cannot narrow (the reference snapshots, the commitments) would read
+	// everything once per month: it is written in one COPY.
+	batches := [][]string{months}
+	if d.narrow != nil {
+		batches = batches[:0]
+		for _, m := range months {
+			batches = append(batches, []string{m})
 		}
-		dm := d.reading(start, start.AddDate(0, 1, 0))
-		out := filepath.Join(top, m, d.name)
+	}
+	for _, batch := range batches {
+		dm := d
+		if len(batch) == 1 {
+			start, err := time.Parse("2006-01", batch[0])
+			if err != nil {
+				return top, fmt.Errorf("month %q: %w", batch[0], err)
+			}
+			dm = d.reading(start, start.AddDate(0, 1, 0))
+		}
+		out := filepath.Join(top, batchFolder(d, batch[0]), d.name)
 		if err := os.Mkdir(filepath.Dir(out), 0o700); err != nil {
 			return top, err
 		}
 		// COPY takes no parameter for its target: the path is quoted as a
-		// SQL string, the month travels as a parameter.
-		q := fmt.Sprintf(`COPY (SELECT * FROM (%s) WHERE %s = ?) TO %s (%s, PARTITION_BY (%s))`,
-			dm.query, d.partition, quoteString(out), format, d.partition)
-		if _, err := conn.ExecContext(ctx, q, append(slices.Clone(dm.args), m)...); err != nil {
-			return top, fmt.Errorf("write month %s: %w", m, err)
+		// SQL string, the months travel as parameters.
+		q := fmt.Sprintf(`COPY (SELECT * FROM (%s) WHERE %s IN (%s)) TO %s (%s, PARTITION_BY (%s))`,
+			dm.query, d.partition, strings.TrimSuffix(strings.Repeat("?, ", len(batch)), ", "),
+			quoteString(out), format, d.partition)
+		args := slices.Clone(dm.args)
+		for _, m := range batch {
+			args = append(args, m)
+		}
+		if _, err := conn.ExecContext(ctx, q, args...); err != nil {
+			return top, fmt.Errorf("write months %s: %w", strings.Join(batch, ", "), err)
 		}
 		if err := ctx.Err(); err != nil {
 			return top, err
@@ -626,7 +642,16 @@ func copyMonths(ctx context.Context, conn *sql.Conn, dir string, d dataset, mont
 
 // stagedMonth is where copyMonths put month m's files.
 func stagedMonth(top string, d dataset, m string) string {
-	return filepath.Join(top, m, d.name, d.partition+"="+m)
+	return filepath.Join(top, batchFolder(d, m), d.name, d.partition+"="+m)
+}
+
+// batchFolder is the staging folder of the COPY that writes month m: its
+// own when d narrows, else the one COPY's of all months.
+func batchFolder(d dataset, m string) string {
+	if d.narrow == nil {
+		return "all"
+	}
+	return m
 }
 
 // placeMonth moves a month's staged files into its partition folder, each
