@@ -187,7 +187,10 @@ func monthsOf(col string, from, until time.Time) (cond string, args []any, ok bo
 // history to find those of its months.
 func narrowed(from, until time.Time) (cond string, args []any, ok bool) {
 	c, args, ok := monthsOf("x_DateProcessed", from, until)
-	return "(x_DateProcessed IS NULL OR (" + c + "))", args, ok
+	if !ok {
+		return "", nil, false
+	}
+	return "(x_DateProcessed IS NULL OR (" + c + "))", args, true
 }
 
 var monthRE = regexp.MustCompile(`^[0-9]{4}-(0[1-9]|1[0-2])$`)
@@ -291,14 +294,7 @@ func (s *Store) copying(ctx context.Context) (func(), error) {
 	if s.readOnly {
 		return func() {}, nil
 	}
-	if err := s.loads.begin(ctx, s.db); err != nil {
-		return nil, err
-	}
-	if _, err := s.db.ExecContext(ctx, "SET GLOBAL memory_limit = '"+writerMemory+"'"); err != nil {
-		s.loads.end(s.db)
-		return nil, err
-	}
-	return func() { s.loads.end(s.db) }, nil
+	return s.oneThread(ctx)
 }
 
 // usageExport is the usage table as exported: every column, with the run

@@ -97,6 +97,21 @@ func (t *loadThreads) end(db *sql.DB) {
 	}
 }
 
+// oneThread runs the writer's DuckDB on one thread, as loads do (see
+// loadThreads), but at the writer's memory limit rather than a load's,
+// until the returned func is called: for work that reads stored rows, not
+// a window's fresh ones (a kept table's fill, an export's COPY).
+func (s *Store) oneThread(ctx context.Context) (func(), error) {
+	if err := s.loads.begin(ctx, s.db); err != nil {
+		return nil, err
+	}
+	if _, err := s.db.ExecContext(ctx, "SET GLOBAL memory_limit = '"+writerMemory+"'"); err != nil {
+		s.loads.end(s.db)
+		return nil, err
+	}
+	return func() { s.loads.end(s.db) }, nil
+}
+
 // windowRowsFunction is the table function; it reads the rowSource the
 // INSERT's context carries.
 const windowRowsFunction = "tally_window_rows"

@@ -125,13 +125,11 @@ func (s *Store) refill(ctx context.Context, kept string, before *time.Time) erro
 	// hourly rows ran out of the writer's 160 MB.
 	// But with the writer's memory, not a load's: a month's day cost is
 	// summed from its usage rows, not from a window's fresh totals.
-	if err := s.loads.begin(ctx, s.db); err != nil {
+	end, err := s.oneThread(ctx)
+	if err != nil {
 		return err
 	}
-	defer s.loads.end(s.db)
-	if _, err := s.db.ExecContext(ctx, "SET GLOBAL memory_limit = '"+writerMemory+"'"); err != nil {
-		return err
-	}
+	defer end()
 	todo := months[:0:0]
 	for _, m := range months {
 		if before == nil || !m.month.Before(*before) {
