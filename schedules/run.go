@@ -200,8 +200,12 @@ func (r *Runner) recordedRun(ctx context.Context, command, job string, fn func(c
 	}
 	defer lock.Release()
 	st, err := store.OpenNotify(ctx, db, func(p store.FillProgress) {
+		msg := "filling a table the load keeps, a month at a time, after an upgrade"
+		if p.Table == "usage" {
+			msg = "numbering the usage rows' keys, a month at a time, after an upgrade"
+		}
 		r.Log.Info().Str("table", p.Table).Str("month", p.Month.Format("2006-01")).Int("done", p.Done).Int("months", p.Months).
-			Stringer("took", p.Took.Round(time.Millisecond)).Msg("filling a table the load keeps, a month at a time, after an upgrade")
+			Stringer("took", p.Took.Round(time.Millisecond)).Msg(msg)
 	})
 	if err != nil {
 		return out, err

@@ -297,9 +297,10 @@ func (s *Store) copying(ctx context.Context) (func(), error) {
 	return s.oneThread(ctx)
 }
 
-// usageExport is the usage table as exported: every column, with the run
-// id as text (Spark and BigQuery do not read Parquet's UUID type).
-const usageExport = `SELECT * REPLACE (CAST(run_id AS VARCHAR) AS run_id),
+// usageExport is the usage table as exported: every column but Tally's own
+// key_id (usagekeys.go), with the run id as text (Spark and BigQuery do not
+// read Parquet's UUID type).
+const usageExport = `SELECT * EXCLUDE (key_id) REPLACE (CAST(run_id AS VARCHAR) AS run_id),
        strftime(date, '%Y-%m') AS month
 FROM usage`
 

@@ -83,7 +83,7 @@ func load(t *testing.T, s *Store, q tally.UsageQuery, rows ...tally.MeterData) L
 // fetched_at, in a fixed order: the content a reload must reproduce.
 func dump(t *testing.T, s *Store) []string {
 	t.Helper()
-	res, err := s.Query(context.Background(), `SELECT * EXCLUDE (run_id, fetched_at, organization, organization_id) FROM usage ORDER BY ALL`)
+	res, err := s.Query(context.Background(), `SELECT * EXCLUDE (run_id, fetched_at, organization, organization_id, key_id) FROM usage ORDER BY ALL`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,4 +208,28 @@ func olderStore(t *testing.T, path string, version int, stmts ...string) *Store 
 		}
 	}
 	return s
+}
+
+// checkUsageKeys fails t unless every usage row has a key, and its key
+// stands for the row's organization, month, payment method, meter, sku and
+// project, and no two keys share an id.
+func checkUsageKeys(t *testing.T, s *Store) {
+	t.Helper()
+	checkUsageKeysOf(t, s, true)
+}
+
+// checkUsageKeysOf is checkUsageKeys, of the rows with a key only unless
+// all.
+func checkUsageKeysOf(t *testing.T, s *Store, all bool) {
+	t.Helper()
+	if n := count(t, s, `SELECT count(*) FROM usage u LEFT JOIN usage_keys k ON k.id = u.key_id
+WHERE (u.key_id IS NOT NULL OR ?)
+  AND (k.id IS NULL OR k.organization <> u.organization OR k.month <> date_trunc('month', u.date)
+       OR k.payment_method IS DISTINCT FROM u.payment_method OR k.meter_name <> u.meter_name
+       OR k.meter_sku IS DISTINCT FROM u.meter_sku OR k.project IS DISTINCT FROM u.project)`, all); n != 0 {
+		t.Errorf("%d usage rows without the key of their texts", n)
+	}
+	if n := count(t, s, `SELECT count(*) FROM (SELECT id FROM usage_keys GROUP BY id HAVING count(*) > 1)`); n != 0 {
+		t.Errorf("%d usage key ids stand for more than one key", n)
+	}
 }

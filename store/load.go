@@ -109,8 +109,17 @@ func (s *Store) LoadWindow(ctx context.Context, q tally.UsageQuery, runID uuid.U
 			return err
 		}
 		fetchedAt := time.Now().UTC()
-		if res.Rows, err = insertRows(ctx, conn, q, runID, fetchedAt, rows); err != nil {
+		var keys *windowKeys
+		if s.keyed {
+			keys = s.windowKeys(ctx, q.Organization)
+		}
+		if res.Rows, err = insertRows(ctx, conn, q, runID, fetchedAt, rows, keys); err != nil {
 			return err
+		}
+		if keys != nil {
+			if err := keys.addFresh(ctx, conn); err != nil {
+				return err
+			}
 		}
 		if err := ctx.Err(); err != nil {
 			return err

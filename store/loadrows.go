@@ -121,7 +121,7 @@ const windowRowsFunction = "tally_window_rows"
 // text column's texts (see textShape).
 const insertWindowRows = `INSERT INTO usage (organization, organization_id, granularity, basis, run_id, fetched_at, date, date_processed,
     meter_name, meter_sku, family, solution, unit, quantity, price, cost, currency,
-    entitlement, entitlement_type, payment_method, payment_method_name, project)
+    entitlement, entitlement_type, payment_method, payment_method_name, project%s)
 SELECT ?, ?, ?, ?, ?::UUID, ?, %s FROM ` + windowRowsFunction + `()`
 
 // Most of a window's rows repeat a few texts (meters, projects, payment
@@ -158,11 +158,17 @@ func (s *textShape) fits(c *chunkRows) bool {
 	return true
 }
 
-// sql is the statement's INSERT, and its parameters after the shared ones.
-func (s *textShape) sql() (string, []any) {
+// sql is the statement's INSERT, and its parameters after the shared ones;
+// keyed: the store has usage keys (a store an older migration set made, in
+// tests, has not).
+func (s *textShape) sql(keyed bool) (string, []any) {
 	cols := make([]string, len(sourceColumns))
 	for i, c := range sourceColumns {
 		cols[i] = c.Name
+	}
+	keyCol := ", key_id"
+	if !keyed {
+		cols, keyCol = cols[:colKey], ""
 	}
 	var args []any
 	for k, t := range sourceText {
@@ -173,7 +179,7 @@ func (s *textShape) sql() (string, []any) {
 			args = append(args, s.texts[k])
 		}
 	}
-	return fmt.Sprintf(insertWindowRows, strings.Join(cols, ", ")), args
+	return fmt.Sprintf(insertWindowRows, keyCol, strings.Join(cols, ", ")), args
 }
 
 // columns are the table function's columns for shape s.
@@ -272,7 +278,7 @@ var sourceColumns = func() []duckdb.ColumnInfo {
 	for _, c := range sourceText[5:] {
 		cols = append(cols, duckdb.ColumnInfo{Name: c.name, T: typ(duckdb.TYPE_VARCHAR)})
 	}
-	return cols
+	return append(cols, duckdb.ColumnInfo{Name: "key_id", T: typ(duckdb.TYPE_INTEGER)})
 }()
 
 // listedTextType is the type of a text column that goes in as numbers
@@ -292,6 +298,7 @@ const (
 	colDate, colDateProcessed = 0, 1
 	colQuantity, colPrice     = 7, 8
 	colCost                   = 9
+	colKey                    = 16
 )
 
 // sourceText are the text columns: name, position, field, and whether ""
@@ -336,9 +343,10 @@ func registerWindowRows(ctx context.Context, db *sql.DB) error {
 }
 
 // insertRows inserts rows, checked as LoadWindow says, on conn (inside the
-// window's transaction) and returns how many it inserted.
-func insertRows(ctx context.Context, conn *sql.Conn, q tally.UsageQuery, runID uuid.UUID, fetchedAt time.Time, rows iter.Seq2[tally.MeterData, error]) (int64, error) {
-	f := &feeder{chunks: make(chan *chunkRows, 2), free: make(chan *chunkRows, 4), stop: make(chan struct{})}
+// window's transaction) and returns how many it inserted; keys numbers
+// them (nil: the store has no usage keys).
+func insertRows(ctx context.Context, conn *sql.Conn, q tally.UsageQuery, runID uuid.UUID, fetchedAt time.Time, rows iter.Seq2[tally.MeterData, error], keys *windowKeys) (int64, error) {
+	f := &feeder{chunks: make(chan *chunkRows, 2), free: make(chan *chunkRows, 4), stop: make(chan struct{}), keys: keys}
 	fed := make(chan int64, 1)
 	go func() {
 		n, err := f.feed(ctx, q, rows)
@@ -351,7 +359,7 @@ func insertRows(ctx context.Context, conn *sql.Conn, q tally.UsageQuery, runID u
 	next := <-f.chunks
 	for next != nil && err == nil {
 		src := &rowSource{feeder: f, shape: next.shape, first: next}
-		query, lists := src.shape.sql()
+		query, lists := src.shape.sql(keys != nil)
 		args := append([]any{q.Organization, textOrNull(q.OrganizationID), string(q.Window.Granularity), string(q.Basis()), runID.String(), fetchedAt}, lists...)
 		_, err = conn.ExecContext(context.WithValue(ctx, rowSourceKey{}, src), query, args...)
 		next = src.next
@@ -380,6 +388,7 @@ type feeder struct {
 	chunks chan *chunkRows // checked rows, a chunk's worth at a time
 	free   chan *chunkRows // chunks filled, for reuse
 	stop   chan struct{}   // closed when the INSERTs are over
+	keys   *windowKeys     // numbers each row's key; nil: none
 
 	mu  sync.Mutex
 	err error // the first failure
@@ -404,6 +413,7 @@ type chunkRows struct {
 	rows  []tally.MeterData
 	cost  []costCell
 	num   [][len(sourceText)]uint16 // each row's texts' numbers (textLists)
+	key   []int32                   // each row's usage key (windowKeys)
 	shape textShape                 // the lists as the chunk was completed
 }
 
@@ -480,13 +490,20 @@ func (f *feeder) feed(ctx context.Context, q tally.UsageQuery, rows iter.Seq2[ta
 		if cur == nil {
 			select {
 			case cur = <-f.free:
-				cur.rows, cur.cost, cur.num = cur.rows[:0], cur.cost[:0], cur.num[:0]
+				cur.rows, cur.cost, cur.num, cur.key = cur.rows[:0], cur.cost[:0], cur.num[:0], cur.key[:0]
 			default:
 				cur = &chunkRows{}
 			}
 		}
+		var key int32
+		if f.keys != nil {
+			if key, err = f.keys.number(&md); err != nil {
+				return n, err
+			}
+		}
 		cur.rows = append(cur.rows, md)
 		cur.cost = append(cur.cost, cost)
+		cur.key = append(cur.key, key)
 		cur.num = append(cur.num, [len(sourceText)]uint16{})
 		if lists.numbers(&cur.rows[len(cur.rows)-1], &cur.num[len(cur.num)-1]) {
 			grew = true
@@ -562,7 +579,7 @@ func (s *rowSource) FillChunk(local any, chunk duckdb.DataChunk) error {
 		return chunk.SetSize(0)
 	}
 	for i := range c.rows {
-		if err := fillRow(chunk, i, &c.rows[i], c.cost[i], &c.num[i], &s.shape, text); err != nil {
+		if err := fillRow(chunk, i, &c.rows[i], c.cost[i], &c.num[i], &s.shape, text, s.keys != nil, c.key[i]); err != nil {
 			err = fmt.Errorf("hand a row to DuckDB: %w", err)
 			s.end(err)
 			return err
@@ -578,9 +595,14 @@ func (s *rowSource) FillChunk(local any, chunk duckdb.DataChunk) error {
 	return nil
 }
 
-func fillRow(chunk duckdb.DataChunk, i int, md *tally.MeterData, cc costCell, num *[len(sourceText)]uint16, shape *textShape, text *[len(sourceText)]textCache) error {
+func fillRow(chunk duckdb.DataChunk, i int, md *tally.MeterData, cc costCell, num *[len(sourceText)]uint16, shape *textShape, text *[len(sourceText)]textCache, keyed bool, key int32) error {
 	if err := duckdb.SetChunkValue(chunk, colDate, i, md.Date); err != nil {
 		return err
+	}
+	if keyed {
+		if err := duckdb.SetChunkValue(chunk, colKey, i, key); err != nil {
+			return err
+		}
 	}
 	var err error
 	if md.DateProcessed != nil {

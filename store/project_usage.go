@@ -52,6 +52,11 @@ VALUES (?, ?::UUID, ?, ?::DATE, ?::DATE, ?, ?, ?, ?, CAST(? AS DECIMAL(38, 12)),
 			}
 			n, _ := res.RowsAffected()
 			rows += n
+			if s.keyed {
+				if err := s.keyMonth(ctx, conn, org, month); err != nil {
+					return fmt.Errorf("rebuild estimated usage of project %s: %w", pu.Project, err)
+				}
+			}
 			months[month] = true
 			// Covered: up to the day of this read (the report's end may
 			// name tomorrow), never past the month.

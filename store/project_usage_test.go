@@ -43,6 +43,8 @@ func TestProjectUsageDays(t *testing.T) {
 	})
 	got = rowsText(t, s, `SELECT basis, scope, start, "end", rows FROM fetch_windows`)
 	equalLines(t, "ledger", got, []string{"estimated|projects=news|2026-06-01|2026-06-08|3"})
+	// The estimate numbers its rows in its own transaction, as a load does.
+	checkUsageKeys(t, s)
 	first, err := s.FirstProjectSnapshot(ctx)
 	if err != nil || first == nil || !first.Equal(june.Add(4*24*time.Hour+23*time.Hour+50*time.Minute)) {
 		t.Fatalf("first read %v, %v", first, err)

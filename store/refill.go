@@ -104,7 +104,7 @@ func (s *Store) finishRefills(ctx context.Context) error {
 
 // FillProgress is a month of a kept table's fill, committed.
 type FillProgress struct {
-	Table  string    // daily_usage_cost, daily_usage_totals or daily_baselines
+	Table  string    // daily_usage_cost, daily_usage_totals or daily_baselines; usage: its rows' keys numbered (usagekeys.go)
 	Month  time.Time // the month just filled (its first day, UTC)
 	Done   int       // the months of this fill committed so far, this one included
 	Months int       // the months this fill has to do (those a killed fill reached are not counted)

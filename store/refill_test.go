@@ -117,6 +117,12 @@ func TestKeptTablesFillKilledAtAnyMoment(t *testing.T) {
 		if err := s.markRefills(ctx); err != nil {
 			t.Fatal(err)
 		}
+		// and the usage rows as a store from before usage keys has them
+		for _, q := range []string{`UPDATE usage SET key_id = NULL`, `DELETE FROM usage_keys`} {
+			if _, err := s.db.ExecContext(ctx, q); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 	mark(t)
 
@@ -159,6 +165,8 @@ func TestKeptTablesFillKilledAtAnyMoment(t *testing.T) {
 			listed[k] = b
 		}
 		got := keptTables(t, ro, false)
+		// Every row numbered so far has its own key.
+		checkUsageKeysOf(t, ro, false)
 		ro.Close()
 		for _, k := range keptOrder {
 			b, isListed := listed[k]
@@ -196,6 +204,7 @@ func TestKeptTablesFillKilledAtAnyMoment(t *testing.T) {
 	for kept, l := range keptTables(t, s, true) {
 		equalLines(t, kept+" at the end", l.kept, l.want)
 	}
+	checkUsageKeys(t, s)
 	if n := count(t, s, `SELECT count(*) FROM kept_refills`); n != 0 {
 		t.Fatalf("%d tables still listed", n)
 	}

@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -43,6 +44,10 @@ type Store struct {
 	baselineMu sync.Mutex
 	loads      loadThreads
 	filled     func(FillProgress) // see OpenNotify; nil: nobody listens
+	// keyed: the schema has usage keys (usagekeys.go); keySeq is the last
+	// key handed out.
+	keyed  bool
+	keySeq atomic.Int64
 }
 
 // options are the seams tests use to open a database as an older Tally
@@ -128,11 +133,22 @@ func openWith(ctx context.Context, path string, o options) (*Store, error) {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	// Baselines a kill left to rewrite after their load committed, after
-	// the tables a migration (or a kill during its fill) left to fill.
+	// the tables a migration (or a kill during its fill) left to fill, and
+	// the usage rows to number.
 	if s.writable("") == nil {
+		if err := s.readKeyed(ctx); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("open store %s: %w", path, err)
+		}
 		if err := s.finishRefills(ctx); err != nil {
 			db.Close()
 			return nil, fmt.Errorf("open store %s: %w", path, err)
+		}
+		if s.keyed {
+			if err := s.keyUsage(ctx); err != nil {
+				db.Close()
+				return nil, fmt.Errorf("open store %s: %w", path, err)
+			}
 		}
 		if err := s.settleBaselines(ctx); err != nil {
 			db.Close()

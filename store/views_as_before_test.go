@@ -389,7 +389,7 @@ func TestFocusAsBefore(t *testing.T) {
 		// Copies of rows with the entitlement types spelled every way the
 		// views take (the spellings the interface sends are read without
 		// trim, lower or a regular expression; the others through them).
-		`INSERT INTO usage SELECT u.* REPLACE (t.et AS entitlement_type, e.ent AS entitlement)
+		`INSERT INTO usage SELECT u.* REPLACE (t.et AS entitlement_type, e.ent AS entitlement, NULL AS key_id)
 FROM (SELECT * FROM usage ORDER BY date, meter_name, project LIMIT 3) u,
      (VALUES ('license'), ('License'), (' license '), ('cash'), ('CASH'), ('quantity'), ('preCommitment'), ('pre-commitment'),
              ('Pre Commitment'), ('precommitment'), ('promotional'), (''), ('  '), (NULL)) t(et),
@@ -398,7 +398,7 @@ FROM (SELECT * FROM usage ORDER BY date, meter_name, project LIMIT 3) u,
 		// to 12 decimals is a tie, negative, inexact as doubles or past a
 		// double's precision: ListCost rounds the doubles' product only
 		// where it must be the exact one's rounding.
-		`INSERT INTO usage SELECT u.* REPLACE ('unpriced meter' AS meter_name, t.q AS quantity, t.p AS price, NULL AS entitlement_type, NULL AS entitlement)
+		`INSERT INTO usage SELECT u.* REPLACE ('unpriced meter' AS meter_name, t.q AS quantity, t.p AS price, NULL AS entitlement_type, NULL AS entitlement, NULL AS key_id)
 FROM (SELECT * FROM usage ORDER BY date DESC, meter_name, project LIMIT 1) u,
      (VALUES (0.5, 1e-12), (1.5, 1e-12), (2.5e-7, 2e-6), (-0.5, 1e-12), (-2.5, 1e-12), (0.1, 0.3), (3.0000001, 0.000000333333),
              (12345678.9, 7.123456789012), (98765432.123, 0.000123456789), (1e-9, 0.999999999999), (0, 0.25)) t(q, p)`,
@@ -412,6 +412,16 @@ WHERE payment_method_id = (SELECT min(payment_method_id) FROM rate_card_price_sn
 			t.Fatal(err)
 		}
 	}
+	// The rows copied here were written by other means than a load: the
+	// writer numbers them (as when it opens the store) before focus reads
+	// them. The loaded ones the load numbered.
+	if n := count(t, s, `SELECT count(*) FROM usage WHERE key_id IS NULL`); n == 0 {
+		t.Fatal("no copied row lacks a key: the numbering of rows written otherwise is not tried")
+	}
+	if err := s.KeyUsage(ctx); err != nil {
+		t.Fatal(err)
+	}
+	checkUsageKeys(t, s)
 	// usage_rows' paid_as as it was before the spellings the interface
 	// sends were taken first.
 	paidAsBefore := rowsText(t, s, `SELECT coalesce(entitlement_type, '<null>'), coalesce(entitlement, '<null>'), CASE

@@ -67,7 +67,8 @@ func runHistory(ctx context.Context, args []string) error {
 		stmts := []string{
 			`INSERT INTO usage SELECT * REPLACE (
                 date - to_months($1) AS date,
-                date_processed - to_months($1) AS date_processed)
+                date_processed - to_months($1) AS date_processed,
+                CAST(NULL AS INTEGER) AS key_id)
              FROM usage WHERE date >= $2 AND date < $2 + INTERVAL 1 MONTH AND day(date) <= $3`,
 			`INSERT INTO fetch_windows SELECT * REPLACE (
                 CAST(start - to_months($1) AS DATE) AS start,
@@ -120,6 +121,10 @@ func runHistory(ctx context.Context, args []string) error {
 	// and baselines the load keeps are filled again for them, a month at a
 	// time, as a migration fills them, under the writer's memory limit.
 	if err := st.RefillKept(ctx); err != nil {
+		return fmt.Errorf("history: %w", err)
+	}
+	// And their usage keys, which the focus view joins them by.
+	if err := st.KeyUsage(ctx); err != nil {
 		return fmt.Errorf("history: %w", err)
 	}
 	if _, err := conn.ExecContext(ctx, "CHECKPOINT"); err != nil {

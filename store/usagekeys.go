@@ -1,0 +1,263 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/tally-dev/tally"
+)
+
+// A usage row's key (usage_keys, usage.key_id) numbers its organization,
+// month of date, payment method, meter, sku and project: what the focus
+// view joins it to its month's rate card price, payment method and project
+// snapshot by. The view joins the few thousand keys to those once and each
+// row to its key on one integer; on the row's five texts the joins were
+// most of a count over the history. So the view needs every row numbered:
+// the load numbers its rows as it writes them (windowKeys), the estimate
+// numbers its rows in its transaction, and the writer numbers any row left
+// without a key (a store from before keys, rows written by other means)
+// when it opens the store, before anything reads them (keyUsage).
+//
+// Keys are never removed or renumbered, so a row's key stays right for as
+// long as the row does. Two loads side by side may each number the same
+// texts (neither sees the other's uncommitted key): two keys then stand for
+// the same texts, which is harmless, as each row names one.
+
+// usageKeysVersion is the migration that makes usage_keys and usage.key_id.
+const usageKeysVersion = 15
+
+// usageKey is what a key numbers within one organization; "" stands for
+// the NULL a row keeps for an empty payment method, sku or project.
+type usageKey struct {
+	month                                       int64 // the month's first instant, Unix seconds (UTC)
+	paymentMethod, meterName, meterSku, project string
+}
+
+// windowKeys numbers the rows of one window of organization org: the keys
+// committed for a month are read the first time a row of that month comes
+// (s.db, as the window's own connection is busy with its INSERT), and
+// texts no key numbers yet get a new key from the store's counter, kept in
+// fresh until the window's rows are in (addFresh).
+type windowKeys struct {
+	s     *Store
+	ctx   context.Context
+	org   string
+	known map[usageKey]int32
+	read  map[int64]bool // months whose committed keys are in known
+	fresh []usageKey
+	ids   []int32 // fresh's keys
+
+	// the last row's month and key: rows mostly repeat the row before's
+	from, to time.Time
+	month    int64
+	last     usageKey
+	lastID   int32
+}
+
+func (s *Store) windowKeys(ctx context.Context, org string) *windowKeys {
+	return &windowKeys{s: s, ctx: ctx, org: org, known: map[usageKey]int32{}, read: map[int64]bool{}}
+}
+
+// number is md's key.
+func (k *windowKeys) number(md *tally.MeterData) (int32, error) {
+	if md.Date.Before(k.from) || !md.Date.Before(k.to) {
+		u := md.Date.UTC()
+		k.from = time.Date(u.Year(), u.Month(), 1, 0, 0, 0, 0, time.UTC)
+		k.to = k.from.AddDate(0, 1, 0)
+		k.month = k.from.Unix()
+	}
+	key := usageKey{month: k.month, paymentMethod: md.PaymentMethod, meterName: md.MeterName, meterSku: md.MeterSku, project: md.Project}
+	if k.lastID != 0 && key == k.last {
+		return k.lastID, nil
+	}
+	if !k.read[k.month] {
+		if err := k.readMonth(k.from); err != nil {
+			return 0, err
+		}
+	}
+	id, ok := k.known[key]
+	if !ok {
+		n := k.s.keySeq.Add(1)
+		if n > math.MaxInt32 {
+			return 0, fmt.Errorf("number usage keys: more than %d", math.MaxInt32)
+		}
+		id = int32(n)
+		k.known[key] = id
+		k.fresh = append(k.fresh, key)
+		k.ids = append(k.ids, id)
+	}
+	k.last, k.lastID = key, id
+	return id, nil
+}
+
+// readMonth adds the organization's committed keys of month to known. A
+// key whose payment method, sku or project is an empty text rather than
+// NULL (rows written by other means) numbers no row a load writes, which
+// keeps those NULL: it is left out.
+func (k *windowKeys) readMonth(month time.Time) error {
+	rows, err := k.s.db.QueryContext(k.ctx, `SELECT id, coalesce(payment_method, ''), meter_name, coalesce(meter_sku, ''), coalesce(project, '')
+FROM usage_keys
+WHERE organization = ? AND month = ?
+  AND (payment_method IS NULL OR payment_method <> '') AND (meter_sku IS NULL OR meter_sku <> '') AND (project IS NULL OR project <> '')`, k.org, month)
+	if err != nil {
+		return fmt.Errorf("read usage keys: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id int32
+		key := usageKey{month: month.Unix()}
+		if err := rows.Scan(&id, &key.paymentMethod, &key.meterName, &key.meterSku, &key.project); err != nil {
+			return fmt.Errorf("read usage keys: %w", err)
+		}
+		if _, dup := k.known[key]; !dup {
+			k.known[key] = id
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read usage keys: %w", err)
+	}
+	k.read[month.Unix()] = true
+	return nil
+}
+
+// addFresh writes the window's new keys, on conn inside its transaction.
+func (k *windowKeys) addFresh(ctx context.Context, conn *sql.Conn) error {
+	if len(k.fresh) == 0 {
+		return nil
+	}
+	n := len(k.fresh)
+	months := make([]string, n)
+	pms, meters, skus, projects := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	for i, key := range k.fresh {
+		months[i] = time.Unix(key.month, 0).UTC().Format("2006-01-02 15:04:05")
+		pms[i], meters[i], skus[i], projects[i] = key.paymentMethod, key.meterName, key.meterSku, key.project
+	}
+	_, err := conn.ExecContext(ctx, `INSERT INTO usage_keys (id, organization, month, payment_method, meter_name, meter_sku, project)
+SELECT unnest(?::INTEGER[]), ?, CAST(unnest(?::VARCHAR[]) AS TIMESTAMP), nullif(unnest(?::VARCHAR[]), ''), unnest(?::VARCHAR[]),
+       nullif(unnest(?::VARCHAR[]), ''), nullif(unnest(?::VARCHAR[]), '')`,
+		k.ids, k.org, months, pms, meters, skus, projects)
+	if err != nil {
+		return fmt.Errorf("add usage keys: %w", err)
+	}
+	return nil
+}
+
+// readKeyed notes whether the writer's schema has usage keys and sets the
+// key counter past every key the store holds.
+func (s *Store) readKeyed(ctx context.Context) error {
+	var schema int
+	if err := s.db.QueryRowContext(ctx, `SELECT coalesce(max(version), 0) FROM schema_migrations`).Scan(&schema); err != nil {
+		return fmt.Errorf("read schema_migrations: %w", err)
+	}
+	if s.keyed = schema >= usageKeysVersion; !s.keyed {
+		return nil
+	}
+	var n int64
+	if err := s.db.QueryRowContext(ctx, `SELECT coalesce(max(id), 0) FROM usage_keys`).Scan(&n); err != nil {
+		return fmt.Errorf("read usage keys: %w", err)
+	}
+	s.keySeq.Store(n)
+	return nil
+}
+
+// keyMonth numbers the rows of organization org's month (its first day,
+// UTC) that have no key yet, on conn inside the caller's transaction: keys
+// for the texts no key of the month numbers, then each row's key.
+func (s *Store) keyMonth(ctx context.Context, conn *sql.Conn, org string, month time.Time) error {
+	next := month.AddDate(0, 1, 0)
+	const missing = `SELECT DISTINCT u.payment_method, u.meter_name, u.meter_sku, u.project
+FROM usage u
+WHERE u.key_id IS NULL AND u.organization = $1 AND u.date >= $2 AND u.date < $3
+  AND NOT EXISTS (SELECT 1 FROM usage_keys k
+                  WHERE k.organization = $1 AND k.month = $2
+                    AND k.payment_method IS NOT DISTINCT FROM u.payment_method AND k.meter_name = u.meter_name
+                    AND k.meter_sku IS NOT DISTINCT FROM u.meter_sku AND k.project IS NOT DISTINCT FROM u.project)`
+	var n int64
+	if err := conn.QueryRowContext(ctx, `SELECT count(*) FROM (`+missing+`)`, org, month, next).Scan(&n); err != nil {
+		return fmt.Errorf("number usage of %s: %w", month.Format("2006-01"), err)
+	}
+	if n > 0 {
+		last := s.keySeq.Add(n)
+		if last > math.MaxInt32 {
+			return fmt.Errorf("number usage keys: more than %d", math.MaxInt32)
+		}
+		if _, err := conn.ExecContext(ctx, `INSERT INTO usage_keys (id, organization, month, payment_method, meter_name, meter_sku, project)
+SELECT CAST($4 + row_number() OVER () AS INTEGER), $1, $2, payment_method, meter_name, meter_sku, project
+FROM (`+missing+`)`, org, month, next, last-n); err != nil {
+			return fmt.Errorf("number usage of %s: %w", month.Format("2006-01"), err)
+		}
+	}
+	if _, err := conn.ExecContext(ctx, `UPDATE usage SET key_id = k.id
+FROM (SELECT min(id) AS id, payment_method, meter_name, meter_sku, project
+      FROM usage_keys WHERE organization = $1 AND month = $2 GROUP BY ALL) k
+WHERE usage.key_id IS NULL AND usage.organization = $1 AND usage.date >= $2 AND usage.date < $3
+  AND k.payment_method IS NOT DISTINCT FROM usage.payment_method AND k.meter_name = usage.meter_name
+  AND k.meter_sku IS NOT DISTINCT FROM usage.meter_sku AND k.project IS NOT DISTINCT FROM usage.project`, org, month, next); err != nil {
+		return fmt.Errorf("number usage of %s: %w", month.Format("2006-01"), err)
+	}
+	return nil
+}
+
+// keyUsage numbers every usage row without a key, a month and
+// organization at a time, each in its own transaction: after the upgrade
+// that made keys, a store of years numbers its history once (about a
+// second a month of 1,000,000 rows), and a kill leaves the months not
+// reached without keys for the next writer. Told to s.filled as the
+// table usage.
+func (s *Store) keyUsage(ctx context.Context) error {
+	type orgMonth struct {
+		org   string
+		month time.Time
+	}
+	var todo []orgMonth
+	rows, err := s.db.QueryContext(ctx, `SELECT DISTINCT organization, date_trunc('month', date) AS m
+FROM usage WHERE key_id IS NULL AND organization IS NOT NULL AND date IS NOT NULL ORDER BY m, organization`)
+	if err != nil {
+		return fmt.Errorf("find usage without keys: %w", err)
+	}
+	for rows.Next() {
+		var om orgMonth
+		if err := rows.Scan(&om.org, &om.month); err != nil {
+			rows.Close()
+			return fmt.Errorf("find usage without keys: %w", err)
+		}
+		om.month = om.month.UTC()
+		todo = append(todo, om)
+	}
+	if err := rows.Close(); err != nil {
+		return fmt.Errorf("find usage without keys: %w", err)
+	}
+	if len(todo) == 0 {
+		return nil
+	}
+	end, err := s.oneThread(ctx)
+	if err != nil {
+		return err
+	}
+	defer end()
+	for i, om := range todo {
+		began := time.Now()
+		if err := s.inTx(ctx, func(conn *sql.Conn) error { return s.keyMonth(ctx, conn, om.org, om.month) }); err != nil {
+			return err
+		}
+		if s.filled != nil {
+			s.filled(FillProgress{Table: "usage", Month: om.month, Done: i + 1, Months: len(todo), Took: time.Since(began)})
+		}
+	}
+	return nil
+}
+
+// KeyUsage numbers the usage rows written by other means than a load
+// (benchtool's copied history), as the writer does when it opens a store.
+func (s *Store) KeyUsage(ctx context.Context) error {
+	if err := s.writable("number usage rows"); err != nil {
+		return err
+	}
+	if !s.keyed {
+		return nil
+	}
+	return s.keyUsage(ctx)
+}

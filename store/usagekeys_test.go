@@ -1,0 +1,123 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/tally-dev/tally"
+)
+
+// TestLoadNumbersUsageKeys: every row a load writes has the key of its own
+// organization, month, payment method, meter, sku and project, across
+// months, with texts left empty, for reported rows charged a month after
+// they happened, for two organizations of the same texts and for loads side
+// by side; a reload reuses the keys, and a failed load leaves none.
+func TestLoadNumbersUsageKeys(t *testing.T) {
+	ctx := context.Background()
+	s := openTemp(t)
+	bare := row(date(t, "2026-01-31"), "m2", "", "1")
+	bare.PaymentMethod, bare.MeterSku = "", ""
+	rows := []tally.MeterData{
+		row(date(t, "2026-01-30"), "m1", "p1", "1"),
+		row(date(t, "2026-01-31"), "m1", "p1", "2"),
+		bare,
+		row(date(t, "2026-02-01"), "m1", "p1", "3"), // the next month: another key
+		row(date(t, "2026-02-01"), "m1", "p2", "4"),
+	}
+	q := tally.UsageQuery{Window: window(t, tally.Day, "2026-01-30", "2026-02-02")}
+	load(t, s, q, rows...)
+	checkUsageKeys(t, s)
+	keys := count(t, s, `SELECT count(*) FROM usage_keys`)
+	if keys != 4 {
+		t.Errorf("%d keys for 4 sets of texts", keys)
+	}
+
+	load(t, s, q, rows...)
+	if n := count(t, s, `SELECT count(*) FROM usage_keys`); n != keys {
+		t.Errorf("reloading the window made %d keys, had %d", n, keys)
+	}
+
+	// Another organization's rows of the same texts get keys of their own.
+	other := q
+	other.Organization = "other"
+	load(t, s, other, rows...)
+	checkUsageKeys(t, s)
+
+	// Reported rows: charged in the window, used the month before.
+	charged := date(t, "2026-03-02")
+	late := row(date(t, "2026-02-27"), "m1", "p1", "5")
+	late.DateProcessed = &charged
+	reported := tally.UsageQuery{Window: window(t, tally.Day, "2026-03-01", "2026-03-03"), ReportedDate: true}
+	load(t, s, reported, late)
+	checkUsageKeys(t, s)
+
+	// Windows side by side, each of new texts of one month.
+	var wg sync.WaitGroup
+	errs := make([]error, 4)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			g := []tally.Granularity{tally.Hour, tally.Day}[i%2]
+			w := tally.UsageQuery{Window: window(t, g, "2026-04-01", "2026-04-03"), Organization: []string{"a", "b"}[i/2]}
+			_, errs[i] = s.LoadWindow(ctx, w, NewRunID(), rowsOf(row(date(t, "2026-04-01"), "m9", "p9", "1"), row(date(t, "2026-04-02"), "m8", "p9", "1")))
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	checkUsageKeys(t, s)
+
+	// A load that fails after its rows leaves no key behind, and the next
+	// one numbers on.
+	keys = count(t, s, `SELECT count(*) FROM usage_keys`)
+	failing := tally.UsageQuery{Window: window(t, tally.Day, "2026-05-01", "2026-05-02")}
+	if _, err := s.LoadWindow(ctx, failing, NewRunID(), failingAfter(errors.New("peer went away"), row(date(t, "2026-05-01"), "m7", "p7", "1"))); err == nil {
+		t.Fatal("the failing load succeeded")
+	}
+	if n := count(t, s, `SELECT count(*) FROM usage_keys`); n != keys {
+		t.Errorf("a failed load left %d keys, had %d", n, keys)
+	}
+	load(t, s, failing, row(date(t, "2026-05-01"), "m7", "p7", "1"))
+	checkUsageKeys(t, s)
+}
+
+// TestOpenNumbersOlderUsage: a store from before usage keys has its rows
+// numbered when a writer opens it, a month at a time, each month told; the
+// focus view then gives the rows it gave before, and a load after numbers
+// on from the keys made.
+func TestOpenNumbersOlderUsage(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "tally.duckdb")
+	old := olderStore(t, path, usageKeysVersion,
+		`INSERT INTO usage (organization, granularity, basis, date, meter_name, meter_sku, quantity, cost, currency, payment_method, project, run_id, fetched_at)
+SELECT '', 'day', 'usage', TIMESTAMP '2025-11-01' + INTERVAL (i % 90) DAY, 'm' || (i % 3), CASE WHEN i % 2 = 0 THEN 'sku' END,
+       1, 1, 'USD', CASE WHEN i % 5 <> 0 THEN 'pm' END, CASE WHEN i % 7 <> 0 THEN 'p' || (i % 2) END, uuid(), now()
+FROM range(400) t(i)`)
+	old.Close()
+	var told []FillProgress
+	s, err := OpenNotify(ctx, path, func(p FillProgress) { told = append(told, p) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	checkUsageKeys(t, s)
+	if len(told) != 3 || told[0].Table != "usage" || told[0].Month.Format("2006-01") != "2025-11" || told[2].Done != 3 || told[2].Months != 3 {
+		t.Errorf("told %+v, want the three months of usage", told)
+	}
+	keys := count(t, s, `SELECT count(*) FROM usage_keys`)
+	if keys == 0 {
+		t.Fatal("no keys")
+	}
+	load(t, s, tally.UsageQuery{Window: window(t, tally.Day, "2026-01-15", "2026-01-16")}, row(date(t, "2026-01-15"), "m0", "p0", "1"))
+	checkUsageKeys(t, s)
+	if n := count(t, s, `SELECT count(*) FROM usage_keys`); n != keys+1 {
+		t.Errorf("%d keys after a load of new texts, had %d", n, keys)
+	}
+}
