@@ -211,8 +211,9 @@ func olderStore(t *testing.T, path string, version int, stmts ...string) *Store 
 }
 
 // checkUsageKeys fails t unless every usage row has a key, and its key
-// stands for the row's organization, month, payment method, meter, sku and
-// project, and no two keys share an id.
+// stands for the row's organization, basis, granularity, months of date and
+// of period_at, payment method, meter, sku and project, and no two keys
+// share an id.
 func checkUsageKeys(t *testing.T, s *Store) {
 	t.Helper()
 	checkUsageKeysOf(t, s, true)
@@ -225,6 +226,8 @@ func checkUsageKeysOf(t *testing.T, s *Store, all bool) {
 	if n := count(t, s, `SELECT count(*) FROM usage u LEFT JOIN usage_keys k ON k.id = u.key_id
 WHERE (u.key_id IS NOT NULL OR ?)
   AND (k.id IS NULL OR k.organization <> u.organization OR k.month <> date_trunc('month', u.date)
+       OR k.basis <> u.basis OR k.granularity <> u.granularity
+       OR k.period_month IS DISTINCT FROM date_trunc('month', CASE WHEN u.basis = 'reported' THEN u.date_processed ELSE u.date END)
        OR k.payment_method IS DISTINCT FROM u.payment_method OR k.meter_name <> u.meter_name
        OR k.meter_sku IS DISTINCT FROM u.meter_sku OR k.project IS DISTINCT FROM u.project)`, all); n != 0 {
 		t.Errorf("%d usage rows without the key of their texts", n)

@@ -111,7 +111,7 @@ func (s *Store) LoadWindow(ctx context.Context, q tally.UsageQuery, runID uuid.U
 		fetchedAt := time.Now().UTC()
 		var keys *windowKeys
 		if s.keyed {
-			keys = s.windowKeys(ctx, q.Organization)
+			keys = s.windowKeys(ctx, q)
 		}
 		if res.Rows, err = insertRows(ctx, conn, q, runID, fetchedAt, rows, keys); err != nil {
 			return err

@@ -11,10 +11,11 @@ import (
 )
 
 // A usage row's key (usage_keys, usage.key_id) numbers its organization,
-// month of date, payment method, meter, sku and project: what the focus
-// view joins it to its month's rate card price, payment method and project
-// snapshot by. The view joins the few thousand keys to those once and each
-// row to its key on one integer; on the row's five texts the joins were
+// basis, granularity, month of date, month of period_at, payment method,
+// meter, sku and project: what the focus view joins it to its month's rate
+// card price, payment method and project snapshot by, and tells a closed
+// month's rows by. The view works those out once per key and joins each
+// row to its key on one integer; on the row's texts and dates they were
 // most of a count over the history. So the view needs every row numbered:
 // the load numbers its rows as it writes them (windowKeys), the estimate
 // numbers its rows in its transaction, and the writer numbers any row left
@@ -29,10 +30,13 @@ import (
 // usageKeysVersion is the migration that makes usage_keys and usage.key_id.
 const usageKeysVersion = 15
 
-// usageKey is what a key numbers within one organization; "" stands for
-// the NULL a row keeps for an empty payment method, sku or project.
+// usageKey is what a key numbers within one window's organization, basis
+// and granularity; "" stands for the NULL a row keeps for an empty payment
+// method, sku or project.
 type usageKey struct {
-	month                                       int64 // the month's first instant, Unix seconds (UTC)
+	month                                       int64 // the month of date's first instant, Unix seconds (UTC)
+	period                                      int64 // the same of period_at's month, if hasPeriod
+	hasPeriod                                   bool
 	paymentMethod, meterName, meterSku, project string
 }
 
@@ -42,39 +46,56 @@ type usageKey struct {
 // texts no key numbers yet get a new key from the store's counter, kept in
 // fresh until the window's rows are in (addFresh).
 type windowKeys struct {
-	s     *Store
-	ctx   context.Context
-	org   string
-	known map[usageKey]int32
-	read  map[int64]bool // months whose committed keys are in known
-	fresh []usageKey
-	ids   []int32 // fresh's keys
+	s                       *Store
+	ctx                     context.Context
+	org, basis, granularity string
+	reported                bool // period_at is date_processed
+	known                   map[usageKey]int32
+	read                    map[int64]bool // months whose committed keys are in known
+	fresh                   []usageKey
+	ids                     []int32 // fresh's keys
 
-	// the last row's month and key: rows mostly repeat the row before's
-	from, to time.Time
-	month    int64
-	last     usageKey
-	lastID   int32
+	// the last row's months and key: rows mostly repeat the row before's
+	date, processed monthCache
+	last            usageKey
+	lastID          int32
 }
 
-func (s *Store) windowKeys(ctx context.Context, org string) *windowKeys {
-	return &windowKeys{s: s, ctx: ctx, org: org, known: map[usageKey]int32{}, read: map[int64]bool{}}
+// monthCache is the month of the last time asked, kept for the next.
+type monthCache struct {
+	from, to time.Time
+}
+
+// of is t's month's first instant, as Unix seconds (UTC).
+func (m *monthCache) of(t time.Time) int64 {
+	if t.Before(m.from) || !t.Before(m.to) {
+		u := t.UTC()
+		m.from = time.Date(u.Year(), u.Month(), 1, 0, 0, 0, 0, time.UTC)
+		m.to = m.from.AddDate(0, 1, 0)
+	}
+	return m.from.Unix()
+}
+
+func (s *Store) windowKeys(ctx context.Context, q tally.UsageQuery) *windowKeys {
+	return &windowKeys{s: s, ctx: ctx, org: q.Organization, basis: string(q.Basis()), granularity: string(q.Window.Granularity),
+		reported: q.Basis() == tally.BasisReported, known: map[usageKey]int32{}, read: map[int64]bool{}}
 }
 
 // number is md's key.
 func (k *windowKeys) number(md *tally.MeterData) (int32, error) {
-	if md.Date.Before(k.from) || !md.Date.Before(k.to) {
-		u := md.Date.UTC()
-		k.from = time.Date(u.Year(), u.Month(), 1, 0, 0, 0, 0, time.UTC)
-		k.to = k.from.AddDate(0, 1, 0)
-		k.month = k.from.Unix()
+	key := usageKey{month: k.date.of(md.Date), paymentMethod: md.PaymentMethod, meterName: md.MeterName, meterSku: md.MeterSku, project: md.Project}
+	switch {
+	case !k.reported:
+		key.period, key.hasPeriod = key.month, true
+	case md.DateProcessed != nil:
+		key.period, key.hasPeriod = k.processed.of(*md.DateProcessed), true
 	}
-	key := usageKey{month: k.month, paymentMethod: md.PaymentMethod, meterName: md.MeterName, meterSku: md.MeterSku, project: md.Project}
+	month := k.date.from
 	if k.lastID != 0 && key == k.last {
 		return k.lastID, nil
 	}
-	if !k.read[k.month] {
-		if err := k.readMonth(k.from); err != nil {
+	if !k.read[key.month] {
+		if err := k.readMonth(month); err != nil {
 			return 0, err
 		}
 	}
@@ -98,19 +119,24 @@ func (k *windowKeys) number(md *tally.MeterData) (int32, error) {
 // NULL (rows written by other means) numbers no row a load writes, which
 // keeps those NULL: it is left out.
 func (k *windowKeys) readMonth(month time.Time) error {
-	rows, err := k.s.db.QueryContext(k.ctx, `SELECT id, coalesce(payment_method, ''), meter_name, coalesce(meter_sku, ''), coalesce(project, '')
+	rows, err := k.s.db.QueryContext(k.ctx, `SELECT id, period_month, coalesce(payment_method, ''), meter_name, coalesce(meter_sku, ''), coalesce(project, '')
 FROM usage_keys
-WHERE organization = ? AND month = ?
-  AND (payment_method IS NULL OR payment_method <> '') AND (meter_sku IS NULL OR meter_sku <> '') AND (project IS NULL OR project <> '')`, k.org, month)
+WHERE organization = ? AND basis = ? AND granularity = ? AND month = ?
+  AND (payment_method IS NULL OR payment_method <> '') AND (meter_sku IS NULL OR meter_sku <> '') AND (project IS NULL OR project <> '')`,
+		k.org, k.basis, k.granularity, month)
 	if err != nil {
 		return fmt.Errorf("read usage keys: %w", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var id int32
+		var period sql.NullTime
 		key := usageKey{month: month.Unix()}
-		if err := rows.Scan(&id, &key.paymentMethod, &key.meterName, &key.meterSku, &key.project); err != nil {
+		if err := rows.Scan(&id, &period, &key.paymentMethod, &key.meterName, &key.meterSku, &key.project); err != nil {
 			return fmt.Errorf("read usage keys: %w", err)
+		}
+		if period.Valid {
+			key.period, key.hasPeriod = period.Time.Unix(), true
 		}
 		if _, dup := k.known[key]; !dup {
 			k.known[key] = id
@@ -129,16 +155,19 @@ func (k *windowKeys) addFresh(ctx context.Context, conn *sql.Conn) error {
 		return nil
 	}
 	n := len(k.fresh)
-	months := make([]string, n)
+	months, periods := make([]string, n), make([]string, n)
 	pms, meters, skus, projects := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	for i, key := range k.fresh {
-		months[i] = time.Unix(key.month, 0).UTC().Format("2006-01-02 15:04:05")
+		months[i] = time.Unix(key.month, 0).UTC().Format(time.DateTime)
+		if key.hasPeriod {
+			periods[i] = time.Unix(key.period, 0).UTC().Format(time.DateTime)
+		}
 		pms[i], meters[i], skus[i], projects[i] = key.paymentMethod, key.meterName, key.meterSku, key.project
 	}
-	_, err := conn.ExecContext(ctx, `INSERT INTO usage_keys (id, organization, month, payment_method, meter_name, meter_sku, project)
-SELECT unnest(?::INTEGER[]), ?, CAST(unnest(?::VARCHAR[]) AS TIMESTAMP), nullif(unnest(?::VARCHAR[]), ''), unnest(?::VARCHAR[]),
-       nullif(unnest(?::VARCHAR[]), ''), nullif(unnest(?::VARCHAR[]), '')`,
-		k.ids, k.org, months, pms, meters, skus, projects)
+	_, err := conn.ExecContext(ctx, `INSERT INTO usage_keys (id, organization, basis, granularity, month, period_month, payment_method, meter_name, meter_sku, project)
+SELECT unnest(?::INTEGER[]), ?, ?, ?, CAST(unnest(?::VARCHAR[]) AS TIMESTAMP), CAST(nullif(unnest(?::VARCHAR[]), '') AS TIMESTAMP),
+       nullif(unnest(?::VARCHAR[]), ''), unnest(?::VARCHAR[]), nullif(unnest(?::VARCHAR[]), ''), nullif(unnest(?::VARCHAR[]), '')`,
+		k.ids, k.org, k.basis, k.granularity, months, periods, pms, meters, skus, projects)
 	if err != nil {
 		return fmt.Errorf("add usage keys: %w", err)
 	}
@@ -168,11 +197,12 @@ func (s *Store) readKeyed(ctx context.Context) error {
 // for the texts no key of the month numbers, then each row's key.
 func (s *Store) keyMonth(ctx context.Context, conn *sql.Conn, org string, month time.Time) error {
 	next := month.AddDate(0, 1, 0)
-	const missing = `SELECT DISTINCT u.payment_method, u.meter_name, u.meter_sku, u.project
-FROM usage u
-WHERE u.key_id IS NULL AND u.organization = $1 AND u.date >= $2 AND u.date < $3
-  AND NOT EXISTS (SELECT 1 FROM usage_keys k
-                  WHERE k.organization = $1 AND k.month = $2
+	const missing = `SELECT DISTINCT u.basis, u.granularity, u.period_month, u.payment_method, u.meter_name, u.meter_sku, u.project
+FROM (SELECT *, date_trunc('month', CASE WHEN basis = 'reported' THEN date_processed ELSE date END) AS period_month
+      FROM usage WHERE key_id IS NULL AND organization = $1 AND date >= $2 AND date < $3) u
+WHERE NOT EXISTS (SELECT 1 FROM usage_keys k
+                  WHERE k.organization = $1 AND k.month = $2 AND k.basis = u.basis AND k.granularity = u.granularity
+                    AND k.period_month IS NOT DISTINCT FROM u.period_month
                     AND k.payment_method IS NOT DISTINCT FROM u.payment_method AND k.meter_name = u.meter_name
                     AND k.meter_sku IS NOT DISTINCT FROM u.meter_sku AND k.project IS NOT DISTINCT FROM u.project)`
 	var n int64
@@ -184,16 +214,18 @@ WHERE u.key_id IS NULL AND u.organization = $1 AND u.date >= $2 AND u.date < $3
 		if last > math.MaxInt32 {
 			return fmt.Errorf("number usage keys: more than %d", math.MaxInt32)
 		}
-		if _, err := conn.ExecContext(ctx, `INSERT INTO usage_keys (id, organization, month, payment_method, meter_name, meter_sku, project)
-SELECT CAST($4 + row_number() OVER () AS INTEGER), $1, $2, payment_method, meter_name, meter_sku, project
+		if _, err := conn.ExecContext(ctx, `INSERT INTO usage_keys (id, organization, basis, granularity, month, period_month, payment_method, meter_name, meter_sku, project)
+SELECT CAST($4 + row_number() OVER () AS INTEGER), $1, basis, granularity, $2, period_month, payment_method, meter_name, meter_sku, project
 FROM (`+missing+`)`, org, month, next, last-n); err != nil {
 			return fmt.Errorf("number usage of %s: %w", month.Format("2006-01"), err)
 		}
 	}
 	if _, err := conn.ExecContext(ctx, `UPDATE usage SET key_id = k.id
-FROM (SELECT min(id) AS id, payment_method, meter_name, meter_sku, project
+FROM (SELECT min(id) AS id, basis, granularity, period_month, payment_method, meter_name, meter_sku, project
       FROM usage_keys WHERE organization = $1 AND month = $2 GROUP BY ALL) k
 WHERE usage.key_id IS NULL AND usage.organization = $1 AND usage.date >= $2 AND usage.date < $3
+  AND k.basis = usage.basis AND k.granularity = usage.granularity
+  AND k.period_month IS NOT DISTINCT FROM date_trunc('month', CASE WHEN usage.basis = 'reported' THEN usage.date_processed ELSE usage.date END)
   AND k.payment_method IS NOT DISTINCT FROM usage.payment_method AND k.meter_name = usage.meter_name
   AND k.meter_sku IS NOT DISTINCT FROM usage.meter_sku AND k.project IS NOT DISTINCT FROM usage.project`, org, month, next); err != nil {
 		return fmt.Errorf("number usage of %s: %w", month.Format("2006-01"), err)

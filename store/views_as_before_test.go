@@ -404,6 +404,17 @@ FROM (SELECT * FROM usage ORDER BY date DESC, meter_name, project LIMIT 1) u,
              (12345678.9, 7.123456789012), (98765432.123, 0.000123456789), (1e-9, 0.999999999999), (0, 0.25)) t(q, p)`,
 		`INSERT INTO month_closes (id, month, basis, granularity, action, acted_at, who)
 SELECT uuid(), CAST(date_trunc('month', min(date)) AS DATE), 'usage', 'day', 'close', TIMESTAMP '2026-09-01', 'test' FROM usage`,
+		// Estimated rows, one without a cost (left out), and reported rows
+		// charged 20 days after they happened, the later month of them
+		// closed: the closed test goes by the month they are charged in.
+		`INSERT INTO usage SELECT u.* EXCLUDE (n) REPLACE ('estimated' AS basis, CASE WHEN n % 2 = 0 THEN NULL ELSE u.cost END AS cost, NULL AS key_id)
+FROM (SELECT *, row_number() OVER (ORDER BY date DESC, meter_name, project) AS n FROM usage WHERE basis = 'usage' ORDER BY n LIMIT 6) u`,
+		`INSERT INTO usage SELECT u.* REPLACE ('reported' AS basis, u.date + INTERVAL 20 DAY AS date_processed, NULL AS key_id)
+FROM (SELECT * FROM usage WHERE basis = 'usage' AND day(date) > 15
+      QUALIFY row_number() OVER (PARTITION BY date_trunc('month', date) ORDER BY date, meter_name, project) <= 20) u`,
+		`INSERT INTO month_closes (id, month, basis, granularity, action, acted_at, who)
+SELECT uuid(), CAST(date_trunc('month', max(date_processed)) AS DATE), 'reported', 'day', 'close', TIMESTAMP '2026-09-01', 'test'
+FROM usage WHERE basis = 'reported'`,
 		`UPDATE rate_card_price_snapshots SET currency = 'XTS'
 WHERE payment_method_id = (SELECT min(payment_method_id) FROM rate_card_price_snapshots)`,
 		focusBefore,
@@ -422,6 +433,18 @@ WHERE payment_method_id = (SELECT min(payment_method_id) FROM rate_card_price_sn
 		t.Fatal(err)
 	}
 	checkUsageKeys(t, s)
+	for _, c := range []struct{ what, q string }{
+		{"estimated rows without a cost", `SELECT count(*) FROM usage WHERE basis = 'estimated' AND cost IS NULL`},
+		{"estimated rows with a cost", `SELECT count(*) FROM usage WHERE basis = 'estimated' AND cost IS NOT NULL`},
+		{"reported rows of an open month charged in a closed one", `SELECT count(*) FROM usage u JOIN closed_months c
+ON c.basis = 'reported' AND u.basis = 'reported' AND date_trunc('month', u.date) < c.month AND u.date_processed >= c.month`},
+		{"reported rows in no closed month", `SELECT count(*) FROM usage u WHERE basis = 'reported'
+AND NOT EXISTS (SELECT 1 FROM closed_months c WHERE c.basis = 'reported' AND date_trunc('month', u.date_processed) = c.month)`},
+	} {
+		if count(t, s, c.q) == 0 {
+			t.Fatalf("the fixture has no %s", c.what)
+		}
+	}
 	// usage_rows' paid_as as it was before the spellings the interface
 	// sends were taken first.
 	paidAsBefore := rowsText(t, s, `SELECT coalesce(entitlement_type, '<null>'), coalesce(entitlement, '<null>'), CASE
