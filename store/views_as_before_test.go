@@ -395,12 +395,13 @@ FROM (SELECT * FROM usage ORDER BY date, meter_name, project LIMIT 3) u,
              ('Pre Commitment'), ('precommitment'), ('promotional'), (''), ('  '), (NULL)) t(et),
      (VALUES (NULL), (''), (' '), ('ent-1')) e(ent)`,
 		// Rows priced at what the interface sent, whose quantity × price
-		// to 12 decimals is a tie, negative, inexact as doubles or past a
-		// double's precision: ListCost rounds the doubles' product only
-		// where it must be the exact one's rounding.
+		// to 12 decimals is a tie (0.5 × 61e-12 and 0.5 × 245e-12 are ties
+		// whose doubles' product rounds the other way), negative, inexact as
+		// doubles or past a double's precision: ListCost rounds the doubles'
+		// product only where it must be the exact one's rounding.
 		`INSERT INTO usage SELECT u.* REPLACE ('unpriced meter' AS meter_name, t.q AS quantity, t.p AS price, NULL AS entitlement_type, NULL AS entitlement, NULL AS key_id)
 FROM (SELECT * FROM usage ORDER BY date DESC, meter_name, project LIMIT 1) u,
-     (VALUES (0.5, 1e-12), (1.5, 1e-12), (2.5e-7, 2e-6), (-0.5, 1e-12), (-2.5, 1e-12), (0.1, 0.3), (3.0000001, 0.000000333333),
+     (VALUES (0.5, 1e-12), (1.5, 1e-12), (0.5, 61e-12), (0.5, 245e-12), (2.5e-7, 2e-6), (-0.5, 1e-12), (-2.5, 1e-12), (0.1, 0.3), (3.0000001, 0.000000333333),
              (12345678.9, 7.123456789012), (98765432.123, 0.000123456789), (1e-9, 0.999999999999), (0, 0.25)) t(q, p)`,
 		`INSERT INTO month_closes (id, month, basis, granularity, action, acted_at, who)
 SELECT uuid(), CAST(date_trunc('month', min(date)) AS DATE), 'usage', 'day', 'close', TIMESTAMP '2026-09-01', 'test' FROM usage`,
