@@ -357,8 +357,14 @@ func TestFetchTellsOfAnUpgradesFill(t *testing.T) {
 	if len(months) < 2 {
 		t.Fatalf("the fixture's usage spans %v: want two months or more", months)
 	}
-	// What a migration that reshapes the table does, in one transaction.
-	if _, err := conn.Exec(`BEGIN; DELETE FROM daily_usage_cost; INSERT INTO kept_refills (kept, done_before) VALUES ('daily_usage_cost', NULL); COMMIT`); err != nil {
+	var keyMonths int
+	if err := conn.QueryRow(`SELECT count(DISTINCT (organization, date_trunc('month', date))) FROM usage`).Scan(&keyMonths); err != nil {
+		t.Fatal(err)
+	}
+	// What a migration that reshapes the table does, in one transaction;
+	// and the usage rows as a store from before usage keys has them.
+	if _, err := conn.Exec(`BEGIN; DELETE FROM daily_usage_cost; INSERT INTO kept_refills (kept, done_before) VALUES ('daily_usage_cost', NULL);
+UPDATE usage SET key_id = NULL; DELETE FROM usage_keys; COMMIT`); err != nil {
 		t.Fatal(err)
 	}
 	conn.Close()
@@ -376,6 +382,9 @@ func TestFetchTellsOfAnUpgradesFill(t *testing.T) {
 	if len(told) != len(months) {
 		t.Fatalf("the fill logged %d months, want %d (%v):\n%s", len(told), len(months), months, stderr)
 	}
+	if n := strings.Count(stderr, "numbering the usage rows' keys"); n != keyMonths {
+		t.Errorf("the numbering of usage keys logged %d months, want %d:\n%s", n, keyMonths, stderr)
+	}
 	for i, line := range told {
 		if !strings.Contains(line, fmt.Sprintf(`"month":"%s"`, months[i])) || !strings.Contains(line, fmt.Sprintf(`"done":%d,"months":%d`, i+1, len(months))) {
 			t.Errorf("fill line %d, want month %s (%d of %d): %s", i, months[i], i+1, len(months), line)
@@ -392,5 +401,12 @@ func TestFetchTellsOfAnUpgradesFill(t *testing.T) {
 	}
 	if got < want || listed != 0 {
 		t.Fatalf("after the fill: daily_usage_cost %d rows (had %d), %d tables still listed", got, want, listed)
+	}
+	var unkeyed, focusRows int
+	if err := conn.QueryRow(`SELECT (SELECT count(*) FROM usage WHERE key_id IS NULL), (SELECT count(*) FROM focus)`).Scan(&unkeyed, &focusRows); err != nil {
+		t.Fatal(err)
+	}
+	if unkeyed != 0 || focusRows == 0 {
+		t.Fatalf("after the upgrade: %d usage rows without a key, %d focus rows", unkeyed, focusRows)
 	}
 }
