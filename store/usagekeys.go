@@ -293,3 +293,19 @@ func (s *Store) KeyUsage(ctx context.Context) error {
 	}
 	return s.keyUsage(ctx)
 }
+
+// MisnumberedUsage counts what would make focus wrong: usage rows whose key
+// does not stand for their own organization, basis, granularity, months of
+// date and period_at, payment method, meter, sku and project (also rows
+// without a key, when its one parameter is true), and key ids that stand for
+// more than one key. It is 0 in every store Tally wrote; tests check stores
+// with it from outside.
+const MisnumberedUsage = `SELECT
+  (SELECT count(*) FROM usage u LEFT JOIN usage_keys k ON k.id = u.key_id
+   WHERE (u.key_id IS NOT NULL OR ?)
+     AND (k.id IS NULL OR k.organization <> u.organization OR k.month <> date_trunc('month', u.date)
+          OR k.basis <> u.basis OR k.granularity <> u.granularity
+          OR k.period_month IS DISTINCT FROM date_trunc('month', CASE WHEN u.basis = 'reported' THEN u.date_processed ELSE u.date END)
+          OR k.payment_method IS DISTINCT FROM u.payment_method OR k.meter_name <> u.meter_name
+          OR k.meter_sku IS DISTINCT FROM u.meter_sku OR k.project IS DISTINCT FROM u.project))
++ (SELECT count(*) FROM (SELECT id FROM usage_keys GROUP BY id HAVING count(*) > 1))`

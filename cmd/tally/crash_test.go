@@ -18,6 +18,7 @@ import (
 	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/fetch/sim"
 	"github.com/tally-dev/tally/internal/prooftest"
+	"github.com/tally-dev/tally/store"
 )
 
 // Crashes: a real tally process killed with SIGKILL at random moments, over
@@ -163,6 +164,15 @@ func (c *proofCrash) consistent(t *testing.T, label string) (windows int) {
 			}
 		}
 		windows = len(ws)
+		// Every row a committed window holds has the key of its own
+		// texts, which focus joins it by.
+		var misnumbered int
+		if err := db.QueryRow(store.MisnumberedUsage, true).Scan(&misnumbered); err != nil {
+			t.Fatalf("%s: %v", label, err)
+		}
+		if misnumbered != 0 {
+			t.Errorf("%s: %d usage rows without the key of their texts", label, misnumbered)
+		}
 	})
 	prooftest.NoDoubles(t, c.db)
 	return windows
