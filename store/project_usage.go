@@ -52,11 +52,6 @@ VALUES (?, ?::UUID, ?, ?::DATE, ?::DATE, ?, ?, ?, ?, CAST(? AS DECIMAL(38, 12)),
 			}
 			n, _ := res.RowsAffected()
 			rows += n
-			if s.keyed {
-				if err := s.keyMonth(ctx, conn, org, month); err != nil {
-					return fmt.Errorf("rebuild estimated usage of project %s: %w", pu.Project, err)
-				}
-			}
 			months[month] = true
 			// Covered: up to the day of this read (the report's end may
 			// name tomorrow), never past the month.
@@ -80,6 +75,12 @@ VALUES (?, 'day', 'estimated', ?, ?::DATE, ?::DATE, ?, ?::UUID, ?)`, org, scope,
 		for month := range months {
 			if err := refreshDayTotals(ctx, conn, org, tally.Day, "estimated", month, month.AddDate(0, 1, 0)); err != nil {
 				return fmt.Errorf("rebuild estimated usage: %w", err)
+			}
+			// and the rows' usage keys, as a load numbers its rows
+			if s.keyed {
+				if err := s.keyMonth(ctx, conn, org, month); err != nil {
+					return fmt.Errorf("rebuild estimated usage: %w", err)
+				}
 			}
 		}
 		return nil
