@@ -140,7 +140,7 @@ VALUES (?, ?, ?, ?, ?::DATE, ?::DATE, ?, ?::UUID, ?, ?, ?, ?, ?)`,
 			requests, retries, bytes, res.Duration.Milliseconds()); err != nil {
 			return fmt.Errorf("update ledger: %w", err)
 		}
-		if err := refreshDayTotals(ctx, conn, q.Organization, w.Granularity, basis, w.Start.UTC(), w.End.UTC()); err != nil {
+		if err := refreshDayTotals(ctx, conn, q.Organization, w.Granularity, basis, w.Start.UTC(), w.End.UTC(), keys != nil); err != nil {
 			return err
 		}
 		if costTo.After(costFrom) {

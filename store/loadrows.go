@@ -303,12 +303,7 @@ const (
 
 // sourceText are the text columns: name, position, field, and whether ""
 // is NULL (meter_name and currency are required, and kept as sent).
-var sourceText = [...]struct {
-	name     string
-	col      int
-	field    func(*tally.MeterData) string
-	nullable bool
-}{
+var sourceText = [...]textSource{
 	{"meter_name", 2, func(md *tally.MeterData) string { return md.MeterName }, false},
 	{"meter_sku", 3, func(md *tally.MeterData) string { return md.MeterSku }, true},
 	{"family", 4, func(md *tally.MeterData) string { return md.Family }, true},
@@ -320,6 +315,15 @@ var sourceText = [...]struct {
 	{"payment_method", 13, func(md *tally.MeterData) string { return md.PaymentMethod }, true},
 	{"payment_method_name", 14, func(md *tally.MeterData) string { return md.PaymentMethodName }, true},
 	{"project", 15, func(md *tally.MeterData) string { return md.Project }, true},
+}
+
+// textSource is a text column of the table function and the MeterData
+// field it comes from.
+type textSource struct {
+	name     string
+	col      int
+	field    func(*tally.MeterData) string
+	nullable bool
 }
 
 type rowSourceKey struct{}
@@ -495,19 +499,20 @@ func (f *feeder) feed(ctx context.Context, q tally.UsageQuery, rows iter.Seq2[ta
 				cur = &chunkRows{}
 			}
 		}
+		cur.rows = append(cur.rows, md)
+		cur.cost = append(cur.cost, cost)
+		cur.num = append(cur.num, [len(sourceText)]uint16{})
+		row, num := &cur.rows[len(cur.rows)-1], &cur.num[len(cur.num)-1]
+		if lists.numbers(row, num) {
+			grew = true
+		}
 		var key int32
 		if f.keys != nil {
-			if key, err = f.keys.number(&md); err != nil {
+			if key, err = f.keys.number(row, num, &lists); err != nil {
 				return n, err
 			}
 		}
-		cur.rows = append(cur.rows, md)
-		cur.cost = append(cur.cost, cost)
 		cur.key = append(cur.key, key)
-		cur.num = append(cur.num, [len(sourceText)]uint16{})
-		if lists.numbers(&cur.rows[len(cur.rows)-1], &cur.num[len(cur.num)-1]) {
-			grew = true
-		}
 		n++
 		if len(cur.rows) == duckdb.GetDataChunkCapacity() && !send() {
 			return n, nil

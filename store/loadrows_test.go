@@ -249,4 +249,7 @@ func TestLoadWindowTextsAsSent(t *testing.T) {
 			}
 		}
 	}
+	// Each row's key is found by its texts' numbers while its columns are
+	// listed, and by the texts once one is not: the same keys either way.
+	checkUsageKeys(t, s)
 }

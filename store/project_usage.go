@@ -70,17 +70,17 @@ VALUES (?, 'day', 'estimated', ?, ?::DATE, ?::DATE, ?, ?::UUID, ?)`, org, scope,
 				return fmt.Errorf("update ledger: %w", err)
 			}
 		}
-		// The totals kept from the rows, once a month for every project
-		// read.
+		// The rows' usage keys, as a load numbers its rows, and the totals
+		// kept from the rows (summed per key, as a load's), once a month
+		// for every project read.
 		for month := range months {
-			if err := refreshDayTotals(ctx, conn, org, tally.Day, "estimated", month, month.AddDate(0, 1, 0)); err != nil {
-				return fmt.Errorf("rebuild estimated usage: %w", err)
-			}
-			// and the rows' usage keys, as a load numbers its rows
 			if s.keyed {
 				if err := s.keyMonth(ctx, conn, org, month); err != nil {
 					return fmt.Errorf("rebuild estimated usage: %w", err)
 				}
+			}
+			if err := refreshDayTotals(ctx, conn, org, tally.Day, "estimated", month, month.AddDate(0, 1, 0), s.keyed); err != nil {
+				return fmt.Errorf("rebuild estimated usage: %w", err)
 			}
 		}
 		return nil

@@ -215,7 +215,7 @@ func fillMonth(ctx context.Context, conn *sql.Conn, kept string, m keptMonth) er
 	// month order: each month's totals lie together, so a condition on
 	// month skips the other row groups.
 	for _, p := range m.parts {
-		if err := refreshDayTotals(ctx, conn, p.org, tally.Granularity(p.g), p.basis, from, to); err != nil {
+		if err := refreshDayTotals(ctx, conn, p.org, tally.Granularity(p.g), p.basis, from, to, false); err != nil {
 			return err
 		}
 	}

@@ -5,18 +5,22 @@ import (
 	"database/sql"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/tally-dev/tally"
 )
 
 // A usage row's key (usage_keys, usage.key_id) numbers its organization,
-// basis, granularity, month of date, month of period_at, payment method,
-// meter, sku and project: what the focus view joins it to its month's rate
-// card price, payment method and project snapshot by, and tells a closed
-// month's rows by. The view works those out once per key and joins each
-// row to its key on one integer; on the row's texts and dates they were
-// most of a count over the history. So the view needs every row numbered:
+// basis, granularity, month of date, month of period_at and every text
+// (payment method, meter, sku, project, family, unit, currency and the
+// rest): what the focus view joins it to its month's rate card price,
+// payment method and project snapshot by, and tells a closed month's rows
+// by, and what the load's daily sums group its rows by. The view works
+// those out once per key and joins each row to its key on one integer; on
+// the row's texts and dates they were most of a count over the history.
+// The load sums its rows per key and day, and joins the texts to the sums
+// (dayTotalsByKey). So both need every row numbered:
 // the load numbers its rows as it writes them (windowKeys), the estimate
 // numbers its rows in its transaction, and the writer numbers any row left
 // without a key (a store from before keys, rows written by other means)
@@ -27,17 +31,38 @@ import (
 // texts (neither sees the other's uncommitted key): two keys then stand for
 // the same texts, which is harmless, as each row names one.
 
-// usageKeysVersion is the migration that makes usage_keys and usage.key_id.
-const usageKeysVersion = 15
+// usageKeysVersion is the migration that makes usage_keys and usage.key_id
+// as they are now (0016: every text; 0015 made them of four).
+const usageKeysVersion = 16
 
 // usageKey is what a key numbers within one window's organization, basis
-// and granularity; "" stands for the NULL a row keeps for an empty payment
-// method, sku or project.
+// and granularity: its months, and its texts in sourceText's order, where
+// "" stands for the NULL a row keeps for an empty text of a nullable
+// column.
 type usageKey struct {
-	month                                       int64 // the month of date's first instant, Unix seconds (UTC)
-	period                                      int64 // the same of period_at's month, if hasPeriod
-	hasPeriod                                   bool
-	paymentMethod, meterName, meterSku, project string
+	month     int64 // the month of date's first instant, Unix seconds (UTC)
+	period    int64 // the same of period_at's month, if hasPeriod
+	hasPeriod bool
+	texts     [len(sourceText)]string
+}
+
+// listedKey is a usageKey with its texts as their numbers in the window's
+// lists (textLists): a lookup hashes a few integers, not eleven texts,
+// some of them long (a payment method is a UUID).
+type listedKey struct {
+	month, period int64
+	hasPeriod     bool
+	num           [len(sourceText)]uint16
+}
+
+// keyColumns lists the key's text columns (sourceText's, which usage and
+// usage_keys name alike) for SQL, each as column gives it, joined by sep.
+func keyColumns(sep string, column func(t textSource) string) string {
+	parts := make([]string, len(sourceText))
+	for i, t := range sourceText {
+		parts[i] = column(t)
+	}
+	return strings.Join(parts, sep)
 }
 
 // windowKeys numbers the rows of one window of organization org: the keys
@@ -51,7 +76,8 @@ type windowKeys struct {
 	org, basis, granularity string
 	reported                bool // period_at is date_processed
 	known                   map[usageKey]int32
-	read                    map[int64]bool // months whose committed keys are in known
+	listed                  map[listedKey]int32 // known's keys by the texts' numbers in the window's lists
+	read                    map[int64]bool      // months whose committed keys are in known
 	fresh                   []usageKey
 	ids                     []int32 // fresh's keys
 
@@ -78,17 +104,46 @@ func (m *monthCache) of(t time.Time) int64 {
 
 func (s *Store) windowKeys(ctx context.Context, q tally.UsageQuery) *windowKeys {
 	return &windowKeys{s: s, ctx: ctx, org: q.Organization, basis: string(q.Basis()), granularity: string(q.Window.Granularity),
-		reported: q.Basis() == tally.BasisReported, known: map[usageKey]int32{}, read: map[int64]bool{}}
+		reported: q.Basis() == tally.BasisReported, known: map[usageKey]int32{}, listed: map[listedKey]int32{}, read: map[int64]bool{}}
 }
 
-// number is md's key.
-func (k *windowKeys) number(md *tally.MeterData) (int32, error) {
-	key := usageKey{month: k.date.of(md.Date), paymentMethod: md.PaymentMethod, meterName: md.MeterName, meterSku: md.MeterSku, project: md.Project}
+// number is md's key; num are its texts' numbers in the window's lists,
+// lists the lists (textLists.numbers).
+func (k *windowKeys) number(md *tally.MeterData, num *[len(sourceText)]uint16, lists *textLists) (int32, error) {
+	lk := listedKey{month: k.date.of(md.Date)}
 	switch {
 	case !k.reported:
-		key.period, key.hasPeriod = key.month, true
+		lk.period, lk.hasPeriod = lk.month, true
 	case md.DateProcessed != nil:
-		key.period, key.hasPeriod = k.processed.of(*md.DateProcessed), true
+		lk.period, lk.hasPeriod = k.processed.of(*md.DateProcessed), true
+	}
+	// A number stands for one text for the whole window (the lists only
+	// grow), unless its column went in as text: then the texts decide.
+	byNumber := true
+	for c := range lists.cols {
+		if lists.cols[c].unlisted {
+			byNumber = false
+			break
+		}
+	}
+	if byNumber {
+		lk.num = *num
+		if id, ok := k.listed[lk]; ok {
+			return id, nil
+		}
+	}
+	id, err := k.byTexts(md, lk)
+	if err == nil && byNumber {
+		k.listed[lk] = id
+	}
+	return id, err
+}
+
+// byTexts is md's key found by its texts; lk holds its months.
+func (k *windowKeys) byTexts(md *tally.MeterData, lk listedKey) (int32, error) {
+	key := usageKey{month: lk.month, period: lk.period, hasPeriod: lk.hasPeriod}
+	for i, t := range sourceText {
+		key.texts[i] = t.field(md)
 	}
 	month := k.date.from
 	if k.lastID != 0 && key == k.last {
@@ -114,16 +169,22 @@ func (k *windowKeys) number(md *tally.MeterData) (int32, error) {
 	return id, nil
 }
 
-// readMonth adds the organization's committed keys of month to known. A
-// key whose payment method, sku or project is an empty text rather than
-// NULL (rows written by other means) numbers no row a load writes, which
-// keeps those NULL: it is left out.
-func (k *windowKeys) readMonth(month time.Time) error {
-	rows, err := k.s.db.QueryContext(k.ctx, `SELECT id, period_month, coalesce(payment_method, ''), meter_name, coalesce(meter_sku, ''), coalesce(project, '')
+// readKeys reads a month's keys for readMonth: each text as the load has
+// it (NULL as ""), leaving out a key with an empty text where the load
+// keeps NULL (rows written by other means), which numbers no row a load
+// writes.
+var readKeys = `SELECT id, period_month, ` + keyColumns(", ", func(t textSource) string { return "coalesce(" + t.name + ", '')" }) + `
 FROM usage_keys
-WHERE organization = ? AND basis = ? AND granularity = ? AND month = ?
-  AND (payment_method IS NULL OR payment_method <> '') AND (meter_sku IS NULL OR meter_sku <> '') AND (project IS NULL OR project <> '')`,
-		k.org, k.basis, k.granularity, month)
+WHERE organization = ? AND basis = ? AND granularity = ? AND month = ?` + keyColumns("", func(t textSource) string {
+	if !t.nullable {
+		return ""
+	}
+	return "\n  AND (" + t.name + " IS NULL OR " + t.name + " <> '')"
+})
+
+// readMonth adds the organization's committed keys of month to known.
+func (k *windowKeys) readMonth(month time.Time) error {
+	rows, err := k.s.db.QueryContext(k.ctx, readKeys, k.org, k.basis, k.granularity, month)
 	if err != nil {
 		return fmt.Errorf("read usage keys: %w", err)
 	}
@@ -132,7 +193,11 @@ WHERE organization = ? AND basis = ? AND granularity = ? AND month = ?
 		var id int32
 		var period sql.NullTime
 		key := usageKey{month: month.Unix()}
-		if err := rows.Scan(&id, &period, &key.paymentMethod, &key.meterName, &key.meterSku, &key.project); err != nil {
+		dest := []any{&id, &period}
+		for i := range key.texts {
+			dest = append(dest, &key.texts[i])
+		}
+		if err := rows.Scan(dest...); err != nil {
 			return fmt.Errorf("read usage keys: %w", err)
 		}
 		if period.Valid {
@@ -149,6 +214,17 @@ WHERE organization = ? AND basis = ? AND granularity = ? AND month = ?
 	return nil
 }
 
+// addKeys inserts a window's new keys, a list of each column; "" is NULL
+// where the load keeps an empty text so.
+var addKeys = `INSERT INTO usage_keys (id, organization, basis, granularity, month, period_month, ` + keyColumns(", ", func(t textSource) string { return t.name }) + `)
+SELECT unnest(?::INTEGER[]), ?, ?, ?, CAST(unnest(?::VARCHAR[]) AS TIMESTAMP), CAST(nullif(unnest(?::VARCHAR[]), '') AS TIMESTAMP),
+       ` + keyColumns(", ", func(t textSource) string {
+	if t.nullable {
+		return "nullif(unnest(?::VARCHAR[]), '')"
+	}
+	return "unnest(?::VARCHAR[])"
+})
+
 // addFresh writes the window's new keys, on conn inside its transaction.
 func (k *windowKeys) addFresh(ctx context.Context, conn *sql.Conn) error {
 	if len(k.fresh) == 0 {
@@ -156,18 +232,24 @@ func (k *windowKeys) addFresh(ctx context.Context, conn *sql.Conn) error {
 	}
 	n := len(k.fresh)
 	months, periods := make([]string, n), make([]string, n)
-	pms, meters, skus, projects := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	var texts [len(sourceText)][]string
+	for c := range texts {
+		texts[c] = make([]string, n)
+	}
 	for i, key := range k.fresh {
 		months[i] = time.Unix(key.month, 0).UTC().Format(time.DateTime)
 		if key.hasPeriod {
 			periods[i] = time.Unix(key.period, 0).UTC().Format(time.DateTime)
 		}
-		pms[i], meters[i], skus[i], projects[i] = key.paymentMethod, key.meterName, key.meterSku, key.project
+		for c, v := range key.texts {
+			texts[c][i] = v
+		}
 	}
-	_, err := conn.ExecContext(ctx, `INSERT INTO usage_keys (id, organization, basis, granularity, month, period_month, payment_method, meter_name, meter_sku, project)
-SELECT unnest(?::INTEGER[]), ?, ?, ?, CAST(unnest(?::VARCHAR[]) AS TIMESTAMP), CAST(nullif(unnest(?::VARCHAR[]), '') AS TIMESTAMP),
-       nullif(unnest(?::VARCHAR[]), ''), unnest(?::VARCHAR[]), nullif(unnest(?::VARCHAR[]), ''), nullif(unnest(?::VARCHAR[]), '')`,
-		k.ids, k.org, k.basis, k.granularity, months, periods, pms, meters, skus, projects)
+	args := []any{k.ids, k.org, k.basis, k.granularity, months, periods}
+	for _, t := range texts {
+		args = append(args, t)
+	}
+	_, err := conn.ExecContext(ctx, addKeys, args...)
 	if err != nil {
 		return fmt.Errorf("add usage keys: %w", err)
 	}
@@ -197,16 +279,8 @@ func (s *Store) readKeyed(ctx context.Context) error {
 // for the texts no key of the month numbers, then each row's key.
 func (s *Store) keyMonth(ctx context.Context, conn *sql.Conn, org string, month time.Time) error {
 	next := month.AddDate(0, 1, 0)
-	const missing = `SELECT DISTINCT u.basis, u.granularity, u.period_month, u.payment_method, u.meter_name, u.meter_sku, u.project
-FROM (SELECT *, date_trunc('month', CASE WHEN basis = 'reported' THEN date_processed ELSE date END) AS period_month
-      FROM usage WHERE key_id IS NULL AND organization = $1 AND date >= $2 AND date < $3) u
-WHERE NOT EXISTS (SELECT 1 FROM usage_keys k
-                  WHERE k.organization = $1 AND k.month = $2 AND k.basis = u.basis AND k.granularity = u.granularity
-                    AND k.period_month IS NOT DISTINCT FROM u.period_month
-                    AND k.payment_method IS NOT DISTINCT FROM u.payment_method AND k.meter_name = u.meter_name
-                    AND k.meter_sku IS NOT DISTINCT FROM u.meter_sku AND k.project IS NOT DISTINCT FROM u.project)`
 	var n int64
-	if err := conn.QueryRowContext(ctx, `SELECT count(*) FROM (`+missing+`)`, org, month, next).Scan(&n); err != nil {
+	if err := conn.QueryRowContext(ctx, `SELECT count(*) FROM (`+missingKeys+`)`, org, month, next).Scan(&n); err != nil {
 		return fmt.Errorf("number usage of %s: %w", month.Format("2006-01"), err)
 	}
 	if n > 0 {
@@ -214,24 +288,47 @@ WHERE NOT EXISTS (SELECT 1 FROM usage_keys k
 		if last > math.MaxInt32 {
 			return fmt.Errorf("number usage keys: more than %d", math.MaxInt32)
 		}
-		if _, err := conn.ExecContext(ctx, `INSERT INTO usage_keys (id, organization, basis, granularity, month, period_month, payment_method, meter_name, meter_sku, project)
-SELECT CAST($4 + row_number() OVER () AS INTEGER), $1, basis, granularity, $2, period_month, payment_method, meter_name, meter_sku, project
-FROM (`+missing+`)`, org, month, next, last-n); err != nil {
+		if _, err := conn.ExecContext(ctx, `INSERT INTO usage_keys (id, organization, basis, granularity, month, period_month, `+keyTextList+`)
+SELECT CAST($4 + row_number() OVER () AS INTEGER), $1, basis, granularity, $2, period_month, `+keyTextList+`
+FROM (`+missingKeys+`)`, org, month, next, last-n); err != nil {
 			return fmt.Errorf("number usage of %s: %w", month.Format("2006-01"), err)
 		}
 	}
 	if _, err := conn.ExecContext(ctx, `UPDATE usage SET key_id = k.id
-FROM (SELECT min(id) AS id, basis, granularity, period_month, payment_method, meter_name, meter_sku, project
+FROM (SELECT min(id) AS id, basis, granularity, period_month, `+keyTextList+`
       FROM usage_keys WHERE organization = $1 AND month = $2 GROUP BY ALL) k
 WHERE usage.key_id IS NULL AND usage.organization = $1 AND usage.date >= $2 AND usage.date < $3
   AND k.basis = usage.basis AND k.granularity = usage.granularity
   AND k.period_month IS NOT DISTINCT FROM date_trunc('month', CASE WHEN usage.basis = 'reported' THEN usage.date_processed ELSE usage.date END)
-  AND k.payment_method IS NOT DISTINCT FROM usage.payment_method AND k.meter_name = usage.meter_name
-  AND k.meter_sku IS NOT DISTINCT FROM usage.meter_sku AND k.project IS NOT DISTINCT FROM usage.project`, org, month, next); err != nil {
+  AND `+keyTextsMatch("k", "usage"), org, month, next); err != nil {
 		return fmt.Errorf("number usage of %s: %w", month.Format("2006-01"), err)
 	}
 	return nil
 }
+
+// keyTextList is the key's text columns, as a list.
+var keyTextList = keyColumns(", ", func(t textSource) string { return t.name })
+
+// keyTextsMatch is the condition that the texts of a and b (a key, a usage
+// row) are the same, NULL matching NULL.
+func keyTextsMatch(a, b string) string {
+	return keyColumns("\n  AND ", func(t textSource) string {
+		if t.nullable {
+			return a + "." + t.name + " IS NOT DISTINCT FROM " + b + "." + t.name
+		}
+		return a + "." + t.name + " = " + b + "." + t.name
+	})
+}
+
+// missingKeys are the texts of the rows of organization $1's month $2 (up
+// to $3) without a key that no key of the month numbers.
+var missingKeys = `SELECT DISTINCT u.basis, u.granularity, u.period_month, ` + keyColumns(", ", func(t textSource) string { return "u." + t.name }) + `
+FROM (SELECT *, date_trunc('month', CASE WHEN basis = 'reported' THEN date_processed ELSE date END) AS period_month
+      FROM usage WHERE key_id IS NULL AND organization = $1 AND date >= $2 AND date < $3) u
+WHERE NOT EXISTS (SELECT 1 FROM usage_keys k
+                  WHERE k.organization = $1 AND k.month = $2 AND k.basis = u.basis AND k.granularity = u.granularity
+                    AND k.period_month IS NOT DISTINCT FROM u.period_month
+                    AND ` + keyTextsMatch("k", "u") + `)`
 
 // keyUsage numbers every usage row without a key, a month and
 // organization at a time, each in its own transaction: after the upgrade
@@ -294,18 +391,17 @@ func (s *Store) KeyUsage(ctx context.Context) error {
 	return s.keyUsage(ctx)
 }
 
-// MisnumberedUsage counts what would make focus wrong: usage rows whose key
-// does not stand for their own organization, basis, granularity, months of
-// date and period_at, payment method, meter, sku and project (also rows
-// without a key, when its one parameter is true), and key ids that stand for
-// more than one key. It is 0 in every store Tally wrote; tests check stores
+// MisnumberedUsage counts what would make focus or the daily sums wrong:
+// usage rows whose key does not stand for their own organization, basis,
+// granularity, months of date and period_at and texts (also rows without a
+// key, when its one parameter is true), and key ids that stand for more
+// than one key. It is 0 in every store Tally wrote; tests check stores
 // with it from outside.
-const MisnumberedUsage = `SELECT
+var MisnumberedUsage = `SELECT
   (SELECT count(*) FROM usage u LEFT JOIN usage_keys k ON k.id = u.key_id
    WHERE (u.key_id IS NOT NULL OR ?)
      AND (k.id IS NULL OR k.organization <> u.organization OR k.month <> date_trunc('month', u.date)
           OR k.basis <> u.basis OR k.granularity <> u.granularity
           OR k.period_month IS DISTINCT FROM date_trunc('month', CASE WHEN u.basis = 'reported' THEN u.date_processed ELSE u.date END)
-          OR k.payment_method IS DISTINCT FROM u.payment_method OR k.meter_name <> u.meter_name
-          OR k.meter_sku IS DISTINCT FROM u.meter_sku OR k.project IS DISTINCT FROM u.project))
+          OR NOT (` + keyTextsMatch("k", "u") + `)))
 + (SELECT count(*) FROM (SELECT id FROM usage_keys GROUP BY id HAVING count(*) > 1))`

@@ -3,9 +3,11 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/tally-dev/tally"
 )
@@ -88,10 +90,99 @@ func TestLoadNumbersUsageKeys(t *testing.T) {
 	checkUsageKeys(t, s)
 }
 
+// The load's daily sums, summed per key and then per texts
+// (dayTotalsByKey), are usage_day_totals' from the rows where keys of one
+// day's group differ only in what the sums take the least of, or in what
+// paid_as and streaming_cost read: payment method names (one empty), the
+// entitlement types as the interface spells them, solutions in either
+// case, costs of twelve decimals, a quantity too small for DECIMAL(38, 12),
+// hours and days, basis usage and reported, and a second load of the same
+// window that drops rows.
+func TestDayTotalsSummedByKey(t *testing.T) {
+	s := openTemp(t)
+	var rows []tally.MeterData
+	names := []string{"PM B", "", "PM A"}
+	types := [][2]string{{"", "license"}, {"c-1", "Pre-Commitment"}, {"", "cash"}, {"e", " "}, {"", ""}, {"c-2", "odd type"}, {"c-3", "LICENSE"}}
+	solutions := []string{"Streaming", "streaming", "VOD"}
+	for i := range 42 {
+		md := row(date(t, "2026-03-01").Add(time.Duration(i%30)*time.Hour), "m1", "p1", fmt.Sprintf("%d.%012d", i, 7*i+1))
+		md.PaymentMethodName = names[i%len(names)]
+		md.Entitlement, md.EntitlementType = types[i%len(types)][0], types[i%len(types)][1]
+		md.Solution = solutions[i%len(solutions)]
+		md.Quantity = float64(i) / 3
+		if i == 5 {
+			md.Quantity = 1e-15
+		}
+		if i%8 == 0 {
+			md.Currency = "EUR"
+		}
+		rows = append(rows, md)
+	}
+	hours := tally.UsageQuery{Window: window(t, tally.Hour, "2026-03-01", "2026-03-03")}
+	load(t, s, hours, rows...)
+	days := tally.UsageQuery{Window: window(t, tally.Day, "2026-03-01", "2026-03-03")}
+	var daily []tally.MeterData
+	for _, md := range rows {
+		md.Date = date(t, "2026-03-01")
+		daily = append(daily, md)
+	}
+	load(t, s, days, daily...)
+	charged := date(t, "2026-03-02")
+	var late []tally.MeterData
+	for _, md := range daily[:9] {
+		md.Date = date(t, "2026-02-27")
+		md.DateProcessed = &charged
+		late = append(late, md)
+	}
+	load(t, s, tally.UsageQuery{Window: days.Window, ReportedDate: true}, late...)
+	check := func(step string) {
+		t.Helper()
+		checkUsageKeys(t, s)
+		kept, want := dayTotals(t, s)
+		if len(want) < 4 {
+			t.Fatalf("%s: usage_day_totals gives %d rows; the rows make more", step, len(want))
+		}
+		equalLines(t, step+": daily_usage_totals against usage_day_totals from the rows", kept, want)
+	}
+	check("three loads")
+	load(t, s, hours, rows[:20]...)
+	check("the hours again, fewer")
+}
+
 // TestOpenNumbersOlderUsage: a store from before usage keys has its rows
 // numbered when a writer opens it, a month at a time, each month told; the
 // focus view then gives the rows it gave before, and a load after numbers
 // on from the keys made.
+// A store whose rows 0015 numbered (keys of four texts) has them numbered
+// again when a writer opens it: the old numbers are dropped with their
+// keys, whatever they were, and every row gets a key of all its texts.
+func TestOpenRenumbersFourTextKeys(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "tally.duckdb")
+	old := olderStore(t, path, usageKeysVersion,
+		`INSERT INTO usage (organization, granularity, basis, date, meter_name, quantity, cost, currency, family, project, run_id, fetched_at)
+SELECT '', 'day', 'usage', TIMESTAMP '2025-12-01' + INTERVAL (i % 40) DAY, 'm' || (i % 3), 1, 1, 'USD', 'f' || (i % 2), 'p', uuid(), now()
+FROM range(120) t(i)`,
+		`INSERT INTO usage_keys (id, organization, basis, granularity, month, period_month, meter_name, project)
+SELECT i, '', 'usage', 'day', TIMESTAMP '2025-12-01', TIMESTAMP '2025-12-01', 'm' || i, 'p' FROM range(3) t(i)`,
+		`UPDATE usage SET key_id = CAST(right(meter_name, 1) AS INTEGER)`)
+	old.Close()
+	var told []FillProgress
+	s, err := OpenNotify(ctx, path, func(p FillProgress) { told = append(told, p) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	checkUsageKeys(t, s)
+	if len(told) != 2 || told[0].Table != "usage" || told[1].Done != 2 {
+		t.Errorf("told %+v, want the two months of usage", told)
+	}
+	// December and January, each of three meters by two families
+	if n := count(t, s, `SELECT count(*) FROM usage_keys`); n != 12 {
+		t.Errorf("%d keys, want 12 (two months of three meters by two families)", n)
+	}
+}
+
 func TestOpenNumbersOlderUsage(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "tally.duckdb")
