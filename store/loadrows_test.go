@@ -107,10 +107,10 @@ func TestLoadWindowCancelledMidStream(t *testing.T) {
 	}
 }
 
-// A load runs DuckDB on one thread and at loadMemory (loadThreads), also
-// when two load at once, and the database's own thread count and the
-// writer's memory limit are back once no load runs, also after a load
-// that failed.
+// A load runs DuckDB on one thread, at loadMemory and without FSST
+// (loadThreads), also when two load at once, and the database's own thread
+// count, the writer's memory limit and every compression method are back
+// once no load runs, also after a load that failed.
 func TestLoadRunsOnOneThread(t *testing.T) {
 	ctx := context.Background()
 	s := openTemp(t)
@@ -130,7 +130,18 @@ func TestLoadRunsOnOneThread(t *testing.T) {
 		}
 		return m
 	}
+	skipped := func() string {
+		t.Helper()
+		var m string
+		if err := s.DB().QueryRowContext(ctx, "SELECT current_setting('disabled_compression_methods')").Scan(&m); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
 	own, ownMemory := threads(), memory()
+	if got := skipped(); got != "" {
+		t.Fatalf("the writer skips compression methods %q, want none", got)
+	}
 	if ownMemory != "152.5 MiB" { // 160MB
 		t.Fatalf("the writer's memory_limit: %s, want 152.5 MiB", ownMemory)
 	}
@@ -142,13 +153,14 @@ func TestLoadRunsOnOneThread(t *testing.T) {
 		s.loads.threads, own = 2, 2
 	}
 	// Two windows load at once; each, mid-stream, sees one thread.
-	seen, seenMemory := make(chan int64, 2), make(chan string, 2)
+	seen, seenMemory, seenSkipped := make(chan int64, 2), make(chan string, 2), make(chan string, 2)
 	watch := func(w tally.Window) func(func(tally.MeterData, error) bool) {
 		return func(yield func(tally.MeterData, error) bool) {
 			for md, err := range numberedRows(w, 5000, 0, nil) {
 				if md.Quantity == 2500 {
 					seen <- threads()
 					seenMemory <- memory()
+					seenSkipped <- skipped()
 				}
 				if !yield(md, err) {
 					return
@@ -174,12 +186,18 @@ func TestLoadRunsOnOneThread(t *testing.T) {
 		if got := <-seenMemory; got != "91.5 MiB" { // 96MB
 			t.Errorf("memory_limit while a window loads: %s, want 91.5 MiB", got)
 		}
+		if got := <-seenSkipped; got != "FSST,DICT_FSST" {
+			t.Errorf("compression methods skipped while a window loads: %q, want FSST,DICT_FSST", got)
+		}
 	}
 	if got := threads(); got != own {
 		t.Errorf("threads after the loads: %d, want the database's %d", got, own)
 	}
 	if got := memory(); got != ownMemory {
 		t.Errorf("memory_limit after the loads: %s, want the writer's %s", got, ownMemory)
+	}
+	if got := skipped(); got != "" {
+		t.Errorf("compression methods skipped after the loads: %q, want none", got)
 	}
 	boom := errors.New("cut off")
 	if _, err := s.LoadWindow(ctx, tally.UsageQuery{Window: w1}, NewRunID(), numberedRows(w1, 100, 50, boom)); !errors.Is(err, boom) {
@@ -190,6 +208,9 @@ func TestLoadRunsOnOneThread(t *testing.T) {
 	}
 	if got := memory(); got != ownMemory {
 		t.Errorf("memory_limit after a failed load: %s, want the writer's %s", got, ownMemory)
+	}
+	if got := skipped(); got != "" {
+		t.Errorf("compression methods skipped after a failed load: %q, want none", got)
 	}
 }
 
