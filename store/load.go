@@ -111,7 +111,9 @@ func (s *Store) LoadWindow(ctx context.Context, q tally.UsageQuery, runID uuid.U
 		fetchedAt := time.Now().UTC()
 		var keys *windowKeys
 		if s.keyed {
-			keys = s.windowKeys(ctx, q)
+			if keys, err = s.windowKeys(ctx, conn, q); err != nil {
+				return err
+			}
 		}
 		if res.Rows, err = insertRows(ctx, conn, q, runID, fetchedAt, rows, keys); err != nil {
 			return err

@@ -33,25 +33,28 @@ import (
 // folder beside the database when a query needs more).
 var writerSettings = []string{"preserve_insertion_order=false", "memory_limit=" + writerMemory}
 
-// writerMemory is the writer's memory_limit; loadMemory is its limit while
-// a window loads. DuckDB's buffers fill to the limit as a load writes row
+// writerMemory is the writer's memory_limit; loadMemoryMB is its limit
+// while a window loads (loadLimit: as much again for each load beside it). DuckDB's buffers fill to the limit as a load writes row
 // groups (blocks it keeps for reading back, which it can drop at any
 // time), and the process uses 100 MB and more beyond it (the Go side, and
 // DuckDB's own allocations while the window's daily sums read its rows
 // back, which vary from run to run); a load needs no more than the lower
-// limit (its daily sums read a week at a time). At 5,000,000 rows the
-// fetch peaked at 235-300 MB with the writer's limit, 200-275 MB with
-// this one, in the same CPU time.
+// limit (its daily sums read eight days at a time, grouped on integers).
+// At 5,000,000 rows the fetch peaked at 235-300 MB with the writer's
+// limit, 200-290 MB at 96MB, and 168-218 MB at this one, in the same CPU
+// time.
 const (
-	writerMemory = "160MB"
-	loadMemory   = "96MB"
+	writerMemoryMB = 160
+	writerMemory   = "160MB"
+	loadMemoryMB   = 64
 )
 
-// loadThreads runs DuckDB on one thread, at loadMemory and without the
-// compression methods of loadSkipsCompression, while any window loads. DuckDB's threads that fill chunks wait on the feeder (and
-// it on the interface), and meanwhile the thread that runs the statement
-// finds no task and asks again, at once, until they are done: a core
-// spent spinning for the whole insert, a third of the fetch's CPU. On one
+// loadThreads runs DuckDB on one thread, at loadMemoryMB for each load
+// under way (up to writerMemory) and without the compression methods of
+// loadSkipsCompression, while any window loads. DuckDB's threads that fill
+// chunks wait on the feeder (and it on the interface), and meanwhile the
+// thread that runs the statement finds no task and asks again, at once,
+// until they are done: a core spent spinning for the whole insert, a third of the fetch's CPU. On one
 // thread the statement's own thread fills the chunks, and waits without
 // spinning; decoding still runs beside it, on the feeder's goroutines. The
 // sums the load keeps after the insert (daily_usage_totals,
@@ -59,10 +62,20 @@ const (
 // to combine. Concurrent loads each run on their own statement's thread.
 // The settings are the database's, so the count of loads under way
 // decides them: the first sets them, the last puts back the writer's.
+// Each load holds its transaction's rows and sums in DuckDB's memory, so
+// loads side by side need more of it (four at 64 MB in all ran out): the
+// limit grows with the most loads under way at once, and stays until the
+// last ends, as lowering it under a load could leave that one short.
 type loadThreads struct {
 	mu      sync.Mutex
 	running int
+	most    int   // the most loads under way at once since the first began
 	threads int64 // the database's own setting, put back after the loads
+}
+
+// loadLimit is DuckDB's memory_limit while n loads are under way.
+func loadLimit(n int) string {
+	return fmt.Sprintf("%dMB", min(n*loadMemoryMB, writerMemoryMB))
 }
 
 // begin sets one thread for a load; end undoes it once no load runs.
@@ -75,12 +88,21 @@ func (t *loadThreads) begin(ctx context.Context, db *sql.DB) error {
 				return fmt.Errorf("run the load on one thread: %w", err)
 			}
 		}
-		if _, err := db.ExecContext(ctx, "SET GLOBAL memory_limit = '"+loadMemory+"'"); err != nil {
-			return fmt.Errorf("set the load's memory limit: %w", err)
-		}
 		if _, err := db.ExecContext(ctx, "SET GLOBAL disabled_compression_methods = '"+loadSkipsCompression+"'"); err != nil {
 			return fmt.Errorf("set the load's compression: %w", err)
 		}
+	}
+	if t.running+1 > t.most {
+		if _, err := db.ExecContext(ctx, "SET GLOBAL memory_limit = '"+loadLimit(t.running+1)+"'"); err != nil {
+			if t.running == 0 {
+				db.ExecContext(context.Background(), "RESET GLOBAL disabled_compression_methods")
+				if t.threads > 1 {
+					db.ExecContext(context.Background(), fmt.Sprintf("SET GLOBAL threads = %d", t.threads))
+				}
+			}
+			return fmt.Errorf("set the load's memory limit: %w", err)
+		}
+		t.most = t.running + 1
 	}
 	t.running++
 	return nil
@@ -91,6 +113,7 @@ func (t *loadThreads) end(db *sql.DB) {
 	defer t.mu.Unlock()
 	t.running--
 	if t.running == 0 {
+		t.most = 0
 		// Only a slower query, or one with less memory, follows if these
 		// fail; the load is done.
 		if t.threads > 1 {

@@ -29,7 +29,11 @@ import (
 // Keys are never removed or renumbered, so a row's key stays right for as
 // long as the row does. Two loads side by side may each number the same
 // texts (neither sees the other's uncommitted key): two keys then stand for
-// the same texts, which is harmless, as each row names one.
+// the same texts, which is harmless, as each row names one. A load uses
+// only the keys its own transaction sees (read when it begins): a key
+// another load committed since is not in that transaction's usage_keys,
+// and its daily sums, which join the window's rows to their keys there,
+// would lose the rows that named it.
 
 // usageKeysVersion is the migration that makes usage_keys and usage.key_id
 // as they are now (0016: every text; 0015 made them of four).
@@ -66,10 +70,10 @@ func keyColumns(sep string, column func(t textSource) string) string {
 }
 
 // windowKeys numbers the rows of one window of organization org: the keys
-// committed for a month are read the first time a row of that month comes
-// (s.db, as the window's own connection is busy with its INSERT), and
-// texts no key numbers yet get a new key from the store's counter, kept in
-// fresh until the window's rows are in (addFresh).
+// of the months its rows can be of are read in its transaction before its
+// rows come (keyMonthsBefore), and texts no key of those numbers get a new
+// key from the store's counter, kept in fresh until the window's rows are
+// in (addFresh).
 type windowKeys struct {
 	s                       *Store
 	ctx                     context.Context
@@ -77,7 +81,6 @@ type windowKeys struct {
 	reported                bool // period_at is date_processed
 	known                   map[usageKey]int32
 	listed                  map[listedKey]int32 // known's keys by the texts' numbers in the window's lists
-	read                    map[int64]bool      // months whose committed keys are in known
 	fresh                   []usageKey
 	ids                     []int32 // fresh's keys
 
@@ -102,9 +105,25 @@ func (m *monthCache) of(t time.Time) int64 {
 	return m.from.Unix()
 }
 
-func (s *Store) windowKeys(ctx context.Context, q tally.UsageQuery) *windowKeys {
-	return &windowKeys{s: s, ctx: ctx, org: q.Organization, basis: string(q.Basis()), granularity: string(q.Window.Granularity),
-		reported: q.Basis() == tally.BasisReported, known: map[usageKey]int32{}, listed: map[listedKey]int32{}, read: map[int64]bool{}}
+// keyMonthsBefore is how many months before its window's a load of basis
+// reported reads keys of: its rows are charged in the window and may have
+// happened earlier. A row older than that gets a key of its own.
+const keyMonthsBefore = 3
+
+// windowKeys starts numbering the rows of q's window, reading the keys of
+// the months its rows can be of on conn, inside the window's transaction.
+func (s *Store) windowKeys(ctx context.Context, conn *sql.Conn, q tally.UsageQuery) (*windowKeys, error) {
+	k := &windowKeys{s: s, ctx: ctx, org: q.Organization, basis: string(q.Basis()), granularity: string(q.Window.Granularity),
+		reported: q.Basis() == tally.BasisReported, known: map[usageKey]int32{}, listed: map[listedKey]int32{}}
+	start := q.Window.Start.UTC()
+	from := time.Date(start.Year(), start.Month(), 1, 0, 0, 0, 0, time.UTC)
+	if k.reported {
+		from = from.AddDate(0, -keyMonthsBefore, 0)
+	}
+	if err := k.readMonths(conn, from, q.Window.End.UTC()); err != nil {
+		return nil, err
+	}
+	return k, nil
 }
 
 // number is md's key; num are its texts' numbers in the window's lists,
@@ -145,14 +164,8 @@ func (k *windowKeys) byTexts(md *tally.MeterData, lk listedKey) (int32, error) {
 	for i, t := range sourceText {
 		key.texts[i] = t.field(md)
 	}
-	month := k.date.from
 	if k.lastID != 0 && key == k.last {
 		return k.lastID, nil
-	}
-	if !k.read[key.month] {
-		if err := k.readMonth(month); err != nil {
-			return 0, err
-		}
 	}
 	id, ok := k.known[key]
 	if !ok {
@@ -169,37 +182,40 @@ func (k *windowKeys) byTexts(md *tally.MeterData, lk listedKey) (int32, error) {
 	return id, nil
 }
 
-// readKeys reads a month's keys for readMonth: each text as the load has
-// it (NULL as ""), leaving out a key with an empty text where the load
-// keeps NULL (rows written by other means), which numbers no row a load
-// writes.
-var readKeys = `SELECT id, period_month, ` + keyColumns(", ", func(t textSource) string { return "coalesce(" + t.name + ", '')" }) + `
+// readKeys reads the keys of the months [$4, $5) for readMonths: each
+// text as the load has it (NULL as ""), leaving out a key with an empty
+// text where the load keeps NULL (rows written by other means), which
+// numbers no row a load writes.
+var readKeys = `SELECT id, month, period_month, ` + keyColumns(", ", func(t textSource) string { return "coalesce(" + t.name + ", '')" }) + `
 FROM usage_keys
-WHERE organization = ? AND basis = ? AND granularity = ? AND month = ?` + keyColumns("", func(t textSource) string {
+WHERE organization = ? AND basis = ? AND granularity = ? AND month >= ? AND month < ?` + keyColumns("", func(t textSource) string {
 	if !t.nullable {
 		return ""
 	}
 	return "\n  AND (" + t.name + " IS NULL OR " + t.name + " <> '')"
 })
 
-// readMonth adds the organization's committed keys of month to known.
-func (k *windowKeys) readMonth(month time.Time) error {
-	rows, err := k.s.db.QueryContext(k.ctx, readKeys, k.org, k.basis, k.granularity, month)
+// readMonths adds the keys of the months [from, to) that conn's
+// transaction sees to known.
+func (k *windowKeys) readMonths(conn *sql.Conn, from, to time.Time) error {
+	rows, err := conn.QueryContext(k.ctx, readKeys, k.org, k.basis, k.granularity, from, to)
 	if err != nil {
 		return fmt.Errorf("read usage keys: %w", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var id int32
+		var month time.Time
 		var period sql.NullTime
-		key := usageKey{month: month.Unix()}
-		dest := []any{&id, &period}
+		var key usageKey
+		dest := []any{&id, &month, &period}
 		for i := range key.texts {
 			dest = append(dest, &key.texts[i])
 		}
 		if err := rows.Scan(dest...); err != nil {
 			return fmt.Errorf("read usage keys: %w", err)
 		}
+		key.month = month.Unix()
 		if period.Valid {
 			key.period, key.hasPeriod = period.Time.Unix(), true
 		}
@@ -210,7 +226,6 @@ func (k *windowKeys) readMonth(month time.Time) error {
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("read usage keys: %w", err)
 	}
-	k.read[month.Unix()] = true
 	return nil
 }
 

@@ -90,6 +90,47 @@ func TestLoadNumbersUsageKeys(t *testing.T) {
 	checkUsageKeys(t, s)
 }
 
+// A load uses only the keys its transaction sees: a window that reaches a
+// month's rows after another load of that month committed keys for the
+// same texts numbers them itself, so its daily sums (which join its rows
+// to their keys in its transaction) keep every row.
+func TestLoadBesideACommitSumsEveryRow(t *testing.T) {
+	ctx := context.Background()
+	s := openTemp(t)
+	a := tally.UsageQuery{Window: window(t, tally.Day, "2026-02-20", "2026-03-10")}
+	b := tally.UsageQuery{Window: window(t, tally.Day, "2026-03-10", "2026-03-20")}
+	started, committed := make(chan struct{}), make(chan struct{})
+	rowsA := func(yield func(tally.MeterData, error) bool) {
+		if !yield(row(date(t, "2026-02-20"), "m1", "p1", "1"), nil) {
+			return
+		}
+		close(started)
+		<-committed // the other load commits March's keys meanwhile
+		for d := 1; d < 10; d++ {
+			if !yield(row(date(t, fmt.Sprintf("2026-03-%02d", d)), "m1", "p1", "2"), nil) {
+				return
+			}
+		}
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.LoadWindow(ctx, a, NewRunID(), rowsA)
+		done <- err
+	}()
+	<-started // a's transaction has begun and holds its first row
+	load(t, s, b, row(date(t, "2026-03-10"), "m1", "p1", "3"), row(date(t, "2026-03-11"), "m1", "p1", "3"))
+	close(committed)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	checkUsageKeys(t, s)
+	kept, want := dayTotals(t, s)
+	if len(want) != 12 {
+		t.Fatalf("usage_day_totals gives %d days, want 12", len(want))
+	}
+	equalLines(t, "daily_usage_totals against usage_day_totals from the rows", kept, want)
+}
+
 // The load's daily sums, summed per key and then per texts
 // (dayTotalsByKey), are usage_day_totals' from the rows where keys of one
 // day's group differ only in what the sums take the least of, or in what

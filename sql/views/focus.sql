@@ -134,8 +134,8 @@ project AS (
     LEFT JOIN location ON location.organization = p.organization AND location.name = p.location_name
 ),
 -- What follows from a usage row's key (usage_keys: organization, basis,
--- granularity, months of date and of period_at, payment method, meter,
--- sku, project) is worked out once per key, not once per row: its month's
+-- granularity, months of date and of period_at, and every text: payment
+-- method, meter, sku, project and the rest) is worked out once per key, not once per row: its month's
 -- rate card price, payment method and project, and whether it is of a
 -- closed month. Each row joins it on its key_id, one integer; on the texts
 -- and dates the key stands for, those joins were most of a count's time
