@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"testing"
 	"time"
 
@@ -115,30 +116,24 @@ func TestLoadWindowCancelledMidStream(t *testing.T) {
 func TestLoadRunsOnOneThread(t *testing.T) {
 	ctx := context.Background()
 	s := openTemp(t)
+	setting := func(name string) string {
+		t.Helper()
+		var v string
+		if err := s.DB().QueryRowContext(ctx, "SELECT CAST(current_setting(?) AS VARCHAR)", name).Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
 	threads := func() int64 {
 		t.Helper()
-		var n int64
-		if err := s.DB().QueryRowContext(ctx, "SELECT CAST(current_setting('threads') AS BIGINT)").Scan(&n); err != nil {
+		n, err := strconv.ParseInt(setting("threads"), 10, 64)
+		if err != nil {
 			t.Fatal(err)
 		}
 		return n
 	}
-	memory := func() string {
-		t.Helper()
-		var m string
-		if err := s.DB().QueryRowContext(ctx, "SELECT current_setting('memory_limit')").Scan(&m); err != nil {
-			t.Fatal(err)
-		}
-		return m
-	}
-	skipped := func() string {
-		t.Helper()
-		var m string
-		if err := s.DB().QueryRowContext(ctx, "SELECT current_setting('disabled_compression_methods')").Scan(&m); err != nil {
-			t.Fatal(err)
-		}
-		return m
-	}
+	memory := func() string { return setting("memory_limit") }
+	skipped := func() string { return setting("disabled_compression_methods") }
 	own, ownMemory := threads(), memory()
 	if got := skipped(); got != "" {
 		t.Fatalf("the writer skips compression methods %q, want none", got)

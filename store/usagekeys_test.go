@@ -190,15 +190,10 @@ func TestDayTotalsSummedByKey(t *testing.T) {
 	check("the hours again, fewer")
 }
 
-// TestOpenNumbersOlderUsage: a store from before usage keys has its rows
-// numbered when a writer opens it, a month at a time, each month told; the
-// focus view then gives the rows it gave before, and a load after numbers
-// on from the keys made.
 // A store whose rows 0015 numbered (keys of four texts) has them numbered
 // again when a writer opens it: the old numbers are dropped with their
 // keys, whatever they were, and every row gets a key of all its texts.
 func TestOpenRenumbersFourTextKeys(t *testing.T) {
-	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "tally.duckdb")
 	old := olderStore(t, path, usageKeysVersion,
 		`INSERT INTO usage (organization, granularity, basis, date, meter_name, quantity, cost, currency, family, project, run_id, fetched_at)
@@ -208,12 +203,7 @@ FROM range(120) t(i)`,
 SELECT i, '', 'usage', 'day', TIMESTAMP '2025-12-01', TIMESTAMP '2025-12-01', 'm' || i, 'p' FROM range(3) t(i)`,
 		`UPDATE usage SET key_id = CAST(right(meter_name, 1) AS INTEGER)`)
 	old.Close()
-	var told []FillProgress
-	s, err := OpenNotify(ctx, path, func(p FillProgress) { told = append(told, p) })
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, told := openTold(t, path)
 	checkUsageKeys(t, s)
 	if len(told) != 2 || told[0].Table != "usage" || told[1].Done != 2 {
 		t.Errorf("told %+v, want the two months of usage", told)
@@ -224,8 +214,24 @@ SELECT i, '', 'usage', 'day', TIMESTAMP '2025-12-01', TIMESTAMP '2025-12-01', 'm
 	}
 }
 
+// openTold opens the store at path as a writer, with the months its
+// fills and numbering told.
+func openTold(t *testing.T, path string) (*Store, []FillProgress) {
+	t.Helper()
+	var told []FillProgress
+	s, err := OpenNotify(context.Background(), path, func(p FillProgress) { told = append(told, p) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s, told
+}
+
+// TestOpenNumbersOlderUsage: a store from before usage keys has its rows
+// numbered when a writer opens it, a month at a time, each month told; the
+// focus view then gives the rows it gave before, and a load after numbers
+// on from the keys made.
 func TestOpenNumbersOlderUsage(t *testing.T) {
-	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "tally.duckdb")
 	old := olderStore(t, path, usageKeysVersion,
 		`INSERT INTO usage (organization, granularity, basis, date, meter_name, meter_sku, quantity, cost, currency, payment_method, project, run_id, fetched_at)
@@ -233,12 +239,7 @@ SELECT '', 'day', 'usage', TIMESTAMP '2025-11-01' + INTERVAL (i % 90) DAY, 'm' |
        1, 1, 'USD', CASE WHEN i % 5 <> 0 THEN 'pm' END, CASE WHEN i % 7 <> 0 THEN 'p' || (i % 2) END, uuid(), now()
 FROM range(400) t(i)`)
 	old.Close()
-	var told []FillProgress
-	s, err := OpenNotify(ctx, path, func(p FillProgress) { told = append(told, p) })
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, told := openTold(t, path)
 	checkUsageKeys(t, s)
 	if len(told) != 3 || told[0].Table != "usage" || told[0].Month.Format("2006-01") != "2025-11" || told[2].Done != 3 || told[2].Months != 3 {
 		t.Errorf("told %+v, want the three months of usage", told)
