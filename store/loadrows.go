@@ -153,18 +153,22 @@ const windowRowsFunction = "tally_window_rows"
 
 // insertWindowRows is the INSERT of one statement of a window's rows; the
 // parameters are the columns every row of the window shares, then each
-// text column's texts (see textShape).
-const insertWindowRows = `INSERT INTO usage (organization, organization_id, granularity, basis, run_id, fetched_at, date, date_processed,
-    meter_name, meter_sku, family, solution, unit, quantity, price, cost, currency,
-    entitlement, entitlement_type, payment_method, payment_method_name, project%s)
+// listed text column's texts (see textShape).
+const insertWindowRows = `INSERT INTO usage (organization, organization_id, granularity, basis, run_id, fetched_at, %s)
 SELECT ?, ?, ?, ?, ?::UUID, ?, %s FROM ` + windowRowsFunction + `()`
+
+// insertColumns are the columns of usage a window's INSERT writes besides
+// the shared ones, in the order of its SELECT; sourceText's col is a text
+// column's place here.
+var insertColumns = []string{"date", "date_processed", "meter_name", "meter_sku", "family", "solution", "unit", "quantity", "price", "cost",
+	"currency", "entitlement", "entitlement_type", "payment_method", "payment_method_name", "project", "key_id"}
 
 // Most of a window's rows repeat a few texts (meters, projects, payment
 // methods), and handing DuckDB a text costs a call into C and a copy per
 // value, the largest part of filling a chunk. So a text column goes in as
 // the text's number in the column's list of texts, and the INSERT looks it
 // up in that list, a parameter of the statement: DuckDB then copies no
-// text, and Go hands it a small integer. The lists must be known when the
+// text, and Go hands it small integers (packed: textShape). The lists must be known when the
 // statement starts, and the rows come later: a chunk that holds a text
 // the statement's lists lack ends the statement, and the next one starts
 // with the longer lists. A column with more than maxListTexts texts, and
@@ -177,10 +181,43 @@ const (
 )
 
 // textShape is how a statement takes the text columns: each column either
-// as text (listed false) or as numbers into texts.
+// as text (listed false) or as numbers into texts. The numbers of the
+// listed columns go in packed, four to a BIGINT (listWords), so that a row
+// costs Go three calls into the driver for them, not eleven: those calls,
+// not DuckDB's work, were most of handing it a number.
 type textShape struct {
 	listed [len(sourceText)]bool
 	texts  [len(sourceText)][]string
+	slot   [len(sourceText)]int // a listed column's place among the packed numbers
+	words  int                  // the BIGINTs the numbers take
+	col    [len(sourceText)]int // the table function's column of a column that goes in as text
+}
+
+// listWords is the table function's column of the packed numbers' first
+// word; each word holds four 16-bit numbers (maxListTexts fits 16 bits, so
+// the word stays positive), the first in the lowest bits.
+const listWords = colKey + 1
+
+// newTextShape is the shape of statements with lists texts; a nil list
+// stands for a column that goes in as text.
+func newTextShape(texts [len(sourceText)][]string, listed [len(sourceText)]bool) textShape {
+	s := textShape{listed: listed, texts: texts}
+	n := 0
+	for k := range sourceText {
+		if listed[k] {
+			s.slot[k] = n
+			n++
+		}
+	}
+	s.words = (n + 3) / 4
+	c := listWords + s.words
+	for k := range sourceText {
+		if !listed[k] {
+			s.col[k] = c
+			c++
+		}
+	}
+	return s
 }
 
 // fits says whether the statement of shape s can take chunk c.
@@ -197,35 +234,52 @@ func (s *textShape) fits(c *chunkRows) bool {
 // keyed: the store has usage keys (a store an older migration set made, in
 // tests, has not).
 func (s *textShape) sql(keyed bool) (string, []any) {
-	cols := make([]string, len(sourceColumns))
-	for i, c := range sourceColumns {
-		cols[i] = c.Name
-	}
-	keyCol := ", key_id"
+	names, cols := slices.Clone(insertColumns), slices.Clone(insertColumns)
 	if !keyed {
-		cols, keyCol = cols[:colKey], ""
+		names, cols = names[:len(names)-1], cols[:len(cols)-1]
+	}
+	// The dates go in as microseconds since 1970 (fixedColumns): the
+	// driver converts a time.Time with a call into C a value.
+	for i, c := range cols {
+		if c == "date" || c == "date_processed" {
+			cols[i] = "make_timestamp(" + c + ")"
+		}
 	}
 	var args []any
 	for k, t := range sourceText {
 		if s.listed[k] {
 			// A list is numbered from 1; number 0 is NULL (an empty text
 			// of a column that keeps it as NULL).
-			cols[t.col] = fmt.Sprintf("(?::VARCHAR[])[%s]", t.name)
+			cols[t.col] = fmt.Sprintf("(?::VARCHAR[])[(w%d >> %d) & 65535]", s.slot[k]/4, 16*(s.slot[k]%4))
 			args = append(args, s.texts[k])
 		}
 	}
-	return fmt.Sprintf(insertWindowRows, keyCol, strings.Join(cols, ", ")), args
+	return fmt.Sprintf(insertWindowRows, strings.Join(names, ", "), strings.Join(cols, ", ")), args
 }
 
-// columns are the table function's columns for shape s.
+// columns are the table function's columns for shape s: fixedColumns,
+// the packed numbers' words, then the columns that go in as text.
 func (s *textShape) columns() []duckdb.ColumnInfo {
-	cols := slices.Clone(sourceColumns)
+	cols := slices.Clone(fixedColumns)
+	for w := range s.words {
+		cols = append(cols, duckdb.ColumnInfo{Name: fmt.Sprintf("w%d", w), T: typ(duckdb.TYPE_BIGINT)})
+	}
 	for k, t := range sourceText {
-		if s.listed[k] {
-			cols[t.col].T = listedTextType
+		if !s.listed[k] {
+			cols = append(cols, duckdb.ColumnInfo{Name: t.name, T: typ(duckdb.TYPE_VARCHAR)})
 		}
 	}
 	return cols
+}
+
+// pack packs the listed columns' numbers of a row as s.columns has them.
+func (s *textShape) pack(num *[len(sourceText)]uint16) (w [(len(sourceText) + 3) / 4]int64) {
+	for k := range sourceText {
+		if s.listed[k] {
+			w[s.slot[k]/4] |= int64(num[k]) << (16 * (s.slot[k] % 4))
+		}
+	}
+	return w
 }
 
 // textLists numbers the texts of each text column of a window's rows, in
@@ -281,44 +335,34 @@ func (l *textLists) numbers(md *tally.MeterData, num *[len(sourceText)]uint16) (
 
 // shape is the lists as they stand, for a chunk completed now.
 func (l *textLists) shape() textShape {
-	var s textShape
+	var (
+		texts  [len(sourceText)][]string
+		listed [len(sourceText)]bool
+	)
 	for k := range l.cols {
 		if !l.cols[k].unlisted {
-			s.listed[k] = true
-			s.texts[k] = l.cols[k].texts
+			listed[k] = true
+			texts[k] = l.cols[k].texts
 		}
 	}
-	return s
+	return newTextShape(texts, listed)
 }
 
-// sourceColumns are the columns the table function yields, in order, with
-// every text column as text; sourceText lists the text ones and the
-// MeterData field each comes from.
-var sourceColumns = func() []duckdb.ColumnInfo {
+// fixedColumns are the table function's columns every statement has.
+var fixedColumns = func() []duckdb.ColumnInfo {
 	cost, err := duckdb.NewDecimalInfo(costWidth, costScale)
 	if err != nil {
 		panic(err)
 	}
-	cols := []duckdb.ColumnInfo{
-		{Name: "date", T: typ(duckdb.TYPE_TIMESTAMP)},
-		{Name: "date_processed", T: typ(duckdb.TYPE_TIMESTAMP)},
+	return []duckdb.ColumnInfo{
+		{Name: "date", T: typ(duckdb.TYPE_BIGINT)},
+		{Name: "date_processed", T: typ(duckdb.TYPE_BIGINT)},
+		{Name: "quantity", T: typ(duckdb.TYPE_DOUBLE)},
+		{Name: "price", T: typ(duckdb.TYPE_DOUBLE)},
+		{Name: "cost", T: cost},
+		{Name: "key_id", T: typ(duckdb.TYPE_INTEGER)},
 	}
-	for _, c := range sourceText[:5] {
-		cols = append(cols, duckdb.ColumnInfo{Name: c.name, T: typ(duckdb.TYPE_VARCHAR)})
-	}
-	cols = append(cols,
-		duckdb.ColumnInfo{Name: "quantity", T: typ(duckdb.TYPE_DOUBLE)},
-		duckdb.ColumnInfo{Name: "price", T: typ(duckdb.TYPE_DOUBLE)},
-		duckdb.ColumnInfo{Name: "cost", T: cost})
-	for _, c := range sourceText[5:] {
-		cols = append(cols, duckdb.ColumnInfo{Name: c.name, T: typ(duckdb.TYPE_VARCHAR)})
-	}
-	return append(cols, duckdb.ColumnInfo{Name: "key_id", T: typ(duckdb.TYPE_INTEGER)})
 }()
-
-// listedTextType is the type of a text column that goes in as numbers
-// (textShape): maxListTexts fits it.
-var listedTextType = typ(duckdb.TYPE_USMALLINT)
 
 func typ(t duckdb.Type) duckdb.TypeInfo {
 	ti, err := duckdb.NewTypeInfo(t)
@@ -328,16 +372,17 @@ func typ(t duckdb.Type) duckdb.TypeInfo {
 	return ti
 }
 
-// Column positions of sourceColumns.
+// Column positions of fixedColumns.
 const (
 	colDate, colDateProcessed = 0, 1
-	colQuantity, colPrice     = 7, 8
-	colCost                   = 9
-	colKey                    = 16
+	colQuantity, colPrice     = 2, 3
+	colCost                   = 4
+	colKey                    = 5
 )
 
-// sourceText are the text columns: name, position, field, and whether ""
-// is NULL (meter_name and currency are required, and kept as sent).
+// sourceText are the text columns: name, place in insertColumns, field,
+// and whether "" is NULL (meter_name and currency are required, and kept
+// as sent).
 var sourceText = [...]textSource{
 	{"meter_name", 2, func(md *tally.MeterData) string { return md.MeterName }, false},
 	{"meter_sku", 3, func(md *tally.MeterData) string { return md.MeterSku }, true},
@@ -636,7 +681,7 @@ func (s *rowSource) FillChunk(local any, chunk duckdb.DataChunk) error {
 }
 
 func fillRow(chunk duckdb.DataChunk, i int, md *tally.MeterData, cc costCell, num *[len(sourceText)]uint16, shape *textShape, text *[len(sourceText)]textCache, keyed bool, key int32) error {
-	if err := duckdb.SetChunkValue(chunk, colDate, i, md.Date); err != nil {
+	if err := duckdb.SetChunkValue(chunk, colDate, i, md.Date.UnixMicro()); err != nil {
 		return err
 	}
 	if keyed {
@@ -646,7 +691,7 @@ func fillRow(chunk duckdb.DataChunk, i int, md *tally.MeterData, cc costCell, nu
 	}
 	var err error
 	if md.DateProcessed != nil {
-		err = duckdb.SetChunkValue(chunk, colDateProcessed, i, *md.DateProcessed)
+		err = duckdb.SetChunkValue(chunk, colDateProcessed, i, md.DateProcessed.UnixMicro())
 	} else {
 		err = chunk.SetValue(colDateProcessed, i, nil)
 	}
@@ -672,13 +717,20 @@ func fillRow(chunk duckdb.DataChunk, i int, md *tally.MeterData, cc costCell, nu
 	if err != nil {
 		return err
 	}
+	words := shape.pack(num)
+	for w, v := range words[:shape.words] {
+		if err := duckdb.SetChunkValue(chunk, listWords+w, i, v); err != nil {
+			return err
+		}
+	}
 	for k, t := range sourceText {
 		if shape.listed[k] {
-			err = duckdb.SetChunkValue(chunk, t.col, i, num[k])
-		} else if v := t.field(md); v == "" && t.nullable {
-			err = chunk.SetValue(t.col, i, nil)
+			continue
+		}
+		if v := t.field(md); v == "" && t.nullable {
+			err = chunk.SetValue(shape.col[k], i, nil)
 		} else {
-			err = duckdb.SetChunkValue(chunk, t.col, i, text[k].bytes(v))
+			err = duckdb.SetChunkValue(chunk, shape.col[k], i, text[k].bytes(v))
 		}
 		if err != nil {
 			return err

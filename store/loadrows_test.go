@@ -237,6 +237,12 @@ func TestLoadWindowTextsAsSent(t *testing.T) {
 		c := i / chunk
 		md := row(w.Start.Add(time.Duration(i%(31*24))*time.Hour), fmt.Sprintf("meter-%d-%d", c, i%7), fmt.Sprintf("p%d", i%5), "1.25")
 		md.Quantity = float64(i)
+		// Every column has texts of its own, numbered differently from
+		// its neighbours', so that a number packed into another column's
+		// place reads back as a wrong text.
+		md.Family, md.Solution, md.Unit = fmt.Sprintf("fam-%d", i%3), fmt.Sprintf("sol-%d", i%4), fmt.Sprintf("unit-%d", i%2)
+		md.Entitlement, md.EntitlementType = fmt.Sprintf("ent-%d", i%6), fmt.Sprintf("type-%d", i%9)
+		md.Currency = []string{"USD", "EUR", "JPY"}[i%3]
 		switch {
 		case i%11 == 0:
 			md.MeterName, md.Currency, md.Project, md.Family = "", "", "", ""
