@@ -186,7 +186,7 @@ fi
 
 if wants fetch; then
   echo "== fetch: DuckDB read_json (anchor) and tally fetch, alternating, $runs runs each"
-  : >"$out/anchor.times"; : >"$out/fetch.times"; : >"$out/anchor.cpu"; : >"$out/fetch.cpu"
+  : >"$out/anchor.times"; : >"$out/fetch.times"; : >"$out/anchor.cpu"; : >"$out/fetch.cpu"; : >"$out/fetch.ratios"
   for i in $(seq "$runs"); do
     rm -f "$out/anchor.duckdb" "$out/anchor.duckdb.wal"
     a=$(measure "$out/anchor.log" "$out/benchtool" anchor -dir "$pages" -db "$out/anchor.duckdb")
@@ -194,16 +194,19 @@ if wants fetch; then
     f=$(fetch_once)
     cpu "$out/fetch.log" >>"$out/fetch.cpu"
     echo "$a" >>"$out/anchor.times"; echo "$f" >>"$out/fetch.times"
-    echo "   run $i: anchor ${a% *} s ($(tail -1 "$out/anchor.cpu") s CPU), $(mb "${a#* }") MB   tally fetch ${f% *} s ($(tail -1 "$out/fetch.cpu") s CPU), $(mb "${f#* }") MB"
+    ratio "$(tail -1 "$out/fetch.cpu")" "$(tail -1 "$out/anchor.cpu")" >>"$out/fetch.ratios"; echo >>"$out/fetch.ratios"
+    echo "   run $i: anchor ${a% *} s ($(tail -1 "$out/anchor.cpu") s CPU), $(mb "${a#* }") MB   tally fetch ${f% *} s ($(tail -1 "$out/fetch.cpu") s CPU), $(mb "${f#* }") MB   CPU ratio $(tail -1 "$out/fetch.ratios")"
   done
   # CPU seconds (user + system) vary less than wall time when other work
-  # shares the machine.
-  ac=$(median <"$out/anchor.cpu"); fc=$(median <"$out/fetch.cpu")
+  # shares the machine. They still drift by a tenth and more over minutes,
+  # so each run's ratio is taken against the anchor run just before it,
+  # and their median is printed beside the ratio of the medians.
+  ac=$(median <"$out/anchor.cpu"); fc=$(median <"$out/fetch.cpu"); pr=$(median <"$out/fetch.ratios")
   at=$(cut -d' ' -f1 "$out/anchor.times" | median); ft=$(cut -d' ' -f1 "$out/fetch.times" | median)
   am=$(cut -d' ' -f2 "$out/anchor.times" | median); fm=$(cut -d' ' -f2 "$out/fetch.times" | median)
   fmax=$(cut -d' ' -f2 "$out/fetch.times" | sort -n | tail -1)
   {
-    echo "fetch $rows rows ($sep separators, ${pairs:-default} pairs, pages of $page${content_length:+, Content-Length}): tally $ft s (peak $(mb "$fm") MB median, $(mb "$fmax") MB max), anchor read_json $at s (peak $(mb "$am") MB); time ratio $(ratio "$ft" "$at"); CPU $fc s against $ac s, ratio $(ratio "$fc" "$ac")"
+    echo "fetch $rows rows ($sep separators, ${pairs:-default} pairs, pages of $page${content_length:+, Content-Length}): tally $ft s (peak $(mb "$fm") MB median, $(mb "$fmax") MB max), anchor read_json $at s (peak $(mb "$am") MB); time ratio $(ratio "$ft" "$at"); CPU $fc s against $ac s, ratio $(ratio "$fc" "$ac"), median of the runs' ratios $pr"
   } | tee -a "$results"
 fi
 
