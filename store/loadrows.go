@@ -168,13 +168,13 @@ var insertColumns = []string{"date", "date_processed", "meter_name", "meter_sku"
 // value, the largest part of filling a chunk. So a text column goes in as
 // the text's number in the column's list of texts, and the INSERT looks it
 // up in that list, a parameter of the statement: DuckDB then copies no
-// text, and Go hands it small integers (packed: textShape). The lists must be known when the
-// statement starts, and the rows come later: a chunk that holds a text
-// the statement's lists lack ends the statement, and the next one starts
-// with the longer lists. A column with more than maxListTexts texts, and
-// every column once the lists grew maxListGrowths times, goes in as text
-// for the rest of the window, so a window of ever new texts costs a few
-// statements, not one a chunk.
+// text, and Go hands it small integers (packed: textShape). The lists
+// must be known when the statement starts, and the rows come later: a
+// chunk that holds a text the statement's lists lack ends the statement,
+// and the next one starts with the longer lists. A column with more than
+// maxListTexts texts, and every column once the lists grew maxListGrowths
+// times, goes in as text for the rest of the window, so a window of ever
+// new texts costs a few statements, not one a chunk.
 const (
 	maxListTexts   = 4096
 	maxListGrowths = 16
@@ -198,8 +198,8 @@ type textShape struct {
 // the word stays positive), the first in the lowest bits.
 const listWords = colKey + 1
 
-// newTextShape is the shape of statements with lists texts; a nil list
-// stands for a column that goes in as text.
+// newTextShape is the shape of statements that take the columns listed
+// as numbers into their texts, and the others as text.
 func newTextShape(texts [len(sourceText)][]string, listed [len(sourceText)]bool) textShape {
 	s := textShape{listed: listed, texts: texts}
 	n := 0
