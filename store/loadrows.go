@@ -34,12 +34,13 @@ import (
 var writerSettings = []string{"preserve_insertion_order=false", "memory_limit=" + writerMemory}
 
 // writerMemory is the writer's memory_limit; loadMemoryMB is its limit
-// while a window loads (loadLimit: as much again for each load beside it). DuckDB's buffers fill to the limit as a load writes row
-// groups (blocks it keeps for reading back, which it can drop at any
-// time), and the process uses 100 MB and more beyond it (the Go side, and
-// DuckDB's own allocations while the window's daily sums read its rows
-// back, which vary from run to run); a load needs no more than the lower
-// limit (its daily sums read eight days at a time, grouped on integers).
+// while a window loads (loadLimit: as much again for each load beside
+// it). DuckDB's buffers fill to the limit as a load writes row groups
+// (blocks it keeps for reading back, which it can drop at any time), and
+// the process uses 100 MB and more beyond it (the Go side, and DuckDB's
+// own allocations while the window's daily sums read its rows back, which
+// vary from run to run); a load needs no more than the lower limit (its
+// daily sums read eight days at a time, grouped on integers).
 // At 5,000,000 rows the fetch peaked at 235-300 MB with the writer's
 // limit, 200-290 MB at 96MB, and 168-218 MB at this one, in the same CPU
 // time.
@@ -54,14 +55,15 @@ const (
 // loadSkipsCompression, while any window loads. DuckDB's threads that fill
 // chunks wait on the feeder (and it on the interface), and meanwhile the
 // thread that runs the statement finds no task and asks again, at once,
-// until they are done: a core spent spinning for the whole insert, a third of the fetch's CPU. On one
-// thread the statement's own thread fills the chunks, and waits without
-// spinning; decoding still runs beside it, on the feeder's goroutines. The
-// sums the load keeps after the insert (daily_usage_totals,
-// daily_usage_cost) also cost less CPU on one thread: one hash table, none
-// to combine. Concurrent loads each run on their own statement's thread.
-// The settings are the database's, so the count of loads under way
-// decides them: the first sets them, the last puts back the writer's.
+// until they are done: a core spent spinning for the whole insert, a
+// third of the fetch's CPU. On one thread the statement's own thread
+// fills the chunks, and waits without spinning; decoding still runs
+// beside it, on the feeder's goroutines. The sums the load keeps after
+// the insert (daily_usage_totals, daily_usage_cost) also cost less CPU on
+// one thread: one hash table, none to combine. Concurrent loads each run
+// on their own statement's thread. The settings are the database's, so
+// the count of loads under way decides them: the first sets them, the
+// last puts back the writer's.
 // Each load holds its transaction's rows and sums in DuckDB's memory, so
 // loads side by side need more of it (four at 64 MB in all ran out): the
 // limit grows with the most loads under way at once, and stays until the
@@ -89,16 +91,14 @@ func (t *loadThreads) begin(ctx context.Context, db *sql.DB) error {
 			}
 		}
 		if _, err := db.ExecContext(ctx, "SET GLOBAL disabled_compression_methods = '"+loadSkipsCompression+"'"); err != nil {
+			t.restore(db)
 			return fmt.Errorf("set the load's compression: %w", err)
 		}
 	}
 	if t.running+1 > t.most {
 		if _, err := db.ExecContext(ctx, "SET GLOBAL memory_limit = '"+loadLimit(t.running+1)+"'"); err != nil {
 			if t.running == 0 {
-				db.ExecContext(context.Background(), "RESET GLOBAL disabled_compression_methods")
-				if t.threads > 1 {
-					db.ExecContext(context.Background(), fmt.Sprintf("SET GLOBAL threads = %d", t.threads))
-				}
+				t.restore(db)
 			}
 			return fmt.Errorf("set the load's memory limit: %w", err)
 		}
@@ -114,14 +114,19 @@ func (t *loadThreads) end(db *sql.DB) {
 	t.running--
 	if t.running == 0 {
 		t.most = 0
-		// Only a slower query, or one with less memory, follows if these
-		// fail; the load is done.
-		if t.threads > 1 {
-			db.ExecContext(context.Background(), fmt.Sprintf("SET GLOBAL threads = %d", t.threads))
-		}
 		db.ExecContext(context.Background(), "SET GLOBAL memory_limit = '"+writerMemory+"'")
-		db.ExecContext(context.Background(), "RESET GLOBAL disabled_compression_methods")
+		t.restore(db)
 	}
+}
+
+// restore puts back the writer's threads and compression methods, when no
+// load is under way or the first could not start. Only a slower query, or
+// one with less memory, follows if it fails; the load is done.
+func (t *loadThreads) restore(db *sql.DB) {
+	if t.threads > 1 {
+		db.ExecContext(context.Background(), fmt.Sprintf("SET GLOBAL threads = %d", t.threads))
+	}
+	db.ExecContext(context.Background(), "RESET GLOBAL disabled_compression_methods")
 }
 
 // loadSkipsCompression are the compression methods DuckDB does not try
