@@ -196,7 +196,7 @@ func TestCloseOctoberThenLateChargesAreAdjustments(t *testing.T) {
 		if got := focusSums(t, db, oct, false); !equalMaps(got, focusBefore) {
 			t.Fatalf("FOCUS sums for October moved:\nbefore %v\nafter  %v", focusBefore, got)
 		}
-		exported, err := store.FOCUSQuery()
+		exported, err := store.FOCUSQuery(context.Background(), db)
 		if err != nil {
 			t.Fatal(err)
 		}

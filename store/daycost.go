@@ -19,8 +19,7 @@ const dailyCostVersion = 8
 // alert checks inline (reading the days they need from usage), defines the
 // same rows; daily_usage_cost holds them for every day, so an analyst's
 // forecasts or anomalies over the whole history read days, not rows.
-const dayCostView = `CREATE OR REPLACE VIEW usage_day_cost AS
-SELECT organization, day, project, payment_method, family, meter_name, currency, cost FROM daily_usage_cost`
+const dayCostView = `SELECT organization, day, project, payment_method, family, meter_name, currency, cost FROM daily_usage_cost`
 
 // refreshDayCost replaces organization org's days [from, to) of
 // daily_usage_cost with the rows usage_day_cost gives for them now, on conn

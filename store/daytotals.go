@@ -26,17 +26,14 @@ date_day, unit, family, first_at, last_at, streaming_cost`
 
 // dayTotalsView is usage_day_totals as the database defines it: the table
 // the load keeps, whose month is a stored column. sql/views/usage_day_totals.sql,
-// which the workbook and the export inline, defines the same rows from
-// usage.
-const dayTotalsView = `CREATE OR REPLACE VIEW usage_day_totals AS
-SELECT ` + dayTotalsColumns + ` FROM daily_usage_totals`
+// which the workbook inlines, defines the same rows from usage.
+const dayTotalsView = `SELECT ` + dayTotalsColumns + ` FROM daily_usage_totals`
 
 // meterMonthsView is meter_months as the database defines it: the months
 // of date and of date_processed daily_usage_totals holds for every loaded
 // row (all of which have a period_at), not a pass over usage_meter_days'
 // two rows per usage row.
-const meterMonthsView = `CREATE OR REPLACE VIEW meter_months AS
-SELECT organization, date_month AS month, payment_method, meter_name, coalesce(meter_sku, '') AS sku_key
+const meterMonthsView = `SELECT organization, date_month AS month, payment_method, meter_name, coalesce(meter_sku, '') AS sku_key
 FROM daily_usage_totals
 UNION
 SELECT organization, processed_month, payment_method, meter_name, coalesce(meter_sku, '')
@@ -46,8 +43,7 @@ WHERE processed_month IS NOT NULL`
 // meterSkusView is meter_skus as the database defines it, from
 // daily_usage_totals: the least sku of each meter's rows is the least of
 // its days'.
-const meterSkusView = `CREATE OR REPLACE VIEW meter_skus AS
-SELECT meter_name, min(meter_sku) AS meter_sku
+const meterSkusView = `SELECT meter_name, min(meter_sku) AS meter_sku
 FROM daily_usage_totals
 WHERE basis <> 'estimated' AND nullif(meter_sku, '') IS NOT NULL
 GROUP BY meter_name`
@@ -57,8 +53,7 @@ GROUP BY meter_name`
 // stored, rather than row by row. sql/views/allocation_charges.sql, which
 // the workbook's Chargeback sheet inlines over the report month's rows in
 // place of usage_finest, defines the same rows from usage_finest.
-const allocationChargesView = `CREATE OR REPLACE VIEW allocation_charges AS
-SELECT {'organization': organization, 'basis': basis, 'month': month} AS period,
+const allocationChargesView = `SELECT {'organization': organization, 'basis': basis, 'month': month} AS period,
        organization, basis, month, currency, project, meter_name, family, payment_method, paid_as,
        sum(cost) AS cost,
        sum(quantity) AS quantity

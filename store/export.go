@@ -146,6 +146,10 @@ type dataset struct {
 	// them (see monthsOf and narrowed); ok is false for an unbounded range.
 	// The layout stays query's.
 	narrow func(from, until time.Time) (query string, args []any, ok bool)
+	// once: the query's rows (few, from a pass over the whole history) are
+	// worked out once, into a temporary table the fingerprint and the COPY
+	// both read, rather than once by each.
+	once bool
 }
 
 // reading is d as the export reads it for the months from from's to
@@ -159,21 +163,26 @@ func (d dataset) reading(from, until time.Time) dataset {
 	return d
 }
 
-// monthsOf is the condition that col (a TIMESTAMP) lies in a month from
-// From's to Until's (exclusive): the months a ranged export writes (see
-// inRange). ok is false when the range is unbounded.
-func monthsOf(col string, from, until time.Time) (cond string, args []any, ok bool) {
+// monthsOf is the condition that col (a TIMESTAMP, or with zone a
+// TIMESTAMPTZ) lies in a month from From's to Until's (exclusive): the
+// months a ranged export writes (see inRange). ok is false when the range
+// is unbounded.
+func monthsOf(col string, zone bool, from, until time.Time) (cond string, args []any, ok bool) {
+	typ, layout := "TIMESTAMP", time.DateTime
+	if zone {
+		typ, layout = "TIMESTAMPTZ", time.DateTime+"+00"
+	}
 	var parts []string
 	if !from.IsZero() {
 		f := from.UTC()
-		parts = append(parts, col+" >= CAST(? AS TIMESTAMP)")
-		args = append(args, time.Date(f.Year(), f.Month(), 1, 0, 0, 0, 0, time.UTC).Format(time.DateTime))
+		parts = append(parts, col+" >= CAST(? AS "+typ+")")
+		args = append(args, time.Date(f.Year(), f.Month(), 1, 0, 0, 0, 0, time.UTC).Format(layout))
 	}
 	if !until.IsZero() {
 		// the month after the one that holds Until's last instant
 		u := until.UTC().Add(-time.Microsecond)
-		parts = append(parts, col+" < CAST(? AS TIMESTAMP)")
-		args = append(args, time.Date(u.Year(), u.Month()+1, 1, 0, 0, 0, 0, time.UTC).Format(time.DateTime))
+		parts = append(parts, col+" < CAST(? AS "+typ+")")
+		args = append(args, time.Date(u.Year(), u.Month()+1, 1, 0, 0, 0, 0, time.UTC).Format(layout))
 	}
 	return strings.Join(parts, " AND "), args, len(parts) > 0
 }
@@ -184,13 +193,17 @@ func monthsOf(col string, from, until time.Time) (cond string, args []any, ok bo
 // have no x_DateProcessed. On x_DateProcessed, the usage column as it is,
 // the condition reaches the usage table's scan, whose zone maps skip the
 // months outside: a ranged export no longer computes every FOCUS row of the
-// history to find those of its months.
+// history to find those of its months. The rows not yet charged pass that
+// test in every month; the billing period, which the focus view works out
+// on the usage row, leaves those of other months there, ahead of the
+// joins (at 24M rows a month's export read every month's uncharged rows).
 func narrowed(from, until time.Time) (cond string, args []any, ok bool) {
-	c, args, ok := monthsOf("x_DateProcessed", from, until)
+	c, args, ok := monthsOf("x_DateProcessed", false, from, until)
 	if !ok {
 		return "", nil, false
 	}
-	return "(x_DateProcessed IS NULL OR (" + c + "))", args, true
+	b, bargs, _ := monthsOf("BillingPeriodStart", true, from, until)
+	return "(x_DateProcessed IS NULL OR (" + c + ")) AND " + b, append(args, bargs...), true
 }
 
 var monthRE = regexp.MustCompile(`^[0-9]{4}-(0[1-9]|1[0-2])$`)
@@ -219,7 +232,7 @@ func (s *Store) Export(ctx context.Context, o ExportOptions) (ExportResult, erro
 		return res, fmt.Errorf("export: %w", err)
 	}
 	res.Dir = dir
-	sets, err := exportDatasets(o)
+	sets, err := exportDatasets(ctx, s.db, o)
 	if err != nil {
 		return res, fmt.Errorf("export to %s: %w", dir, err)
 	}
@@ -318,7 +331,7 @@ func snapshotExport(table string, jsonCols ...string) string {
 // FOCUS's 'YYYY-MM-DDTHH:mm:ssZ'.
 var focusCSVTimes = []string{"BillingPeriodStart", "BillingPeriodEnd", "ChargePeriodStart", "ChargePeriodEnd"}
 
-func exportDatasets(o ExportOptions) ([]dataset, error) {
+func exportDatasets(ctx context.Context, q Querier, o ExportOptions) ([]dataset, error) {
 	switch o.Format {
 	case ExportParquet:
 		if o.CSV {
@@ -330,7 +343,7 @@ func exportDatasets(o ExportOptions) ([]dataset, error) {
 		}}
 		// A usage row's month is its date's.
 		sets[0].narrow = func(from, until time.Time) (string, []any, bool) {
-			cond, args, ok := monthsOf("date", from, until)
+			cond, args, ok := monthsOf("date", false, from, until)
 			return `SELECT * FROM (` + usageExport + `) WHERE ` + cond, args, ok
 		}
 		for _, t := range []struct {
@@ -353,7 +366,7 @@ func exportDatasets(o ExportOptions) ([]dataset, error) {
 		if o.Basis != tally.BasisUsage && o.Basis != tally.BasisReported && o.Basis != tally.BasisEstimated {
 			return nil, fmt.Errorf("basis %q is not one of usage, reported, estimated", o.Basis)
 		}
-		body, err := FOCUSQuery()
+		body, err := FOCUSQuery(ctx, q)
 		if err != nil {
 			return nil, err
 		}
@@ -385,7 +398,7 @@ func exportDatasets(o ExportOptions) ([]dataset, error) {
 				costExpr: "x_Cost", timeExpr: "x_FetchedAt", narrow: in(rows)},
 				// Commitments are few and span months: always written whole,
 				// partitioned by the month their period starts.
-				{name: focusCommitmentsDataset, partition: "start_month", query: cc, args: args,
+				{name: focusCommitmentsDataset, partition: "start_month", query: cc, args: args, once: true,
 					costExpr: "x_AppliedCost", timeExpr: "x_LastChargePeriodEnd"}}
 		default:
 			return nil, fmt.Errorf("FOCUS version %q is not one of %s, %s", o.FOCUSVersion, FOCUS13, FOCUS12)
@@ -416,15 +429,24 @@ func focusPartitioned(rows string) string {
 }
 
 // FOCUSQuery returns the SELECT of the focus view, as this Tally defines
-// it, with the views it reads inlined (tallysql.Inline). Export runs it
-// rather than the view, so that a database published by an older Tally
-// exports with the current mapping.
-func FOCUSQuery() (string, error) {
+// it, with the views it reads inlined (tallysql.Inline), for the database
+// q reads. Export runs it rather than the view, so that a database
+// published by an older Tally exports with the current mapping. The views
+// whose rows a table the load keeps holds (keptViews) are inlined as the
+// database defines them where it has the table: as their files define
+// them, the meters of every month (meter_months, meter_skus, for the rate
+// card matches) were two passes over every usage row of the history, in
+// each of a FOCUS export's queries, ranged or not.
+func FOCUSQuery(ctx context.Context, q Querier) (string, error) {
 	focus, err := tallysql.View("focus")
 	if err != nil {
 		return "", err
 	}
-	return tallysql.Inline(focus.Query)
+	defs, err := keptDefs(ctx, q)
+	if err != nil {
+		return "", fmt.Errorf("read the kept tables: %w", err)
+	}
+	return tallysql.InlineDefined(focus.Query, nil, defs)
 }
 
 // fingerprint is what a dataset's month holds, as the manifest records it.
@@ -487,6 +509,14 @@ func exportDataset(ctx context.Context, conn *sql.Conn, dir string, d dataset, o
 	if d.ranged {
 		read = d.reading(o.From, o.Until)
 	}
+	if d.once {
+		table := "temp.tally_export_" + d.name
+		if _, err := conn.ExecContext(ctx, "CREATE OR REPLACE TEMP TABLE tally_export_"+d.name+" AS "+d.query, d.args...); err != nil {
+			return de, err
+		}
+		defer conn.ExecContext(context.Background(), "DROP TABLE IF EXISTS "+table)
+		read.query, read.args = "SELECT * FROM "+table, nil
+	}
 	have, err := fingerprints(ctx, conn, read, layoutOf(d))
 	if err != nil {
 		return de, err
@@ -526,7 +556,11 @@ func exportDataset(ctx context.Context, conn *sql.Conn, dir string, d dataset, o
 		if err != nil {
 			return de, err
 		}
-		top, err := copyMonths(ctx, conn, dir, d, write)
+		src := d
+		if d.once {
+			src = read
+		}
+		top, err := copyMonths(ctx, conn, dir, src, write)
 		done()
 		if top != "" {
 			defer os.RemoveAll(top)

@@ -89,7 +89,11 @@ FROM (
            min(coalesce(nullif(payment_method, ''), 'unassigned')) AS contract_id
     FROM usage
     WHERE granularity = ? AND basis = ? AND nullif(entitlement, '') IS NOT NULL
-      AND regexp_replace(lower(coalesce(entitlement_type, '')), '[^a-z]', '', 'g') IN ('license', 'quantity', 'cash', 'precommitment')
+      -- the types as the interface spells them first, as the focus view
+      -- does: the regular expression on every row of the history was half
+      -- of this pass
+      AND (entitlement_type IN ('license', 'cash', 'quantity') OR entitlement_type IN ('preCommitment', 'pre-commitment')
+           OR regexp_replace(lower(coalesce(entitlement_type, '')), '[^a-z]', '', 'g') IN ('license', 'quantity', 'cash', 'precommitment'))
     GROUP BY entitlement
 ))`, func(o ExportOptions) []any { return []any{string(o.Granularity), string(o.Basis)} }},
 	// tally_focus_alloc: the shared charges of the export's basis
@@ -458,15 +462,21 @@ func buildFOCUSMetadata(ctx context.Context, conn *sql.Conn, cu string, args []a
 		Notes: focus13Nulls,
 	}
 	// One pass over the rows: the latest load per billing period and
-	// charge sector; then which months are closed, and when.
+	// charge sector; then which months are closed, and when. The rows are
+	// grouped on their periods as they are, and only the groups are put
+	// in UTC and cut to sectors: ICU's time zone functions on every row
+	// were 12 of the pass's 15 s at 24M rows.
 	trunc := map[tally.Granularity]string{tally.Hour: "hour", tally.Month: "month"}[o.Granularity]
 	if trunc == "" {
 		trunc = "day"
 	}
 	rows, err := conn.QueryContext(ctx, `WITH cu AS (`+cu+`)
-SELECT timezone('UTC', BillingPeriodStart), timezone('UTC', BillingPeriodEnd),
-       date_trunc('`+trunc+`', timezone('UTC', ChargePeriodStart)), max(x_FetchedAt)
-FROM cu GROUP BY ALL`, args...)
+SELECT timezone('UTC', period_start), timezone('UTC', period_end),
+       date_trunc('`+trunc+`', timezone('UTC', charge_start)), max(fetched_at)
+FROM (SELECT BillingPeriodStart AS period_start, BillingPeriodEnd AS period_end,
+             ChargePeriodStart AS charge_start, max(x_FetchedAt) AS fetched_at
+      FROM cu GROUP BY ALL)
+GROUP BY ALL`, args...)
 	if err != nil {
 		return md, fmt.Errorf("FOCUS metadata: %w", err)
 	}
@@ -608,7 +618,7 @@ func finishFOCUS(ctx context.Context, conn *sql.Conn, dir string, o ExportOption
 		man.FOCUS = &focusManifest{Version: FOCUS12}
 		return writeManifest(dir, man)
 	}
-	body, err := FOCUSQuery()
+	body, err := FOCUSQuery(ctx, conn)
 	if err != nil {
 		return err
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/tally-dev/tally/fetch"
 	"github.com/tally-dev/tally/fetch/sim"
 	"github.com/tally-dev/tally/internal/focuscheck"
+	tallysql "github.com/tally-dev/tally/sql"
 )
 
 // exportStart and exportNow frame the export fixture: usage from 1 August
@@ -529,26 +530,61 @@ func TestExportEmptyStoreAndCancel(t *testing.T) {
 
 // FOCUSQuery carries the views it reads: on a copy published by an older
 // Tally, which had none of the views focus reads nor focus itself, it
-// gives exactly the rows the current view gives.
+// gives exactly the rows the current view gives; where the copy has the
+// tables the load keeps, it reads the meters of every month from them,
+// not from every usage row (two passes over the history in each of an
+// export's queries), and where it has not (a copy from before them),
+// from the usage rows, as the views' files define them.
 func TestFOCUSQueryRunsOnAnOlderCopy(t *testing.T) {
-	s, _ := exportFixture(t)
-	ctx := context.Background()
-	body, err := FOCUSQuery()
-	if err != nil {
-		t.Fatal(err)
-	}
-	fingerprint := `SELECT count(*), sum(hash(f)), count(x_RateCardSnapshotAt) FROM (%s) f`
-	want := rowsText(t, s, fmt.Sprintf(fingerprint, "SELECT * FROM focus"))
-	for _, v := range []string{"focus", "rate_card_matches", "payment_methods_by_month", "snapshots_in_force", "usage_rows"} {
-		if _, err := s.db.ExecContext(ctx, "DROP VIEW "+v); err != nil {
-			t.Fatal(err)
-		}
-	}
-	ro := openPublished(t, s)
-	got := rowsText(t, ro, fmt.Sprintf(fingerprint, body))
-	equalLines(t, "FOCUS rows on an older copy", got, want)
-	if f := strings.Split(want[0], "|"); f[2] == "0" || f[2] == f[0] {
-		t.Fatalf("rows, hash, rows priced from a rate card = %v: the fixture should price some rows from a card and not others", f)
+	for _, c := range []struct {
+		name string
+		drop []string // tables dropped besides the views
+		kept bool
+	}{
+		{"with the kept tables", nil, true},
+		{"from before the kept tables", []string{"daily_usage_totals", "daily_usage_cost", "daily_baselines"}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s, _ := exportFixture(t)
+			ctx := context.Background()
+			fingerprint := `SELECT count(*), sum(hash(f)), count(x_RateCardSnapshotAt) FROM (%s) f`
+			// The rows as the views' files define them, every view read
+			// from the usage rows, and as the database's view gives them.
+			focus, err := tallysql.View("focus")
+			if err != nil {
+				t.Fatal(err)
+			}
+			files, err := tallysql.Inline(focus.Query)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := rowsText(t, s, fmt.Sprintf(fingerprint, files))
+			equalLines(t, "the focus view", rowsText(t, s, fmt.Sprintf(fingerprint, "SELECT * FROM focus")), want)
+			for _, v := range []string{"focus", "rate_card_matches", "payment_methods_by_month", "snapshots_in_force", "usage_rows", "meter_months", "meter_skus"} {
+				if _, err := s.db.ExecContext(ctx, "DROP VIEW "+v); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, tb := range c.drop {
+				if _, err := s.db.ExecContext(ctx, "DROP TABLE "+tb); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ro := openPublished(t, s)
+			body, err := FOCUSQuery(ctx, ro.db)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if reads := strings.Contains(body, "FROM daily_usage_totals"); reads != c.kept || strings.Contains(body, "usage_meter_days") == c.kept {
+				t.Errorf("the query reads daily_usage_totals: %v, usage_meter_days: %v; want daily_usage_totals %v",
+					reads, strings.Contains(body, "usage_meter_days"), c.kept)
+			}
+			got := rowsText(t, ro, fmt.Sprintf(fingerprint, body))
+			equalLines(t, "FOCUS rows on an older copy", got, want)
+			if f := strings.Split(want[0], "|"); f[2] == "0" || f[2] == f[0] {
+				t.Fatalf("rows, hash, rows priced from a rate card = %v: the fixture should price some rows from a card and not others", f)
+			}
+		})
 	}
 }
 

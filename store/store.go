@@ -532,6 +532,46 @@ func (s *Store) migrate(ctx context.Context, fsys fs.FS) error {
 	return nil
 }
 
+// keptViews are the views whose rows a table the load keeps holds: once
+// the migration that creates the table has run, the database defines the
+// view as query, over the table, rather than as its file does (anomalies:
+// anomaliesView, from its file).
+var keptViews = []struct{ view, table, query string }{
+	{"usage_day_cost", "daily_usage_cost", dayCostView},
+	{"usage_day_totals", "daily_usage_totals", dayTotalsView},
+	{"meter_months", "daily_usage_totals", meterMonthsView},
+	{"meter_skus", "daily_usage_totals", meterSkusView},
+	{"allocation_charges", "daily_usage_totals", allocationChargesView},
+	{"anomalies", "daily_baselines", ""},
+}
+
+// keptDefs are the kept views (keptViews) whose table the database on q
+// has, each to its query (for tallysql.InlineDefined).
+func keptDefs(ctx context.Context, q Querier) (map[string]string, error) {
+	kept := map[string]string{}
+	for _, k := range keptViews {
+		var n int
+		if err := scanOne(ctx, q, `SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database() AND schema_name = 'main' AND table_name = ?`, []any{k.table}, &n); err != nil {
+			return nil, err
+		}
+		if n == 0 {
+			continue
+		}
+		query := k.query
+		if k.view == "anomalies" {
+			v, err := tallysql.View("anomalies")
+			if err != nil {
+				return nil, err
+			}
+			if query, err = anomaliesView(v.Query); err != nil {
+				return nil, err
+			}
+		}
+		kept[k.view] = query
+	}
+	return kept, nil
+}
+
 // createViews (re)creates every view of sql/views in one transaction, in
 // tallysql.ViewOrder: a view after the views it reads.
 func (s *Store) createViews(ctx context.Context, fsys fs.FS) error {
@@ -548,24 +588,9 @@ func (s *Store) createViews(ctx context.Context, fsys fs.FS) error {
 		texts[strings.TrimSuffix(path.Base(name), ".sql")] = string(b)
 	}
 	return s.inTx(ctx, func(conn *sql.Conn) error {
-		// A view whose rows a table the load keeps holds reads that
-		// table, once the migration that creates it has run.
-		kept := map[string]string{}
-		for _, k := range []struct{ view, table, text string }{
-			{"usage_day_cost", "daily_usage_cost", dayCostView},
-			{"usage_day_totals", "daily_usage_totals", dayTotalsView},
-			{"meter_months", "daily_usage_totals", meterMonthsView},
-			{"meter_skus", "daily_usage_totals", meterSkusView},
-			{"allocation_charges", "daily_usage_totals", allocationChargesView},
-			{"anomalies", "daily_baselines", ""},
-		} {
-			var n int
-			if err := conn.QueryRowContext(ctx, `SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database() AND schema_name = 'main' AND table_name = ?`, k.table).Scan(&n); err != nil {
-				return err
-			}
-			if n > 0 {
-				kept[k.view] = k.text
-			}
+		kept, err := keptDefs(ctx, conn)
+		if err != nil {
+			return err
 		}
 		// Ordered as the database defines them: a kept view may read
 		// other views than its file's definition (allocation_charges).
@@ -575,12 +600,13 @@ func (s *Store) createViews(ctx context.Context, fsys fs.FS) error {
 				continue
 			}
 			if v == "anomalies" {
-				var err error
 				if k, err = anomaliesView(file); err != nil {
 					return err
 				}
+				texts[v] = k
+				continue
 			}
-			texts[v] = k
+			texts[v] = "CREATE OR REPLACE VIEW " + v + " AS\n" + k
 		}
 		order, err := tallysql.ViewOrder(texts)
 		if err != nil {
