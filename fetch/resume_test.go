@@ -1,11 +1,17 @@
 package fetch
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/tally-dev/tally"
 )
+
+// fingerprint is md's fingerprint by a fingerprinter that has seen no
+// text before.
+func fingerprint(md *tally.MeterData) uint64 { return new(fingerprinter).row(md) }
 
 // fpSample is a row with every field the interface sends set.
 func fpSample(t testing.TB) tally.MeterData {
@@ -71,13 +77,53 @@ func TestFingerprintSeesEveryField(t *testing.T) {
 	}
 }
 
+// A fingerprinter remembers texts by where they are held: the same row
+// read again, its texts held elsewhere (another decoder's strings), or
+// after other rows whose texts took the same places in its memory, has
+// the fingerprint a fresh one gives; and a text remembered is never
+// taken for another of its length.
+func TestFingerprintOfTextsHeldElsewhere(t *testing.T) {
+	f := new(fingerprinter)
+	base := fpSample(t)
+	want := fingerprint(&base)
+	if got := f.row(&base); got != want {
+		t.Fatal("a fingerprinter gives another fingerprint than a fresh one")
+	}
+	held := func(md tally.MeterData) tally.MeterData {
+		for _, p := range []*string{&md.MeterName, &md.MeterSku, &md.Family, &md.Solution, &md.Unit, &md.Currency,
+			&md.Entitlement, &md.EntitlementType, &md.PaymentMethod, &md.PaymentMethodName, &md.Project} {
+			*p = strings.Clone(*p)
+		}
+		return md
+	}
+	// Rows of many texts of one length, each held in memory of its own:
+	// every slot taken over and again.
+	for i := range 20 * fpSlots {
+		md := held(base)
+		md.MeterName = fmt.Sprintf("m%07d", i)
+		md.Project = fmt.Sprintf("p%07d", i%97)
+		if got, want := f.row(&md), fingerprint(&md); got != want {
+			t.Fatalf("row %d: %x, a fresh fingerprinter %x", i, got, want)
+		}
+	}
+	again := held(base)
+	if got := f.row(&again); got != want {
+		t.Fatal("the row read again, its texts held elsewhere, fingerprints differently")
+	}
+	if got := f.row(&base); got != want {
+		t.Fatal("the row fingerprints differently after others")
+	}
+}
+
 // BenchmarkFingerprint is the cost a row handed on pays for a page's
-// possible re-read.
+// possible re-read: its texts shared with the rows before, as the
+// decoder hands them on.
 func BenchmarkFingerprint(b *testing.B) {
 	md := fpSample(b)
+	f := new(fingerprinter)
 	var sum uint64
 	for b.Loop() {
-		sum += fingerprint(&md)
+		sum += f.row(&md)
 	}
 	_ = sum
 }

@@ -130,7 +130,12 @@ func (s *allocSlab) time(v time.Time) *time.Time {
 
 const (
 	fastBufStart = 2 << 10
-	fastBufSize  = 64 << 10
+	// fastBufSize is the buffer's working size, what one read may fill: a
+	// usage page is megabytes, and each read that finds the socket empty
+	// parks the goroutine and wakes it again. At 256 KB rather than 64 KB
+	// a 5,000,000-row fetch made a third fewer context switches and used
+	// about 5% less CPU (alternating runs, docs/development.md).
+	fastBufSize = 256 << 10
 	// fastBufMax bounds the buffer: a single construct larger than this
 	// (a huge unknown value) goes to the careful decoder, which streams it.
 	fastBufMax  = 4 << 20

@@ -285,6 +285,7 @@ func (r *usageRun) window(ctx context.Context, w tally.Window) error {
 	link := c.endpoint("usage", nil)
 	seen := map[string]bool{link: true}
 	rows := 0 // rows of w yielded so far
+	fp := new(fingerprinter)
 	// fail wraps an error of w: after rows were handed on it is a
 	// *StreamError, which the caller answers by restarting (then
 	// splitting) the window, since what was handed on cannot be taken back
@@ -351,7 +352,7 @@ func (r *usageRun) window(ctx context.Context, w tally.Window) error {
 					return nil
 				}
 				if i < len(handed) {
-					if fingerprint(&md) != handed[i] {
+					if fp.row(&md) != handed[i] {
 						return &pageChangedError{page: page, at: i + 1}
 					}
 					continue
@@ -362,7 +363,7 @@ func (r *usageRun) window(ctx context.Context, w tally.Window) error {
 				if !r.yield(md, nil) {
 					return errStopped
 				}
-				handed = append(handed, fingerprint(&md))
+				handed = append(handed, fp.row(&md))
 				rows++
 			}
 		})
