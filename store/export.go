@@ -406,7 +406,7 @@ func exportDatasets(ctx context.Context, q Querier, o ExportOptions) ([]dataset,
 		if o.CSV {
 			var repl []string
 			for _, c := range focusCSVTimes {
-				repl = append(repl, fmt.Sprintf(`strftime(timezone('UTC', %s), '%%Y-%%m-%%dT%%H:%%M:%%SZ') AS %s`, c, c))
+				repl = append(repl, fmt.Sprintf(`strftime(%s, '%%Y-%%m-%%dT%%H:%%M:%%SZ') AS %s`, utcOf(c), c))
 			}
 			csvq := func(q string) string { return "SELECT * REPLACE (" + strings.Join(repl, ", ") + ") FROM (" + q + ")" }
 			rows := sets[0].narrow
@@ -425,7 +425,15 @@ func exportDatasets(ctx context.Context, q Querier, o ExportOptions) ([]dataset,
 // focusPartitioned adds the Hive partition column, the billing period
 // (YYYY-MM), to FOCUS Cost and Usage rows.
 func focusPartitioned(rows string) string {
-	return `SELECT *, strftime(timezone('UTC', BillingPeriodStart), '%Y-%m') AS billing_period FROM (` + rows + `)`
+	return `SELECT *, strftime(` + utcOf("BillingPeriodStart") + `, '%Y-%m') AS billing_period FROM (` + rows + `)`
+}
+
+// utcOf is the TIMESTAMPTZ expression e as a UTC TIMESTAMP, as
+// timezone('UTC', e) gives it, without ICU's calendar: on every row of a
+// FOCUS export, timezone was 4.7 of 7.4 s for the billing periods of 23M
+// rows (the focus view works out its periods the same way).
+func utcOf(e string) string {
+	return "make_timestamp(epoch_us(" + e + "))"
 }
 
 // FOCUSQuery returns the SELECT of the focus view, as this Tally defines

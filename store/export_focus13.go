@@ -266,7 +266,7 @@ FROM (
         SELECT *, unnest(CASE WHEN parts IS NULL THEN [0] ELSE range(1, len(parts) + 1) END) AS i
         FROM (
             SELECT *, map_extract_value(getvariable('tally_focus_alloc'), ` + focusAllocKey("x_Organization",
-		"strftime(CASE WHEN x_Basis = 'reported' THEN x_DateProcessed ELSE timezone('UTC', ChargePeriodStart) END, '%Y-%m')",
+		"strftime(CASE WHEN x_Basis = 'reported' THEN x_DateProcessed ELSE "+utcOf("ChargePeriodStart")+" END, '%Y-%m')",
 		"BillingCurrency", "SubAccountId", "SkuMeter", "x_Family", "nullif(BillingAccountId, 'unassigned')", "x_PaidAs") + `) AS parts
             FROM f
         )
