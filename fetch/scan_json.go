@@ -465,7 +465,7 @@ func (s *fastJSON) rowKey(p []byte, i, k int) (f meterField, known bool, end int
 	if k < keyMemory && s.keys[k] >= 0 {
 		f := meterField(s.keys[k])
 		name := meterFieldNames[f]
-		if e := i + 1 + len(name); e < len(p) && p[e] == '"' && string(p[i+1:e]) == name {
+		if e := i + 1 + len(name); e < len(p) && p[i] == '"' && p[e] == '"' && string(p[i+1:e]) == name {
 			return f, true, e + 1, stepOK
 		}
 	}
