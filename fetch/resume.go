@@ -90,48 +90,31 @@ func (f *fingerprinter) text(s string) uint64 {
 	return h
 }
 
-// row is md's fingerprint.
+// row is md's fingerprint: its fields as words (numbers as integers, a
+// float's bits so that no NaN hashes at random, texts as their hashes),
+// mixed a pair at a time as wyhash does (each word xored with a key drawn
+// from fpSeed, the pair multiplied to 128 bits and the halves folded),
+// the pairs independent of each other so that the processor multiplies
+// them side by side, and their sum mixed once more.
 func (f *fingerprinter) row(md *tally.MeterData) uint64 {
-	r := fpRow{
-		date:              md.Date.UnixNano(),
-		processed:         1<<63 - 1,
-		scale:             md.Cost.Scale(),
-		quantity:          math.Float64bits(md.Quantity),
-		price:             math.Float64bits(math.NaN()) ^ 1,
-		meterName:         f.text(md.MeterName),
-		meterSku:          f.text(md.MeterSku),
-		family:            f.text(md.Family),
-		solution:          f.text(md.Solution),
-		unit:              f.text(md.Unit),
-		currency:          f.text(md.Currency),
-		entitlement:       f.text(md.Entitlement),
-		entitlementType:   f.text(md.EntitlementType),
-		paymentMethod:     f.text(md.PaymentMethod),
-		paymentMethodName: f.text(md.PaymentMethodName),
-		project:           f.text(md.Project),
-	}
+	processed := int64(1<<63 - 1)
 	if md.DateProcessed != nil {
-		r.processed = md.DateProcessed.UnixNano()
+		processed = md.DateProcessed.UnixNano()
 	}
+	price := math.Float64bits(math.NaN()) ^ 1
 	if md.Price != nil {
-		r.price = math.Float64bits(*md.Price)
+		price = math.Float64bits(*md.Price)
 	}
-	var fits bool
-	if r.unscaled, fits = md.Cost.Unscaled64(); !fits { // an unscaled cost beyond int64: rare
-		r.bigCost = maphash.String(fpSeed, md.Cost.String())
+	unscaled, fits := md.Cost.Unscaled64()
+	var bigCost uint64
+	if !fits { // an unscaled cost beyond int64: rare
+		bigCost = maphash.String(fpSeed, md.Cost.String())
 	}
-	return r.sum()
-}
-
-// sum mixes the row's words into one, a pair at a time as wyhash does
-// (each word xored with a key drawn from fpSeed, the pair multiplied to
-// 128 bits and the halves folded), the pairs independent of each other
-// so that the processor multiplies them side by side, and their sum mixed
-// once more.
-func (r *fpRow) sum() uint64 {
-	w := [...]uint64{uint64(r.date), uint64(r.processed), uint64(r.unscaled), uint64(r.scale),
-		r.quantity, r.price, r.bigCost, r.meterName, r.meterSku, r.family, r.solution, r.unit, r.currency,
-		r.entitlement, r.entitlementType, r.paymentMethod, r.paymentMethodName, r.project}
+	w := [...]uint64{uint64(md.Date.UnixNano()), uint64(processed), uint64(unscaled), uint64(md.Cost.Scale()),
+		math.Float64bits(md.Quantity), price, bigCost,
+		f.text(md.MeterName), f.text(md.MeterSku), f.text(md.Family), f.text(md.Solution), f.text(md.Unit),
+		f.text(md.Currency), f.text(md.Entitlement), f.text(md.EntitlementType), f.text(md.PaymentMethod),
+		f.text(md.PaymentMethodName), f.text(md.Project)}
 	var h uint64
 	for i := 0; i < len(w); i += 2 {
 		hi, lo := bits.Mul64(w[i]^fpKeys[i], w[i+1]^fpKeys[i+1])
@@ -141,27 +124,10 @@ func (r *fpRow) sum() uint64 {
 	return hi ^ lo
 }
 
-// fpKeys are sum's keys, a word each and two for the last mix.
+// fpKeys are row's keys, a word each and two for the last mix.
 var fpKeys = func() (k [20]uint64) {
 	for i := range k {
 		k[i] = maphash.String(fpSeed, fmt.Sprint("fingerprint key ", i))
 	}
 	return k
 }()
-
-// fpRow is a row's fields as the fingerprint hashes them: numbers as
-// integers (a float's bits, so no NaN hashes at random), texts as their
-// hashes.
-type fpRow struct {
-	date, processed, unscaled  int64
-	scale                      int
-	quantity, price            uint64
-	bigCost                    uint64
-	meterName, meterSku        uint64
-	family, solution, unit     uint64
-	currency                   uint64
-	entitlement                uint64
-	entitlementType            uint64
-	paymentMethod              uint64
-	paymentMethodName, project uint64
-}
