@@ -32,7 +32,7 @@ type queryOptions struct {
 func newQueryCmd(g *globalFlags) *cobra.Command {
 	o := &queryOptions{}
 	cmd := &cobra.Command{
-		Use:   "query (--config FILE | --db FILE) [--format table|csv|json] (SQL | -f FILE.sql | --name NAME)",
+		Use:   "query (--config FILE | --db FILE) [--format table|csv|json] [--memory-limit SIZE] (SQL | -f FILE.sql | --name NAME)",
 		Short: "Run read-only SQL on the analysts' copy of the data",
 		Long: `Run one SQL query, read-only, and print its answer.
 
@@ -57,11 +57,15 @@ standard input), or --name NAME for a named query shipped with tally.
 With none of them, or with --name "", it lists the named queries and the
 views, with what each answers; no database is needed for that.
 
+The SQL may begin with a "--" comment, as a file's may.
+
 Formats: table (for people), csv (RFC 4180, one header row) and json (one
 array of objects). DECIMAL money is printed exactly, never rounded through a
-float; in json it is a string. Dates are YYYY-MM-DD, timestamps RFC 3339 in
+float; in json it is a string, in csv at its column's scale, and in a table
+every figure of a column shows the same decimals: the fewest, at least two,
+that show each of them exactly. Dates are YYYY-MM-DD, timestamps RFC 3339 in
 UTC.`,
-		Example: `  tally query --config tally.yaml "SELECT project, sum(cost) FROM usage GROUP BY ALL"
+		Example: `  tally query --config tally.yaml "SELECT project, currency, sum(cost) FROM usage GROUP BY ALL ORDER BY ALL"
   tally query --config tally.yaml --name cost_by_project_month --format csv > costs.csv
   tally query --db data/tally.published.duckdb -f my_query.sql --format json
   tally query --name ""`,

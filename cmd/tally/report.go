@@ -32,7 +32,7 @@ type reportOptions struct {
 func newReportCmd(g *globalFlags) *cobra.Command {
 	o := &reportOptions{}
 	cmd := &cobra.Command{
-		Use:   "report --config FILE --month YYYY-MM [--org NAME] [--basis usage|reported] [--out FILE.xlsx] [--chargeback]",
+		Use:   "report --config FILE --month YYYY-MM [--org NAME] [--basis usage|reported|estimated] [--out FILE.xlsx] [--chargeback]",
 		Short: "Write a month's cost workbook (Excel) from the stored usage",
 		Long: `Write one month's cost workbook: summary, cost by project, meter and payment
 method, the rate card check, flagged items, the daily trend, every usage row,
@@ -42,7 +42,8 @@ across currencies.
 The workbook reads the analysts' published copy of the config's database
 (which every tally fetch refreshes), so it never waits for a running fetch.
 --basis defaults to the config's usage.reported_date (reported when true,
-usage otherwise); the rows read are those of the config's usage.granularity
+usage otherwise; estimated with usage.source projects, whose rows are
+priced from the rate card); the rows read are those of the config's usage.granularity
 when it serves months (hour, day, month). Week and year buckets cross month
 boundaries: for them the finest loaded hour, day or month data covering the
 month is read (with a warning), or tally refuses (exit 2) and says what to
@@ -71,7 +72,7 @@ projects and meters and the shared costs it received and why, to
 	f.StringVar(&o.config, "config", "", "config file (YAML)")
 	f.StringVar(&o.month, "month", "", "month to report, YYYY-MM (UTC)")
 	f.StringVar(&o.org, "org", "", "one organization's workbook (organizations[].name); default: every organization's, with a By organization sheet when there are several")
-	f.StringVar(&o.basis, "basis", "", "usage (when usage happened) or reported (when charged, as invoices count); default from usage.reported_date")
+	f.StringVar(&o.basis, "basis", "", "usage (when usage happened), reported (when charged, as invoices count) or estimated (usage.source projects: quantities priced from the rate card); default from usage.reported_date and usage.source")
 	f.StringVar(&o.out, "out", "", "workbook to write, .xlsx (default <reports.dir>/YYYY-MM/tally-cost-YYYY-MM.xlsx)")
 	f.BoolVar(&o.chargeback, "chargeback", false, "also write one chargeback statement per cost centre (allocation.cost_centres)")
 	return cmd
