@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -28,7 +29,7 @@ func execCLI(t *testing.T, stdin string, args ...string) (string, error) {
 		root.SetIn(strings.NewReader(stdin))
 		root.SetOut(&out)
 		root.SetErr(io.Discard)
-		root.SetArgs(args)
+		root.SetArgs(sqlArgsLast(root, args))
 	})
 	return out.String(), err
 }
@@ -126,6 +127,46 @@ func TestQueryReadsThePublishedCopy(t *testing.T) {
 		}
 		if want := "n\n-\n3\n(1 row)\n"; out != want {
 			t.Fatalf("%v printed %q, want %q", args, out, want)
+		}
+	}
+
+	// SQL given as the argument may begin with a comment too, wherever it
+	// stands among the flags, and after a "--" of the user's own.
+	commented := "-- how many rows\nSELECT count(*) AS n FROM usage"
+	for _, args := range [][]string{
+		{"query", "--config", cfg, commented},
+		{"query", commented, "--db", db},
+		{"query", "--db", db, "--", commented},
+		{"query", "--db=" + db, "--format", "table", "--  rows\tloaded\nSELECT count(*) AS n FROM usage"},
+	} {
+		out, err = execCLI(t, "", args...)
+		if err != nil {
+			t.Fatalf("%q: %v", args, err)
+		}
+		if want := "n\n-\n3\n(1 row)\n"; out != want {
+			t.Fatalf("%q printed %q, want %q", args, out, want)
+		}
+	}
+}
+
+// Only an argument that cannot be a flag moves: a flag's value that begins
+// with "--" (a close's reason) stays that flag's, and bool flags take no
+// value, so the argument after one is still looked at.
+func TestSQLArgsLast(t *testing.T) {
+	var started bool
+	root := newRootCmd(&started)
+	for _, c := range []struct{ in, want []string }{
+		{[]string{"close", "--config", "c.yaml", "--reason", "-- late charge", "--month", "2026-10"},
+			[]string{"close", "--config", "c.yaml", "--reason", "-- late charge", "--month", "2026-10"}},
+		{[]string{"alerts", "--dry-run", "--config", "c.yaml"}, []string{"alerts", "--dry-run", "--config", "c.yaml"}},
+		{[]string{"query", "--db", "x.duckdb", "-- c\nSELECT 1", "--format", "csv"},
+			[]string{"query", "--db", "x.duckdb", "--format", "csv", "--", "-- c\nSELECT 1"}},
+		{[]string{"--log-level", "debug", "query", "-- c\nSELECT 1"},
+			[]string{"--log-level", "debug", "query", "--", "-- c\nSELECT 1"}},
+		{[]string{"query", "--bogus"}, []string{"query", "--bogus"}},
+	} {
+		if got := sqlArgsLast(root, c.in); !slices.Equal(got, c.want) {
+			t.Errorf("sqlArgsLast(%q) = %q, want %q", c.in, got, c.want)
 		}
 	}
 }

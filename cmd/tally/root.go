@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/tally-dev/tally/internal/secret"
 	"github.com/tally-dev/tally/reports"
@@ -70,7 +72,65 @@ type globalFlags struct {
 
 // run executes the command line. An error raised before any command starts
 // (unknown command or flag, wrong arguments) is bad usage: exit 2.
-func run(ctx context.Context) error { return execute(ctx, nil) }
+func run(ctx context.Context) error {
+	return execute(ctx, func(root *cobra.Command) { root.SetArgs(sqlArgsLast(root, os.Args[1:])) })
+}
+
+// sqlArgsLast lets the SQL of tally query begin with a "--" comment: the
+// flag parser would take such an argument for an unknown flag. An
+// argument that starts with "--" and has white space in what would be the
+// flag's name is no flag; it goes after a "--", which ends the flags, as
+// the query's one argument. A flag's value ("--reason", "-- late charge")
+// is left where it is.
+func sqlArgsLast(root *cobra.Command, args []string) []string {
+	noValue := map[string]bool{}
+	var walk func(*cobra.Command)
+	walk = func(c *cobra.Command) {
+		for _, fs := range []*pflag.FlagSet{c.LocalFlags(), c.InheritedFlags()} {
+			fs.VisitAll(func(f *pflag.Flag) {
+				if f.NoOptDefVal != "" {
+					noValue[f.Name], noValue[f.Shorthand] = true, true
+				}
+			})
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
+	// cobra adds --help and --version only as the command runs.
+	noValue["h"], noValue["help"], noValue["version"] = true, true, true
+	var sql []string
+	out := make([]string, 0, len(args)+2)
+	valueNext := false
+	for i, a := range args {
+		switch {
+		case a == "--":
+			out = append(out, args[i:]...)
+			if len(sql) == 0 {
+				return out
+			}
+			return append(out, sql...)
+		case valueNext:
+			valueNext = false
+			out = append(out, a)
+		case strings.HasPrefix(a, "--") && strings.ContainsAny(strings.SplitN(a[2:], "=", 2)[0], " \t\r\n"):
+			sql = append(sql, a)
+		case strings.HasPrefix(a, "-") && a != "-":
+			// A value given with "=" is in the argument; bool flags
+			// take none.
+			name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+			valueNext = !hasValue && !noValue[name]
+			out = append(out, a)
+		default:
+			out = append(out, a)
+		}
+	}
+	if len(sql) == 0 {
+		return out
+	}
+	return append(append(out, "--"), sql...)
+}
 
 // execute builds the command tree, lets setup (if any) point it at other
 // arguments and streams, as tests do, and runs it. An error before any
