@@ -90,7 +90,13 @@ func RegisterURL(raw string) {
 	}
 	var ss []string
 	if p := strings.Trim(u.Path, "/"); p != "" {
-		ss = append(ss, u.Path, u.EscapedPath(), p)
+		ss = append(ss, u.Path, u.EscapedPath())
+		// The path without its slashes only where it cannot be a word:
+		// a path /hook would otherwise turn every "webhook" of every
+		// message into "web[redacted]".
+		if strings.Contains(p, "/") || keyLike(p) {
+			ss = append(ss, p)
+		}
 		// A receiver may quote one segment alone ("no such token
 		// XXXX"): each that looks like a key, not a word, is a secret.
 		for _, seg := range strings.Split(p, "/") {

@@ -109,3 +109,23 @@ func BenchmarkRedactLogLine(b *testing.B) {
 		Redact(line)
 	}
 }
+
+// A webhook whose path is a word (/hook, /alerts) keeps its path secret
+// where a peer echoes it, and leaves the words of Tally's own messages
+// alone: "webhook" never becomes "web[redacted]".
+func TestRedactKeepsOrdinaryWords(t *testing.T) {
+	RegisterURL("https://receiver.example.com/hook")
+	RegisterURL("http://127.0.0.1:9099/alerts")
+	for _, text := range []string{
+		"alerts not sent to webhook: receiver answered 500",
+		"a webhook hooks into the alerts step",
+	} {
+		if got := Redact(text); got != text {
+			t.Errorf("Redact(%q) = %q: an ordinary word was taken for a secret", text, got)
+		}
+	}
+	got := Redact("POST https://receiver.example.com/hook: 404 no route /hook")
+	if strings.Contains(got, "/hook") {
+		t.Errorf("the webhook's path is still shown: %q", got)
+	}
+}
