@@ -82,6 +82,14 @@ func TestNamedQueries(t *testing.T) {
 	if len(views) < 4 || views[0].Description == "" {
 		t.Fatalf("views %+v", views)
 	}
+	// tally query --name "" shows each description as the answer to "what
+	// does this answer": one that stops mid-sentence (its header's first
+	// paragraph ending on "problem is one of") answers nothing.
+	for _, q := range append(qs, views...) {
+		if d := strings.TrimSpace(q.Description); !strings.HasSuffix(d, ".") && !strings.HasSuffix(d, ")") {
+			t.Errorf("%s: the description %q stops mid-sentence: end the header's first paragraph with a full stop", q.Name, d)
+		}
+	}
 
 	// Every named query runs on a loaded store, and the cost queries add up.
 	s := openTemp(t)

@@ -2,7 +2,10 @@
 -- billing rules question, per basis, calendar month (UTC), payment method,
 -- problem and currency, with the rows, the cost, the first and last day
 -- concerned and the method as it stood that month. The rules are
--- usage_validity's; problem is one of
+-- usage_validity's; problem names the rule the usage breaks (before start,
+-- on or after end, inactive, terms not accepted, …).
+--
+-- problem is one of
 --
 --   'before start', 'on or after end'  the usage bucket lies wholly outside
 --       the validity (violation true);
