@@ -116,14 +116,15 @@ func writeTable(w io.Writer, res *store.Result) error {
 		right[i] = numericType(res.Types[i])
 	}
 	escape := strings.NewReplacer("\n", `\n`, "\r", `\r`, "\t", `\t`)
+	scales := decimalScales(res)
 	for r, row := range res.Rows {
 		cells[r] = make([]string, len(row))
 		for i, v := range row {
 			s, ok := store.CellText(v, res.Types[i])
 			if !ok {
 				s = "NULL"
-			} else if strings.HasPrefix(res.Types[i], "DECIMAL") {
-				s = trimDecimal(s)
+			} else if scales[i] >= 0 {
+				s = atScale(s, scales[i])
 			}
 			s = escape.Replace(s)
 			cells[r][i] = s
@@ -165,17 +166,42 @@ func writeTable(w io.Writer, res *store.Result) error {
 	return err
 }
 
-// trimDecimal drops the trailing zeros a DECIMAL(38,12) column pads every
-// amount with, keeping two decimals, as money is read: 3.000000000000 is
-// 3.00, 0.100000000001 stays whole. CSV and JSON keep the column's scale.
-func trimDecimal(s string) string {
-	dot := strings.IndexByte(s, '.')
-	if dot < 0 {
-		return s
+// decimalScales gives each DECIMAL column of res the decimals its values
+// show in a table: the fewest, at least two (money is read in cents), that
+// show every value of the column exactly, so a column's figures line up
+// and none loses a trailing zero its neighbour keeps (3.000000000000 beside
+// 0.100000000001, never 3.00). Not a DECIMAL column: -1. CSV and JSON keep
+// the column's own scale.
+func decimalScales(res *store.Result) []int {
+	scales := make([]int, len(res.Columns))
+	for i, typ := range res.Types {
+		scales[i] = -1
+		if strings.HasPrefix(typ, "DECIMAL") {
+			scales[i] = 2
+		}
 	}
-	keep := min(dot+3, len(s))
-	t := strings.TrimRight(s[keep:], "0")
-	return s[:keep] + t
+	for _, row := range res.Rows {
+		for i, v := range row {
+			if scales[i] < 0 {
+				continue
+			}
+			if s, ok := store.CellText(v, res.Types[i]); ok {
+				if _, frac, ok := strings.Cut(s, "."); ok {
+					scales[i] = max(scales[i], len(strings.TrimRight(frac, "0")))
+				}
+			}
+		}
+	}
+	return scales
+}
+
+// atScale writes the exact decimal s with scale decimals; scale is never
+// below the digits s needs (decimalScales), so only zeros are dropped or
+// added.
+func atScale(s string, scale int) string {
+	whole, frac, _ := strings.Cut(s, ".")
+	frac = strings.TrimRight(frac, "0")
+	return whole + "." + frac + strings.Repeat("0", scale-len(frac))
 }
 
 func numericType(typ string) bool {

@@ -103,20 +103,44 @@ func TestWriteResultTable(t *testing.T) {
 	outputMustContain(t, writeResult(&b, "xml", res), `"xml"`, "table, csv, json")
 }
 
-// Money in table output shows the decimals the amount has, at least two:
-// not the twelve a DECIMAL(38,12) column pads it with.
+// Money in table output shows, in each column, the decimals its most
+// precise amount needs, at least two: not the twelve a DECIMAL(38,12)
+// column pads every amount with, and never fewer for one row than for
+// another, so the figures line up and no trailing zero is dropped from one
+// amount that its neighbour keeps.
 func TestWriteResultTableMoney(t *testing.T) {
-	var b strings.Builder
-	res := &store.Result{Columns: []string{"cost"}, Types: []string{"DECIMAL(38,12)"}, Rows: [][]any{
-		{"3.000000000000"}, {"12.500000000000"}, {"0.100000000001"}, {"-7.010000000000"}, {"42"},
-	}}
-	if err := writeResult(&b, "table", res); err != nil {
-		t.Fatal(err)
-	}
-	got := strings.Fields(b.String())
-	wantCells := []string{"cost", "--------------", "3.00", "12.50", "0.100000000001", "-7.01", "42", "(5", "rows)"}
-	if strings.Join(got, " ") != strings.Join(wantCells, " ") {
-		t.Fatalf("table:\n%s\nwant cells %v", b.String(), wantCells)
+	for _, c := range []struct {
+		name string
+		in   []string
+		want []string
+	}{
+		{"cents", []string{"3.000000000000", "12.500000000000", "-7.010000000000", "42"},
+			[]string{"3.00", "12.50", "-7.01", "42.00"}},
+		{"one amount finer", []string{"3.000000000000", "12.500000000000", "0.100000000001", "-7.010000000000"},
+			[]string{"3.000000000000", "12.500000000000", "0.100000000001", "-7.010000000000"}},
+		{"unit prices", []string{"0.015000000000", "0.250000000000"}, []string{"0.015", "0.250"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			res := &store.Result{Columns: []string{"cost"}, Types: []string{"DECIMAL(38,12)"}}
+			for _, v := range c.in {
+				res.Rows = append(res.Rows, []any{v})
+			}
+			var b strings.Builder
+			if err := writeResult(&b, "table", res); err != nil {
+				t.Fatal(err)
+			}
+			lines := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
+			if len(lines) != len(c.in)+3 {
+				t.Fatalf("table:\n%s", b.String())
+			}
+			width := len(lines[1])
+			for i, want := range c.want {
+				line := lines[i+2]
+				if strings.TrimSpace(line) != want || len(line) != width {
+					t.Errorf("row %d: %q, want %q right-aligned to %d\n%s", i, line, want, width, b.String())
+				}
+			}
+		})
 	}
 }
 
