@@ -49,8 +49,9 @@ other tools read as it is (DuckDB, Spark, Trino, BigQuery external tables):
 
 --to DIR is the output folder (default export.dir). The months written can
 be limited with --from and --until (YYYY-MM-DD, UTC, --until exclusive):
-every month overlapping that span is written whole. A second --to holding a
-date is the end date too, like --to of tally fetch:
+every month overlapping that span is written whole. A --to that looks like
+a date is refused unless another --to names the folder: then it is the end
+date, like --to of tally fetch:
   tally export --config FILE --to DIR --from 2026-10-01 --to 2026-11-01
 
 Each month is written under a temporary name and renamed into place. A
@@ -68,7 +69,7 @@ for nor held up.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.config, "config", "", "config file (YAML)")
-	f.StringArrayVar(&o.to, "to", nil, "output folder (default export.dir); a --to holding a YYYY-MM-DD date is the end date, like --until")
+	f.StringArrayVar(&o.to, "to", nil, "output folder (default export.dir); beside a --to DIR, a second --to holding a YYYY-MM-DD date is the end date, like --until")
 	f.StringVar(&o.format, "format", "", "parquet or focus (default export.format)")
 	f.BoolVar(&o.csv, "csv", false, "format focus: also write the rows as CSV (default export.focus_csv)")
 	f.StringVar(&o.focus, "focus-version", "", "format focus: the FOCUS version, 1.3 or 1.2 (default 1.3)")
@@ -82,8 +83,19 @@ var dateLikeRE = regexp.MustCompile(`^[0-9]{4}-[0-9]{2}-[0-9]{2}$`)
 // splitTo sorts the --to values into the output folder and the end date:
 // INTERFACE.md gives export both a `--to DIR` and a `--to DATE`.
 func splitTo(o *exportOptions) (dir string, err error) {
+	folders := 0
+	for _, v := range o.to {
+		if !dateLikeRE.MatchString(v) {
+			folders++
+		}
+	}
 	for _, v := range o.to {
 		switch {
+		case dateLikeRE.MatchString(v) && folders == 0:
+			// --to of fetch and plan is an end date; here it names the
+			// output folder. Taken alone as a date it would export every
+			// month before it into export.dir, which nobody asked for.
+			return "", usageErr("--to %q looks like a date, but --to of tally export is the output folder: give the end date with --until %s (exclusive), and the folder, if not export.dir, with --to DIR", v, v)
 		case dateLikeRE.MatchString(v) && o.until == "":
 			o.until = v
 		case dateLikeRE.MatchString(v):

@@ -165,7 +165,9 @@ func TestExportUsageErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"to a date and until", []string{"--config", cfg, "--to", "2026-11-01", "--until", "2026-12-01"}, `--to "2026-11-01" and --until "2026-12-01" both give the end date: give one`},
+		{"to a date and until", []string{"--config", cfg, "--to", "lake", "--to", "2026-11-01", "--until", "2026-12-01"}, `--to "2026-11-01" and --until "2026-12-01" both give the end date: give one`},
+		{"a lone to that is a date", []string{"--config", cfg, "--to", "2026-10-01"}, `--to "2026-10-01" looks like a date, but --to of tally export is the output folder: give the end date with --until 2026-10-01`},
+		{"a date to with until", []string{"--config", cfg, "--to", "2026-11-01", "--until", "2026-12-01"}, `--to "2026-11-01" looks like a date`},
 		{"two folders", []string{"--config", cfg, "--to", "a", "--to", "b"}, `--to "a" and --to "b" both name the output folder: give one`},
 		{"to date not after from", []string{"--config", cfg, "--to", "lake", "--from", "2026-10-01", "--to", "2026-10-01"}, "--until 2026-10-01 must be after --from 2026-10-01"},
 		{"format", []string{"--config", cfg, "--format", "orc"}, `--format "orc" is not one of parquet, focus`},
