@@ -346,11 +346,6 @@ func TestLoadExample(t *testing.T) {
 	def.Reports.Dir = filepath.Join(dir, "reports")
 	def.Export.Dir = filepath.Join(dir, "exports")
 	def.Path = cfg.Path
-	// But for the close and deliver steps, which the example shows (they
-	// do nothing while reports.close_after and reports.deliver are unset,
-	// the defaults) and the default job leaves out, so that a config
-	// without schedule.jobs keeps its steps.
-	def.Schedule.Jobs[0].Run = append(def.Schedule.Jobs[0].Run, "close", "deliver")
 	if !reflect.DeepEqual(cfg, def) {
 		t.Errorf("example:\n got %+v\nwant %+v", cfg, def)
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -65,6 +66,24 @@ func TestRunExitCodes(t *testing.T) {
 	got, code, _ := cli(t, "query", "--config", cfg, "--format", "csv", "SELECT status FROM runs ORDER BY started")
 	if want := "status\r\npartial\r\nok\r\n"; code != exitOK || got != want {
 		t.Errorf("runs: %q (exit %d), want %q", got, code, want)
+	}
+	// The config names no job: its one job is the default nightly, which
+	// these runs were, and tally status says when it last ran.
+	got, code, _ = cli(t, "query", "--config", cfg, "--format", "csv", "SELECT DISTINCT job FROM runs")
+	if want := "job\r\nnightly\r\n"; code != exitOK || got != want {
+		t.Errorf("runs' job: %q (exit %d), want %q", got, code, want)
+	}
+	last, _, _ := cli(t, "query", "--config", cfg, "--format", "csv", "SELECT id FROM runs ORDER BY started DESC LIMIT 1")
+	last = strings.TrimSpace(strings.TrimPrefix(last, "id\r\n"))
+	status, code, _ := cli(t, "status", "--config", cfg)
+	var nightly string
+	for _, line := range strings.Split(status, "\n") {
+		if strings.HasPrefix(line, "nightly ") {
+			nightly = line
+		}
+	}
+	if code != exitOK || last == "" || !regexp.MustCompile(regexp.QuoteMeta(last)+`\s+ok\s`).MatchString(nightly) {
+		t.Errorf("tally status shows the nightly job as %q (exit %d), want its last run %s, ok:\n%s", nightly, code, last, status)
 	}
 }
 
