@@ -413,3 +413,46 @@ func TestBudgetLabelsSayThroughWhichDay(t *testing.T) {
 		t.Errorf("May's actual: cell %s, view %s", raw[1][4], mayActual)
 	}
 }
+
+// An anomaly is news for a week: the first backfill of old months records
+// one found more than a week after its day as stale and sends it nowhere,
+// and one older than the 35 days each check looks back is in the anomalies
+// view only (docs/finance.md "Budgets and alerts" says both).
+func TestOldAnomaliesAsTheDocsSay(t *testing.T) {
+	old := webhookTune
+	webhookTune = func(w *alerts.Webhook) { w.Pause = time.Millisecond }
+	t.Cleanup(func() { webhookTune = old })
+	for _, c := range []struct {
+		now    string
+		alerts string // the alerts table's anomaly rows
+	}{
+		{"2026-06-20T06:00:00Z", "anomaly:newsroom:streaming_egress_gb:USD:2026-06-10 stale"},
+		{"2026-07-20T06:00:00Z", ""},
+	} {
+		t.Run(c.now[:10], func(t *testing.T) {
+			sink := &webhookSink{secret: []byte("hook-secret-old-anomaly")}
+			hook := httptest.NewServer(sink)
+			t.Cleanup(hook.Close)
+			t.Setenv("TALLY_TEST_OLD_ANOMALY_SECRET", string(sink.secret))
+			h := newHarness(t, setup{granularity: tally.Day, start: "2026-04-01", now: c.now, window: "31d",
+				spike: sim.Spike{Project: "newsroom", Meter: "streaming_egress_gb", Day: prooftest.Day(t, "2026-06-10"), Factor: 4},
+				extra: fmt.Sprintf("alerts:\n  webhook:\n    url: %s/hook\n    secret_env: TALLY_TEST_OLD_ANOMALY_SECRET\n", hook.URL)})
+			if _, err := h.runner.Fetch(context.Background(), FetchOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			prooftest.WithDB(t, h.db, func(db *sql.DB) {
+				found := prooftest.QueryStrings(t, db, `SELECT day || ' ' || project FROM anomalies`)
+				if strings.Join(found, ",") != "2026-06-10 newsroom" {
+					t.Errorf("anomalies view: %q, want the spike", found)
+				}
+				got := prooftest.QueryStrings(t, db, `SELECT key || ' ' || status FROM alerts WHERE kind = 'anomaly' ORDER BY key`)
+				if strings.Join(got, ",") != c.alerts {
+					t.Errorf("alerts table: %q, want %q", got, c.alerts)
+				}
+			})
+			if got := sink.keys(); len(got) != 0 {
+				t.Errorf("an old anomaly was sent: %v", got)
+			}
+		})
+	}
+}
