@@ -1,9 +1,12 @@
 package configs
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/tally-dev/tally/internal/secret"
@@ -36,7 +39,13 @@ func readToken(field, what, tokenEnv, tokenFile string, getenv func(string) stri
 		from = field + ".token_file " + tokenFile
 		f, err := os.Open(tokenFile)
 		if err != nil {
-			return "", fmt.Errorf("read %s: %w; put the token in that file (mode 600) or set %s.token_env", what, err, field)
+			// The key first, then the path: the path alone does not say
+			// which line of the config to fix.
+			var pe *fs.PathError
+			if errors.As(err, &pe) {
+				err = pe.Err
+			}
+			return "", fmt.Errorf("read %s: %s: %w; put the token in that file (mode 600) or set %s.token_env instead", what, from, err, field)
 		}
 		defer f.Close()
 		b, err := io.ReadAll(io.LimitReader(f, maxTokenSize+1))
@@ -73,6 +82,35 @@ func readToken(field, what, tokenEnv, tokenFile string, getenv func(string) stri
 	return tok, nil
 }
 
+// Secret returns the webhook's signing secret from secret_env (through
+// getenv) or secret_file, trimmed, empty when neither is set (bodies are
+// then sent unsigned). A key that is set but leads to no secret is an
+// error naming the key, never the secret.
+func (w *WebhookConfig) Secret(getenv func(string) string) (secret.Value, error) {
+	switch {
+	case w.SecretFile != "":
+		b, err := os.ReadFile(w.SecretFile)
+		if err != nil {
+			return secret.Value{}, fmt.Errorf("alerts.webhook.secret_file: %w; write the webhook's signing secret in that file (mode 600)", err)
+		}
+		s := strings.TrimSpace(string(b))
+		if s == "" {
+			return secret.Value{}, fmt.Errorf("alerts.webhook.secret_file: %s is empty; write the webhook's signing secret in it", w.SecretFile)
+		}
+		return secret.New(s), nil
+	case w.SecretEnv != "":
+		s := ""
+		if getenv != nil {
+			s = strings.TrimSpace(getenv(w.SecretEnv))
+		}
+		if s == "" {
+			return secret.Value{}, fmt.Errorf("alerts.webhook.secret_env: the environment variable %s is not set or empty; export the webhook's signing secret in it, or point alerts.webhook.secret_file at a file holding it", w.SecretEnv)
+		}
+		return secret.New(s), nil
+	}
+	return secret.Value{}, nil
+}
+
 // Password returns the SMTP password from password_env (through getenv) or
 // password_file, empty when neither is set, as a value that never formats
 // itself: only the mail server's AUTH reveals it. Errors name the key, never the
@@ -84,7 +122,11 @@ func (s *SMTPConfig) Password(getenv func(string) string) (secret.Value, error) 
 		if err != nil {
 			return secret.Value{}, fmt.Errorf("reports.deliver.smtp.password_file: %w; put the password in that file (mode 600)", err)
 		}
-		return secret.New(strings.TrimSpace(string(b))), nil
+		pw := strings.TrimSpace(string(b))
+		if pw == "" {
+			return secret.Value{}, fmt.Errorf("reports.deliver.smtp.password_file: %s is empty; put the mail password in it", s.PasswordFile)
+		}
+		return secret.New(pw), nil
 	case s.PasswordEnv != "":
 		v := ""
 		if getenv != nil {
@@ -96,6 +138,30 @@ func (s *SMTPConfig) Password(getenv func(string) string) (secret.Value, error) 
 		return secret.New(v), nil
 	}
 	return secret.Value{}, nil
+}
+
+// CheckSecrets reads every secret that steps (the names of
+// schedule.jobs[].run) need, before any of them runs: the webhook's signing
+// secret for fetch (which ends with the alerts check) and alerts, the mail
+// password for deliver. It returns a *Error naming each key that leads to
+// no secret, never a secret. The API token is read by the command, which
+// knows whether it sends anything to the interface.
+func (c *Config) CheckSecrets(getenv func(string) string, steps []string) error {
+	var problems []string
+	if w := c.Alerts.Webhook; w != nil && (slices.Contains(steps, "fetch") || slices.Contains(steps, "alerts")) {
+		if _, err := w.Secret(getenv); err != nil {
+			problems = append(problems, err.Error())
+		}
+	}
+	if s := c.Reports.Deliver.SMTP; s != nil && slices.Contains(steps, "deliver") {
+		if _, err := s.Password(getenv); err != nil {
+			problems = append(problems, err.Error())
+		}
+	}
+	if len(problems) > 0 {
+		return &Error{Path: c.Path, Problems: problems}
+	}
+	return nil
 }
 
 // RegisterSecrets gives every secret the config names (the API token, the
@@ -116,13 +182,8 @@ func (c *Config) RegisterSecrets(getenv func(string) string) {
 	}
 	if w := c.Alerts.Webhook; w != nil {
 		secret.RegisterURL(w.URL)
-		switch {
-		case w.SecretEnv != "" && getenv != nil:
-			secret.Register(getenv(w.SecretEnv))
-		case w.SecretFile != "":
-			if b, err := os.ReadFile(w.SecretFile); err == nil {
-				secret.Register(string(b))
-			}
+		if s, err := w.Secret(getenv); err == nil {
+			secret.Register(s.Reveal())
 		}
 	}
 }
