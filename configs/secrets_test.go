@@ -117,7 +117,7 @@ reports:
     smtp: {host: smtp.example.com, from: tally@example.com, to: [finance@example.com], username: tally, password_env: TALLY_TEST_SMTP_PASSWORD}
 `, noEnv)
 	webhook := "alerts.webhook.secret_env: the environment variable TALLY_TEST_WEBHOOK_SECRET is not set or empty; export the webhook's signing secret in it, or point alerts.webhook.secret_file at a file holding it"
-	smtp := "reports.deliver.smtp.password_env: the environment variable TALLY_TEST_SMTP_PASSWORD is not set or empty; export the mail password in it"
+	smtp := "reports.deliver.smtp.password_env: the environment variable TALLY_TEST_SMTP_PASSWORD is not set or empty; export the mail password in it, or point reports.deliver.smtp.password_file at a file holding it"
 	for _, tc := range []struct {
 		steps []string
 		want  []string

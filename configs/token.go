@@ -87,28 +87,7 @@ func readToken(field, what, tokenEnv, tokenFile string, getenv func(string) stri
 // then sent unsigned). A key that is set but leads to no secret is an
 // error naming the key, never the secret.
 func (w *WebhookConfig) Secret(getenv func(string) string) (secret.Value, error) {
-	switch {
-	case w.SecretFile != "":
-		b, err := os.ReadFile(w.SecretFile)
-		if err != nil {
-			return secret.Value{}, fmt.Errorf("alerts.webhook.secret_file: %w; write the webhook's signing secret in that file (mode 600)", err)
-		}
-		s := strings.TrimSpace(string(b))
-		if s == "" {
-			return secret.Value{}, fmt.Errorf("alerts.webhook.secret_file: %s is empty; write the webhook's signing secret in it", w.SecretFile)
-		}
-		return secret.New(s), nil
-	case w.SecretEnv != "":
-		s := ""
-		if getenv != nil {
-			s = strings.TrimSpace(getenv(w.SecretEnv))
-		}
-		if s == "" {
-			return secret.Value{}, fmt.Errorf("alerts.webhook.secret_env: the environment variable %s is not set or empty; export the webhook's signing secret in it, or point alerts.webhook.secret_file at a file holding it", w.SecretEnv)
-		}
-		return secret.New(s), nil
-	}
-	return secret.Value{}, nil
+	return readSecret("alerts.webhook.secret_env", "alerts.webhook.secret_file", "the webhook's signing secret", w.SecretEnv, w.SecretFile, getenv)
 }
 
 // Password returns the SMTP password from password_env (through getenv) or
@@ -116,24 +95,31 @@ func (w *WebhookConfig) Secret(getenv func(string) string) (secret.Value, error)
 // itself: only the mail server's AUTH reveals it. Errors name the key, never the
 // password.
 func (s *SMTPConfig) Password(getenv func(string) string) (secret.Value, error) {
+	return readSecret("reports.deliver.smtp.password_env", "reports.deliver.smtp.password_file", "the mail password", s.PasswordEnv, s.PasswordFile, getenv)
+}
+
+// readSecret reads what (a secret other than the API token) from the file
+// file names, else the environment variable env names, trimmed; empty when
+// neither is set. Errors name the key (envKey or fileKey) and what to do.
+func readSecret(envKey, fileKey, what, env, file string, getenv func(string) string) (secret.Value, error) {
 	switch {
-	case s.PasswordFile != "":
-		b, err := os.ReadFile(s.PasswordFile)
+	case file != "":
+		b, err := os.ReadFile(file)
 		if err != nil {
-			return secret.Value{}, fmt.Errorf("reports.deliver.smtp.password_file: %w; put the password in that file (mode 600)", err)
+			return secret.Value{}, fmt.Errorf("%s: %w; put %s in that file (mode 600)", fileKey, err, what)
 		}
-		pw := strings.TrimSpace(string(b))
-		if pw == "" {
-			return secret.Value{}, fmt.Errorf("reports.deliver.smtp.password_file: %s is empty; put the mail password in it", s.PasswordFile)
+		v := strings.TrimSpace(string(b))
+		if v == "" {
+			return secret.Value{}, fmt.Errorf("%s: %s is empty; put %s in it", fileKey, file, what)
 		}
-		return secret.New(pw), nil
-	case s.PasswordEnv != "":
+		return secret.New(v), nil
+	case env != "":
 		v := ""
 		if getenv != nil {
-			v = strings.TrimSpace(getenv(s.PasswordEnv))
+			v = strings.TrimSpace(getenv(env))
 		}
 		if v == "" {
-			return secret.Value{}, fmt.Errorf("reports.deliver.smtp.password_env: the environment variable %s is not set or empty; export the mail password in it", s.PasswordEnv)
+			return secret.Value{}, fmt.Errorf("%s: the environment variable %s is not set or empty; export %s in it, or point %s at a file holding it", envKey, env, what, fileKey)
 		}
 		return secret.New(v), nil
 	}
