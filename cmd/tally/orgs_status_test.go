@@ -98,7 +98,7 @@ func TestStatusOfSeveralOrganizations(t *testing.T) {
 	}
 	emea, us := st.Tokens[byOrg["emea"]], st.Tokens[byOrg["us"]]
 	if emea.Expires == nil || !emea.Expires.Equal(emeaExp) || !strings.Contains(emea.Warning, "organization emea's API token expires in 5.0 days") ||
-		!strings.Contains(emea.Warning, "TALLY_TEST_TOKEN_EMEA (organizations[0].token_env)") {
+		!strings.Contains(emea.Warning, "the environment variable TALLY_TEST_TOKEN_EMEA (organizations[0].token_env / organizations[0].token_file)") {
 		t.Errorf("emea's token %+v, want its expiry %s warned of, naming its key", emea, emeaExp)
 	}
 	if us.Expires == nil || !us.Expires.Equal(usExp) || us.Warning != "" {

@@ -111,6 +111,8 @@ func statusTokens(cfg *configs.Config, now time.Time) []statusToken {
 	var out []statusToken
 	for _, o := range cfg.Organizations {
 		st := statusToken{Organization: o.Name}
+		where, field := schedules.TokenSource(cfg, o)
+		where += " (" + field + ".token_env / " + field + ".token_file)"
 		tok, err := cfg.OrgToken(o, os.Getenv)
 		if err != nil {
 			st.Warning = err.Error() + "; the next fetch does not fetch organization " + o.Name
@@ -122,23 +124,15 @@ func statusTokens(cfg *configs.Config, now time.Time) []statusToken {
 			switch left := exp.Sub(now); {
 			case left <= 0:
 				st.Warning = fmt.Sprintf("organization %s's API token expired on %s: the next fetch sends nothing with it and does not fetch %s; create a new personal API token in the web application and put it in %s",
-					o.Name, statusTime(exp), o.Name, tokenWhere(o))
+					o.Name, statusTime(exp), o.Name, where)
 			case left <= cfg.API.TokenWarnBefore:
 				st.Warning = fmt.Sprintf("organization %s's API token expires in %.1f days, on %s (api.token_warn_before %s): create a new personal API token in the web application before then and put it in %s",
-					o.Name, left.Hours()/24, statusTime(exp), fmtDays(cfg.API.TokenWarnBefore), tokenWhere(o))
+					o.Name, left.Hours()/24, statusTime(exp), fmtDays(cfg.API.TokenWarnBefore), where)
 			}
 		}
 		out = append(out, st)
 	}
 	return out
-}
-
-// tokenWhere names where organization o's token is read from, by key.
-func tokenWhere(o configs.Organization) string {
-	if o.TokenFile != "" {
-		return fmt.Sprintf("%s (%s.token_file)", o.TokenFile, o.Field)
-	}
-	return fmt.Sprintf("the environment variable %s (%s.token_env)", o.TokenEnv, o.Field)
 }
 
 // fmtDays writes a <n>d or <n>h setting as the config spells it.
