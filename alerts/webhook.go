@@ -11,7 +11,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"os"
 	"strings"
 	"time"
 
@@ -50,23 +49,12 @@ func NewWebhook(cfg *configs.WebhookConfig, getenv func(string) string, version 
 	secret.RegisterURL(cfg.URL)
 	w := &Webhook{url: cfg.URL, name: tally.SinkName(u), client: &http.Client{}, agent: "tally/" + version,
 		Tries: 3, Pause: 2 * time.Second, Timeout: cfg.Timeout}
-	switch {
-	case cfg.SecretEnv != "":
-		s := strings.TrimSpace(getenv(cfg.SecretEnv))
-		if s == "" {
-			return nil, fmt.Errorf("alerts.webhook.secret_env: environment variable %s is empty or not set; set it to the webhook's signing secret", cfg.SecretEnv)
-		}
-		secret.Register(s)
+	sec, err := cfg.Secret(getenv)
+	if err != nil {
+		return nil, err
+	}
+	if s := sec.Reveal(); s != "" { // none: bodies go unsigned
 		w.secret = []byte(s)
-	case cfg.SecretFile != "":
-		b, err := os.ReadFile(cfg.SecretFile)
-		if err != nil {
-			return nil, fmt.Errorf("alerts.webhook.secret_file: %w", err)
-		}
-		if w.secret = bytes.TrimSpace(b); len(w.secret) == 0 {
-			return nil, fmt.Errorf("alerts.webhook.secret_file: %s is empty; write the webhook's signing secret in it", cfg.SecretFile)
-		}
-		secret.Register(string(w.secret))
 	}
 	return w, nil
 }

@@ -58,8 +58,8 @@ func (p *parser) budgets(r *[]rawBudget, c *[]Budget) {
 			p.addf(deref(&rb.Currency), path+".currency", "%q is not a currency code of three capital letters, e.g. USD; a budget is in one currency, as costs are never summed across them", b.Currency)
 		}
 		amount := p.text(&rb.Amount, path+".amount", "")
-		if d, err := tally.ParseDecimal(amount); err != nil || d.Sign() <= 0 {
-			p.addf(deref(&rb.Amount), path+".amount", "%q is not an amount above 0, e.g. 5000 or 1250.50", amount)
+		if d, err := tally.ParseDecimal(amount); err != nil || d.Sign() <= 0 || d.Cmp(maxAmount) > 0 || !whole(d, budgetDecimals) {
+			p.addf(deref(&rb.Amount), path+".amount", "%q is not an amount above 0 and at most %s (10^15) with at most %d decimal places (alerts state it in cents), e.g. 5000 or 1250.50", amount, maxAmount, budgetDecimals)
 		} else {
 			b.Amount = d
 		}
@@ -112,20 +112,46 @@ func (p *parser) percents(n *yaml.Node, path string, def []int) []int {
 	return slices.Compact(out)
 }
 
+// The bounds of the config's amounts and thresholds. A figure outside them
+// is a typo (1e400, 0.0000000000001), refused at load rather than printed
+// as 400 digits or as a budget of 0.00.
+var (
+	// maxAmount bounds every amount in a currency (budgets[].amount,
+	// anomalies.min_amount): more than any month's cost.
+	maxAmount = tally.MustDecimal("1000000000000000")
+	// maxMADs bounds anomalies.mads: a day beyond 100 scaled MADs of its
+	// median is an anomaly under any smaller setting too.
+	maxMADs = tally.MustDecimal("100")
+	// maxMinPercent bounds anomalies.min_percent: a day at 100 times its
+	// median.
+	maxMinPercent = tally.MustDecimal("10000")
+)
+
+// budgetDecimals is the most decimal places of a budget's amount: alerts,
+// the workbook and status state it in cents, so an amount finer than that
+// would be announced as another figure.
+const budgetDecimals = 2
+
+// whole reports whether d has no non-zero digit past places decimals.
+func whole(d tally.Decimal, places int) bool {
+	_, err := d.Scaled(places)
+	return err == nil
+}
+
 func (p *parser) anomalies(r *rawAnomalies, c *AnomalyConfig) {
-	c.MADs = p.amount(&r.MADs, "anomalies.mads", DefaultAnomalyMADs, "a number of MADs above 0, e.g. 4")
-	c.MinAmount = p.amount(&r.MinAmount, "anomalies.min_amount", DefaultAnomalyMin, "an amount of 0 or more, e.g. 10")
-	c.MinPercent = p.amount(&r.MinPercent, "anomalies.min_percent", DefaultAnomalyPercent, "a percentage of 0 or more, e.g. 50")
+	c.MADs = p.amount(&r.MADs, "anomalies.mads", DefaultAnomalyMADs, maxMADs, "a number of MADs above 0 and at most 100 with at most 6 decimals, e.g. 4")
+	c.MinAmount = p.amount(&r.MinAmount, "anomalies.min_amount", DefaultAnomalyMin, maxAmount, "an amount from 0 to 1000000000000000 (10^15) with at most 6 decimals, e.g. 10")
+	c.MinPercent = p.amount(&r.MinPercent, "anomalies.min_percent", DefaultAnomalyPercent, maxMinPercent, "a percentage from 0 to 10000 with at most 6 decimals, e.g. 50")
 	if c.MADs.Sign() == 0 {
-		p.addf(deref(&r.MADs), "anomalies.mads", "is 0; every day above its median would be an anomaly; use a number above 0, e.g. 4")
+		p.addf(deref(&r.MADs), "anomalies.mads", "is 0; every day above its median would be an anomaly; use a number above 0 and at most 100, e.g. 4")
 	}
 }
 
-// amount reads a non-negative decimal of at most 6 decimals.
-func (p *parser) amount(n *yaml.Node, path, def, allowed string) tally.Decimal {
+// amount reads a decimal from 0 to hi of at most 6 decimals.
+func (p *parser) amount(n *yaml.Node, path, def string, hi tally.Decimal, allowed string) tally.Decimal {
 	s := p.text(n, path, def)
 	d, err := tally.ParseDecimal(s)
-	if err != nil || d.Sign() < 0 || d.Scale() > 6 {
+	if err != nil || d.Sign() < 0 || d.Cmp(hi) > 0 || !whole(d, 6) {
 		p.addf(deref(n), path, "%q is not %s", s, allowed)
 		return tally.MustDecimal(def)
 	}

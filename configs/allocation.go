@@ -125,9 +125,31 @@ func (p *parser) allocation(r *rawAllocation, usage *UsageConfig, c *tally.Alloc
 			}
 			versions[rule.Version()] = true
 		}
-		rule.Projects = p.list(&rr.Share.Projects, path+".share.projects", known)
+		// A cost centre's name among the shared projects is a receiver
+		// put in the wrong list: refused whether or not
+		// usage.project_names would have caught it.
+		rule.Projects = p.list(&rr.Share.Projects, path+".share.projects", func(s string) string {
+			if why := known(s); why != "" {
+				return why
+			}
+			if centres[s] && owner[s] == "" {
+				return "is the name of a cost centre, not a project; the cost centres that receive the shared cost go in to (or percent)"
+			}
+			return ""
+		})
 		rule.Meters = p.list(&rr.Share.Meters, path+".share.meters", nil)
 		rule.Families = p.list(&rr.Share.Families, path+".share.families", nil)
+		// A rule that shares a project whole takes every charge of it, so
+		// the cost centre owning it would never be charged it directly:
+		// two answers to one question. Sharing part of an owned project
+		// (its meters, families or payment method) is what rules are for.
+		if len(rule.Meters)+len(rule.Families) == 0 && rule.PaymentMethod == "" {
+			for j, pr := range rule.Projects {
+				if o := owner[pr]; o != "" {
+					p.addf(deref(&rr.Share.Projects), fmt.Sprintf("%s.share.projects[%d]", path, j), "%q is owned by cost centre %q (allocation.cost_centres), and the rule shares it whole, so %s would never be charged it directly; remove it from %s's projects, or narrow the share with meters, families or payment_method", pr, o, o, o)
+				}
+			}
+		}
 		if rule.PaymentMethod != "" && !uuidRE.MatchString(rule.PaymentMethod) {
 			p.addf(deref(&rr.Share.PaymentMethod), path+".share.payment_method", "%q is not a payment method id (a UUID such as 0b6f2a4e-5c1d-4e8f-9a3b-7c2d1e0f4a5b)", rule.PaymentMethod)
 		}

@@ -108,6 +108,10 @@ func TestAllocationErrors(t *testing.T) {
 		{"unknown project", "  project_names: [newsroom]\nallocation:\n  cost_centres:\n    - {name: News, projects: [newsrom]}\n  rules:\n    - {name: p, from: 2026-01, share: {projects: [platform]}, to: [News], method: even}\n", []string{
 			`allocation.cost_centres[0].projects[0]: "newsrom" is not one of usage.project_names (newsroom)`,
 			`allocation.rules[0].share.projects[0]: "platform" is not one of usage.project_names (newsroom)`}},
+		{"cost centre shared as a project", "allocation:\n  cost_centres:\n    - {name: News, projects: [newsroom]}\n    - {name: Sport}\n  rules:\n    - {name: p, from: 2026-01, share: {projects: [platform, Sport]}, to: [News, Sport], method: even}\n", []string{
+			`allocation.rules[0].share.projects[1]: "Sport" is the name of a cost centre, not a project; the cost centres that receive the shared cost go in to (or percent) (line 8)`}},
+		{"owned project shared whole", "allocation:\n  cost_centres:\n    - {name: News, projects: [newsroom]}\n    - {name: Sport}\n  rules:\n    - {name: p, from: 2026-01, share: {projects: [platform, newsroom]}, to: [News, Sport], method: even}\n", []string{
+			`allocation.rules[0].share.projects[1]: "newsroom" is owned by cost centre "News" (allocation.cost_centres), and the rule shares it whole, so News would never be charged it directly; remove it from News's projects, or narrow the share with meters, families or payment_method (line 8)`}},
 		{"percent not 100", "allocation:\n  cost_centres: [{name: A}, {name: B}]\n  rules:\n    - {name: p, from: 2026-01, share: {projects: [x]}, method: fixed, percent: {A: 60, B: 30}}\n", []string{
 			`allocation.rules[0].percent: sums to 90, not 100`}},
 		{"percent bad values", "allocation:\n  cost_centres: [{name: A}, {name: B}]\n  rules:\n    - {name: p, from: 2026-01, share: {projects: [x]}, to: [A], method: fixed, percent: {A: 0, C: 100, B: 1.0000001}}\n", []string{
@@ -150,5 +154,15 @@ func TestAllocationErrors(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Sharing part of an owned project (one of its meters) is what rules are
+// for, and is kept: only a rule taking the project whole is refused.
+func TestAllocationSharesPartOfAnOwnedProject(t *testing.T) {
+	cfg := mustParse(t, minimal+"allocation:\n  cost_centres:\n    - {name: News, projects: [newsroom]}\n    - {name: Sport}\n  rules:\n"+
+		"    - {name: egress, from: 2026-01, share: {projects: [newsroom], meters: [egress]}, to: [News, Sport], method: even}\n", noEnv)
+	if got := cfg.Allocation.Rules[0].Projects; len(got) != 1 || got[0] != "newsroom" {
+		t.Errorf("rule projects %v, want [newsroom]", got)
 	}
 }

@@ -173,7 +173,25 @@ func TestValidation(t *testing.T) {
 			`budgets[0].actual[1]: "0" is not a percentage from 1 to 1000`,
 			`budgets[1].name: "a" is the name of another budget`}},
 		{"anomaly thresholds", minimal + "anomalies:\n  mads: 0\n  min_amount: x\n", []string{
-			"anomalies.mads: is 0", `anomalies.min_amount: "x" is not an amount of 0 or more`}},
+			"anomalies.mads: is 0", `anomalies.min_amount: "x" is not an amount from 0 to 1000000000000000 (10^15) with at most 6 decimals, e.g. 10`}},
+		{"anomaly thresholds too large", minimal + "anomalies:\n  mads: 101\n  min_amount: 1e400\n  min_percent: 10001\n", []string{
+			`anomalies.mads: "101" is not a number of MADs above 0 and at most 100 with at most 6 decimals, e.g. 4 (line 4)`,
+			`anomalies.min_amount: "1e400" is not an amount from 0 to 1000000000000000 (10^15) with at most 6 decimals, e.g. 10 (line 5)`,
+			`anomalies.min_percent: "10001" is not a percentage from 0 to 10000 with at most 6 decimals, e.g. 50 (line 6)`}},
+		{"anomaly thresholds too fine", minimal + "anomalies:\n  min_amount: 0.0000001\n", []string{
+			`anomalies.min_amount: "0.0000001" is not an amount from 0 to 1000000000000000 (10^15) with at most 6 decimals`}},
+		{"budget amount huge", minimal + "budgets:\n  - {name: a, currency: USD, amount: 1e400}\n", []string{
+			`budgets[0].amount: "1e400" is not an amount above 0 and at most 1000000000000000 (10^15) with at most 2 decimal places (alerts state it in cents), e.g. 5000 or 1250.50 (line 4)`}},
+		{"budget amount above the bound", minimal + "budgets:\n  - {name: a, currency: USD, amount: 1000000000000000.01}\n", []string{
+			`budgets[0].amount: "1000000000000000.01" is not an amount above 0 and at most 1000000000000000 (10^15)`}},
+		{"budget amount finer than cents", minimal + "budgets:\n  - {name: a, currency: USD, amount: 0.0000000000001}\n", []string{
+			`budgets[0].amount: "0.0000000000001" is not an amount above 0 and at most 1000000000000000 (10^15) with at most 2 decimal places`}},
+		{"budget amount zero", minimal + "budgets:\n  - {name: a, currency: USD, amount: 0.00}\n", []string{
+			`budgets[0].amount: "0.00" is not an amount above 0`}},
+		{"base_url empty", minimal + "api:\n  base_url: \"\"\n", []string{
+			`api.base_url: "" is empty; leave the key out for the vendor's https://app.mk.io, or give the interface's https:// address (line 4)`}},
+		{"base_url blank", minimal + "api:\n  base_url: ' '\n", []string{
+			`api.base_url: " " is empty; leave the key out`}},
 		{"webhook in clear", minimal + "alerts:\n  webhook:\n    url: http://hooks.example.com/services/T000/SECRETPATH\n    secret_env: A\n    secret_file: b\n", []string{
 			"alerts.webhook.url: http://hooks.example.com uses http to a host that is not loopback",
 			"alerts.webhook.secret_env and secret_file: set one, not both"}},
@@ -525,8 +543,8 @@ func TestToken(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = cfg.Token(noEnv)
-	if err == nil || !strings.Contains(err.Error(), "no such file") || !strings.Contains(err.Error(), "api.token_env") {
-		t.Errorf("missing token file: %v", err)
+	if err == nil || !strings.Contains(err.Error(), "read the api token: api.token_file "+file+": no such file or directory; put the token in that file (mode 600) or set api.token_env instead") {
+		t.Errorf("missing token file: %v; want the key, the path, the reason and what to do", err)
 	}
 }
 

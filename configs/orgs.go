@@ -98,7 +98,8 @@ func (p *parser) organizations(raw *[]rawOrganization, api *rawAPI, cfg *Config)
 			seen[strings.ToLower(o.Name)] = field
 		}
 		o.BaseURL = cfg.API.BaseURL
-		if s := p.text(&r.BaseURL, field+".base_url", ""); s != "" {
+		blank := p.notEmpty(&r.BaseURL, field+".base_url", "leave the key out for api.base_url ("+cfg.API.BaseURL+"), or give the organization's https:// address")
+		if s := p.text(&r.BaseURL, field+".base_url", ""); s != "" && !blank {
 			o.BaseURL = p.baseURL(&r.BaseURL, field+".base_url", s)
 		}
 		o.TokenEnv = p.text(&r.TokenEnv, field+".token_env", "")

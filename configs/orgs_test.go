@@ -1,6 +1,7 @@
 package configs
 
 import (
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -62,6 +63,7 @@ func TestOrganizationsErrors(t *testing.T) {
 		{"no token", "organizations:\n  - name: a\n", "organizations[0].token_env: missing", ""},
 		{"both tokens", "organizations:\n  - name: a\n    token_env: A\n    token_file: f\n", "organizations[0].token_env and organizations[0].token_file: set one, not both", ""},
 		{"api token too", "api:\n  token_env: X\norganizations:\n  - name: a\n    token_env: A\n", "with organizations: each organization names its own token", ""},
+		{"empty base url", "organizations:\n  - name: a\n    token_env: A\n    base_url: ''\n", `organizations[0].base_url: "" is empty; leave the key out for api.base_url (https://app.mk.io), or give the organization's https:// address (line 6)`, ""},
 		{"bad base url", "organizations:\n  - name: a\n    token_env: A\n    base_url: http://example.com\n", "organizations[0].base_url", ""},
 		{"unknown key", "organizations:\n  - name: a\n    token_env: A\n    tokn: x\n", "organizations[0].tokn: unknown key", ""},
 		{"budget of an unknown organization", "organizations:\n  - name: a\n    token_env: A\nbudgets:\n  - name: b\n    scope: organization:nope\n    currency: USD\n    amount: 1\n", `budgets[0].scope: organization "nope" is not in organizations: (a)`, ""},
@@ -77,5 +79,20 @@ func TestOrganizationsErrors(t *testing.T) {
 				t.Errorf("error %v; want it to contain %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// A token file that is not there is named by its key and its path, for
+// each organization as for the api: form.
+func TestOrgTokenFileMissingNamesTheKey(t *testing.T) {
+	dir := t.TempDir()
+	cfg, err := Parse([]byte("usage:\n  start: 2026-01-01\norganizations:\n  - name: a\n    token_env: A\n  - name: b\n    token_file: b-token\n"), dir, noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = cfg.OrgToken(cfg.Organizations[1], noEnv)
+	want := "read organization b's token: organizations[1].token_file " + filepath.Join(dir, "b-token") + ": no such file or directory; put the token in that file (mode 600) or set organizations[1].token_env instead"
+	if err == nil || err.Error() != want {
+		t.Errorf("OrgToken(b) with its file missing: %v\nwant %s", err, want)
 	}
 }

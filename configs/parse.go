@@ -426,6 +426,19 @@ func (p *parser) scalar(n *yaml.Node, path string) (string, bool) {
 	return n.Value, true
 }
 
+// notEmpty refuses a key given as "" (or blanks), which text would
+// otherwise read as left out: a value written down and then emptied is a
+// mistake to show, not a default to take silently.
+// It reports whether it refused one.
+func (p *parser) notEmpty(n *yaml.Node, path, allowed string) bool {
+	// The caller's text has reported a value that is not a scalar.
+	if d := deref(n); !isNull(d) && d.Kind == yaml.ScalarNode && strings.TrimSpace(d.Value) == "" {
+		p.addf(d, path, "%q is empty; %s", d.Value, allowed)
+		return true
+	}
+	return false
+}
+
 // text returns a string leaf, or def when it is left out or empty.
 func (p *parser) text(n *yaml.Node, path, def string) string {
 	if s, ok := p.scalar(n, path); ok && s != "" {
@@ -540,6 +553,9 @@ var (
 
 func (p *parser) api(r *rawAPI, c *APIConfig) {
 	c.BaseURL = p.text(&r.BaseURL, "api.base_url", DefaultBaseURL)
+	if p.notEmpty(&r.BaseURL, "api.base_url", "leave the key out for the vendor's "+DefaultBaseURL+", or give the interface's https:// address") {
+		c.BaseURL = DefaultBaseURL // reported; the rest is checked as if left out
+	}
 	field, from := "api.base_url", &r.BaseURL
 	if env := p.getenv(EnvBaseURL); env != "" {
 		c.BaseURL, field, from = env, "api.base_url (from "+EnvBaseURL+")", nil

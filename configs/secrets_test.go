@@ -1,9 +1,11 @@
 package configs
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -97,5 +99,67 @@ func TestLoadRegistersTheWebhookAddress(t *testing.T) {
 	got := secret.Redact("400 no hook at /services/T9/B9/LoadPathSecret42?sig=LoadQuerySecret42 (LOADPATHSECRET42)")
 	if strings.Contains(strings.ToLower(got), "loadpathsecret42") || strings.Contains(got, "LoadQuerySecret42") || !strings.Contains(got, "400 no hook at") {
 		t.Errorf("after Load: %q", got)
+	}
+}
+
+// CheckSecrets reads the secrets the steps to run need, and only those: an
+// unset webhook secret is refused for fetch and alerts (which send alerts),
+// an unset mail password for deliver, each by its key and variable, and
+// neither for report or close.
+func TestCheckSecretsNamesEachMissingKey(t *testing.T) {
+	dir := t.TempDir()
+	cfg := mustParse(t, minimal+`alerts:
+  webhook:
+    url: https://hooks.example.com/tally
+    secret_env: TALLY_TEST_WEBHOOK_SECRET
+reports:
+  deliver:
+    smtp: {host: smtp.example.com, from: tally@example.com, to: [finance@example.com], username: tally, password_env: TALLY_TEST_SMTP_PASSWORD}
+`, noEnv)
+	webhook := "alerts.webhook.secret_env: the environment variable TALLY_TEST_WEBHOOK_SECRET is not set or empty; export the webhook's signing secret in it, or point alerts.webhook.secret_file at a file holding it"
+	smtp := "reports.deliver.smtp.password_env: the environment variable TALLY_TEST_SMTP_PASSWORD is not set or empty; export the mail password in it, or point reports.deliver.smtp.password_file at a file holding it"
+	for _, tc := range []struct {
+		steps []string
+		want  []string
+	}{
+		{[]string{"fetch"}, []string{webhook}},
+		{[]string{"alerts"}, []string{webhook}},
+		{[]string{"deliver"}, []string{smtp}},
+		{[]string{"fetch", "report", "close", "deliver"}, []string{webhook, smtp}},
+		{[]string{"report", "close", "export"}, nil},
+		{nil, nil},
+	} {
+		err := cfg.CheckSecrets(noEnv, tc.steps)
+		var got []string
+		var ce *Error
+		if errors.As(err, &ce) {
+			got = ce.Problems
+		} else if err != nil {
+			t.Errorf("steps %v: error %v, want a *configs.Error", tc.steps, err)
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("steps %v: problems\n%q\nwant\n%q", tc.steps, got, tc.want)
+		}
+	}
+	set := env("TALLY_TEST_WEBHOOK_SECRET", "whsec", "TALLY_TEST_SMTP_PASSWORD", "pw")
+	if err := cfg.CheckSecrets(set, []string{"fetch", "deliver"}); err != nil {
+		t.Errorf("with both set: %v", err)
+	}
+
+	// Files: missing and empty are named by key and path.
+	empty := filepath.Join(dir, "empty")
+	if err := os.WriteFile(empty, []byte(" \n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Alerts.Webhook.SecretEnv, cfg.Alerts.Webhook.SecretFile = "", filepath.Join(dir, "nope")
+	cfg.Reports.Deliver.SMTP.PasswordEnv, cfg.Reports.Deliver.SMTP.PasswordFile = "", empty
+	err := cfg.CheckSecrets(set, []string{"alerts", "deliver"})
+	for _, w := range []string{
+		"alerts.webhook.secret_file: open " + filepath.Join(dir, "nope") + ": no such file or directory",
+		"reports.deliver.smtp.password_file: " + empty + " is empty; put the mail password in it",
+	} {
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Errorf("secret files: %v\nwant it to contain %q", err, w)
+		}
 	}
 }

@@ -1,9 +1,12 @@
 package configs
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/tally-dev/tally/internal/secret"
@@ -36,7 +39,13 @@ func readToken(field, what, tokenEnv, tokenFile string, getenv func(string) stri
 		from = field + ".token_file " + tokenFile
 		f, err := os.Open(tokenFile)
 		if err != nil {
-			return "", fmt.Errorf("read %s: %w; put the token in that file (mode 600) or set %s.token_env", what, err, field)
+			// The key first, then the path: the path alone does not say
+			// which line of the config to fix.
+			var pe *fs.PathError
+			if errors.As(err, &pe) {
+				err = pe.Err
+			}
+			return "", fmt.Errorf("read %s: %s: %w; put the token in that file (mode 600) or set %s.token_env instead", what, from, err, field)
 		}
 		defer f.Close()
 		b, err := io.ReadAll(io.LimitReader(f, maxTokenSize+1))
@@ -73,29 +82,72 @@ func readToken(field, what, tokenEnv, tokenFile string, getenv func(string) stri
 	return tok, nil
 }
 
+// Secret returns the webhook's signing secret from secret_env (through
+// getenv) or secret_file, trimmed, empty when neither is set (bodies are
+// then sent unsigned). A key that is set but leads to no secret is an
+// error naming the key, never the secret.
+func (w *WebhookConfig) Secret(getenv func(string) string) (secret.Value, error) {
+	return readSecret("alerts.webhook.secret_env", "alerts.webhook.secret_file", "the webhook's signing secret", w.SecretEnv, w.SecretFile, getenv)
+}
+
 // Password returns the SMTP password from password_env (through getenv) or
 // password_file, empty when neither is set, as a value that never formats
 // itself: only the mail server's AUTH reveals it. Errors name the key, never the
 // password.
 func (s *SMTPConfig) Password(getenv func(string) string) (secret.Value, error) {
+	return readSecret("reports.deliver.smtp.password_env", "reports.deliver.smtp.password_file", "the mail password", s.PasswordEnv, s.PasswordFile, getenv)
+}
+
+// readSecret reads what (a secret other than the API token) from the file
+// file names, else the environment variable env names, trimmed; empty when
+// neither is set. Errors name the key (envKey or fileKey) and what to do.
+func readSecret(envKey, fileKey, what, env, file string, getenv func(string) string) (secret.Value, error) {
 	switch {
-	case s.PasswordFile != "":
-		b, err := os.ReadFile(s.PasswordFile)
+	case file != "":
+		b, err := os.ReadFile(file)
 		if err != nil {
-			return secret.Value{}, fmt.Errorf("reports.deliver.smtp.password_file: %w; put the password in that file (mode 600)", err)
+			return secret.Value{}, fmt.Errorf("%s: %w; put %s in that file (mode 600)", fileKey, err, what)
 		}
-		return secret.New(strings.TrimSpace(string(b))), nil
-	case s.PasswordEnv != "":
+		v := strings.TrimSpace(string(b))
+		if v == "" {
+			return secret.Value{}, fmt.Errorf("%s: %s is empty; put %s in it", fileKey, file, what)
+		}
+		return secret.New(v), nil
+	case env != "":
 		v := ""
 		if getenv != nil {
-			v = strings.TrimSpace(getenv(s.PasswordEnv))
+			v = strings.TrimSpace(getenv(env))
 		}
 		if v == "" {
-			return secret.Value{}, fmt.Errorf("reports.deliver.smtp.password_env: the environment variable %s is not set or empty; export the mail password in it", s.PasswordEnv)
+			return secret.Value{}, fmt.Errorf("%s: the environment variable %s is not set or empty; export %s in it, or point %s at a file holding it", envKey, env, what, fileKey)
 		}
 		return secret.New(v), nil
 	}
 	return secret.Value{}, nil
+}
+
+// CheckSecrets reads every secret that steps (the names of
+// schedule.jobs[].run) need, before any of them runs: the webhook's signing
+// secret for fetch (which ends with the alerts check) and alerts, the mail
+// password for deliver. It returns a *Error naming each key that leads to
+// no secret, never a secret. The API token is read by the command, which
+// knows whether it sends anything to the interface.
+func (c *Config) CheckSecrets(getenv func(string) string, steps []string) error {
+	var problems []string
+	if w := c.Alerts.Webhook; w != nil && (slices.Contains(steps, "fetch") || slices.Contains(steps, "alerts")) {
+		if _, err := w.Secret(getenv); err != nil {
+			problems = append(problems, err.Error())
+		}
+	}
+	if s := c.Reports.Deliver.SMTP; s != nil && slices.Contains(steps, "deliver") {
+		if _, err := s.Password(getenv); err != nil {
+			problems = append(problems, err.Error())
+		}
+	}
+	if len(problems) > 0 {
+		return &Error{Path: c.Path, Problems: problems}
+	}
+	return nil
 }
 
 // RegisterSecrets gives every secret the config names (the API token, the
@@ -116,13 +168,8 @@ func (c *Config) RegisterSecrets(getenv func(string) string) {
 	}
 	if w := c.Alerts.Webhook; w != nil {
 		secret.RegisterURL(w.URL)
-		switch {
-		case w.SecretEnv != "" && getenv != nil:
-			secret.Register(getenv(w.SecretEnv))
-		case w.SecretFile != "":
-			if b, err := os.ReadFile(w.SecretFile); err == nil {
-				secret.Register(string(b))
-			}
+		if s, err := w.Secret(getenv); err == nil {
+			secret.Register(s.Reveal())
 		}
 	}
 }

@@ -123,6 +123,9 @@ func (e *Env) organizations(ctx context.Context) ([]*orgRun, error) {
 		ids[k.Name] = k.ID
 	}
 	if !e.Config.Grouped() {
+		if e.Client == nil {
+			return nil, errors.New("no API token was read for this run, which fetches: set the variable api.token_env names, or api.token_file")
+		}
 		o := &orgRun{Org: e.Config.Orgs()[0], Client: e.Client, sent: e.Client.Requests(), retried: e.Client.Retries()}
 		name, err := singleOrgName(known)
 		if err != nil {

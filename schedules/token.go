@@ -22,16 +22,27 @@ type TokenExpiredError struct {
 }
 
 func (e *TokenExpiredError) Error() string {
-	env, file, field, whose := e.Config.API.TokenEnv, e.Config.API.TokenFile, "api", "the API token"
+	whose := "the API token"
 	if e.Org.Name != "" {
-		env, file, field, whose = e.Org.TokenEnv, e.Org.TokenFile, e.Org.Field, "organization "+e.Org.Name+"'s API token"
+		whose = "organization " + e.Org.Name + "'s API token"
 	}
-	where := "the environment variable " + env
-	if file != "" {
-		where = "the file " + file
-	}
+	where, field := TokenSource(e.Config, e.Org)
 	return fmt.Sprintf("%s expired on %s (its exp claim): nothing was sent; create a new personal API token in the web application (it is shown once) and put it in %s (%s.token_env / %s.token_file)",
 		whose, e.Expired.Format(time.RFC3339), where, field, field)
+}
+
+// TokenSource says where organization o's token (o zero: the api: form's)
+// is read from, "the environment variable X" or "the file F", and the key
+// of the config that names it (api or organizations[i]).
+func TokenSource(cfg *configs.Config, o configs.Organization) (where, field string) {
+	env, file, field := cfg.API.TokenEnv, cfg.API.TokenFile, "api"
+	if o.Name != "" {
+		env, file, field = o.TokenEnv, o.TokenFile, o.Field
+	}
+	if file != "" {
+		return "the file " + file, field
+	}
+	return "the environment variable " + env, field
 }
 
 // CheckToken returns a *TokenExpiredError when token is a JWT past its

@@ -75,9 +75,12 @@ type Freshness struct {
 	LatestDateProcessed *time.Time `json:"latest_date_processed"` // latest charge seen
 }
 
-// MarshalJSON writes the span's edges as dates, as `tally plan` does.
+// MarshalJSON writes the span's edges as dates, as `tally plan` does, and
+// its organization, so several organizations' spans are told apart as the
+// table tells them.
 func (s Span) MarshalJSON() ([]byte, error) {
 	return json.Marshal(struct {
+		Organization  string            `json:"organization"`
 		Granularity   tally.Granularity `json:"granularity"`
 		Basis         tally.Basis       `json:"basis"`
 		Scope         string            `json:"scope"`
@@ -86,18 +89,20 @@ func (s Span) MarshalJSON() ([]byte, error) {
 		Windows       int               `json:"windows"`
 		Rows          int64             `json:"rows"`
 		LastFetchedAt time.Time         `json:"last_fetched_at"`
-	}{s.Granularity, s.Basis, s.Scope, s.Start.Format(tally.DateLayout), s.End.Format(tally.DateLayout), s.Windows, s.Rows, s.LastFetchedAt})
+	}{s.Organization, s.Granularity, s.Basis, s.Scope, s.Start.Format(tally.DateLayout), s.End.Format(tally.DateLayout), s.Windows, s.Rows, s.LastFetchedAt})
 }
 
-// MarshalJSON writes the gap's edges as dates, as `tally plan` does.
+// MarshalJSON writes the gap's edges as dates, as `tally plan` does, and
+// its organization.
 func (g Gap) MarshalJSON() ([]byte, error) {
 	return json.Marshal(struct {
-		Granularity tally.Granularity `json:"granularity"`
-		Basis       tally.Basis       `json:"basis"`
-		Scope       string            `json:"scope"`
-		Start       string            `json:"start"`
-		End         string            `json:"end"`
-	}{g.Granularity, g.Basis, g.Scope, g.Start.Format(tally.DateLayout), g.End.Format(tally.DateLayout)})
+		Organization string            `json:"organization"`
+		Granularity  tally.Granularity `json:"granularity"`
+		Basis        tally.Basis       `json:"basis"`
+		Scope        string            `json:"scope"`
+		Start        string            `json:"start"`
+		End          string            `json:"end"`
+	}{g.Organization, g.Granularity, g.Basis, g.Scope, g.Start.Format(tally.DateLayout), g.End.Format(tally.DateLayout)})
 }
 
 // Status reads the store's status through the named queries last_runs,

@@ -34,7 +34,13 @@ See docs/finance.md "Budgets and alerts" for the forecast and anomaly methods.`,
 			if config == "" {
 				return usageErr("--config is required: the config file whose budgets to check (see configs/tally.example.yaml)")
 			}
-			r, err := newRunner(cmd, g, config)
+			// A dry run reads the analysts' copy and sends nothing: it
+			// needs no secret.
+			steps := only("alerts")
+			if dryRun {
+				steps = only()
+			}
+			r, err := newRunner(cmd, g, config, steps)
 			if err != nil {
 				return err
 			}

@@ -69,7 +69,7 @@ and publishes the analysts' copy after.`,
 			if err != nil {
 				return usageErr("--month: %w", err)
 			}
-			r, err := newRunner(cmd, g, o.config)
+			r, err := newRunner(cmd, g, o.config, only("close"))
 			if err != nil {
 				return err
 			}

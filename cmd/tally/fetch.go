@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -34,7 +35,7 @@ windows as any fetch does; the run is recorded with command refetch. The
 lookback rule is unchanged.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			r, err := newRunner(cmd, g, cfgPath)
+			r, err := newRunner(cmd, g, cfgPath, only("fetch"))
 			if err != nil {
 				return err
 			}
@@ -73,12 +74,28 @@ func loadConfig(path string) (*configs.Config, error) {
 	return cfg, nil
 }
 
-// newRunner loads the config and the token, and builds the job runner.
-func newRunner(cmd *cobra.Command, g *globalFlags, cfgPath string) (*schedules.Runner, error) {
+// stepsOf names the steps a command runs (schedule.jobs[].run's names),
+// from its config: they say which secrets it needs.
+type stepsOf func(cfg *configs.Config) []string
+
+// only is a command that runs the given steps whatever its config.
+func only(steps ...string) stepsOf { return func(*configs.Config) []string { return steps } }
+
+// newRunner loads the config, reads the secrets the command's steps need
+// (the API token only when one fetches: a command that sends nothing to
+// the interface needs no token) and builds the job runner. A secret that
+// cannot be read is bad configuration (exit 2), found before any step runs
+// or the store is touched.
+func newRunner(cmd *cobra.Command, g *globalFlags, cfgPath string, steps stepsOf) (*schedules.Runner, error) {
 	cfg, err := loadConfig(cfgPath)
 	if err != nil {
 		return nil, err
 	}
+	run := steps(cfg)
+	if err := cfg.CheckSecrets(os.Getenv, run); err != nil {
+		return nil, usageError{err}
+	}
+	fetches := slices.Contains(run, "fetch")
 	log, err := newLogger(g, os.Stderr)
 	if err != nil {
 		return nil, err
@@ -90,6 +107,9 @@ func newRunner(cmd *cobra.Command, g *globalFlags, cfgPath string) (*schedules.R
 	// bad configuration: exit 2, before any lock file is made beside it.
 	if err := store.CheckPath(cfg.Store.Path); err != nil {
 		return nil, usageError{err}
+	}
+	if !fetches {
+		return &schedules.Runner{Config: cfg, Log: log, Version: version, Commit: buildCommit(), Now: clock}, nil
 	}
 	if cfg.Grouped() {
 		// Each organization's token is its own: one missing or expired

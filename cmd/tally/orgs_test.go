@@ -275,12 +275,19 @@ type orgGroup struct {
 
 func newOrgGroup(t *testing.T) *orgGroup {
 	t.Helper()
+	return newOrgGroupTokens(t, "tok-emea-7c1d9e04b2a36f58", "tok-us-5a8f2c6e9d0b1734")
+}
+
+// newOrgGroupTokens is newOrgGroup with the organizations' tokens given
+// (JWTs, to tell of their expiry).
+func newOrgGroupTokens(t *testing.T, emeaToken, usToken string) *orgGroup {
+	t.Helper()
 	now := time.Now().UTC().Truncate(time.Hour)
 	clock := func() time.Time { return now }
 	g := &orgGroup{month: tally.Month.Truncate(now).AddDate(0, -1, 0)}
 	g.start = g.month.AddDate(0, 0, -3)
-	g.emea = sim.New(sim.Options{Token: "tok-emea-7c1d9e04b2a36f58", Seed: 21, Start: g.start, Now: clock, OrgName: "EMEA Media", Currency: "EUR"})
-	g.us = sim.New(sim.Options{Token: "tok-us-5a8f2c6e9d0b1734", Seed: 22, Start: g.start, Now: clock, OrgName: "US Media", Currency: "USD"})
+	g.emea = sim.New(sim.Options{Token: emeaToken, Seed: 21, Start: g.start, Now: clock, OrgName: "EMEA Media", Currency: "EUR"})
+	g.us = sim.New(sim.Options{Token: usToken, Seed: 22, Start: g.start, Now: clock, OrgName: "US Media", Currency: "USD"})
 	group, err := sim.NewGroup(g.emea, g.us)
 	if err != nil {
 		t.Fatal(err)

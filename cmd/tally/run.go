@@ -33,7 +33,7 @@ its steps: close, deliver, alerts… included); one that names several is
 refused (exit 2) with their names, since no step may be skipped silently.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			r, err := newRunner(cmd, g, cfgPath)
+			r, err := newRunner(cmd, g, cfgPath, func(cfg *configs.Config) []string { return runSteps(cfg, jobName) })
 			if err != nil {
 				return err
 			}
@@ -61,6 +61,28 @@ refused (exit 2) with their names, since no step may be skipped silently.`,
 	cmd.Flags().StringVar(&cfgPath, "config", "", "config file (YAML)")
 	cmd.Flags().StringVar(&jobName, "job", "", "run this job of schedule.jobs once")
 	return cmd
+}
+
+// runSteps are the steps `tally run` runs with this config and --job: the
+// job's, the only job's when it is not the default, else the default run's
+// (fetch, report). A job that is not there, or several without --job, are
+// refused after the config loads; their steps are none.
+func runSteps(cfg *configs.Config, jobName string) []string {
+	jobs := cfg.Schedule.Jobs
+	switch {
+	case jobName != "":
+		for _, j := range jobs {
+			if j.Name == jobName {
+				return j.Run
+			}
+		}
+		return nil
+	case len(jobs) > 1:
+		return nil
+	case len(jobs) == 1:
+		return jobs[0].Run
+	}
+	return configs.DefaultJobs()[0].Run
 }
 
 // runJob is `tally run --job NAME`.

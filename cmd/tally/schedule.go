@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tally-dev/tally/configs"
 	"github.com/tally-dev/tally/schedules"
 )
 
@@ -37,7 +38,13 @@ for node_exporter's textfile collector.`,
 			if err := checkScheduleFlags(opts); err != nil {
 				return err
 			}
-			r, err := newRunner(cmd, g, cfgPath)
+			r, err := newRunner(cmd, g, cfgPath, func(cfg *configs.Config) []string {
+				var steps []string
+				for _, j := range cfg.Schedule.Jobs {
+					steps = append(steps, j.Run...)
+				}
+				return steps
+			})
 			if err != nil {
 				return err
 			}

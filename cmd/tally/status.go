@@ -70,9 +70,12 @@ type statusReport struct {
 	Published   string          `json:"published"`
 	PublishedAt *time.Time      `json:"published_at"` // nil: no copy yet
 	Writer      *store.LockInfo `json:"writer"`       // the run holding the lock, if any
-	// TokenExpires is the API token's expiry when it is a JWT with an exp
-	// claim; nil for an opaque token or when none is set.
+	// TokenExpires is the api: form's token's expiry when it is a JWT
+	// with an exp claim; nil for an opaque token, when none is set, and
+	// with organizations: (see Tokens).
 	TokenExpires *time.Time `json:"token_expires"`
+	// Tokens are each organization's own token with organizations:.
+	Tokens []statusToken `json:"tokens,omitempty"`
 	// Jobs are the configured jobs with their latest runs (from the copy,
 	// or noted beside the database when the lock was held) and next times.
 	Jobs []schedules.JobStatus `json:"jobs"`
@@ -90,6 +93,68 @@ type statusReport struct {
 	Closes   []statusClose `json:"closes"`
 	Problems []string      `json:"problems,omitempty"`
 	*store.Status
+}
+
+// statusToken is an organization's token as tally status shows it: read
+// as a fetch reads it, its expiry when it is a JWT, and a warning when it
+// cannot be read, is expired (a fetch then fetches nothing of the
+// organization) or expires within api.token_warn_before.
+type statusToken struct {
+	Organization string     `json:"organization"`
+	Expires      *time.Time `json:"expires"` // nil: an opaque token, or none read
+	Warning      string     `json:"warning,omitempty"`
+}
+
+// statusTokens reads each organization's token of an organizations:
+// config.
+func statusTokens(cfg *configs.Config, now time.Time) []statusToken {
+	var out []statusToken
+	for _, o := range cfg.Organizations {
+		st := statusToken{Organization: o.Name}
+		where, field := schedules.TokenSource(cfg, o)
+		where += " (" + field + ".token_env / " + field + ".token_file)"
+		tok, err := cfg.OrgToken(o, os.Getenv)
+		if err != nil {
+			st.Warning = err.Error() + "; the next fetch does not fetch organization " + o.Name
+			out = append(out, st)
+			continue
+		}
+		if exp, ok := fetch.TokenExpiry(tok); ok {
+			st.Expires = &exp
+			switch left := exp.Sub(now); {
+			case left <= 0:
+				st.Warning = fmt.Sprintf("organization %s's API token expired on %s: the next fetch sends nothing with it and does not fetch %s; create a new personal API token in the web application and put it in %s",
+					o.Name, statusTime(exp), o.Name, where)
+			case left <= cfg.API.TokenWarnBefore:
+				st.Warning = fmt.Sprintf("organization %s's API token expires in %.1f days, on %s (api.token_warn_before %s): create a new personal API token in the web application before then and put it in %s",
+					o.Name, left.Hours()/24, statusTime(exp), fmtDays(cfg.API.TokenWarnBefore), where)
+			}
+		}
+		out = append(out, st)
+	}
+	return out
+}
+
+// fmtDays writes a <n>d or <n>h setting as the config spells it.
+func fmtDays(d time.Duration) string {
+	if d%(24*time.Hour) == 0 {
+		return fmt.Sprintf("%dd", d/(24*time.Hour))
+	}
+	return fmt.Sprintf("%dh", d/time.Hour)
+}
+
+// tokenNote says how long a token whose expiry is exp has left at now,
+// and what to do when it is expired or within warn of it.
+func tokenNote(exp time.Time, warn time.Duration, now time.Time) string {
+	left := exp.Sub(now)
+	note := fmt.Sprintf("in %.0f days", left.Hours()/24)
+	switch {
+	case left <= 0:
+		note = "EXPIRED: create a new personal API token in the web application"
+	case left <= warn:
+		note += ": create a new personal API token in the web application soon"
+	}
+	return note
 }
 
 // statusClose is one closed month as tally status shows it.
@@ -166,7 +231,11 @@ func runStatus(ctx context.Context, o *statusOptions, w io.Writer) error {
 	if rep.Writer, err = store.LockHolder(cfg.Store.Path); err != nil {
 		return err
 	}
-	if token, err := cfg.Token(os.Getenv); err == nil {
+	if cfg.Grouped() {
+		// api.token_env is not used with organizations: each
+		// organization's own token is what a fetch sends.
+		rep.Tokens = statusTokens(cfg, time.Now())
+	} else if token, err := cfg.Token(os.Getenv); err == nil {
 		if exp, ok := fetch.TokenExpiry(token); ok {
 			rep.TokenExpires = &exp
 		}
@@ -277,15 +346,15 @@ func writeStatusTable(w io.Writer, rep *statusReport, cfg *configs.Config) error
 		fmt.Fprintf(tw, "running now\tnothing\n")
 	}
 	if exp := rep.TokenExpires; exp != nil {
-		left := time.Until(*exp)
-		note := fmt.Sprintf("in %.0f days", left.Hours()/24)
+		fmt.Fprintf(tw, "token expires\t%s (%s)\n", statusTime(*exp), tokenNote(*exp, cfg.API.TokenWarnBefore, time.Now()))
+	}
+	for _, tk := range rep.Tokens {
 		switch {
-		case left <= 0:
-			note = "EXPIRED: create a new personal API token in the web application"
-		case left <= cfg.API.TokenWarnBefore:
-			note += ": create a new personal API token in the web application soon"
+		case tk.Expires != nil:
+			fmt.Fprintf(tw, "token expires (%s)\t%s (%s)\n", tk.Organization, statusTime(*tk.Expires), tokenNote(*tk.Expires, cfg.API.TokenWarnBefore, time.Now()))
+		case tk.Warning != "":
+			fmt.Fprintf(tw, "token (%s)\tNOT READ: %s\n", tk.Organization, statusOneLine(tk.Warning))
 		}
-		fmt.Fprintf(tw, "token expires\t%s (%s)\n", statusTime(*exp), note)
 	}
 	if cfg.Usage.Source == tally.SourceProjects {
 		first := "none yet"

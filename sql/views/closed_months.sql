@@ -7,7 +7,8 @@
 -- or reopen of every organization of the store at once: the api: form's
 -- one, or a group's. A group close also records one row per organization,
 -- at the same instant, holding that organization's figures; at a tie the
--- organization's own row is the one in force.
+-- organization's own row is the one in force, and whole_store is true: the
+-- group's row at that instant says the close was of every organization.
 CREATE OR REPLACE VIEW closed_months AS
 SELECT mc.id AS id, -- the close (month_closes.id); its figures of this organization are in month_close_figures
        o.name AS organization, -- the organization (organizations.name)
@@ -17,7 +18,7 @@ SELECT mc.id AS id, -- the close (month_closes.id); its figures of this organiza
        mc.acted_at AS acted_at, -- when it was closed, UTC
        mc.who AS who, -- who closed it
        mc.reason AS reason, -- why, as given
-       mc.organization IS NULL AS whole_store -- closed by a close of every organization at once (the api: form's, or a group's)
+       bool_or(mc.organization IS NULL) OVER (PARTITION BY o.name, mc.month, mc.basis, mc.granularity, mc.acted_at, mc.action) AS whole_store -- closed by a close of every organization at once (the api: form's, or a group's)
 FROM month_closes mc
 -- The organizations a close can cover: the store's, those the ledger has
 -- loaded windows of, and any a close names or froze figures of.
