@@ -129,8 +129,10 @@ type SMTPConfig struct {
 	Timeout time.Duration
 }
 
-// DefaultSMTPTimeout is reports.deliver.smtp.timeout's default.
-const DefaultSMTPTimeout = 2 * time.Minute
+// DefaultSMTPTimeout is reports.deliver.smtp.timeout's default: a whole
+// send of a workbook takes seconds, and a dead server costs a run its tries
+// of this (deliverStep stops at the first delivery that fails them all).
+const DefaultSMTPTimeout = 60 * time.Second
 
 // ScheduleConfig is what `tally schedule` runs and when.
 type ScheduleConfig struct {
