@@ -153,7 +153,11 @@ type Job struct {
 type ExportConfig struct {
 	Dir      string // the export folder, absolute
 	Format   string // ExportParquet or ExportFOCUS
-	FOCUSCSV bool   // with format focus, also write the rows as CSV
+	FOCUSCSV bool   // with format focus, also write every FOCUS dataset as CSV
+	// CSVRaw writes the CSV's text as it is, without the quote that
+	// keeps a spreadsheet from running a value as a formula: for
+	// programs that read the files, never for people's spreadsheets.
+	CSVRaw bool
 }
 
 // Budget is one entry of budgets: a monthly amount for a scope in one
