@@ -142,30 +142,20 @@ func runExport(cmd *cobra.Command, g *globalFlags, o *exportOptions) error {
 	if err != nil {
 		return err
 	}
-	if o.focus != "" {
-		format := opts.Format
-		if format == "" {
-			format = cfg.Export.Format
-		}
-		if format != configs.ExportFOCUS {
-			return usageErr("--focus-version %s applies to FOCUS rows: use it with --format focus", o.focus)
-		}
+	format := opts.Format
+	if format == "" {
+		format = cfg.Export.Format
+	}
+	if o.focus != "" && format != configs.ExportFOCUS {
+		return usageErr("--focus-version %s applies to FOCUS rows: use it with --format focus", o.focus)
 	}
 	if cmd.Flags().Changed("csv") {
-		format := opts.Format
-		if format == "" {
-			format = cfg.Export.Format
-		}
 		if o.csv && format != configs.ExportFOCUS {
 			return usageErr("--csv writes FOCUS rows as CSV: use it with --format focus")
 		}
 		opts.CSV = &o.csv
 	}
 	if cmd.Flags().Changed("csv-raw") {
-		format := opts.Format
-		if format == "" {
-			format = cfg.Export.Format
-		}
 		if o.csvRaw && format != configs.ExportFOCUS {
 			return usageErr("--csv-raw applies to the FOCUS CSV: use it with --format focus")
 		}
