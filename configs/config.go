@@ -129,8 +129,10 @@ type SMTPConfig struct {
 	Timeout time.Duration
 }
 
-// DefaultSMTPTimeout is reports.deliver.smtp.timeout's default.
-const DefaultSMTPTimeout = 2 * time.Minute
+// DefaultSMTPTimeout is reports.deliver.smtp.timeout's default: a whole
+// send of a workbook takes seconds, and a dead server costs a run its tries
+// of this (deliverStep stops at the first delivery that fails them all).
+const DefaultSMTPTimeout = 60 * time.Second
 
 // ScheduleConfig is what `tally schedule` runs and when.
 type ScheduleConfig struct {
@@ -151,7 +153,11 @@ type Job struct {
 type ExportConfig struct {
 	Dir      string // the export folder, absolute
 	Format   string // ExportParquet or ExportFOCUS
-	FOCUSCSV bool   // with format focus, also write the rows as CSV
+	FOCUSCSV bool   // with format focus, also write every FOCUS dataset as CSV
+	// CSVRaw writes the CSV's text as it is, without the quote that
+	// keeps a spreadsheet from running a value as a formula: for
+	// programs that read the files, never for people's spreadsheets.
+	CSVRaw bool
 }
 
 // Budget is one entry of budgets: a monthly amount for a scope in one

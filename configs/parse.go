@@ -130,6 +130,7 @@ type rawExport struct {
 	Dir      yaml.Node `yaml:"dir"`
 	Format   yaml.Node `yaml:"format"`
 	FOCUSCSV yaml.Node `yaml:"focus_csv"`
+	CSVRaw   yaml.Node `yaml:"csv_raw"`
 }
 
 type rawSchedule struct {
@@ -843,6 +844,7 @@ func (p *parser) export(r *rawExport, c *ExportConfig) {
 		p.addf(deref(&r.Format), "export.format", "%q is not one of parquet, focus", f)
 	}
 	c.FOCUSCSV = p.boolean(&r.FOCUSCSV, "export.focus_csv")
+	c.CSVRaw = p.boolean(&r.CSVRaw, "export.csv_raw")
 }
 
 // deliver reads reports.deliver: a folder, and/or a mail server.

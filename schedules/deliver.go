@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -55,8 +56,15 @@ var monthWorkbookRE = regexp.MustCompile(`^tally-cost-(\d{4}-\d{2})\.xlsx$`)
 // bytes never go twice). Before a mail leaves, the delivery is recorded as
 // pending with its Message-ID, so a run killed after the server took the
 // mail sends it again with the same Message-ID and mail clients show one
-// message. A delivery that fails its tries leaves the workbook where it
-// is, makes the run partial naming it, and is tried again by the next run.
+// message; when the workbook was rebuilt meanwhile (a month's workbook is
+// rewritten every night), the mail carries a new Message-ID, derived from
+// the new bytes, so a receiver that keeps the first copy of a Message-ID
+// never holds other bytes than deliveries records under it. A delivery
+// that fails its tries leaves the workbook where it is, makes the run
+// partial naming it, and is tried again by the next run. A target that
+// fails every try of one delivery is down for the rest of the run: the
+// workbooks still to go to it are listed as not sent, untried, so one dead
+// server costs the run one delivery's tries, not that for every workbook.
 func deliverStep(ctx context.Context, env *Env, runID uuid.UUID) (StepResult, error) {
 	var res StepResult
 	d := env.Config.Reports.Deliver
@@ -102,6 +110,7 @@ func deliverStep(ctx context.Context, env *Env, runID uuid.UUID) (StepResult, er
 		return res, err
 	}
 	var failed []error
+	down := map[string]error{} // a target that failed every try, and why
 	for _, b := range books {
 		// The file is hashed only when something is to be sent, so a
 		// night's delivery reads no workbook already delivered, however
@@ -138,6 +147,11 @@ func deliverStep(ctx context.Context, env *Env, runID uuid.UUID) (StepResult, er
 			if prev != nil && prev.Status == store.DeliverySent {
 				continue
 			}
+			if why, ok := down[t.name]; ok {
+				env.Log.Error().Str("workbook", b.path).Str("target", t.name).Msg("workbook not delivered: the target failed every try earlier in this run; the next run tries again")
+				failed = append(failed, fmt.Errorf("delivery of %s to %s not tried: %s failed every try earlier in this run (the next run tries again): %w", b.path, t.name, t.name, why))
+				continue
+			}
 			if err := verify(); err != nil {
 				if b.sha256 == "" {
 					return res, err
@@ -149,8 +163,11 @@ func deliverStep(ctx context.Context, env *Env, runID uuid.UUID) (StepResult, er
 			rec := store.Delivery{Target: t.name, Kind: b.kind, Month: b.month, Path: b.path, SHA256: sum, RunID: runID, Organization: b.org}
 			if t.mail {
 				rec.MessageID = messageID(env.Config.Reports.Deliver.SMTP.From, b, sum)
-				if prev != nil && prev.MessageID != "" {
-					rec.MessageID = prev.MessageID // a resend after a kill: the same message
+				// A resend after a kill of the same bytes is the same
+				// message; other bytes (the workbook rebuilt since) are
+				// another, whatever the pending row says.
+				if prev != nil && prev.MessageID != "" && prev.SHA256 == sum {
+					rec.MessageID = prev.MessageID
 				}
 			}
 			if err := env.Store.RecordPending(ctx, rec); err != nil {
@@ -163,7 +180,13 @@ func deliverStep(ctx context.Context, env *Env, runID uuid.UUID) (StepResult, er
 					return res, ctx.Err()
 				}
 				env.Log.Error().Str("workbook", b.path).Str("target", t.name).Err(err).Msg("workbook not delivered; the next run tries again")
+				var own *workbookError
+				if errors.As(err, &own) {
+					failed = append(failed, fmt.Errorf("delivery of %s to %s failed (the next run tries again): %w", b.path, t.name, err))
+					continue
+				}
 				failed = append(failed, fmt.Errorf("delivery of %s to %s failed after %d tries (the next run tries again): %w", b.path, t.name, deliverAttempts, err))
+				down[t.name] = err
 				continue
 			}
 			if err := env.Store.MarkSent(ctx, t.name, sum, runID); err != nil {
@@ -302,9 +325,23 @@ func messageID(from string, b deliverable, sha string) string {
 	return fmt.Sprintf("<tally-%s-%s-%s@%s>", b.month.Format("2006-01"), b.kind, sha[:32], domain)
 }
 
+// retryDelivery tries send deliverAttempts times, except after a
+// workbookError, which another try would only repeat.
 func retryDelivery(ctx context.Context, send func() error) error {
-	return retry.Do(ctx, deliverAttempts, deliverPause, func() (bool, error) { return true, send() })
+	return retry.Do(ctx, deliverAttempts, deliverPause, func() (bool, error) {
+		err := send()
+		var own *workbookError
+		return !errors.As(err, &own), err
+	})
 }
+
+// workbookError is a delivery's failure that lies with the workbook, not
+// the target (its Summary unreadable, its owner's address invalid): the
+// target is not down for the other workbooks of the run.
+type workbookError struct{ err error }
+
+func (e *workbookError) Error() string { return e.err.Error() }
+func (e *workbookError) Unwrap() error { return e.err }
 
 // removeDeliveryTemps removes the temporary files a killed delivery left in
 // the shared folder (copyInto writes through one): they hold a whole
@@ -382,7 +419,7 @@ func mailWorkbook(ctx context.Context, env *Env, s *configs.SMTPConfig, b delive
 		body, err = statementBody(b)
 	}
 	if err != nil {
-		return err
+		return &workbookError{err}
 	}
 	m := mail.NewMsg()
 	if err := m.From(s.From); err != nil {
@@ -392,7 +429,7 @@ func mailWorkbook(ctx context.Context, env *Env, s *configs.SMTPConfig, b delive
 	subject := strings.ReplaceAll(s.Subject, "{month}", month)
 	if b.statement() {
 		if err := m.To(b.owner); err != nil {
-			return fmt.Errorf("allocation.cost_centres owner %q of %s: %w", b.owner, b.centre, err)
+			return &workbookError{fmt.Errorf("allocation.cost_centres owner %q of %s: %w", b.owner, b.centre, err)}
 		}
 		subject = fmt.Sprintf("Tally chargeback statement %s %s (final)", b.centre, month)
 	} else if err := m.To(s.To...); err != nil {

@@ -27,11 +27,15 @@ func exportStep(ctx context.Context, env *Env, _ uuid.UUID) (StepResult, error) 
 }
 
 // ExportOptions narrow one export. Zero values take the config's export
-// section; Format "" is export.format, CSV nil is export.focus_csv.
+// section; Format "" is export.format, CSV nil is export.focus_csv,
+// CSVRaw nil export.csv_raw.
 type ExportOptions struct {
 	Dir    string
 	Format string // configs.ExportParquet or configs.ExportFOCUS
-	CSV    *bool  // format focus: also write the rows as CSV
+	CSV    *bool  // format focus: also write every FOCUS dataset as CSV
+	// CSVRaw, when set, overrides export.csv_raw: the CSV's text as it
+	// is, without the formula guard.
+	CSVRaw *bool
 	// FOCUSVersion is store.FOCUS13 (also when empty) or store.FOCUS12.
 	FOCUSVersion string
 	// From and Until (exclusive) limit the usage months written: every
@@ -65,6 +69,10 @@ func Export(ctx context.Context, env *Env, opts ExportOptions) (ExportSummary, e
 		// export.focus_csv applies to format focus only; with format
 		// parquet it is not an error, just nothing to do.
 		o.CSV = cfg.Export.FOCUSCSV && o.Format == configs.ExportFOCUS
+	}
+	o.CSVRaw = cfg.Export.CSVRaw
+	if opts.CSVRaw != nil {
+		o.CSVRaw = *opts.CSVRaw
 	}
 	if o.Format == configs.ExportFOCUS {
 		// FOCUS billing periods are months: a week or year bucket would be

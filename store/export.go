@@ -47,8 +47,12 @@ type ExportOptions struct {
 	// unbounded. Reference snapshots are always exported whole: a month's
 	// rate card in force may have been taken before it.
 	From, Until time.Time
-	// CSV also writes the FOCUS rows as CSV (format focus only).
+	// CSV also writes every FOCUS dataset as CSV (format focus only).
 	CSV bool
+	// CSVRaw writes the CSV's text as it is; by default a text value that
+	// a spreadsheet would run as a formula is written with a quote ahead
+	// (CSVGuard).
+	CSVRaw bool
 	// Granularity and Basis select the usage rows FOCUS maps, so each
 	// charge is counted once; required for format focus.
 	Granularity tally.Granularity
@@ -138,9 +142,12 @@ type dataset struct {
 	query     string
 	args      []any
 	csv       bool
-	ranged    bool   // From and Until apply
-	costExpr  string // SQL over the query's columns for CostSum; "" for none
-	timeExpr  string // SQL for Latest
+	// guard: the CSV's text columns are written through CSVGuard (csv
+	// only).
+	guard    bool
+	ranged   bool   // From and Until apply
+	costExpr string // SQL over the query's columns for CostSum; "" for none
+	timeExpr string // SQL for Latest
 	// narrow, when set, is query (and its args) for the months from
 	// from's to until's only, reading only the usage rows that can fall in
 	// them (see monthsOf and narrowed); ok is false for an unbounded range.
@@ -327,9 +334,24 @@ func snapshotExport(table string, jsonCols ...string) string {
 	return fmt.Sprintf(`SELECT * REPLACE (%s), strftime(snapshot_at, '%%Y-%%m') AS month FROM %s`, strings.Join(repl, ", "), table)
 }
 
-// focusCSVTimes are FOCUS's date/time columns; the CSV writes them as
-// FOCUS's 'YYYY-MM-DDTHH:mm:ssZ'.
-var focusCSVTimes = []string{"BillingPeriodStart", "BillingPeriodEnd", "ChargePeriodStart", "ChargePeriodEnd"}
+// focusCSVTimes are FOCUS's date/time columns of Cost and Usage, and
+// focusCommitmentCSVTimes those of Contract Commitment; the CSV writes
+// them as FOCUS's 'YYYY-MM-DDTHH:mm:ssZ'.
+var (
+	focusCSVTimes           = []string{"BillingPeriodStart", "BillingPeriodEnd", "ChargePeriodStart", "ChargePeriodEnd"}
+	focusCommitmentCSVTimes = []string{"ContractCommitmentPeriodStart", "ContractCommitmentPeriodEnd", "ContractPeriodStart", "ContractPeriodEnd",
+		"x_FirstChargePeriodStart", "x_LastChargePeriodEnd"}
+)
+
+// focusCSVTimed is the FOCUS query q with its time columns cols written
+// as FOCUS's 'YYYY-MM-DDTHH:mm:ssZ', in UTC.
+func focusCSVTimed(q string, cols []string) string {
+	var repl []string
+	for _, c := range cols {
+		repl = append(repl, fmt.Sprintf(`strftime(%s, '%%Y-%%m-%%dT%%H:%%M:%%SZ') AS %s`, utcOf(c), c))
+	}
+	return "SELECT * REPLACE (" + strings.Join(repl, ", ") + ") FROM (" + q + ")"
+}
 
 func exportDatasets(ctx context.Context, q Querier, o ExportOptions) ([]dataset, error) {
 	switch o.Format {
@@ -404,18 +426,21 @@ func exportDatasets(ctx context.Context, q Querier, o ExportOptions) ([]dataset,
 			return nil, fmt.Errorf("FOCUS version %q is not one of %s, %s", o.FOCUSVersion, FOCUS13, FOCUS12)
 		}
 		if o.CSV {
-			var repl []string
-			for _, c := range focusCSVTimes {
-				repl = append(repl, fmt.Sprintf(`strftime(%s, '%%Y-%%m-%%dT%%H:%%M:%%SZ') AS %s`, utcOf(c), c))
-			}
-			csvq := func(q string) string { return "SELECT * REPLACE (" + strings.Join(repl, ", ") + ") FROM (" + q + ")" }
+			csvq := func(q string) string { return focusCSVTimed(q, focusCSVTimes) }
 			rows := sets[0].narrow
 			sets = append(sets, dataset{name: "focus_csv", partition: "billing_period", query: csvq(sets[0].query), args: args,
-				csv: true, ranged: true, costExpr: "x_Cost", timeExpr: "x_FetchedAt",
+				csv: true, guard: !o.CSVRaw, ranged: true, costExpr: "x_Cost", timeExpr: "x_FetchedAt",
 				narrow: func(from, until time.Time) (string, []any, bool) {
 					q, args, ok := rows(from, until)
 					return csvq(q), args, ok
 				}})
+			// Every FOCUS dataset as CSV: at 1.3 the Contract Commitment
+			// dataset too.
+			if o.FOCUSVersion != FOCUS12 {
+				cc := sets[1]
+				sets = append(sets, dataset{name: focusCommitmentsCSVDataset, partition: cc.partition, query: focusCSVTimed(cc.query, focusCommitmentCSVTimes), args: cc.args,
+					csv: true, guard: !o.CSVRaw, once: true, costExpr: cc.costExpr, timeExpr: cc.timeExpr})
+			}
 		}
 		return sets, nil
 	}
@@ -498,6 +523,10 @@ ORDER BY part`, d.partition, cost, d.timeExpr, d.query)
 func layoutOf(d dataset) string {
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\x00%s\x00%v\x00%v\x00", exportLayout, d.query, d.args, d.csv)
+	if d.csv {
+		// Guarded or raw, the same rows are other files.
+		fmt.Fprintf(h, "guard %v\x00", d.guard)
+	}
 	return hex.EncodeToString(h.Sum(nil))[:16]
 }
 
@@ -660,10 +689,16 @@ func copyMonths(ctx context.Context, conn *sql.Conn, dir string, d dataset, mont
 		if err := os.Mkdir(filepath.Dir(out), 0o700); err != nil {
 			return top, err
 		}
+		rows := dm.query
+		if d.csv && d.guard {
+			if rows, err = csvGuarded(conn, rows, d.partition); err != nil {
+				return top, err
+			}
+		}
 		// COPY takes no parameter for its target: the path is quoted as a
 		// SQL string, the months travel as parameters.
 		q := fmt.Sprintf(`COPY (SELECT * FROM (%s) WHERE %s IN (%s)) TO %s (%s, PARTITION_BY (%s))`,
-			dm.query, d.partition, strings.TrimSuffix(strings.Repeat("?, ", len(batch)), ", "),
+			rows, d.partition, strings.TrimSuffix(strings.Repeat("?, ", len(batch)), ", "),
 			quoteString(out), format, d.partition)
 		args := slices.Clone(dm.args)
 		for _, m := range batch {

@@ -33,6 +33,9 @@ const FOCUSMetadataName = "_focus_metadata.json"
 // focusCommitmentsDataset is the Contract Commitment dataset's folder.
 const focusCommitmentsDataset = "focus_contract_commitment"
 
+// focusCommitmentsCSVDataset is its CSV's folder (with CSV).
+const focusCommitmentsCSVDataset = focusCommitmentsDataset + "_csv"
+
 // focus13Nulls say, for the export's manifest, why a column FOCUS 1.3
 // defines is null (or not what a reader might expect) in Tally's export.
 var focus13Nulls = map[string]string{
@@ -603,14 +606,17 @@ func finishFOCUS(ctx context.Context, conn *sql.Conn, dir string, o ExportOption
 		version = FOCUS13
 	}
 	if version == FOCUS12 {
-		if _, ok := man.Datasets[focusCommitmentsDataset]; ok {
-			empty := dataset{name: focusCommitmentsDataset, partition: "start_month",
+		for _, name := range []string{focusCommitmentsDataset, focusCommitmentsCSVDataset} {
+			if _, ok := man.Datasets[name]; !ok {
+				continue
+			}
+			empty := dataset{name: name, partition: "start_month",
 				query:    `SELECT CAST(NULL AS VARCHAR) AS start_month, CAST(NULL AS DECIMAL(38, 12)) AS x_AppliedCost, CAST(NULL AS TIMESTAMPTZ) AS x_LastChargePeriodEnd WHERE false`,
 				costExpr: "x_AppliedCost", timeExpr: "x_LastChargePeriodEnd"}
 			if _, err := exportDataset(ctx, conn, dir, empty, o, man, now, copying); err != nil {
 				return err
 			}
-			delete(man.Datasets, focusCommitmentsDataset)
+			delete(man.Datasets, name)
 		}
 		if err := os.Remove(filepath.Join(dir, FOCUSMetadataName)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err

@@ -686,7 +686,7 @@ VALUES (uuid(), DATE '2026-10-01', 'usage', 'day', 'close', TIMESTAMP '2026-10-2
 		{"parquet", ExportOptions{Format: ExportParquet}, []string{"usage"}},
 		{"focus 1.2", ExportOptions{Format: ExportFOCUS, FOCUSVersion: FOCUS12, Granularity: tally.Day, Basis: tally.BasisUsage}, []string{"focus"}},
 		{"focus 1.3", ExportOptions{Format: ExportFOCUS, FOCUSVersion: FOCUS13, Granularity: tally.Day, Basis: tally.BasisUsage, CSV: true},
-			[]string{"focus", "focus_csv", focusCommitmentsDataset}},
+			[]string{"focus", "focus_csv", focusCommitmentsDataset, focusCommitmentsCSVDataset}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			whole, ranged := c.o, c.o
@@ -699,13 +699,13 @@ VALUES (uuid(), DATE '2026-10-01', 'usage', 'day', 'close', TIMESTAMP '2026-10-2
 				if err != nil || len(parts) < 3 {
 					t.Fatalf("%s: the whole export has partitions %v (%v): want months before, in and after the range", name, parts, err)
 				}
-				csv := name == "focus_csv"
+				csv := strings.HasSuffix(name, "_csv")
 				for _, p := range parts {
 					part := filepath.Base(p)
 					month := part[strings.Index(part, "=")+1:]
 					_, err := os.Stat(filepath.Join(ranged.Dir, name, part))
 					switch {
-					case name == focusCommitmentsDataset || inRangeMonths[month]:
+					case strings.HasPrefix(name, focusCommitmentsDataset) || inRangeMonths[month]:
 						if err != nil {
 							t.Errorf("%s %s: not in the ranged export: %v", name, part, err)
 							continue

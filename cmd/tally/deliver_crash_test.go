@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"database/sql"
+	"encoding/hex"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -22,10 +24,17 @@ import (
 // appears in the shared folder, and the moment the mail server has kept a
 // mail (before it answers), then run again to its end. Each trial starts
 // from the same closed month, not yet delivered (the month's workbook and
-// its final). Whatever the kill: the folder ends with exactly the two
-// workbooks, byte for byte, and no temporary file; every workbook reached
-// the mail server, each copy of one workbook with the same Message-ID;
-// and deliveries records each workbook sent once to each target.
+// its final). The rerun is a job that writes the month's workbook again
+// before it delivers, as the nightly job does: the rebuilt workbook has
+// other bytes (another generation time) than the one the killed run may
+// have handed the mail server. Whatever the kill: the folder ends with
+// exactly the two workbooks, each as deliveries records it, and no
+// temporary file; every workbook reached the mail server; one Message-ID
+// never carries two different attachments (a receiver that keeps the
+// first copy of a Message-ID keeps what deliveries records under it), the
+// same bytes always carry the same Message-ID; and deliveries records each
+// workbook sent once to each target, under a Message-ID the server
+// received with those very bytes.
 func TestDeliverKilledAtAnyMoment(t *testing.T) {
 	this := tally.Month.Truncate(time.Now().UTC())
 	last := this.AddDate(0, -1, 0)
@@ -39,6 +48,9 @@ func TestDeliverKilledAtAnyMoment(t *testing.T) {
     - name: send
       cron: "@daily"
       run: [deliver]
+    - name: again
+      cron: "@daily"
+      run: [report, deliver]
 `)
 	text, err := os.ReadFile(cfg)
 	if err != nil {
@@ -114,12 +126,25 @@ func TestDeliverKilledAtAnyMoment(t *testing.T) {
 		if proofKillNow(t, cmd) {
 			kills[when]++
 		}
-		rerun := exec.Command(bin, "run", "--config", config, "--job", "send")
+		rerun := exec.Command(bin, "run", "--config", config, "--job", "again")
 		rerun.Dir = dir
 		if out, err := rerun.CombinedOutput(); err != nil {
 			t.Fatalf("trial %d (kill %s): the rerun failed: %v\n%s", i, when, err, out)
 		}
 		label := fmt.Sprintf("trial %d (kill %s)", i, when)
+		// The month's workbook as the rerun wrote it again: other bytes
+		// than the prepared one, or the trial tests no rebuild.
+		rebuilt, err := os.ReadFile(filepath.Join(dir, "reports", m, books[0]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bytes.Equal(rebuilt, want[books[0]]) {
+			t.Fatalf("%s: the rerun's report wrote the month's workbook byte for byte as before: nothing was rebuilt", label)
+		}
+		versions := map[string][][]byte{books[0]: {want[books[0]], rebuilt}, books[1]: {want[books[1]]}}
+		isVersion := func(name string, b []byte) bool {
+			return slices.ContainsFunc(versions[name], func(v []byte) bool { return bytes.Equal(v, b) })
+		}
 
 		entries, _ := os.ReadDir(share)
 		var names []string
@@ -129,26 +154,37 @@ func TestDeliverKilledAtAnyMoment(t *testing.T) {
 		if !slices.Equal(names, sorted) {
 			t.Fatalf("%s: the folder holds %v, want %v and nothing else", label, names, books)
 		}
+		inFolder := map[string]string{} // workbook: sha256 of the folder's copy
 		for _, b := range books {
-			if got, _ := os.ReadFile(filepath.Join(share, b)); !bytes.Equal(got, want[b]) {
+			got, _ := os.ReadFile(filepath.Join(share, b))
+			if !isVersion(b, got) {
 				t.Fatalf("%s: the folder's %s is not the workbook", label, b)
 			}
+			inFolder[b] = sha256Of(got)
 		}
-		ids := map[string]string{} // attachment name: Message-ID
+		bodies := map[string]string{} // Message-ID: sha256 of its attachment
+		idOf := map[string]string{}   // sha256 of an attachment: its Message-ID
+		names = names[:0]
 		for _, raw := range ms.Received()[before:] {
 			m := prooftest.ParseMail(t, raw)
 			h, attached, name := m.Header, m.Attached, m.Name
-			if !bytes.Equal(attached, want[name]) {
+			if !isVersion(name, attached) {
 				t.Fatalf("%s: a mail's attachment %q is not the workbook", label, name)
 			}
-			id := h.Get("Message-Id")
-			if prev, ok := ids[name]; ok && prev != id {
-				t.Fatalf("%s: %s was mailed twice with Message-IDs %s and %s: mail clients show two messages", label, name, prev, id)
+			id, sum := h.Get("Message-Id"), sha256Of(attached)
+			if prev, ok := bodies[id]; ok && prev != sum {
+				t.Fatalf("%s: Message-ID %s carried two different attachments %s (sha256 %s and %s): a receiver that keeps the first keeps bytes deliveries does not record", label, id, name, prev[:12], sum[:12])
 			}
-			ids[name] = id
+			if prev, ok := idOf[sum]; ok && prev != id {
+				t.Fatalf("%s: %s was mailed twice, the same bytes with Message-IDs %s and %s: mail clients show two messages", label, name, prev, id)
+			}
+			bodies[id], idOf[sum] = sum, id
+			if !slices.Contains(names, name) {
+				names = append(names, name)
+			}
 		}
-		if len(ids) != len(books) {
-			t.Fatalf("%s: mails carried %v, want both workbooks", label, ids)
+		if slices.Sort(names); !slices.Equal(names, sorted) {
+			t.Fatalf("%s: mails carried %v, want both workbooks", label, names)
 		}
 		prooftest.WithDB(t, filepath.Join(dir, "tally.duckdb"), func(db *sql.DB) {
 			var sent, other int
@@ -158,10 +194,36 @@ func TestDeliverKilledAtAnyMoment(t *testing.T) {
 			if sent != 4 || other != 0 {
 				t.Fatalf("%s: deliveries %d sent and %d not, want 4 sent: two workbooks to two targets", label, sent, other)
 			}
+			rows, err := db.Query(`SELECT target, path, sha256, coalesce(message_id, '') FROM deliveries`)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rows.Close()
+			for rows.Next() {
+				var target, path, sum, id string
+				if err := rows.Scan(&target, &path, &sum, &id); err != nil {
+					t.Fatal(err)
+				}
+				book := filepath.Base(path)
+				switch {
+				case strings.HasPrefix(target, "dir:") && inFolder[book] != sum:
+					t.Fatalf("%s: deliveries records %s copied with sha256 %s, the folder holds %s", label, book, sum[:12], inFolder[book][:12])
+				case strings.HasPrefix(target, "smtp:") && bodies[id] != sum:
+					t.Fatalf("%s: deliveries records %s mailed as %s with sha256 %s; the server received %q under it", label, book, id, sum[:12], bodies[id])
+				}
+			}
+			if err := rows.Err(); err != nil {
+				t.Fatal(err)
+			}
 		})
 	}
 	if kills["random"]+kills["folder temp"]+kills["mail kept"] < 10 {
 		t.Fatalf("kills %v: the loop tested too little", kills)
 	}
 	t.Logf("deliveries killed: %v (a whole delivery takes %s)", kills, full.Round(time.Millisecond))
+}
+
+func sha256Of(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
 }

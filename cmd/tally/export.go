@@ -23,6 +23,7 @@ type exportOptions struct {
 	to     []string
 	format string
 	csv    bool
+	csvRaw bool
 	focus  string
 	from   string
 	until  string
@@ -31,7 +32,7 @@ type exportOptions struct {
 func newExportCmd(g *globalFlags) *cobra.Command {
 	o := &exportOptions{}
 	cmd := &cobra.Command{
-		Use:   "export --config FILE [--to DIR] [--format parquet|focus] [--focus-version 1.3|1.2] [--csv] [--from DATE] [--until DATE]",
+		Use:   "export --config FILE [--to DIR] [--format parquet|focus] [--focus-version 1.3|1.2] [--csv] [--csv-raw] [--from DATE] [--until DATE]",
 		Short: "Write the data as Parquet (Hive-partitioned by month) or as FinOps FOCUS rows",
 		Long: `Write the analysts' published copy of the config's database to a folder
 other tools read as it is (DuckDB, Spark, Trino, BigQuery external tables):
@@ -39,13 +40,21 @@ other tools read as it is (DuckDB, Spark, Trino, BigQuery external tables):
   --format parquet  usage and the reference snapshot tables, one folder each,
                     Hive-partitioned by month: usage/month=2026-10/data_0.parquet
   --format focus    the usage as FinOps FOCUS 1.3 Cost and Usage rows:
-                    focus/billing_period=2026-10/data_0.parquet, and with --csv
-                    also focus_csv/billing_period=2026-10/data_0.csv; the
+                    focus/billing_period=2026-10/data_0.parquet; the
                     entitlements as a Contract Commitment dataset
                     (focus_contract_commitment/); the FOCUS metadata
                     (_focus_metadata.json: recency, completeness, version).
+                    With --csv, every dataset also as CSV: focus_csv/ and
+                    focus_contract_commitment_csv/.
                     --focus-version 1.2 writes the 1.2 rows of the focus
                     view instead, as before 1.3.
+
+In the CSV, a text value that begins with =, +, -, @, tab or carriage return
+is written with a single quote ahead, so a spreadsheet shows it as text
+instead of running it as a formula (project and payment method names come
+from the interface, where any project member sets them); numbers are never
+changed. --csv-raw (default export.csv_raw) writes text as it is, for
+programs that read the files.
 
 --to DIR is the output folder (default export.dir). The months written can
 be limited with --from and --until (YYYY-MM-DD, UTC, --until exclusive):
@@ -71,7 +80,8 @@ for nor held up.`,
 	f.StringVar(&o.config, "config", "", "config file (YAML)")
 	f.StringArrayVar(&o.to, "to", nil, "output folder (default export.dir); beside a --to DIR, a second --to holding a YYYY-MM-DD date is the end date, like --until")
 	f.StringVar(&o.format, "format", "", "parquet or focus (default export.format)")
-	f.BoolVar(&o.csv, "csv", false, "format focus: also write the rows as CSV (default export.focus_csv)")
+	f.BoolVar(&o.csv, "csv", false, "format focus: also write every FOCUS dataset as CSV (default export.focus_csv)")
+	f.BoolVar(&o.csvRaw, "csv-raw", false, "the CSV's text as it is, without the quote that keeps a spreadsheet from running =, +, -, @ as a formula (default export.csv_raw)")
 	f.StringVar(&o.focus, "focus-version", "", "format focus: the FOCUS version, 1.3 or 1.2 (default 1.3)")
 	f.StringVar(&o.from, "from", "", "first day whose month is written, YYYY-MM-DD (default: every month)")
 	f.StringVar(&o.until, "until", "", "day after the last, YYYY-MM-DD, exclusive (default: every month)")
@@ -144,24 +154,24 @@ func runExport(cmd *cobra.Command, g *globalFlags, o *exportOptions) error {
 	if err != nil {
 		return err
 	}
-	if o.focus != "" {
-		format := opts.Format
-		if format == "" {
-			format = cfg.Export.Format
-		}
-		if format != configs.ExportFOCUS {
-			return usageErr("--focus-version %s applies to FOCUS rows: use it with --format focus", o.focus)
-		}
+	format := opts.Format
+	if format == "" {
+		format = cfg.Export.Format
+	}
+	if o.focus != "" && format != configs.ExportFOCUS {
+		return usageErr("--focus-version %s applies to FOCUS rows: use it with --format focus", o.focus)
 	}
 	if cmd.Flags().Changed("csv") {
-		format := opts.Format
-		if format == "" {
-			format = cfg.Export.Format
-		}
 		if o.csv && format != configs.ExportFOCUS {
 			return usageErr("--csv writes FOCUS rows as CSV: use it with --format focus")
 		}
 		opts.CSV = &o.csv
+	}
+	if cmd.Flags().Changed("csv-raw") {
+		if o.csvRaw && format != configs.ExportFOCUS {
+			return usageErr("--csv-raw applies to the FOCUS CSV: use it with --format focus")
+		}
+		opts.CSVRaw = &o.csvRaw
 	}
 	opts.Dir = dir
 	log, err := newLogger(g, os.Stderr)

@@ -175,6 +175,7 @@ func TestExportUsageErrors(t *testing.T) {
 		{"until", []string{"--config", cfg, "--until", "2026-13"}, "--until:"},
 		{"until not after from", []string{"--config", cfg, "--from", "2026-10-01", "--until", "2026-10-01"}, "--until 2026-10-01 must be after --from 2026-10-01 (--until is exclusive)"},
 		{"csv with parquet", []string{"--config", cfg, "--csv"}, "--csv writes FOCUS rows as CSV: use it with --format focus"},
+		{"csv-raw with parquet", []string{"--config", cfg, "--csv-raw"}, "--csv-raw applies to the FOCUS CSV: use it with --format focus"},
 		{"focus version", []string{"--config", cfg, "--format", "focus", "--focus-version", "1.1"}, `--focus-version "1.1" is not one of 1.3, 1.2`},
 		{"focus version with parquet", []string{"--config", cfg, "--focus-version", "1.2"}, "--focus-version 1.2 applies to FOCUS rows: use it with --format focus"},
 		{"no config", nil, "--config is required"},

@@ -19,12 +19,20 @@ const (
 	formatTable = "table"
 	formatCSV   = "csv"
 	formatJSON  = "json"
+	// formatCSVRaw is csv without the formula guard (--format csv
+	// --csv-raw): each text value as it is, for programs, not
+	// spreadsheets.
+	formatCSVRaw = "csv-raw"
 )
 
 // writeResult writes res to w as format:
 //
 //   - csv: RFC 4180 (CRLF line ends) with one header row; NULL is an empty
-//     field.
+//     field. A text value that begins with =, +, -, @, tab or carriage
+//     return gets a single quote ahead (store.CSVGuard), so a spreadsheet
+//     shows it as text rather than run it as a formula, and so does a
+//     column name; numbers and dates are written as they are. csv-raw
+//     writes text as it is.
 //   - json: one array of objects, keys in column order. DECIMAL values are
 //     JSON strings holding the exact value (a JSON number would be read as
 //     a float by most consumers), as the interface itself sends cost.
@@ -35,7 +43,9 @@ const (
 func writeResult(w io.Writer, format string, res *store.Result) error {
 	switch format {
 	case formatCSV:
-		return writeCSV(w, res)
+		return writeCSV(w, res, true)
+	case formatCSVRaw:
+		return writeCSV(w, res, false)
 	case formatJSON:
 		return writeJSON(w, res)
 	case formatTable:
@@ -44,16 +54,27 @@ func writeResult(w io.Writer, format string, res *store.Result) error {
 	return fmt.Errorf("format %q is not one of table, csv, json", format)
 }
 
-func writeCSV(w io.Writer, res *store.Result) error {
+func writeCSV(w io.Writer, res *store.Result, guard bool) error {
 	cw := csv.NewWriter(w)
 	cw.UseCRLF = true
-	if err := cw.Write(res.Columns); err != nil {
+	head := res.Columns
+	if guard {
+		// A column may be named by data (PIVOT … ON project).
+		head = make([]string, len(res.Columns))
+		for i, c := range res.Columns {
+			head[i] = store.CSVGuard(c)
+		}
+	}
+	if err := cw.Write(head); err != nil {
 		return err
 	}
 	rec := make([]string, len(res.Columns))
 	for _, row := range res.Rows {
 		for i, v := range row {
 			rec[i], _ = store.CellText(v, res.Types[i])
+			if _, text := v.(string); text && guard {
+				rec[i] = store.CSVGuard(rec[i])
+			}
 		}
 		if err := cw.Write(rec); err != nil {
 			return err

@@ -26,13 +26,14 @@ type queryOptions struct {
 	file   string
 	name   string
 	memory string // --memory-limit, as given
+	csvRaw bool   // --csv-raw: csv without the formula guard
 	log    zerolog.Logger
 }
 
 func newQueryCmd(g *globalFlags) *cobra.Command {
 	o := &queryOptions{}
 	cmd := &cobra.Command{
-		Use:   "query (--config FILE | --db FILE) [--format table|csv|json] [--memory-limit SIZE] (SQL | -f FILE.sql | --name NAME)",
+		Use:   "query (--config FILE | --db FILE) [--format table|csv|json] [--csv-raw] [--memory-limit SIZE] (SQL | -f FILE.sql | --name NAME)",
 		Short: "Run read-only SQL on the analysts' copy of the data",
 		Long: `Run one SQL query, read-only, and print its answer.
 
@@ -64,7 +65,11 @@ array of objects). DECIMAL money is printed exactly, never rounded through a
 float; in json it is a string, in csv at its column's scale, and in a table
 every figure of a column shows the same decimals: the fewest, at least two,
 that show each of them exactly. Dates are YYYY-MM-DD, timestamps RFC 3339 in
-UTC.`,
+UTC. In csv, a text value (or column name) that begins with =, +, -, @, tab
+or carriage return is written with a single quote ahead, so a spreadsheet
+shows it as text instead of running it as a formula (names come from the
+interface, where any project member sets them); numbers are never changed.
+--csv-raw writes text as it is, for programs that read the file.`,
 		Example: `  tally query --config tally.yaml "SELECT project, currency, sum(cost) FROM usage GROUP BY ALL ORDER BY ALL"
   tally query --config tally.yaml --name cost_by_project_month --format csv > costs.csv
   tally query --db data/tally.published.duckdb -f my_query.sql --format json
@@ -90,6 +95,7 @@ UTC.`,
 	f.StringVar(&o.format, "format", formatTable, "output: table, csv or json")
 	f.StringVarP(&o.file, "file", "f", "", "file holding the SQL (- for standard input)")
 	f.StringVar(&o.name, "name", "", `named query to run ("" lists them)`)
+	f.BoolVar(&o.csvRaw, "csv-raw", false, "format csv: write text as it is, without the quote that keeps a spreadsheet from running =, +, -, @ as a formula")
 	f.StringVar(&o.memory, "memory-limit", "", "memory the query may use, e.g. 2GiB or 512MB (default: a quarter of the machine's or container's memory)")
 	return cmd
 }
@@ -99,6 +105,9 @@ func runQuery(ctx context.Context, o *queryOptions, args []string, stdin io.Read
 	case formatTable, formatCSV, formatJSON:
 	default:
 		return usageErr("--format %q is not one of table, csv, json", o.format)
+	}
+	if o.csvRaw && o.format != formatCSV {
+		return usageErr("--csv-raw applies to --format csv, not %s", o.format)
 	}
 	given := 0
 	for _, set := range []bool{len(args) == 1, o.file != "", o.name != ""} {
@@ -163,7 +172,11 @@ func runQuery(ctx context.Context, o *queryOptions, args []string, stdin io.Read
 		}
 		return err
 	}
-	return writeResult(w, o.format, res)
+	format := o.format
+	if o.csvRaw {
+		format = formatCSVRaw
+	}
+	return writeResult(w, format, res)
 }
 
 // openQueryStore opens what the options point at for analysts' SQL: the

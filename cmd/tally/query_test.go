@@ -235,6 +235,7 @@ func TestQueryUsageErrors(t *testing.T) {
 		{[]string{"query", "--config", cfg, "-f", "x.sql", "SELECT 1"}, "exactly one of"},
 		{[]string{"query", "--config", cfg, "SELECT", "1"}, "one quoted argument"},
 		{[]string{"query", "--config", cfg, "--format", "xml", "SELECT 1"}, `"xml"`},
+		{[]string{"query", "--config", cfg, "--csv-raw", "SELECT 1"}, "--csv-raw applies to --format csv, not table"},
 		{[]string{"query", "--config", cfg, "--db", db, "SELECT 1"}, "not both"},
 		{[]string{"query", "SELECT 1"}, "--config or --db is required"},
 		{[]string{"query", "--config", cfg, "--name", "nope"}, `no named query "nope"`},

@@ -152,9 +152,13 @@ export:
 	}
 	month := start.Format("2006-01")
 	run(0, "export", "--config", "tally.yaml", "--format", "focus", "--csv")
-	out, _ := run(0, "query", "--config", "tally.yaml", "--format", "csv", "SELECT DISTINCT project FROM usage ORDER BY 1")
+	out, _ := run(0, "query", "--config", "tally.yaml", "--format", "csv", "--csv-raw", "SELECT DISTINCT project FROM usage ORDER BY 1")
 	if !strings.Contains(out, `"=HYPERLINK(""http://x"",""click"")"`) {
 		t.Errorf("the renamed project did not come through the whole path:\n%s", out)
+	}
+	// For a spreadsheet, the formula is text (TestCSVGuardsFormulas).
+	if out, _ = run(0, "query", "--config", "tally.yaml", "--format", "csv", "SELECT DISTINCT project FROM usage ORDER BY 1"); !strings.Contains(out, `"'=HYPERLINK(""http://x"",""click"")"`) {
+		t.Errorf("tally query --format csv writes the formula project unguarded:\n%s", out)
 	}
 	run(0, "status", "--config", "tally.yaml")
 
