@@ -12,7 +12,8 @@ import (
 
 // README's Commands block is what users copy: each of its lines is the
 // command's own usage line (its --help), word for word, and every flag a
-// command takes is in it, so neither can drift from the other.
+// command takes is in it, so neither can drift from the other; the
+// operators' guide shows the same block.
 func TestUsageLinesMatchREADME(t *testing.T) {
 	text, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
 	if err != nil {
@@ -23,6 +24,15 @@ func TestUsageLinesMatchREADME(t *testing.T) {
 		t.Fatal("README.md has no Commands block")
 	}
 	block, _, _ := strings.Cut(after, "```")
+	ops, err := os.ReadFile(filepath.Join("..", "..", "docs", "operators.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, opsAfter, ok := strings.Cut(string(ops), "\n## Use\n\n```\n"); !ok {
+		t.Error("docs/operators.md has no Use block")
+	} else if opsBlock, _, _ := strings.Cut(opsAfter, "```"); opsBlock != block {
+		t.Errorf("docs/operators.md's Use block is not README's Commands block:\n%s\nREADME:\n%s", opsBlock, block)
+	}
 	readme := map[string]string{}
 	for _, line := range strings.Split(strings.TrimSpace(block), "\n") {
 		f := strings.Fields(line)
