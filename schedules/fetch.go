@@ -30,6 +30,8 @@ type Env struct {
 	Store *store.Store
 	Log   zerolog.Logger
 	Now   func() time.Time
+	// AsOf, when set, is "today" (see Runner.AsOf); Now stays the clock.
+	AsOf time.Time
 	// Stop closes when the run is asked to stop (SIGTERM): no new window
 	// or step starts, while the work in flight may finish until its
 	// context is cancelled. nil: never.
@@ -57,6 +59,18 @@ func (e *Env) now() time.Time {
 	}
 	return time.Now().UTC()
 }
+
+// today is the day every date decision counts from: AsOf when a replay
+// set it, else the clock.
+func (e *Env) today() time.Time {
+	if !e.AsOf.IsZero() {
+		return e.AsOf.UTC()
+	}
+	return e.now()
+}
+
+// Today is today as a clock, for the reports' Options.Now.
+func (e *Env) Today() time.Time { return e.today() }
 
 // FetchOptions narrow one fetch. Zero values mean: from usage.start, to
 // tomorrow (so today's partial data is fetched, and fetched again later), the
@@ -242,7 +256,7 @@ func fetchOrg(ctx context.Context, env *Env, runID uuid.UUID, opts FetchOptions,
 	sentBefore, retriedBefore := o.sent, o.retried
 	log := o.log(env.Log)
 	log.Info().Msg("planning fetch")
-	plan, base, err := planOrgWindows(ctx, env.Config, o.Org, env.Store, opts, env.now())
+	plan, base, err := planOrgWindows(ctx, env.Config, o.Org, env.Store, opts, env.today())
 	if err != nil {
 		return sum, err
 	}

@@ -10,10 +10,10 @@ import (
 func init() { commands = append(commands, newAlertsCmd) }
 
 func newAlertsCmd(g *globalFlags) *cobra.Command {
-	var config string
+	var config, asOfText string
 	var dryRun bool
 	cmd := &cobra.Command{
-		Use:   "alerts --config FILE [--dry-run]",
+		Use:   "alerts --config FILE [--dry-run] [--as-of DATE]",
 		Short: "Check budgets and cost anomalies and send the alerts not yet sent",
 		Long: `Checks every budget of the config against the current month's actual and
 forecast cost, and looks for cost anomalies (a project's meter costing far
@@ -34,11 +34,15 @@ See docs/finance.md "Budgets and alerts" for the forecast and anomaly methods.`,
 			if config == "" {
 				return usageErr("--config is required: the config file whose budgets to check (see configs/tally.example.yaml)")
 			}
+			asOf, err := resolveAsOf(asOfText)
+			if err != nil {
+				return err
+			}
 			r, err := newRunner(cmd, g, config)
 			if err != nil {
 				return err
 			}
-			sum, err := r.Alerts(cmd.Context(), dryRun)
+			sum, err := withAsOf(r, asOf).Alerts(cmd.Context(), dryRun)
 			out := cmd.OutOrStdout()
 			if len(sum.Check.Budgets) > 0 {
 				tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
@@ -75,6 +79,7 @@ See docs/finance.md "Budgets and alerts" for the forecast and anomaly methods.`,
 		},
 	}
 	cmd.Flags().StringVar(&config, "config", "", "config file (YAML)")
+	addAsOf(cmd, &asOfText)
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "list what would be sent, from the analysts' copy; change and send nothing")
 	return cmd
 }

@@ -32,13 +32,14 @@ func init() { commands = append(commands, newStatusCmd) }
 type statusOptions struct {
 	config string
 	format string
+	asOf   string
 	log    zerolog.Logger
 }
 
 func newStatusCmd(g *globalFlags) *cobra.Command {
 	o := &statusOptions{}
 	cmd := &cobra.Command{
-		Use:   "status --config FILE [--format table|json]",
+		Use:   "status --config FILE [--as-of DATE] [--format table|json]",
 		Short: "Show the last runs, the loaded windows and their gaps, and data freshness",
 		Long: `Show the last runs (id, command, start, end, status, error), the span loaded
 per granularity, basis and scope, the gaps between loaded windows, and how
@@ -61,6 +62,7 @@ says so.`,
 	f := cmd.Flags()
 	f.StringVar(&o.config, "config", "", "config file (YAML)")
 	f.StringVar(&o.format, "format", "table", "output: table or json")
+	addAsOf(cmd, &o.asOf)
 	return cmd
 }
 
@@ -153,6 +155,10 @@ func runStatus(ctx context.Context, o *statusOptions, w io.Writer) error {
 	if o.config == "" {
 		return usageErr("--config is required: the config file whose data to show")
 	}
+	asOf, err := resolveAsOf(o.asOf)
+	if err != nil {
+		return err
+	}
 	cfg, err := loadConfig(o.config)
 	if err != nil {
 		return err
@@ -187,7 +193,7 @@ func runStatus(ctx context.Context, o *statusOptions, w io.Writer) error {
 		if rep.Status, err = st.Status(ctx); err != nil {
 			return err
 		}
-		if err := statusBudgets(ctx, st, cfg, &rep); err != nil {
+		if err := statusBudgets(ctx, st, cfg, today(asOf), &rep); err != nil {
 			return err
 		}
 		if rep.Closes, err = statusCloses(ctx, st); err != nil {
@@ -225,11 +231,11 @@ func runStatus(ctx context.Context, o *statusOptions, w io.Writer) error {
 // month, and a problem when its scope has no usage in its currency (a
 // typo in a project name, or the wrong currency), which would otherwise
 // read as a budget never reached.
-func statusBudgets(ctx context.Context, st *store.Store, cfg *configs.Config, rep *statusReport) error {
+func statusBudgets(ctx context.Context, st *store.Store, cfg *configs.Config, now time.Time, rep *statusReport) error {
 	if len(cfg.Budgets) == 0 {
 		return nil
 	}
-	check, err := alerts.Evaluate(ctx, st, cfg, uuid.Nil, time.Now(), false)
+	check, err := alerts.Evaluate(ctx, st, cfg, uuid.Nil, now, false)
 	if err != nil {
 		return err
 	}
@@ -305,14 +311,19 @@ func writeStatusTable(w io.Writer, rep *statusReport, cfg *configs.Config) error
 	if len(rep.Runs) == 0 {
 		fmt.Fprintf(tw, "none\n")
 	} else {
-		fmt.Fprintf(tw, "ID\tCOMMAND\tJOB\tSTARTED\tFINISHED\tSTATUS\tROWS\tWINDOWS\tERROR\n")
+		// AS OF is the day a replay (--as-of) counted as today; "-" for a
+		// run as of its own day.
+		fmt.Fprintf(tw, "ID\tCOMMAND\tJOB\tSTARTED\tFINISHED\tAS OF\tSTATUS\tROWS\tWINDOWS\tERROR\n")
 		for _, r := range rep.Runs {
-			finished := "-"
+			finished, asOf := "-", "-"
 			if r.Finished != nil {
 				finished = statusTime(*r.Finished)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\n", r.ID, r.Command, statusDash(r.Job), statusTime(r.Started), finished,
-				r.Status, r.Rows, r.Windows, statusDash(statusOneLine(r.Error)))
+			if r.AsOf != nil {
+				asOf = r.AsOf.Format(tally.DateLayout)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\n", r.ID, r.Command, statusDash(r.Job), statusTime(r.Started), finished,
+				asOf, r.Status, r.Rows, r.Windows, statusDash(statusOneLine(r.Error)))
 		}
 		// Warnings of the latest run: what it went on without.
 		if w := rep.Runs[0].Warnings; len(w) > 0 {
