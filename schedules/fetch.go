@@ -41,6 +41,10 @@ type Env struct {
 	// OnAlerts, when set (tally schedule), receives every alert check's
 	// figures for /metrics.
 	OnAlerts func(alerts.Check)
+	// OnFreshness, when set (tally schedule), receives how recent each
+	// organization's usage is after every fetch, for /healthz and
+	// /metrics.
+	OnFreshness func([]alerts.Freshness)
 }
 
 // stopping reports whether the run has been asked to stop.
@@ -379,6 +383,26 @@ func finishFetch(ctx context.Context, env *Env, runID uuid.UUID, sum FetchSummar
 	sum.Alerts = check
 	if alertErr != nil && !errors.As(alertErr, new(*alerts.SendError)) {
 		return sum, alertErr
+	}
+	fresh := check.Freshness
+	if fresh == nil {
+		// No budget or webhook: the check did not run, the judgement must.
+		var err error
+		if fresh, err = alerts.Staleness(ctx, env.Store, env.Config, env.today()); err != nil {
+			return sum, err
+		}
+	}
+	// Stale data loads without error and the run is ok: the warning is
+	// what tells, in runs.warnings, tally status and the log.
+	for _, f := range fresh {
+		if f.Stale {
+			w := "STALE: " + f.Reason(env.Config.Usage.StaleAfter)
+			env.Log.Warn().Str("organization", f.Organization).Str("newest_usage_day", f.NewestDay.Format(tally.DateLayout)).Int("age_days", f.AgeDays).Msg(w)
+			sum.Warnings = append(sum.Warnings, w)
+		}
+	}
+	if env.OnFreshness != nil {
+		env.OnFreshness(fresh)
 	}
 	if alertErr != nil {
 		other = append(other, alertErr)

@@ -50,6 +50,9 @@ type Runner struct {
 	// onAlerts, when set (tally schedule), receives alert checks for
 	// /metrics.
 	onAlerts func(alerts.Check)
+	// onFreshness, when set (tally schedule), receives each fetch's
+	// judgement of how recent the usage is.
+	onFreshness func([]alerts.Freshness)
 }
 
 // today is "today" of the runner: its AsOf when set, else its clock.
@@ -245,7 +248,7 @@ func (r *Runner) recordedRun(ctx context.Context, command, job string, fn func(c
 
 	runCtx, stop := graceful(ctx, r.Config.Schedule.Grace)
 	defer stop()
-	env := &Env{Config: r.Config, Client: client, Orgs: orgs, Store: st, Log: r.Log, Now: r.Now, AsOf: r.AsOf, Stop: ctx.Done(), Version: r.Version, OnAlerts: r.onAlerts}
+	env := &Env{Config: r.Config, Client: client, Orgs: orgs, Store: st, Log: r.Log, Now: r.Now, AsOf: r.AsOf, Stop: ctx.Done(), Version: r.Version, OnAlerts: r.onAlerts, OnFreshness: r.onFreshness}
 	runID := store.NewRunID()
 	out.ID = runID
 	out.AsOf = asOfPtr(r.AsOf)

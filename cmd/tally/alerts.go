@@ -46,14 +46,14 @@ See docs/finance.md "Budgets and alerts" for the forecast and anomaly methods.`,
 			out := cmd.OutOrStdout()
 			if len(sum.Check.Budgets) > 0 {
 				tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-				fmt.Fprintln(tw, "budget\tscope\tmonth\tamount\tactual\t%\tforecast\t%\tthrough (that day partial)")
+				fmt.Fprintln(tw, "budget\tscope\tmonth\tamount\tactual\t%\tforecast\t%\tthrough")
 				for _, b := range sum.Check.Budgets {
 					if !b.Found {
 						fmt.Fprintf(tw, "%s\t%s\t\t%s %s\tno usage in %s\t\t\t\t\n", b.Budget.Name, b.Budget.ScopeText(), b.Budget.Amount, b.Budget.Currency, b.Budget.Currency)
 						continue
 					}
 					fmt.Fprintf(tw, "%s\t%s\t%s\t%s %s\t%s\t%.1f\t%s\t%.1f\t%s\n", b.Budget.Name, b.Budget.ScopeText(), b.Month.Format("2006-01"),
-						b.Budget.Amount, b.Budget.Currency, b.Actual, b.ActualRatio()*100, b.Forecast, b.ForecastRatio()*100, b.AsOf.AddDate(0, 0, 1).Format("2006-01-02"))
+						b.Budget.Amount, b.Budget.Currency, b.Actual, b.ActualRatio()*100, b.Forecast, b.ForecastRatio()*100, b.Through.Label())
 				}
 				tw.Flush()
 			}
