@@ -139,9 +139,13 @@ func (s *Store) Status(ctx context.Context) (*Status, error) {
 			var j JobRun
 			var id []byte
 			var errText sql.NullString
-			var finished, success sql.NullTime
-			if err := rows.Scan(&j.Job, &id, &j.Command, &j.Started, &finished, &j.Status, &errText, &j.Rows, &j.Windows, &success); err != nil {
+			var finished, success, asOf sql.NullTime
+			if err := rows.Scan(&j.Job, &id, &j.Command, &j.Started, &finished, &j.Status, &errText, &j.Rows, &j.Windows, &success, &asOf); err != nil {
 				return err
+			}
+			if asOf.Valid {
+				d := asOf.Time.UTC()
+				j.AsOf = &d
 			}
 			var err error
 			if j.ID, err = uuid.FromBytes(id); err != nil {
