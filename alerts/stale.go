@@ -29,6 +29,15 @@ type Freshness struct {
 	Stale bool `json:"stale"`
 }
 
+// At judges f as of today: its age in days and whether that is more
+// than staleAfter.
+func (f Freshness) At(today time.Time, staleAfter time.Duration) Freshness {
+	day := tally.Day.Truncate(today.UTC())
+	f.AgeDays = int(day.Sub(f.NewestDay) / (24 * time.Hour))
+	f.Stale = day.Sub(f.NewestDay) > staleAfter
+	return f
+}
+
 // Reason is the one line a person reads about stale data.
 func (f Freshness) Reason(staleAfter time.Duration) string {
 	who := "the store's usage"
@@ -75,15 +84,13 @@ func Staleness(ctx context.Context, st *store.Store, cfg *configs.Config, today 
 		}
 		newest = []store.NewestUsage{all}
 	}
-	day := tally.Day.Truncate(today.UTC())
 	var out []Freshness
 	for _, n := range newest {
-		f := Freshness{Organization: n.Organization, NewestDay: n.Day, AgeDays: int(day.Sub(n.Day) / (24 * time.Hour))}
+		f := Freshness{Organization: n.Organization, NewestDay: n.Day}
 		if !n.FetchedTo.IsZero() {
 			f.FetchedThrough = n.FetchedTo.AddDate(0, 0, -1)
 		}
-		f.Stale = day.Sub(n.Day) > cfg.Usage.StaleAfter
-		out = append(out, f)
+		out = append(out, f.At(today, cfg.Usage.StaleAfter))
 	}
 	return out, nil
 }

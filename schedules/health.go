@@ -73,12 +73,9 @@ func (m *monitor) freshnessChecked(f []alerts.Freshness) {
 // freshness judges the newest usage days against now: what /healthz and
 // the age gauge say. Callers hold m.mu.
 func (m *monitor) freshness(now time.Time) []alerts.Freshness {
-	day := now.UTC().Truncate(24 * time.Hour)
 	out := make([]alerts.Freshness, len(m.fresh))
 	for i, f := range m.fresh {
-		f.AgeDays = int(day.Sub(f.NewestDay) / (24 * time.Hour))
-		f.Stale = day.Sub(f.NewestDay) > m.staleAfter
-		out[i] = f
+		out[i] = f.At(now, m.staleAfter)
 	}
 	return out
 }
