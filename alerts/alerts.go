@@ -28,6 +28,9 @@ type BudgetStatus struct {
 	Budget configs.Budget
 	Month  time.Time
 	AsOf   time.Time
+	// Through is how far the data reaches (the last day holding usage,
+	// complete or not), as the "through" labels say it.
+	Through tally.DataThrough
 	// Found is false when the scope has no usage in the budget's currency
 	// this month: its figures are zero.
 	Found            bool
@@ -52,9 +55,13 @@ type Check struct {
 	New []store.Alert
 	// Anomalies counts the new anomaly alerts among New.
 	Anomalies int
+	// Freshness is how recent each organization's usage is (see
+	// Staleness); a stale one is one alert per episode among New.
+	Freshness []Freshness
 }
 
-// Evaluate checks every budget against the current month's forecasts and
+// Evaluate checks every budget against the current month's forecasts,
+// judges how recent the usage is (one alert per stale episode) and
 // looks for anomalies, as the store's views compute them with cfg's
 // thresholds. With record, new alerts are added to the alerts table
 // (pending, or stale for an anomaly too old to be news); without, nothing
@@ -75,7 +82,7 @@ func Evaluate(ctx context.Context, st *store.Store, cfg *configs.Config, runID u
 	for _, b := range cfg.Budgets {
 		s := BudgetStatus{Budget: b, Actual: tally.MustDecimal("0"), Forecast: tally.MustDecimal("0")}
 		for _, f := range forecasts {
-			s.Month, s.AsOf = f.Month, f.AsOf
+			s.Month, s.AsOf, s.Through = f.Month, f.AsOf, f.Through
 			if f.ScopeKind == b.ScopeKind && f.Scope == b.Scope && f.Currency == b.Currency {
 				s.Found, s.Actual, s.Forecast = true, f.Actual, f.Forecast
 			}
@@ -114,6 +121,18 @@ func Evaluate(ctx context.Context, st *store.Store, cfg *configs.Config, runID u
 		al := anomalyAlert(a, runID, now)
 		al.Organization = org
 		found = append(found, al)
+	}
+	if c.Freshness, err = Staleness(ctx, st, cfg, now); err != nil {
+		return c, err
+	}
+	for _, f := range c.Freshness {
+		if f.Stale {
+			a := staleAlert(f, cfg.Usage.StaleAfter, runID, now)
+			if !cfg.Grouped() {
+				a.Organization = ""
+			}
+			found = append(found, a)
+		}
 	}
 	for _, a := range found {
 		var isNew bool
@@ -160,23 +179,23 @@ func budgetAlert(s BudgetStatus, kind string, pct int, runID uuid.UUID, now time
 	amount := cents(b.Amount)
 	var text string
 	figure := s.Actual
-	// The actual figure includes the latest day of data, which is partial
-	// (as_of is the day before it): the text says so, as the workbook's
-	// Budgets sheet does.
-	through := s.AsOf.AddDate(0, 0, 1).Format(tally.DateLayout)
+	// The actual figure runs through the last day holding usage: the
+	// text says which, and whether it is complete or still partial, as
+	// the workbook's Budgets sheet does.
+	through := s.Through.Label()
 	if kind == "actual" {
-		text = fmt.Sprintf("Tally: budget %q (%s, %s) reached %d%% of %s %s in %s: %s %s so far, through %s (that day partial).",
+		text = fmt.Sprintf("Tally: budget %q (%s, %s) reached %d%% of %s %s in %s: %s %s so far, through %s.",
 			b.Name, b.ScopeText(), b.Currency, pct, amount, b.Currency, month, cents(s.Actual), b.Currency, through)
 	} else {
 		figure = s.Forecast
-		text = fmt.Sprintf("Tally: budget %q (%s, %s) is forecast to reach %d%% of %s %s in %s: %s %s by month end (%s so far, through %s, that day partial).",
+		text = fmt.Sprintf("Tally: budget %q (%s, %s) is forecast to reach %d%% of %s %s in %s: %s %s by month end; %s so far, through %s.",
 			b.Name, b.ScopeText(), b.Currency, pct, amount, b.Currency, month, cents(s.Forecast), b.Currency, cents(s.Actual), through)
 	}
 	body := map[string]any{
 		"kind": "budget", "text": text, "budget": b.Name, "threshold": fmt.Sprintf("%s %d%%", kind, pct),
 		"month": month, "scope": b.ScopeText(), "currency": b.Currency, "amount": amount,
 		"actual": cents(s.Actual), "forecast": cents(s.Forecast), "as_of": s.AsOf.Format(tally.DateLayout),
-		"through": s.AsOf.AddDate(0, 0, 1).Format(tally.DateLayout),
+		"through": s.Through.LastUsageDay.Format(tally.DateLayout), "through_complete": s.Through.Complete(),
 		"percent": fmt.Sprintf("%.1f", ratio(figure, b.Amount)*100),
 	}
 	return store.Alert{

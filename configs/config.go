@@ -71,9 +71,13 @@ type APIConfig struct {
 
 // UsageConfig is what usage to fetch.
 type UsageConfig struct {
-	Granularity      tally.Granularity
-	Start            time.Time // first day to backfill, midnight UTC
-	Lookback         time.Duration
+	Granularity tally.Granularity
+	Start       time.Time // first day to backfill, midnight UTC
+	Lookback    time.Duration
+	// StaleAfter is how old the newest day holding usage may be, counted
+	// from today, before the data is called stale (usage.stale_after):
+	// per organization with organizations:, for the store with api:.
+	StaleAfter       time.Duration
 	Window           tally.WindowSize // zero: the largest the granularity allows
 	Format           tally.Format
 	ReportedDate     bool // filterOnReportedDate
@@ -229,17 +233,23 @@ const (
 	DefaultTokenWarnBefore  = 14 * 24 * time.Hour
 	DefaultGranularity      = tally.Day
 	DefaultLookback         = 7 * 24 * time.Hour
-	DefaultFormat           = tally.FormatJSON
-	DefaultStorePath        = "data/tally.duckdb"
-	DefaultReportsDir       = "reports"
-	DefaultTolerance        = 0.005
-	DefaultLockWait         = 10 * time.Minute
-	DefaultGrace            = 30 * time.Second
-	DefaultExportDir        = "exports"
-	DefaultAnomalyMADs      = "4"
-	DefaultAnomalyMin       = "1"
-	DefaultAnomalyPercent   = "50"
-	DefaultWebhookTimeout   = 10 * time.Second
+	DefaultStaleAfter       = 2 * 24 * time.Hour
+	// MinStaleAfter and MaxStaleAfter bound usage.stale_after: a day
+	// holds usage only once it is over, and past a quarter a warning of
+	// stale data is no warning at all.
+	MinStaleAfter         = 24 * time.Hour
+	MaxStaleAfter         = 90 * 24 * time.Hour
+	DefaultFormat         = tally.FormatJSON
+	DefaultStorePath      = "data/tally.duckdb"
+	DefaultReportsDir     = "reports"
+	DefaultTolerance      = 0.005
+	DefaultLockWait       = 10 * time.Minute
+	DefaultGrace          = 30 * time.Second
+	DefaultExportDir      = "exports"
+	DefaultAnomalyMADs    = "4"
+	DefaultAnomalyMin     = "1"
+	DefaultAnomalyPercent = "50"
+	DefaultWebhookTimeout = 10 * time.Second
 )
 
 // Environment variables that override the file.

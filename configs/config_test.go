@@ -45,7 +45,7 @@ func TestDefaults(t *testing.T) {
 		Organizations: []Organization{{BaseURL: "https://app.mk.io", TokenEnv: "TALLY_API_TOKEN", Paths: map[string]string{}, Field: "api"}},
 		Usage: UsageConfig{
 			Granularity: tally.Day, Start: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
-			Lookback: 7 * 24 * time.Hour, Format: tally.FormatJSON, Source: tally.SourceOrganization,
+			Lookback: 7 * 24 * time.Hour, StaleAfter: 2 * 24 * time.Hour, Format: tally.FormatJSON, Source: tally.SourceOrganization,
 		},
 		Store:   StoreConfig{Path: "/etc/tally/data/tally.duckdb"},
 		Reports: ReportsConfig{Dir: "/etc/tally/reports", Tolerance: 0.005, Months: []string{"previous", "current"}},
@@ -110,7 +110,7 @@ schedule:
 			PaymentMethodIDs: []string{"0B6F2A4E-5C1D-4E8F-9A3B-7C2D1E0F4A5B"}, MeterNames: []string{"a", "b"}, Field: "api",
 		}},
 		Usage: UsageConfig{
-			Granularity: tally.Hour, Start: time.Date(2024, 2, 29, 0, 0, 0, 0, time.UTC), Lookback: 36 * time.Hour,
+			Granularity: tally.Hour, Start: time.Date(2024, 2, 29, 0, 0, 0, 0, time.UTC), Lookback: 36 * time.Hour, StaleAfter: 2 * 24 * time.Hour,
 			Window: tally.WindowSize{N: 1, Unit: 'm'}, Format: tally.FormatCSV, ReportedDate: true,
 			PaymentMethodIDs: []string{"0B6F2A4E-5C1D-4E8F-9A3B-7C2D1E0F4A5B"}, MeterNames: []string{"a", "b"}, Source: tally.SourceOrganization,
 		},
@@ -216,6 +216,10 @@ func TestValidation(t *testing.T) {
 		{"lookback negative", minimal + "  lookback: -1d\n", []string{`usage.lookback: "-1d" is not <n>d or <n>h`}},
 		{"lookback weeks", minimal + "  lookback: 1w\n", []string{`usage.lookback: "1w" is not <n>d or <n>h`}},
 		{"lookback huge", minimal + "  lookback: 99999d\n", []string{`usage.lookback: "99999d" is longer than ten years`}},
+		{"stale_after no unit", minimal + "  stale_after: 2\n", []string{`usage.stale_after: "2" is not <n>d or <n>h, e.g. 2d, 36h`}},
+		{"stale_after too short", minimal + "  stale_after: 12h\n", []string{`usage.stale_after: "12h" is outside 1d to 90d`}},
+		{"stale_after zero", minimal + "  stale_after: 0d\n", []string{`usage.stale_after: "0d" is outside 1d to 90d`}},
+		{"stale_after too long", minimal + "  stale_after: 91d\n", []string{`usage.stale_after: "91d" is outside 1d to 90d`}},
 		{"window syntax", minimal + "  window: 7x\n", []string{`usage.window: "7x" is not a window size: <n>d, <n>w, <n>m or <n>y`}},
 		{"window too large for hour", minimal + "  granularity: hour\n  window: 5w\n", []string{`usage.window: "5w" is not allowed for granularity hour: a hour window is at most 31 days`}},
 		{"window too large for day", minimal + "  window: 366d\n", []string{`usage.window: "366d" is not allowed for granularity day: a day window is at most one year (e.g. 365d, 52w, 12m, 1y)`}},

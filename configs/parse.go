@@ -86,6 +86,7 @@ type rawUsage struct {
 	Granularity      yaml.Node `yaml:"granularity"`
 	Start            yaml.Node `yaml:"start"`
 	Lookback         yaml.Node `yaml:"lookback"`
+	StaleAfter       yaml.Node `yaml:"stale_after"`
 	Window           yaml.Node `yaml:"window"`
 	Format           yaml.Node `yaml:"format"`
 	ReportedDate     yaml.Node `yaml:"reported_date"`
@@ -695,6 +696,19 @@ func (p *parser) usage(r *rawUsage, c *UsageConfig) {
 			p.addf(deref(&r.Lookback), "usage.lookback", "%q is longer than ten years (3660d); older data is a backfill: set usage.start", s)
 		default:
 			c.Lookback = d
+		}
+	}
+
+	c.StaleAfter = DefaultStaleAfter
+	if s, ok := p.scalar(&r.StaleAfter, "usage.stale_after"); ok {
+		d, ok := dayHours(s)
+		switch {
+		case !ok:
+			p.addf(deref(&r.StaleAfter), "usage.stale_after", "%q is not <n>d or <n>h, e.g. 2d, 36h", s)
+		case d < MinStaleAfter || d > MaxStaleAfter:
+			p.addf(deref(&r.StaleAfter), "usage.stale_after", "%q is outside 1d to 90d: the newest day holding usage is at least a day old once it is over, and data a quarter old is past warning", s)
+		default:
+			c.StaleAfter = d
 		}
 	}
 

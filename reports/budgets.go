@@ -41,23 +41,28 @@ func (b *builder) budgets() error {
 	// number of budgets.
 	type scopeKey struct{ kind, scope, currency string }
 	type scopeMonth struct {
-		days   []budgetDay
-		asOf   sql.NullTime
-		actual money
+		days    []budgetDay
+		asOf    sql.NullTime
+		actual  money
+		through tally.DataThrough
 	}
 	months := map[scopeKey]*scopeMonth{}
 	err := b.each("budget", func(r *sql.Rows) error {
 		var k scopeKey
 		var d budgetDay
 		var kind string
-		var asOf sql.NullTime
+		var asOf, last, fetched sql.NullTime
 		var actual money
-		if err := r.Scan(&k.kind, &k.scope, &k.currency, &d.at, &kind, &d.cost, &asOf, &actual); err != nil {
+		if err := r.Scan(&k.kind, &k.scope, &k.currency, &d.at, &kind, &d.cost, &asOf, &actual, &last, &fetched); err != nil {
 			return err
 		}
 		m := months[k]
 		if m == nil {
-			m = &scopeMonth{asOf: asOf, actual: actual}
+			m = &scopeMonth{asOf: asOf, actual: actual,
+				through: tally.DataThrough{AsOf: asOf.Time.UTC(), LastUsageDay: last.Time.UTC()}}
+			if fetched.Valid {
+				m.through.LastFetchedDay = fetched.Time.UTC()
+			}
 			months[k] = m
 		}
 		d.forecast = kind == "forecast"
@@ -67,22 +72,32 @@ func (b *builder) budgets() error {
 	if err != nil {
 		return err
 	}
-	// The labels say what the figures hold. The latest day of data is
+	// The labels say what the figures hold: the last day holding usage,
+	// and whether it is complete. While usage arrives, the latest day is
 	// partial (its usage is still coming in) and the actual figure
-	// includes it: in the current month the sheet says through which day,
-	// partial, rather than "as of" the day before. A month that is over
-	// holds only complete days: its figure is the actual cost.
+	// includes it. When the interface stops reporting, the last day with
+	// usage is complete (later days were fetched) and the days after it
+	// held none: the sheet says so, rather than call a week-old day
+	// partial. A month that is over holds only complete days: its figure
+	// is the actual cost.
 	var through sql.NullTime
-	for _, m := range months { // as_of is the data's, the same in every scope
+	var data tally.DataThrough
+	for _, m := range months { // as_of and the last days are the data's, the same in every scope
 		if m.asOf.Valid {
-			through = sql.NullTime{Time: m.asOf.Time.AddDate(0, 0, 1), Valid: true}
+			through = sql.NullTime{Time: m.through.LastUsageDay, Valid: true}
+			data = m.through
 		}
 	}
-	over := through.Valid && !through.Time.Before(b.p.end())
+	over := through.Valid && !data.AsOf.AddDate(0, 0, 1).Before(b.p.end())
 	actualHead, throughHead := "Actual so far", "Data through (last day partial)"
+	if data.Complete() {
+		throughHead = "Data through (complete)"
+	}
 	if over {
-		actualHead, throughHead = "Actual", "Data through"
-		through.Time = b.p.end().AddDate(0, 0, -1)
+		actualHead = "Actual"
+		if !through.Time.Before(b.p.end().AddDate(0, 0, -1)) {
+			throughHead, through.Time = "Data through", b.p.end().AddDate(0, 0, -1)
+		}
 	}
 	t, err := b.newTable(sheetBudgets, "Budgets", 1, []column{
 		{"Budget", 18}, {"Scope", 24}, {"Currency", 16}, {"Budget amount", 16}, {actualHead, 16},
@@ -141,10 +156,20 @@ func (b *builder) budgets() error {
 	}
 	note := "Actual and forecast are the usage value on the day the usage happened (basis usage), as the budgets count it. " +
 		"Forecast: the month so far plus each remaining day at the mean cost of the same weekday over the 28 days before the data's last complete day."
-	if through.Valid && !over {
+	switch {
+	case through.Valid && !over && !data.Complete():
 		note += fmt.Sprintf(" Actual so far runs through %s, whose usage is still coming in: that day is partial, and forecast at no less than its cost so far.", through.Time.Format(tally.DateLayout))
-	} else if over {
+	case over && !through.Time.Before(b.p.end().AddDate(0, 0, -1)):
 		note += " The month is over: actual is what every day of it cost."
+	case through.Valid:
+		note += fmt.Sprintf(" Usage runs through %s, and that day is complete.", data.LastUsageDay.Format(tally.DateLayout))
+		if first, last, ok := data.Empty(); ok {
+			note += fmt.Sprintf(" The days from %s to %s were fetched and held no usage: they count as 0 in the actual cost and the forecast's baseline, not as days still to come.",
+				first.Format(tally.DateLayout), last.Format(tally.DateLayout))
+		}
+		if over {
+			note += " The month is over."
+		}
 	}
 	return b.wrapAcross(sheetBudgets, 2+len(b.opts.Budgets)+1, 9, note)
 }

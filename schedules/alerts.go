@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"time"
 
 	"github.com/google/uuid"
 
@@ -38,7 +37,7 @@ func CheckAlerts(ctx context.Context, env *Env, runID uuid.UUID) (alerts.Check, 
 	if len(cfg.Budgets) == 0 && cfg.Alerts.Webhook == nil {
 		return alerts.Check{}, nil
 	}
-	check, err := alerts.Evaluate(ctx, env.Store, cfg, runID, env.now(), true)
+	check, err := alerts.Evaluate(ctx, env.Store, cfg, runID, env.today(), true)
 	if err != nil {
 		return check, err
 	}
@@ -87,17 +86,13 @@ type AlertsSummary struct {
 // and lists what would be sent, writing and sending nothing.
 func (r *Runner) Alerts(ctx context.Context, dryRun bool) (AlertsSummary, error) {
 	var sum AlertsSummary
-	now := time.Now
-	if r.Now != nil {
-		now = r.Now
-	}
 	if dryRun {
 		st, err := store.OpenPublished(ctx, r.Config.Store.Path, false)
 		if err != nil {
 			return sum, err
 		}
 		defer st.Close()
-		if sum.Check, err = alerts.Evaluate(ctx, st, r.Config, uuid.Nil, now(), false); err != nil {
+		if sum.Check, err = alerts.Evaluate(ctx, st, r.Config, uuid.Nil, r.today(), false); err != nil {
 			return sum, err
 		}
 		if sum.ToSend, err = st.PendingAlerts(ctx); err != nil {

@@ -73,11 +73,7 @@ func CheckClose(o CloseOptions, now time.Time) error {
 // copy after, so closed_month_adjustments there shows the close.
 func (r *Runner) Close(ctx context.Context, o CloseOptions) (CloseSummary, error) {
 	var sum CloseSummary
-	now := time.Now
-	if r.Now != nil {
-		now = r.Now
-	}
-	if err := CheckClose(o, now().UTC()); err != nil {
+	if err := CheckClose(o, r.today()); err != nil {
 		return sum, err
 	}
 	// Refused from the analysts' copy when it already says so, so a
@@ -345,7 +341,7 @@ func writeFinal(ctx context.Context, env *Env, r *store.CloseRecord, statements 
 		return "", err
 	}
 	stamp := &reports.CloseStamp{At: c.At, Who: c.Who, Reason: c.Reason, Rows: fp.Rows, ContentHash: fp.ContentHash, Seq: n + 1, FinalWorkbook: final}
-	opts := ReportOptions(cfg, env.Now)
+	opts := ReportOptions(cfg, env.Today)
 	opts.Close = stamp
 	if err := reports.WriteFile(ctx, env.Store.DB(), p, staged, opts); err != nil {
 		return "", err
@@ -509,7 +505,7 @@ func closeStep(ctx context.Context, env *Env, runID uuid.UUID) (StepResult, erro
 		env.Log.Info().Msg("close step: reports.close_after is not set; no month is closed")
 		return StepResult{}, nil
 	}
-	now := env.now()
+	now := env.today()
 	month := tally.Month.Truncate(now).AddDate(0, -1, 0)
 	m := month.Format("2006-01")
 	if due := month.AddDate(0, 1, 0).Add(cfg.Reports.CloseAfter); now.Before(due) {

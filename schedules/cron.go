@@ -16,6 +16,7 @@ import (
 	"github.com/robfig/cron/v3"
 	"github.com/rs/zerolog"
 
+	"github.com/tally-dev/tally/alerts"
 	"github.com/tally-dev/tally/configs"
 	"github.com/tally-dev/tally/fetch"
 	"github.com/tally-dev/tally/store"
@@ -72,6 +73,8 @@ func NewScheduler(r *Runner, opts ScheduleOptions) (*Scheduler, error) {
 	s.mon = newMonitor(jobs, s.scheds, r.Config.Schedule.Grace, time.Now)
 	r.observer = s.mon // the jobs' clients count their requests in the metrics
 	r.onAlerts = s.mon.alertsChecked
+	r.onFreshness = s.mon.freshnessChecked
+	s.mon.staleAfter = r.Config.Usage.StaleAfter
 	if exp, ok := fetch.TokenExpiry(r.Token); ok {
 		s.mon.tokenExpires = &exp
 	}
@@ -253,10 +256,14 @@ func (s *Scheduler) seed(ctx context.Context) {
 		st, err := OpenPublished(ctx, s.r.Config, s.r.Log, false)
 		if err == nil {
 			status, serr := st.Status(ctx)
+			fresh, ferr := alerts.Staleness(ctx, st, s.r.Config, time.Now())
 			st.Close()
-			err = serr
+			err = errors.Join(serr, ferr)
 			if status != nil {
 				runs = status.Jobs
+			}
+			if ferr == nil {
+				s.mon.freshnessChecked(fresh)
 			}
 		}
 		if err != nil {

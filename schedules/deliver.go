@@ -225,7 +225,7 @@ func (d deliverable) statement() bool { return d.kind == store.DeliveryStatement
 // and granularity, as month_closes records it. A file that merely looks
 // like a final is never sent: only a recorded close makes one.
 func deliverables(ctx context.Context, env *Env) ([]deliverable, error) {
-	dir, now := env.Config.Reports.Dir, env.now()
+	dir, now := env.Config.Reports.Dir, env.today()
 	matches, err := filepath.Glob(filepath.Join(dir, "*", "tally-cost-*.xlsx"))
 	if err != nil {
 		return nil, err

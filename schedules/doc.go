@@ -2,6 +2,9 @@
 // that chains them — and running them: the one-writer lock, the run record,
 // cancellation, and the demo that wires the simulated interface to the whole
 // path. It also runs the configured jobs on their cron times (Scheduler,
-// `tally schedule`) with their health (/healthz) and Prometheus metrics.
+// `tally schedule`) with their health (/healthz, which also fails on
+// stale usage) and Prometheus metrics. A Runner's AsOf replays a day: it
+// is "today" for every date decision, while its clock still stamps what
+// happens.
 // The command line only parses flags and calls in here.
 package schedules

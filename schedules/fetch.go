@@ -30,6 +30,8 @@ type Env struct {
 	Store *store.Store
 	Log   zerolog.Logger
 	Now   func() time.Time
+	// AsOf, when set, is "today" (see Runner.AsOf); Now stays the clock.
+	AsOf time.Time
 	// Stop closes when the run is asked to stop (SIGTERM): no new window
 	// or step starts, while the work in flight may finish until its
 	// context is cancelled. nil: never.
@@ -39,6 +41,10 @@ type Env struct {
 	// OnAlerts, when set (tally schedule), receives every alert check's
 	// figures for /metrics.
 	OnAlerts func(alerts.Check)
+	// OnFreshness, when set (tally schedule), receives how recent each
+	// organization's usage is after every fetch, for /healthz and
+	// /metrics.
+	OnFreshness func([]alerts.Freshness)
 }
 
 // stopping reports whether the run has been asked to stop.
@@ -57,6 +63,18 @@ func (e *Env) now() time.Time {
 	}
 	return time.Now().UTC()
 }
+
+// today is the day every date decision counts from: AsOf when a replay
+// set it, else the clock.
+func (e *Env) today() time.Time {
+	if !e.AsOf.IsZero() {
+		return e.AsOf.UTC()
+	}
+	return e.now()
+}
+
+// Today is today as a clock, for the reports' Options.Now.
+func (e *Env) Today() time.Time { return e.today() }
 
 // FetchOptions narrow one fetch. Zero values mean: from usage.start, to
 // tomorrow (so today's partial data is fetched, and fetched again later), the
@@ -242,7 +260,7 @@ func fetchOrg(ctx context.Context, env *Env, runID uuid.UUID, opts FetchOptions,
 	sentBefore, retriedBefore := o.sent, o.retried
 	log := o.log(env.Log)
 	log.Info().Msg("planning fetch")
-	plan, base, err := planOrgWindows(ctx, env.Config, o.Org, env.Store, opts, env.now())
+	plan, base, err := planOrgWindows(ctx, env.Config, o.Org, env.Store, opts, env.today())
 	if err != nil {
 		return sum, err
 	}
@@ -365,6 +383,26 @@ func finishFetch(ctx context.Context, env *Env, runID uuid.UUID, sum FetchSummar
 	sum.Alerts = check
 	if alertErr != nil && !errors.As(alertErr, new(*alerts.SendError)) {
 		return sum, alertErr
+	}
+	fresh := check.Freshness
+	if fresh == nil {
+		// No budget or webhook: the check did not run, the judgement must.
+		var err error
+		if fresh, err = alerts.Staleness(ctx, env.Store, env.Config, env.today()); err != nil {
+			return sum, err
+		}
+	}
+	// Stale data loads without error and the run is ok: the warning is
+	// what tells, in runs.warnings, tally status and the log.
+	for _, f := range fresh {
+		if f.Stale {
+			w := "STALE: " + f.Reason(env.Config.Usage.StaleAfter)
+			env.Log.Warn().Str("organization", f.Organization).Str("newest_usage_day", f.NewestDay.Format(tally.DateLayout)).Int("age_days", f.AgeDays).Msg(w)
+			sum.Warnings = append(sum.Warnings, w)
+		}
+	}
+	if env.OnFreshness != nil {
+		env.OnFreshness(fresh)
 	}
 	if alertErr != nil {
 		other = append(other, alertErr)

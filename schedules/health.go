@@ -54,6 +54,30 @@ type monitor struct {
 	// anomalies counts the new anomalies the checks found.
 	budgets   map[string][2]float64 // actual and forecast, as fractions of the amount
 	anomalies int64
+
+	// fresh is how recent each organization's usage was at the latest
+	// fetch (or in the copy at start); health judges its age anew at every
+	// check, against staleAfter (usage.stale_after).
+	fresh      []alerts.Freshness
+	staleAfter time.Duration
+}
+
+// freshnessChecked takes a fetch's judgement of how recent the usage is.
+func (m *monitor) freshnessChecked(f []alerts.Freshness) {
+	m.mu.Lock()
+	m.fresh = append([]alerts.Freshness(nil), f...)
+	m.mu.Unlock()
+	m.changed()
+}
+
+// freshness judges the newest usage days against now: what /healthz and
+// the age gauge say. Callers hold m.mu.
+func (m *monitor) freshness(now time.Time) []alerts.Freshness {
+	out := make([]alerts.Freshness, len(m.fresh))
+	for i, f := range m.fresh {
+		out[i] = f.At(now, m.staleAfter)
+	}
+	return out
 }
 
 // alertsChecked takes one alert check's figures for /metrics.
@@ -183,6 +207,11 @@ type Health struct {
 	// claim (a detail: health is the jobs').
 	TokenExpires *time.Time  `json:"token_expires,omitempty"`
 	Jobs         []JobHealth `json:"jobs"`
+	// Freshness is how recent each organization's usage is; Stale says
+	// why the scheduler is failing when one is older than
+	// usage.stale_after, though every run succeeds.
+	Freshness []alerts.Freshness `json:"freshness"`
+	Stale     []string           `json:"stale,omitempty"`
 }
 
 // JobHealth is one job's part of Health. A job is healthy while its latest
@@ -236,6 +265,13 @@ func (m *monitor) health() Health {
 		}
 		h.Jobs = append(h.Jobs, jh)
 	}
+	h.Freshness = m.freshness(now)
+	for _, f := range h.Freshness {
+		if f.Stale {
+			h.Healthy, h.Status = false, "failing"
+			h.Stale = append(h.Stale, "STALE: "+f.Reason(m.staleAfter))
+		}
+	}
 	return h
 }
 
@@ -278,8 +314,9 @@ func jobHealth(j *jobState, now, started time.Time, grace time.Duration) JobHeal
 	return jh
 }
 
-// ServeHTTP answers /healthz: 200 while every job is healthy, 503
-// otherwise, with Health as JSON either way.
+// ServeHTTP answers /healthz: 200 while every job is healthy and no
+// organization's usage is stale, 503 otherwise, with Health as JSON
+// either way.
 func (m *monitor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")

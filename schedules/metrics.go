@@ -60,6 +60,10 @@ func (m *monitor) Collect(ch chan<- prometheus.Metric) {
 	if h.TokenExpires != nil {
 		emit(desc("tally_token_expiry_timestamp_seconds", "When the API token expires (its exp claim), as Unix time; absent for a token that does not say."), gauge, unix(*h.TokenExpires))
 	}
+	age := desc("tally_usage_newest_day_age_seconds", "How old the newest UTC day holding usage is (from its start to now), per organization: usage.stale_after past it, /healthz fails.", "organization")
+	for _, f := range h.Freshness {
+		emit(age, gauge, h.CheckedAt.Sub(f.NewestDay).Seconds(), f.Organization)
+	}
 	emit(desc("tally_scheduler_start_time_seconds", "When tally schedule started, as Unix time."), gauge, unix(h.Started))
 	healthy := desc("tally_job_healthy", "1 while the job's latest run succeeded within its expected interval (what /healthz checks), else 0.", "job")
 	running := desc("tally_job_running", "1 while a run of the job is in progress.", "job")

@@ -93,14 +93,14 @@ func writeReports(ctx context.Context, env *Env, months []string) ([]WrittenRepo
 	if months == nil {
 		months = cfg.Reports.Months
 	}
-	ms, err := ReportMonths(months, env.now())
+	ms, err := ReportMonths(months, env.today())
 	if err != nil {
 		return nil, err
 	}
 	var out []WrittenReport
 	for _, m := range ms {
 		path := reports.DefaultPath(cfg.Reports.Dir, m)
-		_, err := Report(ctx, cfg, env.Store.DB(), m, "", path, env.Now, env.Log)
+		_, err := Report(ctx, cfg, env.Store.DB(), m, "", path, env.Today, env.Log)
 		var empty *EmptyMonthError
 		if errors.As(err, &empty) {
 			// A new deployment's first days, the 1st before any usage:
@@ -119,7 +119,7 @@ func writeReports(ctx context.Context, env *Env, months []string) ([]WrittenRepo
 		// And each organization's own workbook, beside the group's.
 		for _, org := range cfg.Organizations {
 			path := reports.OrgPath(cfg.Reports.Dir, m, org.Name)
-			_, err := ReportOrg(ctx, cfg, env.Store.DB(), m, "", org.Name, path, env.Now, env.Log)
+			_, err := ReportOrg(ctx, cfg, env.Store.DB(), m, "", org.Name, path, env.Today, env.Log)
 			if errors.As(err, &empty) {
 				continue
 			}

@@ -32,6 +32,11 @@ type Runner struct {
 	Version   string
 	Commit    string           // the build's commit, for tally_build_info
 	Now       func() time.Time // nil = time.Now
+	// AsOf, when set (--as-of), is "today" for everything that decides
+	// by the date (the lookback, close_after, the months, forecasts,
+	// budgets, staleness and labels), while Now stays the clock of when
+	// things happen (a run's start, a close's stamp, a token's expiry).
+	AsOf time.Time
 	// LockWait bounds the wait for another writer; zero = the config's
 	// schedule.lock_wait.
 	LockWait time.Duration
@@ -45,6 +50,29 @@ type Runner struct {
 	// onAlerts, when set (tally schedule), receives alert checks for
 	// /metrics.
 	onAlerts func(alerts.Check)
+	// onFreshness, when set (tally schedule), receives each fetch's
+	// judgement of how recent the usage is.
+	onFreshness func([]alerts.Freshness)
+}
+
+// today is "today" of the runner: its AsOf when set, else its clock.
+func (r *Runner) today() time.Time {
+	if !r.AsOf.IsZero() {
+		return r.AsOf.UTC()
+	}
+	if r.Now != nil {
+		return r.Now().UTC()
+	}
+	return time.Now().UTC()
+}
+
+// asOfPtr is a run's as-of as runs records it: nil when the run had none.
+func asOfPtr(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	d := t.UTC()
+	return &d
 }
 
 // Client builds the interface client of the api: form from the config.
@@ -222,10 +250,11 @@ func (r *Runner) recordedRun(ctx context.Context, command, job string, fn func(c
 
 	runCtx, stop := graceful(ctx, r.Config.Schedule.Grace)
 	defer stop()
-	env := &Env{Config: r.Config, Client: client, Orgs: orgs, Store: st, Log: r.Log, Now: r.Now, Stop: ctx.Done(), Version: r.Version, OnAlerts: r.onAlerts}
+	env := &Env{Config: r.Config, Client: client, Orgs: orgs, Store: st, Log: r.Log, Now: r.Now, AsOf: r.AsOf, Stop: ctx.Done(), Version: r.Version, OnAlerts: r.onAlerts, OnFreshness: r.onFreshness}
 	runID := store.NewRunID()
 	out.ID = runID
-	if err := st.BeginRun(ctx, runID, command, job); err != nil {
+	out.AsOf = asOfPtr(r.AsOf)
+	if err := st.BeginRunAsOf(ctx, runID, command, job, r.AsOf); err != nil {
 		return out, err
 	}
 	out.Started = time.Now().UTC()

@@ -19,8 +19,12 @@ type Forecast struct {
 	Scope     string // "" for all
 	Currency  string
 	AsOf      time.Time // the last complete day of the data
-	Actual    tally.Decimal
-	Forecast  tally.Decimal
+	// Through is how far the data reaches: the last day holding usage,
+	// whether it is complete, and the days fetched after it that held
+	// none.
+	Through  tally.DataThrough
+	Actual   tally.Decimal
+	Forecast tally.Decimal
 }
 
 // CurrentForecasts returns the forecasts of the month after the data's
@@ -28,7 +32,7 @@ type Forecast struct {
 // usage at hour or day granularity is loaded. It reads that month and the
 // 28 days before, whatever the history.
 func (s *Store) CurrentForecasts(ctx context.Context) ([]Forecast, error) {
-	rows, err := queryDays(ctx, s.db, `SELECT month, scope_kind, scope, currency, as_of,
+	rows, err := queryDays(ctx, s.db, `SELECT month, scope_kind, scope, currency, as_of, last_usage_day, last_fetched_day,
        CAST(round(actual_cost, 2) AS DECIMAL(38, 2))::VARCHAR, CAST(round(forecast_cost, 2) AS DECIMAL(38, 2))::VARCHAR
 FROM forecasts WHERE month = CAST(date_trunc('month', as_of + 1) AS DATE)
 ORDER BY scope_kind, scope, currency`, farFuture, farFuture)
@@ -40,10 +44,15 @@ ORDER BY scope_kind, scope, currency`, farFuture, farFuture)
 	for rows.Next() {
 		var f Forecast
 		var actual, forecast string
-		if err := rows.Scan(&f.Month, &f.ScopeKind, &f.Scope, &f.Currency, &f.AsOf, &actual, &forecast); err != nil {
+		var fetched sql.NullTime
+		if err := rows.Scan(&f.Month, &f.ScopeKind, &f.Scope, &f.Currency, &f.AsOf, &f.Through.LastUsageDay, &fetched, &actual, &forecast); err != nil {
 			return nil, fmt.Errorf("read forecasts: %w", err)
 		}
 		f.Month, f.AsOf = f.Month.UTC(), f.AsOf.UTC()
+		f.Through.AsOf, f.Through.LastUsageDay = f.AsOf, f.Through.LastUsageDay.UTC()
+		if fetched.Valid {
+			f.Through.LastFetchedDay = fetched.Time.UTC()
+		}
 		if f.Actual, err = tally.ParseDecimal(actual); err == nil {
 			f.Forecast, err = tally.ParseDecimal(forecast)
 		}
@@ -135,7 +144,7 @@ type Alert struct {
 	// Organization is whose cost it is about; "" when every
 	// organization's (a budget) or the store has one.
 	Organization string
-	Kind         string // budget or anomaly
+	Kind         string // budget, anomaly or stale (usage older than usage.stale_after)
 	FoundAt      time.Time
 	RunID        uuid.UUID
 	Month        time.Time

@@ -281,8 +281,12 @@ func TestDayViewsAsBefore(t *testing.T) {
 			t.Fatalf("%s_before has %d rows; the fixture holds more", view, len(want))
 		}
 		if view == "forecast_days" {
-			// recorded_cost is new: forecasts sums it.
-			got = viewLines(t, s, "(SELECT * EXCLUDE (recorded_cost) FROM "+view+")")
+			// recorded_cost is new: forecasts sums it; last_usage_day and
+			// last_fetched_day are new: the labels name them.
+			got = viewLines(t, s, "(SELECT * EXCLUDE (recorded_cost, last_usage_day, last_fetched_day) FROM "+view+")")
+		}
+		if view == "forecasts" {
+			got = viewLines(t, s, "(SELECT * EXCLUDE (last_usage_day, last_fetched_day) FROM "+view+")")
 		}
 		if view == "meter_daily_cost" {
 			sameQuantities(t, s, view, view+"_before", "organization, basis, granularity, day, meter_name, unit, currency")

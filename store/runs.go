@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/tally-dev/tally"
 )
 
 // NewRunID returns a new run id: a UUID v7, so ids sort by start time.
@@ -38,14 +40,24 @@ type RunResult struct {
 // BeginRun records the start of a run of command (and of the scheduled
 // job, when there is one) with status "running".
 func (s *Store) BeginRun(ctx context.Context, id uuid.UUID, command, job string) error {
+	return s.BeginRunAsOf(ctx, id, command, job, time.Time{})
+}
+
+// BeginRunAsOf is BeginRun for a run that counts from asOf as "today" (a
+// replay, --as-of); the zero asOf is a run as of its own day.
+func (s *Store) BeginRunAsOf(ctx context.Context, id uuid.UUID, command, job string, asOf time.Time) error {
 	if err := s.writable("begin run"); err != nil {
 		return err
 	}
 	if command == "" {
 		return fmt.Errorf("begin run %s: command is empty", id)
 	}
-	if _, err := s.db.ExecContext(ctx, `INSERT INTO runs (id, job, command, started, status) VALUES (?::UUID, ?, ?, ?, ?)`,
-		id.String(), textOrNull(job), command, time.Now().UTC(), RunRunning); err != nil {
+	var day driver.Value
+	if !asOf.IsZero() {
+		day = asOf.UTC().Format(tally.DateLayout)
+	}
+	if _, err := s.db.ExecContext(ctx, `INSERT INTO runs (id, job, command, started, status, as_of) VALUES (?::UUID, ?, ?, ?, ?, CAST(? AS DATE))`,
+		id.String(), textOrNull(job), command, time.Now().UTC(), RunRunning, day); err != nil {
 		return fmt.Errorf("begin run %s: %w", id, err)
 	}
 	return nil

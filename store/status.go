@@ -42,6 +42,9 @@ type RunInfo struct {
 	Rows     int64      `json:"rows"`
 	Windows  int        `json:"windows"`
 	Warnings []string   `json:"warnings,omitempty"`
+	// AsOf is the day the run counted as today when it was a replay
+	// (--as-of); nil for a run as of its own day.
+	AsOf *time.Time `json:"as_of,omitempty"`
 }
 
 // Span is what the ledger covers for one granularity, basis and scope: from
@@ -113,9 +116,13 @@ func (s *Store) Status(ctx context.Context) (*Status, error) {
 		var r RunInfo
 		var id []byte
 		var job, errText, warnings sql.NullString
-		var finished sql.NullTime
-		if err := rows.Scan(&id, &r.Command, &job, &r.Started, &finished, &r.Status, &errText, &r.Rows, &r.Windows, &warnings); err != nil {
+		var finished, asOf sql.NullTime
+		if err := rows.Scan(&id, &r.Command, &job, &r.Started, &finished, &r.Status, &errText, &r.Rows, &r.Windows, &warnings, &asOf); err != nil {
 			return err
+		}
+		if asOf.Valid {
+			d := asOf.Time.UTC()
+			r.AsOf = &d
 		}
 		if warnings.String != "" {
 			r.Warnings = strings.Split(warnings.String, "\n")
@@ -137,9 +144,13 @@ func (s *Store) Status(ctx context.Context) (*Status, error) {
 			var j JobRun
 			var id []byte
 			var errText sql.NullString
-			var finished, success sql.NullTime
-			if err := rows.Scan(&j.Job, &id, &j.Command, &j.Started, &finished, &j.Status, &errText, &j.Rows, &j.Windows, &success); err != nil {
+			var finished, success, asOf sql.NullTime
+			if err := rows.Scan(&j.Job, &id, &j.Command, &j.Started, &finished, &j.Status, &errText, &j.Rows, &j.Windows, &success, &asOf); err != nil {
 				return err
+			}
+			if asOf.Valid {
+				d := asOf.Time.UTC()
+				j.AsOf = &d
 			}
 			var err error
 			if j.ID, err = uuid.FromBytes(id); err != nil {

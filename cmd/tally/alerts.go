@@ -10,10 +10,10 @@ import (
 func init() { commands = append(commands, newAlertsCmd) }
 
 func newAlertsCmd(g *globalFlags) *cobra.Command {
-	var config string
+	var config, asOfText string
 	var dryRun bool
 	cmd := &cobra.Command{
-		Use:   "alerts --config FILE [--dry-run]",
+		Use:   "alerts --config FILE [--dry-run] [--as-of DATE]",
 		Short: "Check budgets and cost anomalies and send the alerts not yet sent",
 		Long: `Checks every budget of the config against the current month's actual and
 forecast cost, and looks for cost anomalies (a project's meter costing far
@@ -34,6 +34,10 @@ See docs/finance.md "Budgets and alerts" for the forecast and anomaly methods.`,
 			if config == "" {
 				return usageErr("--config is required: the config file whose budgets to check (see configs/tally.example.yaml)")
 			}
+			asOf, err := resolveAsOf(asOfText)
+			if err != nil {
+				return err
+			}
 			// A dry run reads the analysts' copy and sends nothing: it
 			// needs no secret.
 			steps := only("alerts")
@@ -44,18 +48,18 @@ See docs/finance.md "Budgets and alerts" for the forecast and anomaly methods.`,
 			if err != nil {
 				return err
 			}
-			sum, err := r.Alerts(cmd.Context(), dryRun)
+			sum, err := withAsOf(r, asOf).Alerts(cmd.Context(), dryRun)
 			out := cmd.OutOrStdout()
 			if len(sum.Check.Budgets) > 0 {
 				tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-				fmt.Fprintln(tw, "budget\tscope\tmonth\tamount\tactual\t%\tforecast\t%\tthrough (that day partial)")
+				fmt.Fprintln(tw, "budget\tscope\tmonth\tamount\tactual\t%\tforecast\t%\tthrough")
 				for _, b := range sum.Check.Budgets {
 					if !b.Found {
 						fmt.Fprintf(tw, "%s\t%s\t\t%s %s\tno usage in %s\t\t\t\t\n", b.Budget.Name, b.Budget.ScopeText(), b.Budget.Amount, b.Budget.Currency, b.Budget.Currency)
 						continue
 					}
 					fmt.Fprintf(tw, "%s\t%s\t%s\t%s %s\t%s\t%.1f\t%s\t%.1f\t%s\n", b.Budget.Name, b.Budget.ScopeText(), b.Month.Format("2006-01"),
-						b.Budget.Amount, b.Budget.Currency, b.Actual, b.ActualRatio()*100, b.Forecast, b.ForecastRatio()*100, b.AsOf.AddDate(0, 0, 1).Format("2006-01-02"))
+						b.Budget.Amount, b.Budget.Currency, b.Actual, b.ActualRatio()*100, b.Forecast, b.ForecastRatio()*100, b.Through.Label())
 				}
 				tw.Flush()
 			}
@@ -81,6 +85,7 @@ See docs/finance.md "Budgets and alerts" for the forecast and anomaly methods.`,
 		},
 	}
 	cmd.Flags().StringVar(&config, "config", "", "config file (YAML)")
+	addAsOf(cmd, &asOfText)
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "list what would be sent, from the analysts' copy; change and send nothing")
 	return cmd
 }

@@ -20,12 +20,13 @@ type closeOptions struct {
 	org    string
 	reason string
 	reopen bool
+	asOf   string
 }
 
 func newCloseCmd(g *globalFlags) *cobra.Command {
 	o := &closeOptions{}
 	cmd := &cobra.Command{
-		Use:   "close --config FILE --month YYYY-MM [--org NAME] [--reason TEXT] [--reopen]",
+		Use:   "close --config FILE --month YYYY-MM [--org NAME] [--reason TEXT] [--reopen] [--as-of DATE]",
 		Short: "Close a month: write its final workbook once and record its fingerprint",
 		Long: `Close a month for finance: write its final workbook,
 <reports.dir>/YYYY-MM/tally-cost-YYYY-MM-final.xlsx, which is never written
@@ -69,11 +70,15 @@ and publishes the analysts' copy after.`,
 			if err != nil {
 				return usageErr("--month: %w", err)
 			}
+			asOf, err := resolveAsOf(o.asOf)
+			if err != nil {
+				return err
+			}
 			r, err := newRunner(cmd, g, o.config, only("close"))
 			if err != nil {
 				return err
 			}
-			sum, err := r.Close(cmd.Context(), schedules.CloseOptions{Month: month, Org: o.org, Reason: o.reason, Who: who(), Reopen: o.reopen})
+			sum, err := withAsOf(r, asOf).Close(cmd.Context(), schedules.CloseOptions{Month: month, Org: o.org, Reason: o.reason, Who: who(), Reopen: o.reopen})
 			var refused *schedules.RefusedError
 			if errors.As(err, &refused) {
 				return usageErr("close %s: %w", o.month, err)
@@ -106,6 +111,7 @@ and publishes the analysts' copy after.`,
 	f.StringVar(&o.org, "org", "", "close or reopen this organization's month alone (organizations[].name); default every organization at once")
 	f.StringVar(&o.reason, "reason", "", "why; recorded in month_closes (required with --reopen)")
 	f.BoolVar(&o.reopen, "reopen", false, "reopen a closed month instead of closing it")
+	addAsOf(cmd, &o.asOf)
 	return cmd
 }
 

@@ -18,10 +18,10 @@ import (
 func init() { commands = append(commands, newFetchCmd) }
 
 func newFetchCmd(g *globalFlags) *cobra.Command {
-	var cfgPath, from, to, gran string
+	var cfgPath, from, to, gran, asOfText string
 	var refetch bool
 	cmd := &cobra.Command{
-		Use:   "fetch --config FILE [--from DATE] [--to DATE] [--granularity G] [--refetch]",
+		Use:   "fetch --config FILE [--from DATE] [--to DATE] [--granularity G] [--refetch] [--as-of DATE]",
 		Short: "Fetch due usage windows and reference data into the database",
 		Long: `Plans the due windows from the ledger (missing windows, the lookback span,
 today's partial window), fetches them concurrently, loads each in one
@@ -35,10 +35,15 @@ windows as any fetch does; the run is recorded with command refetch. The
 lookback rule is unchanged.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			asOf, err := resolveAsOf(asOfText)
+			if err != nil {
+				return err
+			}
 			r, err := newRunner(cmd, g, cfgPath, only("fetch"))
 			if err != nil {
 				return err
 			}
+			withAsOf(r, asOf)
 			opts, err := fetchOptions(from, to, gran, refetch)
 			if err != nil {
 				return err
@@ -46,7 +51,7 @@ lookback rule is unchanged.`,
 			if r.Config.Usage.Source == tally.SourceProjects && (from != "" || to != "" || gran != "") {
 				return usageErr("--from, --to and --granularity do not apply to usage.source projects: its report gives the month to date, read as it is now")
 			}
-			if _, err := opts.Resolve(r.Config, clock()); err != nil {
+			if _, err := opts.Resolve(r.Config, today(asOf)); err != nil {
 				return usageError{err}
 			}
 			sum, err := r.Fetch(cmd.Context(), opts)
@@ -59,6 +64,7 @@ lookback rule is unchanged.`,
 	cmd.Flags().StringVar(&to, "to", "", "day after the last, YYYY-MM-DD, exclusive (default tomorrow, UTC)")
 	cmd.Flags().StringVar(&gran, "granularity", "", "hour, day, week, month or year (default usage.granularity)")
 	cmd.Flags().BoolVar(&refetch, "refetch", false, "fetch [--from, --to) again even where it is loaded (needs both)")
+	addAsOf(cmd, &asOfText)
 	return cmd
 }
 

@@ -24,10 +24,10 @@ func init() { commands = append(commands, newPlanCmd) }
 var clock = time.Now
 
 func newPlanCmd(g *globalFlags) *cobra.Command {
-	var cfgPath, from, to, gran, format string
+	var cfgPath, from, to, gran, format, asOfText string
 	var refetch bool
 	cmd := &cobra.Command{
-		Use:   "plan --config FILE [--from DATE] [--to DATE] [--granularity G] [--refetch] [--format table|json]",
+		Use:   "plan --config FILE [--from DATE] [--to DATE] [--granularity G] [--refetch] [--as-of DATE] [--format table|json]",
 		Short: "Print the windows a fetch would request; sends nothing",
 		Long: "Print the windows the next `tally fetch` with the same flags would request, and why\n" +
 			"each is due (backfill, missing, partial, lookback, refetch). It reads the ledger of the\n" +
@@ -41,6 +41,10 @@ func newPlanCmd(g *globalFlags) *cobra.Command {
 				return usageErr("--format %q is not one of table, json", format)
 			}
 			opts, err := fetchOptions(from, to, gran, refetch)
+			if err != nil {
+				return err
+			}
+			asOf, err := resolveAsOf(asOfText)
 			if err != nil {
 				return err
 			}
@@ -59,7 +63,7 @@ func newPlanCmd(g *globalFlags) *cobra.Command {
 				_, err := fmt.Fprintf(cmd.OutOrStdout(), "usage.source projects: a fetch reads the month to date of %d project(s) (%s), one request each; the report takes no date windows\n", n, list)
 				return err
 			}
-			now := clock().UTC()
+			now := today(asOf)
 			if _, err := opts.Resolve(cfg, now); err != nil {
 				return usageError{err}
 			}
@@ -82,6 +86,7 @@ func newPlanCmd(g *globalFlags) *cobra.Command {
 	f.StringVar(&to, "to", "", "day after the last, YYYY-MM-DD (default: tomorrow, UTC)")
 	f.StringVar(&gran, "granularity", "", "hour, day, week, month or year (default usage.granularity)")
 	f.StringVar(&format, "format", "table", "output: table or json")
+	addAsOf(cmd, &asOfText)
 	f.BoolVar(&refetch, "refetch", false, "plan [--from, --to) again even where it is loaded, as tally fetch --refetch (needs both)")
 	return cmd
 }

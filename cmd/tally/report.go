@@ -26,13 +26,14 @@ type reportOptions struct {
 	out    string
 	// chargeback: also one statement per cost centre (--chargeback).
 	chargeback bool
+	asOf       string
 	log        zerolog.Logger
 }
 
 func newReportCmd(g *globalFlags) *cobra.Command {
 	o := &reportOptions{}
 	cmd := &cobra.Command{
-		Use:   "report --config FILE --month YYYY-MM [--org NAME] [--basis usage|reported|estimated] [--out FILE.xlsx] [--chargeback]",
+		Use:   "report --config FILE --month YYYY-MM [--org NAME] [--basis usage|reported|estimated] [--out FILE.xlsx] [--chargeback] [--as-of DATE]",
 		Short: "Write a month's cost workbook (Excel) from the stored usage",
 		Long: `Write one month's cost workbook: summary, cost by project, meter and payment
 method, the rate card check, flagged items, the daily trend, every usage row,
@@ -74,6 +75,7 @@ projects and meters and the shared costs it received and why, to
 	f.StringVar(&o.org, "org", "", "one organization's workbook (organizations[].name); default: every organization's, with a By organization sheet when there are several")
 	f.StringVar(&o.basis, "basis", "", "usage (when usage happened), reported (when charged, as invoices count) or estimated (usage.source projects: quantities priced from the rate card); default from usage.reported_date and usage.source")
 	f.StringVar(&o.out, "out", "", "workbook to write, .xlsx (default <reports.dir>/YYYY-MM/tally-cost-YYYY-MM.xlsx)")
+	addAsOf(cmd, &o.asOf)
 	f.BoolVar(&o.chargeback, "chargeback", false, "also write one chargeback statement per cost centre (allocation.cost_centres)")
 	return cmd
 }
@@ -99,6 +101,10 @@ func runReport(ctx context.Context, o *reportOptions, w io.Writer) error {
 	}
 	if o.out != "" && !strings.EqualFold(filepath.Ext(o.out), ".xlsx") {
 		return usageErr("--out %q must end in .xlsx: spreadsheet programs open a workbook by its extension", o.out)
+	}
+	asOf, err := resolveAsOf(o.asOf)
+	if err != nil {
+		return err
 	}
 	cfg, err := loadConfig(o.config)
 	if err != nil {
@@ -127,7 +133,7 @@ func runReport(ctx context.Context, o *reportOptions, w io.Writer) error {
 		return fmt.Errorf("report %s: %w", o.month, err)
 	}
 	defer st.Close()
-	p, err := schedules.ReportOrg(ctx, cfg, st.DB(), month, basis, o.org, out, nil, o.log)
+	p, err := schedules.ReportOrg(ctx, cfg, st.DB(), month, basis, o.org, out, todayFunc(asOf), o.log)
 	if err != nil {
 		return err
 	}
@@ -137,7 +143,7 @@ func runReport(ctx context.Context, o *reportOptions, w io.Writer) error {
 	if !o.chargeback {
 		return nil
 	}
-	sts, err := schedules.Statements(ctx, cfg, st.DB(), p, nil, o.log)
+	sts, err := schedules.Statements(ctx, cfg, st.DB(), p, todayFunc(asOf), o.log)
 	for _, s := range sts {
 		if _, werr := fmt.Fprintf(w, "wrote %s (statement of %s)\n", s.Path, s.CostCentre); werr != nil {
 			return werr

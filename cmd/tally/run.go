@@ -16,9 +16,9 @@ import (
 func init() { commands = append(commands, newRunCmd) }
 
 func newRunCmd(g *globalFlags) *cobra.Command {
-	var cfgPath, jobName string
+	var cfgPath, jobName, asOfText string
 	cmd := &cobra.Command{
-		Use:   "run --config FILE [--job NAME]",
+		Use:   "run --config FILE [--job NAME] [--as-of DATE]",
 		Short: "The nightly job: fetch, then the configured reports",
 		Long: `Fetches the due windows and reference data, then writes the workbooks of
 reports.months (by default the previous month, final, and the current month to
@@ -33,10 +33,15 @@ its steps: close, deliver, alerts… included); one that names several is
 refused (exit 2) with their names, since no step may be skipped silently.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			asOf, err := resolveAsOf(asOfText)
+			if err != nil {
+				return err
+			}
 			r, err := newRunner(cmd, g, cfgPath, func(cfg *configs.Config) []string { return runSteps(cfg, jobName) })
 			if err != nil {
 				return err
 			}
+			withAsOf(r, asOf)
 			if jobName != "" {
 				return runJob(cmd, r, jobName)
 			}
@@ -60,6 +65,7 @@ refused (exit 2) with their names, since no step may be skipped silently.`,
 	}
 	cmd.Flags().StringVar(&cfgPath, "config", "", "config file (YAML)")
 	cmd.Flags().StringVar(&jobName, "job", "", "run this job of schedule.jobs once")
+	addAsOf(cmd, &asOfText)
 	return cmd
 }
 

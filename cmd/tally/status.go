@@ -32,17 +32,20 @@ func init() { commands = append(commands, newStatusCmd) }
 type statusOptions struct {
 	config string
 	format string
+	asOf   string
 	log    zerolog.Logger
 }
 
 func newStatusCmd(g *globalFlags) *cobra.Command {
 	o := &statusOptions{}
 	cmd := &cobra.Command{
-		Use:   "status --config FILE [--format table|json]",
+		Use:   "status --config FILE [--as-of DATE] [--format table|json]",
 		Short: "Show the last runs, the loaded windows and their gaps, and data freshness",
 		Long: `Show the last runs (id, command, start, end, status, error), the span loaded
 per granularity, basis and scope, the gaps between loaded windows, and how
-fresh the data is.
+fresh the data is: each organization's newest day holding usage, and a
+STALE line when it is older than usage.stale_after (counted from today,
+or --as-of); stale data is a warning, the exit code stays 0.
 
 It reads the published copy of the database (what tally query reads), so it
 never waits for a running fetch; it also says whether a run holds the
@@ -61,6 +64,7 @@ says so.`,
 	f := cmd.Flags()
 	f.StringVar(&o.config, "config", "", "config file (YAML)")
 	f.StringVar(&o.format, "format", "table", "output: table or json")
+	addAsOf(cmd, &o.asOf)
 	return cmd
 }
 
@@ -92,6 +96,13 @@ type statusReport struct {
 	// workbook and whether that file is in place.
 	Closes   []statusClose `json:"closes"`
 	Problems []string      `json:"problems,omitempty"`
+	// AsOf is the day the status counts from, when --as-of gave one.
+	AsOf string `json:"as_of,omitempty"`
+	// Usage is how recent each organization's usage is (the store's for
+	// the api: form), and Stale says which is older than
+	// usage.stale_after: a warning, not a failure (the exit stays 0).
+	Usage []alerts.Freshness `json:"usage_freshness"`
+	Stale []string           `json:"stale,omitempty"`
 	*store.Status
 }
 
@@ -198,13 +209,16 @@ func statusCloses(ctx context.Context, st *store.Store) ([]statusClose, error) {
 
 // statusBudget is one budget as tally status shows it.
 type statusBudget struct {
-	Name          string  `json:"name"`
-	Scope         string  `json:"scope"`
-	Currency      string  `json:"currency"`
-	Amount        string  `json:"amount"`
-	Month         string  `json:"month,omitempty"`
-	AsOf          string  `json:"as_of,omitempty"`   // the data's last complete day
-	Through       string  `json:"through,omitempty"` // the day after: actual includes it, partial
+	Name     string `json:"name"`
+	Scope    string `json:"scope"`
+	Currency string `json:"currency"`
+	Amount   string `json:"amount"`
+	Month    string `json:"month,omitempty"`
+	AsOf     string `json:"as_of,omitempty"`   // the data's last complete day
+	Through  string `json:"through,omitempty"` // the last day holding usage: actual includes it
+	// ThroughText says whether that day is complete or partial, and
+	// which fetched days after it held no usage.
+	ThroughText   string  `json:"through_text,omitempty"`
 	Actual        string  `json:"actual,omitempty"`
 	Forecast      string  `json:"forecast,omitempty"`
 	ActualRatio   float64 `json:"actual_ratio"`
@@ -218,6 +232,10 @@ func runStatus(ctx context.Context, o *statusOptions, w io.Writer) error {
 	if o.config == "" {
 		return usageErr("--config is required: the config file whose data to show")
 	}
+	asOf, err := resolveAsOf(o.asOf)
+	if err != nil {
+		return err
+	}
 	cfg, err := loadConfig(o.config)
 	if err != nil {
 		return err
@@ -227,6 +245,10 @@ func runStatus(ctx context.Context, o *statusOptions, w io.Writer) error {
 		Database:  cfg.Store.Path,
 		Published: store.PublishedPath(cfg.Store.Path),
 		Status:    &store.Status{Runs: []store.RunInfo{}, Spans: []store.Span{}, Gaps: []store.Gap{}, Jobs: []store.JobRun{}},
+		Usage:     []alerts.Freshness{},
+	}
+	if !asOf.IsZero() {
+		rep.AsOf = asOf.Format(tally.DateLayout)
 	}
 	if rep.Writer, err = store.LockHolder(cfg.Store.Path); err != nil {
 		return err
@@ -256,8 +278,16 @@ func runStatus(ctx context.Context, o *statusOptions, w io.Writer) error {
 		if rep.Status, err = st.Status(ctx); err != nil {
 			return err
 		}
-		if err := statusBudgets(ctx, st, cfg, &rep); err != nil {
+		if err := statusBudgets(ctx, st, cfg, today(asOf), &rep); err != nil {
 			return err
+		}
+		if rep.Usage, err = alerts.Staleness(ctx, st, cfg, today(asOf)); err != nil {
+			return err
+		}
+		for _, f := range rep.Usage {
+			if f.Stale {
+				rep.Stale = append(rep.Stale, "STALE: "+f.Reason(cfg.Usage.StaleAfter))
+			}
 		}
 		if rep.Closes, err = statusCloses(ctx, st); err != nil {
 			return err
@@ -294,11 +324,11 @@ func runStatus(ctx context.Context, o *statusOptions, w io.Writer) error {
 // month, and a problem when its scope has no usage in its currency (a
 // typo in a project name, or the wrong currency), which would otherwise
 // read as a budget never reached.
-func statusBudgets(ctx context.Context, st *store.Store, cfg *configs.Config, rep *statusReport) error {
+func statusBudgets(ctx context.Context, st *store.Store, cfg *configs.Config, now time.Time, rep *statusReport) error {
 	if len(cfg.Budgets) == 0 {
 		return nil
 	}
-	check, err := alerts.Evaluate(ctx, st, cfg, uuid.Nil, time.Now(), false)
+	check, err := alerts.Evaluate(ctx, st, cfg, uuid.Nil, now, false)
 	if err != nil {
 		return err
 	}
@@ -306,7 +336,7 @@ func statusBudgets(ctx context.Context, st *store.Store, cfg *configs.Config, re
 		sb := statusBudget{Name: b.Budget.Name, Scope: b.Budget.ScopeText(), Currency: b.Budget.Currency, Amount: b.Budget.Amount.String()}
 		if !b.Month.IsZero() {
 			sb.Month, sb.AsOf = b.Month.Format("2006-01"), b.AsOf.Format(tally.DateLayout)
-			sb.Through = b.AsOf.AddDate(0, 0, 1).Format(tally.DateLayout)
+			sb.Through, sb.ThroughText = b.Through.LastUsageDay.Format(tally.DateLayout), b.Through.Label()
 			sb.Actual, sb.Forecast = b.Actual.String(), b.Forecast.String()
 			sb.ActualRatio, sb.ForecastRatio = b.ActualRatio(), b.ForecastRatio()
 		}
@@ -374,14 +404,19 @@ func writeStatusTable(w io.Writer, rep *statusReport, cfg *configs.Config) error
 	if len(rep.Runs) == 0 {
 		fmt.Fprintf(tw, "none\n")
 	} else {
-		fmt.Fprintf(tw, "ID\tCOMMAND\tJOB\tSTARTED\tFINISHED\tSTATUS\tROWS\tWINDOWS\tERROR\n")
+		// AS OF is the day a replay (--as-of) counted as today; "-" for a
+		// run as of its own day.
+		fmt.Fprintf(tw, "ID\tCOMMAND\tJOB\tSTARTED\tFINISHED\tAS OF\tSTATUS\tROWS\tWINDOWS\tERROR\n")
 		for _, r := range rep.Runs {
-			finished := "-"
+			finished, asOf := "-", "-"
 			if r.Finished != nil {
 				finished = statusTime(*r.Finished)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\n", r.ID, r.Command, statusDash(r.Job), statusTime(r.Started), finished,
-				r.Status, r.Rows, r.Windows, statusDash(statusOneLine(r.Error)))
+			if r.AsOf != nil {
+				asOf = r.AsOf.Format(tally.DateLayout)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\n", r.ID, r.Command, statusDash(r.Job), statusTime(r.Started), finished,
+				asOf, r.Status, r.Rows, r.Windows, statusDash(statusOneLine(r.Error)))
 		}
 		// Warnings of the latest run: what it went on without.
 		if w := rep.Runs[0].Warnings; len(w) > 0 {
@@ -427,10 +462,10 @@ func writeStatusTable(w io.Writer, rep *statusReport, cfg *configs.Config) error
 
 	if len(rep.Budgets) > 0 {
 		fmt.Fprintf(tw, "\nBUDGETS (this month; see tally alerts)\n")
-		fmt.Fprintf(tw, "NAME\tSCOPE\tAMOUNT\tMONTH\tACTUAL\t%%\tFORECAST\t%%\tTHROUGH (THAT DAY PARTIAL)\n")
+		fmt.Fprintf(tw, "NAME\tSCOPE\tAMOUNT\tMONTH\tACTUAL\t%%\tFORECAST\t%%\tTHROUGH\n")
 		for _, b := range rep.Budgets {
 			fmt.Fprintf(tw, "%s\t%s\t%s %s\t%s\t%s\t%.1f\t%s\t%.1f\t%s\n", b.Name, b.Scope, b.Amount, b.Currency, statusDash(b.Month),
-				statusDash(b.Actual), b.ActualRatio*100, statusDash(b.Forecast), b.ForecastRatio*100, statusDash(b.Through))
+				statusDash(b.Actual), b.ActualRatio*100, statusDash(b.Forecast), b.ForecastRatio*100, statusDash(b.ThroughText))
 		}
 		for _, p := range rep.Problems {
 			fmt.Fprintf(tw, "PROBLEM: %s\n", p)
@@ -469,6 +504,22 @@ func writeStatusTable(w io.Writer, rep *statusReport, cfg *configs.Config) error
 	fmt.Fprintf(tw, "last fetched\t%s\n", statusTimeOrNone(f.LastFetchedAt))
 	fmt.Fprintf(tw, "latest usage\t%s\n", statusTimeOrNone(f.LatestUsageDate))
 	fmt.Fprintf(tw, "latest charge\t%s\n", statusTimeOrNone(f.LatestDateProcessed))
+	for _, u := range rep.Usage {
+		// "newest day" is no wider than the labels above: the column
+		// keeps its width.
+		label := "newest day"
+		if cfg.Grouped() {
+			label += " of " + u.Organization
+		}
+		fmt.Fprintf(tw, "%s\t%s (%d days old", label, u.NewestDay.Format(tally.DateLayout), u.AgeDays)
+		if rep.AsOf != "" {
+			fmt.Fprintf(tw, " as of %s", rep.AsOf)
+		}
+		fmt.Fprintf(tw, "; stale after %s)\n", alerts.DurationText(cfg.Usage.StaleAfter))
+	}
+	for _, s := range rep.Stale {
+		fmt.Fprintf(tw, "%s\n", s)
+	}
 	return tw.Flush()
 }
 

@@ -19,7 +19,8 @@ SELECT l.job,
        l.error,
        l.rows,
        l.windows,
-       (SELECT max(s.finished) FROM runs s WHERE s.job = l.job AND s.status = 'ok') AS last_success
+       (SELECT max(s.finished) FROM runs s WHERE s.job = l.job AND s.status = 'ok') AS last_success,
+       l.as_of -- the day a replay (--as-of) counted as today; NULL for a run as of its own day
 FROM latest l
 WHERE l.n = 1
 ORDER BY l.job;

@@ -12,7 +12,8 @@ SELECT id,
        error,
        rows,
        windows,
-       warnings
+       warnings,
+       as_of -- the day a replay (--as-of) counted as today; NULL for a run as of its own day
 FROM runs
 ORDER BY started DESC, id DESC
 LIMIT 20;

@@ -15,7 +15,9 @@ SELECT f.scope_kind,
        f.kind,
        CAST(f.cost AS VARCHAR) AS cost,
        f.as_of,
-       CAST(t.actual_cost AS VARCHAR) AS actual_cost
+       CAST(t.actual_cost AS VARCHAR) AS actual_cost,
+       f.last_usage_day,
+       f.last_fetched_day
 FROM forecast_days f
 JOIN forecasts t
   ON t.month = f.month AND t.scope_kind = f.scope_kind AND t.scope = f.scope AND t.currency = f.currency

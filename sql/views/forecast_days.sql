@@ -2,8 +2,15 @@
 -- currency: what it cost (kind actual) or, for the days after as_of in the
 -- current month, what it is expected to cost (kind forecast).
 --
--- as_of is the last complete day: the day before the latest day with
--- usage, which holds only part of its day. A forecast day costs the mean
+-- as_of is the last complete day. A day is complete once a later day has
+-- been fetched (the ledger, fetch_windows, covers past it), whether or
+-- not the later day held usage: as_of is the day before the later of the
+-- last fetched day and the latest day with usage. A window counts as
+-- fetched only up to the day it was loaded (a later --to fetches nothing
+-- yet to come). So when the interface stops reporting, the days fetched
+-- and empty are actual days that cost 0, never days still to come, and
+-- last_usage_day says where the usage stops. Without a ledger (usage
+-- loaded by hand) as_of is the day before the latest day with usage. A forecast day costs the mean
 -- of the same weekday over the 28 days up to as_of (four of each weekday;
 -- a day without usage counts as 0), so a quiet weekend stays quiet. The
 -- latest, partial day is forecast too, at no less than its cost so far,
@@ -14,8 +21,16 @@ CREATE OR REPLACE VIEW forecast_days AS
 WITH sdc AS MATERIALIZED (
     SELECT * FROM scope_daily_cost
 ),
+fetched AS (
+    SELECT max(least(CAST("end" AS DATE) - 1, CAST(fetched_at AS DATE))) AS last_fetched_day
+    FROM fetch_windows
+    WHERE granularity IN ('hour', 'day')
+),
 latest AS (
-    SELECT max(day) - 1 AS as_of FROM sdc
+    SELECT greatest(max(s.day), coalesce(any_value(f.last_fetched_day), max(s.day))) - 1 AS as_of,
+           max(s.day) AS last_usage_day,
+           any_value(f.last_fetched_day) AS last_fetched_day
+    FROM sdc s, fetched f
 ),
 series AS (
     -- Every month with usage, and the current month for every scope with
@@ -30,7 +45,7 @@ series AS (
     WHERE day > as_of - 28 AND day <= as_of
 ),
 days AS (
-    SELECT s.*, CAST(g.d AS DATE) AS day, a.as_of
+    SELECT s.*, CAST(g.d AS DATE) AS day, a.as_of, a.last_usage_day, a.last_fetched_day
     FROM series s, latest a,
          generate_series(CAST(s.month AS TIMESTAMP), CAST(s.month + INTERVAL 1 MONTH - INTERVAL 1 DAY AS TIMESTAMP), INTERVAL 1 DAY) AS g(d)
 ),
@@ -49,6 +64,8 @@ SELECT d.month, -- first day of the month
        CASE WHEN d.day <= d.as_of THEN coalesce(c.cost, 0)
             ELSE greatest(coalesce(p.rate, 0), coalesce(c.cost, 0)) END AS cost, -- the day's cost, or its forecast (never below what it cost so far)
        d.as_of, -- the last complete day of the data
+       d.last_usage_day, -- the latest day holding any usage; complete when it is on or before as_of
+       d.last_fetched_day, -- the latest day the ledger covers, fetched up to the day it was loaded; days after last_usage_day up to it were fetched and held no usage
        c.cost AS recorded_cost -- what the day cost as loaded so far, the latest partial day too; NULL for a day without usage
 FROM days d
 LEFT JOIN sdc c

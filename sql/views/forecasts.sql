@@ -13,6 +13,8 @@ SELECT f.month, -- first day of the month
        f.scope, -- the project, payment method id, family or cost centre; '' for all
        f.currency,
        any_value(f.as_of) AS as_of, -- the last complete day of the data
+       any_value(f.last_usage_day) AS last_usage_day, -- the latest day holding any usage; complete when on or before as_of
+       any_value(f.last_fetched_day) AS last_fetched_day, -- the latest day fetched; days after last_usage_day up to it held no usage
        coalesce(sum(f.recorded_cost), 0) AS actual_cost, -- cost so far, the latest partial day included
        sum(f.cost) FILTER (WHERE f.kind = 'actual') AS cost_to_as_of, -- cost of the complete days
        count(*) FILTER (WHERE f.kind = 'forecast') AS forecast_days, -- days still forecast

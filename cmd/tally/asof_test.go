@@ -1,0 +1,113 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A replay (--as-of) plans, fetches, reports and records as of its own
+// day: the plan's windows end the day after it, the lookback counts back
+// from it, the nightly run reports the month before it, and the run
+// records the day.
+func TestAsOfReplaysANight(t *testing.T) {
+	start := time.Date(2026, 9, 20, 0, 0, 0, 0, time.UTC)
+	asOf := "2026-10-03"
+	s := newCLISim(t, start)
+	cfg, db := cliConfig(t, s, start, "")
+
+	// Before anything is loaded: a backfill from usage.start to the day
+	// after the replayed day, not to the wall clock's tomorrow.
+	got := planWindows(t, cfg, "--as-of", asOf)
+	if want := []string{"2026-09-20..2026-09-27 backfill", "2026-09-27..2026-10-04 backfill"}; strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("plan --as-of %s before any fetch: %q, want %q", asOf, got, want)
+	}
+
+	out, code, stderr := cli(t, "run", "--config", cfg, "--as-of", asOf)
+	if code != exitOK {
+		t.Fatalf("run --as-of %s: exit %d\nstdout:\n%s\nstderr:\n%s", asOf, code, out, stderr)
+	}
+	// reports.months [previous] as of 3 October is September.
+	if !strings.Contains(out, "report 2026-09: ") || strings.Contains(out, "report 2026-10") {
+		t.Errorf("run --as-of %s printed\n%s\nwant the workbook of 2026-09 only", asOf, out)
+	}
+	if _, err := os.Stat(strings.Replace(db, "tally.duckdb", "reports/2026-09/tally-cost-2026-09.xlsx", 1)); err != nil {
+		t.Errorf("the replayed night's workbook: %v", err)
+	}
+
+	// The next replay of the same day re-fetches the lookback (1d) back
+	// from that day, and the day itself: nothing later.
+	got = planWindows(t, cfg, "--as-of", asOf)
+	if want := []string{"2026-10-02..2026-10-04 lookback"}; strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("plan --as-of %s after the run: %q, want %q", asOf, got, want)
+	}
+
+	// The run records its as-of; status shows it.
+	out, code, _ = cli(t, "status", "--config", cfg, "--format", "json")
+	var st struct {
+		Runs []struct {
+			Command string `json:"command"`
+			AsOf    string `json:"as_of"`
+		} `json:"runs"`
+	}
+	if err := json.Unmarshal([]byte(out), &st); err != nil || code != exitOK || len(st.Runs) == 0 {
+		t.Fatalf("status: exit %d, %v\n%s", code, err, out)
+	}
+	if st.Runs[0].Command != "run" || !strings.HasPrefix(st.Runs[0].AsOf, asOf) {
+		t.Errorf("latest run %+v; want command run with as_of %s", st.Runs[0], asOf)
+	}
+	out, _, _ = cli(t, "status", "--config", cfg)
+	if !strings.Contains(out, "AS OF") || !strings.Contains(out, "  "+asOf+"  ") {
+		t.Errorf("status table does not show the run's as-of %s:\n%s", asOf, out)
+	}
+	if got := scalarText(t, db, "SELECT CAST(as_of AS VARCHAR) FROM runs WHERE command = 'run'"); got != asOf {
+		t.Errorf("runs.as_of = %q, want %s", got, asOf)
+	}
+}
+
+// --as-of and TALLY_AS_OF later than the wall clock, or not a date, are
+// refused (exit 2) naming the flag or variable, the value and what is
+// allowed, before anything is touched.
+func TestAsOfRefusesTheFuture(t *testing.T) {
+	setPlanClock(t, time.Date(2026, 10, 5, 10, 0, 0, 0, time.UTC))
+	start := time.Date(2026, 9, 20, 0, 0, 0, 0, time.UTC)
+	s := newCLISim(t, start)
+	cfg, db := cliConfig(t, s, start, "")
+	for _, c := range []struct {
+		args []string
+		env  string
+		want []string
+	}{
+		{[]string{"fetch", "--as-of", "2026-10-06"}, "", []string{`--as-of "2026-10-06" is later than today (2026-10-05 UTC)`, "at most 2026-10-05"}},
+		{[]string{"run", "--as-of", "2026-10-06"}, "", []string{`--as-of "2026-10-06"`, "later than today"}},
+		{[]string{"status", "--as-of", "2026-10-06"}, "", []string{`--as-of "2026-10-06"`, "later than today"}},
+		{[]string{"report", "--month", "2026-09", "--as-of", "2026-10-06"}, "", []string{`--as-of "2026-10-06"`}},
+		{[]string{"close", "--month", "2026-09", "--as-of", "2026-10-06"}, "", []string{`--as-of "2026-10-06"`}},
+		{[]string{"alerts", "--as-of", "2026-10-06"}, "", []string{`--as-of "2026-10-06"`}},
+		{[]string{"plan", "--as-of", "5 Oct"}, "", []string{`--as-of "5 Oct" is not a date`, "YYYY-MM-DD"}},
+		{[]string{"fetch"}, "2026-10-06", []string{`TALLY_AS_OF "2026-10-06" is later than today`}},
+		{[]string{"plan"}, "yesterday", []string{`TALLY_AS_OF "yesterday" is not a date`}},
+	} {
+		t.Setenv(asOfEnv, c.env)
+		args := append(c.args[:1:1], append([]string{"--config", cfg}, c.args[1:]...)...)
+		_, code, stderr := cli(t, args...)
+		if code != exitUsage {
+			t.Errorf("%v (TALLY_AS_OF=%q): exit %d, want 2\n%s", args, c.env, code, stderr)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(stderr, w) {
+				t.Errorf("%v (TALLY_AS_OF=%q): stderr %q does not say %q", args, c.env, stderr, w)
+			}
+		}
+		if _, err := os.Stat(db); !os.IsNotExist(err) {
+			t.Fatalf("%v: a refused --as-of touched the database: %v", args, err)
+		}
+	}
+	// Today itself is a day that has come.
+	t.Setenv(asOfEnv, "")
+	if got := planWindows(t, cfg, "--as-of", "2026-10-05"); len(got) == 0 || !strings.HasSuffix(got[len(got)-1], "..2026-10-06 backfill") {
+		t.Errorf("plan --as-of today: %q; want a backfill to 2026-10-06", got)
+	}
+}
