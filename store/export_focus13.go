@@ -116,11 +116,10 @@ WITH ca AS (
 ),
 closes AS (
     -- the close whose cost centres a closed month reads, as cost_allocation
-    SELECT cm.organization, cm.month, mc.id
-    FROM closed_months cm
-    JOIN month_closes mc ON mc.id = cm.id
-    WHERE mc.allocation_hash IS NOT NULL AND cm.basis = ?
-    QUALIFY row_number() OVER (PARTITION BY cm.organization, cm.month ORDER BY cm.acted_at DESC, cm.id DESC) = 1
+    SELECT organization, month, id
+    FROM closed_months
+    WHERE basis = ?
+    QUALIFY row_number() OVER (PARTITION BY organization, month ORDER BY acted_at DESC, id DESC) = 1
 ),
 drivers AS (
     SELECT DISTINCT ca.organization, ca.month, ca.cost_centre, ca.rule_version, r.driver_meter
