@@ -427,11 +427,12 @@ WHERE abs(a.l - b.l) > a.n * 0.000000000001 OR abs(a.c - b.c) > a.n * 0.00000000
 func TestFOCUS13CommitmentPerCurrency(t *testing.T) {
 	s, _ := exportFixture(t)
 	ctx := context.Background()
-	// A license entitlement's charges of the last days again in EUR, as
-	// an interface that bills one entitlement in two currencies sends them.
-	ent := rowsText(t, s, `SELECT min(entitlement) FROM usage WHERE entitlement_type = 'license' AND currency = 'USD' AND granularity = 'day' AND basis = 'usage'`)[0]
+	// Twenty of a license entitlement's charges again in EUR, as an
+	// interface that bills one entitlement in two currencies sends them.
+	ent := rowsText(t, s, `SELECT min(entitlement) FROM usage WHERE entitlement_type = 'license' AND currency = 'USD' AND granularity = 'day' AND basis = 'usage' AND cost > 0`)[0]
 	if _, err := s.db.ExecContext(ctx, `INSERT INTO usage SELECT u.* REPLACE ('EUR' AS currency, NULL AS key_id)
-FROM usage u WHERE entitlement = ? AND granularity = 'day' AND basis = 'usage' AND date >= TIMESTAMP '2026-10-20'`, ent); err != nil {
+FROM usage u WHERE entitlement = ? AND granularity = 'day' AND basis = 'usage' AND cost > 0
+QUALIFY row_number() OVER (ORDER BY date DESC, project, meter_name) <= 20`, ent); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.KeyUsage(ctx); err != nil {
@@ -450,8 +451,8 @@ FROM usage u WHERE entitlement = ? AND granularity = 'day' AND basis = 'usage' A
 	got := rowsText(t, s, `SELECT ContractCommitmentId, BillingCurrency, x_AppliedCost, ContractCommitmentDescription FROM `+cc+` WHERE ContractCommitmentId LIKE ? ORDER BY ALL`, ent+"%")
 	want := rowsText(t, s, `SELECT CommitmentDiscountId || '/' || BillingCurrency, BillingCurrency, sum(x_Cost), 'license entitlement ' || CommitmentDiscountId || ' on payment method ' || any_value(x_PaymentMethodName) || ', drawn in ' || BillingCurrency
 FROM `+cu+` WHERE CommitmentDiscountId = ? GROUP BY CommitmentDiscountId, BillingCurrency ORDER BY ALL`, ent)
-	if len(want) != 2 {
-		t.Fatalf("the entitlement's charges are in %d currencies, want 2: %v", len(want), want)
+	if len(want) != 2 || !strings.HasPrefix(want[0], ent+"/EUR|EUR|") || strings.Contains(want[0], "|EUR|0.000000000000|") {
+		t.Fatalf("the entitlement's charges are not in two currencies with some cost in EUR: %v", want)
 	}
 	equalLines(t, "the entitlement's commitments, one per currency", got, want)
 	// Every commitment's amount is the sum of the charges that name it,
