@@ -147,6 +147,7 @@ type builder struct {
 
 	charges       *[]chargeLine // the month's chargeback, once read
 	hasAllocation *bool         // whether the source has the chargeback tables, once asked
+	frozen        bool          // a statement's closed month: its close froze cost centres
 
 	adjustments      []adjustmentRow   // closed months' differences, for their sheet
 	group            bool              // the month's rows belong to several organizations: a group workbook

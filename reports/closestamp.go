@@ -26,6 +26,7 @@ type monthState struct {
 	// reopenedSince names, in a group's workbook, the organizations
 	// reopened on their own since the group's close.
 	reopenedSince string
+	id            string // the close or reopen in force (month_closes.id); "" for a workbook the close writes
 }
 
 // readMonthState reads the month's latest close or reopen. A workbook the
@@ -44,10 +45,12 @@ func (b *builder) readMonthState() error {
 		var rows sql.NullInt64
 		var closes int
 		var since sql.NullString
-		if err := r.Scan(&action, &at, &who, &reason, &rows, &hash, &final, &closes, &since); err != nil {
+		var id string
+		if err := r.Scan(&action, &at, &who, &reason, &rows, &hash, &id, &final, &closes, &since); err != nil {
 			return err
 		}
 		b.state.reopenedSince = since.String
+		b.state.id = id
 		st := &CloseStamp{At: at.UTC(), Who: who, Reason: reason.String, Rows: rows.Int64, ContentHash: hash.String, Seq: closes, FinalWorkbook: final.String}
 		if action == "close" {
 			b.state.close = st

@@ -89,16 +89,31 @@ func writeStatements(ctx context.Context, src Source, p Period, opts Options, pa
 	if err != nil {
 		return nil, fmt.Errorf("write statements %s: %w", p.Month.Format(monthLayout), err)
 	}
-	owners := map[string]string{}
-	if opts.Allocation != nil {
-		for _, c := range opts.Allocation.CostCentres {
-			owners[c.Name] = c.Owner
+	if err := first.readMonthState(); err != nil {
+		return nil, fmt.Errorf("write statements %s: %w", p.Month.Format(monthLayout), err)
+	}
+	closed := first.state.close != nil && !first.state.final
+	if closed {
+		if first.frozen, err = first.frozeChargeback(first.state.id); err != nil {
+			return nil, fmt.Errorf("write statements %s: %w", p.Month.Format(monthLayout), err)
 		}
 	}
+	owners := map[string]string{}
 	var centres []string
 	for _, l := range lines {
 		if l.centre != tally.Unallocated && !slices.Contains(centres, l.centre) {
 			centres = append(centres, l.centre)
+		}
+	}
+	if opts.Allocation != nil {
+		for _, c := range opts.Allocation.CostCentres {
+			owners[c.Name] = c.Owner
+			// A closed month's chargeback is the one its close froze:
+			// a cost centre configured since still gets its statement,
+			// saying that the month as closed charges it nothing.
+			if closed && !slices.Contains(centres, c.Name) {
+				centres = append(centres, c.Name)
+			}
 		}
 	}
 	var out []Statement
@@ -113,6 +128,7 @@ func writeStatements(ctx context.Context, src Source, p Period, opts Options, pa
 				return err
 			}
 			defer b.f.Close()
+			b.state, b.frozen = first.state, first.frozen
 			if err := b.statement(st, lines); err != nil {
 				return err
 			}
@@ -160,6 +176,8 @@ func (b *builder) statement(st Statement, lines []chargeLine) error {
 	if c := b.opts.Close; c != nil {
 		sub += fmt.Sprintf(" Final: the month was closed %s by %s; this statement is never rewritten (its figures are those of %s).",
 			c.At.UTC().Format("2006-01-02 15:04 UTC"), c.Who, filepath.Base(c.FinalWorkbook))
+	} else if b.state.close != nil {
+		sub += " " + b.asClosed()
 	}
 	if err := b.wrapAcross(s, 2, len(cols), sub); err != nil {
 		return err
@@ -214,7 +232,11 @@ func (b *builder) statement(st Statement, lines []chargeLine) error {
 			return err
 		}
 	}
-	if err := own.finish("None: no project of this cost centre had usage this month."); err != nil {
+	none := "None: no project of this cost centre had usage this month."
+	if b.state.close != nil && len(mine) == 0 {
+		none = "None: the month as closed charges nothing to this cost centre."
+	}
+	if err := own.finish(none); err != nil {
 		return err
 	}
 	row = max(own.row, own.first+1) + 3
@@ -252,4 +274,41 @@ func (b *builder) statement(st Statement, lines []chargeLine) error {
 		return err
 	}
 	return b.printSetup(s, false)
+}
+
+// asClosed says, on a statement of a closed month that is not the close's
+// own, that its chargeback is the one the close froze, with the close's
+// stamp: a later change of the config's cost centres or rules does not
+// apply to it.
+func (b *builder) asClosed() string {
+	c := b.state.close
+	reason := c.Reason
+	if reason == "" {
+		reason = "none given"
+	}
+	froze := "the cost centres and rules in force when it closed"
+	if !b.frozen {
+		froze = "none: the month was closed without chargeback, so all its cost is Unallocated"
+	}
+	return fmt.Sprintf("As closed: the month was closed %s by %s (reason: %s; fingerprint %d rows, content hash %s; final workbook %s). "+
+		"Its chargeback is the one the close froze, %s; later changes of cost centres or rules do not apply to it until it is reopened and closed again. "+
+		"Figures are today's data: late charges since the close are included.",
+		c.At.UTC().Format("2006-01-02 15:04 UTC"), c.Who, reason, c.Rows, c.ContentHash, filepath.Base(c.FinalWorkbook), froze)
+}
+
+// frozeChargeback reports whether the close id froze cost centres
+// (allocation_cost_centres rows under its id).
+func (b *builder) frozeChargeback(id string) (bool, error) {
+	rows, err := b.src.QueryContext(b.ctx, `SELECT count(*) > 0 FROM allocation_cost_centres WHERE close_id = CAST(? AS UUID)`, id)
+	if err != nil {
+		return false, fmt.Errorf("read the close's chargeback: %w", err)
+	}
+	defer rows.Close()
+	var froze bool
+	if rows.Next() {
+		if err := rows.Scan(&froze); err != nil {
+			return false, fmt.Errorf("read the close's chargeback: %w", err)
+		}
+	}
+	return froze, rows.Err()
 }

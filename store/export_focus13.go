@@ -70,7 +70,11 @@ var focus13Nulls = map[string]string{
 // else the organizations table's. A commitment is an entitlement of a known
 // type (the focus view's commitment discounts); its contract is the payment
 // method it was charged under, the first should one entitlement appear
-// under two, so that it has exactly one parent.
+// under two, so that it has exactly one parent. An entitlement drawn in
+// several currencies (the interface gives a currency per row) is one
+// commitment per currency, its id the entitlement's followed by
+// "/CURRENCY" (focusCommitmentID), so that no amount adds one currency to
+// another; currencies counts them.
 var focus13Lookups = []struct {
 	query string
 	args  func(ExportOptions) []any
@@ -86,10 +90,11 @@ FROM (
     FULL JOIN organizations o ON o.name = s.organization
 ))`, nil},
 	{`SET VARIABLE tally_focus_contracts = (
-SELECT map_from_entries(coalesce(list((commitment_id, contract_id)), []))
+SELECT map_from_entries(coalesce(list((commitment_id, {'contract': contract_id, 'currencies': currencies})), []))
 FROM (
     SELECT entitlement AS commitment_id,
-           min(coalesce(nullif(payment_method, ''), 'unassigned')) AS contract_id
+           min(coalesce(nullif(payment_method, ''), 'unassigned')) AS contract_id,
+           count(DISTINCT currency) AS currencies
     FROM usage
     WHERE granularity = ? AND basis = ? AND nullif(entitlement, '') IS NOT NULL
       -- the types as the interface spells them first, as the focus view
@@ -119,11 +124,10 @@ WITH ca AS (
 ),
 closes AS (
     -- the close whose cost centres a closed month reads, as cost_allocation
-    SELECT cm.organization, cm.month, mc.id
-    FROM closed_months cm
-    JOIN month_closes mc ON mc.id = cm.id
-    WHERE mc.allocation_hash IS NOT NULL AND cm.basis = ?
-    QUALIFY row_number() OVER (PARTITION BY cm.organization, cm.month ORDER BY cm.acted_at DESC, cm.id DESC) = 1
+    SELECT organization, month, id
+    FROM closed_months
+    WHERE basis = ?
+    QUALIFY row_number() OVER (PARTITION BY organization, month ORDER BY acted_at DESC, id DESC) = 1
 ),
 drivers AS (
     SELECT DISTINCT ca.organization, ca.month, ca.cost_centre, ca.rule_version, r.driver_meter
@@ -213,8 +217,8 @@ pm AS (
     -- memory until the COPY ended (out of memory at a year of hourly rows).
     -- Strings go through jsonString; decimals are JSON numbers as they are.
     CASE WHEN CommitmentDiscountId IS NOT NULL THEN
-        '{"Elements":[{"ContractID":' || coalesce(` + jsonString("map_extract_value(getvariable('tally_focus_contracts'), CommitmentDiscountId)") + `, 'null')
-        || ',"ContractCommitmentID":' || ` + jsonString("CommitmentDiscountId") + `
+        '{"Elements":[{"ContractID":' || coalesce(` + jsonString("map_extract_value(getvariable('tally_focus_contracts'), CommitmentDiscountId).contract") + `, 'null')
+        || ',"ContractCommitmentID":' || ` + jsonString(focusCommitmentID("CommitmentDiscountId", "BillingCurrency")) + `
         || ',"ContractCommitmentAppliedCost":' || coalesce(CAST(x_Cost AS VARCHAR), 'null')
         || ',"ContractCommitmentAppliedQuantity":' || coalesce(CASE WHEN CommitmentDiscountCategory = 'Usage' THEN CAST(ConsumedQuantity AS VARCHAR) END, 'null')
         || ',"ContractCommitmentAppliedUnit":' || coalesce(CASE WHEN CommitmentDiscountCategory = 'Usage' AND ConsumedQuantity IS NOT NULL THEN ` + jsonString("ConsumedUnit") + ` END, 'null')
@@ -278,10 +282,12 @@ FROM (
 `
 
 	cc = with + `, commitments AS (
-    SELECT CommitmentDiscountId AS commitment_id,
+    -- per currency: an entitlement drawn in two is two commitments
+    SELECT CommitmentDiscountId AS entitlement,
+           ` + focusCommitmentID("CommitmentDiscountId", "BillingCurrency") + ` AS commitment_id,
            any_value(CommitmentDiscountCategory) AS category,
            any_value(CommitmentDiscountType) AS type,
-           mode(BillingCurrency) AS currency,
+           BillingCurrency AS currency,
            min(ChargePeriodStart) AS first_charge,
            max(ChargePeriodEnd) AS last_charge,
            max(BillingPeriodEnd) AS last_period_end,
@@ -291,13 +297,14 @@ FROM (
            count(DISTINCT ConsumedUnit) AS units
     FROM f
     WHERE CommitmentDiscountId IS NOT NULL
-    GROUP BY CommitmentDiscountId
+    GROUP BY CommitmentDiscountId, BillingCurrency
 )
 SELECT
     c.currency AS BillingCurrency,
     c.category AS ContractCommitmentCategory,
     CAST(NULL AS DECIMAL(38, 12)) AS ContractCommitmentCost,
-    c.type || ' entitlement ' || c.commitment_id || ' on payment method ' || coalesce(nullif(pm.display_name, ''), c.contract_id) AS ContractCommitmentDescription,
+    c.type || ' entitlement ' || c.entitlement || ' on payment method ' || coalesce(nullif(pm.display_name, ''), c.contract_id)
+        || CASE WHEN c.commitment_id <> c.entitlement THEN ', drawn in ' || c.currency END AS ContractCommitmentDescription,
     c.commitment_id AS ContractCommitmentId,
     p.period_end AS ContractCommitmentPeriodEnd,
     p.period_start AS ContractCommitmentPeriodStart,
@@ -320,7 +327,7 @@ SELECT
     nullif(pm.display_name, '') AS x_PaymentMethodName,
     nullif(pm.type, '') AS x_PaymentMethodType,
     strftime(timezone('UTC', p.period_start), '%Y-%m') AS start_month
-FROM (SELECT *, map_extract_value(getvariable('tally_focus_contracts'), commitment_id) AS contract_id FROM commitments) c
+FROM (SELECT *, map_extract_value(getvariable('tally_focus_contracts'), entitlement).contract AS contract_id FROM commitments) c
 LEFT JOIN pm ON pm.id = c.contract_id
 CROSS JOIN LATERAL (
     SELECT coalesce(CAST(pm.start_date AS TIMESTAMP), CAST(CAST(pm.created AS DATE) AS TIMESTAMP), timezone('UTC', c.first_charge)) AT TIME ZONE 'UTC' AS period_start,
@@ -329,6 +336,14 @@ CROSS JOIN LATERAL (
            pm.end_date IS NULL AS open_end
 ) p`
 	return cu, cc
+}
+
+// focusCommitmentID is the SQL of the Contract Commitment id of the
+// entitlement ent drawn in currency: the entitlement's id, followed by
+// "/" and the currency when the entitlement is drawn in several
+// (tally_focus_contracts), as ContractCommitmentId must be unique.
+func focusCommitmentID(ent, currency string) string {
+	return ent + ` || CASE WHEN map_extract_value(getvariable('tally_focus_contracts'), ` + ent + `).currencies > 1 THEN '/' || ` + currency + ` ELSE '' END`
 }
 
 // focusSplit are the costs and quantities of a row that split cost

@@ -419,3 +419,54 @@ WHERE abs(a.l - b.l) > a.n * 0.000000000001 OR abs(a.c - b.c) > a.n * 0.00000000
 		t.Error("nothing split")
 	}
 }
+
+// An entitlement whose charges come in two currencies (the interface gives
+// a currency per row) is one commitment per currency: every amount of the
+// Contract Commitment dataset is in its row's BillingCurrency, each the sum
+// of the charges that name it, and the ids stay unique.
+func TestFOCUS13CommitmentPerCurrency(t *testing.T) {
+	s, _ := exportFixture(t)
+	ctx := context.Background()
+	// Twenty of a license entitlement's charges again in EUR, as an
+	// interface that bills one entitlement in two currencies sends them.
+	ent := rowsText(t, s, `SELECT min(entitlement) FROM usage WHERE entitlement_type = 'license' AND currency = 'USD' AND granularity = 'day' AND basis = 'usage' AND cost > 0`)[0]
+	if _, err := s.db.ExecContext(ctx, `INSERT INTO usage SELECT u.* REPLACE ('EUR' AS currency, NULL AS key_id)
+FROM usage u WHERE entitlement = ? AND granularity = 'day' AND basis = 'usage' AND cost > 0
+QUALIFY row_number() OVER (ORDER BY date DESC, project, meter_name) <= 20`, ent); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.KeyUsage(ctx); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	exportTo(t, s, ExportOptions{Dir: dir, Format: ExportFOCUS, Granularity: tally.Day, Basis: tally.BasisUsage})
+	v, err := focuscheck.ExportViolations(ctx, s.db, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range v {
+		t.Errorf("FOCUS 1.3 with an entitlement in two currencies: %s", l)
+	}
+	cu, cc := parquetOf(dir, "focus"), parquetOf(dir, focusCommitmentsDataset)
+	got := rowsText(t, s, `SELECT ContractCommitmentId, BillingCurrency, x_AppliedCost, ContractCommitmentDescription FROM `+cc+` WHERE ContractCommitmentId LIKE ? ORDER BY ALL`, ent+"%")
+	want := rowsText(t, s, `SELECT CommitmentDiscountId || '/' || BillingCurrency, BillingCurrency, sum(x_Cost), 'license entitlement ' || CommitmentDiscountId || ' on payment method ' || any_value(x_PaymentMethodName) || ', drawn in ' || BillingCurrency
+FROM `+cu+` WHERE CommitmentDiscountId = ? GROUP BY CommitmentDiscountId, BillingCurrency ORDER BY ALL`, ent)
+	if len(want) != 2 || !strings.HasPrefix(want[0], ent+"/EUR|EUR|") || strings.Contains(want[0], "|EUR|0.000000000000|") {
+		t.Fatalf("the entitlement's charges are not in two currencies with some cost in EUR: %v", want)
+	}
+	equalLines(t, "the entitlement's commitments, one per currency", got, want)
+	// Every commitment's amount is the sum of the charges that name it,
+	// all in its currency.
+	if n := count(t, s, `WITH applied AS (
+    SELECT json_extract_string(ContractApplied, '$.Elements[0].ContractCommitmentID') AS id, BillingCurrency, x_Cost FROM `+cu+` WHERE ContractApplied IS NOT NULL
+)
+SELECT count(*) FROM `+cc+` c
+WHERE c.x_AppliedCost IS DISTINCT FROM (SELECT sum(x_Cost) FROM applied a WHERE a.id = c.ContractCommitmentId)
+   OR EXISTS (SELECT 1 FROM applied a WHERE a.id = c.ContractCommitmentId AND a.BillingCurrency <> c.BillingCurrency)`); n > 0 {
+		t.Errorf("%d commitments state an amount other than the sum of their charges in their currency", n)
+	}
+	// An entitlement in one currency keeps its own id.
+	if n := count(t, s, `SELECT count(*) FROM `+cc+` WHERE ContractCommitmentId NOT LIKE '%/%'`); n == 0 {
+		t.Error("no commitment kept the entitlement's id")
+	}
+}

@@ -642,6 +642,16 @@ func TestFOCUSCheckerFindsBrokenRows(t *testing.T) {
 			}
 		})
 	}
+	// Between rows: a SkuPriceId under two SkuIds (a closed month's rows
+	// once gave the meter where the others gave the sku).
+	table := brokenCopy(t, s, from, "sku price under two skus", `SkuId = SkuId || '-other'`, `SkuPriceId IS NOT NULL`)
+	v, err := focuscheck.Violations(ctx, s.db, table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(v, func(l string) bool { return l == "a SkuPriceId names one SkuId: broken for 1 SkuPriceIds" }) {
+		t.Errorf("a SkuPriceId under two SkuIds: violations %q", v)
+	}
 }
 
 // TestRangedExportAsWhole: a ranged export reads only the usage rows that

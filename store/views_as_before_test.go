@@ -459,7 +459,22 @@ AND NOT EXISTS (SELECT 1 FROM closed_months c WHERE c.basis = 'reported' AND dat
                 END
        END FROM usage ORDER BY ALL`)
 	equalLines(t, "usage_rows.paid_as", rowsText(t, s, `SELECT coalesce(entitlement_type, '<null>'), coalesce(entitlement, '<null>'), paid_as FROM usage_rows ORDER BY ALL`), paidAsBefore)
-	want, got := viewLines(t, s, "focus_before"), viewLines(t, s, "focus")
+	// Since issue 38 a closed month's frozen and Correction rows carry
+	// what the month's usage rows carry (the account's name, the sku and
+	// the rest, which the former definition left null or set to the
+	// meter): those columns are compared on the other rows only.
+	masked := func(view string) string {
+		cols := []string{"BillingAccountName", "ServiceCategory", "ServiceName", "SkuId", "SkuPriceId", "SkuPriceDetails", "RegionId", "RegionName",
+			"SubAccountName", "ConsumedUnit", "PricingUnit", "x_Family", "x_RateCardSnapshotAt", "x_Solution", "x_Unit"}
+		for i, c := range cols {
+			cols[i] = "CASE WHEN closed THEN NULL ELSE " + c + " END AS " + c
+		}
+		return `(SELECT * EXCLUDE (closed) REPLACE (` + strings.Join(cols, ", ") + `) FROM (SELECT *, ChargeDescription LIKE '%(as closed %' OR ChargeDescription LIKE '%(late charges for closed %' AS closed FROM ` + view + `))`
+	}
+	if n := count(t, s, `SELECT count(*) FROM focus WHERE ChargeDescription LIKE '%(late charges for closed %' AND SkuId <> SkuMeter`); n == 0 {
+		t.Fatal("no Correction row of a closed month carries a sku: the masked columns compare nothing of them")
+	}
+	want, got := viewLines(t, s, masked("focus_before")), viewLines(t, s, masked("focus"))
 	if n := rowsText(t, s, `SELECT count(*) FROM usage`); len(want) == 0 || n[0] == "0" || n[0] == fmt.Sprint(len(want)) {
 		t.Fatalf("focus has %d rows of %s usage rows: the closed month should leave some out", len(want), n[0])
 	}

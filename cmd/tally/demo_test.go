@@ -19,6 +19,7 @@ import (
 
 	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/fetch/sim"
+	"github.com/tally-dev/tally/internal/focuscheck"
 	"github.com/tally-dev/tally/internal/printcheck"
 	"github.com/tally-dev/tally/internal/prooftest"
 	"github.com/tally-dev/tally/reports"
@@ -293,6 +294,7 @@ func TestDemo(t *testing.T) {
 			t.Error(err)
 		}
 	}
+	demoFOCUS(t, dir)
 	adj, err := f.GetRows("Adjustments to closed months")
 	if err != nil || len(adj) < 2 || !strings.Contains(strings.Join(adj[1], " "), "newsroom") || !strings.Contains(strings.Join(adj[1], " "), "streaming_egress_gb") {
 		t.Errorf("the workbook has no adjustment for the corrected meter: %v %v", adj, err)
@@ -407,5 +409,51 @@ func TestDemoProjectsSource(t *testing.T) {
 	printcheck.Legible(t, book, pages)
 	if out, code, _ := cli(t, "demo", "--dir", dir, "--source", "project"); code != exitUsage {
 		t.Errorf("--source project: exit %d, want 2\n%s", code, out)
+	}
+}
+
+// demoFOCUS exports the demo's closed month, with its late charge, as
+// FOCUS 1.2 and 1.3 through tally export: each conforms (one SkuId per
+// SkuPriceId), every row of a payment method names its billing account,
+// and the rows of the month as closed and its Correction are there.
+func demoFOCUS(t *testing.T, dir string) {
+	t.Helper()
+	pub, err := store.OpenReadOnly(context.Background(), filepath.Join(dir, "tally.published.duckdb"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pub.Close()
+	for _, version := range []string{store.FOCUS12, store.FOCUS13} {
+		lake := filepath.Join(dir, "focus-"+version)
+		if out, err := execCLI(t, "", "export", "--config", filepath.Join(dir, "tally.yaml"), "--format", "focus", "--focus-version", version, "--to", lake); err != nil {
+			t.Fatalf("export FOCUS %s: %v\n%s", version, err, out)
+		}
+		cu := `read_parquet('` + filepath.Join(lake, "focus", "*", "*.parquet") + `', hive_partitioning = true)`
+		var v []string
+		if version == store.FOCUS12 {
+			v, err = focuscheck.Violations(context.Background(), pub.DB(), cu)
+		} else {
+			v, err = focuscheck.ExportViolations(context.Background(), pub.DB(), lake)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range v {
+			t.Errorf("the demo's FOCUS %s export: %s", version, l)
+		}
+		account := "BillingAccountId"
+		if version == store.FOCUS13 {
+			account = "x_PaymentMethodId"
+		}
+		var frozen, corrections, unnamed int64
+		if err := pub.DB().QueryRow(`SELECT count(*) FILTER (WHERE ChargeDescription LIKE '%(as closed %'),
+       count(*) FILTER (WHERE ChargeDescription LIKE '%(late charges for closed %'),
+       count(*) FILTER (WHERE BillingAccountName IS NULL AND nullif(`+account+`, 'unassigned') IS NOT NULL)
+FROM `+cu).Scan(&frozen, &corrections, &unnamed); err != nil {
+			t.Fatal(err)
+		}
+		if frozen == 0 || corrections == 0 || unnamed > 0 {
+			t.Errorf("the demo's FOCUS %s export: %d rows as closed, %d Correction rows of late charges, %d rows of a payment method without BillingAccountName", version, frozen, corrections, unnamed)
+		}
 	}
 }

@@ -158,7 +158,7 @@ func Violations13(ctx context.Context, db *sql.DB, from string) ([]string, error
 			out = append(out, fmt.Sprintf("%s: broken for %d origin charges", r.Name, n))
 		}
 	}
-	return out, nil
+	return skuPrices(ctx, db, from, out)
 }
 
 // chargeNullable are the columns that may be null on a correction only.

@@ -3,14 +3,15 @@
 // feed whose sub-accounts are projects, whose price list is a rate card and
 // whose commitment discounts are entitlements: the columns present with
 // their types, nullability, allowed values, ISO 4217 currencies,
-// non-negative prices and quantities, and the conditional rules between
-// columns. Tally's tests run it over every FOCUS export they make; it is
+// non-negative prices and quantities, the conditional rules between
+// columns, and one SkuId per SkuPriceId across rows. Tally's tests run it over every FOCUS export they make; it is
 // not shipped in the binary.
 package focuscheck
 
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"strings"
 )
 
@@ -128,6 +129,24 @@ func Violations(ctx context.Context, db *sql.DB, from string) ([]string, error) 
 	for i, r := range Rules {
 		rules[i] = Rule(r)
 	}
-	out, _, err := check(ctx, db, from, Columns, rules, chargeNullable)
-	return out, err
+	out, ok, err := check(ctx, db, from, Columns, rules, chargeNullable)
+	if err != nil || !ok {
+		return out, err
+	}
+	return skuPrices(ctx, db, from, out)
+}
+
+// skuPrices appends to out the dataset rule between rows: a SkuPriceId
+// names one SkuId (Tally claims no commitment discount flexibility, the
+// one exception FOCUS makes).
+func skuPrices(ctx context.Context, db *sql.DB, from string, out []string) ([]string, error) {
+	var n int64
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT SkuPriceId FROM `+from+` WHERE SkuPriceId IS NOT NULL
+GROUP BY SkuPriceId HAVING count(DISTINCT SkuId) > 1)`).Scan(&n); err != nil {
+		return nil, fmt.Errorf("check SkuPriceId against SkuId: %w", err)
+	}
+	if n > 0 {
+		out = append(out, fmt.Sprintf("a SkuPriceId names one SkuId: broken for %d SkuPriceIds", n))
+	}
+	return out, nil
 }

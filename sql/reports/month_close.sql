@@ -16,6 +16,7 @@ latest AS (
     SELECT * FROM acts ORDER BY acted_at DESC, organization IS NULL, id DESC LIMIT 1
 )
 SELECT l.action, l.acted_at, l.who, l.reason, l.rows, l.content_hash,
+       CAST(l.id AS VARCHAR) AS id,
        (SELECT c.final_workbook FROM acts c
         WHERE c.action = 'close' AND c.organization IS NOT DISTINCT FROM l.organization
         ORDER BY c.acted_at DESC, c.id DESC LIMIT 1) AS final_workbook,

@@ -4,7 +4,7 @@
 -- shares goes whole to the cost centre owning its project (method direct),
 -- or to Unallocated when no cost centre owns it (method unallocated): the
 -- amounts of a month and currency add up to its total. Only months with
--- cost centres configured have rows.
+-- cost centres (and closed months, see below) have rows.
 --
 -- Rules (allocation_rules): of each rule, the entry with the latest
 -- from_month not after the month is in force; of the rules in force, the
@@ -23,17 +23,18 @@
 --
 -- A closed month reads the cost centres and rules its close froze (those
 -- rows of the tables carry the close's id); open months read those of the
--- latest run's config (close_id NULL).
+-- latest run's config (close_id NULL). A month closed without chargeback
+-- froze none: once the store has cost centres (configured or frozen by
+-- any close), its charges are all Unallocated, whatever the config says
+-- since; reopening and closing it again charges it back.
 CREATE OR REPLACE VIEW cost_allocation AS
 WITH sets AS (
     SELECT p.period, p.month, c.id AS close_id
     FROM (SELECT DISTINCT period, organization, basis, month FROM allocation_charges) p
     LEFT JOIN (
-        SELECT cm.organization, cm.month, cm.basis, cm.id
-        FROM closed_months cm
-        JOIN month_closes mc ON mc.id = cm.id
-        WHERE mc.allocation_hash IS NOT NULL
-        QUALIFY row_number() OVER (PARTITION BY cm.organization, cm.month, cm.basis ORDER BY cm.acted_at DESC, cm.id DESC) = 1
+        SELECT organization, month, basis, id
+        FROM closed_months
+        QUALIFY row_number() OVER (PARTITION BY organization, month, basis ORDER BY acted_at DESC, id DESC) = 1
     ) c ON c.organization = p.organization AND c.month = p.month AND c.basis = p.basis
 ),
 centres AS (
@@ -55,8 +56,10 @@ heads AS (
 charges AS (
     SELECT c.*, o.cost_centre AS owner
     FROM allocation_charges c
-    SEMI JOIN centres live ON live.period = c.period
+    JOIN sets s ON s.period = c.period
     LEFT JOIN centres o ON o.period = c.period AND o.project = c.project
+    WHERE c.period IN (SELECT period FROM centres)
+       OR (s.close_id IS NOT NULL AND EXISTS (SELECT 1 FROM allocation_cost_centres))
 ),
 matched AS (
     SELECT c.*, h.rule, h.version, h.method AS rule_method, h.driver_meter

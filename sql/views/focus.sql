@@ -166,6 +166,57 @@ kd AS (
     LEFT JOIN pm ON pm.organization = ky.organization AND pm.charge_month = ky.month AND pm.id = ky.payment_method
     LEFT JOIN project ON project.organization = ky.organization AND project.charge_month = ky.month AND project.name = ky.project
 ),
+-- What a closed month's frozen and Correction rows carry besides their
+-- figures, at their grain (organization, closed month, basis,
+-- granularity, project, meter, payment method, currency), as the month's
+-- usage rows carry it: the sku, family, solution, unit and payment method
+-- name of the month's usage keys (the smallest, should a key differ), the
+-- rate card price those rows matched, and the project's snapshot in force.
+-- From the closed months' keys, not their rows.
+closed_keys AS (
+    SELECT k.*,
+           CASE lower(trim(coalesce(k.unit, '')))
+               WHEN '' THEN 'Units'
+               WHEN 'second' THEN 'Seconds' WHEN 'seconds' THEN 'Seconds'
+               WHEN 'minute' THEN 'Minutes' WHEN 'minutes' THEN 'Minutes'
+               WHEN 'hour' THEN 'Hours' WHEN 'hours' THEN 'Hours'
+               WHEN 'day' THEN 'Days' WHEN 'days' THEN 'Days'
+               WHEN 'gigabyte' THEN 'GB' WHEN 'gigabytes' THEN 'GB' WHEN 'gb' THEN 'GB'
+               WHEN 'terabyte' THEN 'TB' WHEN 'terabytes' THEN 'TB' WHEN 'tb' THEN 'TB'
+               WHEN 'megabyte' THEN 'MB' WHEN 'megabytes' THEN 'MB' WHEN 'mb' THEN 'MB'
+               WHEN 'gigabyte hour' THEN 'GB-Hours' WHEN 'gigabyte hours' THEN 'GB-Hours' WHEN 'gb hours' THEN 'GB-Hours' WHEN 'gb-hours' THEN 'GB-Hours'
+               WHEN 'request' THEN 'Requests' WHEN 'requests' THEN 'Requests'
+               ELSE array_to_string(list_transform(string_split(trim(k.unit), ' '), w -> upper(w[1]) || w[2:]), ' ')
+           END AS consumed_unit
+    FROM (
+        -- each key's price and project of its own month of date, as the
+        -- usage rows have them (a reported row of a closed month may have
+        -- happened the month before)
+        SELECT c.organization, c.month, c.basis, c.granularity,
+               coalesce(ky.project, '') AS project, ky.meter_name, coalesce(ky.payment_method, '') AS payment_method, ky.currency,
+               min(nullif(ky.meter_sku, '')) AS meter_sku,
+               min(nullif(ky.family, '')) AS family,
+               min(nullif(ky.solution, '')) AS solution,
+               min(nullif(ky.unit, '')) AS unit,
+               min(nullif(ky.payment_method_name, '')) AS payment_method_name,
+               min(pr.price_name) AS price_name,
+               min(pr.price_unit) AS price_unit,
+               max(pr.card_snapshot_at) AS card_snapshot_at,
+               min(pr.card_price) AS card_price,
+               min(project.display_name) AS project_display_name,
+               min(project.location_name) AS location_name,
+               min(project.location_display_name) AS location_display_name
+        FROM closed_months c
+        JOIN usage_keys ky
+          ON ky.organization = c.organization AND ky.basis = c.basis AND ky.granularity = c.granularity
+         AND ky.period_month >= c.month AND ky.period_month < c.month + INTERVAL 1 MONTH
+        LEFT JOIN priced pr
+               ON pr.organization = ky.organization AND pr.charge_month = ky.month AND pr.pm_key = coalesce(ky.payment_method, '')
+              AND pr.meter_name = ky.meter_name AND pr.sku_key = coalesce(ky.meter_sku, '') AND pr.card_currency = ky.currency
+        LEFT JOIN project ON project.organization = ky.organization AND project.charge_month = ky.month AND project.name = ky.project
+        GROUP BY ALL
+    ) k
+),
 r AS (
     -- The price applies only when its currency is the row's (or unknown).
     -- priced has one row per month, payment method, meter and sku, so that
@@ -416,9 +467,13 @@ UNION ALL BY NAME
 -- month. The unit price is the closed value over the closed quantity (no
 -- rate card columns are kept at close); the marketplace rule and the
 -- billing account type are the payment method's in force that month, as on
--- the rows they replace.
+-- the rows they replace. The billing account's name, the sku and price id,
+-- the service, region and sub-account name and the interface's labels are
+-- as the month's usage rows have them (closed_keys); what a row of figures
+-- cannot say (the entitlement, how it was paid) stays null.
 SELECT CASE WHEN f.marketplace THEN CAST(0 AS DECIMAL(38, 12)) ELSE f.billed END AS BilledCost,
        coalesce(nullif(f.payment_method, ''), 'unassigned') AS BillingAccountId,
+       coalesce(f.payment_method_name, nullif(f.pm_name, '')) AS BillingAccountName,
        coalesce(nullif(f.pm_type, ''), 'Unknown') AS BillingAccountType,
        f.currency AS BillingCurrency,
        CAST(f.month AS TIMESTAMP) AT TIME ZONE 'UTC' AS BillingPeriodStart,
@@ -430,7 +485,7 @@ SELECT CASE WHEN f.marketplace THEN CAST(0 AS DECIMAL(38, 12)) ELSE f.billed END
        CAST(f.month AS TIMESTAMP) AT TIME ZONE 'UTC' AS ChargePeriodStart,
        (CAST(f.month AS TIMESTAMP) + INTERVAL 1 MONTH) AT TIME ZONE 'UTC' AS ChargePeriodEnd,
        f.quantity AS ConsumedQuantity,
-       coalesce(nullif(f.unit, ''), 'Units') AS ConsumedUnit,
+       coalesce(f.consumed_unit, nullif(f.unit, ''), 'Units') AS ConsumedUnit,
        CASE WHEN f.unit_price IS NOT NULL THEN CAST(f.quantity * f.unit_price AS DECIMAL(38, 12)) ELSE f.cost END AS ContractedCost,
        f.unit_price AS ContractedUnitPrice,
        f.effective AS EffectiveCost,
@@ -439,17 +494,26 @@ SELECT CASE WHEN f.marketplace THEN CAST(0 AS DECIMAL(38, 12)) ELSE f.billed END
        f.unit_price AS ListUnitPrice,
        CASE WHEN f.unit_price IS NOT NULL THEN 'Standard' END AS PricingCategory,
        f.quantity AS PricingQuantity,
-       coalesce(nullif(f.unit, ''), 'Units') AS PricingUnit,
+       coalesce(f.consumed_unit, nullif(f.unit, ''), 'Units') AS PricingUnit,
        'Media cloud' AS ProviderName,
        'Media cloud' AS PublisherName,
-       'Media' AS ServiceCategory,
-       f.meter_name AS ServiceName,
-       f.meter_name AS SkuId,
+       CASE WHEN lower(trim(coalesce(f.solution, ''))) = 'storage' THEN 'Storage' ELSE 'Media' END AS ServiceCategory,
+       coalesce(f.solution, f.family, f.meter_name) AS ServiceName,
+       coalesce(f.sku, f.meter_name) AS SkuId,
        f.meter_name AS SkuMeter,
-       f.meter_name AS SkuPriceId,
+       coalesce(f.price_name, f.sku, f.meter_name) AS SkuPriceId,
+       CASE WHEN f.card_price IS NOT NULL THEN
+           CAST(json_object('x_Family', f.family, 'x_Solution', f.solution, 'x_PriceName', f.price_name, 'x_PricingUnit', f.price_unit) AS VARCHAR)
+       END AS SkuPriceDetails,
+       f.location_name AS RegionId,
+       CASE WHEN f.location_name IS NOT NULL THEN coalesce(nullif(f.location_display_name, ''), f.location_name) END AS RegionName,
        nullif(f.project, '') AS SubAccountId,
-       nullif(f.project, '') AS SubAccountName,
+       CASE WHEN nullif(f.project, '') IS NOT NULL THEN coalesce(nullif(f.project_display_name, ''), f.project) END AS SubAccountName,
        CASE WHEN nullif(f.project, '') IS NOT NULL THEN 'Project' END AS SubAccountType,
+       f.family AS x_Family,
+       CASE WHEN f.card_price IS NOT NULL THEN f.card_snapshot_at END AS x_RateCardSnapshotAt,
+       f.solution AS x_Solution,
+       f.unit AS x_Unit,
        f.basis AS x_Basis,
        f.granularity AS x_Granularity,
        f.cost AS x_Cost,
@@ -457,14 +521,23 @@ SELECT CASE WHEN f.marketplace THEN CAST(0 AS DECIMAL(38, 12)) ELSE f.billed END
        CAST(f.close_id AS VARCHAR) AS x_RunId,
        f.organization AS x_Organization
 FROM (
-    SELECT f.*, c.month, c.acted_at, c.basis, c.granularity, pm.type AS pm_type,
+    SELECT f.* EXCLUDE (unit), coalesce(nullif(f.unit, ''), k.unit) AS unit, c.month, c.acted_at, c.basis, c.granularity,
+           pm.type AS pm_type, pm.display_name AS pm_name,
            nullif(pm.type, '') IS NOT NULL AND lower(pm.type) <> 'direct' AS marketplace,
            CASE WHEN f.quantity > 0 AND f.cost >= 0 THEN CAST(CAST(f.cost AS DOUBLE) / CAST(f.quantity AS DOUBLE) AS DECIMAL(38, 12))
                 WHEN f.quantity = 0 AND f.cost = 0 THEN CAST(0 AS DECIMAL(38, 12))
-           END AS unit_price
+           END AS unit_price,
+           coalesce(k.meter_sku, s.meter_sku) AS sku, k.family, k.solution, k.consumed_unit, k.payment_method_name,
+           k.price_name, k.price_unit, k.card_snapshot_at, k.card_price,
+           k.project_display_name, k.location_name, k.location_display_name
     FROM month_close_figures f
     JOIN closed_months c ON c.id = f.close_id AND c.organization = f.organization
     LEFT JOIN payment_methods_by_month pm ON pm.organization = f.organization AND pm.month = c.month AND pm.id = f.payment_method
+    LEFT JOIN closed_keys k
+           ON k.organization = f.organization AND k.month = c.month AND k.basis = c.basis AND k.granularity = c.granularity
+          AND k.project = coalesce(f.project, '') AND k.meter_name = f.meter_name
+          AND k.payment_method = coalesce(f.payment_method, '') AND k.currency = f.currency
+    LEFT JOIN meter_skus s ON s.meter_name = f.meter_name
 ) f
 UNION ALL BY NAME
 -- Late charges for a closed month: the difference between today's rows
@@ -474,6 +547,7 @@ UNION ALL BY NAME
 -- quantities null, as FOCUS allows.
 SELECT CASE WHEN a.marketplace THEN CAST(0 AS DECIMAL(38, 12)) ELSE a.billed_difference END AS BilledCost,
        coalesce(nullif(a.payment_method, ''), 'unassigned') AS BillingAccountId,
+       coalesce(a.payment_method_name, nullif(a.pm_name, '')) AS BillingAccountName,
        coalesce(nullif(a.pm_type, ''), 'Unknown') AS BillingAccountType,
        a.currency AS BillingCurrency,
        CAST(a.found_month AS TIMESTAMP) AT TIME ZONE 'UTC' AS BillingPeriodStart,
@@ -491,23 +565,40 @@ SELECT CASE WHEN a.marketplace THEN CAST(0 AS DECIMAL(38, 12)) ELSE a.billed_dif
        'Standard' AS PricingCategory,
        'Media cloud' AS ProviderName,
        'Media cloud' AS PublisherName,
-       'Media' AS ServiceCategory,
-       a.meter_name AS ServiceName,
-       a.meter_name AS SkuId,
+       CASE WHEN lower(trim(coalesce(a.solution, ''))) = 'storage' THEN 'Storage' ELSE 'Media' END AS ServiceCategory,
+       coalesce(a.solution, a.family, a.meter_name) AS ServiceName,
+       coalesce(a.sku, a.meter_name) AS SkuId,
        a.meter_name AS SkuMeter,
-       a.meter_name AS SkuPriceId,
+       coalesce(a.price_name, a.sku, a.meter_name) AS SkuPriceId,
+       CASE WHEN a.card_price IS NOT NULL THEN
+           CAST(json_object('x_Family', a.family, 'x_Solution', a.solution, 'x_PriceName', a.price_name, 'x_PricingUnit', a.price_unit) AS VARCHAR)
+       END AS SkuPriceDetails,
+       a.location_name AS RegionId,
+       CASE WHEN a.location_name IS NOT NULL THEN coalesce(nullif(a.location_display_name, ''), a.location_name) END AS RegionName,
        nullif(a.project, '') AS SubAccountId,
-       nullif(a.project, '') AS SubAccountName,
+       CASE WHEN nullif(a.project, '') IS NOT NULL THEN coalesce(nullif(a.project_display_name, ''), a.project) END AS SubAccountName,
        CASE WHEN nullif(a.project, '') IS NOT NULL THEN 'Project' END AS SubAccountType,
+       a.family AS x_Family,
+       CASE WHEN a.card_price IS NOT NULL THEN a.card_snapshot_at END AS x_RateCardSnapshotAt,
+       a.solution AS x_Solution,
+       a.unit AS x_Unit,
        a.basis AS x_Basis,
        a.granularity AS x_Granularity,
        a.difference AS x_Cost,
        a.organization AS x_Organization
 FROM (
-    SELECT a.*, pm.type AS pm_type,
-           nullif(pm.type, '') IS NOT NULL AND lower(pm.type) <> 'direct' AS marketplace
+    SELECT a.*, pm.type AS pm_type, pm.display_name AS pm_name,
+           nullif(pm.type, '') IS NOT NULL AND lower(pm.type) <> 'direct' AS marketplace,
+           coalesce(k.meter_sku, s.meter_sku) AS sku, k.family, k.solution, k.unit, k.payment_method_name,
+           k.price_name, k.price_unit, k.card_snapshot_at, k.card_price,
+           k.project_display_name, k.location_name, k.location_display_name
     FROM closed_month_adjustments a
     LEFT JOIN payment_methods_by_month pm ON pm.organization = a.organization AND pm.month = a.month AND pm.id = a.payment_method
+    LEFT JOIN closed_keys k
+           ON k.organization = a.organization AND k.month = a.month AND k.basis = a.basis AND k.granularity = a.granularity
+          AND k.project = coalesce(a.project, '') AND k.meter_name = a.meter_name
+          AND k.payment_method = coalesce(a.payment_method, '') AND k.currency = a.currency
+    LEFT JOIN meter_skus s ON s.meter_name = a.meter_name
 ) a
 WHERE a.difference <> 0 OR a.billed_difference <> 0 OR a.effective_difference <> 0
 );
