@@ -352,9 +352,22 @@ feed:
 		return sum, unreachable
 	}
 	if len(sum.Failed) > 0 && sum.Loaded == 0 && sum.Planned > 0 {
-		return sum, fmt.Errorf("every window failed; first: %s: %w", sum.Failed[0].Window, sum.Failed[0].Err)
+		return sum, everyWindowFailed(sum.Failed)
 	}
 	return sum, nil
+}
+
+// everyWindowFailed is a fetch none of whose windows loaded: it failed
+// (exit 1), nothing of its usage half-written, and it lists every window
+// with its failure, as a partial fetch does. It wraps the first failure.
+func everyWindowFailed(failed []WindowFailure) error {
+	var rest strings.Builder
+	for _, f := range failed[1:] {
+		fmt.Fprintf(&rest, "\n  %s (%s): %v", f.Window, f.Window.Granularity, f.Err)
+	}
+	first := failed[0]
+	return fmt.Errorf("every window of the fetch (%d) failed after all retries, so no usage was loaded; each window keeps what it held, and the next run fetches them again:\n  %s (%s): %w%s",
+		len(failed), first.Window, first.Window.Granularity, first.Err, rest.String())
 }
 
 // finishFetch ends a fetch that loaded what it could: alerts follow it (a
