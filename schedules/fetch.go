@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -152,6 +153,33 @@ func (e *PartialError) Error() string {
 
 // Partial marks the error for exit code 3.
 func (e *PartialError) Partial() bool { return true }
+
+// add lists err's failures after e's: another *PartialError's each under
+// its kind, any other error as it is. A run gathers every step's failures
+// this way, so what it records and prints is every failure of the run,
+// not the last step's. A failure already listed (the alerts a fetch and a
+// later alerts step both could not send) is listed once.
+func (e *PartialError) add(err error) {
+	pe, ok := err.(*PartialError)
+	if !ok {
+		pe = &PartialError{Other: []error{err}}
+	}
+	e.Failed = append(e.Failed, pe.Failed...)
+	e.Orgs = append(e.Orgs, pe.Orgs...)
+	if pe.RefErr != nil {
+		e.RefErr = errors.Join(e.RefErr, pe.RefErr)
+	}
+	for _, o := range pe.Other {
+		if !slices.ContainsFunc(e.Other, func(x error) bool { return x.Error() == o.Error() }) {
+			e.Other = append(e.Other, o)
+		}
+	}
+}
+
+// failed reports whether e lists any failure.
+func (e *PartialError) failed() bool {
+	return len(e.Failed) > 0 || len(e.Orgs) > 0 || e.RefErr != nil || len(e.Other) > 0
+}
 
 // PlanWindows returns the windows a fetch with these options would request
 // for the api: form's organization (or the first listed), from the ledger

@@ -66,7 +66,11 @@ func (r *Runner) Nightly(ctx context.Context, months []string) (NightlySummary, 
 		written, err := writeReports(ctx, env, months)
 		sum.Reports = written
 		if err != nil {
-			return stats, err
+			var failures PartialError
+			if fetchErr != nil {
+				failures.add(fetchErr)
+			}
+			return stats, failedAfter(err, &failures)
 		}
 		return stats, fetchErr
 	})

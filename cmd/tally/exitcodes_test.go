@@ -2,20 +2,152 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/tally-dev/tally/fetch/sim"
+	"github.com/tally-dev/tally/reports"
 )
 
 // exitNow is "today" for the exit-code tests: 5 November 2026, noon UTC,
 // so October is over, its close_after of 1d has passed, and the data do
 // not depend on the day the test runs.
 var exitNow = time.Date(2026, 11, 5, 12, 0, 0, 0, time.UTC)
+
+// TestRunPartlyFetchedStillDeliversAndListsEveryFailure: two
+// organizations, us answered 401 (a wrong token), reports.close_after
+// passed and a webhook that refuses every alert. The close step cannot
+// close October (us is not loaded), which the fetch's partial failure
+// caused: the run is partial (exit 3), not refused, and the steps after
+// the close (deliver, export, alerts) still run. The run's error, as
+// printed, in runs.error and in tally status, lists every failure: the
+// 401 of us, the close not done and the alerts not sent.
+func TestRunPartlyFetchedStillDeliversAndListsEveryFailure(t *testing.T) {
+	setPlanClock(t, exitNow)
+	clock := func() time.Time { return exitNow }
+	october := time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC)
+	emea := sim.New(sim.Options{Token: "tok-emea-3b9e1c7d04a2f865", Seed: 31, Start: october, Now: clock, OrgName: "EMEA Media", Currency: "EUR"})
+	us := sim.New(sim.Options{Token: "tok-us-8d2f6a1c9e3b4705", Seed: 32, Start: october, Now: clock, OrgName: "US Media", Currency: "USD"})
+	group, err := sim.NewGroup(emea, us)
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := httptest.NewServer(group)
+	defer api.Close()
+	var posts atomic.Int64
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		posts.Add(1)
+		http.Error(w, "refused", http.StatusBadRequest)
+	}))
+	defer hook.Close()
+	t.Setenv("TALLY_TEST_TOKEN_EMEA", emea.Token())
+	t.Setenv("TALLY_TEST_TOKEN_US", "tok-us-revoked-000000000000")
+	t.Setenv("TALLY_BASE_URL", "")
+	t.Setenv("TALLY_DB", "")
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "tally.yaml")
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`api:
+  base_url: %s
+  max_retries: 0
+  timeout: 20s
+organizations:
+  - name: emea
+    token_env: TALLY_TEST_TOKEN_EMEA
+  - name: us
+    token_env: TALLY_TEST_TOKEN_US
+usage:
+  granularity: day
+  start: 2026-10-01
+  lookback: 1d
+store:
+  path: tally.duckdb
+reports:
+  dir: reports
+  months: [previous]
+  close_after: 1d
+  deliver:
+    dir: deliver
+export:
+  dir: exports
+budgets:
+  - {name: emea-cap, scope: "organization:emea", currency: EUR, amount: 1, actual: [100], forecast: []}
+alerts:
+  webhook: {url: "%s/t7c1-alerts", timeout: 5s}
+schedule:
+  lock_wait: 100ms
+  jobs:
+    - name: nightly
+      cron: "@daily"
+      run: [fetch, report, close, deliver, export, alerts]
+`, api.URL, hook.URL)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "deliver"), 0o750); err != nil {
+		t.Fatal(err)
+	}
+
+	out, code, stderr := cli(t, "run", "--config", cfg)
+	if code != exitPartial {
+		t.Fatalf("run with us refused and the close not possible: exit %d, want %d (partial)\nstdout:\n%s\nstderr:\n%s", code, exitPartial, out, stderr)
+	}
+	every := []string{
+		"organization us not fetched", "401",
+		"step close did not do its part", "--month 2026-10 is not fully loaded for organization us",
+		"alert(s) not sent to webhook:",
+	}
+	// The error exitCode prints is the last thing on stderr.
+	last := stderr[strings.LastIndex(stderr, "tally: "):]
+	for _, want := range every {
+		if !strings.Contains(last, want) {
+			t.Errorf("the run's error does not say %q:\n%s", want, last)
+		}
+	}
+	if posts.Load() == 0 {
+		t.Error("no alert was posted: the webhook's refusal is not tested")
+	}
+	// The steps after the close ran: the group's and emea's October
+	// workbooks delivered, the export written.
+	for _, org := range []string{"", "emea"} {
+		book := reports.DefaultPath(filepath.Join(dir, "reports"), october)
+		if org != "" {
+			book = reports.OrgPath(filepath.Join(dir, "reports"), october, org)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "deliver", org, filepath.Base(book))); err != nil {
+			t.Errorf("the deliver step after the refused close did not deliver %s: %v", filepath.Base(book), err)
+		}
+	}
+	if m, _ := filepath.Glob(filepath.Join(dir, "exports", "usage", "*", "*.parquet")); len(m) == 0 {
+		t.Error("the export step after the refused close wrote no usage Parquet")
+	}
+	if n := scalarText(t, filepath.Join(dir, "tally.duckdb"), `SELECT count(*) FROM month_closes`); n != "0" {
+		t.Errorf("%s closes recorded; October is not fully loaded", n)
+	}
+	// The run's row, and tally status reading it, list every failure.
+	runErr := scalarText(t, filepath.Join(dir, "tally.duckdb"), `SELECT status || ': ' || error FROM runs WHERE command = 'run'`)
+	status, code, serr := cli(t, "status", "--config", cfg)
+	if code != exitOK {
+		t.Fatalf("status: exit %d\n%s", code, serr)
+	}
+	if !strings.HasPrefix(runErr, "partial: ") {
+		t.Errorf("runs: %q, want the run partial", runErr)
+	}
+	for _, want := range every {
+		if !strings.Contains(runErr, want) {
+			t.Errorf("runs.error does not say %q:\n%s", want, runErr)
+		}
+		if !strings.Contains(status, want) {
+			t.Errorf("tally status does not say %q:\n%s", want, status)
+		}
+	}
+}
 
 // TestHostileAnswerToTheOnlyWindow: a fetch of one window whose answer is
 // hostile (a project name that is not UTF-8) loaded nothing: it failed,
