@@ -92,7 +92,7 @@ func (r *Runner) Alerts(ctx context.Context, dryRun bool) (AlertsSummary, error)
 		now = r.Now
 	}
 	if dryRun {
-		st, err := store.OpenPublished(ctx, r.Config.Store.Path, false)
+		st, err := OpenPublished(ctx, r.Config, r.Log, false)
 		if err != nil {
 			return sum, err
 		}

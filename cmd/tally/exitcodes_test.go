@@ -149,6 +149,44 @@ schedule:
 	}
 }
 
+// TestReportOfAMonthNeverLoaded: a report is refused (exit 2, nothing
+// written) before any fetch, for a month never loaded and at a basis the
+// config does not load, each time saying what to do.
+func TestReportOfAMonthNeverLoaded(t *testing.T) {
+	setPlanClock(t, exitNow)
+	start := time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC)
+	s := newCLISim(t, start)
+	s.now.Store(exitNow.UnixNano())
+	cfg, _ := cliConfig(t, s, start, "")
+	out := filepath.Join(t.TempDir(), "book.xlsx")
+	refused := func(label string, args []string, says ...string) {
+		t.Helper()
+		_, code, stderr := cli(t, append([]string{"report", "--config", cfg, "--out", out}, args...)...)
+		if code != exitUsage {
+			t.Errorf("%s: exit %d, want %d (refused, nothing written)\n%s", label, code, exitUsage, stderr)
+		}
+		for _, want := range says {
+			if !strings.Contains(stderr, want) {
+				t.Errorf("%s: the error does not say %q:\n%s", label, want, stderr)
+			}
+		}
+		if _, err := os.Stat(out); !os.IsNotExist(err) {
+			t.Errorf("%s: a workbook was written: %v", label, err)
+		}
+	}
+	refused("before any fetch", []string{"--month", "2026-10"}, "nothing was loaded yet", "tally fetch --config "+cfg)
+	if _, code, stderr := cli(t, "fetch", "--config", cfg); code != exitOK {
+		t.Fatalf("fetch: exit %d\n%s", code, stderr)
+	}
+	refused("a month never loaded", []string{"--month", "2025-01"}, "2025-01 was never loaded",
+		"tally fetch --config "+cfg+" --from 2025-01-01 --to 2025-02-01")
+	refused("basis reported, not loaded by this config", []string{"--month", "2026-10", "--basis", "reported"},
+		"usage.reported_date: true", "tally fetch --config "+cfg+" --from 2026-10-01 --to 2026-11-01")
+	if _, code, stderr := cli(t, "report", "--config", cfg, "--month", "2026-10", "--out", out); code != exitOK {
+		t.Fatalf("report of October: exit %d\n%s", code, stderr)
+	}
+}
+
 // TestHostileAnswerToTheOnlyWindow: a fetch of one window whose answer is
 // hostile (a project name that is not UTF-8) loaded nothing: it failed,
 // exit 1, listing the window and what was wrong, and the store holds no
