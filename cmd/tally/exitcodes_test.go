@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/tally-dev/tally/fetch/sim"
 	"github.com/tally-dev/tally/reports"
+	"github.com/tally-dev/tally/store"
 )
 
 // exitNow is "today" for the exit-code tests: 5 November 2026, noon UTC,
@@ -187,6 +189,65 @@ func TestReportOfAMonthNeverLoaded(t *testing.T) {
 	}
 }
 
+// TestCloseWhoseCopyIsNotPublished: the analysts' copy cannot be
+// published after a close (here its place is taken by a folder, which no
+// rename replaces, as a full disk would fail it). The close stands and
+// says so, exit 3, naming the copy; rerunning the close publishes the copy
+// rather than refusing an already closed month, after which tally status
+// shows the month closed.
+func TestCloseWhoseCopyIsNotPublished(t *testing.T) {
+	setPlanClock(t, exitNow)
+	october := time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC)
+	s := newCLISim(t, october)
+	s.now.Store(exitNow.UnixNano())
+	cfg, db := cliConfig(t, s, october, "")
+	if _, code, stderr := cli(t, "fetch", "--config", cfg); code != exitOK {
+		t.Fatalf("fetch: exit %d\n%s", code, stderr)
+	}
+	pub := store.PublishedPath(db)
+	before, err := os.ReadFile(pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(pub); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(pub, "in-the-way"), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	out, code, stderr := cli(t, "close", "--config", cfg, "--month", "2026-10", "--reason", "signed off")
+	last := stderr[strings.LastIndex(stderr, "tally: "):]
+	if code != exitPartial || !strings.Contains(out, "closed 2026-10") ||
+		!strings.Contains(last, "the month is closed and recorded") || !strings.Contains(last, "analysts' copy "+pub+" is not published") {
+		t.Fatalf("close with the copy not published: exit %d, want %d saying the month is closed and the copy not published\nstdout:\n%s\nerror:\n%s", code, exitPartial, out, last)
+	}
+	final := reports.FinalPath(filepath.Join(filepath.Dir(db), "reports"), october, "", 1)
+	if _, err := os.Stat(final); err != nil {
+		t.Fatalf("the final workbook: %v", err)
+	}
+	if got := scalarText(t, db, `SELECT status || ': ' || error FROM runs WHERE command = 'close'`); !strings.HasPrefix(got, "partial: ") || !strings.Contains(got, "not published") {
+		t.Errorf("the close's run: %q, want partial naming the copy", got)
+	}
+	// The copy as it was (a reader's view of a failed publish): October open.
+	if err := os.RemoveAll(pub); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(pub, before, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, code, stderr = cli(t, "close", "--config", cfg, "--month", "2026-10", "--reason", "signed off")
+	if code != exitOK || !strings.Contains(out, "2026-10 was already closed") || !strings.Contains(out, "analysts' copy: "+pub) {
+		t.Fatalf("close again: exit %d, want 0 publishing the copy\nstdout:\n%s\nstderr:\n%s", code, out, stderr)
+	}
+	if n := scalarText(t, db, `SELECT count(*) FROM month_closes`); n != "1" {
+		t.Errorf("%s closes recorded, want the one", n)
+	}
+	status, code, stderr := cli(t, "status", "--config", cfg, "--format", "json")
+	if code != exitOK || !regexp.MustCompile(`"month":\s*"2026-10"`).MatchString(status) {
+		t.Errorf("status after the copy is published: exit %d, want October closed\n%s\n%s", code, status, stderr)
+	}
+}
+
 // TestHostileAnswerToTheOnlyWindow: a fetch of one window whose answer is
 // hostile (a project name that is not UTF-8) loaded nothing: it failed,
 // exit 1, listing the window and what was wrong, and the store holds no
@@ -230,5 +291,47 @@ func TestHostileAnswerToTheOnlyWindow(t *testing.T) {
 	}
 	if got := scalarText(t, db, `SELECT status FROM runs`); got != "failed" {
 		t.Errorf("run %s, want failed", got)
+	}
+}
+
+// TestCloseWhoseFinalIsNotPlaced: the close is recorded but its final
+// workbook cannot be renamed into place (a folder stands at its name): the
+// month is closed, so the close is partial (exit 3), not failed, and says
+// the file is not in place; closing again, once the way is clear, puts it
+// there rather than refusing a closed month.
+func TestCloseWhoseFinalIsNotPlaced(t *testing.T) {
+	setPlanClock(t, exitNow)
+	october := time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC)
+	s := newCLISim(t, october)
+	s.now.Store(exitNow.UnixNano())
+	cfg, db := cliConfig(t, s, october, "")
+	if _, code, stderr := cli(t, "fetch", "--config", cfg); code != exitOK {
+		t.Fatalf("fetch: exit %d\n%s", code, stderr)
+	}
+	final := reports.FinalPath(filepath.Join(filepath.Dir(db), "reports"), october, "", 1)
+	if err := os.MkdirAll(filepath.Join(final, "in-the-way"), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	out, code, stderr := cli(t, "close", "--config", cfg, "--month", "2026-10", "--reason", "signed off")
+	last := stderr[strings.LastIndex(stderr, "tally: "):]
+	if code != exitPartial || !strings.Contains(out, "closed 2026-10") || !strings.Contains(last, "the month is closed and recorded") ||
+		!strings.Contains(last, "the final workbook "+final+" is not in place yet") {
+		t.Fatalf("close with the final's place taken: exit %d, want %d saying the month is closed and the file not in place\nstdout:\n%s\nerror:\n%s", code, exitPartial, out, last)
+	}
+	if got := scalarText(t, db, `SELECT status FROM runs WHERE command = 'close'`); got != "partial" {
+		t.Errorf("the close's run is %s, want partial", got)
+	}
+	if err := os.RemoveAll(final); err != nil {
+		t.Fatal(err)
+	}
+	out, code, stderr = cli(t, "close", "--config", cfg, "--month", "2026-10", "--reason", "signed off")
+	if code != exitOK || !strings.Contains(out, "final workbook: "+final) {
+		t.Fatalf("close again: exit %d, want 0 putting the final in place\nstdout:\n%s\nstderr:\n%s", code, out, stderr)
+	}
+	if fi, err := os.Stat(final); err != nil || !fi.Mode().IsRegular() {
+		t.Errorf("the final workbook after closing again: %v", err)
+	}
+	if n := scalarText(t, db, `SELECT count(*) FROM month_closes`); n != "1" {
+		t.Errorf("%s closes recorded, want the one", n)
 	}
 }
