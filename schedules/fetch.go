@@ -120,9 +120,17 @@ type PartialError struct {
 
 func (e *PartialError) Error() string {
 	var b strings.Builder
-	if n := len(e.Failed); n > 0 {
+	// An organization not fetched at all lists its windows in its own
+	// error: listed once, there.
+	var failed []WindowFailure
+	for _, f := range e.Failed {
+		if f.Organization == "" || !slices.ContainsFunc(e.Orgs, func(o OrgFailure) bool { return o.Name == f.Organization }) {
+			failed = append(failed, f)
+		}
+	}
+	if n := len(failed); n > 0 {
 		fmt.Fprintf(&b, "%d window(s) failed after all retries; the others were loaded and the next run fetches these again:", n)
-		for _, f := range e.Failed {
+		for _, f := range failed {
 			if f.Organization != "" {
 				fmt.Fprintf(&b, "\n  organization %s: %s (%s): %v", f.Organization, f.Window, f.Window.Granularity, f.Err)
 				continue

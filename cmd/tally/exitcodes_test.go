@@ -23,6 +23,25 @@ import (
 // not depend on the day the test runs.
 var exitNow = time.Date(2026, 11, 5, 12, 0, 0, 0, time.UTC)
 
+// exitOctober is a config against a simulated interface with usage from 1
+// October 2026, "today" exitNow, and its database; fetched, when asked,
+// through tally fetch.
+func exitOctober(t *testing.T, fetched bool) (cfg, db string) {
+	t.Helper()
+	setPlanClock(t, exitNow)
+	october := time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC)
+	s := newCLISim(t, october)
+	s.now.Store(exitNow.UnixNano())
+	cfg, db = cliConfig(t, s, october, "")
+	if !fetched {
+		return cfg, db
+	}
+	if _, code, stderr := cli(t, "fetch", "--config", cfg); code != exitOK {
+		t.Fatalf("fetch: exit %d\n%s", code, stderr)
+	}
+	return cfg, db
+}
+
 // TestRunPartlyFetchedStillDeliversAndListsEveryFailure: two
 // organizations, us answered 401 (a wrong token), reports.close_after
 // passed and a webhook that refuses every alert. The close step cannot
@@ -112,6 +131,10 @@ schedule:
 			t.Errorf("the run's error does not say %q:\n%s", want, last)
 		}
 	}
+	// us's window is named once, in us's own failure.
+	if n := strings.Count(last, "fetch usage 2026-10-01..2026-11-06"); n != 1 {
+		t.Errorf("us's failed window is listed %d times, want once:\n%s", n, last)
+	}
 	if posts.Load() == 0 {
 		t.Error("no alert was posted: the webhook's refusal is not tested")
 	}
@@ -155,11 +178,7 @@ schedule:
 // written) before any fetch, for a month never loaded and at a basis the
 // config does not load, each time saying what to do.
 func TestReportOfAMonthNeverLoaded(t *testing.T) {
-	setPlanClock(t, exitNow)
-	start := time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC)
-	s := newCLISim(t, start)
-	s.now.Store(exitNow.UnixNano())
-	cfg, _ := cliConfig(t, s, start, "")
+	cfg, _ := exitOctober(t, false)
 	out := filepath.Join(t.TempDir(), "book.xlsx")
 	refused := func(label string, args []string, says ...string) {
 		t.Helper()
@@ -196,14 +215,8 @@ func TestReportOfAMonthNeverLoaded(t *testing.T) {
 // rather than refusing an already closed month, after which tally status
 // shows the month closed.
 func TestCloseWhoseCopyIsNotPublished(t *testing.T) {
-	setPlanClock(t, exitNow)
+	cfg, db := exitOctober(t, true)
 	october := time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC)
-	s := newCLISim(t, october)
-	s.now.Store(exitNow.UnixNano())
-	cfg, db := cliConfig(t, s, october, "")
-	if _, code, stderr := cli(t, "fetch", "--config", cfg); code != exitOK {
-		t.Fatalf("fetch: exit %d\n%s", code, stderr)
-	}
 	pub := store.PublishedPath(db)
 	before, err := os.ReadFile(pub)
 	if err != nil {
@@ -300,14 +313,8 @@ func TestHostileAnswerToTheOnlyWindow(t *testing.T) {
 // the file is not in place; closing again, once the way is clear, puts it
 // there rather than refusing a closed month.
 func TestCloseWhoseFinalIsNotPlaced(t *testing.T) {
-	setPlanClock(t, exitNow)
+	cfg, db := exitOctober(t, true)
 	october := time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC)
-	s := newCLISim(t, october)
-	s.now.Store(exitNow.UnixNano())
-	cfg, db := cliConfig(t, s, october, "")
-	if _, code, stderr := cli(t, "fetch", "--config", cfg); code != exitOK {
-		t.Fatalf("fetch: exit %d\n%s", code, stderr)
-	}
 	final := reports.FinalPath(filepath.Join(filepath.Dir(db), "reports"), october, "", 1)
 	if err := os.MkdirAll(filepath.Join(final, "in-the-way"), 0o750); err != nil {
 		t.Fatal(err)
