@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/tally-dev/tally/configs"
+	"github.com/tally-dev/tally/reports"
 )
 
 // StepResult is what one step of a job did.
@@ -136,14 +137,13 @@ func (r *Runner) RunJob(ctx context.Context, command string, job configs.Job) (J
 			stats.windows += res.Windows
 			stats.warnings = append(stats.warnings, res.Warnings...)
 			sum.Outputs = append(sum.Outputs, res.Outputs...)
-			var re *RefusedError
 			switch {
 			case err == nil:
 				worked = true
 			case isPartial(err):
 				worked = true
 				failures.add(err)
-			case errors.As(err, &re):
+			case isRefusal(err):
 				err = fmt.Errorf("step %s did not do its part: %w", name, err)
 				env.Log.Error().Str("step", name).Err(err).Msg("step refused; the job's next steps still run")
 				failures.add(err)
@@ -164,6 +164,13 @@ func (r *Runner) RunJob(ctx context.Context, command string, job configs.Job) (J
 	})
 	sum.Run = out
 	return sum, err
+}
+
+// isRefusal reports whether err refuses what was asked before anything
+// was touched (exit 2 from a command of its own): a close not possible, a
+// month at a granularity that cannot serve it.
+func isRefusal(err error) bool {
+	return errors.As(err, new(*RefusedError)) || errors.As(err, new(*reports.GranularityError)) || errors.As(err, new(*EmptyMonthError))
 }
 
 // failedAfter is a run's failure err, listing what had failed before it in

@@ -16,6 +16,7 @@ import (
 	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/configs"
 	"github.com/tally-dev/tally/fetch/sim"
+	"github.com/tally-dev/tally/reports"
 	"github.com/tally-dev/tally/store"
 )
 
@@ -39,6 +40,7 @@ func TestRunJobSteps(t *testing.T) {
 	schedStep(t, "probe-b", step("b", nil))
 	schedStep(t, "probe-unsent", step("unsent", &PartialError{Other: []error{errors.New("2 alert(s) not sent")}}))
 	schedStep(t, "probe-refuse", step("refuse", refused("--month 2026-10 is not fully loaded for organization us")))
+	schedStep(t, "probe-week", step("week", &reports.GranularityError{Field: "usage.granularity", Granularity: tally.Week, Month: time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC), Basis: tally.BasisUsage}))
 
 	tests := []struct {
 		name, status, err string
@@ -56,6 +58,7 @@ func TestRunJobSteps(t *testing.T) {
 		// failure: partial, and the steps after it run.
 		{"refusal goes on", store.RunPartial, "step probe-refuse did not do its part: --month 2026-10 is not fully loaded", []string{"probe-partial", "probe-refuse", "probe-b"}, []string{"partial", "refuse", "b"}, "rate card 7 unreadable", false},
 		{"failure lists what failed before", store.RunFailed, "step probe-fail: disk full", []string{"probe-partial", "probe-fail", "probe-b"}, []string{"partial", "fail"}, "rate card 7 unreadable", false},
+		{"a report refused after a fetch goes on", store.RunPartial, `step probe-week did not do its part: usage.granularity "week" cannot serve the monthly report for 2026-10`, []string{"probe-a", "probe-week", "probe-b"}, []string{"a", "week", "b"}, "", false},
 		{"only refusals", store.RunFailed, "--month 2026-10 is not fully loaded", []string{"probe-refuse"}, []string{"refuse"}, "", true},
 	}
 	for _, tc := range tests {
