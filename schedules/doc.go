@@ -3,5 +3,9 @@
 // cancellation, and the demo that wires the simulated interface to the whole
 // path. It also runs the configured jobs on their cron times (Scheduler,
 // `tally schedule`) with their health (/healthz) and Prometheus metrics.
+// Every run ends one way of four, which the command line maps to its exit
+// code: done; failed (nothing half-written); refused before anything was
+// touched (*RefusedError, *EmptyMonthError); or partial, one *PartialError
+// listing every failure of the run by kind, whatever step it came from.
 // The command line only parses flags and calls in here.
 package schedules
