@@ -87,7 +87,7 @@ type AlertsSummary struct {
 func (r *Runner) Alerts(ctx context.Context, dryRun bool) (AlertsSummary, error) {
 	var sum AlertsSummary
 	if dryRun {
-		st, err := store.OpenPublished(ctx, r.Config.Store.Path, false)
+		st, err := OpenPublished(ctx, r.Config, r.Log, false)
 		if err != nil {
 			return sum, err
 		}

@@ -37,17 +37,31 @@ type CloseSummary struct {
 	// close recorded with it.
 	Organizations []store.MonthClose
 	Published     string
+	// Republished: the month was closed already, by a run whose analysts'
+	// copy was not published; this run published the copy, changing
+	// nothing else, and Close is that earlier close.
+	Republished bool
 }
 
 // RefusedError is a close or reopen that was refused because of what the
 // user asked (a month not over, not fully loaded, already closed, a reopen
 // without a reason): nothing was changed.
-type RefusedError struct{ Reason string }
+type RefusedError struct {
+	Reason string
+	// closed is the close found, when the refusal is of a month already
+	// closed.
+	closed *store.MonthClose
+}
 
 func (e *RefusedError) Error() string { return e.Reason }
 
 func refused(format string, args ...any) error {
 	return &RefusedError{Reason: fmt.Sprintf(format, args...)}
+}
+
+// alreadyClosed refuses a close of a month that c closed.
+func alreadyClosed(c *store.MonthClose, format string, args ...any) error {
+	return &RefusedError{Reason: fmt.Sprintf(format, args...), closed: c}
 }
 
 // CheckClose refuses, before any lock is taken, what can be refused from
@@ -83,13 +97,26 @@ func (r *Runner) Close(ctx context.Context, o CloseOptions) (CloseSummary, error
 		err := checkStore(ctx, pub, r.Config, o)
 		pub.Close()
 		var re *RefusedError
-		if errors.As(err, &re) {
+		// A close whose final workbook is still staged is not refused:
+		// the run puts it in place (finishCloses).
+		if errors.As(err, &re) && !(re.closed != nil && staged(re.closed)) {
 			return sum, err
 		}
 	}
 	published, err := r.withRun(ctx, "close", "", func(ctx context.Context, env *Env, runID uuid.UUID) (runStats, error) {
 		var err error
 		sum.Close, sum.Organizations, err = closeMonth(ctx, env, runID, o)
+		// Closed in the store while the copy says open: a close whose
+		// publish failed. Closing it again is what the person sees to
+		// do; publishing the copy, which this run does at its end, is
+		// what was left undone.
+		var re *RefusedError
+		if !o.Reopen && errors.As(err, &re) && re.closed != nil {
+			env.Log.Warn().Str("month", o.Month.Format("2006-01")).Time("closed_at", re.closed.At).Str("who", re.closed.Who).
+				Msg("the month was closed already, but the analysts' copy did not show it (its publish had failed): publishing the copy")
+			sum.Close, sum.Republished = *re.closed, true
+			return runStats{}, nil
+		}
 		return runStats{}, err
 	})
 	sum.Published = published
@@ -179,7 +206,7 @@ func checkStore(ctx context.Context, st *store.Store, cfg *configs.Config, o Clo
 			continue
 		}
 		if o.Org == "" && cfg.Grouped() && group != nil && group.Action == store.ActionClose && last.At.Equal(group.At) {
-			return refused("--month %s is already closed for every organization: closed %s UTC by %s (basis %s, granularity %s); to close it again, reopen it first with tally close --reopen --month %s --reason TEXT",
+			return alreadyClosed(group, "--month %s is already closed for every organization: closed %s UTC by %s (basis %s, granularity %s); to close it again, reopen it first with tally close --reopen --month %s --reason TEXT",
 				m, group.At.Format("2006-01-02 15:04"), group.Who, basis, g, m)
 		}
 		orgFlag := ""
@@ -190,7 +217,7 @@ func checkStore(ctx context.Context, st *store.Store, cfg *configs.Config, o Clo
 			return refused("--month %s is already closed for organization %s: closed %s UTC by %s (basis %s, granularity %s); a group close closes every organization at once: reopen it first with tally close --reopen --month %s --org %s --reason TEXT, or close the others one by one with --org",
 				m, last.Organization, last.At.Format("2006-01-02 15:04"), last.Who, basis, g, m, last.Organization)
 		}
-		return refused("--month %s is already closed%s: closed %s UTC by %s (basis %s, granularity %s); to close it again, reopen it first with tally close --reopen --month %s%s --reason TEXT",
+		return alreadyClosed(last, "--month %s is already closed%s: closed %s UTC by %s (basis %s, granularity %s); to close it again, reopen it first with tally close --reopen --month %s%s --reason TEXT",
 			m, of(org.Name), last.At.Format("2006-01-02 15:04"), last.Who, basis, g, m, orgFlag)
 	}
 	end := o.Month.AddDate(0, 1, 0)
@@ -303,9 +330,13 @@ func closeMonth(ctx context.Context, env *Env, runID uuid.UUID, o CloseOptions) 
 		undo()
 		return c, nil, err
 	}
+	// The close is recorded: a final workbook that cannot be put in
+	// place leaves it partial (exit 3), not failed, since the month is
+	// closed whatever the file system says.
+	var notPlaced []error
 	for i, r := range records {
 		if err := placeFinal(env, r.Close, staged[i]); err != nil {
-			return c, nil, fmt.Errorf("close %s: recorded, but the final workbook %s is not in place yet (the next close, deliver or close step puts it there): %w", m, r.Close.FinalWorkbook, err)
+			notPlaced = append(notPlaced, fmt.Errorf("close %s: recorded, but the final workbook %s is not in place yet (the next close, deliver or close step puts it there): %w", m, r.Close.FinalWorkbook, err))
 		}
 	}
 	for _, r := range records {
@@ -318,6 +349,9 @@ func closeMonth(ctx context.Context, env *Env, runID uuid.UUID, o CloseOptions) 
 	var orgs []store.MonthClose
 	for _, r := range records[:len(records)-1] {
 		orgs = append(orgs, r.Close)
+	}
+	if len(notPlaced) > 0 {
+		return records[len(records)-1].Close, orgs, &PartialError{Other: notPlaced}
 	}
 	return records[len(records)-1].Close, orgs, nil
 }
@@ -398,6 +432,16 @@ func finalStatements(ctx context.Context, env *Env, p reports.Period, opts repor
 // whose it is.
 func stagedFinal(final string, id uuid.UUID) string {
 	return filepath.Join(filepath.Dir(final), "."+filepath.Base(final)+"."+id.String()+".staged")
+}
+
+// staged reports whether c's final workbook is still at its staged name,
+// not in place.
+func staged(c *store.MonthClose) bool {
+	if c.FinalWorkbook == "" {
+		return false
+	}
+	_, err := os.Lstat(stagedFinal(c.FinalWorkbook, c.ID))
+	return err == nil
 }
 
 // stagedRE matches the staged files of stagedFinal; stagedTempRE the
@@ -548,14 +592,14 @@ func closeStep(ctx context.Context, env *Env, runID uuid.UUID) (StepResult, erro
 		return StepResult{}, nil
 	}
 	c, orgs, err := closeMonth(ctx, env, runID, CloseOptions{Month: month, Who: jobName(ctx), Reason: fmt.Sprintf("reports.close_after %s passed", cfg.Reports.CloseAfter)})
-	if err != nil {
+	if err != nil && !isPartial(err) {
 		return StepResult{}, fmt.Errorf("close %s: %w", m, err)
 	}
 	out := []string{c.FinalWorkbook}
 	for _, oc := range orgs {
 		out = append(out, oc.FinalWorkbook)
 	}
-	return StepResult{Outputs: out}, nil
+	return StepResult{Outputs: out}, err
 }
 
 func init() { RegisterStep("close", closeStep) }

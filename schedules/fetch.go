@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -137,9 +138,17 @@ type PartialError struct {
 
 func (e *PartialError) Error() string {
 	var b strings.Builder
-	if n := len(e.Failed); n > 0 {
+	// An organization not fetched at all lists its windows in its own
+	// error: listed once, there.
+	var failed []WindowFailure
+	for _, f := range e.Failed {
+		if f.Organization == "" || !slices.ContainsFunc(e.Orgs, func(o OrgFailure) bool { return o.Name == f.Organization }) {
+			failed = append(failed, f)
+		}
+	}
+	if n := len(failed); n > 0 {
 		fmt.Fprintf(&b, "%d window(s) failed after all retries; the others were loaded and the next run fetches these again:", n)
-		for _, f := range e.Failed {
+		for _, f := range failed {
 			if f.Organization != "" {
 				fmt.Fprintf(&b, "\n  organization %s: %s (%s): %v", f.Organization, f.Window, f.Window.Granularity, f.Err)
 				continue
@@ -170,6 +179,33 @@ func (e *PartialError) Error() string {
 
 // Partial marks the error for exit code 3.
 func (e *PartialError) Partial() bool { return true }
+
+// add lists err's failures after e's: another *PartialError's each under
+// its kind, any other error as it is. A run gathers every step's failures
+// this way, so what it records and prints is every failure of the run,
+// not the last step's. A failure already listed (the alerts a fetch and a
+// later alerts step both could not send) is listed once.
+func (e *PartialError) add(err error) {
+	pe, ok := err.(*PartialError)
+	if !ok {
+		pe = &PartialError{Other: []error{err}}
+	}
+	e.Failed = append(e.Failed, pe.Failed...)
+	e.Orgs = append(e.Orgs, pe.Orgs...)
+	if pe.RefErr != nil {
+		e.RefErr = errors.Join(e.RefErr, pe.RefErr)
+	}
+	for _, o := range pe.Other {
+		if !slices.ContainsFunc(e.Other, func(x error) bool { return x.Error() == o.Error() }) {
+			e.Other = append(e.Other, o)
+		}
+	}
+}
+
+// failed reports whether e lists any failure.
+func (e *PartialError) failed() bool {
+	return len(e.Failed) > 0 || len(e.Orgs) > 0 || e.RefErr != nil || len(e.Other) > 0
+}
 
 // PlanWindows returns the windows a fetch with these options would request
 // for the api: form's organization (or the first listed), from the ledger
@@ -370,9 +406,22 @@ feed:
 		return sum, unreachable
 	}
 	if len(sum.Failed) > 0 && sum.Loaded == 0 && sum.Planned > 0 {
-		return sum, fmt.Errorf("every window failed; first: %s: %w", sum.Failed[0].Window, sum.Failed[0].Err)
+		return sum, everyWindowFailed(sum.Failed)
 	}
 	return sum, nil
+}
+
+// everyWindowFailed is a fetch none of whose windows loaded: it failed
+// (exit 1), nothing of its usage half-written, and it lists every window
+// with its failure, as a partial fetch does. It wraps the first failure.
+func everyWindowFailed(failed []WindowFailure) error {
+	var rest strings.Builder
+	for _, f := range failed[1:] {
+		fmt.Fprintf(&rest, "\n  %s (%s): %v", f.Window, f.Window.Granularity, f.Err)
+	}
+	first := failed[0]
+	return fmt.Errorf("every window of the fetch (%d) failed after all retries, so no usage was loaded; each window keeps what it held, and the next run fetches them again:\n  %s (%s): %w%s",
+		len(failed), first.Window, first.Window.Granularity, first.Err, rest.String())
 }
 
 // finishFetch ends a fetch that loaded what it could: alerts follow it (a

@@ -191,10 +191,11 @@ func checkWorkbook(t *testing.T, h *harness, path string, m time.Time, wantGranu
 	}
 }
 
-// A month's workbook at week or year granularity: refused (a usage error
-// naming usage.granularity and what to fetch) while only week or year rows
-// are loaded; read from the finest loaded hour, day or month data covering
-// the month once there is some, and then equal to the truth.
+// A month's workbook at week or year granularity: refused (naming
+// usage.granularity and what to fetch) while only week or year rows are
+// loaded, which makes the nightly run partial, its fetch done; read from
+// the finest loaded hour, day or month data covering the month once there
+// is some, and then equal to the truth.
 func TestMonthlyReportAtWeekAndYear(t *testing.T) {
 	for _, tt := range []struct {
 		g      tally.Granularity
@@ -207,9 +208,10 @@ func TestMonthlyReportAtWeekAndYear(t *testing.T) {
 		t.Run(string(tt.g), func(t *testing.T) {
 			h := newHarness(t, setup{granularity: tt.g, window: tt.window, start: "2025-01-01", now: "2025-03-10T12:00:00Z"})
 			_, err := h.runner.Nightly(context.Background(), months)
+			var pe *PartialError
 			var ge *reports.GranularityError
-			if !errors.As(err, &ge) {
-				t.Fatalf("nightly at %s: %v, want a *reports.GranularityError", tt.g, err)
+			if !errors.As(err, &pe) || len(pe.Other) != 1 || !errors.As(pe.Other[0], &ge) {
+				t.Fatalf("nightly at %s: %v, want a *PartialError: its fetch done, its reports refused with a *reports.GranularityError", tt.g, err)
 			}
 			if ge.Field != "usage.granularity" || ge.Granularity != tt.g {
 				t.Errorf("error names %s %q, want usage.granularity %q", ge.Field, ge.Granularity, tt.g)

@@ -2,6 +2,7 @@ package schedules
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/tally-dev/tally/configs"
+	"github.com/tally-dev/tally/reports"
 )
 
 // StepResult is what one step of a job did.
@@ -105,8 +107,13 @@ type JobSummary struct {
 
 // RunJob runs job's steps in order as one recorded run of command (the
 // scheduler's "schedule", or "run" for `tally run --job`), with the job's
-// name in the run's row. A step that fails stops the job; a partial step
-// does not, and the run is then partial. A step this build does not
+// name in the run's row. A partial step does not stop the job, and the run
+// is then partial. Nor does a step that refuses its part (a close whose
+// month an earlier step could not load whole): the steps after it are
+// independent of it and run, and the run is partial, listing the refusal
+// with every other failure; only a job in which every step that ran
+// refused is refused as a whole (exit 2). A step that fails stops the job,
+// its error listing what failed before it. A step this build does not
 // provide fails the job before anything runs.
 func (r *Runner) RunJob(ctx context.Context, command string, job configs.Job) (JobSummary, error) {
 	var sum JobSummary
@@ -116,10 +123,12 @@ func (r *Runner) RunJob(ctx context.Context, command string, job configs.Job) (J
 				job.Name, strings.Join(missing, ", "), strings.Join(stepNames(), ", "))
 		}
 		var stats runStats
-		var partial error
+		var failures PartialError
+		var refusal error // the first step's refusal
+		worked := false   // some step did its part, whole or in part
 		for _, name := range job.Run {
 			if env.stopping() {
-				return stats, fmt.Errorf("job %q stopped before step %s: shutting down: %w", job.Name, name, context.Canceled)
+				return stats, failedAfter(fmt.Errorf("job %q stopped before step %s: shutting down: %w", job.Name, name, context.Canceled), &failures)
 			}
 			step, _ := lookupStep(name)
 			env.Log.Info().Str("step", name).Msg("step started")
@@ -130,14 +139,60 @@ func (r *Runner) RunJob(ctx context.Context, command string, job configs.Job) (J
 			sum.Outputs = append(sum.Outputs, res.Outputs...)
 			switch {
 			case err == nil:
+				worked = true
 			case isPartial(err):
-				partial = err
+				worked = true
+				failures.add(err)
+			case isRefusal(err):
+				err = fmt.Errorf("step %s did not do its part: %w", name, err)
+				env.Log.Error().Str("step", name).Err(err).Msg("step refused; the job's next steps still run")
+				failures.add(err)
+				if refusal == nil {
+					refusal = err
+				}
 			default:
-				return stats, fmt.Errorf("step %s: %w", name, err)
+				return stats, failedAfter(fmt.Errorf("step %s: %w", name, err), &failures)
 			}
 		}
-		return stats, partial
+		switch {
+		case refusal != nil && !worked:
+			return stats, refusal
+		case failures.failed():
+			return stats, &failures
+		}
+		return stats, nil
 	})
 	sum.Run = out
 	return sum, err
 }
+
+// isRefusal reports whether err refuses what was asked before anything
+// was touched (exit 2 from a command of its own): a close not possible, a
+// month at a granularity that cannot serve it.
+func isRefusal(err error) bool {
+	return errors.As(err, new(*RefusedError)) || errors.As(err, new(*reports.GranularityError)) || errors.As(err, new(*EmptyMonthError))
+}
+
+// failedAfter is a run's failure err, listing what had failed before it in
+// the run: the run failed (exit 1), and its error still names every
+// failure, not the last.
+func failedAfter(err error, before *PartialError) error {
+	if !before.failed() {
+		return err
+	}
+	return &failedRunError{err: err, before: before}
+}
+
+// failedRunError is a failed run that had partial failures first. It
+// unwraps to the failure that stopped the run alone: the run failed, it is
+// not partial.
+type failedRunError struct {
+	err    error
+	before *PartialError
+}
+
+func (e *failedRunError) Error() string {
+	return e.err.Error() + "\nbefore that, in this run:\n" + e.before.Error()
+}
+
+func (e *failedRunError) Unwrap() error { return e.err }

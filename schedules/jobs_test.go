@@ -16,6 +16,7 @@ import (
 	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/configs"
 	"github.com/tally-dev/tally/fetch/sim"
+	"github.com/tally-dev/tally/reports"
 	"github.com/tally-dev/tally/store"
 )
 
@@ -37,15 +38,28 @@ func TestRunJobSteps(t *testing.T) {
 	schedStep(t, "probe-partial", step("partial", &PartialError{RefErr: errors.New("rate card 7 unreadable")}))
 	schedStep(t, "probe-fail", step("fail", errors.New("disk full")))
 	schedStep(t, "probe-b", step("b", nil))
+	schedStep(t, "probe-unsent", step("unsent", &PartialError{Other: []error{errors.New("2 alert(s) not sent")}}))
+	schedStep(t, "probe-refuse", step("refuse", refused("--month 2026-10 is not fully loaded for organization us")))
+	schedStep(t, "probe-week", step("week", &reports.GranularityError{Field: "usage.granularity", Granularity: tally.Week, Month: time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC), Basis: tally.BasisUsage}))
 
 	tests := []struct {
 		name, status, err string
 		steps, ran        []string
+		also              string // a failure of an earlier step the error also lists
+		refused           bool   // the run is refused (exit 2)
 	}{
-		{"in order", store.RunOK, "", []string{"probe-a", "probe-b"}, []string{"a", "b"}},
-		{"partial goes on", store.RunPartial, "rate card 7 unreadable", []string{"probe-partial", "probe-b"}, []string{"partial", "b"}},
-		{"failure stops", store.RunFailed, "step probe-fail: disk full", []string{"probe-a", "probe-fail", "probe-b"}, []string{"a", "fail"}},
-		{"missing step", store.RunFailed, `job "missing step": step nonesuch is not provided by this build of tally (it provides `, []string{"probe-a", "nonesuch"}, nil},
+		{"in order", store.RunOK, "", []string{"probe-a", "probe-b"}, []string{"a", "b"}, "", false},
+		{"partial goes on", store.RunPartial, "rate card 7 unreadable", []string{"probe-partial", "probe-b"}, []string{"partial", "b"}, "", false},
+		{"failure stops", store.RunFailed, "step probe-fail: disk full", []string{"probe-a", "probe-fail", "probe-b"}, []string{"a", "fail"}, "", false},
+		{"missing step", store.RunFailed, `job "missing step": step nonesuch is not provided by this build of tally (it provides `, []string{"probe-a", "nonesuch"}, nil, "", false},
+		// Every failure of the run, not the last partial step's.
+		{"partial steps all listed", store.RunPartial, "2 alert(s) not sent", []string{"probe-partial", "probe-unsent"}, []string{"partial", "unsent"}, "rate card 7 unreadable", false},
+		// A step that cannot do its part after an earlier step's partial
+		// failure: partial, and the steps after it run.
+		{"refusal goes on", store.RunPartial, "step probe-refuse did not do its part: --month 2026-10 is not fully loaded", []string{"probe-partial", "probe-refuse", "probe-b"}, []string{"partial", "refuse", "b"}, "rate card 7 unreadable", false},
+		{"failure lists what failed before", store.RunFailed, "step probe-fail: disk full", []string{"probe-partial", "probe-fail", "probe-b"}, []string{"partial", "fail"}, "rate card 7 unreadable", false},
+		{"a report refused after a fetch goes on", store.RunPartial, `step probe-week did not do its part: usage.granularity "week" cannot serve the monthly report for 2026-10`, []string{"probe-a", "probe-week", "probe-b"}, []string{"a", "week", "b"}, "", false},
+		{"only refusals", store.RunFailed, "--month 2026-10 is not fully loaded", []string{"probe-refuse"}, []string{"refuse"}, "", true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -53,8 +67,14 @@ func TestRunJobSteps(t *testing.T) {
 			job := configs.Job{Name: tc.name, Cron: "@daily", Run: tc.steps}
 			r, _ := schedRunner(t, time.Second, job)
 			sum, err := r.RunJob(context.Background(), "run", job)
-			if (err == nil) != (tc.err == "") || (err != nil && !strings.Contains(err.Error(), tc.err)) {
-				t.Fatalf("error %v, want %q", err, tc.err)
+			if (err == nil) != (tc.err == "") || (err != nil && (!strings.Contains(err.Error(), tc.err) || !strings.Contains(err.Error(), tc.also))) {
+				t.Fatalf("error %v, want %q and %q", err, tc.err, tc.also)
+			}
+			if got := errors.As(err, new(*RefusedError)); got != tc.refused {
+				t.Errorf("refused %v, want %v: %v", got, tc.refused, err)
+			}
+			if got := errors.As(err, new(*PartialError)); got != (tc.status == store.RunPartial) {
+				t.Errorf("partial %v, want %v: %v", got, tc.status == store.RunPartial, err)
 			}
 			var ran []string
 			for _, e := range trail {
@@ -70,7 +90,7 @@ func TestRunJobSteps(t *testing.T) {
 			runs := schedRuns(t, r)
 			if len(runs) != 1 || runs[0].ID != sum.Run.ID || runs[0].Job != tc.name || runs[0].Command != "run" ||
 				runs[0].Status != tc.status || runs[0].Rows != int64(2*len(tc.ran)) || runs[0].Windows != len(tc.ran) ||
-				!strings.Contains(runs[0].Error, tc.err) {
+				!strings.Contains(runs[0].Error, tc.err) || !strings.Contains(runs[0].Error, tc.also) {
 				t.Errorf("recorded %+v", runs)
 			}
 			if sum.Run.Status != tc.status {

@@ -72,10 +72,21 @@ func (r *Runner) Nightly(ctx context.Context, months []string) (NightlySummary, 
 		}
 		written, err := writeReports(ctx, env, months)
 		sum.Reports = written
-		if err != nil {
-			return stats, err
+		var failures PartialError
+		if fetchErr != nil {
+			failures.add(fetchErr)
 		}
-		return stats, fetchErr
+		switch {
+		case err == nil:
+			return stats, fetchErr
+		case isRefusal(err):
+			// The fetch did its part: reports refused (a month at a
+			// granularity that cannot serve it) make the run partial,
+			// not refused as if nothing had been touched.
+			failures.add(fmt.Errorf("reports not written: %w", err))
+			return stats, &failures
+		}
+		return stats, failedAfter(err, &failures)
 	})
 	sum.Fetch.Published = published
 	return sum, err

@@ -3,7 +3,6 @@ package schedules
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/rs/zerolog"
 
@@ -15,7 +14,8 @@ import (
 // reader (tally report, query, status, export, plan): read-only, never
 // waiting for the writer's lock, and answering even when an analyst holds
 // the copy for writing (see store.OpenPublished; the notice is logged). A
-// copy that does not exist yet says how it comes about.
+// copy that does not exist yet is a *RefusedError saying how it comes
+// about.
 func OpenPublished(ctx context.Context, cfg *configs.Config, log zerolog.Logger, query bool) (*store.Store, error) {
 	st, err := store.OpenPublished(ctx, cfg.Store.Path, query)
 	return published(cfg, st, err, log)
@@ -28,9 +28,10 @@ func OpenPublishedQuery(ctx context.Context, cfg *configs.Config, log zerolog.Lo
 }
 
 func published(cfg *configs.Config, st *store.Store, err error, log zerolog.Logger) (*store.Store, error) {
+	// Nothing was ever loaded: refused (exit 2), saying what to run.
 	var nc *store.NoCopyError
 	if errors.As(err, &nc) {
-		return nil, fmt.Errorf("%w: tally fetch --config %s creates it at the end of its run", err, cfg.Path)
+		return nil, refused("%v: nothing was loaded yet; run tally fetch --config %s, which creates it at the end of its run", err, cfg.Path)
 	}
 	if err != nil {
 		return nil, err

@@ -16,20 +16,73 @@ import (
 
 // EmptyMonthError is a month with no usage rows for the basis and
 // granularity: no workbook is written (an empty one would look like a
-// month that cost nothing). tally report exits 3 on it; the nightly job
-// says so and goes on.
+// month that cost nothing). tally report refuses it (exit 2: nothing was
+// written), saying what to run; the nightly job says so and goes on.
 type EmptyMonthError struct {
 	Period reports.Period
+	// Loaded: a loaded window covers part of the month at its basis, so
+	// the month was fetched and held nothing; else it was never loaded.
+	Loaded bool
+	// Config is the config's path, for the command to run.
+	Config string
+	// Needs is the setting that loads Period's basis, when the config
+	// does not load it ("usage.reported_date: true").
+	Needs string
 }
 
 func (e *EmptyMonthError) Error() string {
 	m := e.Period.Month.Format("2006-01")
-	return fmt.Sprintf("report %s: no usage rows for %s at basis %s and granularity %s, so no workbook was written; fetch the month first (tally fetch), or check usage.granularity and --basis against tally status",
+	fetch := fmt.Sprintf("tally fetch --config %s --from %s --to %s", e.Config,
+		e.Period.Month.Format(time.DateOnly), e.Period.Month.AddDate(0, 1, 0).Format(time.DateOnly))
+	switch {
+	case e.Needs != "":
+		return fmt.Sprintf("report %s: no usage rows at basis %s, so no workbook was written: this config does not load basis %s, which needs %s; set it, then %s",
+			m, e.Period.Basis, e.Period.Basis, e.Needs, fetch)
+	case !e.Loaded:
+		return fmt.Sprintf("report %s: %s was never loaded (no window of it at basis %s is in the ledger), so no workbook was written; run %s, then report",
+			m, m, e.Period.Basis, fetch)
+	}
+	return fmt.Sprintf("report %s: %s was loaded but holds no usage rows at basis %s and granularity %s (the interface had none), so no workbook was written; check usage.granularity and --basis against tally status",
 		m, m, e.Period.Basis, e.Period.Granularity)
 }
 
-// Partial marks the error for exit code 3.
-func (e *EmptyMonthError) Partial() bool { return true }
+// emptyMonth says why p's month has no rows: never loaded, loaded at
+// another basis than the config loads, or loaded and empty.
+func emptyMonth(ctx context.Context, cfg *configs.Config, src reports.Source, p reports.Period) error {
+	e := &EmptyMonthError{Period: p, Config: cfg.Path}
+	if p.Basis != cfg.DefaultBasis() {
+		switch p.Basis {
+		case tally.BasisReported:
+			e.Needs = "usage.reported_date: true"
+		case tally.BasisUsage:
+			e.Needs = "usage.reported_date: false"
+		case tally.BasisEstimated:
+			e.Needs = "usage.source: projects"
+		}
+	}
+	q := `SELECT count(*) FROM fetch_windows WHERE basis = ? AND start < ? AND "end" > ?`
+	args := []any{string(p.Basis), p.Month.AddDate(0, 1, 0), p.Month}
+	if p.Organization != "" {
+		q += ` AND organization = ?`
+		args = append(args, p.Organization)
+	}
+	rows, err := src.QueryContext(ctx, q, args...)
+	if err != nil {
+		return fmt.Errorf("read fetch_windows: %w", err)
+	}
+	defer rows.Close()
+	var n int
+	if rows.Next() {
+		if err := rows.Scan(&n); err != nil {
+			return fmt.Errorf("read fetch_windows: %w", err)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read fetch_windows: %w", err)
+	}
+	e.Loaded = n > 0
+	return e
+}
 
 // Report is the one way a month's workbook is written, by tally report and
 // by the jobs' report step: from src (the analysts' copy, or the store a
@@ -68,7 +121,7 @@ func ReportOrg(ctx context.Context, cfg *configs.Config, src reports.Source, mon
 		return p, fmt.Errorf("report %s: %w", label, err)
 	}
 	if n == 0 {
-		return p, &EmptyMonthError{Period: p}
+		return p, emptyMonth(ctx, cfg, src, p)
 	}
 	if err := refuseFinal(ctx, src, path); err != nil {
 		return p, err

@@ -296,11 +296,37 @@ func (r *Runner) recordedRun(ctx context.Context, command, job string, fn func(c
 	log.Info().Msg("publishing the analysts' copy")
 	published, err := st.Publish(runCtx)
 	if err != nil {
-		return out, errors.Join(runErr, fmt.Errorf("publish analysts' copy: %w", err))
+		return out, r.unpublished(finishCtx, st, runID, res, &out, runErr, err)
 	}
 	log.Info().Str("path", published).Dur("took", time.Since(pubStart).Round(time.Millisecond)).Msg("analysts' copy published")
 	out.Published = published
 	return out, runErr
+}
+
+// unpublished is the error of a run whose analysts' copy could not be
+// published (a full disk, say). What the run did is in the store and
+// recorded, so a run that did its work is partial, not failed: its row is
+// made partial, listing the publish with its other failures, and the next
+// run publishes the copy (every run publishes at its end). A failed run
+// stays failed, naming both.
+func (r *Runner) unpublished(ctx context.Context, st *store.Store, runID uuid.UUID, res store.RunResult, out *RunOutcome, runErr, pubErr error) error {
+	pubErr = fmt.Errorf("the analysts' copy %s is not published, so tally status, report, query and export still show the data as it was before this run; the next run publishes it: %w",
+		store.PublishedPath(r.Config.Store.Path), pubErr)
+	r.Log.Error().Str("run_id", runID.String()).Err(pubErr).Msg("analysts' copy not published")
+	if res.Status == store.RunFailed {
+		return errors.Join(runErr, pubErr)
+	}
+	var failures PartialError
+	if runErr != nil {
+		failures.add(runErr)
+	}
+	failures.add(pubErr)
+	res.Status, res.Err = store.RunPartial, failures.Error()
+	out.Status, out.Error = res.Status, res.Err
+	if err := st.FinishRun(ctx, runID, res); err != nil {
+		r.Log.Warn().Str("run_id", runID.String()).Err(err).Msg("the run's row does not say the copy is not published")
+	}
+	return &failures
 }
 
 // skipped records a run that could not take the lock (see store.JournalPath) and

@@ -54,7 +54,10 @@ group's. --org NAME closes (or reopens) that organization's month alone,
 with its own final workbook; the others stay as they are.
 
 tally close is a writer: it takes the database's lock like tally fetch,
-and publishes the analysts' copy after.`,
+and publishes the analysts' copy after. A close that is recorded but whose
+final workbook cannot be put in place, or whose copy cannot be published (a
+full disk), exits 3 saying what is not done; closing the month again puts
+the file in place or publishes the copy, rather than refusing it as closed.`,
 		Example: `  tally close --config tally.yaml --month 2026-10 --reason "October signed off"
   tally close --config tally.yaml --month 2026-10 --reopen --reason "credit note 4711 from the provider"
   tally close --config group.yaml --month 2026-10 --org emea --reason "EMEA signed off"`,
@@ -83,16 +86,22 @@ and publishes the analysts' copy after.`,
 			if errors.As(err, &refused) {
 				return usageErr("close %s: %w", o.month, err)
 			}
-			if err != nil {
+			// A close recorded whose copy was not published is said as
+			// done, and the error then says what is not (exit 3).
+			if err != nil && !errors.As(err, new(*schedules.PartialError)) {
 				return fmt.Errorf("close %s: %w", o.month, err)
 			}
 			out := cmd.OutOrStdout()
 			if o.org != "" {
 				fmt.Fprintf(out, "organization: %s\n", o.org)
 			}
-			if o.reopen {
+			switch {
+			case sum.Republished:
+				fmt.Fprintf(out, "%s was already closed %s UTC by %s (final workbook %s); the analysts' copy did not show it yet\n",
+					o.month, sum.Close.At.Format("2006-01-02 15:04"), sum.Close.Who, sum.Close.FinalWorkbook)
+			case o.reopen:
 				fmt.Fprintf(out, "reopened %s (basis %s, granularity %s) by %s: %s\n", o.month, sum.Close.Basis, sum.Close.Granularity, sum.Close.Who, sum.Close.Reason)
-			} else {
+			default:
 				fmt.Fprintf(out, "closed %s (basis %s, granularity %s) by %s\nfinal workbook: %s\ncontent hash: %s\n",
 					o.month, sum.Close.Basis, sum.Close.Granularity, sum.Close.Who, sum.Close.FinalWorkbook, sum.Close.ContentHash)
 				for _, oc := range sum.Organizations {
@@ -101,6 +110,13 @@ and publishes the analysts' copy after.`,
 			}
 			if sum.Published != "" {
 				fmt.Fprintf(out, "analysts' copy: %s\n", sum.Published)
+			}
+			if err != nil {
+				done := "closed"
+				if o.reopen {
+					done = "reopened"
+				}
+				return fmt.Errorf("close %s: the month is %s and recorded; not done yet:\n%w", o.month, done, err)
 			}
 			return nil
 		},

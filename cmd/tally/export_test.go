@@ -189,10 +189,10 @@ func TestExportUsageErrors(t *testing.T) {
 			}
 		})
 	}
-	// No published copy yet: the run fails (exit 1) saying what makes one,
-	// and creates no export folder.
+	// No published copy yet: refused (exit 2, nothing loaded yet) saying
+	// what makes one, and no export folder created.
 	_, code, stderr := cli(t, "export", "--config", cfg)
-	if code != exitFailed || !strings.Contains(stderr, "no published copy of the database") || !strings.Contains(stderr, "tally fetch --config") {
+	if code != exitUsage || !strings.Contains(stderr, "no published copy of the database") || !strings.Contains(stderr, "tally fetch --config") {
 		t.Errorf("without a copy: exit %d, %q", code, stderr)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "exports")); !os.IsNotExist(err) {

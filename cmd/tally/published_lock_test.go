@@ -146,14 +146,14 @@ func TestReadersAnswerWhileAnAnalystHoldsTheCopy(t *testing.T) {
 	}
 }
 
-// A month with no usage rows gets no workbook: tally report says so,
-// naming the month and basis, and exits 3.
+// A month with no usage rows gets no workbook: tally report refuses it
+// (exit 2, nothing written), naming the month and basis.
 func TestReportOfAnEmptyMonth(t *testing.T) {
 	cfg, _ := queryFixture(t, true)
 	out := filepath.Join(t.TempDir(), "march.xlsx")
 	_, code, stderr := cli(t, "report", "--config", cfg, "--month", "2026-03", "--out", out)
-	if code != exitPartial || !strings.Contains(stderr, "2026-03") || !strings.Contains(stderr, "basis usage") || !strings.Contains(stderr, "no workbook was written") {
-		t.Fatalf("exit %d, stderr %q; want 3 naming the month and basis", code, stderr)
+	if code != exitUsage || !strings.Contains(stderr, "2026-03") || !strings.Contains(stderr, "basis usage") || !strings.Contains(stderr, "no workbook was written") {
+		t.Fatalf("exit %d, stderr %q; want 2 naming the month and basis", code, stderr)
 	}
 	if _, err := os.Stat(out); !os.IsNotExist(err) {
 		t.Errorf("a workbook was written for an empty month: %v", err)

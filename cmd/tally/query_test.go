@@ -196,8 +196,11 @@ func TestQueryNeverChangesData(t *testing.T) {
 func TestQueryWithoutAPublishedCopy(t *testing.T) {
 	cfg, _ := queryFixture(t, false)
 	_, err := execCLI(t, "", "query", "--config", cfg, "SELECT 1")
-	if err == nil || isUsageError(err) || !strings.Contains(err.Error(), "no published copy") || !strings.Contains(err.Error(), "tally fetch --config") {
+	if err == nil || !strings.Contains(err.Error(), "no published copy") || !strings.Contains(err.Error(), "tally fetch --config") {
 		t.Fatalf("got %v, want a message that tally fetch creates the copy", err)
+	}
+	if code := exitCode(err); code != exitUsage {
+		t.Errorf("query before any fetch: exit %d, want %d (refused, nothing touched)", code, exitUsage)
 	}
 }
 

@@ -48,7 +48,9 @@ priced from the rate card); the rows read are those of the config's usage.granul
 when it serves months (hour, day, month). Week and year buckets cross month
 boundaries: for them the finest loaded hour, day or month data covering the
 month is read (with a warning), or tally refuses (exit 2) and says what to
-fetch.
+fetch. A month with no rows — never loaded, before any fetch, or at a basis
+the config does not load — is refused (exit 2, nothing written), saying what
+to set or run.
 --out defaults to <reports.dir>/YYYY-MM/tally-cost-YYYY-MM.xlsx. The file is
 written beside its final name and renamed into place: an interrupted run
 leaves the previous workbook, never half of a new one.

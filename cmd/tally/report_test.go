@@ -176,12 +176,11 @@ func TestReportWithoutPublishedCopy(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := execCLI(t, "", "report", "--config", cfg, "--month", "2026-10")
-	if err == nil || !strings.Contains(err.Error(), "tally fetch") {
+	if err == nil || !strings.Contains(err.Error(), "nothing was loaded yet") || !strings.Contains(err.Error(), "tally fetch --config "+cfg) {
 		t.Fatalf("report with no data: %v, want an error saying tally fetch creates it", err)
 	}
-	var ue usageError
-	if errors.As(err, &ue) {
-		t.Errorf("missing data is a usage error (exit 2); want a failed run (exit 1)")
+	if code := exitCode(err); code != exitUsage {
+		t.Errorf("report before any fetch: exit %d, want %d (refused, nothing touched)", code, exitUsage)
 	}
 }
 

@@ -18,12 +18,13 @@ import (
 	"github.com/tally-dev/tally/schedules"
 )
 
-// Exit codes of INTERFACE.md.
+// Exit codes of INTERFACE.md, the one contract every command holds
+// (README, Exit codes).
 const (
 	exitOK      = 0
 	exitFailed  = 1 // the run failed; nothing half-written
-	exitUsage   = 2 // bad usage or config; nothing was touched
-	exitPartial = 3 // some windows failed after all retries, the rest loaded
+	exitUsage   = 2 // refused before anything was touched: usage, config, a month never loaded, a closed month
+	exitPartial = 3 // some work done and recorded, every failure listed
 )
 
 // usageError marks an error the user caused with flags, arguments or config:
@@ -57,7 +58,7 @@ func exitCode(err error) int {
 	var pe partialError
 	var ge *reports.GranularityError
 	switch {
-	case errors.As(err, &ue), errors.As(err, &ge), errors.As(err, new(*schedules.TokenExpiredError)), errors.As(err, new(*schedules.RefusedError)):
+	case errors.As(err, &ue), errors.As(err, &ge), errors.As(err, new(*schedules.TokenExpiredError)), errors.As(err, new(*schedules.RefusedError)), errors.As(err, new(*schedules.EmptyMonthError)):
 		return exitUsage
 	case errors.As(err, &pe) && pe.Partial():
 		return exitPartial

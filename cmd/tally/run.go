@@ -24,6 +24,9 @@ func newRunCmd(g *globalFlags) *cobra.Command {
 reports.months (by default the previous month, final, and the current month to
 date), all under one run id. Exit 3 when some windows failed after all
 retries: the workbooks are still written and the next run fetches the rest.
+In a job, a step that cannot do its part because an earlier one partly
+failed (a close of a month not fully loaded) makes the run partial too
+(exit 3) and the steps after it still run; the error lists every failure.
 
 With --job, runs that job of schedule.jobs once instead (its steps, recorded
 under its name, so tally status shows it): what a crontab line, systemd timer
