@@ -143,7 +143,7 @@ FROM forecasts WHERE month = CAST($m AS DATE) ORDER BY ALL`
 		}
 	}
 	// The alert checks' own reads.
-	fs, err := s.CurrentForecasts(ctx)
+	fs, err := s.CurrentForecasts(ctx, time.Time{})
 	if err != nil {
 		t.Fatal(err)
 	}

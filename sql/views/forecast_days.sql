@@ -17,12 +17,22 @@
 -- which is also in forecasts.actual_cost.
 -- scope_daily_cost is summed once (sdc) and read five times below, not
 -- summed from the days for each read.
+--
+-- A replay (tally --as-of D) sets the connection's variable tally_as_of
+-- (SET VARIABLE tally_as_of = DATE 'D'): the figures are then as they
+-- stood on the morning of D, the days from D on not yet data and the
+-- ledger fetched up to D - 1 at most, so as_of is at most D - 2 and the
+-- forecast month is D's. Unset (NULL), every day loaded counts. DuckDB
+-- reads the variable once, when it binds the query: unset, the filter
+-- is gone.
 CREATE OR REPLACE VIEW forecast_days AS
 WITH sdc AS MATERIALIZED (
     SELECT * FROM scope_daily_cost
+    WHERE CAST(getvariable('tally_as_of') AS DATE) IS NULL OR day < CAST(getvariable('tally_as_of') AS DATE)
 ),
 fetched AS (
-    SELECT max(least(CAST("end" AS DATE) - 1, CAST(fetched_at AS DATE))) AS last_fetched_day
+    -- least skips NULL: unset, the cap is no bound.
+    SELECT max(least(CAST("end" AS DATE) - 1, CAST(fetched_at AS DATE), CAST(getvariable('tally_as_of') AS DATE) - 1)) AS last_fetched_day
     FROM fetch_windows
     WHERE granularity IN ('hour', 'day')
 ),
