@@ -120,9 +120,10 @@ func TestAsOfRefusesTheFuture(t *testing.T) {
 // A replay's budgets are as they stood on the morning of its day, however
 // much later data is loaded: with the month fetched through 15 November,
 // alerts, status and the workbook's Budgets sheet as of 10 November count
-// the usage before 10 November only, through 9 November (partial: the
-// ledger is as of 9 November too), and the month is November's. Without
-// --as-of they count every day loaded.
+// the usage before 10 November only, through 9 November, complete (as the
+// night of 10 November, which fetched that day, saw it), and the month is
+// November's. Without --as-of they count every day loaded, the last one
+// partial.
 func TestAsOfBudgetsAreAsOfTheReplayDay(t *testing.T) {
 	start := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 	fetched, replay := "2026-11-15", "2026-11-10"
@@ -144,10 +145,10 @@ WHERE basis = 'usage' AND granularity IN ('hour', 'day') AND currency = 'USD'
 		t.Fatalf("usage loaded through %s: the test needs days after %s", lastDay, replay)
 	}
 	for _, c := range []struct {
-		asOf, actual, through string
+		asOf, actual, through, head string
 	}{
-		{replay, usageBefore(replay), "2026-11-09 (that day partial)"},
-		{"", usageBefore("2026-12-01"), lastDay + " (that day partial)"},
+		{replay, usageBefore(replay), "2026-11-09 (complete)", "Data through (complete)"},
+		{"", usageBefore("2026-12-01"), lastDay + " (that day partial)", "Data through (last day partial)"},
 	} {
 		flags := []string{"--config", cfg}
 		if c.asOf != "" {
@@ -206,8 +207,8 @@ WHERE basis = 'usage' AND granularity IN ('hour', 'day') AND currency = 'USD'
 		if err != nil || fmt.Sprintf("%.2f", got) != c.actual {
 			t.Errorf("report %v: Budgets sheet actual %q, want %s", flags, raw[1][4], c.actual)
 		}
-		if day, _, _ := strings.Cut(c.through, " "); shown[1][8] != day || raw[0][8] != "Data through (last day partial)" {
-			t.Errorf("report %v: Budgets sheet through %q (%q), want %s, the last day partial", flags, shown[1][8], raw[0][8], day)
+		if day, _, _ := strings.Cut(c.through, " "); shown[1][8] != day || raw[0][8] != c.head {
+			t.Errorf("report %v: Budgets sheet through %q (%q), want %s (%s)", flags, shown[1][8], raw[0][8], day, c.head)
 		}
 	}
 }
