@@ -123,9 +123,10 @@ func TestAsOfRefusesTheFuture(t *testing.T) {
 // the usage before 10 November only, through 9 November, complete (as the
 // night of 10 November, which fetched that day, saw it), and the month is
 // November's. Without --as-of they count every day loaded, the last one
-// partial.
+// partial. A close replayed that day writes October's final workbook
+// from the replay's connection too.
 func TestAsOfBudgetsAreAsOfTheReplayDay(t *testing.T) {
-	start := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	start := time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC)
 	fetched, replay := "2026-11-15", "2026-11-10"
 	s := newCLISim(t, start)
 	s.now.Store(time.Date(2026, 11, 15, 6, 0, 0, 0, time.UTC).UnixNano()) // the interface's clock: the morning of the fetch
@@ -135,11 +136,12 @@ func TestAsOfBudgetsAreAsOfTheReplayDay(t *testing.T) {
 	}
 	// What the budget's actual is, from the usage rows themselves: the
 	// month's usage before a day, in cents as the figures show it.
-	usageBefore := func(day string) string {
+	usageBetween := func(from, to string) string {
 		return scalarText(t, db, `SELECT CAST(round(sum(cost), 2) AS DECIMAL(38, 2)) FROM usage
 WHERE basis = 'usage' AND granularity IN ('hour', 'day') AND currency = 'USD'
-  AND date >= TIMESTAMP '2026-11-01' AND date < CAST(DATE '`+day+`' AS TIMESTAMP)`)
+  AND date >= CAST(DATE '`+from+`' AS TIMESTAMP) AND date < CAST(DATE '`+to+`' AS TIMESTAMP)`)
 	}
+	usageBefore := func(day string) string { return usageBetween("2026-11-01", day) }
 	lastDay := scalarText(t, db, `SELECT max(CAST(date AS DATE)) FROM usage WHERE basis = 'usage' AND currency = 'USD'`)
 	if lastDay <= replay {
 		t.Fatalf("usage loaded through %s: the test needs days after %s", lastDay, replay)
@@ -210,5 +212,14 @@ WHERE basis = 'usage' AND granularity IN ('hour', 'day') AND currency = 'USD'
 		if day, _, _ := strings.Cut(c.through, " "); shown[1][8] != day || raw[0][8] != c.head {
 			t.Errorf("report %v: Budgets sheet through %q (%q), want %s (%s)", flags, shown[1][8], raw[0][8], day, c.head)
 		}
+	}
+
+	out, code, stderr := cli(t, "close", "--config", cfg, "--month", "2026-10", "--reason", "replayed", "--as-of", replay)
+	if code != exitOK {
+		t.Fatalf("close --as-of %s: exit %d\n%s\n%s", replay, code, out, stderr)
+	}
+	rows := sheetRows(t, filepath.Join(filepath.Dir(cfg), "reports", "2026-10", "tally-cost-2026-10-final.xlsx"), "Budgets and forecast")
+	if want := usageBetween("2026-10-01", "2026-11-01"); len(rows) < 2 || len(rows[1]) < 5 || rows[0][4] != "Actual" || !strings.HasPrefix(strings.ReplaceAll(rows[1][4], ",", ""), want+" ") {
+		t.Errorf("close --as-of %s: October's Budgets sheet %q, want its actual %s", replay, rows, want)
 	}
 }
