@@ -4,7 +4,8 @@
 // path. It also runs the configured jobs on their cron times (Scheduler,
 // `tally schedule`) with their health (/healthz, which also fails on
 // stale usage) and Prometheus metrics. A Runner's AsOf replays a day: it
-// is "today" for every date decision, while its clock still stamps what
-// happens.
+// is "today" for every date decision, and its budgets and workbooks read
+// the forecasts as of that day's morning (store.AsOfConn), while its
+// clock still stamps what happens.
 // The command line only parses flags and calls in here.
 package schedules
