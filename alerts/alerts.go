@@ -65,8 +65,11 @@ type Check struct {
 // looks for anomalies, as the store's views compute them with cfg's
 // thresholds. With record, new alerts are added to the alerts table
 // (pending, or stale for an anomaly too old to be news); without, nothing
-// is written (a dry run).
-func Evaluate(ctx context.Context, st *store.Store, cfg *configs.Config, runID uuid.UUID, now time.Time, record bool) (Check, error) {
+// is written (a dry run). A replay's asOf (--as-of; zero for none) is
+// the day now stands for, and the budgets are checked against the
+// forecasts as they stood on its morning (store.AsOfConn), not against
+// the days loaded since.
+func Evaluate(ctx context.Context, st *store.Store, cfg *configs.Config, runID uuid.UUID, now, asOf time.Time, record bool) (Check, error) {
 	var c Check
 	now = now.UTC()
 	if record {
@@ -74,7 +77,7 @@ func Evaluate(ctx context.Context, st *store.Store, cfg *configs.Config, runID u
 			return c, err
 		}
 	}
-	forecasts, err := st.CurrentForecasts(ctx)
+	forecasts, err := st.CurrentForecasts(ctx, asOf)
 	if err != nil {
 		return c, err
 	}

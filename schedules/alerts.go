@@ -37,7 +37,7 @@ func CheckAlerts(ctx context.Context, env *Env, runID uuid.UUID) (alerts.Check, 
 	if len(cfg.Budgets) == 0 && cfg.Alerts.Webhook == nil {
 		return alerts.Check{}, nil
 	}
-	check, err := alerts.Evaluate(ctx, env.Store, cfg, runID, env.today(), true)
+	check, err := alerts.Evaluate(ctx, env.Store, cfg, runID, env.today(), env.AsOf, true)
 	if err != nil {
 		return check, err
 	}
@@ -92,7 +92,7 @@ func (r *Runner) Alerts(ctx context.Context, dryRun bool) (AlertsSummary, error)
 			return sum, err
 		}
 		defer st.Close()
-		if sum.Check, err = alerts.Evaluate(ctx, st, r.Config, uuid.Nil, r.today(), false); err != nil {
+		if sum.Check, err = alerts.Evaluate(ctx, st, r.Config, uuid.Nil, r.today(), r.AsOf, false); err != nil {
 			return sum, err
 		}
 		if sum.ToSend, err = st.PendingAlerts(ctx); err != nil {

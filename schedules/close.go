@@ -377,7 +377,14 @@ func writeFinal(ctx context.Context, env *Env, r *store.CloseRecord, statements 
 	stamp := &reports.CloseStamp{At: c.At, Who: c.Who, Reason: c.Reason, Rows: fp.Rows, ContentHash: fp.ContentHash, Seq: n + 1, FinalWorkbook: final}
 	opts := ReportOptions(cfg, env.Today)
 	opts.Close = stamp
-	if err := reports.WriteFile(ctx, env.Store.DB(), p, staged, opts); err != nil {
+	// A replay's Budgets sheet is as of the replay's morning.
+	src, release, err := env.Store.AsOfSource(ctx, env.AsOf)
+	if err != nil {
+		return "", err
+	}
+	err = reports.WriteFile(ctx, src, p, staged, opts)
+	release()
+	if err != nil {
 		return "", err
 	}
 	sum, err := fileSHA256(staged)

@@ -4,11 +4,12 @@
 // path. It also runs the configured jobs on their cron times (Scheduler,
 // `tally schedule`) with their health (/healthz, which also fails on
 // stale usage) and Prometheus metrics. A Runner's AsOf replays a day: it
-// is "today" for every date decision, while its clock still stamps what
-// happens. Every run ends one way of four, which the command line maps to
-// its exit code: done; failed (nothing half-written); refused before
-// anything was touched (*RefusedError, *EmptyMonthError); or partial, one
-// *PartialError listing every failure of the run by kind, whatever step it
-// came from.
+// is "today" for every date decision, and its budgets and workbooks read
+// the forecasts as of that day's morning (store.AsOfConn), while its
+// clock still stamps what happens. Every run ends one way of four, which
+// the command line maps to its exit code: done; failed (nothing
+// half-written); refused before anything was touched (*RefusedError,
+// *EmptyMonthError); or partial, one *PartialError listing every failure
+// of the run by kind, whatever step it came from.
 // The command line only parses flags and calls in here.
 package schedules

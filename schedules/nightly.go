@@ -108,10 +108,16 @@ func writeReports(ctx context.Context, env *Env, months []string) ([]WrittenRepo
 	if err != nil {
 		return nil, err
 	}
+	// A replay's Budgets sheets are as of the replay's morning.
+	src, release, err := env.Store.AsOfSource(ctx, env.AsOf)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	var out []WrittenReport
 	for _, m := range ms {
 		path := reports.DefaultPath(cfg.Reports.Dir, m)
-		_, err := Report(ctx, cfg, env.Store.DB(), m, "", path, env.Today, env.Log)
+		_, err := Report(ctx, cfg, src, m, "", path, env.Today, env.Log)
 		var empty *EmptyMonthError
 		if errors.As(err, &empty) {
 			// A new deployment's first days, the 1st before any usage:
@@ -130,7 +136,7 @@ func writeReports(ctx context.Context, env *Env, months []string) ([]WrittenRepo
 		// And each organization's own workbook, beside the group's.
 		for _, org := range cfg.Organizations {
 			path := reports.OrgPath(cfg.Reports.Dir, m, org.Name)
-			_, err := ReportOrg(ctx, cfg, env.Store.DB(), m, "", org.Name, path, env.Today, env.Log)
+			_, err := ReportOrg(ctx, cfg, src, m, "", org.Name, path, env.Today, env.Log)
 			if errors.As(err, &empty) {
 				continue
 			}

@@ -30,9 +30,15 @@ type Forecast struct {
 // CurrentForecasts returns the forecasts of the month after the data's
 // last complete day: the month a budget is checked against. None when no
 // usage at hour or day granularity is loaded. It reads that month and the
-// 28 days before, whatever the history.
-func (s *Store) CurrentForecasts(ctx context.Context) ([]Forecast, error) {
-	rows, err := queryDays(ctx, s.db, `SELECT month, scope_kind, scope, currency, as_of, last_usage_day, last_fetched_day,
+// 28 days before, whatever the history. A replay's asOf (zero for none)
+// gives them as they stood on the morning of that day (AsOfConn).
+func (s *Store) CurrentForecasts(ctx context.Context, asOf time.Time) ([]Forecast, error) {
+	conn, release, err := s.AsOfConn(ctx, asOf)
+	if err != nil {
+		return nil, fmt.Errorf("read forecasts: %w", err)
+	}
+	defer release()
+	rows, err := queryDays(ctx, conn, `SELECT month, scope_kind, scope, currency, as_of, last_usage_day, last_fetched_day,
        CAST(round(actual_cost, 2) AS DECIMAL(38, 2))::VARCHAR, CAST(round(forecast_cost, 2) AS DECIMAL(38, 2))::VARCHAR
 FROM forecasts WHERE month = CAST(date_trunc('month', as_of + 1) AS DATE)
 ORDER BY scope_kind, scope, currency`, farFuture, farFuture)

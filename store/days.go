@@ -56,6 +56,9 @@ var DaysWhere = map[string]string{"usage": "date >= CAST($days_from AS TIMESTAMP
 // every day is read, and read about the days asked for rather than the
 // history kept.
 //
+// On a replay's connection (AsOfConn) the latest day is at most the day
+// before the replay's: the forecasts learn from the 28 days before it.
+//
 // It reads views inlined (tallysql.Inline), so it works on an analysts'
 // copy an older Tally published. Finding the latest day reads the last
 // weeks the ledger covers, not the history.
@@ -73,6 +76,13 @@ func dayRange(ctx context.Context, q Querier, r DaysRead, from, to time.Time) (l
 	latest, err := latestUsageDay(ctx, q, r)
 	if err != nil {
 		return time.Time{}, time.Time{}, fmt.Errorf("find the latest day of usage: %w", err)
+	}
+	replay, err := asOfCap(ctx, q)
+	if err != nil {
+		return time.Time{}, time.Time{}, fmt.Errorf("read the replay day: %w", err)
+	}
+	if !replay.IsZero() && !latest.Before(replay) {
+		latest = replay.AddDate(0, 0, -1)
 	}
 	lo, hi = from, to
 	if !latest.IsZero() {
@@ -196,7 +206,7 @@ var farFuture = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // queryDays runs query with the views it reads inlined, usage_day_cost
 // read for the days [from, to) need (DayRange), and args.
-func queryDays(ctx context.Context, db *sql.DB, query string, from, to time.Time, args ...any) (*sql.Rows, error) {
+func queryDays(ctx context.Context, db Querier, query string, from, to time.Time, args ...any) (*sql.Rows, error) {
 	r, err := ReadDays(ctx, db, false)
 	if err != nil {
 		return nil, err

@@ -143,7 +143,7 @@ FROM forecasts WHERE month = CAST($m AS DATE) ORDER BY ALL`
 		}
 	}
 	// The alert checks' own reads.
-	fs, err := s.CurrentForecasts(ctx)
+	fs, err := s.CurrentForecasts(ctx, time.Time{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,6 +153,56 @@ FROM forecasts WHERE month = CAST($m AS DATE) ORDER BY ALL`
 	want := all(`SELECT count(*) FROM forecasts WHERE month = '2026-09-01'`)
 	if fmt.Sprint(len(fs)) != want[0] {
 		t.Fatalf("current forecasts: %d, the view has %s", len(fs), want[0])
+	}
+	// A replay's connection (AsOfConn) reads its days as DayRange names
+	// them too: the replay day's month from its first day and the 28
+	// days before, though the data runs weeks later, and its budgets are
+	// that month's, as of the day before it.
+	const current = `SELECT month, scope_kind, scope, currency, as_of, last_usage_day, last_fetched_day, actual_cost, forecast_cost
+FROM forecasts WHERE month = CAST(date_trunc('month', as_of + 1) AS DATE) ORDER BY ALL`
+	for _, replay := range []string{"2026-08-15", "2026-09-01", "2026-07-03"} {
+		day := date(t, replay)
+		month := time.Date(day.Year(), day.Month(), 1, 0, 0, 0, 0, time.UTC)
+		conn, release, err := s.AsOfConn(ctx, day)
+		if err != nil {
+			t.Fatal(err)
+		}
+		onConn := func(query string, args ...any) []string {
+			t.Helper()
+			r, err := conn.QueryContext(ctx, query, args...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return lines(t, r)
+		}
+		daysOnConn := func(query string, from, to time.Time, args ...any) []string {
+			t.Helper()
+			r, err := queryDays(ctx, conn, query, from, to, args...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return lines(t, r)
+		}
+		for _, m := range []time.Time{month.AddDate(0, -1, 0), month} {
+			for _, q := range []string{fc, fd} {
+				equalLines(t, fmt.Sprintf("as of %s, %s: %s", replay, m.Format("2006-01"), q),
+					daysOnConn(q, m, m.AddDate(0, 1, 0), sql.Named("m", m)), onConn(q, sql.Named("m", m)))
+			}
+		}
+		equalLines(t, "as of "+replay+": "+current, daysOnConn(current, farFuture, farFuture), onConn(current))
+		release()
+		fs, err := s.CurrentForecasts(ctx, day)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := day.AddDate(0, 0, -1)
+		if len(fs) == 0 || !fs[0].Month.Equal(month) || !fs[0].AsOf.Equal(before) || !fs[0].Through.LastUsageDay.Equal(before) || !fs[0].Through.LastFetchedDay.Equal(before) {
+			t.Fatalf("current forecasts as of %s: %+v, want %s's as of %s, through %s", replay, fs, month.Format("2006-01"), before.Format(tally.DateLayout), before.Format(tally.DateLayout))
+		}
+	}
+	// The replays' connections went back to the pool without their day.
+	if fs, err := s.CurrentForecasts(ctx, time.Time{}); err != nil || len(fs) == 0 || !fs[0].AsOf.Equal(date(t, "2026-09-17")) {
+		t.Fatalf("current forecasts after the replays: %+v, %v; want as of 2026-09-17", fs, err)
 	}
 	// The table the load keeps holds what usage_day_cost gives from the
 	// usage rows, also after loads that change which granularity counts:

@@ -15,7 +15,7 @@ import (
 const asOfEnv = "TALLY_AS_OF"
 
 // asOfUsage is the flag's help, the same on every command that takes it.
-const asOfUsage = "replay as of this UTC day, YYYY-MM-DD, no later than today: \"today\" for the lookback, close_after, the months, staleness and labels (default $" + asOfEnv + ", else today)"
+const asOfUsage = "replay as of this UTC day, YYYY-MM-DD, no later than today: \"today\" for the lookback, close_after, the months, staleness and labels, and forecasts and budgets as of its morning (default $" + asOfEnv + ", else today)"
 
 // addAsOf registers --as-of on cmd.
 func addAsOf(cmd *cobra.Command, v *string) {

@@ -2,10 +2,15 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/xuri/excelize/v2"
 )
 
 // A replay (--as-of) plans, fetches, reports and records as of its own
@@ -109,5 +114,112 @@ func TestAsOfRefusesTheFuture(t *testing.T) {
 	t.Setenv(asOfEnv, "")
 	if got := planWindows(t, cfg, "--as-of", "2026-10-05"); len(got) == 0 || !strings.HasSuffix(got[len(got)-1], "..2026-10-06 backfill") {
 		t.Errorf("plan --as-of today: %q; want a backfill to 2026-10-06", got)
+	}
+}
+
+// A replay's budgets are as they stood on the morning of its day, however
+// much later data is loaded: with the month fetched through 15 November,
+// alerts, status and the workbook's Budgets sheet as of 10 November count
+// the usage before 10 November only, through 9 November, complete (as the
+// night of 10 November, which fetched that day, saw it), and the month is
+// November's. Without --as-of they count every day loaded, the last one
+// partial. A close replayed that day writes October's final workbook
+// from the replay's connection too.
+func TestAsOfBudgetsAreAsOfTheReplayDay(t *testing.T) {
+	start := time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC)
+	fetched, replay := "2026-11-15", "2026-11-10"
+	s := newCLISim(t, start)
+	s.now.Store(time.Date(2026, 11, 15, 6, 0, 0, 0, time.UTC).UnixNano()) // the interface's clock: the morning of the fetch
+	cfg, db := cliConfig(t, s, start, "budgets:\n  - {name: all-usd, scope: all, currency: USD, amount: 1000000, actual: [], forecast: []}\n")
+	if out, code, stderr := cli(t, "fetch", "--config", cfg, "--as-of", fetched); code != exitOK {
+		t.Fatalf("fetch --as-of %s: exit %d\n%s\n%s", fetched, code, out, stderr)
+	}
+	// What the budget's actual is, from the usage rows themselves: the
+	// month's usage before a day, in cents as the figures show it.
+	usageBetween := func(from, to string) string {
+		return scalarText(t, db, `SELECT CAST(round(sum(cost), 2) AS DECIMAL(38, 2)) FROM usage
+WHERE basis = 'usage' AND granularity IN ('hour', 'day') AND currency = 'USD'
+  AND date >= CAST(DATE '`+from+`' AS TIMESTAMP) AND date < CAST(DATE '`+to+`' AS TIMESTAMP)`)
+	}
+	usageBefore := func(day string) string { return usageBetween("2026-11-01", day) }
+	lastDay := scalarText(t, db, `SELECT max(CAST(date AS DATE)) FROM usage WHERE basis = 'usage' AND currency = 'USD'`)
+	if lastDay <= replay {
+		t.Fatalf("usage loaded through %s: the test needs days after %s", lastDay, replay)
+	}
+	for _, c := range []struct {
+		asOf, actual, through, head string
+	}{
+		{replay, usageBefore(replay), "2026-11-09 (complete)", "Data through (complete)"},
+		{"", usageBefore("2026-12-01"), lastDay + " (that day partial)", "Data through (last day partial)"},
+	} {
+		flags := []string{"--config", cfg}
+		if c.asOf != "" {
+			flags = append(flags, "--as-of", c.asOf)
+		}
+		out, code, stderr := cli(t, append([]string{"alerts", "--dry-run"}, flags...)...)
+		if code != exitOK {
+			t.Fatalf("alerts --dry-run %v: exit %d\n%s\n%s", flags, code, out, stderr)
+		}
+		var line string
+		for _, l := range strings.Split(out, "\n") {
+			if strings.HasPrefix(l, "all-usd ") {
+				line = l
+			}
+		}
+		if f := strings.Fields(line); len(f) < 6 || f[2] != "2026-11" || f[5] != c.actual || !strings.HasSuffix(line, "  "+c.through) {
+			t.Errorf("alerts --dry-run %v: budget line %q; want month 2026-11, actual %s, through %s\n%s", flags, line, c.actual, c.through, out)
+		}
+
+		out, code, stderr = cli(t, append([]string{"status", "--format", "json"}, flags...)...)
+		var st struct {
+			Budgets []struct {
+				Month       string `json:"month"`
+				Actual      string `json:"actual"`
+				ThroughText string `json:"through_text"`
+			} `json:"budgets"`
+		}
+		if err := json.Unmarshal([]byte(out), &st); err != nil || code != exitOK {
+			t.Fatalf("status %v: exit %d, %v\n%s", flags, code, err, stderr)
+		}
+		if len(st.Budgets) != 1 || st.Budgets[0].Month != "2026-11" || st.Budgets[0].Actual != c.actual || st.Budgets[0].ThroughText != c.through {
+			t.Errorf("status %v budgets %+v; want 2026-11, actual %s, through %s", flags, st.Budgets, c.actual, c.through)
+		}
+
+		book := filepath.Join(t.TempDir(), "budgets.xlsx")
+		if out, code, stderr := cli(t, append([]string{"report", "--month", "2026-11", "--out", book}, flags...)...); code != exitOK {
+			t.Fatalf("report %v: exit %d\n%s\n%s", flags, code, out, stderr)
+		}
+		f, err := excelize.OpenFile(book)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, err := f.GetRows("Budgets and forecast", excelize.Options{RawCellValue: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		shown, err := f.GetRows("Budgets and forecast")
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(raw) < 2 || len(raw[1]) < 9 || raw[0][4] != "Actual so far" {
+			t.Fatalf("report %v: Budgets sheet %q", flags, raw)
+		}
+		got, err := strconv.ParseFloat(raw[1][4], 64)
+		if err != nil || fmt.Sprintf("%.2f", got) != c.actual {
+			t.Errorf("report %v: Budgets sheet actual %q, want %s", flags, raw[1][4], c.actual)
+		}
+		if day, _, _ := strings.Cut(c.through, " "); shown[1][8] != day || raw[0][8] != c.head {
+			t.Errorf("report %v: Budgets sheet through %q (%q), want %s (%s)", flags, shown[1][8], raw[0][8], day, c.head)
+		}
+	}
+
+	out, code, stderr := cli(t, "close", "--config", cfg, "--month", "2026-10", "--reason", "replayed", "--as-of", replay)
+	if code != exitOK {
+		t.Fatalf("close --as-of %s: exit %d\n%s\n%s", replay, code, out, stderr)
+	}
+	rows := sheetRows(t, filepath.Join(filepath.Dir(cfg), "reports", "2026-10", "tally-cost-2026-10-final.xlsx"), "Budgets and forecast")
+	if want := usageBetween("2026-10-01", "2026-11-01"); len(rows) < 2 || len(rows[1]) < 5 || rows[0][4] != "Actual" || !strings.HasPrefix(strings.ReplaceAll(rows[1][4], ",", ""), want+" ") {
+		t.Errorf("close --as-of %s: October's Budgets sheet %q, want its actual %s", replay, rows, want)
 	}
 }

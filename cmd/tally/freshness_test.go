@@ -117,14 +117,16 @@ schedule:
 	mu.Unlock()
 
 	// status: the STALE line, exit 0, the same in JSON; the budget's
-	// through label names the last day with data, complete.
+	// through label names the last day with data, complete, and the days
+	// fetched empty after it up to the replayed day's eve: as of its
+	// morning, the replayed day itself is not yet data.
 	out, code, stderr := cli(t, "status", "--config", cfg, "--as-of", asOf)
 	if code != exitOK {
 		t.Fatalf("status: exit %d, want 0\n%s\n%s", code, out, stderr)
 	}
 	for _, want := range []string{
 		"STALE: usage of organization " + org + " stops on 2026-10-20",
-		"2026-10-20 (complete; none on 2026-10-21 to 2026-10-27, fetched)",
+		"2026-10-20 (complete; none on 2026-10-21 to 2026-10-26, fetched)",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("status does not say %q:\n%s", want, out)
@@ -164,7 +166,7 @@ schedule:
 	// actual days of no cost, and the sheet names the last day with data.
 	rows := sheetRows(t, filepath.Join(dir, "reports", "2026-10", "tally-cost-2026-10.xlsx"), "Budgets and forecast")
 	sheet := fmt.Sprint(rows)
-	for _, want := range []string{"Data through (complete)", "2026-10-20", "The days from 2026-10-21 to 2026-10-27 were fetched and held no usage"} {
+	for _, want := range []string{"Data through (complete)", "2026-10-20", "The days from 2026-10-21 to 2026-10-26 were fetched and held no usage"} {
 		if !strings.Contains(sheet, want) {
 			t.Errorf("Budgets sheet does not say %q:\n%s", want, sheet)
 		}

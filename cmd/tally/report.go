@@ -135,7 +135,13 @@ func runReport(ctx context.Context, o *reportOptions, w io.Writer) error {
 		return fmt.Errorf("report %s: %w", o.month, err)
 	}
 	defer st.Close()
-	p, err := schedules.ReportOrg(ctx, cfg, st.DB(), month, basis, o.org, out, todayFunc(asOf), o.log)
+	// A replay's Budgets sheet is as of the replay's morning.
+	src, release, err := st.AsOfSource(ctx, asOf)
+	if err != nil {
+		return fmt.Errorf("report %s: %w", o.month, err)
+	}
+	defer release()
+	p, err := schedules.ReportOrg(ctx, cfg, src, month, basis, o.org, out, todayFunc(asOf), o.log)
 	if err != nil {
 		return err
 	}
@@ -145,7 +151,7 @@ func runReport(ctx context.Context, o *reportOptions, w io.Writer) error {
 	if !o.chargeback {
 		return nil
 	}
-	sts, err := schedules.Statements(ctx, cfg, st.DB(), p, todayFunc(asOf), o.log)
+	sts, err := schedules.Statements(ctx, cfg, src, p, todayFunc(asOf), o.log)
 	for _, s := range sts {
 		if _, werr := fmt.Fprintf(w, "wrote %s (statement of %s)\n", s.Path, s.CostCentre); werr != nil {
 			return werr

@@ -278,7 +278,7 @@ func runStatus(ctx context.Context, o *statusOptions, w io.Writer) error {
 		if rep.Status, err = st.Status(ctx); err != nil {
 			return err
 		}
-		if err := statusBudgets(ctx, st, cfg, today(asOf), &rep); err != nil {
+		if err := statusBudgets(ctx, st, cfg, asOf, &rep); err != nil {
 			return err
 		}
 		if rep.Usage, err = alerts.Staleness(ctx, st, cfg, today(asOf)); err != nil {
@@ -323,12 +323,13 @@ func runStatus(ctx context.Context, o *statusOptions, w io.Writer) error {
 // statusBudgets checks each budget against the copy: its figures this
 // month, and a problem when its scope has no usage in its currency (a
 // typo in a project name, or the wrong currency), which would otherwise
-// read as a budget never reached.
-func statusBudgets(ctx context.Context, st *store.Store, cfg *configs.Config, now time.Time, rep *statusReport) error {
+// read as a budget never reached. A replay's asOf (zero for none) shows
+// them as they stood on its morning.
+func statusBudgets(ctx context.Context, st *store.Store, cfg *configs.Config, asOf time.Time, rep *statusReport) error {
 	if len(cfg.Budgets) == 0 {
 		return nil
 	}
-	check, err := alerts.Evaluate(ctx, st, cfg, uuid.Nil, now, false)
+	check, err := alerts.Evaluate(ctx, st, cfg, uuid.Nil, today(asOf), asOf, false)
 	if err != nil {
 		return err
 	}

@@ -17,9 +17,22 @@
 -- which is also in forecasts.actual_cost.
 -- scope_daily_cost is summed once (sdc) and read five times below, not
 -- summed from the days for each read.
+--
+-- A replay (tally --as-of D) sets the connection's variable tally_as_of
+-- (SET VARIABLE tally_as_of = DATE 'D'): the figures are then as they
+-- stood on the morning of D, as a night's run on D saw them. The days
+-- from D on are not yet data: their usage is left out, and the ledger
+-- shows the days up to D - 1 as fetched (last_fetched_day). The ledger
+-- reaching D still makes D - 1 complete, as that night's fetch of D did:
+-- as_of is the day before the later of the last fetched day and the
+-- latest day with usage, that later day no later than D, so as_of is at
+-- most D - 1 and the forecast month is D's. Unset (NULL), every day
+-- loaded counts. DuckDB reads the variable once, as it binds the query:
+-- unset, the conditions are gone, not evaluated a row at a time.
 CREATE OR REPLACE VIEW forecast_days AS
 WITH sdc AS MATERIALIZED (
     SELECT * FROM scope_daily_cost
+    WHERE CAST(getvariable('tally_as_of') AS DATE) IS NULL OR day < CAST(getvariable('tally_as_of') AS DATE)
 ),
 fetched AS (
     SELECT max(least(CAST("end" AS DATE) - 1, CAST(fetched_at AS DATE))) AS last_fetched_day
@@ -27,9 +40,10 @@ fetched AS (
     WHERE granularity IN ('hour', 'day')
 ),
 latest AS (
-    SELECT greatest(max(s.day), coalesce(any_value(f.last_fetched_day), max(s.day))) - 1 AS as_of,
+    -- least skips NULL: without a replay day, no bound.
+    SELECT least(greatest(max(s.day), coalesce(any_value(f.last_fetched_day), max(s.day))), CAST(getvariable('tally_as_of') AS DATE)) - 1 AS as_of,
            max(s.day) AS last_usage_day,
-           any_value(f.last_fetched_day) AS last_fetched_day
+           least(any_value(f.last_fetched_day), CAST(getvariable('tally_as_of') AS DATE) - 1) AS last_fetched_day
     FROM sdc s, fetched f
 ),
 series AS (
@@ -65,7 +79,7 @@ SELECT d.month, -- first day of the month
             ELSE greatest(coalesce(p.rate, 0), coalesce(c.cost, 0)) END AS cost, -- the day's cost, or its forecast (never below what it cost so far)
        d.as_of, -- the last complete day of the data
        d.last_usage_day, -- the latest day holding any usage; complete when it is on or before as_of
-       d.last_fetched_day, -- the latest day the ledger covers, fetched up to the day it was loaded; days after last_usage_day up to it were fetched and held no usage
+       d.last_fetched_day, -- the latest day the ledger covers, fetched up to the day it was loaded (under a replay, up to its eve); days after last_usage_day up to it were fetched and held no usage
        c.cost AS recorded_cost -- what the day cost as loaded so far, the latest partial day too; NULL for a day without usage
 FROM days d
 LEFT JOIN sdc c
