@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -182,18 +183,30 @@ func TestCrashKilledAtRandomMoments(t *testing.T) {
 	c := proofCrashStart(t)
 	span := []string{"--from", c.from.Format(tally.DateLayout), "--to", c.to.Format(tally.DateLayout)}
 	t.Run("fetch", func(t *testing.T) {
+		// One whole fetch of the span into a scratch database, to know
+		// how long a run takes on this machine now: the kills fall
+		// anywhere in such a run, and a busy machine's slower run is
+		// covered to its end instead of only its first moments.
+		scratch := exec.Command(c.bin, append(append([]string{"fetch"}, span...), "--config", c.cfg)...)
+		scratch.Env = append(slices.Clone(c.env), "TALLY_DB="+filepath.Join(t.TempDir(), "tally.duckdb"))
+		scratch.Dir = c.dir
+		began := time.Now()
+		if out, err := scratch.CombinedOutput(); err != nil {
+			t.Fatalf("a whole fetch into a scratch database: %v\n%s", err, out)
+		}
+		whole := max(time.Since(began), 1500*time.Millisecond)
 		rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
 		// About 12 s of kills; on a slow, busy machine it goes on (up to
 		// a minute) until enough kills happened to mean something.
 		deadline, hardDeadline := time.Now().Add(12*time.Second), time.Now().Add(time.Minute)
 		kills, loaded := 0, 0
 		for i := 0; (time.Now().Before(deadline) || kills < 8 || loaded == 0) && time.Now().Before(hardDeadline) && i < 60; i++ {
-			// Mostly within a run's first second and a half, where the
-			// database is created, windows load and the copy is
-			// published; now and then right at the start.
-			d := time.Duration(rng.Int64N(int64(1500 * time.Millisecond)))
+			// Anywhere in a whole run, where the database is created,
+			// windows load and the copy is published; now and then
+			// right at the start.
+			d := time.Duration(rng.Int64N(int64(whole)))
 			if i%5 == 0 {
-				d = time.Duration(rng.Int64N(int64(150 * time.Millisecond)))
+				d = time.Duration(rng.Int64N(int64(whole / 10)))
 			}
 			if proofKillAfter(t, c.start(t, append([]string{"fetch"}, span...)...), d) {
 				kills++
