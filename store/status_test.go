@@ -54,8 +54,8 @@ func TestStatus(t *testing.T) {
 		spans = append(spans, strings.Replace(string(b), sp.LastFetchedAt.Format("2006-01-02T15:04:05.999999999Z07:00"), "T", 1))
 	}
 	equalLines(t, "spans", spans, []string{
-		`{"granularity":"day","basis":"usage","scope":"all","start":"2026-01-01","end":"2026-02-05","windows":4,"rows":2,"last_fetched_at":"T"}`,
-		`{"granularity":"month","basis":"usage","scope":"all","start":"2026-01-01","end":"2026-03-01","windows":1,"rows":1,"last_fetched_at":"T"}`,
+		`{"organization":"","granularity":"day","basis":"usage","scope":"all","start":"2026-01-01","end":"2026-02-05","windows":4,"rows":2,"last_fetched_at":"T"}`,
+		`{"organization":"","granularity":"month","basis":"usage","scope":"all","start":"2026-01-01","end":"2026-03-01","windows":1,"rows":1,"last_fetched_at":"T"}`,
 	})
 	var gaps []string
 	for _, g := range st.Gaps {
@@ -63,8 +63,8 @@ func TestStatus(t *testing.T) {
 		gaps = append(gaps, string(b))
 	}
 	equalLines(t, "gaps", gaps, []string{
-		`{"granularity":"day","basis":"usage","scope":"all","start":"2026-01-15","end":"2026-01-22"}`,
-		`{"granularity":"day","basis":"usage","scope":"all","start":"2026-02-01","end":"2026-02-03"}`,
+		`{"organization":"","granularity":"day","basis":"usage","scope":"all","start":"2026-01-15","end":"2026-01-22"}`,
+		`{"organization":"","granularity":"day","basis":"usage","scope":"all","start":"2026-02-01","end":"2026-02-03"}`,
 	})
 	f := st.Freshness
 	if f.LastFetchedAt == nil || !f.LastFetchedAt.Equal(st.Spans[1].LastFetchedAt) ||
