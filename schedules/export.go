@@ -8,8 +8,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/tally-dev/tally/configs"
+	"github.com/tally-dev/tally/export"
 	"github.com/tally-dev/tally/reports"
-	"github.com/tally-dev/tally/store"
 )
 
 func init() { RegisterStep("export", exportStep) }
@@ -36,7 +36,7 @@ type ExportOptions struct {
 	// CSVRaw, when set, overrides export.csv_raw: the CSV's text as it
 	// is, without the formula guard.
 	CSVRaw *bool
-	// FOCUSVersion is store.FOCUS13 (also when empty) or store.FOCUS12.
+	// FOCUSVersion is export.FOCUS13 (also when empty) or export.FOCUS12.
 	FOCUSVersion string
 	// From and Until (exclusive) limit the usage months written: every
 	// month overlapping [From, Until), whole. Zero is unbounded.
@@ -45,17 +45,17 @@ type ExportOptions struct {
 
 // ExportSummary is what one export did.
 type ExportSummary struct {
-	store.ExportResult
+	export.Result
 	Source string // the database file exported
 }
 
-// Export writes the store's data to the export folder (see store.Export):
+// Export writes the store's data to the export folder (see export.Write):
 // Parquet tables Hive-partitioned by month, or the usage as FinOps FOCUS
 // (1.3 unless opts asks for 1.2). FOCUS maps the rows of the config's usage.granularity and basis,
 // the ones the workbooks count, so each charge is exported once.
 func Export(ctx context.Context, env *Env, opts ExportOptions) (ExportSummary, error) {
 	cfg := env.Config
-	o := store.ExportOptions{Dir: opts.Dir, Format: opts.Format, From: opts.From, Until: opts.Until, FOCUSVersion: opts.FOCUSVersion, Now: env.Now}
+	o := export.Options{Dir: opts.Dir, Format: opts.Format, From: opts.From, Until: opts.Until, FOCUSVersion: opts.FOCUSVersion, Now: env.Now}
 	if o.Dir == "" {
 		o.Dir = cfg.Export.Dir
 	}
@@ -84,8 +84,8 @@ func Export(ctx context.Context, env *Env, opts ExportOptions) (ExportSummary, e
 		o.Granularity = cfg.Usage.Granularity
 		o.Basis = cfg.DefaultBasis()
 	}
-	res, err := env.Store.Export(ctx, o)
-	sum := ExportSummary{ExportResult: res, Source: env.Store.Path()}
+	res, err := export.Write(ctx, env.Store, o)
+	sum := ExportSummary{Result: res, Source: env.Store.Path()}
 	for _, d := range res.Datasets {
 		env.Log.Info().Str("dataset", d.Name).Int("written", len(d.Written)).Int("unchanged", len(d.Unchanged)).
 			Int("removed", len(d.Removed)).Int64("rows", d.Rows).Int64("bytes", d.Bytes).Msg("exported")

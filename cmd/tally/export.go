@@ -12,8 +12,8 @@ import (
 
 	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/configs"
+	"github.com/tally-dev/tally/export"
 	"github.com/tally-dev/tally/schedules"
-	"github.com/tally-dev/tally/store"
 )
 
 func init() { commands = append(commands, newExportCmd) }
@@ -145,10 +145,10 @@ func runExport(cmd *cobra.Command, g *globalFlags, o *exportOptions) error {
 		return usageErr("--until %s must be after --from %s (--until is exclusive)", o.until, o.from)
 	}
 	switch o.focus {
-	case "", store.FOCUS13, store.FOCUS12:
+	case "", export.FOCUS13, export.FOCUS12:
 		opts.FOCUSVersion = o.focus
 	default:
-		return usageErr("--focus-version %q is not one of %s, %s", o.focus, store.FOCUS13, store.FOCUS12)
+		return usageErr("--focus-version %q is not one of %s, %s", o.focus, export.FOCUS13, export.FOCUS12)
 	}
 	cfg, err := loadConfig(o.config)
 	if err != nil {
