@@ -84,9 +84,6 @@ func exportFixture(t *testing.T) (*Store, *sim.Server) {
 	return s, srv
 }
 
-// quoted is a path as a SQL string literal.
-func quoted(p string) string { return quoteString(p) }
-
 // rowsText runs query and renders every row, in the query's order.
 func rowsText(t *testing.T, s *Store, query string, args ...any) []string {
 	t.Helper()
