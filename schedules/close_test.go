@@ -249,7 +249,7 @@ func TestCloseOctoberThenLateChargesAreAdjustments(t *testing.T) {
 		if version == export.FOCUS13 {
 			dir = lake
 		}
-		if _, err := h.runner.Export(context.Background(), ExportOptions{Dir: dir, Format: configs.ExportFOCUS, FOCUSVersion: version}); err != nil {
+		if _, err := h.export(context.Background(), export.Request{Dir: dir, Format: configs.ExportFOCUS, FOCUSVersion: version}); err != nil {
 			t.Fatal(err)
 		}
 		cu := `read_parquet('` + filepath.Join(dir, "focus", "*", "*.parquet") + `', hive_partitioning = true)`
