@@ -305,7 +305,7 @@ func Write(ctx context.Context, st *store.Store, o Options) (Result, error) {
 }
 
 // usageExport is the usage table as exported: every column but Tally's own
-// key_id (usagekeys.go), with the run id as text (Spark and BigQuery do not
+// key_id (store/usagekeys.go), with the run id as text (Spark and BigQuery do not
 // read Parquet's UUID type).
 const usageExport = `SELECT * EXCLUDE (key_id) REPLACE (CAST(run_id AS VARCHAR) AS run_id),
        strftime(date, '%Y-%m') AS month
@@ -452,11 +452,15 @@ func utcOf(e string) string {
 // it, with the views it reads inlined (tallysql.Inline), for the database
 // q reads. Export runs it rather than the view, so that a database
 // published by an older Tally exports with the current mapping. The views
-// whose rows a table the load keeps holds (keptViews) are inlined as the
+// whose rows a table the load keeps holds (store.KeptDefs) are inlined as the
 // database defines them where it has the table: as their files define
 // them, the meters of every month (meter_months, meter_skus, for the rate
 // card matches) were two passes over every usage row of the history, in
-// each of a FOCUS export's queries, ranged or not.
+// each of a FOCUS export's queries, ranged or not. That is why this one
+// query is still composed by the inliner rather than read from a view or a
+// macro: the database's views are those of the Tally that published it
+// (or absent), and which views a table stands in for is known only once
+// the database is open.
 func FOCUSQuery(ctx context.Context, q store.Querier) (string, error) {
 	focus, err := tallysql.View("focus")
 	if err != nil {
