@@ -493,7 +493,7 @@ func openPublished(t *testing.T, s *store.Store) *store.Store {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ro, err := store.OpenReadOnly(ctx, pub)
+	ro, err := store.Open(ctx, pub, store.ReadOnly())
 	if err != nil {
 		t.Fatal(err)
 	}

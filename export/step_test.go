@@ -57,7 +57,7 @@ schedule:
 	if sum.Run.Status != store.RunOK || !slices.Contains(sum.Outputs, cfg.Export.Dir) {
 		t.Fatalf("job: %+v", sum)
 	}
-	st, err := store.OpenReadOnly(context.Background(), store.PublishedPath(db))
+	st, err := store.Open(context.Background(), store.PublishedPath(db), store.ReadOnly())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ schedule:
 
 	// tally export: the published copy, the command's options over the
 	// config's.
-	pub, err := schedules.OpenPublished(context.Background(), cfg, log, false)
+	pub, err := schedules.OpenPublished(context.Background(), cfg, log)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -86,7 +86,7 @@ type AlertsSummary struct {
 func (r *Runner) Alerts(ctx context.Context, dryRun bool) (AlertsSummary, error) {
 	var sum AlertsSummary
 	if dryRun {
-		st, err := OpenPublished(ctx, r.Config, r.Log, false)
+		st, err := OpenPublished(ctx, r.Config, r.Log)
 		if err != nil {
 			return sum, err
 		}
@@ -104,13 +104,13 @@ func (r *Runner) Alerts(ctx context.Context, dryRun bool) (AlertsSummary, error)
 		}
 		return sum, nil
 	}
-	published, err := r.withRun(ctx, "alerts", "", func(ctx context.Context, env *job.Env, runID uuid.UUID) (runStats, error) {
+	published, err := r.withRun(ctx, "alerts", "", func(ctx context.Context, env *job.Env, runID uuid.UUID) (job.Result, error) {
 		var err error
 		sum.Check, err = CheckAlerts(ctx, env, runID)
 		if errors.As(err, new(*alerts.SendError)) {
 			err = job.StepErrors(err)
 		}
-		return runStats{}, err
+		return job.Result{}, err
 	})
 	sum.Published = published
 	return sum, err

@@ -97,7 +97,7 @@ func (r *Runner) Close(ctx context.Context, o CloseOptions) (CloseSummary, error
 	// Refused from the analysts' copy when it already says so, so a
 	// refusal neither waits for the lock nor leaves a run behind. The
 	// copy may lag the store; the same checks run again under the lock.
-	if pub, err := store.OpenPublished(ctx, r.Config.Store.Path, false); err == nil {
+	if pub, err := store.Open(ctx, store.PublishedPath(r.Config.Store.Path), store.ReadOnly(), store.Shared()); err == nil {
 		err := checkStore(ctx, pub, r.Config, o)
 		pub.Close()
 		var re *RefusedError
@@ -107,7 +107,7 @@ func (r *Runner) Close(ctx context.Context, o CloseOptions) (CloseSummary, error
 			return sum, err
 		}
 	}
-	published, err := r.withRun(ctx, "close", "", func(ctx context.Context, env *job.Env, runID uuid.UUID) (runStats, error) {
+	published, err := r.withRun(ctx, "close", "", func(ctx context.Context, env *job.Env, runID uuid.UUID) (job.Result, error) {
 		var err error
 		sum.Close, sum.Organizations, err = closeMonth(ctx, env, runID, o)
 		// Closed in the store while the copy says open: a close whose
@@ -119,9 +119,9 @@ func (r *Runner) Close(ctx context.Context, o CloseOptions) (CloseSummary, error
 			env.Log.Warn().Str("month", o.Month.Format("2006-01")).Time("closed_at", re.closed.At).Str("who", re.closed.Who).
 				Msg("the month was closed already, but the analysts' copy did not show it (its publish had failed): publishing the copy")
 			sum.Close, sum.Republished = *re.closed, true
-			return runStats{}, nil
+			return job.Result{}, nil
 		}
-		return runStats{}, err
+		return job.Result{}, err
 	})
 	sum.Published = published
 	return sum, err

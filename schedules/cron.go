@@ -198,7 +198,7 @@ func (s *Scheduler) runJob(ctx context.Context, job configs.Job) {
 	started := time.Now().UTC()
 	s.mon.runStarted(job.Name)
 	defer func() {
-		// recordedRun turns a panic in the job's steps into a failed run;
+		// Record turns a panic in the job's steps into a failed run;
 		// this catches one around them, where the run could not be
 		// recorded in the database, and notes it in the journal instead.
 		if p := recover(); p != nil {
@@ -254,7 +254,7 @@ func (s *Scheduler) seed(ctx context.Context) {
 	var runs []store.JobRun
 	published := store.PublishedPath(db)
 	if _, err := os.Stat(published); err == nil {
-		st, err := OpenPublished(ctx, s.r.Config, s.r.Log, false)
+		st, err := OpenPublished(ctx, s.r.Config, s.r.Log)
 		if err == nil {
 			status, serr := st.Status(ctx)
 			fresh, ferr := alerts.Staleness(ctx, st, s.r.Config, time.Now())

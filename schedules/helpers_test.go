@@ -166,7 +166,7 @@ schedule:
 		t.Fatalf("config:\n%s\n%v", yaml, err)
 	}
 	log := zerolog.New(zerolog.SyncWriter(h.logs)).Level(zerolog.DebugLevel).With().Timestamp().Logger()
-	h.runner = &Runner{Config: cfg, Token: testToken, Log: log, Version: "test", Now: h.clock.Now, retry: fastRetry()}
+	h.runner = &Runner{Config: cfg, Token: testToken, Log: log, Version: "test", Now: h.clock.Now, Retry: fastRetry()}
 	t.Cleanup(func() { h.checkNoToken() })
 	return h
 }
@@ -175,7 +175,7 @@ schedule:
 // copy, the request over the config's export section. Importing export
 // also registers its step for the jobs of these tests.
 func (h *harness) export(ctx context.Context, req export.Request) (export.Summary, error) {
-	st, err := OpenPublished(ctx, h.runner.Config, h.runner.Log, false)
+	st, err := OpenPublished(ctx, h.runner.Config, h.runner.Log)
 	if err != nil {
 		return export.Summary{}, fmt.Errorf("export: %w", err)
 	}
@@ -311,7 +311,7 @@ func (h *harness) checkNoToken() {
 func (h *harness) workbook(month time.Time, name string) (*excelize.File, string) {
 	h.t.Helper()
 	path := filepath.Join(h.dir, name)
-	st, err := store.OpenReadOnly(context.Background(), h.db)
+	st, err := store.Open(context.Background(), h.db, store.ReadOnly())
 	if err != nil {
 		h.t.Fatal(err)
 	}

@@ -45,9 +45,9 @@ type JobSummary struct {
 // before anything runs.
 func (r *Runner) RunJob(ctx context.Context, command string, j configs.Job) (JobSummary, error) {
 	var sum JobSummary
-	out, err := r.recordedRun(ctx, command, j.Name, func(ctx context.Context, env *job.Env, runID uuid.UUID) (runStats, error) {
+	out, err := r.Record(ctx, command, j.Name, func(ctx context.Context, env *job.Env, runID uuid.UUID) (job.Result, error) {
 		if missing := job.Missing(j.Run); len(missing) > 0 {
-			return runStats{}, fmt.Errorf("job %q: step %s is not provided by this build of tally (it provides %s); remove it from the job's run list or use a build that has it",
+			return job.Result{}, fmt.Errorf("job %q: step %s is not provided by this build of tally (it provides %s); remove it from the job's run list or use a build that has it",
 				j.Name, strings.Join(missing, ", "), strings.Join(job.Names(), ", "))
 		}
 		steps := make([]job.Named, len(j.Run))
@@ -66,7 +66,7 @@ func (r *Runner) RunJob(ctx context.Context, command string, j configs.Job) (Job
 // command that is a job of its own (tally run) calls with its steps.
 func (r *Runner) Run(ctx context.Context, command, jobName string, steps ...job.Named) (JobSummary, error) {
 	var sum JobSummary
-	out, err := r.recordedRun(ctx, command, jobName, func(ctx context.Context, env *job.Env, runID uuid.UUID) (runStats, error) {
+	out, err := r.Record(ctx, command, jobName, func(ctx context.Context, env *job.Env, runID uuid.UUID) (job.Result, error) {
 		return runSteps(ctx, env, runID, jobName, steps, &sum.Outputs)
 	})
 	sum.Run = out
@@ -81,8 +81,8 @@ func (r *Runner) Run(ctx context.Context, command, jobName string, steps ...job.
 // with every other failure; only a job in which every step that ran
 // refused is refused as a whole (exit 2). A step that fails stops the job,
 // its error listing what failed before it.
-func runSteps(ctx context.Context, env *job.Env, runID uuid.UUID, name string, steps []job.Named, outputs *[]string) (runStats, error) {
-	var stats runStats
+func runSteps(ctx context.Context, env *job.Env, runID uuid.UUID, name string, steps []job.Named, outputs *[]string) (job.Result, error) {
+	var stats job.Result
 	var failures job.Partial
 	var refusal error // the first step's refusal
 	worked := false   // some step did its part, whole or in part
@@ -93,9 +93,9 @@ func runSteps(ctx context.Context, env *job.Env, runID uuid.UUID, name string, s
 		}
 		env.Log.Info().Str("step", s.Name).Msg("step started")
 		res, err := s.Step(ctx, env, runID)
-		stats.rows += res.Rows
-		stats.windows += res.Windows
-		stats.warnings = append(stats.warnings, res.Warnings...)
+		stats.Rows += res.Rows
+		stats.Windows += res.Windows
+		stats.Warnings = append(stats.Warnings, res.Warnings...)
 		*outputs = append(*outputs, res.Outputs...)
 		switch {
 		case err == nil:

@@ -42,9 +42,10 @@ type Runner struct {
 	// schedule.lock_wait.
 	LockWait time.Duration
 
-	// retry replaces the policy built from the config, so tests can retry
-	// through injected faults without really waiting.
-	retry *fetch.RetryPolicy
+	// Retry, when set, replaces the policy built from the config, so
+	// tests (this package's and each capability's) retry through injected
+	// faults without really waiting.
+	Retry *fetch.RetryPolicy
 	// observer, when set (tally schedule), counts the client's requests
 	// and retries for /metrics.
 	observer fetch.Observer
@@ -98,8 +99,8 @@ func (r *Runner) orgClient(o configs.Organization, token string) (*fetch.Client,
 	api := r.Config.API
 	policy := fetch.DefaultRetry()
 	policy.MaxAttempts = api.MaxRetries + 1
-	if r.retry != nil {
-		policy = *r.retry
+	if r.Retry != nil {
+		policy = *r.Retry
 	}
 	opts := []fetch.Option{}
 	if r.observer != nil {
@@ -147,10 +148,10 @@ func (r *Runner) orgEnvs(now time.Time) ([]job.OrgEnv, error) {
 	return out, nil
 }
 
-// withRun runs fn as one recorded run (see recordedRun) and returns the
+// withRun runs fn as one recorded run (see Record) and returns the
 // path of the analysts' copy it published.
-func (r *Runner) withRun(ctx context.Context, command, jobName string, fn func(ctx context.Context, env *job.Env, runID uuid.UUID) (runStats, error)) (string, error) {
-	out, err := r.recordedRun(ctx, command, jobName, fn)
+func (r *Runner) withRun(ctx context.Context, command, jobName string, fn job.Step) (string, error) {
+	out, err := r.Record(ctx, command, jobName, fn)
 	return out.Published, err
 }
 
@@ -183,7 +184,8 @@ func (e *SkippedError) Unwrap() error {
 	return e.Err
 }
 
-// recordedRun runs fn as one recorded run. It takes the writer lock,
+// Record runs fn (a step, or a whole job's steps) as one recorded run of
+// command, under job's name ("" for none). It takes the writer lock,
 // waiting up to schedule.lock_wait (a run that gives up is recorded as
 // skipped, naming the holder), opens the store, folds in the runs noted
 // while others held it, records the run in `runs` and its outcome, whatever
@@ -193,7 +195,7 @@ func (e *SkippedError) Unwrap() error {
 // Cancelling ctx is a request to stop: fn's env.Stop closes at once, so no
 // new window or step starts, and fn's own context is cancelled
 // schedule.grace later, so what is in flight finishes or rolls back.
-func (r *Runner) recordedRun(ctx context.Context, command, jobName string, fn func(ctx context.Context, env *job.Env, runID uuid.UUID) (runStats, error)) (RunOutcome, error) {
+func (r *Runner) Record(ctx context.Context, command, jobName string, fn job.Step) (RunOutcome, error) {
 	out := RunOutcome{RunInfo: store.RunInfo{Command: command, Job: jobName}}
 	now := r.Now.Now
 	// Every run checks: a scheduler runs for months while a token
@@ -239,14 +241,14 @@ func (r *Runner) recordedRun(ctx context.Context, command, jobName string, fn fu
 		return r.skipped(ctx, out, began, wait, err)
 	}
 	defer lock.Release()
-	st, err := store.OpenNotify(ctx, db, func(p store.FillProgress) {
+	st, err := store.Open(ctx, db, store.Notify(func(p store.FillProgress) {
 		msg := "filling a table the load keeps, a month at a time, after an upgrade"
 		if p.Table == "usage" {
 			msg = "numbering the usage rows' keys, a month at a time, after an upgrade"
 		}
 		r.Log.Info().Str("table", p.Table).Str("month", p.Month.Format("2006-01")).Int("done", p.Done).Int("months", p.Months).
 			Stringer("took", p.Took.Round(time.Millisecond)).Msg(msg)
-	})
+	}))
 	if err != nil {
 		return out, err
 	}
@@ -275,7 +277,7 @@ func (r *Runner) recordedRun(ctx context.Context, command, jobName string, fn fu
 	env.Log = log
 	log.Info().Str("command", command).Msg("run started")
 	stats, runErr := callRecovering(runCtx, env, runID, fn)
-	res := store.RunResult{Status: store.RunOK, Rows: stats.rows, Windows: stats.windows, Warnings: stats.warnings}
+	res := store.RunResult{Status: store.RunOK, Rows: stats.Rows, Windows: stats.Windows, Warnings: stats.Warnings}
 	var pe *job.Partial
 	switch {
 	case errors.As(runErr, &pe):
@@ -296,7 +298,7 @@ func (r *Runner) recordedRun(ctx context.Context, command, jobName string, fn fu
 	}
 	fin := time.Now().UTC()
 	out.Finished = &fin
-	log.Info().Str("status", res.Status).Int64("rows", stats.rows).Int("windows", stats.windows).Msg("run finished")
+	log.Info().Str("status", res.Status).Int64("rows", stats.Rows).Int("windows", stats.Windows).Msg("run finished")
 	if ctx.Err() != nil {
 		return out, runErr // shutting down: the previous copy stays in place
 	}
@@ -402,7 +404,7 @@ func graceful(ctx context.Context, grace time.Duration) (context.Context, contex
 
 // callRecovering calls fn, turning a panic into an error so the run is
 // recorded as failed and its lock released like any other failure.
-func callRecovering(ctx context.Context, env *job.Env, runID uuid.UUID, fn func(ctx context.Context, env *job.Env, runID uuid.UUID) (runStats, error)) (stats runStats, err error) {
+func callRecovering(ctx context.Context, env *job.Env, runID uuid.UUID, fn job.Step) (stats job.Result, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			env.Log.Error().Str("panic", fmt.Sprint(p)).Str("stack", string(debug.Stack())).Msg("run panicked")
@@ -412,12 +414,6 @@ func callRecovering(ctx context.Context, env *job.Env, runID uuid.UUID, fn func(
 	return fn(ctx, env, runID)
 }
 
-type runStats struct {
-	rows     int64
-	windows  int
-	warnings []string
-}
-
 // Fetch is `tally fetch`: one recorded run of the fetch job.
 func (r *Runner) Fetch(ctx context.Context, opts FetchOptions) (FetchSummary, error) {
 	var sum FetchSummary
@@ -425,10 +421,10 @@ func (r *Runner) Fetch(ctx context.Context, opts FetchOptions) (FetchSummary, er
 	if opts.Refetch {
 		command = "refetch"
 	}
-	published, err := r.withRun(ctx, command, "", func(ctx context.Context, env *job.Env, runID uuid.UUID) (runStats, error) {
+	published, err := r.withRun(ctx, command, "", func(ctx context.Context, env *job.Env, runID uuid.UUID) (job.Result, error) {
 		var err error
 		sum, err = Fetch(ctx, env, runID, opts)
-		return runStats{rows: sum.Rows, windows: sum.Loaded, warnings: sum.Warnings}, err
+		return job.Result{Rows: sum.Rows, Windows: sum.Loaded, Warnings: sum.Warnings}, err
 	})
 	sum.Published = published
 	return sum, err

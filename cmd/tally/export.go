@@ -189,7 +189,7 @@ func runExport(cmd *cobra.Command, g *globalFlags, o *exportOptions) error {
 	// do. Two exports into one folder are kept apart by the folder's own
 	// lock. A scheduled job's export step instead exports the database its
 	// run holds, before the run publishes.
-	st, err := schedules.OpenPublished(cmd.Context(), cfg, log, false)
+	st, err := schedules.OpenPublished(cmd.Context(), cfg, log)
 	if err != nil {
 		return fmt.Errorf("export: %w", err)
 	}
