@@ -12,6 +12,7 @@ import (
 	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/fetch"
 	"github.com/tally-dev/tally/fetch/sim"
+	"github.com/tally-dev/tally/internal/secret"
 	"github.com/tally-dev/tally/store"
 )
 
@@ -134,7 +135,7 @@ func exportFixture(t *testing.T) (*store.Store, *sim.Server) {
 	}
 	ts := httptest.NewServer(srv)
 	defer ts.Close()
-	c, err := fetch.NewClient(ts.URL, srv.Token())
+	c, err := fetch.NewClient(ts.URL, secret.New(srv.Token()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/tally-dev/tally/configs"
 	"github.com/tally-dev/tally/fetch/sim"
 	"github.com/tally-dev/tally/internal/focuscheck"
+	"github.com/tally-dev/tally/internal/secret"
 	"github.com/tally-dev/tally/job"
 	"github.com/tally-dev/tally/schedules"
 	"github.com/tally-dev/tally/store"
@@ -48,7 +49,7 @@ schedule:
 	}
 	cfg.Export = configs.ExportConfig{Dir: filepath.Join(dir, "lake"), Format: configs.ExportFOCUS, FOCUSCSV: true}
 	log := zerolog.Nop()
-	runner := &schedules.Runner{Config: cfg, Token: srv.Token(), Log: log, Version: "test", Now: now}
+	runner := &schedules.Runner{Config: cfg, Token: secret.New(srv.Token()), Log: log, Version: "test", Now: now}
 	nightly := configs.Job{Name: "nightly", Cron: "@daily", Run: []string{"fetch", "export"}}
 	sum, err := runner.RunJob(context.Background(), "run", nightly)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/fetch"
 	"github.com/tally-dev/tally/fetch/sim"
+	"github.com/tally-dev/tally/internal/secret"
 )
 
 // exportStart and exportNow frame the export fixture: usage from 1 August
@@ -41,7 +42,7 @@ func exportFixture(t *testing.T) (*Store, *sim.Server) {
 	}
 	ts := httptest.NewServer(srv)
 	defer ts.Close()
-	c, err := fetch.NewClient(ts.URL, srv.Token())
+	c, err := fetch.NewClient(ts.URL, secret.New(srv.Token()))
 	if err != nil {
 		t.Fatal(err)
 	}
