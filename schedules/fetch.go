@@ -281,7 +281,7 @@ func Fetch(ctx context.Context, env *Env, runID uuid.UUID, opts FetchOptions) (F
 	if err != nil {
 		return sum, err
 	}
-	return finishFetch(ctx, env, runID, sum, nil)
+	return finishFetch(ctx, env, sum, nil)
 }
 
 // fetchOrg is one organization's fetch: its due windows, loaded as they
@@ -424,22 +424,13 @@ func everyWindowFailed(failed []WindowFailure) error {
 		len(failed), first.Window, first.Window.Granularity, first.Err, rest.String())
 }
 
-// finishFetch ends a fetch that loaded what it could: alerts follow it (a
-// budget crossed or a day that jumped is news the morning it is fetched),
-// and whatever failed after its retries makes it partial.
-func finishFetch(ctx context.Context, env *Env, runID uuid.UUID, sum FetchSummary, other []error) (FetchSummary, error) {
-	check, alertErr := CheckAlerts(ctx, env, runID)
-	sum.Alerts = check
-	if alertErr != nil && !errors.As(alertErr, new(*alerts.SendError)) {
-		return sum, alertErr
-	}
-	fresh := check.Freshness
-	if fresh == nil {
-		// No budget or webhook: the check did not run, the judgement must.
-		var err error
-		if fresh, err = alerts.Staleness(ctx, env.Store, env.Config, env.today()); err != nil {
-			return sum, err
-		}
+// finishFetch ends a fetch that loaded what it could: how recent its
+// usage now is, and whatever failed after its retries makes it partial.
+// The alerts step follows it (fetchThenAlerts).
+func finishFetch(ctx context.Context, env *Env, sum FetchSummary, other []error) (FetchSummary, error) {
+	fresh, err := alerts.Staleness(ctx, env.Store, env.Config, env.today())
+	if err != nil {
+		return sum, err
 	}
 	// Stale data loads without error and the run is ok: the warning is
 	// what tells, in runs.warnings, tally status and the log.
@@ -452,9 +443,6 @@ func finishFetch(ctx context.Context, env *Env, runID uuid.UUID, sum FetchSummar
 	}
 	if env.OnFreshness != nil {
 		env.OnFreshness(fresh)
-	}
-	if alertErr != nil {
-		other = append(other, alertErr)
 	}
 	if len(sum.Failed) > 0 || sum.RefErr != nil || len(other) > 0 || len(sum.Orgs) > 0 {
 		return sum, &PartialError{Failed: sum.Failed, RefErr: sum.RefErr, Other: other, Orgs: sum.Orgs}
@@ -472,7 +460,7 @@ func fetchProjects(ctx context.Context, env *Env, runID uuid.UUID, opts FetchOpt
 	if err != nil {
 		return sum, err
 	}
-	return finishFetch(ctx, env, runID, sum, failed)
+	return finishFetch(ctx, env, sum, failed)
 }
 
 // fetchOrgProjects is one organization's fetch of usage.source projects:

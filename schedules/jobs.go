@@ -85,7 +85,7 @@ func MissingSteps(job configs.Job) []string {
 
 // fetchStep is `tally fetch` as a step: the due windows and reference data.
 func fetchStep(ctx context.Context, env *Env, runID uuid.UUID) (StepResult, error) {
-	sum, err := Fetch(ctx, env, runID, FetchOptions{})
+	sum, err := fetchThenAlerts(ctx, env, runID, FetchOptions{})
 	return StepResult{Rows: sum.Rows, Windows: sum.Loaded, Warnings: sum.Warnings}, err
 }
 

@@ -65,7 +65,7 @@ func (r *Runner) Nightly(ctx context.Context, months []string) (NightlySummary, 
 	published, err := r.withRun(ctx, "run", job, func(ctx context.Context, env *Env, runID uuid.UUID) (runStats, error) {
 		sum.RunID = runID
 		var fetchErr error
-		sum.Fetch, fetchErr = Fetch(ctx, env, runID, FetchOptions{})
+		sum.Fetch, fetchErr = fetchThenAlerts(ctx, env, runID, FetchOptions{})
 		stats := runStats{rows: sum.Fetch.Rows, windows: sum.Fetch.Loaded, warnings: sum.Fetch.Warnings}
 		if fetchErr != nil && !isPartial(fetchErr) {
 			return stats, fetchErr

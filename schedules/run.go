@@ -417,7 +417,7 @@ func (r *Runner) Fetch(ctx context.Context, opts FetchOptions) (FetchSummary, er
 	}
 	published, err := r.withRun(ctx, command, "", func(ctx context.Context, env *Env, runID uuid.UUID) (runStats, error) {
 		var err error
-		sum, err = Fetch(ctx, env, runID, opts)
+		sum, err = fetchThenAlerts(ctx, env, runID, opts)
 		return runStats{rows: sum.Rows, windows: sum.Loaded, warnings: sum.Warnings}, err
 	})
 	sum.Published = published
