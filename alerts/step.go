@@ -2,49 +2,43 @@ package alerts
 
 import (
 	"context"
+	"errors"
 	"os"
-	"time"
 
 	"github.com/google/uuid"
-	"github.com/rs/zerolog"
 
-	"github.com/tally-dev/tally/configs"
+	"github.com/tally-dev/tally/job"
 	"github.com/tally-dev/tally/store"
 )
 
-// Env is what one alert check runs with: the run's store, config, log and
-// id, and its day.
-type Env struct {
-	Store  *store.Store
-	Config *configs.Config
-	Log    zerolog.Logger
-	RunID  uuid.UUID
-	// Today is the day every date decision counts from; AsOf a replay's
-	// day (--as-of; zero for none).
-	Today, AsOf time.Time
-	// Version is the build's, for the User-Agent of webhook posts.
-	Version string
-	// OnCheck, when set (tally schedule), receives the check's figures for
-	// /metrics.
-	OnCheck func(Check)
-	// TuneWebhook, when set, adjusts the webhook before use: tests shorten
-	// its pauses and trust their server.
-	TuneWebhook func(*Webhook)
+func init() { job.Register("alerts", step) }
+
+// step is the alerts step as schedule.jobs[].run names it: every fetch is
+// followed by it (the runner's), and a job lists it to check again after
+// other steps, or without fetching. An alert not sent after its tries is
+// the step's partial result.
+func step(ctx context.Context, env *job.Env, runID uuid.UUID) (job.Result, error) {
+	_, err := CheckAndSend(ctx, env, runID)
+	if errors.As(err, new(*SendError)) {
+		return job.Result{}, job.StepErrors(err)
+	}
+	return job.Result{}, err
 }
 
-// CheckAndSend is the alerts step, the one path by which alerts go out:
-// it evaluates the budgets and anomalies on what the store holds, records
-// what is new and sends every pending alert: to the log, and to
+// CheckAndSend is the alerts step's work, the one path by which alerts go
+// out: it evaluates the budgets and anomalies on what the run's store
+// holds, records what is new, hands the check to the run's observer
+// (/metrics) and sends every pending alert: to the log, and to
 // alerts.webhook when set. A send that fails after its tries is a
 // *SendError, the alerts staying pending for the next run. Nothing is
 // checked when the config has neither budgets nor a webhook, so a config
 // without them costs no query.
-func CheckAndSend(ctx context.Context, env Env) (Check, error) {
+func CheckAndSend(ctx context.Context, env *job.Env, runID uuid.UUID) (Check, error) {
 	cfg := env.Config
 	if len(cfg.Budgets) == 0 && cfg.Alerts.Webhook == nil {
 		return Check{}, nil
 	}
-	check, err := Evaluate(ctx, env.Store, cfg, env.RunID, env.Today, env.AsOf, true)
+	check, err := Evaluate(ctx, env.Store, cfg, runID, env.Today(), env.AsOf, true)
 	if err != nil {
 		return check, err
 	}
@@ -58,21 +52,23 @@ func CheckAndSend(ctx context.Context, env Env) (Check, error) {
 		ev.Str("actual", b.Actual.String()).Str("forecast", b.Forecast.String()).Str("amount", b.Budget.Amount.String()).
 			Float64("actual_ratio", b.ActualRatio()).Float64("forecast_ratio", b.ForecastRatio()).Msg("budget checked")
 	}
-	if env.OnCheck != nil {
-		env.OnCheck(check)
-	}
+	env.Emit(check)
 	var hook *Webhook
 	if w := cfg.Alerts.Webhook; w != nil {
 		if hook, err = NewWebhook(w, os.Getenv, env.Version); err != nil {
 			return check, err
 		}
-		if env.TuneWebhook != nil {
-			env.TuneWebhook(hook)
+		if TuneWebhook != nil {
+			TuneWebhook(hook)
 		}
 	}
 	_, err = SendPending(ctx, env.Store, env.Log, hook)
 	return check, err
 }
+
+// TuneWebhook, when set, adjusts the webhook before use: tests of the
+// packages that run the step shorten its pauses.
+var TuneWebhook func(*Webhook)
 
 // ToSend are the alerts a dry run of check would send now: those still
 // pending from earlier runs and the new ones that are news.

@@ -26,6 +26,7 @@ import (
 	"github.com/tally-dev/tally/alerts"
 	"github.com/tally-dev/tally/fetch/sim"
 	"github.com/tally-dev/tally/internal/prooftest"
+	"github.com/tally-dev/tally/job"
 )
 
 // The forecast made on day 20 from the data fetched that morning, against
@@ -188,9 +189,9 @@ func (s *webhookSink) keys() []string {
 // after the webhook failed the first run: that run is partial, naming the
 // sink, and the next one sends what it could not; a third sends nothing.
 func TestAlertsSentOnceSignedAndRetried(t *testing.T) {
-	old := webhookTune
-	webhookTune = func(w *alerts.Webhook) { w.Pause = time.Millisecond }
-	t.Cleanup(func() { webhookTune = old })
+	old := alerts.TuneWebhook
+	alerts.TuneWebhook = func(w *alerts.Webhook) { w.Pause = time.Millisecond }
+	t.Cleanup(func() { alerts.TuneWebhook = old })
 	sink := &webhookSink{secret: []byte("hook-secret-9d1c"), fail: http.StatusServiceUnavailable, failN: -1}
 	hook := httptest.NewServer(sink)
 	t.Cleanup(hook.Close)
@@ -216,7 +217,7 @@ alerts:
 `, hook.URL, secretFile)})
 
 	_, err := h.runner.Fetch(context.Background(), FetchOptions{})
-	var pe *PartialError
+	var pe *job.Partial
 	if !errors.As(err, &pe) || !strings.Contains(err.Error(), "webhook:"+hook.URL) || strings.Contains(err.Error(), "secretpath") {
 		t.Fatalf("first run: %v; want partial naming the sink by host only", err)
 	}
@@ -419,9 +420,9 @@ func TestBudgetLabelsSayThroughWhichDay(t *testing.T) {
 // and one older than the 35 days each check looks back is in the anomalies
 // view only (docs/finance.md "Budgets and alerts" says both).
 func TestOldAnomaliesAsTheDocsSay(t *testing.T) {
-	old := webhookTune
-	webhookTune = func(w *alerts.Webhook) { w.Pause = time.Millisecond }
-	t.Cleanup(func() { webhookTune = old })
+	old := alerts.TuneWebhook
+	alerts.TuneWebhook = func(w *alerts.Webhook) { w.Pause = time.Millisecond }
+	t.Cleanup(func() { alerts.TuneWebhook = old })
 	for _, c := range []struct {
 		now    string
 		alerts string // the alerts table's anomaly rows
