@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/tally-dev/tally/configs"
-	"github.com/tally-dev/tally/internal/focuscheck"
+	"github.com/tally-dev/tally/internal/testkit/focuscheck"
 	"github.com/tally-dev/tally/store"
 )
 
@@ -44,7 +44,7 @@ func TestExportStepAndCommand(t *testing.T) {
 		t.Fatal("the fetch loaded nothing")
 	}
 	// The simulated interface's data, every entitlement type and payment
-	// method variant, conforms to FOCUS 1.3 (internal/focuscheck): Cost
+	// method variant, conforms to FOCUS 1.3 (internal/testkit/focuscheck): Cost
 	// and Usage, Contract Commitment, their join, the metadata.
 	v, err := focuscheck.ExportViolations(context.Background(), st.DB(), cfg.Export.Dir)
 	if err != nil {

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/tally-dev/tally"
-	"github.com/tally-dev/tally/internal/prooftest"
+	"github.com/tally-dev/tally/internal/testkit/prooftest"
 )
 
 // In-process security proofs: the token is never sent to another origin,

@@ -19,7 +19,7 @@ import (
 	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/fetch"
 	"github.com/tally-dev/tally/fetch/sim"
-	"github.com/tally-dev/tally/internal/focuscheck"
+	"github.com/tally-dev/tally/internal/testkit/focuscheck"
 	tallysql "github.com/tally-dev/tally/sql"
 )
 
@@ -354,7 +354,7 @@ func TestExportFOCUSFollowsTheRules(t *testing.T) {
 	}
 	from := `read_parquet(` + quoted(filepath.Join(dir, "focus", "*", "*.parquet")) + `, hive_partitioning = true)`
 
-	// Every FOCUS 1.2 rule that applies (internal/focuscheck).
+	// Every FOCUS 1.2 rule that applies (internal/testkit/focuscheck).
 	v, err := focuscheck.Violations(context.Background(), s.db, from)
 	if err != nil {
 		t.Fatal(err)

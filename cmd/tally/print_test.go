@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tally-dev/tally/internal/printcheck"
+	"github.com/tally-dev/tally/internal/testkit/printcheck"
 )
 
 // The demo month's workbook prints legibly, as a controller saves it as
