@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/tally-dev/tally"
-	"github.com/tally-dev/tally/internal/focuscheck"
+	"github.com/tally-dev/tally/internal/testkit/focuscheck"
 	tallysql "github.com/tally-dev/tally/sql"
 	"github.com/tally-dev/tally/store"
 )

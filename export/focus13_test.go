@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"github.com/tally-dev/tally"
-	"github.com/tally-dev/tally/internal/focuscheck"
+	"github.com/tally-dev/tally/internal/testkit/focuscheck"
 	"github.com/tally-dev/tally/store"
 )
 

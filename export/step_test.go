@@ -14,8 +14,8 @@ import (
 
 	"github.com/tally-dev/tally/configs"
 	"github.com/tally-dev/tally/fetch/sim"
-	"github.com/tally-dev/tally/internal/focuscheck"
 	"github.com/tally-dev/tally/internal/secret"
+	"github.com/tally-dev/tally/internal/testkit/focuscheck"
 	"github.com/tally-dev/tally/job"
 	"github.com/tally-dev/tally/schedules"
 	"github.com/tally-dev/tally/store"

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/tally-dev/tally"
-	"github.com/tally-dev/tally/internal/printcheck"
+	"github.com/tally-dev/tally/internal/testkit/printcheck"
 	"github.com/tally-dev/tally/reports"
 )
 
@@ -45,11 +45,20 @@ FROM range(1240) t(i)`, pm1, runID, now.Add(-48*time.Hour))
 	f, path := build(t, db, reports.Options{Budgets: budgets, Allocation: printAllocation(t)})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	pdf, err := tools.ToPDF(ctx, path, t.TempDir())
+	// A cost centre's statement prints legibly too; LibreOffice prints it
+	// with the workbook, in one run.
+	sts, err := reports.WriteStatements(ctx, db, period, t.TempDir(), reports.Options{Now: func() time.Time { return now }, Allocation: printAllocation(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	pages, err := tools.Pages(ctx, pdf)
+	if len(sts) != 2 {
+		t.Fatalf("statements %+v", sts)
+	}
+	pdfs, err := tools.ToPDFs(ctx, t.TempDir(), path, sts[1].Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages, err := tools.Pages(ctx, pdfs[0])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,19 +70,7 @@ FROM range(1240) t(i)`, pm1, runID, now.Add(-48*time.Hour))
 	}
 	printcheck.Legible(t, path, pages)
 
-	// A cost centre's statement prints legibly too.
-	sts, err := reports.WriteStatements(ctx, db, period, t.TempDir(), reports.Options{Now: func() time.Time { return now }, Allocation: printAllocation(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(sts) != 2 {
-		t.Fatalf("statements %+v", sts)
-	}
-	pdf, err = tools.ToPDF(ctx, sts[1].Path, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if pages, err = tools.Pages(ctx, pdf); err != nil {
+	if pages, err = tools.Pages(ctx, pdfs[1]); err != nil {
 		t.Fatal(err)
 	}
 	printcheck.Legible(t, sts[1].Path, pages)

@@ -20,9 +20,9 @@ import (
 	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/configs"
 	"github.com/tally-dev/tally/export"
-	"github.com/tally-dev/tally/internal/focuscheck"
-	"github.com/tally-dev/tally/internal/prooftest"
 	"github.com/tally-dev/tally/internal/secret"
+	"github.com/tally-dev/tally/internal/testkit/focuscheck"
+	"github.com/tally-dev/tally/internal/testkit/prooftest"
 	"github.com/tally-dev/tally/reports"
 )
 

@@ -5,7 +5,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/tally-dev/tally/internal/prooftest"
+	"github.com/tally-dev/tally/internal/testkit/prooftest"
 )
 
 // TestCrashWhileCreatingTheDatabase: a run killed while the database was

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/tally-dev/tally/configs"
-	"github.com/tally-dev/tally/internal/prooftest"
+	"github.com/tally-dev/tally/internal/testkit/prooftest"
 	"github.com/tally-dev/tally/job"
 	"github.com/tally-dev/tally/store"
 )

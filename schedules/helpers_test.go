@@ -24,8 +24,8 @@ import (
 	"github.com/tally-dev/tally/export"
 	"github.com/tally-dev/tally/fetch"
 	"github.com/tally-dev/tally/fetch/sim"
-	"github.com/tally-dev/tally/internal/prooftest"
 	"github.com/tally-dev/tally/internal/secret"
+	"github.com/tally-dev/tally/internal/testkit/prooftest"
 	"github.com/tally-dev/tally/job"
 	"github.com/tally-dev/tally/store"
 )

@@ -23,8 +23,8 @@ import (
 	"github.com/tally-dev/tally/configs"
 	"github.com/tally-dev/tally/fetch"
 	"github.com/tally-dev/tally/fetch/sim"
-	"github.com/tally-dev/tally/internal/prooftest"
 	"github.com/tally-dev/tally/internal/secret"
+	"github.com/tally-dev/tally/internal/testkit/prooftest"
 )
 
 // Helpers of the reliability and security proofs (faultmatrix, badanswers,

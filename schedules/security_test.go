@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/tally-dev/tally"
-	"github.com/tally-dev/tally/internal/prooftest"
+	"github.com/tally-dev/tally/internal/testkit/prooftest"
 	"github.com/tally-dev/tally/job"
 )
 

@@ -11,7 +11,7 @@ import (
 
 	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/fetch/sim"
-	"github.com/tally-dev/tally/internal/chargebackcheck"
+	"github.com/tally-dev/tally/internal/testkit/chargebackcheck"
 )
 
 // chargebackMonths are the months of the chargeback proofs: the sim's

@@ -12,9 +12,10 @@ import (
 // comment writes the descriptions the SQL files carry into DuckDB's
 // catalog (COMMENT ON), so the DuckDB CLI, DBeaver and Python show what
 // each table, view and column holds; the published copy carries them too.
-// They are written at every open, like the views, so they follow the files.
-// A column a comment names that the database does not have (a later
-// migration dropped it) is passed over.
+// They are checked at every open, like the views, so they follow the files;
+// only those the catalog does not already hold are written (rewriting them
+// all took about half of every open). A column a comment names that the
+// database does not have (a later migration dropped it) is passed over.
 func (s *Store) comment(ctx context.Context, fsyss ...fs.FS) error {
 	var all []tallysql.Comment
 	for _, fsys := range fsyss {
@@ -30,37 +31,53 @@ func (s *Store) comment(ctx context.Context, fsyss ...fs.FS) error {
 			all = append(all, tallysql.Comments(string(b))...)
 		}
 	}
-	cols := map[[2]string]bool{}
-	objs := map[string]bool{}
-	rows, err := s.db.QueryContext(ctx, `SELECT table_name, column_name FROM duckdb_columns() WHERE database_name = current_database() AND schema_name = 'main'`)
+	// What the catalog holds: every column of main with its comment, and
+	// every table's and view's; "" where there is none.
+	cols := map[[2]string]string{}
+	objs := map[string]string{}
+	rows, err := s.db.QueryContext(ctx, `SELECT table_name, column_name, coalesce(comment, '') FROM duckdb_columns() WHERE database_name = current_database() AND schema_name = 'main'
+UNION ALL SELECT table_name, NULL, coalesce(comment, '') FROM duckdb_tables() WHERE database_name = current_database() AND schema_name = 'main'
+UNION ALL SELECT view_name, NULL, coalesce(comment, '') FROM duckdb_views() WHERE database_name = current_database() AND schema_name = 'main'`)
 	if err != nil {
 		return fmt.Errorf("read columns: %w", err)
 	}
 	for rows.Next() {
-		var t, c string
-		if err := rows.Scan(&t, &c); err != nil {
+		var t, text string
+		var c sql.NullString
+		if err := rows.Scan(&t, &c, &text); err != nil {
 			rows.Close()
 			return fmt.Errorf("read columns: %w", err)
 		}
-		cols[[2]string{t, c}] = true
-		objs[t] = true
+		if c.Valid {
+			cols[[2]string{t, c.String}] = text
+		} else {
+			objs[t] = text
+		}
 	}
 	if err := rows.Close(); err != nil {
 		return fmt.Errorf("read columns: %w", err)
 	}
-	return s.inTx(ctx, func(conn *sql.Conn) error {
-		for _, c := range all {
-			var stmt string
-			switch {
-			case c.Column == "" && objs[c.Object]:
-				stmt = fmt.Sprintf("COMMENT ON %s %s IS %s", c.Kind, quoteIdent(c.Object), quoteString(c.Text))
-			case c.Column != "" && cols[[2]string{c.Object, c.Column}]:
-				stmt = fmt.Sprintf("COMMENT ON COLUMN %s.%s IS %s", quoteIdent(c.Object), quoteIdent(c.Column), quoteString(c.Text))
-			default:
-				continue
+	type write struct {
+		c    tallysql.Comment
+		stmt string
+	}
+	var writes []write
+	for _, c := range all {
+		if c.Column == "" {
+			if have, ok := objs[c.Object]; ok && have != c.Text {
+				writes = append(writes, write{c, fmt.Sprintf("COMMENT ON %s %s IS %s", c.Kind, quoteIdent(c.Object), quoteString(c.Text))})
 			}
-			if _, err := conn.ExecContext(ctx, stmt); err != nil {
-				return fmt.Errorf("comment on %s %s: %w", c.Object, c.Column, err)
+		} else if have, ok := cols[[2]string{c.Object, c.Column}]; ok && have != c.Text {
+			writes = append(writes, write{c, fmt.Sprintf("COMMENT ON COLUMN %s.%s IS %s", quoteIdent(c.Object), quoteIdent(c.Column), quoteString(c.Text))})
+		}
+	}
+	if len(writes) == 0 {
+		return nil
+	}
+	return s.inTx(ctx, func(conn *sql.Conn) error {
+		for _, w := range writes {
+			if _, err := conn.ExecContext(ctx, w.stmt); err != nil {
+				return fmt.Errorf("comment on %s %s: %w", w.c.Object, w.c.Column, err)
 			}
 		}
 		return nil

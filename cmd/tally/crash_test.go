@@ -18,7 +18,7 @@ import (
 
 	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/fetch/sim"
-	"github.com/tally-dev/tally/internal/prooftest"
+	"github.com/tally-dev/tally/internal/testkit/prooftest"
 	"github.com/tally-dev/tally/store"
 )
 

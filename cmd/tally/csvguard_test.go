@@ -16,7 +16,7 @@ import (
 
 	"github.com/xuri/excelize/v2"
 
-	"github.com/tally-dev/tally/internal/prooftest"
+	"github.com/tally-dev/tally/internal/testkit/prooftest"
 	"github.com/tally-dev/tally/job"
 )
 

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/tally-dev/tally"
-	"github.com/tally-dev/tally/internal/prooftest"
+	"github.com/tally-dev/tally/internal/testkit/prooftest"
 )
 
 // TestDeliverKilledAtAnyMoment: a real tally run of a deliver step, killed

@@ -20,9 +20,9 @@ import (
 	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/export"
 	"github.com/tally-dev/tally/fetch/sim"
-	"github.com/tally-dev/tally/internal/focuscheck"
-	"github.com/tally-dev/tally/internal/printcheck"
-	"github.com/tally-dev/tally/internal/prooftest"
+	"github.com/tally-dev/tally/internal/testkit/focuscheck"
+	"github.com/tally-dev/tally/internal/testkit/printcheck"
+	"github.com/tally-dev/tally/internal/testkit/prooftest"
 	"github.com/tally-dev/tally/job"
 	"github.com/tally-dev/tally/reports"
 	"github.com/tally-dev/tally/store"
@@ -333,8 +333,10 @@ func TestDemo(t *testing.T) {
 
 // tally demo --source projects reads the per-project reports night after
 // night and writes an estimated workbook that says so; its first printed
-// query sums the estimate.
+// query sums the estimate. Its day is the 3rd of a month: it reads 16
+// nights, where on a month's last day it reads 30, each a whole fetch.
 func TestDemoProjectsSource(t *testing.T) {
+	setPlanClock(t, time.Date(2026, 3, 3, 10, 30, 0, 0, time.UTC))
 	dir := filepath.Join(t.TempDir(), "demo")
 	out, code, stderr := cli(t, "demo", "--dir", dir, "--source", "projects", "--log-format", "json", "--log-level", "warn")
 	if code != job.ExitOK {

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/tally-dev/tally"
-	"github.com/tally-dev/tally/internal/focuscheck"
+	"github.com/tally-dev/tally/internal/testkit/focuscheck"
 	"github.com/tally-dev/tally/job"
 	"github.com/tally-dev/tally/store"
 )

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tally-dev/tally/internal/printcheck"
+	"github.com/tally-dev/tally/internal/testkit/printcheck"
 	"github.com/tally-dev/tally/job"
 )
 

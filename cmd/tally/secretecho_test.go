@@ -25,7 +25,7 @@ import (
 
 	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/fetch/sim"
-	"github.com/tally-dev/tally/internal/prooftest"
+	"github.com/tally-dev/tally/internal/testkit/prooftest"
 )
 
 // The secrets of TestSecurityEchoedSecretsStoredNowhere: each is sent to a

@@ -1,7 +1,3 @@
-// Package chargebackcheck splits usage rows by chargeback rules the way the
-// docs state them, independently of Tally's SQL: the tests compare the
-// views, the workbook and the statements with it. It is not shipped in
-// the binary.
 package chargebackcheck
 
 import (

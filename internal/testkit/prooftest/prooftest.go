@@ -1,7 +1,3 @@
-// Package prooftest holds what the proofs against real database files and
-// workbooks share: reading usage back from a DuckDB file exactly, comparing
-// it with the simulator's truth, and searching files for a leaked token.
-// Tests of schedules and of the tally command use it.
 package prooftest
 
 import (

@@ -1,10 +1,3 @@
-// Package printcheck proves that a workbook prints legibly: it has
-// LibreOffice print the workbook to PDF, as a controller saves it for the
-// month's binder, reads every word's box back with pdftotext -bbox-layout
-// (poppler-utils), and finds words printed over other words, words printed
-// too small to read, text cut off (a word of a cell printed nowhere), and
-// sheets whose header does not reach their first pages. The workbook tests
-// of reports and of the tally command use it.
 package printcheck
 
 import (
@@ -85,13 +78,27 @@ func Find() (Tools, error) {
 // profile of its own under dir (a shared profile would make parallel
 // conversions wait for each other), and returns the PDF's path.
 func (t Tools) ToPDF(ctx context.Context, xlsx, dir string) (string, error) {
-	out := filepath.Join(dir, "pdf")
-	cmd := exec.CommandContext(ctx, t.Soffice, "-env:UserInstallation=file://"+filepath.Join(dir, "lo-profile"),
-		"--headless", "--convert-to", "pdf", "--outdir", out, xlsx)
-	if msg, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("soffice --convert-to pdf %s: %w\n%s", xlsx, err, msg)
+	pdfs, err := t.ToPDFs(ctx, dir, xlsx)
+	if err != nil {
+		return "", err
 	}
-	return filepath.Join(out, strings.TrimSuffix(filepath.Base(xlsx), filepath.Ext(xlsx))+".pdf"), nil
+	return pdfs[0], nil
+}
+
+// ToPDFs is ToPDF for several workbooks (of different file names) in one
+// LibreOffice run: each start of LibreOffice costs seconds of CPU.
+func (t Tools) ToPDFs(ctx context.Context, dir string, xlsx ...string) ([]string, error) {
+	out := filepath.Join(dir, "pdf")
+	args := append([]string{"-env:UserInstallation=file://" + filepath.Join(dir, "lo-profile"),
+		"--headless", "--convert-to", "pdf", "--outdir", out}, xlsx...)
+	if msg, err := exec.CommandContext(ctx, t.Soffice, args...).CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("soffice --convert-to pdf %s: %w\n%s", strings.Join(xlsx, " "), err, msg)
+	}
+	pdfs := make([]string, len(xlsx))
+	for i, x := range xlsx {
+		pdfs[i] = filepath.Join(out, strings.TrimSuffix(filepath.Base(x), filepath.Ext(x))+".pdf")
+	}
+	return pdfs, nil
 }
 
 // footerSheet finds the sheet's name in the footer the workbook prints:
