@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tally-dev/tally/configs"
+	"github.com/tally-dev/tally/deliver"
 	"github.com/tally-dev/tally/internal/prooftest"
 	"github.com/tally-dev/tally/job"
 	"github.com/tally-dev/tally/reports"
@@ -24,9 +25,9 @@ import (
 func deliverHarness(t *testing.T, ms *prooftest.MailServer, timeout time.Duration) (*harness, string, configs.Job) {
 	t.Helper()
 	t.Setenv("TALLY_TEST_SMTP_PASSWORD", "smtp-S3CRET-7c1e")
-	oldPause, oldRoots := deliverPause, deliverRootCAs
-	t.Cleanup(func() { deliverPause, deliverRootCAs = oldPause, oldRoots })
-	deliverPause = time.Millisecond
+	oldPause, oldRoots := deliver.Pause, deliver.RootCAs
+	t.Cleanup(func() { deliver.Pause, deliver.RootCAs = oldPause, oldRoots })
+	deliver.Pause = time.Millisecond
 	h := newHarness(t, setup{granularity: "day", start: "2026-10-01", now: "2026-11-03T03:00:00Z", months: []string{"previous"}})
 	share := filepath.Join(t.TempDir(), "finance")
 	if err := os.Mkdir(share, 0o750); err != nil {
@@ -34,7 +35,7 @@ func deliverHarness(t *testing.T, ms *prooftest.MailServer, timeout time.Duratio
 	}
 	h.runner.Config.Reports.Deliver = configs.DeliverConfig{Dir: share}
 	if ms != nil {
-		deliverRootCAs = ms.Pool
+		deliver.RootCAs = ms.Pool
 		h.runner.Config.Reports.Deliver.SMTP = smtpConfig(t, ms.Addr, timeout)
 	}
 	return h, share, configs.Job{Name: "nightly", Cron: "@daily", Run: []string{"fetch", "report", "deliver"}}
@@ -146,9 +147,9 @@ func sha256Hex(b []byte) string {
 func TestDeliverResendAfterLostAnswerKeepsMessageID(t *testing.T) {
 	ms := newMailServer(t)
 	h, _, nightly := deliverHarness(t, ms, 2*time.Second)
-	old := deliverAttempts
-	t.Cleanup(func() { deliverAttempts = old })
-	deliverAttempts = 1
+	old := deliver.Attempts
+	t.Cleanup(func() { deliver.Attempts = old })
+	deliver.Attempts = 1
 	ms.Hold(true)
 	ctx := context.Background()
 	_, err := h.runner.RunJob(ctx, "run", nightly)
@@ -241,7 +242,7 @@ func TestDeliverHungMailServerIsBounded(t *testing.T) {
 	t.Run("stalls after AUTH", func(t *testing.T) {
 		ms := newMailServer(t)
 		ms.Stall(time.Hour)
-		deliverRootCAs = ms.Pool
+		deliver.RootCAs = ms.Pool
 		h.runner.Config.Reports.Deliver.SMTP = smtpConfig(t, ms.Addr, 300*time.Millisecond)
 		_, err := h.runner.RunJob(ctx, "run", nightly)
 		var pe *job.Partial
