@@ -133,7 +133,7 @@ func TestChargebackWorkbookStatementsAndClose(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sts, err := Statements(ctx, cfg, st.DB(), reports.Period{Month: oct, Basis: tally.BasisUsage, Granularity: tally.Day}, h.clock.Now, h.runner.Log)
+	sts, err := reports.Statements(ctx, cfg, st.DB(), reports.Period{Month: oct, Basis: tally.BasisUsage, Granularity: tally.Day}, h.clock.Now, h.runner.Log)
 	st.Close()
 	if err != nil {
 		t.Fatal(err)
