@@ -24,7 +24,6 @@ import (
 	"github.com/tally-dev/tally/internal/retry"
 	"github.com/tally-dev/tally/job"
 	"github.com/tally-dev/tally/reports"
-	"github.com/tally-dev/tally/store"
 )
 
 func init() { job.Register("deliver", step) }
@@ -146,11 +145,11 @@ func step(ctx context.Context, env *job.Env, runID uuid.UUID) (job.Result, error
 			if b.statement() && !t.mail {
 				continue // a statement goes to its owner, by mail only
 			}
-			prev, err := env.Store.DeliveryOf(ctx, t.name, b.kind, b.org, b.month, sum)
+			prev, err := recordOf(ctx, env.Store, t.name, b.kind, b.org, b.month, sum)
 			if err != nil {
 				return res, err
 			}
-			if prev != nil && prev.Status == store.DeliverySent {
+			if prev != nil && prev.Status == StatusSent {
 				continue
 			}
 			if why, ok := down[t.name]; ok {
@@ -166,7 +165,7 @@ func step(ctx context.Context, env *job.Env, runID uuid.UUID) (job.Result, error
 				failed = append(failed, err)
 				break
 			}
-			rec := store.Delivery{Target: t.name, Kind: b.kind, Month: b.month, Path: b.path, SHA256: sum, RunID: runID, Organization: b.org}
+			rec := Record{Target: t.name, Kind: b.kind, Month: b.month, Path: b.path, SHA256: sum, RunID: runID, Organization: b.org}
 			if t.mail {
 				rec.MessageID = messageID(env.Config.Reports.Deliver.SMTP.From, b, sum)
 				// A resend after a kill of the same bytes is the same
@@ -176,7 +175,7 @@ func step(ctx context.Context, env *job.Env, runID uuid.UUID) (job.Result, error
 					rec.MessageID = prev.MessageID
 				}
 			}
-			if err := env.Store.RecordPending(ctx, rec); err != nil {
+			if err := recordPending(ctx, env.Store, rec); err != nil {
 				return res, err
 			}
 			env.Log.Info().Str("workbook", b.path).Str("target", t.name).Bool("resend", prev != nil).Msg("delivering workbook")
@@ -195,7 +194,7 @@ func step(ctx context.Context, env *job.Env, runID uuid.UUID) (job.Result, error
 				down[t.name] = err
 				continue
 			}
-			if err := env.Store.MarkSent(ctx, t.name, sum, runID); err != nil {
+			if err := markSent(ctx, env.Store, t.name, sum, runID); err != nil {
 				return res, err
 			}
 			env.Log.Info().Str("workbook", b.path).Str("target", t.name).Msg("workbook delivered")
@@ -212,7 +211,7 @@ func step(ctx context.Context, env *job.Env, runID uuid.UUID) (job.Result, error
 type deliverable struct {
 	path   string
 	month  time.Time
-	kind   string // store.DeliveryMonth, store.DeliveryFinal or store.DeliveryStatement
+	kind   string // KindMonth, KindFinal or KindStatement
 	sha256 string // a final's bytes as its close recorded them; "" when unknown
 	// A statement's cost centre and owner, its only recipient.
 	centre, owner string
@@ -221,9 +220,9 @@ type deliverable struct {
 	org string
 }
 
-func (d deliverable) final() bool { return d.kind == store.DeliveryFinal }
+func (d deliverable) final() bool { return d.kind == KindFinal }
 
-func (d deliverable) statement() bool { return d.kind == store.DeliveryStatement }
+func (d deliverable) statement() bool { return d.kind == KindStatement }
 
 // deliverables lists, oldest month first, what may go: the workbook of
 // every month that is over (tally-cost-YYYY-MM.xlsx under reports.dir),
@@ -247,7 +246,7 @@ func deliverables(ctx context.Context, env *job.Env) ([]deliverable, error) {
 			continue
 		}
 		if !month.AddDate(0, 1, 0).After(now) {
-			out = append(out, deliverable{path: p, month: month, kind: store.DeliveryMonth})
+			out = append(out, deliverable{path: p, month: month, kind: KindMonth})
 		}
 	}
 	// Each organization's own workbook (reports.OrgPath), once its month
@@ -269,7 +268,7 @@ func deliverables(ctx context.Context, env *job.Env) ([]deliverable, error) {
 			if err != nil || month.AddDate(0, 1, 0).After(now) {
 				continue
 			}
-			out = append(out, deliverable{path: p, month: month, kind: store.DeliveryMonth, org: o.Name})
+			out = append(out, deliverable{path: p, month: month, kind: KindMonth, org: o.Name})
 		}
 	}
 	closes, err := env.Store.CurrentCloses(ctx)
@@ -285,7 +284,7 @@ func deliverables(ctx context.Context, env *job.Env) ([]deliverable, error) {
 			env.Log.Error().Str("month", c.Month.Format("2006-01")).Str("final_workbook", c.FinalWorkbook).Msg("the final workbook of a closed month is missing; not delivered")
 			continue
 		}
-		out = append(out, deliverable{path: c.FinalWorkbook, month: c.Month, kind: store.DeliveryFinal, sha256: c.FinalSHA256, org: c.Organization})
+		out = append(out, deliverable{path: c.FinalWorkbook, month: c.Month, kind: KindFinal, sha256: c.FinalSHA256, org: c.Organization})
 		if env.Config.Reports.Deliver.SMTP == nil {
 			continue
 		}
@@ -303,7 +302,7 @@ func deliverables(ctx context.Context, env *job.Env) ([]deliverable, error) {
 				env.Log.Error().Str("month", c.Month.Format("2006-01")).Str("statement", st.Path).Msg("the final statement of a closed month is missing; not delivered")
 				continue
 			}
-			out = append(out, deliverable{path: st.Path, month: c.Month, kind: store.DeliveryStatement, sha256: st.SHA256, centre: st.CostCentre, owner: st.Owner, org: c.Organization})
+			out = append(out, deliverable{path: st.Path, month: c.Month, kind: KindStatement, sha256: st.SHA256, centre: st.CostCentre, owner: st.Owner, org: c.Organization})
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool {
@@ -318,7 +317,7 @@ func deliverables(ctx context.Context, env *job.Env) ([]deliverable, error) {
 // deliverOrder sends a month's workbook, then its final, then the final's
 // statements.
 func deliverOrder(kind string) int {
-	return map[string]int{store.DeliveryMonth: 0, store.DeliveryFinal: 1, store.DeliveryStatement: 2}[kind]
+	return map[string]int{KindMonth: 0, KindFinal: 1, KindStatement: 2}[kind]
 }
 
 // messageID is a mail's Message-ID, derived from what it carries, so every

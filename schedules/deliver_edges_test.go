@@ -17,7 +17,6 @@ import (
 	"github.com/tally-dev/tally/internal/prooftest"
 	"github.com/tally-dev/tally/job"
 	"github.com/tally-dev/tally/reports"
-	"github.com/tally-dev/tally/store"
 )
 
 // deliverHarness is a harness whose October is over, delivering to a
@@ -159,7 +158,7 @@ func TestDeliverResendAfterLostAnswerKeepsMessageID(t *testing.T) {
 	}
 	prooftest.WithDB(t, h.db, func(db *sql.DB) {
 		var status, id string
-		if err := db.QueryRow(`SELECT status, message_id FROM deliveries WHERE target LIKE 'smtp:%'`).Scan(&status, &id); err != nil || status != store.DeliveryPending || id == "" {
+		if err := db.QueryRow(`SELECT status, message_id FROM deliveries WHERE target LIKE 'smtp:%'`).Scan(&status, &id); err != nil || status != deliver.StatusPending || id == "" {
 			t.Fatalf("delivery %q %q (%v), want pending with its Message-ID recorded before sending", status, id, err)
 		}
 	})
