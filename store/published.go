@@ -26,7 +26,7 @@ func openReading(ctx context.Context, path string, open func(context.Context, st
 		return nil, &NoCopyError{Path: path}
 	}
 	st, err := open(ctx, path)
-	if err == nil || !isLockConflict(err) {
+	if err == nil || !IsLockConflict(err) {
 		return st, err
 	}
 	holder := lockHolderText(err)
@@ -50,7 +50,9 @@ func openReading(ctx context.Context, path string, open func(context.Context, st
 // opened (a private copy of a locked file), or "".
 func (s *Store) Notice() string { return s.notice }
 
-func isLockConflict(err error) bool {
+// IsLockConflict reports whether err is DuckDB refusing a file another
+// process holds for writing.
+func IsLockConflict(err error) bool {
 	return strings.Contains(err.Error(), "Conflicting lock") || strings.Contains(err.Error(), "Could not set lock")
 }
 
