@@ -18,6 +18,7 @@ import (
 	"github.com/xuri/excelize/v2"
 
 	"github.com/tally-dev/tally"
+	"github.com/tally-dev/tally/export"
 	"github.com/tally-dev/tally/fetch/sim"
 	"github.com/tally-dev/tally/internal/focuscheck"
 	"github.com/tally-dev/tally/internal/printcheck"
@@ -424,14 +425,14 @@ func demoFOCUS(t *testing.T, dir string) {
 		t.Fatal(err)
 	}
 	defer pub.Close()
-	for _, version := range []string{store.FOCUS12, store.FOCUS13} {
+	for _, version := range []string{export.FOCUS12, export.FOCUS13} {
 		lake := filepath.Join(dir, "focus-"+version)
 		if out, err := execCLI(t, "", "export", "--config", filepath.Join(dir, "tally.yaml"), "--format", "focus", "--focus-version", version, "--to", lake); err != nil {
 			t.Fatalf("export FOCUS %s: %v\n%s", version, err, out)
 		}
 		cu := `read_parquet('` + filepath.Join(lake, "focus", "*", "*.parquet") + `', hive_partitioning = true)`
 		var v []string
-		if version == store.FOCUS12 {
+		if version == export.FOCUS12 {
 			v, err = focuscheck.Violations(context.Background(), pub.DB(), cu)
 		} else {
 			v, err = focuscheck.ExportViolations(context.Background(), pub.DB(), lake)
@@ -443,7 +444,7 @@ func demoFOCUS(t *testing.T, dir string) {
 			t.Errorf("the demo's FOCUS %s export: %s", version, l)
 		}
 		account := "BillingAccountId"
-		if version == store.FOCUS13 {
+		if version == export.FOCUS13 {
 			account = "x_PaymentMethodId"
 		}
 		var frozen, corrections, unnamed int64
