@@ -135,7 +135,7 @@ type SMTPConfig struct {
 
 // DefaultSMTPTimeout is reports.deliver.smtp.timeout's default: a whole
 // send of a workbook takes seconds, and a dead server costs a run its tries
-// of this (deliverStep stops at the first delivery that fails them all).
+// of this (the deliver step stops at the first delivery that fails them all).
 const DefaultSMTPTimeout = 60 * time.Second
 
 // ScheduleConfig is what `tally schedule` runs and when.

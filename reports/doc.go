@@ -14,4 +14,9 @@
 // doubles); cells keep full precision and round only in display. Totals are
 // per currency, never across currencies. The package reads rows only through
 // SQL and knows nothing of HTTP.
+//
+// It also owns writing a month's workbook from a config (Report, ReportOrg,
+// Statements: what tally report and the jobs call; a month with no rows is
+// an *EmptyMonthError, a refusal) and the report step (schedule.jobs[].run:
+// report, WriteMonths), which registers itself with job.Register.
 package reports

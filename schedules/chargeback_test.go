@@ -17,6 +17,7 @@ import (
 
 	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/configs"
+	"github.com/tally-dev/tally/deliver"
 	"github.com/tally-dev/tally/export"
 	"github.com/tally-dev/tally/internal/testkit/chargebackcheck"
 	"github.com/tally-dev/tally/internal/testkit/focuscheck"
@@ -133,7 +134,7 @@ func TestChargebackWorkbookStatementsAndClose(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sts, err := Statements(ctx, cfg, st.DB(), reports.Period{Month: oct, Basis: tally.BasisUsage, Granularity: tally.Day}, h.clock.Now, h.runner.Log)
+	sts, err := reports.Statements(ctx, cfg, st.DB(), reports.Period{Month: oct, Basis: tally.BasisUsage, Granularity: tally.Day}, h.clock.Now, h.runner.Log)
 	st.Close()
 	if err != nil {
 		t.Fatal(err)
@@ -296,11 +297,11 @@ func cut(k string) (string, string, bool) {
 func TestFinalStatementsMailedToOwners(t *testing.T) {
 	const password = "smtp-S3CRET-cb-41"
 	t.Setenv("TALLY_TEST_SMTP_PASSWORD", password)
-	oldPause, oldRoots := deliverPause, deliverRootCAs
-	t.Cleanup(func() { deliverPause, deliverRootCAs = oldPause, oldRoots })
-	deliverPause = time.Millisecond
+	oldPause, oldRoots := deliver.Pause, deliver.RootCAs
+	t.Cleanup(func() { deliver.Pause, deliver.RootCAs = oldPause, oldRoots })
+	deliver.Pause = time.Millisecond
 	ms := newMailServer(t)
-	deliverRootCAs = ms.Pool
+	deliver.RootCAs = ms.Pool
 	h := newHarness(t, setup{granularity: tally.Day, start: "2026-10-01", now: "2026-11-02T03:00:00Z", lookback: "2d", extra: chargebackYAML})
 	ctx := context.Background()
 	oct, nov := prooftest.Day(t, "2026-10-01"), prooftest.Day(t, "2026-11-01")

@@ -379,7 +379,7 @@ func writeFinal(ctx context.Context, env *job.Env, r *store.CloseRecord, stateme
 		return "", err
 	}
 	stamp := &reports.CloseStamp{At: c.At, Who: c.Who, Reason: c.Reason, Rows: fp.Rows, ContentHash: fp.ContentHash, Seq: n + 1, FinalWorkbook: final}
-	opts := ReportOptions(cfg, env.Today)
+	opts := reports.OptionsOf(cfg, env.Today)
 	opts.Close = stamp
 	// A replay's Budgets sheet is as of the replay's morning.
 	src, release, err := env.Store.AsOfSource(ctx, env.AsOf)

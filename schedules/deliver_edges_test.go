@@ -13,10 +13,10 @@ import (
 	"time"
 
 	"github.com/tally-dev/tally/configs"
+	"github.com/tally-dev/tally/deliver"
 	"github.com/tally-dev/tally/internal/testkit/prooftest"
 	"github.com/tally-dev/tally/job"
 	"github.com/tally-dev/tally/reports"
-	"github.com/tally-dev/tally/store"
 )
 
 // deliverHarness is a harness whose October is over, delivering to a
@@ -24,9 +24,9 @@ import (
 func deliverHarness(t *testing.T, ms *prooftest.MailServer, timeout time.Duration) (*harness, string, configs.Job) {
 	t.Helper()
 	t.Setenv("TALLY_TEST_SMTP_PASSWORD", "smtp-S3CRET-7c1e")
-	oldPause, oldRoots := deliverPause, deliverRootCAs
-	t.Cleanup(func() { deliverPause, deliverRootCAs = oldPause, oldRoots })
-	deliverPause = time.Millisecond
+	oldPause, oldRoots := deliver.Pause, deliver.RootCAs
+	t.Cleanup(func() { deliver.Pause, deliver.RootCAs = oldPause, oldRoots })
+	deliver.Pause = time.Millisecond
 	h := newHarness(t, setup{granularity: "day", start: "2026-10-01", now: "2026-11-03T03:00:00Z", months: []string{"previous"}})
 	share := filepath.Join(t.TempDir(), "finance")
 	if err := os.Mkdir(share, 0o750); err != nil {
@@ -34,7 +34,7 @@ func deliverHarness(t *testing.T, ms *prooftest.MailServer, timeout time.Duratio
 	}
 	h.runner.Config.Reports.Deliver = configs.DeliverConfig{Dir: share}
 	if ms != nil {
-		deliverRootCAs = ms.Pool
+		deliver.RootCAs = ms.Pool
 		h.runner.Config.Reports.Deliver.SMTP = smtpConfig(t, ms.Addr, timeout)
 	}
 	return h, share, configs.Job{Name: "nightly", Cron: "@daily", Run: []string{"fetch", "report", "deliver"}}
@@ -146,9 +146,9 @@ func sha256Hex(b []byte) string {
 func TestDeliverResendAfterLostAnswerKeepsMessageID(t *testing.T) {
 	ms := newMailServer(t)
 	h, _, nightly := deliverHarness(t, ms, 2*time.Second)
-	old := deliverAttempts
-	t.Cleanup(func() { deliverAttempts = old })
-	deliverAttempts = 1
+	old := deliver.Attempts
+	t.Cleanup(func() { deliver.Attempts = old })
+	deliver.Attempts = 1
 	ms.Hold(true)
 	ctx := context.Background()
 	_, err := h.runner.RunJob(ctx, "run", nightly)
@@ -158,7 +158,7 @@ func TestDeliverResendAfterLostAnswerKeepsMessageID(t *testing.T) {
 	}
 	prooftest.WithDB(t, h.db, func(db *sql.DB) {
 		var status, id string
-		if err := db.QueryRow(`SELECT status, message_id FROM deliveries WHERE target LIKE 'smtp:%'`).Scan(&status, &id); err != nil || status != store.DeliveryPending || id == "" {
+		if err := db.QueryRow(`SELECT status, message_id FROM deliveries WHERE target LIKE 'smtp:%'`).Scan(&status, &id); err != nil || status != deliver.StatusPending || id == "" {
 			t.Fatalf("delivery %q %q (%v), want pending with its Message-ID recorded before sending", status, id, err)
 		}
 	})
@@ -241,7 +241,7 @@ func TestDeliverHungMailServerIsBounded(t *testing.T) {
 	t.Run("stalls after AUTH", func(t *testing.T) {
 		ms := newMailServer(t)
 		ms.Stall(time.Hour)
-		deliverRootCAs = ms.Pool
+		deliver.RootCAs = ms.Pool
 		h.runner.Config.Reports.Deliver.SMTP = smtpConfig(t, ms.Addr, 300*time.Millisecond)
 		_, err := h.runner.RunJob(ctx, "run", nightly)
 		var pe *job.Partial

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tally-dev/tally/configs"
+	"github.com/tally-dev/tally/deliver"
 	"github.com/tally-dev/tally/internal/testkit/prooftest"
 	"github.com/tally-dev/tally/job"
 	"github.com/tally-dev/tally/store"
@@ -44,11 +45,11 @@ func smtpConfig(t *testing.T, addr string, timeout time.Duration) *configs.SMTPC
 func TestDeliverWorkbooks(t *testing.T) {
 	const password = "smtp-S3CRET-7c1e"
 	t.Setenv("TALLY_TEST_SMTP_PASSWORD", password)
-	oldPause, oldRoots := deliverPause, deliverRootCAs
-	t.Cleanup(func() { deliverPause, deliverRootCAs = oldPause, oldRoots })
-	deliverPause = time.Millisecond
+	oldPause, oldRoots := deliver.Pause, deliver.RootCAs
+	t.Cleanup(func() { deliver.Pause, deliver.RootCAs = oldPause, oldRoots })
+	deliver.Pause = time.Millisecond
 	ms := newMailServer(t)
-	deliverRootCAs = ms.Pool
+	deliver.RootCAs = ms.Pool
 	host, port, _ := net.SplitHostPort(ms.Addr)
 	var portN int
 	for _, c := range port {
@@ -98,8 +99,8 @@ func TestDeliverWorkbooks(t *testing.T) {
 	if subject := got.Header.Get("Subject"); subject != "Tally cost workbook 2026-10" {
 		t.Errorf("subject %q", subject)
 	}
-	if !strings.HasPrefix(got.Type, xlsxType) {
-		t.Errorf("attachment type %q, want %s", got.Type, xlsxType)
+	if !strings.HasPrefix(got.Type, deliver.XLSXType) {
+		t.Errorf("attachment type %q, want %s", got.Type, deliver.XLSXType)
 	}
 	text, attached := got.Text, got.Attached
 	if !bytes.Equal(attached, wb) {

@@ -27,6 +27,7 @@ import (
 	"github.com/tally-dev/tally/internal/secret"
 	"github.com/tally-dev/tally/internal/testkit/prooftest"
 	"github.com/tally-dev/tally/job"
+	"github.com/tally-dev/tally/reports"
 	"github.com/tally-dev/tally/store"
 )
 
@@ -316,7 +317,7 @@ func (h *harness) workbook(month time.Time, name string) (*excelize.File, string
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	_, err = Report(context.Background(), h.runner.Config, st.DB(), month, "", path, h.clock.Now, h.runner.Log)
+	_, err = reports.Report(context.Background(), h.runner.Config, st.DB(), month, "", path, h.clock.Now, h.runner.Log)
 	st.Close()
 	if err != nil {
 		h.t.Fatal(err)

@@ -307,7 +307,7 @@ reports:
 		return res, err
 	}
 	defer pub.Close()
-	if _, err := schedules.Report(ctx, cfg, pub.DB(), start, "", res.Workbook, tick, log); err != nil {
+	if _, err := reports.Report(ctx, cfg, pub.DB(), start, "", res.Workbook, tick, log); err != nil {
 		return res, err
 	}
 	return res, demoStatements(ctx, cfg, &res, start, tick, log)
@@ -322,7 +322,7 @@ func demoStatements(ctx context.Context, cfg *configs.Config, res *demoResult, m
 	}
 	defer pub.Close()
 	p := reports.Period{Month: month, Basis: cfg.DefaultBasis(), Granularity: cfg.Usage.Granularity}
-	res.Statements, err = schedules.Statements(ctx, cfg, pub.DB(), p, now, log)
+	res.Statements, err = reports.Statements(ctx, cfg, pub.DB(), p, now, log)
 	return err
 }
 

@@ -141,7 +141,7 @@ func runReport(ctx context.Context, o *reportOptions, w io.Writer) error {
 		return fmt.Errorf("report %s: %w", o.month, err)
 	}
 	defer release()
-	p, err := schedules.ReportOrg(ctx, cfg, src, month, basis, o.org, out, todayFunc(asOf), o.log)
+	p, err := reports.ReportOrg(ctx, cfg, src, month, basis, o.org, out, todayFunc(asOf), o.log)
 	if err != nil {
 		return err
 	}
@@ -151,7 +151,7 @@ func runReport(ctx context.Context, o *reportOptions, w io.Writer) error {
 	if !o.chargeback {
 		return nil
 	}
-	sts, err := schedules.Statements(ctx, cfg, src, p, todayFunc(asOf), o.log)
+	sts, err := reports.Statements(ctx, cfg, src, p, todayFunc(asOf), o.log)
 	for _, s := range sts {
 		if _, werr := fmt.Fprintf(w, "wrote %s (statement of %s)\n", s.Path, s.CostCentre); werr != nil {
 			return werr

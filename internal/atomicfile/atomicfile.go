@@ -1,6 +1,7 @@
 // Package atomicfile owns writing a file whole or not at all, the one way
 // Tally replaces a file a reader may be looking at: a workbook, the metrics
-// textfile, an export's manifest.
+// textfile, an export's manifest; and the sha256 of a file so written
+// (SHA256), which a close records and a delivery checks.
 package atomicfile
 
 import (

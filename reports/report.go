@@ -1,7 +1,8 @@
-package schedules
+package reports
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,7 +13,6 @@ import (
 	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/configs"
 	"github.com/tally-dev/tally/job"
-	"github.com/tally-dev/tally/reports"
 )
 
 // EmptyMonthError is a month with no usage rows for the basis and
@@ -20,7 +20,7 @@ import (
 // month that cost nothing). tally report refuses it (exit 2: nothing was
 // written), saying what to run; the nightly job says so and goes on.
 type EmptyMonthError struct {
-	Period reports.Period
+	Period Period
 	// Loaded: a loaded window covers part of the month at its basis, so
 	// the month was fetched and held nothing; else it was never loaded.
 	Loaded bool
@@ -52,7 +52,7 @@ func (e *EmptyMonthError) Is(target error) bool { return target == job.ErrRefuse
 
 // emptyMonth says why p's month has no rows: never loaded, loaded at
 // another basis than the config loads, or loaded and empty.
-func emptyMonth(ctx context.Context, cfg *configs.Config, src reports.Source, p reports.Period) error {
+func emptyMonth(ctx context.Context, cfg *configs.Config, src Source, p Period) error {
 	e := &EmptyMonthError{Period: p, Config: cfg.Path}
 	if p.Basis != cfg.DefaultBasis() {
 		switch p.Basis {
@@ -92,27 +92,27 @@ func emptyMonth(ctx context.Context, cfg *configs.Config, src reports.Source, p 
 // by the jobs' report step: from src (the analysts' copy, or the store a
 // run holds) to path, at basis ("" is the config's: reported when
 // usage.reported_date, else usage), at the finest granularity that serves
-// the month (reports.MonthGranularity, warning when it is not the
+// the month (MonthGranularity, warning when it is not the
 // config's). A month without rows is an *EmptyMonthError, nothing written.
-func Report(ctx context.Context, cfg *configs.Config, src reports.Source, month time.Time, basis tally.Basis, path string, now func() time.Time, log zerolog.Logger) (reports.Period, error) {
+func Report(ctx context.Context, cfg *configs.Config, src Source, month time.Time, basis tally.Basis, path string, now func() time.Time, log zerolog.Logger) (Period, error) {
 	return ReportOrg(ctx, cfg, src, month, basis, "", path, now, log)
 }
 
 // ReportOrg is Report narrowed to organization org ("" for every one):
 // its rows only, and the budgets of scope organization:org.
-func ReportOrg(ctx context.Context, cfg *configs.Config, src reports.Source, month time.Time, basis tally.Basis, org, path string, now func() time.Time, log zerolog.Logger) (reports.Period, error) {
+func ReportOrg(ctx context.Context, cfg *configs.Config, src Source, month time.Time, basis tally.Basis, org, path string, now func() time.Time, log zerolog.Logger) (Period, error) {
 	if now == nil {
 		now = time.Now
 	}
 	if basis == "" {
 		basis = cfg.DefaultBasis()
 	}
-	p := reports.Period{Month: month, Basis: basis, Granularity: cfg.Usage.Granularity, Organization: org}
+	p := Period{Month: month, Basis: basis, Granularity: cfg.Usage.Granularity, Organization: org}
 	label := month.Format("2006-01")
 	if org != "" {
 		label += " of organization " + org
 	}
-	g, note, err := reports.MonthGranularity(ctx, src, p, "usage.granularity", now())
+	g, note, err := MonthGranularity(ctx, src, p, "usage.granularity", now())
 	if err != nil {
 		return p, fmt.Errorf("report %s: %w", label, err)
 	}
@@ -120,7 +120,7 @@ func ReportOrg(ctx context.Context, cfg *configs.Config, src reports.Source, mon
 		log.Warn().Str("month", label).Msg(note)
 	}
 	p.Granularity = g
-	n, err := reports.MonthRows(ctx, src, p)
+	n, err := MonthRows(ctx, src, p)
 	if err != nil {
 		return p, fmt.Errorf("report %s: %w", label, err)
 	}
@@ -131,9 +131,9 @@ func ReportOrg(ctx context.Context, cfg *configs.Config, src reports.Source, mon
 		return p, err
 	}
 	log.Info().Str("month", label).Str("path", path).Msg("writing report")
-	opts := ReportOptions(cfg, now)
+	opts := OptionsOf(cfg, now)
 	if org != "" {
-		var own []reports.Budget
+		var own []Budget
 		for _, b := range opts.Budgets {
 			if b.ScopeKind == "organization" && b.Scope == org {
 				own = append(own, b)
@@ -141,31 +141,31 @@ func ReportOrg(ctx context.Context, cfg *configs.Config, src reports.Source, mon
 		}
 		opts.Budgets = own
 	}
-	if err := reports.WriteFile(ctx, src, p, path, opts); err != nil {
+	if err := WriteFile(ctx, src, p, path, opts); err != nil {
 		return p, fmt.Errorf("report %s: %w", label, err)
 	}
 	log.Info().Str("month", label).Str("path", path).Msg("report written")
 	return p, nil
 }
 
-// ReportOptions are the workbook options of cfg: tolerance, budgets and
+// OptionsOf are the workbook options of cfg: tolerance, budgets and
 // chargeback.
-func ReportOptions(cfg *configs.Config, now func() time.Time) reports.Options {
-	return reports.Options{Tolerance: cfg.Reports.Tolerance, Now: now, Budgets: ReportBudgets(cfg), Allocation: &cfg.Allocation}
+func OptionsOf(cfg *configs.Config, now func() time.Time) Options {
+	return Options{Tolerance: cfg.Reports.Tolerance, Now: now, Budgets: BudgetsOf(cfg), Allocation: &cfg.Allocation}
 }
 
 // Statements writes the chargeback statement of every cost centre of p's
 // month (tally report --chargeback) beside the month's workbook, from src
 // as Report does. No cost centre configured is a usage error: there is
 // nothing to state.
-func Statements(ctx context.Context, cfg *configs.Config, src reports.Source, p reports.Period, now func() time.Time, log zerolog.Logger) ([]reports.Statement, error) {
+func Statements(ctx context.Context, cfg *configs.Config, src Source, p Period, now func() time.Time, log zerolog.Logger) ([]Statement, error) {
 	if cfg.Allocation.Empty() {
-		return nil, refused("--chargeback: the config has no allocation.cost_centres, so there is no cost centre to write a statement for; add them (see configs/tally.example.yaml, allocation)")
+		return nil, job.Refuse(errors.New("--chargeback: the config has no allocation.cost_centres, so there is no cost centre to write a statement for; add them (see configs/tally.example.yaml, allocation)"))
 	}
 	if now == nil {
 		now = time.Now
 	}
-	sts, err := reports.WriteStatements(ctx, src, p, cfg.Reports.Dir, ReportOptions(cfg, now))
+	sts, err := WriteStatements(ctx, src, p, cfg.Reports.Dir, OptionsOf(cfg, now))
 	if err != nil {
 		return sts, fmt.Errorf("report %s: %w", p.Month.Format("2006-01"), err)
 	}
@@ -175,11 +175,11 @@ func Statements(ctx context.Context, cfg *configs.Config, src reports.Source, p 
 	return sts, nil
 }
 
-// ReportBudgets are the config's budgets as the workbook shows them.
-func ReportBudgets(cfg *configs.Config) []reports.Budget {
-	var out []reports.Budget
+// BudgetsOf are the config's budgets as the workbook shows them.
+func BudgetsOf(cfg *configs.Config) []Budget {
+	var out []Budget
 	for _, b := range cfg.Budgets {
-		out = append(out, reports.Budget{Name: b.Name, ScopeKind: b.ScopeKind, Scope: b.Scope, ScopeText: b.ScopeText(), Currency: b.Currency, Amount: b.Amount})
+		out = append(out, Budget{Name: b.Name, ScopeKind: b.ScopeKind, Scope: b.Scope, ScopeText: b.ScopeText(), Currency: b.Currency, Amount: b.Amount})
 	}
 	return out
 }
@@ -188,9 +188,9 @@ func ReportBudgets(cfg *configs.Config) []reports.Budget {
 // write: a name of the final form (tally-cost-YYYY-MM-final….xlsx), or any
 // file a close recorded, by path or as the same file. What finance signed
 // off is never replaced by a report.
-func refuseFinal(ctx context.Context, src reports.Source, path string) error {
-	if reports.IsFinalName(filepath.Base(path)) {
-		return refused("--out %s: %s is the name of a closed month's final workbook, which only tally close writes and nothing ever rewrites; write the report under another name", path, filepath.Base(path))
+func refuseFinal(ctx context.Context, src Source, path string) error {
+	if IsFinalName(filepath.Base(path)) {
+		return job.Refuse(fmt.Errorf("--out %s: %s is the name of a closed month's final workbook, which only tally close writes and nothing ever rewrites; write the report under another name", path, filepath.Base(path)))
 	}
 	rows, err := src.QueryContext(ctx, `SELECT DISTINCT final_workbook FROM month_closes WHERE final_workbook IS NOT NULL`)
 	if err != nil {
@@ -212,7 +212,7 @@ func refuseFinal(ctx context.Context, src reports.Source, path string) error {
 			}
 		}
 		if same {
-			return refused("--out %s is the final workbook of a close (%s), which nothing rewrites; write the report under another name", path, final)
+			return job.Refuse(fmt.Errorf("--out %s is the final workbook of a close (%s), which nothing rewrites; write the report under another name", path, final))
 		}
 	}
 	return rows.Err()
