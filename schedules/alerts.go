@@ -3,7 +3,6 @@ package schedules
 import (
 	"context"
 	"errors"
-	"os"
 
 	"github.com/google/uuid"
 
@@ -18,7 +17,7 @@ func init() { job.Register("alerts", alertsStep) }
 // fetch does at its end; a job lists it to check again after other steps,
 // or without fetching.
 func alertsStep(ctx context.Context, env *job.Env, runID uuid.UUID) (job.Result, error) {
-	_, err := CheckAlerts(ctx, env, runID)
+	_, err := alerts.CheckAndSend(ctx, env, runID)
 	if err != nil {
 		if errors.As(err, new(*alerts.SendError)) {
 			return job.Result{}, job.StepErrors(err)
@@ -26,49 +25,6 @@ func alertsStep(ctx context.Context, env *job.Env, runID uuid.UUID) (job.Result,
 	}
 	return job.Result{}, err
 }
-
-// CheckAlerts evaluates the budgets and anomalies on what the store holds,
-// records what is new and sends every pending alert: to the log, and to
-// alerts.webhook when set. A send that fails after its tries is an
-// *alerts.SendError, the alerts staying pending for the next run. Nothing
-// is checked when the config has neither budgets nor a webhook, so a
-// config without them costs no query.
-func CheckAlerts(ctx context.Context, env *job.Env, runID uuid.UUID) (alerts.Check, error) {
-	cfg := env.Config
-	if len(cfg.Budgets) == 0 && cfg.Alerts.Webhook == nil {
-		return alerts.Check{}, nil
-	}
-	check, err := alerts.Evaluate(ctx, env.Store, cfg, runID, env.Today(), env.AsOf, true)
-	if err != nil {
-		return check, err
-	}
-	for _, b := range check.Budgets {
-		ev := env.Log.Info().Str("budget", b.Budget.Name).Str("currency", b.Budget.Currency)
-		if !b.Found {
-			env.Log.Warn().Str("budget", b.Budget.Name).Str("scope", b.Budget.ScopeText()).Str("currency", b.Budget.Currency).
-				Msg("budget has no usage in its scope and currency this month: check its scope and currency (tally status lists what the scope bills in)")
-			continue
-		}
-		ev.Str("actual", b.Actual.String()).Str("forecast", b.Forecast.String()).Str("amount", b.Budget.Amount.String()).
-			Float64("actual_ratio", b.ActualRatio()).Float64("forecast_ratio", b.ForecastRatio()).Msg("budget checked")
-	}
-	env.Emit(check)
-	var hook *alerts.Webhook
-	if w := cfg.Alerts.Webhook; w != nil {
-		if hook, err = alerts.NewWebhook(w, os.Getenv, env.Version); err != nil {
-			return check, err
-		}
-		if webhookTune != nil {
-			webhookTune(hook)
-		}
-	}
-	_, err = alerts.SendPending(ctx, env.Store, env.Log, hook)
-	return check, err
-}
-
-// webhookTune, when set, adjusts the webhook before use: tests shorten its
-// pauses and trust their server.
-var webhookTune func(*alerts.Webhook)
 
 // AlertsSummary is what `tally alerts` found.
 type AlertsSummary struct {
@@ -106,7 +62,7 @@ func (r *Runner) Alerts(ctx context.Context, dryRun bool) (AlertsSummary, error)
 	}
 	published, err := r.withRun(ctx, "alerts", "", func(ctx context.Context, env *job.Env, runID uuid.UUID) (job.Result, error) {
 		var err error
-		sum.Check, err = CheckAlerts(ctx, env, runID)
+		sum.Check, err = alerts.CheckAndSend(ctx, env, runID)
 		if errors.As(err, new(*alerts.SendError)) {
 			err = job.StepErrors(err)
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/xuri/excelize/v2"
 
 	"github.com/tally-dev/tally"
+	"github.com/tally-dev/tally/ingest"
 	"github.com/tally-dev/tally/internal/prooftest"
 	"github.com/tally-dev/tally/job"
 	"github.com/tally-dev/tally/reports"
@@ -255,7 +256,7 @@ func TestBadAnswers(t *testing.T) {
 			})
 			defer e.faults.Set(nil)
 			before := proofWindowRows(t, db, badQ)
-			sum, err := e.runner(cfg).Fetch(context.Background(), FetchOptions{})
+			sum, err := runFetch(context.Background(), e.runner(cfg), ingest.FetchOptions{})
 			if sum.Planned != 2 {
 				t.Fatalf("%d windows planned, want 2", sum.Planned)
 			}

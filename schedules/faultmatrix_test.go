@@ -13,6 +13,7 @@ import (
 
 	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/fetch/sim"
+	"github.com/tally-dev/tally/ingest"
 	"github.com/tally-dev/tally/internal/prooftest"
 	"github.com/tally-dev/tally/job"
 )
@@ -380,7 +381,7 @@ func TestFaultConcurrentWindowsOverlapOneOlderEntry(t *testing.T) {
 	e.mustFetch()
 	e.clock.Set(e.clock.Now().Add(24 * time.Hour))
 	rerun := e.configWith(e.dir, func(s *proofSetup) { s.lookback = "20d" })
-	sum, err := e.runner(rerun).Fetch(context.Background(), FetchOptions{})
+	sum, err := runFetch(context.Background(), e.runner(rerun), ingest.FetchOptions{})
 	if err != nil {
 		t.Fatalf("rerun: %v", err)
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tally-dev/tally"
+	"github.com/tally-dev/tally/ingest"
 	"github.com/tally-dev/tally/internal/prooftest"
 	"github.com/tally-dev/tally/job"
 	"github.com/tally-dev/tally/store"
@@ -191,7 +192,7 @@ func TestFetchWindowFailingEveryRetry(t *testing.T) {
 
 func fetchWindowFailingEveryRetry(t *testing.T, s setup) {
 	h := newHarness(t, s)
-	plan, _, err := PlanWindows(context.Background(), h.runner.Config, nil, FetchOptions{}, h.clock.Now())
+	plan, _, err := ingest.PlanWindows(context.Background(), h.runner.Config, nil, ingest.FetchOptions{}, h.clock.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,7 +250,7 @@ func fetchWindowFailingEveryRetry(t *testing.T, s setup) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	next, _, err := PlanWindows(context.Background(), h.runner.Config, st, FetchOptions{}, h.clock.Now())
+	next, _, err := ingest.PlanWindows(context.Background(), h.runner.Config, st, ingest.FetchOptions{}, h.clock.Now())
 	st.Close()
 	if err != nil {
 		t.Fatal(err)

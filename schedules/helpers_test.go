@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/rs/zerolog"
 	"github.com/xuri/excelize/v2"
 
@@ -23,7 +24,9 @@ import (
 	"github.com/tally-dev/tally/configs"
 	"github.com/tally-dev/tally/fetch"
 	"github.com/tally-dev/tally/fetch/sim"
+	"github.com/tally-dev/tally/ingest"
 	"github.com/tally-dev/tally/internal/prooftest"
+	"github.com/tally-dev/tally/job"
 	"github.com/tally-dev/tally/store"
 )
 
@@ -164,7 +167,7 @@ schedule:
 		t.Fatalf("config:\n%s\n%v", yaml, err)
 	}
 	log := zerolog.New(zerolog.SyncWriter(h.logs)).Level(zerolog.DebugLevel).With().Timestamp().Logger()
-	h.runner = &Runner{Config: cfg, Token: testToken, Log: log, Version: "test", Now: h.clock.Now, Retry: fastRetry()}
+	h.runner = &Runner{Config: cfg, CheckToken: ingest.CheckOrgToken, Token: testToken, Log: log, Version: "test", Now: h.clock.Now, Retry: fastRetry()}
 	t.Cleanup(func() { h.checkNoToken() })
 	return h
 }
@@ -222,11 +225,46 @@ func (h *harness) span() tally.UsageQuery {
 func (h *harness) basis() string { return string(h.span().Basis()) }
 
 // fetch runs one recorded fetch like `tally fetch`.
-func (h *harness) fetch(ctx context.Context) (FetchSummary, error) {
-	return h.runner.Fetch(ctx, FetchOptions{})
+func (h *harness) fetch(ctx context.Context) (ingest.FetchSummary, error) {
+	return runFetch(ctx, h.runner, ingest.FetchOptions{})
 }
 
-func (h *harness) mustFetch() FetchSummary {
+// runFetch is `tally fetch` with opts on r: ingest's step as one recorded
+// run, as the command line runs it.
+func runFetch(ctx context.Context, r *Runner, opts ingest.FetchOptions) (ingest.FetchSummary, error) {
+	var sum ingest.FetchSummary
+	out, err := r.Record(ctx, ingest.Command(opts), "", ingest.Step(opts, &sum))
+	sum.Published = out.Published
+	return sum, err
+}
+
+// nightlySummary is what runNightly did.
+type nightlySummary struct {
+	RunID   uuid.UUID
+	Fetch   ingest.FetchSummary
+	Reports []WrittenReport
+}
+
+// runNightly is `tally run` on r as the command line runs it: the steps
+// fetch and report (of months, nil: reports.months) under one run id,
+// recorded under the only job's name when the config has one.
+func runNightly(ctx context.Context, r *Runner, months []string) (nightlySummary, error) {
+	var sum nightlySummary
+	name := ""
+	if jobs := r.Config.Schedule.Jobs; len(jobs) == 1 {
+		name = jobs[0].Name
+	}
+	report := func(ctx context.Context, env *job.Env, _ uuid.UUID) (job.Result, error) {
+		var err error
+		sum.Reports, err = WriteReports(ctx, env, months)
+		return job.Result{}, err
+	}
+	run, err := r.Run(ctx, "run", name, job.Named{Name: "fetch", Step: ingest.Step(ingest.FetchOptions{}, &sum.Fetch)}, job.Named{Name: "report", Step: report})
+	sum.RunID, sum.Fetch.Published = run.Run.ID, run.Run.Published
+	return sum, err
+}
+
+func (h *harness) mustFetch() ingest.FetchSummary {
 	h.t.Helper()
 	sum, err := h.fetch(context.Background())
 	if err != nil {

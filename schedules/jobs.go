@@ -12,20 +12,11 @@ import (
 	"github.com/tally-dev/tally/job"
 )
 
-func init() {
-	job.Register("fetch", fetchStep)
-	job.Register("report", reportStep)
-}
-
-// fetchStep is `tally fetch` as a step: the due windows and reference data.
-func fetchStep(ctx context.Context, env *job.Env, runID uuid.UUID) (job.Result, error) {
-	sum, err := Fetch(ctx, env, runID, FetchOptions{})
-	return job.Result{Rows: sum.Rows, Windows: sum.Loaded, Warnings: sum.Warnings}, err
-}
+func init() { job.Register("report", reportStep) }
 
 // reportStep writes the workbooks of reports.months, as `tally run` does.
 func reportStep(ctx context.Context, env *job.Env, _ uuid.UUID) (job.Result, error) {
-	written, err := writeReports(ctx, env, nil)
+	written, err := WriteReports(ctx, env, nil)
 	var res job.Result
 	for _, w := range written {
 		res.Outputs = append(res.Outputs, w.Path)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/configs"
+	"github.com/tally-dev/tally/ingest"
 	"github.com/tally-dev/tally/internal/focuscheck"
 	"github.com/tally-dev/tally/internal/prooftest"
 	"github.com/tally-dev/tally/job"
@@ -35,7 +36,7 @@ func TestProjectsSourceEqualsOrganizationAtSamePrice(t *testing.T) {
 	org.Usage.Source, org.Usage.ProjectNames = tally.SourceOrganization, nil
 	orgRunner := *h.runner
 	orgRunner.Config = &org
-	if _, err := orgRunner.Fetch(context.Background(), FetchOptions{}); err != nil {
+	if _, err := runFetch(context.Background(), &orgRunner, ingest.FetchOptions{}); err != nil {
 		t.Fatalf("organization fetch: %v", err)
 	}
 
@@ -48,7 +49,7 @@ func TestProjectsSourceEqualsOrganizationAtSamePrice(t *testing.T) {
 	reads = append(reads, last)
 	for _, at := range reads {
 		h.clock.Set(at)
-		if _, err := h.runner.Fetch(context.Background(), FetchOptions{}); err != nil {
+		if _, err := runFetch(context.Background(), h.runner, ingest.FetchOptions{}); err != nil {
 			t.Fatalf("read at %s: %v", at, err)
 		}
 	}
@@ -164,7 +165,7 @@ func TestProjectsSourceEqualsOrganizationAtSamePrice(t *testing.T) {
 func TestProjectsSourceMissingProject(t *testing.T) {
 	h := newHarness(t, setup{granularity: tally.Day, start: "2026-04-01", now: "2026-06-10T23:50:00Z",
 		usage: "  source: projects\n  project_names: [newsroom, newsroooom]\n"})
-	_, err := h.runner.Fetch(context.Background(), FetchOptions{})
+	_, err := runFetch(context.Background(), h.runner, ingest.FetchOptions{})
 	var pe *job.Partial
 	if !errors.As(err, &pe) || !strings.Contains(err.Error(), "newsroooom") || !strings.Contains(err.Error(), "404") {
 		t.Fatalf("fetch: %v; want partial naming the missing project", err)

@@ -23,6 +23,7 @@ import (
 	"github.com/tally-dev/tally/configs"
 	"github.com/tally-dev/tally/fetch"
 	"github.com/tally-dev/tally/fetch/sim"
+	"github.com/tally-dev/tally/ingest"
 	"github.com/tally-dev/tally/internal/prooftest"
 )
 
@@ -241,17 +242,17 @@ func (e *proofEnv) runner(cfg *configs.Config) *Runner {
 		cfg = e.cfg
 	}
 	log := zerolog.New(e.logs).Level(zerolog.DebugLevel).With().Timestamp().Logger()
-	return &Runner{Config: cfg, Token: proofToken, Log: log, Version: "proof", Now: e.clock.Now,
+	return &Runner{Config: cfg, CheckToken: ingest.CheckOrgToken, Token: proofToken, Log: log, Version: "proof", Now: e.clock.Now,
 		Retry: proofPolicy(e.sleeps, e.s.attempts)}
 }
 
 // fetch runs one recorded fetch of every due window, like `tally fetch`.
-func (e *proofEnv) fetch() (FetchSummary, error) {
-	return e.runner(nil).Fetch(context.Background(), FetchOptions{})
+func (e *proofEnv) fetch() (ingest.FetchSummary, error) {
+	return runFetch(context.Background(), e.runner(nil), ingest.FetchOptions{})
 }
 
 // mustFetch fetches and fails the test unless every planned window loaded.
-func (e *proofEnv) mustFetch() FetchSummary {
+func (e *proofEnv) mustFetch() ingest.FetchSummary {
 	e.t.Helper()
 	sum, err := e.fetch()
 	if err != nil {

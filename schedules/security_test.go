@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/tally-dev/tally"
+	"github.com/tally-dev/tally/ingest"
 	"github.com/tally-dev/tally/internal/prooftest"
 	"github.com/tally-dev/tally/job"
 )
@@ -72,7 +73,7 @@ func TestSecurityNextLinkToAnotherOriginRefused(t *testing.T) {
 // request reaches the handler (so no token was sent).
 func TestSecurityTLSVerified(t *testing.T) {
 	e := proofStart(t, proofSetup{tls: true})
-	_, err := e.runner(nil).Fetch(context.Background(), FetchOptions{})
+	_, err := runFetch(context.Background(), e.runner(nil), ingest.FetchOptions{})
 	if err == nil {
 		t.Fatal("the fetch succeeded against a certificate nobody trusts")
 	}

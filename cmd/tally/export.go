@@ -12,6 +12,7 @@ import (
 
 	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/configs"
+	"github.com/tally-dev/tally/ingest"
 	"github.com/tally-dev/tally/schedules"
 	"github.com/tally-dev/tally/store"
 )
@@ -181,7 +182,7 @@ func runExport(cmd *cobra.Command, g *globalFlags, o *exportOptions) error {
 	for _, w := range cfg.Warnings {
 		log.Warn().Msg(w)
 	}
-	r := &schedules.Runner{Config: cfg, Log: log, Version: version}
+	r := &schedules.Runner{Config: cfg, CheckToken: ingest.CheckOrgToken, Log: log, Version: version}
 	sum, err := r.Export(cmd.Context(), opts)
 	printExportSummary(cmd.OutOrStdout(), sum)
 	return err
