@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -101,9 +100,6 @@ type harness struct {
 	srv    *httptest.Server
 	logs   *bytes.Buffer
 	runner *Runner
-
-	mu        sync.Mutex
-	intercept func(w http.ResponseWriter, r *http.Request) bool
 }
 
 func newHarness(t *testing.T, s setup) *harness {
@@ -124,15 +120,7 @@ func newHarness(t *testing.T, s setup) *harness {
 		Token: testToken, Seed: 3, Start: prooftest.Day(t, s.start), Now: h.clock.Now,
 		PageSize: 500, UsagePaging: s.paging, Faults: s.faults, Deny: s.deny, Spike: s.spike,
 	})
-	h.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h.mu.Lock()
-		f := h.intercept
-		h.mu.Unlock()
-		if f != nil && f(w, r) {
-			return
-		}
-		h.sim.ServeHTTP(w, r)
-	}))
+	h.srv = httptest.NewServer(h.sim)
 	t.Cleanup(h.srv.Close)
 
 	months := s.months
@@ -170,34 +158,6 @@ schedule:
 	h.runner = &Runner{Config: cfg, CheckToken: ingest.CheckOrgToken, Token: testToken, Log: log, Version: "test", Now: h.clock.Now, Retry: fastRetry()}
 	t.Cleanup(func() { h.checkNoToken() })
 	return h
-}
-
-// setIntercept installs f in front of the sim: when f returns true it has
-// answered the request.
-func (h *harness) setIntercept(f func(w http.ResponseWriter, r *http.Request) bool) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.intercept = f
-}
-
-// usageStart reads the startDate of a usage POST and puts the body back
-// for the sim; ok is false for any other request.
-func usageStart(r *http.Request) (start string, ok bool) {
-	if r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, "/reports/usage") {
-		return "", false
-	}
-	b, err := io.ReadAll(r.Body)
-	r.Body = io.NopCloser(bytes.NewReader(b))
-	if err != nil {
-		return "", false
-	}
-	var body struct {
-		StartDate string `json:"startDate"`
-	}
-	if json.Unmarshal(b, &body) != nil {
-		return "", false
-	}
-	return body.StartDate, true
 }
 
 // unavailable answers 503 with the interface's error body.
@@ -299,20 +259,6 @@ func (h *harness) wantExact(path, label string, q tally.UsageQuery) {
 			h.t.Errorf("%s: rows differ from the truth: %s", label, d)
 		}
 	})
-}
-
-// ledgerOverlaps lists loaded windows of the same granularity, basis and
-// scope that overlap: a window loaded twice.
-func ledgerOverlaps(t testing.TB, path string) []string {
-	t.Helper()
-	var out []string
-	prooftest.WithDB(t, path, func(db *sql.DB) {
-		out = prooftest.QueryStrings(t, db, `SELECT a.granularity || ' ' || a.start || '..' || a."end" || ' overlaps ' || b.start || '..' || b."end"
-FROM fetch_windows a JOIN fetch_windows b
-  ON a.granularity = b.granularity AND a.basis = b.basis AND a.scope = b.scope
- AND a.start < b."end" AND b.start < a."end" AND (a.start, a."end") < (b.start, b."end")`)
-	})
-	return out
 }
 
 // checkNoToken fails the test when the token appears in the logs or in any
