@@ -428,7 +428,7 @@ func largeWindowFaults(seed int64) sim.Faults {
 // through unharmed. The requests sent against a fault-free fetch of the
 // same span are logged, not asserted (issue 11 asks at most 1.6):
 //
-//	go test ./schedules -run TestFaultLargestWindowsManyPages -v
+//	go test ./ingest -run TestFaultLargestWindowsManyPages -v
 func TestFaultLargestWindowsManyPages(t *testing.T) {
 	const seeds = 5
 	for _, c := range largeWindowCases {

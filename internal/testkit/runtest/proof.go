@@ -29,9 +29,8 @@ import (
 )
 
 // Helpers of the reliability and security proofs (faultmatrix, badanswers,
-// crash and security tests), named "proof…"; what they share with the
-// end-to-end tests (clock, day, withDB, render, sameTotals, firstDiff) lives
-// in helpers_test.go.
+// crash and security tests), named "Proof…"; what they share with the
+// end-to-end tests (the clock) lives in harness.go, the rest in prooftest.
 
 // ProofToken is the bearer token of every proof; the tests grep for it.
 const ProofToken = prooftest.Token
