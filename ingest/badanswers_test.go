@@ -328,7 +328,7 @@ func TestUnknownEntitlementTypeFlagged(t *testing.T) {
 		return true
 	})
 	e.MustFetch()
-	st, err := store.OpenReadOnly(context.Background(), e.DB)
+	st, err := store.Open(context.Background(), e.DB, store.ReadOnly())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -247,7 +247,7 @@ func fetchWindowFailingEveryRetry(t *testing.T, s runtest.Setup) {
 	})
 
 	h.SetIntercept(nil)
-	st, err := store.OpenReadOnly(context.Background(), h.DB)
+	st, err := store.Open(context.Background(), h.DB, store.ReadOnly())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -340,7 +340,7 @@ func TestPublishedCopyWhileFetching(t *testing.T) {
 		t.Fatal("fetch never asked for usage")
 	}
 
-	reader, err := store.OpenReadOnly(context.Background(), published)
+	reader, err := store.Open(context.Background(), published, store.ReadOnly())
 	if err != nil {
 		close(release)
 		t.Fatalf("open the published copy while a fetch runs: %v", err)

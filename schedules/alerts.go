@@ -42,7 +42,7 @@ type AlertsSummary struct {
 func (r *Runner) Alerts(ctx context.Context, dryRun bool) (AlertsSummary, error) {
 	var sum AlertsSummary
 	if dryRun {
-		st, err := OpenPublished(ctx, r.Config, r.Log, false)
+		st, err := OpenPublished(ctx, r.Config, r.Log)
 		if err != nil {
 			return sum, err
 		}

@@ -254,7 +254,7 @@ func (s *Scheduler) seed(ctx context.Context) {
 	var runs []store.JobRun
 	published := store.PublishedPath(db)
 	if _, err := os.Stat(published); err == nil {
-		st, err := OpenPublished(ctx, s.r.Config, s.r.Log, false)
+		st, err := OpenPublished(ctx, s.r.Config, s.r.Log)
 		if err == nil {
 			status, serr := st.Status(ctx)
 			fresh, ferr := alerts.Staleness(ctx, st, s.r.Config, time.Now())

@@ -281,7 +281,7 @@ func (h *harness) checkNoToken() {
 func (h *harness) workbook(month time.Time, name string) (*excelize.File, string) {
 	h.t.Helper()
 	path := filepath.Join(h.dir, name)
-	st, err := store.OpenReadOnly(context.Background(), h.db)
+	st, err := store.Open(context.Background(), h.db, store.ReadOnly())
 	if err != nil {
 		h.t.Fatal(err)
 	}

@@ -255,14 +255,14 @@ func (r *Runner) Record(ctx context.Context, command, jobName string, fn job.Ste
 		return r.skipped(ctx, out, began, wait, err)
 	}
 	defer lock.Release()
-	st, err := store.OpenNotify(ctx, db, func(p store.FillProgress) {
+	st, err := store.Open(ctx, db, store.Notify(func(p store.FillProgress) {
 		msg := "filling a table the load keeps, a month at a time, after an upgrade"
 		if p.Table == "usage" {
 			msg = "numbering the usage rows' keys, a month at a time, after an upgrade"
 		}
 		r.Log.Info().Str("table", p.Table).Str("month", p.Month.Format("2006-01")).Int("done", p.Done).Int("months", p.Months).
 			Stringer("took", p.Took.Round(time.Millisecond)).Msg(msg)
-	})
+	}))
 	if err != nil {
 		return out, err
 	}

@@ -597,7 +597,7 @@ func openPublished(t *testing.T, s *Store) *Store {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ro, err := OpenReadOnly(ctx, pub)
+	ro, err := Open(ctx, pub, ReadOnly())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -299,7 +299,7 @@ reports:
 	if _, err := fetchRun(ctx, r, ingest.FetchOptions{From: rev.Day, To: rev.Day.AddDate(0, 0, 1), Refetch: true}); err != nil {
 		return res, fmt.Errorf("demo refetch of %s: %w", rev.Day.Format(tally.DateLayout), err)
 	}
-	pub, err := schedules.OpenPublished(ctx, cfg, log, false)
+	pub, err := schedules.OpenPublished(ctx, cfg, log)
 	if err != nil {
 		return res, err
 	}
@@ -313,7 +313,7 @@ reports:
 // demoStatements writes the month's chargeback statements, as tally report
 // --chargeback does, from the analysts' copy.
 func demoStatements(ctx context.Context, cfg *configs.Config, res *demoResult, month time.Time, now func() time.Time, log zerolog.Logger) error {
-	pub, err := schedules.OpenPublished(ctx, cfg, log, false)
+	pub, err := schedules.OpenPublished(ctx, cfg, log)
 	if err != nil {
 		return err
 	}

@@ -271,7 +271,7 @@ func runStatus(ctx context.Context, o *statusOptions, w io.Writer) error {
 	default:
 		t := fi.ModTime().UTC()
 		rep.PublishedAt = &t
-		st, err := schedules.OpenPublished(ctx, cfg, o.log, false)
+		st, err := schedules.OpenPublished(ctx, cfg, o.log)
 		if err != nil {
 			return err
 		}

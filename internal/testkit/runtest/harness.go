@@ -308,7 +308,7 @@ func (h *Harness) checkNoToken() {
 func (h *Harness) Workbook(month time.Time, name string) (*excelize.File, string) {
 	h.T.Helper()
 	path := filepath.Join(h.Dir, name)
-	st, err := store.OpenReadOnly(context.Background(), h.DB)
+	st, err := store.Open(context.Background(), h.DB, store.ReadOnly())
 	if err != nil {
 		h.T.Fatal(err)
 	}
