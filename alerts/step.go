@@ -38,7 +38,11 @@ func CheckAndSend(ctx context.Context, env *job.Env, runID uuid.UUID) (Check, er
 	env.Emit(check)
 	var hook *Webhook
 	if w := cfg.Alerts.Webhook; w != nil {
-		if hook, err = NewWebhook(w, os.Getenv, env.Version); err != nil {
+		sec, err := w.Secret(os.Getenv)
+		if err != nil {
+			return check, err
+		}
+		if hook, err = NewWebhook(w, sec, env.Version); err != nil {
 			return check, err
 		}
 		if TuneWebhook != nil {

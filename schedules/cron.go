@@ -76,7 +76,7 @@ func NewScheduler(r *Runner, opts ScheduleOptions) (*Scheduler, error) {
 	r.onAlerts = s.mon.alertsChecked
 	r.onFreshness = s.mon.freshnessChecked
 	s.mon.staleAfter = r.Config.Usage.StaleAfter
-	if exp, ok := fetch.TokenExpiry(r.Token); ok {
+	if exp, ok := fetch.TokenExpiry(r.Token.Reveal()); ok {
 		s.mon.tokenExpires = &exp
 	}
 	return s, nil

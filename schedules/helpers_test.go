@@ -25,6 +25,7 @@ import (
 	"github.com/tally-dev/tally/fetch/sim"
 	"github.com/tally-dev/tally/ingest"
 	"github.com/tally-dev/tally/internal/prooftest"
+	"github.com/tally-dev/tally/internal/secret"
 	"github.com/tally-dev/tally/job"
 	"github.com/tally-dev/tally/store"
 )
@@ -155,7 +156,7 @@ schedule:
 		t.Fatalf("config:\n%s\n%v", yaml, err)
 	}
 	log := zerolog.New(zerolog.SyncWriter(h.logs)).Level(zerolog.DebugLevel).With().Timestamp().Logger()
-	h.runner = &Runner{Config: cfg, CheckToken: ingest.CheckOrgToken, Token: testToken, Log: log, Version: "test", Now: h.clock.Now, Retry: fastRetry()}
+	h.runner = &Runner{Config: cfg, CheckToken: ingest.CheckOrgToken, Token: secret.New(testToken), Log: log, Version: "test", Now: h.clock.Now, Retry: fastRetry()}
 	t.Cleanup(func() { h.checkNoToken() })
 	return h
 }

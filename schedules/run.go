@@ -13,6 +13,7 @@ import (
 	"github.com/tally-dev/tally/alerts"
 	"github.com/tally-dev/tally/configs"
 	"github.com/tally-dev/tally/fetch"
+	"github.com/tally-dev/tally/internal/secret"
 	"github.com/tally-dev/tally/job"
 	"github.com/tally-dev/tally/store"
 )
@@ -22,12 +23,12 @@ import (
 // and the version for the User-Agent.
 type Runner struct {
 	Config *configs.Config
-	Token  string // the api: form's token
+	Token  secret.Value // the api: form's token
 	// Tokens are an organizations: config's tokens by organization name;
 	// TokenErrs say why one could not be read. An organization with
 	// neither, or with an expired token, is not fetched and the run is
 	// partial, naming it.
-	Tokens    map[string]string
+	Tokens    map[string]secret.Value
 	TokenErrs map[string]error
 	Log       zerolog.Logger
 	Version   string
@@ -45,7 +46,7 @@ type Runner struct {
 	// CheckToken, when set, refuses a token past its expiry before a run
 	// sends it (and warns of one expiring soon): ingest.CheckOrgToken,
 	// handed in by the command line so the runner knows no capability.
-	CheckToken func(cfg *configs.Config, o configs.Organization, token string, now time.Time, log zerolog.Logger) error
+	CheckToken func(cfg *configs.Config, o configs.Organization, token secret.Value, now time.Time, log zerolog.Logger) error
 
 	// Retry, when set, replaces the policy built from the config, so
 	// tests (this package's and each capability's) retry through injected
@@ -100,7 +101,7 @@ func (r *Runner) Client() (*fetch.Client, error) {
 }
 
 // orgClient builds organization o's client: its address, paths and token.
-func (r *Runner) orgClient(o configs.Organization, token string) (*fetch.Client, error) {
+func (r *Runner) orgClient(o configs.Organization, token secret.Value) (*fetch.Client, error) {
 	api := r.Config.API
 	policy := fetch.DefaultRetry()
 	policy.MaxAttempts = api.MaxRetries + 1
@@ -127,7 +128,7 @@ func (r *Runner) orgClient(o configs.Organization, token string) (*fetch.Client,
 
 // checkToken is r.CheckToken, when set, of organization o's token (o
 // zero: the api: form's).
-func (r *Runner) checkToken(o configs.Organization, token string, now time.Time) error {
+func (r *Runner) checkToken(o configs.Organization, token secret.Value, now time.Time) error {
 	if r.CheckToken == nil {
 		return nil
 	}
@@ -144,7 +145,7 @@ func (r *Runner) orgEnvs(now time.Time) ([]job.OrgEnv, error) {
 		switch err := r.TokenErrs[o.Name]; {
 		case err != nil:
 			oe.Err = err
-		case !ok || tok == "":
+		case !ok || tok.IsZero():
 			oe.Err = fmt.Errorf("no token read for organization %s (%s.token_env or token_file)", o.Name, o.Field)
 		default:
 			if err := r.checkToken(o, tok, now); err != nil {
@@ -224,7 +225,7 @@ func (r *Runner) Record(ctx context.Context, command, jobName string, fn job.Ste
 		if orgs, err = r.orgEnvs(now().UTC()); err != nil {
 			return out, err
 		}
-	} else if r.Token != "" {
+	} else if !r.Token.IsZero() {
 		// No token: the command runs no fetch (it sends nothing to
 		// the interface), so it read none; a fetch step refuses.
 		if err := r.checkToken(configs.Organization{}, r.Token, now().UTC()); err != nil {

@@ -24,6 +24,7 @@ import (
 	"github.com/tally-dev/tally/configs"
 	"github.com/tally-dev/tally/fetch/sim"
 	"github.com/tally-dev/tally/ingest"
+	"github.com/tally-dev/tally/internal/secret"
 	"github.com/tally-dev/tally/job"
 	"github.com/tally-dev/tally/reports"
 	"github.com/tally-dev/tally/schedules"
@@ -248,13 +249,13 @@ reports:
 	if err != nil {
 		return res, fmt.Errorf("demo config: %w", err)
 	}
-	r := &schedules.Runner{Config: cfg, CheckToken: ingest.CheckOrgToken, Token: token, Log: log, Version: version, Now: tick}
+	r := &schedules.Runner{Config: cfg, CheckToken: ingest.CheckOrgToken, Token: secret.New(token), Log: log, Version: version, Now: tick}
 	if source == tally.SourceProjects {
 		// A read at 23:50 UTC every other evening from the start of the
 		// previous month and on its last evening (the month's final
 		// figures: the next read gives the new month), quietly: today's
 		// run below logs as usual.
-		quiet := &schedules.Runner{Config: cfg, CheckToken: ingest.CheckOrgToken, Token: token, Log: log.Level(zerolog.FatalLevel), Version: version, Now: tick}
+		quiet := &schedules.Runner{Config: cfg, CheckToken: ingest.CheckOrgToken, Token: secret.New(token), Log: log.Level(zerolog.FatalLevel), Version: version, Now: tick}
 		var nights []time.Time
 		for night := start.Add(23*time.Hour + 50*time.Minute); night.Before(now); night = night.AddDate(0, 0, 2) {
 			nights = append(nights, night)

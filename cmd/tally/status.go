@@ -131,7 +131,7 @@ func statusTokens(cfg *configs.Config, now time.Time) []statusToken {
 			out = append(out, st)
 			continue
 		}
-		if exp, ok := fetch.TokenExpiry(tok); ok {
+		if exp, ok := fetch.TokenExpiry(tok.Reveal()); ok {
 			st.Expires = &exp
 			switch left := exp.Sub(now); {
 			case left <= 0:
@@ -259,7 +259,7 @@ func runStatus(ctx context.Context, o *statusOptions, w io.Writer) error {
 		// organization's own token is what a fetch sends.
 		rep.Tokens = statusTokens(cfg, time.Now())
 	} else if token, err := cfg.Token(os.Getenv); err == nil {
-		if exp, ok := fetch.TokenExpiry(token); ok {
+		if exp, ok := fetch.TokenExpiry(token.Reveal()); ok {
 			rep.TokenExpires = &exp
 		}
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/tally-dev/tally/fetch/sim"
 	"github.com/tally-dev/tally/ingest"
 	"github.com/tally-dev/tally/internal/prooftest"
+	"github.com/tally-dev/tally/internal/secret"
 	"github.com/tally-dev/tally/schedules"
 	"github.com/tally-dev/tally/store"
 )
@@ -166,7 +167,7 @@ schedule:
 		t.Fatalf("config:\n%s\n%v", yaml, err)
 	}
 	log := zerolog.New(zerolog.SyncWriter(h.Logs)).Level(zerolog.DebugLevel).With().Timestamp().Logger()
-	h.Runner = &schedules.Runner{Config: cfg, CheckToken: ingest.CheckOrgToken, Token: Token, Log: log, Version: "test", Now: h.Clock.Now, Retry: FastRetry()}
+	h.Runner = &schedules.Runner{Config: cfg, CheckToken: ingest.CheckOrgToken, Token: secret.New(Token), Log: log, Version: "test", Now: h.Clock.Now, Retry: FastRetry()}
 	t.Cleanup(func() { h.checkNoToken() })
 	return h
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/tally-dev/tally/fetch/sim"
 	"github.com/tally-dev/tally/ingest"
 	"github.com/tally-dev/tally/internal/prooftest"
+	"github.com/tally-dev/tally/internal/secret"
 	"github.com/tally-dev/tally/schedules"
 )
 
@@ -242,7 +243,7 @@ func (e *ProofEnv) Runner(cfg *configs.Config) *schedules.Runner {
 		cfg = e.Cfg
 	}
 	log := zerolog.New(e.Logs).Level(zerolog.DebugLevel).With().Timestamp().Logger()
-	return &schedules.Runner{Config: cfg, CheckToken: ingest.CheckOrgToken, Token: ProofToken, Log: log, Version: "proof", Now: e.Clock.Now,
+	return &schedules.Runner{Config: cfg, CheckToken: ingest.CheckOrgToken, Token: secret.New(ProofToken), Log: log, Version: "proof", Now: e.Clock.Now,
 		Retry: ProofPolicy(e.Sleeps, e.S.Attempts)}
 }
 
