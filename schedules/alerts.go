@@ -10,31 +10,6 @@ import (
 	"github.com/tally-dev/tally/job"
 )
 
-// fetchThenAlerts is a fetch followed by the alerts step's work
-// (alerts.CheckAndSend), as every fetch is: a budget crossed or a day that
-// jumped is news the morning it is fetched. It follows a fetch that loaded
-// what it could, whole or in part. An alert not sent after its tries makes
-// the fetch partial; a check that failed fails it.
-func fetchThenAlerts(ctx context.Context, env *job.Env, runID uuid.UUID, opts FetchOptions) (FetchSummary, error) {
-	sum, err := Fetch(ctx, env, runID, opts)
-	var partial *job.Partial
-	if err != nil && !errors.As(err, &partial) {
-		return sum, err
-	}
-	check, alertErr := alerts.CheckAndSend(ctx, env, runID)
-	sum.Alerts = check
-	switch {
-	case alertErr == nil:
-		return sum, err
-	case !errors.As(alertErr, new(*alerts.SendError)):
-		return sum, alertErr
-	case partial == nil:
-		return sum, job.StepErrors(alertErr)
-	}
-	partial.Add(alertErr)
-	return sum, partial
-}
-
 // AlertsSummary is what `tally alerts` found.
 type AlertsSummary struct {
 	Check alerts.Check

@@ -25,6 +25,7 @@ import (
 	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/alerts"
 	"github.com/tally-dev/tally/fetch/sim"
+	"github.com/tally-dev/tally/ingest"
 	"github.com/tally-dev/tally/internal/testkit/prooftest"
 	"github.com/tally-dev/tally/job"
 )
@@ -216,7 +217,7 @@ alerts:
     secret_file: %s
 `, hook.URL, secretFile)})
 
-	_, err := h.runner.Fetch(context.Background(), FetchOptions{})
+	_, err := runFetch(context.Background(), h.runner, ingest.FetchOptions{})
 	var pe *job.Partial
 	if !errors.As(err, &pe) || !strings.Contains(err.Error(), "webhook:"+hook.URL) || strings.Contains(err.Error(), "secretpath") {
 		t.Fatalf("first run: %v; want partial naming the sink by host only", err)
@@ -229,7 +230,7 @@ alerts:
 	sink.mu.Unlock()
 
 	h.clock.Set(h.clock.Now().Add(24 * time.Hour))
-	if _, err := h.runner.Fetch(context.Background(), FetchOptions{}); err != nil {
+	if _, err := runFetch(context.Background(), h.runner, ingest.FetchOptions{}); err != nil {
 		t.Fatalf("second run: %v", err)
 	}
 	want := []string{"budget org actual 80% 2026-06", "budget org actual 100% 2026-06", "budget org forecast 100% 2026-06",
@@ -254,7 +255,7 @@ alerts:
 
 	h.clock.Set(h.clock.Now().Add(24 * time.Hour))
 	before := len(sink.keys())
-	if _, err := h.runner.Fetch(context.Background(), FetchOptions{}); err != nil {
+	if _, err := runFetch(context.Background(), h.runner, ingest.FetchOptions{}); err != nil {
 		t.Fatalf("third run: %v", err)
 	}
 	if after := len(sink.keys()); after != before {
@@ -438,7 +439,7 @@ func TestOldAnomaliesAsTheDocsSay(t *testing.T) {
 			h := newHarness(t, setup{granularity: tally.Day, start: "2026-04-01", now: c.now, window: "31d",
 				spike: sim.Spike{Project: "newsroom", Meter: "streaming_egress_gb", Day: prooftest.Day(t, "2026-06-10"), Factor: 4},
 				extra: fmt.Sprintf("alerts:\n  webhook:\n    url: %s/hook\n    secret_env: TALLY_TEST_OLD_ANOMALY_SECRET\n", hook.URL)})
-			if _, err := h.runner.Fetch(context.Background(), FetchOptions{}); err != nil {
+			if _, err := runFetch(context.Background(), h.runner, ingest.FetchOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			prooftest.WithDB(t, h.db, func(db *sql.DB) {

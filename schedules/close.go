@@ -135,7 +135,7 @@ func closeOrgs(ctx context.Context, st *store.Store, cfg *configs.Config) ([]con
 	if cfg.Grouped() {
 		return orgs, nil
 	}
-	name, err := storedOrgName(ctx, st)
+	name, err := st.SingleOrganization(ctx)
 	if err != nil {
 		return nil, err
 	}

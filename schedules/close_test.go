@@ -173,7 +173,7 @@ func TestCloseOctoberThenLateChargesAreAdjustments(t *testing.T) {
 		t.Fatal("the simulator did not revise October between the close and the later run; the test proves nothing")
 	}
 	t.Logf("October at close %v, two days later %v: difference %v", atClose.Cost, later.Cost, want)
-	night, err := h.runner.Nightly(ctx, nil)
+	night, err := runNightly(ctx, h.runner, nil)
 	if err != nil {
 		t.Fatalf("nightly: %v", err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/configs"
 	"github.com/tally-dev/tally/export"
+	"github.com/tally-dev/tally/ingest"
 	"github.com/tally-dev/tally/internal/testkit/prooftest"
 	"github.com/tally-dev/tally/job"
 	"github.com/tally-dev/tally/reports"
@@ -25,7 +26,7 @@ import (
 // the real fetch path.
 func (h *harness) fetchAt(g tally.Granularity, from, to time.Time) {
 	h.t.Helper()
-	sum, err := h.runner.Fetch(context.Background(), FetchOptions{From: from, To: to, Granularity: g})
+	sum, err := runFetch(context.Background(), h.runner, ingest.FetchOptions{From: from, To: to, Granularity: g})
 	if err != nil {
 		h.t.Fatalf("fetch %s %s..%s: %v", g, from.Format(time.DateOnly), to.Format(time.DateOnly), err)
 	}
@@ -209,7 +210,7 @@ func TestMonthlyReportAtWeekAndYear(t *testing.T) {
 	} {
 		t.Run(string(tt.g), func(t *testing.T) {
 			h := newHarness(t, setup{granularity: tt.g, window: tt.window, start: "2025-01-01", now: "2025-03-10T12:00:00Z"})
-			_, err := h.runner.Nightly(context.Background(), months)
+			_, err := runNightly(context.Background(), h.runner, months)
 			var pe *job.Partial
 			var ge *reports.GranularityError
 			if !errors.As(err, &pe) || len(pe.Of(job.KindStep)) != 1 || !errors.As(pe.Of(job.KindStep)[0].Err, &ge) {
@@ -225,7 +226,7 @@ func TestMonthlyReportAtWeekAndYear(t *testing.T) {
 			}
 
 			h.fetchAt(tt.fetch, prooftest.Day(t, "2025-01-01"), prooftest.Day(t, "2025-03-01"))
-			sum, err := h.runner.Nightly(context.Background(), months)
+			sum, err := runNightly(context.Background(), h.runner, months)
 			if err != nil {
 				t.Fatalf("nightly after fetching %s: %v", tt.fetch, err)
 			}
@@ -245,7 +246,7 @@ func TestMonthlyReportAtWeekAndYear(t *testing.T) {
 // At month granularity the workbook equals the truth as it is.
 func TestMonthlyReportAtMonth(t *testing.T) {
 	h := newHarness(t, setup{granularity: tally.Month, window: "1m", start: "2025-01-01", now: "2025-03-10T12:00:00Z"})
-	sum, err := h.runner.Nightly(context.Background(), months)
+	sum, err := runNightly(context.Background(), h.runner, months)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,10 +4,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
-	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"strconv"
@@ -16,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/rs/zerolog"
 	"github.com/xuri/excelize/v2"
 
@@ -24,6 +22,7 @@ import (
 	"github.com/tally-dev/tally/export"
 	"github.com/tally-dev/tally/fetch"
 	"github.com/tally-dev/tally/fetch/sim"
+	"github.com/tally-dev/tally/ingest"
 	"github.com/tally-dev/tally/internal/secret"
 	"github.com/tally-dev/tally/internal/testkit/prooftest"
 	"github.com/tally-dev/tally/job"
@@ -102,9 +101,6 @@ type harness struct {
 	srv    *httptest.Server
 	logs   *bytes.Buffer
 	runner *Runner
-
-	mu        sync.Mutex
-	intercept func(w http.ResponseWriter, r *http.Request) bool
 }
 
 func newHarness(t *testing.T, s setup) *harness {
@@ -125,15 +121,7 @@ func newHarness(t *testing.T, s setup) *harness {
 		Token: testToken, Seed: 3, Start: prooftest.Day(t, s.start), Now: h.clock.Now,
 		PageSize: 500, UsagePaging: s.paging, Faults: s.faults, Deny: s.deny, Spike: s.spike,
 	})
-	h.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h.mu.Lock()
-		f := h.intercept
-		h.mu.Unlock()
-		if f != nil && f(w, r) {
-			return
-		}
-		h.sim.ServeHTTP(w, r)
-	}))
+	h.srv = httptest.NewServer(h.sim)
 	t.Cleanup(h.srv.Close)
 
 	months := s.months
@@ -168,7 +156,7 @@ schedule:
 		t.Fatalf("config:\n%s\n%v", yaml, err)
 	}
 	log := zerolog.New(zerolog.SyncWriter(h.logs)).Level(zerolog.DebugLevel).With().Timestamp().Logger()
-	h.runner = &Runner{Config: cfg, Token: secret.New(testToken), Log: log, Version: "test", Now: h.clock.Now, Retry: fastRetry()}
+	h.runner = &Runner{Config: cfg, CheckToken: ingest.CheckOrgToken, Token: secret.New(testToken), Log: log, Version: "test", Now: h.clock.Now, Retry: fastRetry()}
 	t.Cleanup(func() { h.checkNoToken() })
 	return h
 }
@@ -183,41 +171,6 @@ func (h *harness) export(ctx context.Context, req export.Request) (export.Summar
 	}
 	defer st.Close()
 	return export.Run(ctx, &job.Env{Config: h.runner.Config, Store: st, Log: h.runner.Log, Clock: h.runner.Now}, req)
-}
-
-// setIntercept installs f in front of the sim: when f returns true it has
-// answered the request.
-func (h *harness) setIntercept(f func(w http.ResponseWriter, r *http.Request) bool) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.intercept = f
-}
-
-// usageStart reads the startDate of a usage POST and puts the body back
-// for the sim; ok is false for any other request.
-func usageStart(r *http.Request) (start string, ok bool) {
-	if r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, "/reports/usage") {
-		return "", false
-	}
-	b, err := io.ReadAll(r.Body)
-	r.Body = io.NopCloser(bytes.NewReader(b))
-	if err != nil {
-		return "", false
-	}
-	var body struct {
-		StartDate string `json:"startDate"`
-	}
-	if json.Unmarshal(b, &body) != nil {
-		return "", false
-	}
-	return body.StartDate, true
-}
-
-// unavailable answers 503 with the interface's error body.
-func unavailable(w http.ResponseWriter) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusServiceUnavailable)
-	io.WriteString(w, `{"error":{"code":"ServiceUnavailable","detail":"the service is temporarily unavailable; retry later"}}`)
 }
 
 // query is the usage query of [from, to) in the harness's granularity and
@@ -238,11 +191,46 @@ func (h *harness) span() tally.UsageQuery {
 func (h *harness) basis() string { return string(h.span().Basis()) }
 
 // fetch runs one recorded fetch like `tally fetch`.
-func (h *harness) fetch(ctx context.Context) (FetchSummary, error) {
-	return h.runner.Fetch(ctx, FetchOptions{})
+func (h *harness) fetch(ctx context.Context) (ingest.FetchSummary, error) {
+	return runFetch(ctx, h.runner, ingest.FetchOptions{})
 }
 
-func (h *harness) mustFetch() FetchSummary {
+// runFetch is `tally fetch` with opts on r: ingest's step as one recorded
+// run, as the command line runs it.
+func runFetch(ctx context.Context, r *Runner, opts ingest.FetchOptions) (ingest.FetchSummary, error) {
+	var sum ingest.FetchSummary
+	out, err := r.Record(ctx, ingest.Command(opts), "", ingest.Step(opts, &sum))
+	sum.Published = out.Published
+	return sum, err
+}
+
+// nightlySummary is what runNightly did.
+type nightlySummary struct {
+	RunID   uuid.UUID
+	Fetch   ingest.FetchSummary
+	Reports []reports.Written
+}
+
+// runNightly is `tally run` on r as the command line runs it: the steps
+// fetch and report (of months, nil: reports.months) under one run id,
+// recorded under the only job's name when the config has one.
+func runNightly(ctx context.Context, r *Runner, months []string) (nightlySummary, error) {
+	var sum nightlySummary
+	name := ""
+	if jobs := r.Config.Schedule.Jobs; len(jobs) == 1 {
+		name = jobs[0].Name
+	}
+	report := func(ctx context.Context, env *job.Env, _ uuid.UUID) (job.Result, error) {
+		var err error
+		sum.Reports, err = reports.WriteMonths(ctx, env, months)
+		return job.Result{}, err
+	}
+	run, err := r.Run(ctx, "run", name, job.Named{Name: "fetch", Step: ingest.Step(ingest.FetchOptions{}, &sum.Fetch)}, job.Named{Name: "report", Step: report})
+	sum.RunID, sum.Fetch.Published = run.Run.ID, run.Run.Published
+	return sum, err
+}
+
+func (h *harness) mustFetch() ingest.FetchSummary {
 	h.t.Helper()
 	sum, err := h.fetch(context.Background())
 	if err != nil {
@@ -277,20 +265,6 @@ func (h *harness) wantExact(path, label string, q tally.UsageQuery) {
 			h.t.Errorf("%s: rows differ from the truth: %s", label, d)
 		}
 	})
-}
-
-// ledgerOverlaps lists loaded windows of the same granularity, basis and
-// scope that overlap: a window loaded twice.
-func ledgerOverlaps(t testing.TB, path string) []string {
-	t.Helper()
-	var out []string
-	prooftest.WithDB(t, path, func(db *sql.DB) {
-		out = prooftest.QueryStrings(t, db, `SELECT a.granularity || ' ' || a.start || '..' || a."end" || ' overlaps ' || b.start || '..' || b."end"
-FROM fetch_windows a JOIN fetch_windows b
-  ON a.granularity = b.granularity AND a.basis = b.basis AND a.scope = b.scope
- AND a.start < b."end" AND b.start < a."end" AND (a.start, a."end") < (b.start, b."end")`)
-	})
-	return out
 }
 
 // checkNoToken fails the test when the token appears in the logs or in any

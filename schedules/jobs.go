@@ -12,15 +12,6 @@ import (
 	"github.com/tally-dev/tally/job"
 )
 
-func init() { job.Register("fetch", fetchStep) }
-
-// fetchStep is `tally fetch` as a step: the due windows and reference data,
-// then the alerts step's work (fetchThenAlerts).
-func fetchStep(ctx context.Context, env *job.Env, runID uuid.UUID) (job.Result, error) {
-	sum, err := fetchThenAlerts(ctx, env, runID, FetchOptions{})
-	return job.Result{Rows: sum.Rows, Windows: sum.Loaded, Warnings: sum.Warnings}, err
-}
-
 // JobSummary is what one run of a scheduled job did.
 type JobSummary struct {
 	Run     RunOutcome

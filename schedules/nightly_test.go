@@ -25,7 +25,7 @@ func TestNightlyOneRunID(t *testing.T) {
 		granularity: tally.Day, start: "2025-02-01", now: "2025-03-04T09:00:00Z",
 		faults: faults(51), months: []string{"previous", "current"},
 	})
-	sum, err := h.runner.Nightly(context.Background(), nil)
+	sum, err := runNightly(context.Background(), h.runner, nil)
 	if err != nil {
 		t.Fatalf("nightly: %v", err)
 	}

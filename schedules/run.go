@@ -43,6 +43,11 @@ type Runner struct {
 	// schedule.lock_wait.
 	LockWait time.Duration
 
+	// CheckToken, when set, refuses a token past its expiry before a run
+	// sends it (and warns of one expiring soon): ingest.CheckOrgToken,
+	// handed in by the command line so the runner knows no capability.
+	CheckToken func(cfg *configs.Config, o configs.Organization, token secret.Value, now time.Time, log zerolog.Logger) error
+
 	// Retry, when set, replaces the policy built from the config, so
 	// tests (this package's and each capability's) retry through injected
 	// faults without really waiting.
@@ -121,6 +126,15 @@ func (r *Runner) orgClient(o configs.Organization, token secret.Value) (*fetch.C
 	)...)
 }
 
+// checkToken is r.CheckToken, when set, of organization o's token (o
+// zero: the api: form's).
+func (r *Runner) checkToken(o configs.Organization, token secret.Value, now time.Time) error {
+	if r.CheckToken == nil {
+		return nil
+	}
+	return r.CheckToken(r.Config, o, token, now, r.Log)
+}
+
 // orgEnvs builds each organization's client, or says why it is not
 // fetched this run: its token unread or expired.
 func (r *Runner) orgEnvs(now time.Time) ([]job.OrgEnv, error) {
@@ -134,7 +148,7 @@ func (r *Runner) orgEnvs(now time.Time) ([]job.OrgEnv, error) {
 		case !ok || tok.IsZero():
 			oe.Err = fmt.Errorf("no token read for organization %s (%s.token_env or token_file)", o.Name, o.Field)
 		default:
-			if err := CheckOrgToken(r.Config, o, tok, now, r.Log); err != nil {
+			if err := r.checkToken(o, tok, now); err != nil {
 				oe.Err = err
 				break
 			}
@@ -214,7 +228,7 @@ func (r *Runner) Record(ctx context.Context, command, jobName string, fn job.Ste
 	} else if !r.Token.IsZero() {
 		// No token: the command runs no fetch (it sends nothing to
 		// the interface), so it read none; a fetch step refuses.
-		if err := CheckToken(r.Config, r.Token, now().UTC(), r.Log); err != nil {
+		if err := r.checkToken(configs.Organization{}, r.Token, now().UTC()); err != nil {
 			return out, err
 		}
 		if client, err = r.Client(); err != nil {
@@ -413,20 +427,4 @@ func callRecovering(ctx context.Context, env *job.Env, runID uuid.UUID, fn job.S
 		}
 	}()
 	return fn(ctx, env, runID)
-}
-
-// Fetch is `tally fetch`: one recorded run of the fetch job.
-func (r *Runner) Fetch(ctx context.Context, opts FetchOptions) (FetchSummary, error) {
-	var sum FetchSummary
-	command := "fetch"
-	if opts.Refetch {
-		command = "refetch"
-	}
-	published, err := r.withRun(ctx, command, "", func(ctx context.Context, env *job.Env, runID uuid.UUID) (job.Result, error) {
-		var err error
-		sum, err = fetchThenAlerts(ctx, env, runID, opts)
-		return job.Result{Rows: sum.Rows, Windows: sum.Loaded, Warnings: sum.Warnings}, err
-	})
-	sum.Published = published
-	return sum, err
 }

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -28,6 +29,33 @@ func (s *Store) Organizations(ctx context.Context) ([]Organization, error) {
 		out = append(out, o)
 	}
 	return out, rows.Err()
+}
+
+// SingleOrganization is the name of the api: form's organization in s: the
+// one organization it holds, "" when it holds none yet. A fetch, a plan
+// and a close of the api: form all name it so.
+func (s *Store) SingleOrganization(ctx context.Context) (string, error) {
+	orgs, err := s.Organizations(ctx)
+	if err != nil {
+		return "", err
+	}
+	return SingleOrgName(orgs)
+}
+
+// SingleOrgName is the api: form's organization among those a store
+// holds: the one, "" when none yet.
+func SingleOrgName(orgs []Organization) (string, error) {
+	switch len(orgs) {
+	case 0:
+		return "", nil
+	case 1:
+		return orgs[0].Name, nil
+	}
+	names := make([]string, len(orgs))
+	for i, o := range orgs {
+		names[i] = o.Name
+	}
+	return "", fmt.Errorf("this store holds several organizations (%s), but the config has the api: form, one organization: list them under organizations:, each with its token", strings.Join(names, ", "))
 }
 
 // NoteOrganization records that the store holds organization name, with

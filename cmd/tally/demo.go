@@ -23,6 +23,7 @@ import (
 	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/configs"
 	"github.com/tally-dev/tally/fetch/sim"
+	"github.com/tally-dev/tally/ingest"
 	"github.com/tally-dev/tally/internal/secret"
 	"github.com/tally-dev/tally/job"
 	"github.com/tally-dev/tally/reports"
@@ -144,7 +145,7 @@ type demoResult struct {
 	// cost centre.
 	Statements []reports.Statement
 	BaseURL    string
-	Nightly    schedules.NightlySummary
+	Nightly    nightlySummary
 }
 
 // runDemo runs the whole nightly path on this machine: the simulated interface
@@ -251,13 +252,13 @@ reports:
 	if err != nil {
 		return res, fmt.Errorf("demo config: %w", err)
 	}
-	r := &schedules.Runner{Config: cfg, Token: secret.New(token), Log: log, Version: version, Now: tick}
+	r := &schedules.Runner{Config: cfg, CheckToken: ingest.CheckOrgToken, Token: secret.New(token), Log: log, Version: version, Now: tick}
 	if source == tally.SourceProjects {
 		// A read at 23:50 UTC every other evening from the start of the
 		// previous month and on its last evening (the month's final
 		// figures: the next read gives the new month), quietly: today's
 		// run below logs as usual.
-		quiet := &schedules.Runner{Config: cfg, Token: secret.New(token), Log: log.Level(zerolog.FatalLevel), Version: version, Now: tick}
+		quiet := &schedules.Runner{Config: cfg, CheckToken: ingest.CheckOrgToken, Token: secret.New(token), Log: log.Level(zerolog.FatalLevel), Version: version, Now: tick}
 		var nights []time.Time
 		for night := start.Add(23*time.Hour + 50*time.Minute); night.Before(now); night = night.AddDate(0, 0, 2) {
 			nights = append(nights, night)
@@ -271,13 +272,13 @@ reports:
 			// A project created later in the month is missing (404) from
 			// the reads before: those runs are partial, as they would be.
 			var partial *job.Partial
-			if _, err := quiet.Fetch(ctx, schedules.FetchOptions{}); err != nil && !errors.As(err, &partial) {
+			if _, err := fetchRun(ctx, quiet, ingest.FetchOptions{}); err != nil && !errors.As(err, &partial) {
 				return res, fmt.Errorf("read of %s: %w", night.Format(tally.DateLayout), err)
 			}
 		}
 		clock = now
 	}
-	res.Nightly, err = r.Nightly(ctx, nil)
+	res.Nightly, err = nightly(ctx, r, nil)
 	if err != nil {
 		return res, err
 	}
@@ -299,7 +300,7 @@ reports:
 	res.Final = sum.Close.FinalWorkbook
 	rev := demoRevision(now)
 	clock = rev.From.Add(30 * time.Minute)
-	if _, err := r.Fetch(ctx, schedules.FetchOptions{From: rev.Day, To: rev.Day.AddDate(0, 0, 1), Refetch: true}); err != nil {
+	if _, err := fetchRun(ctx, r, ingest.FetchOptions{From: rev.Day, To: rev.Day.AddDate(0, 0, 1), Refetch: true}); err != nil {
 		return res, fmt.Errorf("demo refetch of %s: %w", rev.Day.Format(tally.DateLayout), err)
 	}
 	pub, err := schedules.OpenPublished(ctx, cfg, log)

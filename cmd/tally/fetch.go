@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"slices"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/configs"
+	"github.com/tally-dev/tally/ingest"
 	"github.com/tally-dev/tally/internal/secret"
 	"github.com/tally-dev/tally/schedules"
 	"github.com/tally-dev/tally/store"
@@ -55,7 +57,7 @@ lookback rule is unchanged.`,
 			if _, err := opts.Resolve(r.Config, today(asOf)); err != nil {
 				return usageError{err}
 			}
-			sum, err := r.Fetch(cmd.Context(), opts)
+			sum, err := fetchRun(cmd.Context(), r, opts)
 			printFetchSummary(cmd, sum)
 			return err
 		},
@@ -116,12 +118,12 @@ func newRunner(cmd *cobra.Command, g *globalFlags, cfgPath string, steps stepsOf
 		return nil, usageError{err}
 	}
 	if !fetches {
-		return &schedules.Runner{Config: cfg, Log: log, Version: version, Commit: buildCommit(), Now: clock}, nil
+		return &schedules.Runner{Config: cfg, CheckToken: ingest.CheckOrgToken, Log: log, Version: version, Commit: buildCommit(), Now: clock}, nil
 	}
 	if cfg.Grouped() {
 		// Each organization's token is its own: one missing or expired
 		// fails that organization in the run, not the others.
-		r := &schedules.Runner{Config: cfg, Log: log, Version: version, Commit: buildCommit(), Now: clock,
+		r := &schedules.Runner{Config: cfg, CheckToken: ingest.CheckOrgToken, Log: log, Version: version, Commit: buildCommit(), Now: clock,
 			Tokens: map[string]secret.Value{}, TokenErrs: map[string]error{}}
 		for _, o := range cfg.Organizations {
 			tok, err := cfg.OrgToken(o, os.Getenv)
@@ -139,18 +141,18 @@ func newRunner(cmd *cobra.Command, g *globalFlags, cfgPath string, steps stepsOf
 	}
 	// An expired token stops every command that would send it, before
 	// anything is sent; each run warns of one expiring soon.
-	if err := schedules.CheckToken(cfg, token, clock().UTC(), zerolog.Nop()); err != nil {
+	if err := ingest.CheckToken(cfg, token, clock().UTC(), zerolog.Nop()); err != nil {
 		return nil, usageError{err}
 	}
-	return &schedules.Runner{Config: cfg, Token: token, Log: log, Version: version, Commit: buildCommit(), Now: clock}, nil
+	return &schedules.Runner{Config: cfg, CheckToken: ingest.CheckOrgToken, Token: token, Log: log, Version: version, Commit: buildCommit(), Now: clock}, nil
 }
 
 // fetchOptions parses --from, --to and --granularity.
-func fetchOptions(from, to, gran string, refetch bool) (schedules.FetchOptions, error) {
+func fetchOptions(from, to, gran string, refetch bool) (ingest.FetchOptions, error) {
 	if refetch && (from == "" || to == "") {
-		return schedules.FetchOptions{}, usageErr("--refetch needs --from and --to: the days to fetch again, e.g. --refetch --from 2026-09-01 --to 2026-10-01 (a whole history is never fetched again by accident)")
+		return ingest.FetchOptions{}, usageErr("--refetch needs --from and --to: the days to fetch again, e.g. --refetch --from 2026-09-01 --to 2026-10-01 (a whole history is never fetched again by accident)")
 	}
-	o := schedules.FetchOptions{Refetch: refetch}
+	o := ingest.FetchOptions{Refetch: refetch}
 	var err error
 	if from != "" {
 		if o.From, err = tally.ParseDate(from); err != nil {
@@ -170,7 +172,7 @@ func fetchOptions(from, to, gran string, refetch bool) (schedules.FetchOptions, 
 	return o, nil
 }
 
-func printFetchSummary(cmd *cobra.Command, s schedules.FetchSummary) {
+func printFetchSummary(cmd *cobra.Command, s ingest.FetchSummary) {
 	out := cmd.OutOrStdout()
 	if s.Projects {
 		fmt.Fprintf(out, "project reports: %d read of %d; estimated rows rebuilt: %d\n", s.Loaded, s.Planned, s.Rows)
@@ -182,4 +184,12 @@ func printFetchSummary(cmd *cobra.Command, s schedules.FetchSummary) {
 	if s.Published != "" {
 		fmt.Fprintf(out, "analysts' copy: %s\n", s.Published)
 	}
+}
+
+// fetchRun is `tally fetch`: one recorded run of the fetch step with opts.
+func fetchRun(ctx context.Context, r *schedules.Runner, opts ingest.FetchOptions) (ingest.FetchSummary, error) {
+	var sum ingest.FetchSummary
+	out, err := r.Record(ctx, ingest.Command(opts), "", ingest.Step(opts, &sum))
+	sum.Published = out.Published
+	return sum, err
 }

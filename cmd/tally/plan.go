@@ -14,7 +14,7 @@ import (
 
 	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/configs"
-	"github.com/tally-dev/tally/schedules"
+	"github.com/tally-dev/tally/ingest"
 )
 
 func init() { commands = append(commands, newPlanCmd) }
@@ -67,7 +67,7 @@ func newPlanCmd(g *globalFlags) *cobra.Command {
 			if _, err := opts.Resolve(cfg, now); err != nil {
 				return usageError{err}
 			}
-			rep, err := schedules.Plan(cmd.Context(), cfg, opts, now)
+			rep, err := ingest.Plan(cmd.Context(), cfg, opts, now)
 			if err != nil {
 				return err
 			}

@@ -72,7 +72,7 @@ func TestPlanIsWhatFetchRequests(t *testing.T) {
 			t.Fatalf("%s: plan is empty", name)
 		}
 		got, err := fetchWindows(t, cfg)
-		var pe interface{ Partial() bool }
+		var pe *job.Partial
 		if partial := errors.As(err, &pe); partial != wantPartial || (err != nil && !partial) {
 			t.Fatalf("%s: fetch: %v (want partial: %v)", name, err, wantPartial)
 		}

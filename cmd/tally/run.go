@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -10,6 +11,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tally-dev/tally/configs"
+	"github.com/tally-dev/tally/ingest"
+	"github.com/tally-dev/tally/job"
+	"github.com/tally-dev/tally/reports"
 	"github.com/tally-dev/tally/schedules"
 )
 
@@ -58,7 +62,7 @@ refused (exit 2) with their names, since no step may be skipped silently.`,
 			case len(jobs) == 1 && !slices.Equal(jobs[0].Run, configs.DefaultJobs()[0].Run):
 				return runJob(cmd, r, jobs[0].Name)
 			}
-			sum, err := r.Nightly(cmd.Context(), nil)
+			sum, err := nightly(cmd.Context(), r, nil)
 			printFetchSummary(cmd, sum.Fetch)
 			for _, w := range sum.Reports {
 				fmt.Fprintf(cmd.OutOrStdout(), "report %s: %s\n", w.Month.Format("2006-01"), w.Path)
@@ -111,4 +115,34 @@ func runJob(cmd *cobra.Command, r *schedules.Runner, name string) error {
 		names = append(names, j.Name)
 	}
 	return usageErr("--job %q is not a job of schedule.jobs; the jobs are: %s", name, strings.Join(names, ", "))
+}
+
+// nightlySummary is what `tally run` did.
+type nightlySummary struct {
+	RunID   uuid.UUID
+	Fetch   ingest.FetchSummary
+	Reports []reports.Written
+}
+
+// nightly is `tally run`: the steps fetch and report under one run id, on
+// the path every job's steps take (Runner.Run). Reports are written even
+// when some windows failed (the workbook's Summary shows how fresh the
+// data is), and the run is then partial. months nil: reports.months.
+func nightly(ctx context.Context, r *schedules.Runner, months []string) (nightlySummary, error) {
+	var sum nightlySummary
+	// With one job configured (the default nightly, or one whose steps are
+	// these), this run is that job's: recorded under its name, so tally
+	// status does not say the job never ran.
+	name := ""
+	if jobs := r.Config.Schedule.Jobs; len(jobs) == 1 {
+		name = jobs[0].Name
+	}
+	report := func(ctx context.Context, env *job.Env, _ uuid.UUID) (job.Result, error) {
+		var err error
+		sum.Reports, err = reports.WriteMonths(ctx, env, months)
+		return job.Result{}, err
+	}
+	run, err := r.Run(ctx, "run", name, job.Named{Name: "fetch", Step: ingest.Step(ingest.FetchOptions{}, &sum.Fetch)}, job.Named{Name: "report", Step: report})
+	sum.RunID, sum.Fetch.Published = run.Run.ID, run.Run.Published
+	return sum, err
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/tally-dev/tally/alerts"
 	"github.com/tally-dev/tally/configs"
 	"github.com/tally-dev/tally/fetch"
+	"github.com/tally-dev/tally/ingest"
 	"github.com/tally-dev/tally/reports"
 	"github.com/tally-dev/tally/schedules"
 	"github.com/tally-dev/tally/store"
@@ -122,7 +123,7 @@ func statusTokens(cfg *configs.Config, now time.Time) []statusToken {
 	var out []statusToken
 	for _, o := range cfg.Organizations {
 		st := statusToken{Organization: o.Name}
-		where, field := schedules.TokenSource(cfg, o)
+		where, field := ingest.TokenSource(cfg, o)
 		where += " (" + field + ".token_env / " + field + ".token_file)"
 		tok, err := cfg.OrgToken(o, os.Getenv)
 		if err != nil {

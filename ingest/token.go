@@ -1,4 +1,4 @@
-package schedules
+package ingest
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-package schedules
+package ingest
 
 import (
 	"context"
@@ -73,32 +73,6 @@ func (o *orgRun) organization(ctx context.Context) (tally.Organization, error) {
 	return *o.read, nil
 }
 
-// storedOrgName is the name of the api: form's organization in st: the one
-// organization it holds, "" when it holds none yet.
-func storedOrgName(ctx context.Context, st *store.Store) (string, error) {
-	orgs, err := st.Organizations(ctx)
-	if err != nil {
-		return "", err
-	}
-	return singleOrgName(orgs)
-}
-
-// singleOrgName is the api: form's organization among those a store
-// holds: the one, "" when none yet.
-func singleOrgName(orgs []store.Organization) (string, error) {
-	switch len(orgs) {
-	case 0:
-		return "", nil
-	case 1:
-		return orgs[0].Name, nil
-	}
-	names := make([]string, len(orgs))
-	for i, o := range orgs {
-		names[i] = o.Name
-	}
-	return "", fmt.Errorf("this store holds several organizations (%s), but the config has the api: form, one organization: list them under organizations:, each with its token", strings.Join(names, ", "))
-}
-
 // organizations resolves the organizations a fetch reads. The api: form's
 // is named by the store, or, the first time, by the organization resource
 // (read then, and kept for the snapshot); an organization the interface
@@ -118,7 +92,7 @@ func organizations(ctx context.Context, e *job.Env) ([]*orgRun, error) {
 			return nil, errors.New("no API token was read for this run, which fetches: set the variable api.token_env names, or api.token_file")
 		}
 		o := &orgRun{Org: e.Config.Orgs()[0], Client: e.Client, sent: e.Client.Requests(), retried: e.Client.Retries()}
-		name, err := singleOrgName(known)
+		name, err := store.SingleOrgName(known)
 		if err != nil {
 			return nil, err
 		}

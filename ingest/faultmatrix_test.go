@@ -1,4 +1,4 @@
-package schedules
+package ingest_test
 
 import (
 	"context"
@@ -13,7 +13,9 @@ import (
 
 	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/fetch/sim"
+	"github.com/tally-dev/tally/ingest"
 	"github.com/tally-dev/tally/internal/testkit/prooftest"
+	"github.com/tally-dev/tally/internal/testkit/runtest"
 	"github.com/tally-dev/tally/job"
 )
 
@@ -36,9 +38,9 @@ func proofWaitsWithin(t *testing.T, waits []time.Duration, lo, hi time.Duration)
 // proofResumed fails unless some page was cut after rows of it had gone
 // into the window's transaction and was resumed: asked for again with the
 // rows already taken skipped, not the window restarted.
-func proofResumed(t *testing.T, e *proofEnv) {
+func proofResumed(t *testing.T, e *runtest.ProofEnv) {
 	t.Helper()
-	if !strings.Contains(string(e.logs.Bytes()), "resuming page") {
+	if !strings.Contains(string(e.Logs.Bytes()), "resuming page") {
 		t.Error("no page was resumed after rows were taken: the cut fell before any row")
 	}
 }
@@ -51,17 +53,17 @@ func TestFaultMatrix(t *testing.T) {
 	}
 	cases := []struct {
 		name  string
-		setup proofSetup
-		rule  func(e *proofEnv) prooftest.Rule
+		setup runtest.ProofSetup
+		rule  func(e *runtest.ProofEnv) prooftest.Rule
 		// faultsPerRequest is how many faulty answers each distinct request
 		// gets; every one of them must have been answered and retried.
 		faultsPerRequest int
 		transportRetries bool // net/http may resend some of them itself
-		check            func(t *testing.T, e *proofEnv)
+		check            func(t *testing.T, e *runtest.ProofEnv)
 	}{
 		{
 			name: "429 storm, Retry-After in seconds",
-			rule: func(e *proofEnv) prooftest.Rule {
+			rule: func(e *runtest.ProofEnv) prooftest.Rule {
 				return func(w http.ResponseWriter, r *http.Request, q prooftest.Request) bool {
 					if q.Attempt > 3 {
 						return false
@@ -71,13 +73,13 @@ func TestFaultMatrix(t *testing.T) {
 				}
 			},
 			faultsPerRequest: 3,
-			check: func(t *testing.T, e *proofEnv) {
-				proofWaitsWithin(t, e.sleeps.all(), 7*time.Second, 7*time.Second)
+			check: func(t *testing.T, e *runtest.ProofEnv) {
+				proofWaitsWithin(t, e.Sleeps.All(), 7*time.Second, 7*time.Second)
 			},
 		},
 		{
 			name: "429 storm, Retry-After as an HTTP date",
-			rule: func(e *proofEnv) prooftest.Rule {
+			rule: func(e *runtest.ProofEnv) prooftest.Rule {
 				return func(w http.ResponseWriter, r *http.Request, q prooftest.Request) bool {
 					if q.Attempt > 3 {
 						return false
@@ -87,14 +89,14 @@ func TestFaultMatrix(t *testing.T) {
 				}
 			},
 			faultsPerRequest: 3,
-			check: func(t *testing.T, e *proofEnv) {
+			check: func(t *testing.T, e *runtest.ProofEnv) {
 				// An HTTP date has whole seconds: 9 s ahead is 8 to 9 s away.
-				proofWaitsWithin(t, e.sleeps.all(), 7*time.Second, 9*time.Second)
+				proofWaitsWithin(t, e.Sleeps.All(), 7*time.Second, 9*time.Second)
 			},
 		},
 		{
 			name: "429 storm, Retry-After 0",
-			rule: func(e *proofEnv) prooftest.Rule {
+			rule: func(e *runtest.ProofEnv) prooftest.Rule {
 				return func(w http.ResponseWriter, r *http.Request, q prooftest.Request) bool {
 					if q.Attempt > 3 {
 						return false
@@ -104,16 +106,16 @@ func TestFaultMatrix(t *testing.T) {
 				}
 			},
 			faultsPerRequest: 3,
-			check: func(t *testing.T, e *proofEnv) {
+			check: func(t *testing.T, e *runtest.ProofEnv) {
 				// 0 means "use your own backoff", never "retry at once": the
 				// default policy's first three waits, jittered above half
 				// the first delay.
-				proofWaitsWithin(t, e.sleeps.all(), 250*time.Millisecond, 2*time.Second)
+				proofWaitsWithin(t, e.Sleeps.All(), 250*time.Millisecond, 2*time.Second)
 			},
 		},
 		{
 			name: "429 storm, no Retry-After",
-			rule: func(e *proofEnv) prooftest.Rule {
+			rule: func(e *runtest.ProofEnv) prooftest.Rule {
 				return func(w http.ResponseWriter, r *http.Request, q prooftest.Request) bool {
 					if q.Attempt > 3 {
 						return false
@@ -123,13 +125,13 @@ func TestFaultMatrix(t *testing.T) {
 				}
 			},
 			faultsPerRequest: 3,
-			check: func(t *testing.T, e *proofEnv) {
-				proofWaitsWithin(t, e.sleeps.all(), 250*time.Millisecond, 2*time.Second)
+			check: func(t *testing.T, e *runtest.ProofEnv) {
+				proofWaitsWithin(t, e.Sleeps.All(), 250*time.Millisecond, 2*time.Second)
 			},
 		},
 		{
 			name: "burst of 500, 502, 503, 504",
-			rule: func(e *proofEnv) prooftest.Rule {
+			rule: func(e *runtest.ProofEnv) prooftest.Rule {
 				codes := []int{500, 502, 503, 504}
 				return func(w http.ResponseWriter, r *http.Request, q prooftest.Request) bool {
 					if q.Attempt > len(codes) {
@@ -140,13 +142,13 @@ func TestFaultMatrix(t *testing.T) {
 				}
 			},
 			faultsPerRequest: 4,
-			check: func(t *testing.T, e *proofEnv) {
-				proofWaitsWithin(t, e.sleeps.all(), 250*time.Millisecond, 4*time.Second)
+			check: func(t *testing.T, e *runtest.ProofEnv) {
+				proofWaitsWithin(t, e.Sleeps.All(), 250*time.Millisecond, 4*time.Second)
 			},
 		},
 		{
 			name: "connections reset before the answer",
-			rule: func(e *proofEnv) prooftest.Rule {
+			rule: func(e *runtest.ProofEnv) prooftest.Rule {
 				return func(w http.ResponseWriter, r *http.Request, q prooftest.Request) bool {
 					if q.Attempt > 2 {
 						return false
@@ -160,12 +162,12 @@ func TestFaultMatrix(t *testing.T) {
 		},
 		{
 			name: "JSON bodies cut mid-row",
-			rule: func(e *proofEnv) prooftest.Rule {
+			rule: func(e *runtest.ProofEnv) prooftest.Rule {
 				return func(w http.ResponseWriter, r *http.Request, q prooftest.Request) bool {
 					if q.Attempt > 1 {
 						return false
 					}
-					prooftest.Cut(w, r, e.sim, 0.5)
+					prooftest.Cut(w, r, e.Sim, 0.5)
 					return true
 				}
 			},
@@ -174,18 +176,18 @@ func TestFaultMatrix(t *testing.T) {
 		},
 		{
 			name:  "CSV bodies cut mid-row",
-			setup: proofSetup{format: "csv"},
-			rule: func(e *proofEnv) prooftest.Rule {
+			setup: runtest.ProofSetup{Format: "csv"},
+			rule: func(e *runtest.ProofEnv) prooftest.Rule {
 				return usageOnly(func(w http.ResponseWriter, r *http.Request, q prooftest.Request) bool {
 					if q.Attempt > 1 {
 						return false
 					}
-					prooftest.Cut(w, r, e.sim, 0.5)
+					prooftest.Cut(w, r, e.Sim, 0.5)
 					return true
 				})
 			},
-			check: func(t *testing.T, e *proofEnv) {
-				if e.faults.Faulty() == 0 {
+			check: func(t *testing.T, e *runtest.ProofEnv) {
+				if e.Faults.Faulty() == 0 {
 					t.Error("no CSV answer was cut")
 				}
 				proofResumed(t, e)
@@ -193,38 +195,38 @@ func TestFaultMatrix(t *testing.T) {
 		},
 		{
 			name:  "answers slower than api.timeout",
-			setup: proofSetup{timeout: "300ms"},
-			rule: func(e *proofEnv) prooftest.Rule {
+			setup: runtest.ProofSetup{Timeout: "300ms"},
+			rule: func(e *runtest.ProofEnv) prooftest.Rule {
 				// Usage and one reference request: each slow answer costs
 				// a real timeout.
 				return func(w http.ResponseWriter, r *http.Request, q prooftest.Request) bool {
 					if q.Attempt > 1 || !q.Usage && !strings.HasSuffix(r.URL.Path, "/organization") {
 						return false
 					}
-					prooftest.Wait(w, r, e.sim, 2*time.Second)
+					prooftest.Wait(w, r, e.Sim, 2*time.Second)
 					return true
 				}
 			},
-			check: func(t *testing.T, e *proofEnv) {
-				if e.faults.Faulty() == 0 {
+			check: func(t *testing.T, e *runtest.ProofEnv) {
+				if e.Faults.Faulty() == 0 {
 					t.Error("no answer was slow")
 				}
 			},
 		},
 		{
 			name:  "answers that stall mid-body longer than api.timeout",
-			setup: proofSetup{timeout: "300ms"},
-			rule: func(e *proofEnv) prooftest.Rule {
+			setup: runtest.ProofSetup{Timeout: "300ms"},
+			rule: func(e *runtest.ProofEnv) prooftest.Rule {
 				return usageOnly(func(w http.ResponseWriter, r *http.Request, q prooftest.Request) bool {
 					if q.Attempt > 1 {
 						return false
 					}
-					prooftest.Stall(w, r, e.sim, 2*time.Second)
+					prooftest.Stall(w, r, e.Sim, 2*time.Second)
 					return true
 				})
 			},
-			check: func(t *testing.T, e *proofEnv) {
-				if e.faults.Faulty() == 0 {
+			check: func(t *testing.T, e *runtest.ProofEnv) {
+				if e.Faults.Faulty() == 0 {
 					t.Error("no answer stalled")
 				}
 				proofResumed(t, e)
@@ -232,9 +234,9 @@ func TestFaultMatrix(t *testing.T) {
 		},
 		{
 			name:  "the interface refuses a range it should accept",
-			setup: proofSetup{faults: sim.Faults{RefuseRangeDays: 5}},
-			check: func(t *testing.T, e *proofEnv) {
-				if !strings.Contains(string(e.logs.Bytes()), "usage range refused, splitting") {
+			setup: runtest.ProofSetup{Faults: sim.Faults{RefuseRangeDays: 5}},
+			check: func(t *testing.T, e *runtest.ProofEnv) {
+				if !strings.Contains(string(e.Logs.Bytes()), "usage range refused, splitting") {
 					t.Error("no window was split: the logs never say so")
 				}
 			},
@@ -242,30 +244,30 @@ func TestFaultMatrix(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			e := proofStart(t, c.setup)
+			e := runtest.ProofStart(t, c.setup)
 			if c.rule != nil {
-				e.faults.Set(c.rule(e))
+				e.Faults.Set(c.rule(e))
 			}
-			sum := e.mustFetch()
+			sum := e.MustFetch()
 			if sum.RefErr != nil {
 				t.Errorf("reference data not refreshed: %v", sum.RefErr)
 			}
 			if c.faultsPerRequest > 0 {
-				if want := c.faultsPerRequest * e.faults.Distinct(); e.faults.Faulty() != want {
-					t.Errorf("%d faulty answers, want %d (%d per request)", e.faults.Faulty(), want, c.faultsPerRequest)
+				if want := c.faultsPerRequest * e.Faults.Distinct(); e.Faults.Faulty() != want {
+					t.Errorf("%d faulty answers, want %d (%d per request)", e.Faults.Faulty(), want, c.faultsPerRequest)
 				}
 				// net/http itself resends a GET whose reused connection
 				// was reset before any answer, so only answered faults
 				// must each have cost a retry.
-				if n := len(e.sleeps.all()); !c.transportRetries && n < e.faults.Faulty() {
-					t.Errorf("%d retries for %d faulty answers", n, e.faults.Faulty())
+				if n := len(e.Sleeps.All()); !c.transportRetries && n < e.Faults.Faulty() {
+					t.Errorf("%d retries for %d faulty answers", n, e.Faults.Faulty())
 				}
 			}
 			if c.check != nil {
 				c.check(t, e)
 			}
-			prooftest.Exact(t, e.sim, e.db, e.span())
-			prooftest.NoToken(t, "the logs", e.logs.Bytes())
+			prooftest.Exact(t, e.Sim, e.DB, e.Span())
+			prooftest.NoToken(t, "the logs", e.Logs.Bytes())
 		})
 	}
 }
@@ -273,32 +275,32 @@ func TestFaultMatrix(t *testing.T) {
 // TestFaultConnectionRefusedThenBack starts the fetch while nothing listens
 // on the interface's port; the port opens again after a few retries.
 func TestFaultConnectionRefusedThenBack(t *testing.T) {
-	e := proofStart(t, proofSetup{manual: true})
-	e.sleeps.onSleep = func(n int) {
+	e := runtest.ProofStart(t, runtest.ProofSetup{Manual: true})
+	e.Sleeps.OnSleep = func(n int) {
 		if n == 3 {
-			e.listen()
+			e.Listen()
 		}
 	}
-	e.mustFetch()
-	if n := len(e.sleeps.all()); n < 3 {
+	e.MustFetch()
+	if n := len(e.Sleeps.All()); n < 3 {
 		t.Fatalf("%d retries: the refused connections were not retried", n)
 	}
-	if !strings.Contains(string(e.logs.Bytes()), "connection refused") {
+	if !strings.Contains(string(e.Logs.Bytes()), "connection refused") {
 		t.Error("the logs never mention the refused connection")
 	}
-	prooftest.Exact(t, e.sim, e.db, e.span())
+	prooftest.Exact(t, e.Sim, e.DB, e.Span())
 
 	// Down again in the middle of the next run's windows, then back.
-	e.unlisten()
-	e.clock.Set(e.clock.Now().Add(24 * time.Hour))
-	before := len(e.sleeps.all())
-	e.sleeps.onSleep = func(n int) {
+	e.Unlisten()
+	e.Clock.Set(e.Clock.Now().Add(24 * time.Hour))
+	before := len(e.Sleeps.All())
+	e.Sleeps.OnSleep = func(n int) {
 		if n == before+2 {
-			e.listen()
+			e.Listen()
 		}
 	}
-	e.mustFetch()
-	prooftest.Exact(t, e.sim, e.db, e.span())
+	e.MustFetch()
+	prooftest.Exact(t, e.Sim, e.DB, e.Span())
 }
 
 // TestFaultWindowFailingEveryRetry: one window's requests fail with 503
@@ -306,16 +308,16 @@ func TestFaultConnectionRefusedThenBack(t *testing.T) {
 // others are exact, the failed one holds nothing, and the next run fetches
 // it.
 func TestFaultWindowFailingEveryRetry(t *testing.T) {
-	e := proofStart(t, proofSetup{attempts: 4})
+	e := runtest.ProofStart(t, runtest.ProofSetup{Attempts: 4})
 	bad := tally.Window{Start: prooftest.Day(t, "2026-01-15"), End: prooftest.Day(t, "2026-01-29"), Granularity: tally.Day}
-	e.faults.Set(func(w http.ResponseWriter, r *http.Request, q prooftest.Request) bool {
+	e.Faults.Set(func(w http.ResponseWriter, r *http.Request, q prooftest.Request) bool {
 		if q.Usage && q.Start == bad.Start.Format(tally.DateLayout) {
 			prooftest.Error(w, http.StatusServiceUnavailable, "")
 			return true
 		}
 		return false
 	})
-	sum, err := e.fetch()
+	sum, err := e.Fetch()
 	var pe *job.Partial
 	if !errors.As(err, &pe) {
 		t.Fatalf("fetch returned %v, want a *job.Partial", err)
@@ -329,11 +331,11 @@ func TestFaultWindowFailingEveryRetry(t *testing.T) {
 	if sum.Loaded != sum.Planned-1 {
 		t.Errorf("%d of %d windows loaded, want all but one", sum.Loaded, sum.Planned)
 	}
-	start, end := prooftest.Day(t, e.s.start), e.span().Window.End
-	prooftest.Exact(t, e.sim, e.db, e.query(start, bad.Start))
-	prooftest.Exact(t, e.sim, e.db, e.query(bad.End, end))
-	prooftest.WithDB(t, e.db, func(db *sql.DB) {
-		rows, _ := prooftest.StoredQuery(t, db, e.query(bad.Start, bad.End))
+	start, end := prooftest.Day(t, e.S.Start), e.Span().Window.End
+	prooftest.Exact(t, e.Sim, e.DB, e.Query(start, bad.Start))
+	prooftest.Exact(t, e.Sim, e.DB, e.Query(bad.End, end))
+	prooftest.WithDB(t, e.DB, func(db *sql.DB) {
+		rows, _ := prooftest.StoredQuery(t, db, e.Query(bad.Start, bad.End))
 		var ledger int
 		if err := db.QueryRow(`SELECT count(*) FROM fetch_windows WHERE start < ? AND "end" > ?`, bad.End, bad.Start).Scan(&ledger); err != nil {
 			t.Fatal(err)
@@ -343,9 +345,9 @@ func TestFaultWindowFailingEveryRetry(t *testing.T) {
 		}
 	})
 
-	e.faults.Set(nil)
-	e.mustFetch()
-	prooftest.Exact(t, e.sim, e.db, e.span())
+	e.Faults.Set(nil)
+	e.MustFetch()
+	prooftest.Exact(t, e.Sim, e.DB, e.Span())
 }
 
 // TestFaultLateChargesRevisedBetweenRuns: charges arrive after the first
@@ -355,18 +357,18 @@ func TestFaultWindowFailingEveryRetry(t *testing.T) {
 func TestFaultLateChargesRevisedBetweenRuns(t *testing.T) {
 	for _, reported := range []bool{false, true} {
 		t.Run(fmt.Sprintf("reported_date=%t", reported), func(t *testing.T) {
-			e := proofStart(t, proofSetup{reported: reported})
-			e.mustFetch()
-			prooftest.Exact(t, e.sim, e.db, e.span())
+			e := runtest.ProofStart(t, runtest.ProofSetup{Reported: reported})
+			e.MustFetch()
+			prooftest.Exact(t, e.Sim, e.DB, e.Span())
 
-			recent := e.query(prooftest.Day(t, "2026-03-08"), prooftest.Day(t, "2026-03-12"))
-			was := prooftest.RenderAll(e.sim.Rows(recent))
-			e.clock.Set(e.clock.Now().Add(30 * time.Hour))
-			if prooftest.FirstDiff(prooftest.RenderAll(e.sim.Rows(recent)), was) == "" {
+			recent := e.Query(prooftest.Day(t, "2026-03-08"), prooftest.Day(t, "2026-03-12"))
+			was := prooftest.RenderAll(e.Sim.Rows(recent))
+			e.Clock.Set(e.Clock.Now().Add(30 * time.Hour))
+			if prooftest.FirstDiff(prooftest.RenderAll(e.Sim.Rows(recent)), was) == "" {
 				t.Fatal("the sim revised nothing between the runs: the test proves nothing")
 			}
-			e.mustFetch()
-			prooftest.Exact(t, e.sim, e.db, e.span())
+			e.MustFetch()
+			prooftest.Exact(t, e.Sim, e.DB, e.Span())
 		})
 	}
 }
@@ -376,19 +378,19 @@ func TestFaultLateChargesRevisedBetweenRuns(t *testing.T) {
 // loading at the same time. Both load, and the ledger ends with no day
 // twice.
 func TestFaultConcurrentWindowsOverlapOneOlderEntry(t *testing.T) {
-	e := proofStart(t, proofSetup{})
-	e.mustFetch()
-	e.clock.Set(e.clock.Now().Add(24 * time.Hour))
-	rerun := e.configWith(e.dir, func(s *proofSetup) { s.lookback = "20d" })
-	sum, err := e.runner(rerun).Fetch(context.Background(), FetchOptions{})
+	e := runtest.ProofStart(t, runtest.ProofSetup{})
+	e.MustFetch()
+	e.Clock.Set(e.Clock.Now().Add(24 * time.Hour))
+	rerun := e.ConfigWith(e.Dir, func(s *runtest.ProofSetup) { s.Lookback = "20d" })
+	sum, err := runtest.RunFetch(context.Background(), e.Runner(rerun), ingest.FetchOptions{})
 	if err != nil {
 		t.Fatalf("rerun: %v", err)
 	}
 	if sum.Planned != 2 || sum.Loaded != 2 {
 		t.Fatalf("rerun loaded %d of %d windows, want 2 of 2", sum.Loaded, sum.Planned)
 	}
-	prooftest.Exact(t, e.sim, e.db, e.span())
-	prooftest.WithDB(t, e.db, func(db *sql.DB) {
+	prooftest.Exact(t, e.Sim, e.DB, e.Span())
+	prooftest.WithDB(t, e.DB, func(db *sql.DB) {
 		var overlaps int
 		if err := db.QueryRow(`SELECT count(*) FROM fetch_windows a JOIN fetch_windows b
 ON a.granularity = b.granularity AND a.basis = b.basis AND a.scope = b.scope
@@ -426,7 +428,7 @@ func largeWindowFaults(seed int64) sim.Faults {
 // through unharmed. The requests sent against a fault-free fetch of the
 // same span are logged, not asserted (issue 11 asks at most 1.6):
 //
-//	go test ./schedules -run TestFaultLargestWindowsManyPages -v
+//	go test ./ingest -run TestFaultLargestWindowsManyPages -v
 func TestFaultLargestWindowsManyPages(t *testing.T) {
 	const seeds = 5
 	for _, c := range largeWindowCases {
@@ -435,28 +437,28 @@ func TestFaultLargestWindowsManyPages(t *testing.T) {
 			resumed := false
 			var pages int64
 			for seed := int64(11); seed < 11+seeds; seed++ {
-				h := newHarness(t, setup{granularity: c.g, start: "2026-01-01", now: c.now, window: c.window, paging: true, faults: largeWindowFaults(seed)})
-				sum := h.mustFetch()
+				h := runtest.NewHarness(t, runtest.Setup{Granularity: c.g, Start: "2026-01-01", Now: c.now, Window: c.window, Paging: true, Faults: largeWindowFaults(seed)})
+				sum := h.MustFetch()
 				if sum.Planned != c.windows || sum.Loaded != c.windows {
 					t.Fatalf("seed %d: planned %d, loaded %d windows; want %d", seed, sum.Planned, sum.Loaded, c.windows)
 				}
-				pages = int64(h.sim.Truth(h.span()).Rows+499) / 500
+				pages = int64(h.Sim.Truth(h.Span()).Rows+499) / 500
 				if pages < c.minPages {
 					t.Fatalf("%d pages: the case does not test many pages", pages)
 				}
-				if strings.Contains(h.logs.String(), "starting it over") {
+				if strings.Contains(h.Logs.String(), "starting it over") {
 					t.Errorf("seed %d: a window was started over; a cut page should be resumed", seed)
 				}
-				resumed = resumed || strings.Contains(h.logs.String(), "resuming page")
-				h.wantExact(h.db, fmt.Sprintf("%s, seed %d", c.name, seed), h.span())
+				resumed = resumed || strings.Contains(h.Logs.String(), "resuming page")
+				h.WantExact(h.DB, fmt.Sprintf("%s, seed %d", c.name, seed), h.Span())
 				faulty += sum.Requests
 				retries += sum.Retries
 			}
 			if !resumed {
 				t.Error("no page was resumed: the faults never cut a page after its first rows")
 			}
-			clean := newHarness(t, setup{granularity: c.g, start: "2026-01-01", now: c.now, window: c.window, paging: true})
-			base := clean.mustFetch()
+			clean := runtest.NewHarness(t, runtest.Setup{Granularity: c.g, Start: "2026-01-01", Now: c.now, Window: c.window, Paging: true})
+			base := clean.MustFetch()
 			// With 35% of requests faulty, 1/(1-0.35) = 1.54 requests a
 			// request is what any client needs on average.
 			t.Logf("%s: %d pages; over %d seeds %.1f requests a fetch through the faults (%.1f retries), %d without: ratio %.2f",
@@ -471,17 +473,17 @@ func TestFaultLargestWindowsManyPages(t *testing.T) {
 // and recorded in the ledger on its own; the split is in the log and in
 // fetch_windows, and the store ends exact.
 func TestFaultStubbornWindowIsSplit(t *testing.T) {
-	e := proofStart(t, proofSetup{attempts: 3})
+	e := runtest.ProofStart(t, runtest.ProofSetup{Attempts: 3})
 	bad := tally.Window{Start: prooftest.Day(t, "2026-01-01"), End: prooftest.Day(t, "2026-01-15"), Granularity: tally.Day}
-	e.faults.Set(func(w http.ResponseWriter, r *http.Request, q prooftest.Request) bool {
+	e.Faults.Set(func(w http.ResponseWriter, r *http.Request, q prooftest.Request) bool {
 		if q.Usage && q.Start == "2026-01-01" && q.End == "2026-01-15" {
-			prooftest.Cut(w, r, e.sim, 0.6)
+			prooftest.Cut(w, r, e.Sim, 0.6)
 			return true
 		}
 		return false
 	})
-	sum := e.mustFetch()
-	logs := string(e.logs.Bytes())
+	sum := e.MustFetch()
+	logs := string(e.Logs.Bytes())
 	if !strings.Contains(logs, "splitting it in two") || !strings.Contains(logs, "2026-01-01..2026-01-08 2026-01-08..2026-01-15") {
 		t.Errorf("the split of %s is not in the log", bad)
 	}
@@ -491,11 +493,11 @@ func TestFaultStubbornWindowIsSplit(t *testing.T) {
 	if sum.Loaded != sum.Planned {
 		t.Errorf("loaded %d of %d windows", sum.Loaded, sum.Planned)
 	}
-	prooftest.WithDB(t, e.db, func(db *sql.DB) {
+	prooftest.WithDB(t, e.DB, func(db *sql.DB) {
 		got := prooftest.QueryStrings(t, db, `SELECT strftime(start, '%Y-%m-%d') || '..' || strftime("end", '%Y-%m-%d') FROM fetch_windows WHERE start < DATE '2026-01-15' ORDER BY start`)
 		if want := []string{"2026-01-01..2026-01-08", "2026-01-08..2026-01-15"}; !slices.Equal(got, want) {
 			t.Errorf("ledger holds %v for the split window, want its halves %v", got, want)
 		}
 	})
-	prooftest.Exact(t, e.sim, e.db, e.span())
+	prooftest.Exact(t, e.Sim, e.DB, e.Span())
 }

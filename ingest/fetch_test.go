@@ -1,4 +1,4 @@
-package schedules
+package ingest_test
 
 import (
 	"context"
@@ -14,7 +14,9 @@ import (
 	"time"
 
 	"github.com/tally-dev/tally"
+	"github.com/tally-dev/tally/ingest"
 	"github.com/tally-dev/tally/internal/testkit/prooftest"
+	"github.com/tally-dev/tally/internal/testkit/runtest"
 	"github.com/tally-dev/tally/job"
 	"github.com/tally-dev/tally/store"
 )
@@ -24,50 +26,50 @@ import (
 // and late charges revised recent rows: the store equals the sim's truth
 // every time, exactly.
 func TestFetchThroughFaults(t *testing.T) {
-	for _, s := range []setup{
+	for _, s := range []runtest.Setup{
 		// 21 days in 7-day hour windows.
-		{granularity: tally.Hour, start: "2025-02-10", now: "2025-03-03T14:30:00Z", faults: faults(11)},
+		{Granularity: tally.Hour, Start: "2025-02-10", Now: "2025-03-03T14:30:00Z", Faults: runtest.Faults(11)},
 		// Two months in 7-day day windows, answers paged.
-		{granularity: tally.Day, start: "2025-01-01", now: "2025-03-03T14:30:00Z", faults: faults(12), paging: true},
+		{Granularity: tally.Day, Start: "2025-01-01", Now: "2025-03-03T14:30:00Z", Faults: runtest.Faults(12), Paging: true},
 	} {
-		t.Run(string(s.granularity), func(t *testing.T) {
-			h := newHarness(t, s)
+		t.Run(string(s.Granularity), func(t *testing.T) {
+			h := runtest.NewHarness(t, s)
 
-			first := h.mustFetch()
+			first := h.MustFetch()
 			if first.Planned < 3 {
 				t.Fatalf("planned %d windows; the test wants several", first.Planned)
 			}
 			if first.Retries == 0 {
 				t.Fatalf("no retries: the faults were not exercised (%+v)", first)
 			}
-			h.wantExact(h.db, "first fetch", h.span())
-			h.wantExact(store.PublishedPath(h.db), "published copy of the first fetch", h.span())
-			before := prooftest.Dump(t, h.db)
+			h.WantExact(h.DB, "first fetch", h.Span())
+			h.WantExact(store.PublishedPath(h.DB), "published copy of the first fetch", h.Span())
+			before := prooftest.Dump(t, h.DB)
 
-			second := h.mustFetch()
+			second := h.MustFetch()
 			if second.Planned >= first.Planned {
 				t.Errorf("second fetch planned %d windows, the first %d: only the lookback should be fetched again", second.Planned, first.Planned)
 			}
-			if d := prooftest.FirstDiff(prooftest.Dump(t, h.db), before); d != "" {
+			if d := prooftest.FirstDiff(prooftest.Dump(t, h.DB), before); d != "" {
 				t.Errorf("a second identical fetch changed the usage table: %s", d)
 			}
 
 			// Move the clock a day and five hours on: hours charged since
 			// are revised (processed, larger), and new hours appear.
-			oldSpan := h.span()
-			oldTruth := h.sim.Truth(oldSpan)
-			h.clock.Set(h.clock.Now().Add(29 * time.Hour))
-			if d := prooftest.SameTotals(h.sim.Truth(oldSpan).Cost, oldTruth.Cost); d == "" {
+			oldSpan := h.Span()
+			oldTruth := h.Sim.Truth(oldSpan)
+			h.Clock.Set(h.Clock.Now().Add(29 * time.Hour))
+			if d := prooftest.SameTotals(h.Sim.Truth(oldSpan).Cost, oldTruth.Cost); d == "" {
 				t.Fatal("moving the clock revised nothing in the loaded span; the test checks nothing")
 			}
-			h.mustFetch()
-			h.wantExact(h.db, "after the revision", h.span())
-			h.wantExact(store.PublishedPath(h.db), "published copy after the revision", h.span())
-			if o := ledgerOverlaps(t, h.db); len(o) > 0 {
+			h.MustFetch()
+			h.WantExact(h.DB, "after the revision", h.Span())
+			h.WantExact(store.PublishedPath(h.DB), "published copy after the revision", h.Span())
+			if o := runtest.LedgerOverlaps(t, h.DB); len(o) > 0 {
 				t.Errorf("ledger has overlapping windows: %q", o)
 			}
 			// tally status adds the ledger's row counts up.
-			prooftest.WithDB(t, h.db, func(db *sql.DB) {
+			prooftest.WithDB(t, h.DB, func(db *sql.DB) {
 				var ledgerRows, rows int64
 				if err := db.QueryRow(`SELECT (SELECT sum(rows)::BIGINT FROM fetch_windows), (SELECT count(*) FROM usage)`).Scan(&ledgerRows, &rows); err != nil {
 					t.Fatal(err)
@@ -84,24 +86,24 @@ func TestFetchThroughFaults(t *testing.T) {
 // loaded: each window is fully old or fully new, the run is recorded as
 // failed, and the next run ends exact with no window loaded twice.
 func TestFetchCancelledThenRerun(t *testing.T) {
-	for _, s := range []setup{
-		{granularity: tally.Hour, start: "2025-01-20", now: "2025-03-03T14:30:00Z", faults: faults(22)},
-		{granularity: tally.Day, start: "2025-01-01", now: "2025-03-03T14:30:00Z", faults: faults(21)},
+	for _, s := range []runtest.Setup{
+		{Granularity: tally.Hour, Start: "2025-01-20", Now: "2025-03-03T14:30:00Z", Faults: runtest.Faults(22)},
+		{Granularity: tally.Day, Start: "2025-01-01", Now: "2025-03-03T14:30:00Z", Faults: runtest.Faults(21)},
 	} {
-		t.Run(string(s.granularity), func(t *testing.T) { fetchCancelledThenRerun(t, s) })
+		t.Run(string(s.Granularity), func(t *testing.T) { fetchCancelledThenRerun(t, s) })
 	}
 }
 
-func fetchCancelledThenRerun(t *testing.T, s setup) {
-	h := newHarness(t, s)
+func fetchCancelledThenRerun(t *testing.T, s runtest.Setup) {
+	h := runtest.NewHarness(t, s)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	// A worker asks for its next window only after loading the last one:
 	// when the fifth distinct window is asked for, at least two are in.
 	var mu sync.Mutex
 	seen := map[string]bool{}
-	h.setIntercept(func(w http.ResponseWriter, r *http.Request) bool {
-		start, ok := usageStart(r)
+	h.SetIntercept(func(w http.ResponseWriter, r *http.Request) bool {
+		start, ok := runtest.UsageStart(r)
 		if !ok {
 			return false
 		}
@@ -113,19 +115,19 @@ func fetchCancelledThenRerun(t *testing.T, s setup) {
 		}
 		return false
 	})
-	sum, err := h.fetch(ctx)
+	sum, err := h.Fetch(ctx)
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled fetch: %v, want context.Canceled", err)
 	}
 	if sum.Loaded < 2 || sum.Loaded >= sum.Planned {
 		t.Fatalf("cancelled fetch loaded %d of %d windows; want some but not all", sum.Loaded, sum.Planned)
 	}
-	h.setIntercept(nil)
+	h.SetIntercept(nil)
 
 	// What is in is whole: every ledger window holds exactly its truth,
 	// and no row lies outside the ledger.
 	var loaded []tally.Window
-	prooftest.WithDB(t, h.db, func(db *sql.DB) {
+	prooftest.WithDB(t, h.DB, func(db *sql.DB) {
 		var status, msg string
 		if err := db.QueryRow(`SELECT status, error FROM runs`).Scan(&status, &msg); err != nil {
 			t.Fatal(err)
@@ -139,7 +141,7 @@ func fetchCancelledThenRerun(t *testing.T, s setup) {
 		}
 		defer rows.Close()
 		for rows.Next() {
-			w := tally.Window{Granularity: s.granularity}
+			w := tally.Window{Granularity: s.Granularity}
 			if err := rows.Scan(&w.Start, &w.End); err != nil {
 				t.Fatal(err)
 			}
@@ -147,7 +149,7 @@ func fetchCancelledThenRerun(t *testing.T, s setup) {
 			loaded = append(loaded, w)
 		}
 	})
-	for _, l := range strings.Split(h.logs.String(), "\n") {
+	for _, l := range strings.Split(h.Logs.String(), "\n") {
 		if strings.Contains(l, "\"window\"") {
 			t.Log(l)
 		}
@@ -157,22 +159,22 @@ func fetchCancelledThenRerun(t *testing.T, s setup) {
 	}
 	inLedger := 0
 	for _, w := range loaded {
-		q := h.query(w.Start, w.End)
-		h.wantExact(h.db, "window "+w.String()+" loaded before the cancel", q)
-		inLedger += h.sim.Truth(q).Rows
+		q := h.Query(w.Start, w.End)
+		h.WantExact(h.DB, "window "+w.String()+" loaded before the cancel", q)
+		inLedger += h.Sim.Truth(q).Rows
 	}
-	prooftest.WithDB(t, h.db, func(db *sql.DB) {
-		if _, n := prooftest.Totals(t, db, s.granularity, "usage", prooftest.Day(t, "2000-01-01"), prooftest.Day(t, "2100-01-01")); n != inLedger {
+	prooftest.WithDB(t, h.DB, func(db *sql.DB) {
+		if _, n := prooftest.Totals(t, db, s.Granularity, "usage", prooftest.Day(t, "2000-01-01"), prooftest.Day(t, "2100-01-01")); n != inLedger {
 			t.Errorf("usage holds %d rows, the ledger's windows %d: rows outside any loaded window", n, inLedger)
 		}
 	})
 
-	rerun := h.mustFetch()
+	rerun := h.MustFetch()
 	if rerun.Planned > sum.Planned-sum.Loaded+2 {
 		t.Errorf("rerun planned %d windows; %d were missing (plus the lookback)", rerun.Planned, sum.Planned-sum.Loaded)
 	}
-	h.wantExact(h.db, "after the rerun", h.span())
-	if o := ledgerOverlaps(t, h.db); len(o) > 0 {
+	h.WantExact(h.DB, "after the rerun", h.Span())
+	if o := runtest.LedgerOverlaps(t, h.DB); len(o) > 0 {
 		t.Errorf("ledger has overlapping windows: %q", o)
 	}
 }
@@ -181,34 +183,34 @@ func fetchCancelledThenRerun(t *testing.T, s setup) {
 // window: the fetch is partial and names it, the other windows are exact,
 // and the next run, with the fault gone, repairs it.
 func TestFetchWindowFailingEveryRetry(t *testing.T) {
-	for _, s := range []setup{
-		{granularity: tally.Hour, start: "2025-02-03", now: "2025-03-03T14:30:00Z", faults: faults(32)},
-		{granularity: tally.Day, start: "2025-01-01", now: "2025-03-03T14:30:00Z", faults: faults(31)},
+	for _, s := range []runtest.Setup{
+		{Granularity: tally.Hour, Start: "2025-02-03", Now: "2025-03-03T14:30:00Z", Faults: runtest.Faults(32)},
+		{Granularity: tally.Day, Start: "2025-01-01", Now: "2025-03-03T14:30:00Z", Faults: runtest.Faults(31)},
 	} {
-		t.Run(string(s.granularity), func(t *testing.T) { fetchWindowFailingEveryRetry(t, s) })
+		t.Run(string(s.Granularity), func(t *testing.T) { fetchWindowFailingEveryRetry(t, s) })
 	}
 }
 
-func fetchWindowFailingEveryRetry(t *testing.T, s setup) {
-	h := newHarness(t, s)
-	plan, _, err := PlanWindows(context.Background(), h.runner.Config, nil, FetchOptions{}, h.clock.Now())
+func fetchWindowFailingEveryRetry(t *testing.T, s runtest.Setup) {
+	h := runtest.NewHarness(t, s)
+	plan, _, err := ingest.PlanWindows(context.Background(), h.Runner.Config, nil, ingest.FetchOptions{}, h.Clock.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
 	bad := plan[2].Window
 	var attempts int
 	var mu sync.Mutex
-	h.setIntercept(func(w http.ResponseWriter, r *http.Request) bool {
-		if start, ok := usageStart(r); ok && start == bad.Start.Format(tally.DateLayout) {
+	h.SetIntercept(func(w http.ResponseWriter, r *http.Request) bool {
+		if start, ok := runtest.UsageStart(r); ok && start == bad.Start.Format(tally.DateLayout) {
 			mu.Lock()
 			attempts++
 			mu.Unlock()
-			unavailable(w)
+			runtest.Unavailable(w)
 			return true
 		}
 		return false
 	})
-	sum, err := h.fetch(context.Background())
+	sum, err := h.Fetch(context.Background())
 	var pe *job.Partial
 	if !errors.As(err, &pe) {
 		t.Fatalf("fetch: %v, want a *job.Partial", err)
@@ -219,8 +221,8 @@ func fetchWindowFailingEveryRetry(t *testing.T, s setup) {
 	if !strings.Contains(err.Error(), bad.String()) {
 		t.Errorf("error %q does not name window %s", err, bad)
 	}
-	if attempts != fastRetry().MaxAttempts {
-		t.Errorf("the failing window was asked for %d times, want %d (the retry budget, not more)", attempts, fastRetry().MaxAttempts)
+	if attempts != runtest.FastRetry().MaxAttempts {
+		t.Errorf("the failing window was asked for %d times, want %d (the retry budget, not more)", attempts, runtest.FastRetry().MaxAttempts)
 	}
 	if sum.Loaded != len(plan)-1 || sum.Published == "" {
 		t.Errorf("loaded %d of %d windows, published %q", sum.Loaded, len(plan), sum.Published)
@@ -229,10 +231,10 @@ func fetchWindowFailingEveryRetry(t *testing.T, s setup) {
 		if pw.Window == bad {
 			continue
 		}
-		h.wantExact(h.db, "window "+pw.String()+" beside the failed one", h.query(pw.Start, pw.End))
+		h.WantExact(h.DB, "window "+pw.String()+" beside the failed one", h.Query(pw.Start, pw.End))
 	}
-	prooftest.WithDB(t, h.db, func(db *sql.DB) {
-		if _, n := prooftest.Totals(t, db, s.granularity, "usage", bad.Start, bad.End); n != 0 {
+	prooftest.WithDB(t, h.DB, func(db *sql.DB) {
+		if _, n := prooftest.Totals(t, db, s.Granularity, "usage", bad.Start, bad.End); n != 0 {
 			t.Errorf("the failed window holds %d rows", n)
 		}
 		var status, msg string
@@ -244,12 +246,12 @@ func fetchWindowFailingEveryRetry(t *testing.T, s setup) {
 		}
 	})
 
-	h.setIntercept(nil)
-	st, err := store.Open(context.Background(), h.db, store.ReadOnly())
+	h.SetIntercept(nil)
+	st, err := store.Open(context.Background(), h.DB, store.ReadOnly())
 	if err != nil {
 		t.Fatal(err)
 	}
-	next, _, err := PlanWindows(context.Background(), h.runner.Config, st, FetchOptions{}, h.clock.Now())
+	next, _, err := ingest.PlanWindows(context.Background(), h.Runner.Config, st, ingest.FetchOptions{}, h.Clock.Now())
 	st.Close()
 	if err != nil {
 		t.Fatal(err)
@@ -259,26 +261,26 @@ func fetchWindowFailingEveryRetry(t *testing.T, s setup) {
 	}) {
 		t.Errorf("the next plan %v does not fetch the failed window %s as missing", next, bad)
 	}
-	h.mustFetch()
-	h.wantExact(h.db, "after the repair", h.span())
+	h.MustFetch()
+	h.WantExact(h.DB, "after the repair", h.Span())
 }
 
 // TestFetchReportedBasis fetches with filterOnReportedDate: rows land with
 // basis 'reported' and equal the truth of the reported query.
 func TestFetchReportedBasis(t *testing.T) {
-	for _, s := range []setup{
-		{granularity: tally.Day, start: "2025-01-10", now: "2025-03-03T14:30:00Z", reported: true, faults: faults(41)},
-		{granularity: tally.Hour, start: "2025-02-16", now: "2025-03-03T14:30:00Z", reported: true, faults: faults(42)},
+	for _, s := range []runtest.Setup{
+		{Granularity: tally.Day, Start: "2025-01-10", Now: "2025-03-03T14:30:00Z", Reported: true, Faults: runtest.Faults(41)},
+		{Granularity: tally.Hour, Start: "2025-02-16", Now: "2025-03-03T14:30:00Z", Reported: true, Faults: runtest.Faults(42)},
 	} {
-		t.Run(string(s.granularity), func(t *testing.T) {
-			h := newHarness(t, s)
-			h.mustFetch()
-			q := h.span()
+		t.Run(string(s.Granularity), func(t *testing.T) {
+			h := runtest.NewHarness(t, s)
+			h.MustFetch()
+			q := h.Span()
 			if q.Basis() != tally.BasisReported {
 				t.Fatal("the query is not on the reported basis")
 			}
-			h.wantExact(h.db, "reported basis", q)
-			prooftest.WithDB(t, h.db, func(db *sql.DB) {
+			h.WantExact(h.DB, "reported basis", q)
+			prooftest.WithDB(t, h.DB, func(db *sql.DB) {
 				var other, uncharged int
 				if err := db.QueryRow(`SELECT count(*) FILTER (basis <> 'reported'), count(*) FILTER (date_processed IS NULL) FROM usage`).Scan(&other, &uncharged); err != nil {
 					t.Fatal(err)
@@ -291,7 +293,7 @@ func TestFetchReportedBasis(t *testing.T) {
 			// would notice rows filtered on the wrong date.
 			uq := q
 			uq.ReportedDate = false
-			if prooftest.SameTotals(h.sim.Truth(uq).Cost, h.sim.Truth(q).Cost) == "" {
+			if prooftest.SameTotals(h.Sim.Truth(uq).Cost, h.Sim.Truth(q).Cost) == "" {
 				t.Fatal("usage and reported truths are equal; the test cannot tell the bases apart")
 			}
 		})
@@ -303,23 +305,23 @@ func TestFetchReportedBasis(t *testing.T) {
 // complete state, and the fetch finishes and publishes while the reader
 // still has the old copy open.
 func TestPublishedCopyWhileFetching(t *testing.T) {
-	h := newHarness(t, setup{granularity: tally.Day, start: "2025-01-20", now: "2025-03-03T14:30:00Z"})
-	h.mustFetch()
-	published := store.PublishedPath(h.db)
-	oldSpan := h.span()
-	oldTruth := h.sim.Truth(oldSpan)
+	h := runtest.NewHarness(t, runtest.Setup{Granularity: tally.Day, Start: "2025-01-20", Now: "2025-03-03T14:30:00Z"})
+	h.MustFetch()
+	published := store.PublishedPath(h.DB)
+	oldSpan := h.Span()
+	oldTruth := h.Sim.Truth(oldSpan)
 
-	h.clock.Set(h.clock.Now().Add(26 * time.Hour))
-	newSpan := h.span()
-	if prooftest.SameTotals(h.sim.Truth(newSpan).Cost, oldTruth.Cost) == "" {
+	h.Clock.Set(h.Clock.Now().Add(26 * time.Hour))
+	newSpan := h.Span()
+	if prooftest.SameTotals(h.Sim.Truth(newSpan).Cost, oldTruth.Cost) == "" {
 		t.Fatal("the clock moved but the truth did not; the test checks nothing")
 	}
 	// Hold the first usage answer until the reader is done: a slow answer
 	// that keeps the fetch busy for as long as the test needs.
 	busy, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once
-	h.setIntercept(func(w http.ResponseWriter, r *http.Request) bool {
-		if _, ok := usageStart(r); ok {
+	h.SetIntercept(func(w http.ResponseWriter, r *http.Request) bool {
+		if _, ok := runtest.UsageStart(r); ok {
 			once.Do(func() { close(busy) })
 			<-release
 		}
@@ -327,7 +329,7 @@ func TestPublishedCopyWhileFetching(t *testing.T) {
 	})
 	done := make(chan error, 1)
 	go func() {
-		_, err := h.fetch(context.Background())
+		_, err := h.Fetch(context.Background())
 		done <- err
 	}()
 	select {
@@ -372,7 +374,7 @@ func TestPublishedCopyWhileFetching(t *testing.T) {
 	// session is closed first; an analyst's own process needs no such step.
 	readTotals("after the fetch, same session")
 	closeReader()
-	h.wantExact(published, "published copy after the fetch", newSpan)
+	h.WantExact(published, "published copy after the fetch", newSpan)
 }
 
 // The numbers need payment methods, rate cards and projects; the
@@ -382,10 +384,10 @@ func TestPublishedCopyWhileFetching(t *testing.T) {
 // optional one failing otherwise (5xx every retry), makes the run partial
 // naming it, and the previous snapshot stays.
 func TestOptionalReferenceResources(t *testing.T) {
-	warnings := func(t *testing.T, h *harness) string {
+	warnings := func(t *testing.T, h *runtest.Harness) string {
 		t.Helper()
 		var w sql.NullString
-		prooftest.WithDB(t, h.db, func(db *sql.DB) {
+		prooftest.WithDB(t, h.DB, func(db *sql.DB) {
 			if err := db.QueryRow(`SELECT warnings FROM runs ORDER BY started DESC LIMIT 1`).Scan(&w); err != nil {
 				t.Fatal(err)
 			}
@@ -401,8 +403,8 @@ func TestOptionalReferenceResources(t *testing.T) {
 		{"locations forbidden", "locations", http.StatusForbidden, "locations: "},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			h := newHarness(t, setup{granularity: "day", start: "2026-09-01", now: "2026-09-20T12:00:00Z", deny: map[string]int{c.resource: c.status}})
-			sum, err := h.fetch(context.Background())
+			h := runtest.NewHarness(t, runtest.Setup{Granularity: "day", Start: "2026-09-01", Now: "2026-09-20T12:00:00Z", Deny: map[string]int{c.resource: c.status}})
+			sum, err := h.Fetch(context.Background())
 			if err != nil {
 				t.Fatalf("an optional resource answering %d made the fetch fail: %v", c.status, err)
 			}
@@ -412,14 +414,14 @@ func TestOptionalReferenceResources(t *testing.T) {
 			if w := warnings(t, h); !strings.HasPrefix(w, c.warning) || !strings.Contains(w, "optional") {
 				t.Errorf("runs.warnings %q, want the warning recorded on the run", w)
 			}
-			h.wantExact(h.db, c.name, h.span())
+			h.WantExact(h.DB, c.name, h.Span())
 		})
 	}
 
 	t.Run("projects forbidden", func(t *testing.T) {
-		h := newHarness(t, setup{granularity: "day", start: "2026-09-01", now: "2026-09-20T12:00:00Z"})
-		h.mustFetch()
-		h.setIntercept(func(w http.ResponseWriter, r *http.Request) bool {
+		h := runtest.NewHarness(t, runtest.Setup{Granularity: "day", Start: "2026-09-01", Now: "2026-09-20T12:00:00Z"})
+		h.MustFetch()
+		h.SetIntercept(func(w http.ResponseWriter, r *http.Request) bool {
 			if r.URL.Path == "/api/v1/projects" {
 				w.Header().Set("Content-Type", "application/json")
 				w.WriteHeader(http.StatusForbidden)
@@ -428,12 +430,12 @@ func TestOptionalReferenceResources(t *testing.T) {
 			}
 			return false
 		})
-		_, err := h.fetch(context.Background())
+		_, err := h.Fetch(context.Background())
 		var pe *job.Partial
 		if !errors.As(err, &pe) || !strings.Contains(err.Error(), "projects: ") || !strings.Contains(err.Error(), "403") {
 			t.Fatalf("fetch: %v; want partial naming projects and the 403", err)
 		}
-		prooftest.WithDB(t, h.db, func(db *sql.DB) {
+		prooftest.WithDB(t, h.DB, func(db *sql.DB) {
 			var n int
 			if err := db.QueryRow(`SELECT count(*) FROM projects`).Scan(&n); err != nil || n == 0 {
 				t.Errorf("the previous projects snapshot is gone (%d projects, %v)", n, err)
@@ -442,7 +444,7 @@ func TestOptionalReferenceResources(t *testing.T) {
 	})
 
 	t.Run("organization failing every retry", func(t *testing.T) {
-		h := newHarness(t, setup{granularity: "day", start: "2026-09-01", now: "2026-09-20T12:00:00Z"})
+		h := runtest.NewHarness(t, runtest.Setup{Granularity: "day", Start: "2026-09-01", Now: "2026-09-20T12:00:00Z"})
 		down := func(w http.ResponseWriter, r *http.Request) bool {
 			if r.URL.Path == "/api/v1/organization" {
 				w.Header().Set("Content-Type", "application/json")
@@ -455,23 +457,23 @@ func TestOptionalReferenceResources(t *testing.T) {
 		// The first fetch names the store's organization from the
 		// interface: an outage then fails it, loading and naming
 		// nothing, rather than name the organization for good.
-		h.setIntercept(down)
-		_, err := h.fetch(context.Background())
+		h.SetIntercept(down)
+		_, err := h.Fetch(context.Background())
 		var pe *job.Partial
 		if err == nil || errors.As(err, &pe) || !strings.Contains(err.Error(), "names the store's organization") {
 			t.Fatalf("first fetch: %v; want it to fail, naming the organization", err)
 		}
-		prooftest.WithDB(t, h.db, func(db *sql.DB) {
+		prooftest.WithDB(t, h.DB, func(db *sql.DB) {
 			var rows, orgs int
 			if err := db.QueryRow(`SELECT (SELECT count(*) FROM usage), (SELECT count(*) FROM organizations)`).Scan(&rows, &orgs); err != nil || rows != 0 || orgs != 0 {
 				t.Errorf("after the failed first fetch: %d usage rows, %d organizations (%v); want none", rows, orgs, err)
 			}
 		})
 		// Later, the organization is optional like the other references.
-		h.setIntercept(nil)
-		h.mustFetch()
-		h.setIntercept(down)
-		_, err = h.fetch(context.Background())
+		h.SetIntercept(nil)
+		h.MustFetch()
+		h.SetIntercept(down)
+		_, err = h.Fetch(context.Background())
 		if !errors.As(err, &pe) || !strings.Contains(err.Error(), "organization: ") {
 			t.Fatalf("fetch: %v; want partial naming the organization", err)
 		}

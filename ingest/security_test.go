@@ -1,4 +1,4 @@
-package schedules
+package ingest_test
 
 import (
 	"context"
@@ -11,7 +11,9 @@ import (
 	"testing"
 
 	"github.com/tally-dev/tally"
+	"github.com/tally-dev/tally/ingest"
 	"github.com/tally-dev/tally/internal/testkit/prooftest"
+	"github.com/tally-dev/tally/internal/testkit/runtest"
 	"github.com/tally-dev/tally/job"
 )
 
@@ -30,13 +32,13 @@ func TestSecurityNextLinkToAnotherOriginRefused(t *testing.T) {
 		http.Error(w, "not here", http.StatusTeapot)
 	}))
 	defer other.Close()
-	e := proofStart(t, proofSetup{paging: true})
+	e := runtest.ProofStart(t, runtest.ProofSetup{Paging: true})
 	linked := tally.Window{Start: prooftest.Day(t, "2026-01-15"), End: prooftest.Day(t, "2026-01-29"), Granularity: tally.Day}
 	moved := tally.Window{Start: prooftest.Day(t, "2026-02-12"), End: prooftest.Day(t, "2026-02-26"), Granularity: tally.Day}
-	e.faults.Set(func(w http.ResponseWriter, r *http.Request, q prooftest.Request) bool {
+	e.Faults.Set(func(w http.ResponseWriter, r *http.Request, q prooftest.Request) bool {
 		switch {
 		case q.Usage && q.Start == linked.Start.Format(tally.DateLayout):
-			rec := prooftest.Record(e.sim, r)
+			rec := prooftest.Record(e.Sim, r)
 			body := regexp.MustCompile(`"@odata.nextLink":"http://[^/"]+`).ReplaceAllString(rec.Body.String(), `"@odata.nextLink":"`+other.URL)
 			prooftest.Send(w, rec, []byte(body))
 			return true
@@ -46,7 +48,7 @@ func TestSecurityNextLinkToAnotherOriginRefused(t *testing.T) {
 		}
 		return false
 	})
-	_, err := e.fetch()
+	_, err := e.Fetch()
 	var pe *job.Partial
 	if !errors.As(err, &pe) || len(pe.Of(job.KindWindow)) != 2 || pe.Of(job.KindWindow)[0].Window != linked || pe.Of(job.KindWindow)[1].Window != moved {
 		t.Fatalf("fetch returned %v, want a partial error naming %s and %s", err, linked, moved)
@@ -60,29 +62,29 @@ func TestSecurityNextLinkToAnotherOriginRefused(t *testing.T) {
 	if n := elsewhere.Load(); n != 0 {
 		t.Errorf("the other origin got %d requests", n)
 	}
-	span := e.span()
-	prooftest.Exact(t, e.sim, e.db, e.query(span.Window.Start, linked.Start))
-	prooftest.Exact(t, e.sim, e.db, e.query(linked.End, moved.Start))
-	prooftest.Exact(t, e.sim, e.db, e.query(moved.End, span.Window.End))
-	prooftest.NoToken(t, "the logs", e.logs.Bytes())
+	span := e.Span()
+	prooftest.Exact(t, e.Sim, e.DB, e.Query(span.Window.Start, linked.Start))
+	prooftest.Exact(t, e.Sim, e.DB, e.Query(linked.End, moved.Start))
+	prooftest.Exact(t, e.Sim, e.DB, e.Query(moved.End, span.Window.End))
+	prooftest.NoToken(t, "the logs", e.Logs.Bytes())
 }
 
 // TestSecurityTLSVerified: an https interface whose certificate nobody
 // trusts. Every request fails on the certificate, is not retried, and no
 // request reaches the handler (so no token was sent).
 func TestSecurityTLSVerified(t *testing.T) {
-	e := proofStart(t, proofSetup{tls: true})
-	_, err := e.runner(nil).Fetch(context.Background(), FetchOptions{})
+	e := runtest.ProofStart(t, runtest.ProofSetup{Tls: true})
+	_, err := runtest.RunFetch(context.Background(), e.Runner(nil), ingest.FetchOptions{})
 	if err == nil {
 		t.Fatal("the fetch succeeded against a certificate nobody trusts")
 	}
 	if !strings.Contains(err.Error(), "certificate") {
 		t.Errorf("the error does not name the certificate:\n%v", err)
 	}
-	if n := e.sim.Requests(); n != 0 {
+	if n := e.Sim.Requests(); n != 0 {
 		t.Errorf("%d requests reached the interface over an unverified connection", n)
 	}
-	if n := len(e.sleeps.all()); n != 0 {
+	if n := len(e.Sleeps.All()); n != 0 {
 		t.Errorf("a certificate failure was retried %d times", n)
 	}
 }

@@ -1,4 +1,4 @@
-package schedules
+package ingest
 
 import (
 	"context"
@@ -89,7 +89,7 @@ func (sum FetchSummary) partial(other []error) *job.Partial {
 func PlanWindows(ctx context.Context, cfg *configs.Config, st *store.Store, opts FetchOptions, now time.Time) ([]tally.PlannedWindow, tally.UsageQuery, error) {
 	org := cfg.Orgs()[0]
 	if !cfg.Grouped() && st != nil {
-		name, err := storedOrgName(ctx, st)
+		name, err := st.SingleOrganization(ctx)
 		if err != nil {
 			return nil, tally.UsageQuery{}, err
 		}
@@ -133,7 +133,7 @@ func planOrgWindows(ctx context.Context, cfg *configs.Config, org configs.Organi
 // Fetch plans the due windows, fetches them concurrently (api.concurrency),
 // loads each in its own transaction as it completes and refreshes the
 // reference snapshots. Windows that fail after all
-// retries are listed in a *PartialError; the rest stay loaded.
+// retries are listed in a *job.Partial; the rest stay loaded.
 func Fetch(ctx context.Context, env *job.Env, runID uuid.UUID, opts FetchOptions) (FetchSummary, error) {
 	var sent, retried int64
 	if env.Client != nil {
@@ -256,13 +256,7 @@ feed:
 		log.Error().Err(unreachable).Msg("reference data not read: the interface could not be reached")
 	case ctx.Err() == nil:
 		refStart, refSent := time.Now(), client.Requests()
-		log.Info().Msg("reading reference data")
-		warnings, err := refreshReference(ctx, env, runID, o)
-		for _, w := range warnings {
-			log.Warn().Msg(w)
-		}
-		sum.Warnings = warnings
-		if err != nil {
+		if err := readReference(ctx, env, runID, o, log, &sum); err != nil {
 			sum.RefErr = err
 			log.Error().Err(err).Msg("reference data not refreshed")
 		}
@@ -349,13 +343,7 @@ func fetchOrgProjects(ctx context.Context, env *job.Env, runID uuid.UUID, _ Fetc
 	sum := FetchSummary{Projects: true}
 	log := o.log(env.Log)
 	sentBefore, retriedBefore := o.Client.Requests(), o.Client.Retries()
-	log.Info().Msg("reading reference data")
-	warnings, err := refreshReference(ctx, env, runID, o)
-	for _, w := range warnings {
-		log.Warn().Msg(w)
-	}
-	sum.Warnings = warnings
-	if err != nil {
+	if err := readReference(ctx, env, runID, o, log, &sum); err != nil {
 		var ue *fetch.UnreachableError
 		if errors.As(err, &ue) || ctx.Err() != nil {
 			return sum, nil, err
@@ -469,6 +457,19 @@ func loadWindow(ctx context.Context, env *job.Env, client *fetch.Client, log zer
 	}
 	rb, errB := loadWindow(ctx, env, client, log, runID, qb)
 	return store.LoadResult{Rows: ra.Rows + rb.Rows, Replaced: ra.Replaced + rb.Replaced, Duration: ra.Duration + rb.Duration}, errors.Join(errA, errB)
+}
+
+// readReference reads and snapshots o's reference data (refreshReference)
+// for a fetch, logging and keeping in sum the optional resources it went
+// without; the error is what could not be refreshed.
+func readReference(ctx context.Context, env *job.Env, runID uuid.UUID, o *orgRun, log zerolog.Logger, sum *FetchSummary) error {
+	log.Info().Msg("reading reference data")
+	warnings, err := refreshReference(ctx, env, runID, o)
+	for _, w := range warnings {
+		log.Warn().Msg(w)
+	}
+	sum.Warnings = warnings
+	return err
 }
 
 // refreshReference snapshots payment methods, their rate cards, projects,

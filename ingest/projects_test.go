@@ -1,4 +1,4 @@
-package schedules
+package ingest_test
 
 import (
 	"context"
@@ -14,8 +14,10 @@ import (
 
 	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/configs"
+	"github.com/tally-dev/tally/ingest"
 	"github.com/tally-dev/tally/internal/testkit/focuscheck"
 	"github.com/tally-dev/tally/internal/testkit/prooftest"
+	"github.com/tally-dev/tally/internal/testkit/runtest"
 	"github.com/tally-dev/tally/job"
 )
 
@@ -28,14 +30,14 @@ import (
 // workbook of the estimate says what it is.
 func TestProjectsSourceEqualsOrganizationAtSamePrice(t *testing.T) {
 	projects := []string{"archive", "newsroom", "sports-live", "training"}
-	h := newHarness(t, setup{granularity: tally.Day, start: "2026-04-01", now: "2026-06-01T01:00:00Z", window: "31d", faults: faults(21),
-		usage: "  source: projects\n  project_names: [" + strings.Join(projects, ", ") + "]\n"})
+	h := runtest.NewHarness(t, runtest.Setup{Granularity: tally.Day, Start: "2026-04-01", Now: "2026-06-01T01:00:00Z", Window: "31d", Faults: runtest.Faults(21),
+		Usage: "  source: projects\n  project_names: [" + strings.Join(projects, ", ") + "]\n"})
 	// The organization's report of April and May, into the same database.
-	org := *h.runner.Config
+	org := *h.Runner.Config
 	org.Usage.Source, org.Usage.ProjectNames = tally.SourceOrganization, nil
-	orgRunner := *h.runner
+	orgRunner := *h.Runner
 	orgRunner.Config = &org
-	if _, err := orgRunner.Fetch(context.Background(), FetchOptions{}); err != nil {
+	if _, err := runtest.RunFetch(context.Background(), &orgRunner, ingest.FetchOptions{}); err != nil {
 		t.Fatalf("organization fetch: %v", err)
 	}
 
@@ -47,8 +49,8 @@ func TestProjectsSourceEqualsOrganizationAtSamePrice(t *testing.T) {
 	last := june.AddDate(0, 0, 29).Add(23*time.Hour + 50*time.Minute)
 	reads = append(reads, last)
 	for _, at := range reads {
-		h.clock.Set(at)
-		if _, err := h.runner.Fetch(context.Background(), FetchOptions{}); err != nil {
+		h.Clock.Set(at)
+		if _, err := runtest.RunFetch(context.Background(), h.Runner, ingest.FetchOptions{}); err != nil {
 			t.Fatalf("read at %s: %v", at, err)
 		}
 	}
@@ -60,7 +62,7 @@ func TestProjectsSourceEqualsOrganizationAtSamePrice(t *testing.T) {
 	prices := map[key]map[string]bool{} // the unit prices the organization billed at
 	for _, p := range projects {
 		q := tally.UsageQuery{Window: tally.Window{Start: june, End: june.AddDate(0, 1, 0), Granularity: tally.Day}, ProjectNames: []string{p}}
-		for _, r := range h.sim.Rows(q) {
+		for _, r := range h.Sim.Rows(q) {
 			k := key{p, r.MeterName, r.Currency}
 			for _, m := range []map[key]*big.Rat{all, directCost} {
 				if m[k] == nil {
@@ -80,7 +82,7 @@ func TestProjectsSourceEqualsOrganizationAtSamePrice(t *testing.T) {
 		}
 	}
 	estimate, cardPrice := map[key]string{}, map[key]string{}
-	prooftest.WithDB(t, h.db, func(db *sql.DB) {
+	prooftest.WithDB(t, h.DB, func(db *sql.DB) {
 		for _, line := range prooftest.QueryStrings(t, db, `SELECT project || '|' || meter_name || '|' || currency || '|' || coalesce(CAST(cost AS VARCHAR), 'null') || '|' || coalesce(CAST(price AS VARCHAR), '') FROM (
     SELECT project, meter_name, currency, sum(cost) AS cost, any_value(price) AS price
     FROM usage_finest WHERE basis = 'estimated' AND date >= DATE '2026-06-01' AND date < DATE '2026-07-01'
@@ -127,13 +129,13 @@ func TestProjectsSourceEqualsOrganizationAtSamePrice(t *testing.T) {
 
 	// The FOCUS export of the estimate (the export step, basis estimated):
 	// conformant, billed nothing, the estimate as list and contracted cost.
-	cfg := h.runner.Config
-	cfg.Export = configs.ExportConfig{Dir: filepath.Join(h.dir, "lake"), Format: configs.ExportFOCUS}
-	if _, err := h.runner.RunJob(context.Background(), "run", configs.Job{Name: "export", Cron: "@daily", Run: []string{"export"}}); err != nil {
+	cfg := h.Runner.Config
+	cfg.Export = configs.ExportConfig{Dir: filepath.Join(h.Dir, "lake"), Format: configs.ExportFOCUS}
+	if _, err := h.Runner.RunJob(context.Background(), "run", configs.Job{Name: "export", Cron: "@daily", Run: []string{"export"}}); err != nil {
 		t.Fatal(err)
 	}
 	lake := `read_parquet('` + filepath.Join(cfg.Export.Dir, "focus", "*", "*.parquet") + `', hive_partitioning = true)`
-	prooftest.WithDB(t, h.db, func(db *sql.DB) {
+	prooftest.WithDB(t, h.DB, func(db *sql.DB) {
 		v, err := focuscheck.ExportViolations(context.Background(), db, cfg.Export.Dir)
 		if err != nil {
 			t.Fatal(err)
@@ -148,7 +150,7 @@ func TestProjectsSourceEqualsOrganizationAtSamePrice(t *testing.T) {
 	})
 
 	// The workbook of the estimate.
-	f, _ := h.workbook(june, "june-estimated.xlsx")
+	f, _ := h.Workbook(june, "june-estimated.xlsx")
 	summary, _ := f.GetRows("Summary")
 	notes, _ := f.GetRows("Notes")
 	props, _ := f.GetDocProps()
@@ -162,14 +164,14 @@ func TestProjectsSourceEqualsOrganizationAtSamePrice(t *testing.T) {
 // A project the interface does not know (404) is a failed read: the run
 // is partial naming it, and the other projects are kept.
 func TestProjectsSourceMissingProject(t *testing.T) {
-	h := newHarness(t, setup{granularity: tally.Day, start: "2026-04-01", now: "2026-06-10T23:50:00Z",
-		usage: "  source: projects\n  project_names: [newsroom, newsroooom]\n"})
-	_, err := h.runner.Fetch(context.Background(), FetchOptions{})
+	h := runtest.NewHarness(t, runtest.Setup{Granularity: tally.Day, Start: "2026-04-01", Now: "2026-06-10T23:50:00Z",
+		Usage: "  source: projects\n  project_names: [newsroom, newsroooom]\n"})
+	_, err := runtest.RunFetch(context.Background(), h.Runner, ingest.FetchOptions{})
 	var pe *job.Partial
 	if !errors.As(err, &pe) || !strings.Contains(err.Error(), "newsroooom") || !strings.Contains(err.Error(), "404") {
 		t.Fatalf("fetch: %v; want partial naming the missing project", err)
 	}
-	prooftest.WithDB(t, h.db, func(db *sql.DB) {
+	prooftest.WithDB(t, h.DB, func(db *sql.DB) {
 		got := prooftest.QueryStrings(t, db, `SELECT DISTINCT project FROM usage WHERE basis = 'estimated'`)
 		if strings.Join(got, ",") != "newsroom" {
 			t.Errorf("estimated projects %v", got)

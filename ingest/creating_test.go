@@ -1,4 +1,4 @@
-package schedules
+package ingest_test
 
 import (
 	"errors"
@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/tally-dev/tally/internal/testkit/prooftest"
+	"github.com/tally-dev/tally/internal/testkit/runtest"
 )
 
 // TestCrashWhileCreatingTheDatabase: a run killed while the database was
@@ -13,13 +14,13 @@ import (
 // or half-made file under it; the next run creates the database and
 // removes the leftover.
 func TestCrashWhileCreatingTheDatabase(t *testing.T) {
-	e := proofStart(t, proofSetup{})
-	leftover := e.db + ".creating-0123456789abcdef"
+	e := runtest.ProofStart(t, runtest.ProofSetup{})
+	leftover := e.DB + ".creating-0123456789abcdef"
 	if err := os.WriteFile(leftover, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	e.mustFetch()
-	prooftest.Exact(t, e.sim, e.db, e.span())
+	e.MustFetch()
+	prooftest.Exact(t, e.Sim, e.DB, e.Span())
 	if _, err := os.Stat(leftover); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the leftover of the killed creation is still there: %v", err)
 	}

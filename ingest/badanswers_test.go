@@ -1,4 +1,4 @@
-package schedules
+package ingest_test
 
 import (
 	"context"
@@ -15,7 +15,9 @@ import (
 	"github.com/xuri/excelize/v2"
 
 	"github.com/tally-dev/tally"
+	"github.com/tally-dev/tally/ingest"
 	"github.com/tally-dev/tally/internal/testkit/prooftest"
+	"github.com/tally-dev/tally/internal/testkit/runtest"
 	"github.com/tally-dev/tally/job"
 	"github.com/tally-dev/tally/reports"
 	"github.com/tally-dev/tally/store"
@@ -77,11 +79,11 @@ func TestBadAnswers(t *testing.T) {
 	// The first run loads everything; each case then runs again with a
 	// lookback of 20 days, which plans two windows: the one whose answer
 	// is corrupted, and the last one.
-	e := proofStart(t, proofSetup{lookback: "20d"})
-	e.mustFetch()
+	e := runtest.ProofStart(t, runtest.ProofSetup{Lookback: "20d"})
+	e.MustFetch()
 	bad := tally.Window{Start: prooftest.Day(t, "2026-02-18"), End: prooftest.Day(t, "2026-03-04"), Granularity: tally.Day}
-	badQ := e.query(bad.Start, bad.End)
-	answer := e.sim.Rows(badQ) // in answer order: row k is answer[k-1]
+	badQ := e.Query(bad.Start, bad.End)
+	answer := e.Sim.Rows(badQ) // in answer order: row k is answer[k-1]
 
 	type want struct {
 		errParts []string          // the window fails with an error holding these
@@ -239,28 +241,28 @@ func TestBadAnswers(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
 			db := filepath.Join(dir, "tally.duckdb")
-			proofCopyFile(t, e.db, db)
+			proofCopyFile(t, e.DB, db)
 			format := "json"
 			if c.csv {
 				format = "csv"
 			}
-			cfg := e.configWith(dir, func(s *proofSetup) { s.format = format })
-			e.faults.Set(func(w http.ResponseWriter, r *http.Request, q prooftest.Request) bool {
+			cfg := e.ConfigWith(dir, func(s *runtest.ProofSetup) { s.Format = format })
+			e.Faults.Set(func(w http.ResponseWriter, r *http.Request, q prooftest.Request) bool {
 				if !q.Usage || q.Start != bad.Start.Format(tally.DateLayout) {
 					return false
 				}
-				rec := prooftest.Record(e.sim, r)
+				rec := prooftest.Record(e.Sim, r)
 				prooftest.Send(w, rec, c.corrupt(t, rec.Body.Bytes()))
 				return true
 			})
-			defer e.faults.Set(nil)
+			defer e.Faults.Set(nil)
 			before := proofWindowRows(t, db, badQ)
-			sum, err := e.runner(cfg).Fetch(context.Background(), FetchOptions{})
+			sum, err := runtest.RunFetch(context.Background(), e.Runner(cfg), ingest.FetchOptions{})
 			if sum.Planned != 2 {
 				t.Fatalf("%d windows planned, want 2", sum.Planned)
 			}
 			run := proofLastRun(t, db)
-			others := e.query(bad.End, e.span().Window.End)
+			others := e.Query(bad.End, e.Span().Window.End)
 
 			if c.want.errParts != nil {
 				var pe *job.Partial
@@ -282,7 +284,7 @@ func TestBadAnswers(t *testing.T) {
 				if after.runs[run] > 0 {
 					t.Errorf("%d rows of the failed window come from the failed run", after.runs[run])
 				}
-				prooftest.Exact(t, e.sim, db, e.span())
+				prooftest.Exact(t, e.Sim, db, e.Span())
 			} else {
 				if err != nil {
 					t.Fatalf("fetch: %v", err)
@@ -303,7 +305,7 @@ func TestBadAnswers(t *testing.T) {
 			}
 			// Whatever happened to the bad window, the other one is exact
 			// and new.
-			prooftest.Exact(t, e.sim, db, others)
+			prooftest.Exact(t, e.Sim, db, others)
 			if got := proofWindowRows(t, db, others); got.runs[run] != len(got.lines) {
 				t.Errorf("%d of %d rows of the other window come from this run", got.runs[run], len(got.lines))
 			}
@@ -314,26 +316,26 @@ func TestBadAnswers(t *testing.T) {
 // TestUnknownEntitlementTypeFlagged: a type Tally does not know is stored
 // as sent and the month's workbook lists it under Flags, by name.
 func TestUnknownEntitlementTypeFlagged(t *testing.T) {
-	e := proofStart(t, proofSetup{})
-	e.faults.Set(func(w http.ResponseWriter, r *http.Request, q prooftest.Request) bool {
+	e := runtest.ProofStart(t, runtest.ProofSetup{})
+	e.Faults.Set(func(w http.ResponseWriter, r *http.Request, q prooftest.Request) bool {
 		if !q.Usage || q.Start != "2026-02-12" {
 			return false
 		}
-		rec := prooftest.Record(e.sim, r)
+		rec := prooftest.Record(e.Sim, r)
 		prooftest.Send(w, rec, proofEditRow(t, rec.Body.Bytes(), 1, func(row string) string {
 			return proofSetField(t, row, "entitlementType", `"loyaltyBonus"`)
 		}))
 		return true
 	})
-	e.mustFetch()
-	st, err := store.Open(context.Background(), e.db, store.ReadOnly())
+	e.MustFetch()
+	st, err := store.Open(context.Background(), e.DB, store.ReadOnly())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	path := filepath.Join(e.dir, "feb.xlsx")
+	path := filepath.Join(e.Dir, "feb.xlsx")
 	p := reports.Period{Month: prooftest.Day(t, "2026-02-01"), Basis: tally.BasisUsage, Granularity: tally.Day}
-	if err := reports.WriteFile(context.Background(), st.DB(), p, path, reports.Options{Now: e.clock.Now}); err != nil {
+	if err := reports.WriteFile(context.Background(), st.DB(), p, path, reports.Options{Now: e.Clock.Now}); err != nil {
 		t.Fatal(err)
 	}
 	f, err := excelize.OpenFile(path)

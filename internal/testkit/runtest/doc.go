@@ -1,0 +1,11 @@
+// Package runtest is the end-to-end harness of the capability packages'
+// tests, imported only by _test.go files: a simulated interface (fetch/sim)
+// behind an httptest server or a fault injector, a config in a temp folder,
+// a schedules.Runner on it with a clock the test moves and retries that
+// never really wait, and the checks that what a run loaded equals the
+// simulator's truth and that the token never lands in a log or a file.
+// Harness is the end-to-end tests'; ProofEnv the reliability and security
+// proofs', which record every retry wait. RunFetch runs ingest's step as
+// `tally fetch` does. The package schedules' own tests keep theirs, since
+// they cannot import a package that imports schedules.
+package runtest
