@@ -186,6 +186,15 @@ func (s *Store) RecordCloses(ctx context.Context, cs []CloseRecord) error {
 				return err
 			}
 		}
+		if !s.closeKeyed {
+			return nil
+		}
+		for _, r := range cs {
+			c := r.Close
+			if err := KeepCloseKeys(ctx, conn, c.Organization, c.Month, c.Basis, c.Granularity); err != nil {
+				return err
+			}
+		}
 		return nil
 	})
 }

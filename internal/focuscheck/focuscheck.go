@@ -4,8 +4,9 @@
 // whose commitment discounts are entitlements: the columns present with
 // their types, nullability, allowed values, ISO 4217 currencies,
 // non-negative prices and quantities, the conditional rules between
-// columns, and one SkuId per SkuPriceId across rows. Tally's tests run it over every FOCUS export they make; it is
-// not shipped in the binary.
+// columns, and one SkuId per SkuPriceId across rows. Tally's tests run it over every FOCUS export they make, and
+// count an export's rows of a closed month with it (Export); it is not
+// shipped in the binary.
 package focuscheck
 
 import (
