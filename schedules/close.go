@@ -392,10 +392,7 @@ func writeFinal(ctx context.Context, env *Env, r *store.CloseRecord, statements 
 		return staged, err
 	}
 	c.Action, c.ContentHash, c.FinalWorkbook, c.FinalSHA256 = store.ActionClose, fp.ContentHash, final, sum
-	r.Figures = make([]store.CloseFigure, len(fp.Figures))
-	for i, f := range fp.Figures {
-		r.Figures[i] = store.CloseFigure(f)
-	}
+	r.Figures = fp.Figures
 	// The cost centres' statements are final with the workbook: written
 	// under their final names before the close is recorded, with their
 	// sha256 in the record. A kill before the record leaves files no

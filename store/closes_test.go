@@ -17,7 +17,7 @@ func TestRecordCloseFingerprint(t *testing.T) {
 	ctx := context.Background()
 	oct, sep := date(t, "2026-10-01"), date(t, "2026-09-01")
 	at := time.Date(2026, 11, 5, 9, 0, 0, 0, time.UTC)
-	figs := []CloseFigure{
+	figs := []tally.CloseFigure{
 		{Project: "p1", MeterName: "m1", PaymentMethod: "pm", Currency: "EUR", Rows: 3, Cost: "1.000000000001", Billed: "1.000000000001", Effective: "1.000000000001", Quantity: "3", Unit: "minutes"},
 		{Project: "", MeterName: "m2", Currency: "EUR", Rows: 2, Cost: "2.5", Billed: "0", Effective: "2.5", Quantity: "5"},
 		{Project: "p2", MeterName: "m1", PaymentMethod: "pm2", Currency: "USD", Rows: 1, Cost: "0.1", Billed: "0.1", Effective: "0", Quantity: "0.5", Unit: "gigabytes"},
