@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tally-dev/tally"
+	"github.com/tally-dev/tally/job"
 	tallysql "github.com/tally-dev/tally/sql"
 )
 
@@ -44,6 +45,9 @@ func (e *GranularityError) Error() string {
 		e.Field, e.Granularity, e.Month.Format(monthLayout), e.Granularity, e.Basis,
 		e.Month.Format("2006-01-02"), e.Month.AddDate(0, 1, 0).Format("2006-01-02"), e.Field)
 }
+
+// Is makes it a refusal: nothing was written (exit 2).
+func (e *GranularityError) Is(target error) bool { return target == job.ErrRefused }
 
 // MonthGranularity returns the granularity a month's workbook reads for p.
 // Hour, day and month serve months and are returned as they are. For week

@@ -8,22 +8,23 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/tally-dev/tally/alerts"
+	"github.com/tally-dev/tally/job"
 	"github.com/tally-dev/tally/store"
 )
 
-func init() { RegisterStep("alerts", alertsStep) }
+func init() { job.Register("alerts", alertsStep) }
 
 // alertsStep checks budgets and anomalies and sends what is new, as every
 // fetch does at its end; a job lists it to check again after other steps,
 // or without fetching.
-func alertsStep(ctx context.Context, env *Env, runID uuid.UUID) (StepResult, error) {
+func alertsStep(ctx context.Context, env *job.Env, runID uuid.UUID) (job.Result, error) {
 	_, err := CheckAlerts(ctx, env, runID)
 	if err != nil {
 		if errors.As(err, new(*alerts.SendError)) {
-			return StepResult{}, &PartialError{Other: []error{err}}
+			return job.Result{}, job.StepErrors(err)
 		}
 	}
-	return StepResult{}, err
+	return job.Result{}, err
 }
 
 // CheckAlerts evaluates the budgets and anomalies on what the store holds,
@@ -32,12 +33,12 @@ func alertsStep(ctx context.Context, env *Env, runID uuid.UUID) (StepResult, err
 // *alerts.SendError, the alerts staying pending for the next run. Nothing
 // is checked when the config has neither budgets nor a webhook, so a
 // config without them costs no query.
-func CheckAlerts(ctx context.Context, env *Env, runID uuid.UUID) (alerts.Check, error) {
+func CheckAlerts(ctx context.Context, env *job.Env, runID uuid.UUID) (alerts.Check, error) {
 	cfg := env.Config
 	if len(cfg.Budgets) == 0 && cfg.Alerts.Webhook == nil {
 		return alerts.Check{}, nil
 	}
-	check, err := alerts.Evaluate(ctx, env.Store, cfg, runID, env.today(), env.AsOf, true)
+	check, err := alerts.Evaluate(ctx, env.Store, cfg, runID, env.Today(), env.AsOf, true)
 	if err != nil {
 		return check, err
 	}
@@ -51,9 +52,7 @@ func CheckAlerts(ctx context.Context, env *Env, runID uuid.UUID) (alerts.Check, 
 		ev.Str("actual", b.Actual.String()).Str("forecast", b.Forecast.String()).Str("amount", b.Budget.Amount.String()).
 			Float64("actual_ratio", b.ActualRatio()).Float64("forecast_ratio", b.ForecastRatio()).Msg("budget checked")
 	}
-	if env.OnAlerts != nil {
-		env.OnAlerts(check)
-	}
+	env.Emit(check)
 	var hook *alerts.Webhook
 	if w := cfg.Alerts.Webhook; w != nil {
 		if hook, err = alerts.NewWebhook(w, os.Getenv, env.Version); err != nil {
@@ -105,13 +104,13 @@ func (r *Runner) Alerts(ctx context.Context, dryRun bool) (AlertsSummary, error)
 		}
 		return sum, nil
 	}
-	published, err := r.withRun(ctx, "alerts", "", func(ctx context.Context, env *Env, runID uuid.UUID) (runStats, error) {
+	published, err := r.withRun(ctx, "alerts", "", func(ctx context.Context, env *job.Env, runID uuid.UUID) (job.Result, error) {
 		var err error
 		sum.Check, err = CheckAlerts(ctx, env, runID)
 		if errors.As(err, new(*alerts.SendError)) {
-			err = &PartialError{Other: []error{err}}
+			err = job.StepErrors(err)
 		}
-		return runStats{}, err
+		return job.Result{}, err
 	})
 	sum.Published = published
 	return sum, err

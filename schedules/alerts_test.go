@@ -26,6 +26,7 @@ import (
 	"github.com/tally-dev/tally/alerts"
 	"github.com/tally-dev/tally/fetch/sim"
 	"github.com/tally-dev/tally/internal/prooftest"
+	"github.com/tally-dev/tally/job"
 )
 
 // The forecast made on day 20 from the data fetched that morning, against
@@ -216,7 +217,7 @@ alerts:
 `, hook.URL, secretFile)})
 
 	_, err := h.runner.Fetch(context.Background(), FetchOptions{})
-	var pe *PartialError
+	var pe *job.Partial
 	if !errors.As(err, &pe) || !strings.Contains(err.Error(), "webhook:"+hook.URL) || strings.Contains(err.Error(), "secretpath") {
 		t.Fatalf("first run: %v; want partial naming the sink by host only", err)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/internal/prooftest"
+	"github.com/tally-dev/tally/job"
 	"github.com/tally-dev/tally/reports"
 	"github.com/tally-dev/tally/store"
 )
@@ -262,8 +263,8 @@ func TestBadAnswers(t *testing.T) {
 			others := e.query(bad.End, e.span().Window.End)
 
 			if c.want.errParts != nil {
-				var pe *PartialError
-				if !errors.As(err, &pe) || len(pe.Failed) != 1 || pe.Failed[0].Window != bad {
+				var pe *job.Partial
+				if !errors.As(err, &pe) || len(pe.Of(job.KindWindow)) != 1 || pe.Of(job.KindWindow)[0].Window != bad {
 					t.Fatalf("fetch returned %v, want a partial error naming window %s alone", err, bad)
 				}
 				msg := err.Error()

@@ -15,6 +15,7 @@ import (
 	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/configs"
 	"github.com/tally-dev/tally/internal/atomicfile"
+	"github.com/tally-dev/tally/job"
 	"github.com/tally-dev/tally/reports"
 	"github.com/tally-dev/tally/store"
 )
@@ -54,6 +55,9 @@ type RefusedError struct {
 }
 
 func (e *RefusedError) Error() string { return e.Reason }
+
+// Is makes it a refusal: nothing was changed (exit 2).
+func (e *RefusedError) Is(target error) bool { return target == job.ErrRefused }
 
 func refused(format string, args ...any) error {
 	return &RefusedError{Reason: fmt.Sprintf(format, args...)}
@@ -103,7 +107,7 @@ func (r *Runner) Close(ctx context.Context, o CloseOptions) (CloseSummary, error
 			return sum, err
 		}
 	}
-	published, err := r.withRun(ctx, "close", "", func(ctx context.Context, env *Env, runID uuid.UUID) (runStats, error) {
+	published, err := r.withRun(ctx, "close", "", func(ctx context.Context, env *job.Env, runID uuid.UUID) (job.Result, error) {
 		var err error
 		sum.Close, sum.Organizations, err = closeMonth(ctx, env, runID, o)
 		// Closed in the store while the copy says open: a close whose
@@ -115,9 +119,9 @@ func (r *Runner) Close(ctx context.Context, o CloseOptions) (CloseSummary, error
 			env.Log.Warn().Str("month", o.Month.Format("2006-01")).Time("closed_at", re.closed.At).Str("who", re.closed.Who).
 				Msg("the month was closed already, but the analysts' copy did not show it (its publish had failed): publishing the copy")
 			sum.Close, sum.Republished = *re.closed, true
-			return runStats{}, nil
+			return job.Result{}, nil
 		}
-		return runStats{}, err
+		return job.Result{}, err
 	})
 	sum.Published = published
 	return sum, err
@@ -294,9 +298,9 @@ func checkLoaded(ctx context.Context, st *store.Store, cfg *configs.Config, orgs
 // once. For a group (organizations:), that is one record per organization,
 // each with its figures and its own final workbook, and the group's, with
 // the group's final workbook, all in one transaction.
-func closeMonth(ctx context.Context, env *Env, runID uuid.UUID, o CloseOptions) (store.MonthClose, []store.MonthClose, error) {
+func closeMonth(ctx context.Context, env *job.Env, runID uuid.UUID, o CloseOptions) (store.MonthClose, []store.MonthClose, error) {
 	cfg := env.Config
-	c := store.MonthClose{ID: runID, Organization: o.Org, Month: o.Month, Basis: cfg.DefaultBasis(), Granularity: cfg.Usage.Granularity, At: env.now(), Who: o.Who, Reason: o.Reason, Allocation: cfg.Allocation}
+	c := store.MonthClose{ID: runID, Organization: o.Org, Month: o.Month, Basis: cfg.DefaultBasis(), Granularity: cfg.Usage.Granularity, At: env.Now(), Who: o.Who, Reason: o.Reason, Allocation: cfg.Allocation}
 	if err := CheckClose(o, c.At); err != nil {
 		return c, nil, err
 	}
@@ -331,7 +335,7 @@ func closeMonth(ctx context.Context, env *Env, runID uuid.UUID, o CloseOptions) 
 		orgs = append(orgs, r.Close)
 	}
 	if len(notPlaced) > 0 {
-		return records[len(records)-1].Close, orgs, &PartialError{Other: notPlaced}
+		return records[len(records)-1].Close, orgs, job.StepErrors(notPlaced...)
 	}
 	return records[len(records)-1].Close, orgs, nil
 }
@@ -352,7 +356,7 @@ func finishedClose(finished []store.MonthClose, c store.MonthClose, o CloseOptio
 }
 
 // reopenMonth records the reopen c.
-func reopenMonth(ctx context.Context, env *Env, c store.MonthClose) (store.MonthClose, []store.MonthClose, error) {
+func reopenMonth(ctx context.Context, env *job.Env, c store.MonthClose) (store.MonthClose, []store.MonthClose, error) {
 	c.Action = store.ActionReopen
 	if err := env.Store.RecordReopen(ctx, c); err != nil {
 		return c, nil, err
@@ -368,7 +372,7 @@ func reopenMonth(ctx context.Context, env *Env, c store.MonthClose) (store.Month
 // closeRecords are the records of the close c: the organizations' own
 // first (a group's close of every organization), the group's (or the one
 // asked) last, which is what the run returns.
-func closeRecords(ctx context.Context, env *Env, c store.MonthClose, o CloseOptions) ([]store.CloseRecord, error) {
+func closeRecords(ctx context.Context, env *job.Env, c store.MonthClose, o CloseOptions) ([]store.CloseRecord, error) {
 	var records []store.CloseRecord
 	if o.Org == "" && env.Config.Grouped() {
 		orgs, err := closeOrgs(ctx, env.Store, env.Config)
@@ -387,7 +391,7 @@ func closeRecords(ctx context.Context, env *Env, c store.MonthClose, o CloseOpti
 // writeFinals writes each record's final workbook to its staged file (and
 // its statements), returning the staged files in the records' order and
 // undo, which removes every file written; on an error it has undone them.
-func writeFinals(ctx context.Context, env *Env, records []store.CloseRecord, o CloseOptions) ([]string, func(), error) {
+func writeFinals(ctx context.Context, env *job.Env, records []store.CloseRecord, o CloseOptions) ([]string, func(), error) {
 	var staged, written []string
 	undo := func() {
 		for _, p := range append(staged, written...) {
@@ -415,7 +419,7 @@ func writeFinals(ctx context.Context, env *Env, records []store.CloseRecord, o C
 // each close. The close is recorded: a final workbook that cannot be put
 // in place leaves it partial (exit 3), not failed, since the month is
 // closed whatever the file system says; those are the errors returned.
-func placeFinals(env *Env, records []store.CloseRecord, staged []string) []error {
+func placeFinals(env *job.Env, records []store.CloseRecord, staged []string) []error {
 	var notPlaced []error
 	for i, r := range records {
 		if err := placeFinal(env, r.Close, staged[i]); err != nil {
@@ -437,7 +441,7 @@ func placeFinals(env *Env, records []store.CloseRecord, staged []string) []error
 // names), and fills in the record: its figures, fingerprint, final
 // workbook and sha256. It returns the staged file, "" when none was
 // written.
-func writeFinal(ctx context.Context, env *Env, r *store.CloseRecord, statements bool) (string, error) {
+func writeFinal(ctx context.Context, env *job.Env, r *store.CloseRecord, statements bool) (string, error) {
 	cfg, c := env.Config, &r.Close
 	n, err := env.Store.CloseCount(ctx, c.Organization, c.Month, c.Basis, c.Granularity)
 	if err != nil {
@@ -485,7 +489,7 @@ func writeFinal(ctx context.Context, env *Env, r *store.CloseRecord, statements 
 
 // finalStatements writes the close's statements (none without cost
 // centres) and returns them with their sha256.
-func finalStatements(ctx context.Context, env *Env, p reports.Period, opts reports.Options) ([]store.CloseStatement, error) {
+func finalStatements(ctx context.Context, env *job.Env, p reports.Period, opts reports.Options) ([]store.CloseStatement, error) {
 	if env.Config.Allocation.Empty() {
 		return nil, nil
 	}
@@ -536,7 +540,7 @@ var (
 // file already there has no close of its own (the sequence is new), so it
 // is the leftover of a close an older Tally had killed, or someone's copy: it is
 // replaced, with a warning, rather than block the close.
-func placeFinal(env *Env, c store.MonthClose, staged string) error {
+func placeFinal(env *job.Env, c store.MonthClose, staged string) error {
 	if _, err := os.Lstat(c.FinalWorkbook); err == nil {
 		env.Log.Warn().Str("final_workbook", c.FinalWorkbook).Msg("a file no close recorded stood where the final workbook goes; replaced by the recorded final")
 	}
@@ -554,7 +558,7 @@ func placeFinal(env *Env, c store.MonthClose, staged string) error {
 // closes it finished. A recorded final that is gone with no staged file is
 // logged, not fatal: someone removed a signed-off file, and tally status
 // says so.
-func finishCloses(ctx context.Context, env *Env) ([]store.MonthClose, error) {
+func finishCloses(ctx context.Context, env *job.Env) ([]store.MonthClose, error) {
 	closes, err := env.Store.Closes(ctx)
 	if err != nil {
 		return nil, err
@@ -623,33 +627,33 @@ func finishCloses(ctx context.Context, env *Env) ([]store.MonthClose, error) {
 // since its end. A month already closed, or closed and reopened since (a
 // reopen is a person's decision), is left alone; one that is not fully
 // loaded fails the step, saying why.
-func closeStep(ctx context.Context, env *Env, runID uuid.UUID) (StepResult, error) {
+func closeStep(ctx context.Context, env *job.Env, runID uuid.UUID) (job.Result, error) {
 	cfg := env.Config
 	if cfg.Reports.CloseAfter <= 0 {
 		env.Log.Info().Msg("close step: reports.close_after is not set; no month is closed")
-		return StepResult{}, nil
+		return job.Result{}, nil
 	}
-	now := env.today()
+	now := env.Today()
 	month := tally.Month.Truncate(now).AddDate(0, -1, 0)
 	m := month.Format("2006-01")
 	if due := month.AddDate(0, 1, 0).Add(cfg.Reports.CloseAfter); now.Before(due) {
 		env.Log.Info().Str("month", m).Time("due", due).Msg("close step: not due yet")
-		return StepResult{}, nil
+		return job.Result{}, nil
 	}
 	last, err := env.Store.LatestClose(ctx, "", month, cfg.DefaultBasis(), cfg.Usage.Granularity)
 	if err != nil {
-		return StepResult{}, err
+		return job.Result{}, err
 	}
 	if last == nil && cfg.Grouped() {
 		// An organization closed or reopened on its own is a person's
 		// decision too: the group's month is then theirs to close.
 		orgs, err := closeOrgs(ctx, env.Store, cfg)
 		if err != nil {
-			return StepResult{}, err
+			return job.Result{}, err
 		}
 		for _, org := range orgs {
 			if last, err = env.Store.LatestClose(ctx, org.Name, month, cfg.DefaultBasis(), cfg.Usage.Granularity); err != nil {
-				return StepResult{}, err
+				return job.Result{}, err
 			}
 			if last != nil {
 				break
@@ -667,35 +671,19 @@ func closeStep(ctx context.Context, env *Env, runID uuid.UUID) (StepResult, erro
 		env.Log.Info().Str("month", m).Str("action", last.Action).Str("who", last.Who).Time("at", last.At).
 			Msgf("close step: %s already %s by %s at %s UTC; left as it is", m, what, last.Who, last.At.Format("2006-01-02 15:04"))
 		if _, err := finishCloses(ctx, env); err != nil {
-			return StepResult{}, err
+			return job.Result{}, err
 		}
-		return StepResult{}, nil
+		return job.Result{}, nil
 	}
-	c, orgs, err := closeMonth(ctx, env, runID, CloseOptions{Month: month, Who: jobName(ctx), Reason: fmt.Sprintf("reports.close_after %s passed", cfg.Reports.CloseAfter)})
+	c, orgs, err := closeMonth(ctx, env, runID, CloseOptions{Month: month, Who: job.Name(ctx), Reason: fmt.Sprintf("reports.close_after %s passed", cfg.Reports.CloseAfter)})
 	if err != nil && !isPartial(err) {
-		return StepResult{}, fmt.Errorf("close %s: %w", m, err)
+		return job.Result{}, fmt.Errorf("close %s: %w", m, err)
 	}
 	out := []string{c.FinalWorkbook}
 	for _, oc := range orgs {
 		out = append(out, oc.FinalWorkbook)
 	}
-	return StepResult{Outputs: out}, err
+	return job.Result{Outputs: out}, err
 }
 
-func init() { RegisterStep("close", closeStep) }
-
-// jobKey carries the running job's name to its steps, so a step that
-// records who did something (close) can name the job.
-type jobKey struct{}
-
-func withJobName(ctx context.Context, job string) context.Context {
-	return context.WithValue(ctx, jobKey{}, job)
-}
-
-// jobName is the running job's name, or "job" outside one.
-func jobName(ctx context.Context) string {
-	if s, _ := ctx.Value(jobKey{}).(string); s != "" {
-		return s
-	}
-	return "job"
-}
+func init() { job.Register("close", closeStep) }

@@ -19,6 +19,7 @@ import (
 	"github.com/tally-dev/tally/alerts"
 	"github.com/tally-dev/tally/configs"
 	"github.com/tally-dev/tally/fetch"
+	"github.com/tally-dev/tally/job"
 	"github.com/tally-dev/tally/store"
 )
 
@@ -108,7 +109,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	log := s.r.Log
 	s.seed(ctx)
 	for _, j := range s.jobs {
-		if missing := MissingSteps(j); len(missing) > 0 {
+		if missing := job.Missing(j.Run); len(missing) > 0 {
 			log.Warn().Str("job", j.Name).Strs("steps", missing).Msg("this build of tally does not provide these steps: the job's runs will fail until they are removed from its run list")
 		}
 	}
@@ -197,7 +198,7 @@ func (s *Scheduler) runJob(ctx context.Context, job configs.Job) {
 	started := time.Now().UTC()
 	s.mon.runStarted(job.Name)
 	defer func() {
-		// recordedRun turns a panic in the job's steps into a failed run;
+		// Record turns a panic in the job's steps into a failed run;
 		// this catches one around them, where the run could not be
 		// recorded in the database, and notes it in the journal instead.
 		if p := recover(); p != nil {

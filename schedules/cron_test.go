@@ -22,6 +22,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/tally-dev/tally/configs"
+	"github.com/tally-dev/tally/job"
 	"github.com/tally-dev/tally/store"
 )
 
@@ -72,16 +73,10 @@ func (l *schedLogs) count(msg string) int {
 }
 
 // schedStep makes fn available as step name for the test's duration.
-func schedStep(t *testing.T, name string, fn StepFunc) {
+func schedStep(t *testing.T, name string, fn job.Step) {
 	t.Helper()
-	stepsMu.Lock()
-	steps[name] = fn
-	stepsMu.Unlock()
-	t.Cleanup(func() {
-		stepsMu.Lock()
-		delete(steps, name)
-		stepsMu.Unlock()
-	})
+	job.Register(name, fn)
+	t.Cleanup(func() { job.Unregister(name) })
 }
 
 // schedStart runs a Scheduler until the returned stop is called; stop
@@ -171,7 +166,7 @@ func schedWait(t *testing.T, d time.Duration, what string, cond func() bool) {
 func TestScheduleEverySecondNeverConcurrent(t *testing.T) {
 	var inFlight, most, done atomic.Int32
 	var slow atomic.Bool
-	schedStep(t, "probe-every", func(ctx context.Context, env *Env, runID uuid.UUID) (StepResult, error) {
+	schedStep(t, "probe-every", func(ctx context.Context, env *job.Env, runID uuid.UUID) (job.Result, error) {
 		n := inFlight.Add(1)
 		defer inFlight.Add(-1)
 		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
@@ -182,7 +177,7 @@ func TestScheduleEverySecondNeverConcurrent(t *testing.T) {
 		}
 		time.Sleep(d)
 		done.Add(1)
-		return StepResult{Rows: 1}, nil
+		return job.Result{Rows: 1}, nil
 	})
 	r, logs := schedRunner(t, time.Second, configs.Job{Name: "every", Cron: "@every 1s", Run: []string{"probe-every"}})
 	s, stop := schedStart(t, r, ScheduleOptions{})
@@ -226,7 +221,7 @@ func TestScheduleEverySecondNeverConcurrent(t *testing.T) {
 // panic's message, the lock is given back, and the next time runs again.
 func TestSchedulePanicRecordedAsFailedRun(t *testing.T) {
 	var calls atomic.Int32
-	schedStep(t, "probe-panic", func(context.Context, *Env, uuid.UUID) (StepResult, error) {
+	schedStep(t, "probe-panic", func(context.Context, *job.Env, uuid.UUID) (job.Result, error) {
 		calls.Add(1)
 		panic("boom")
 	})
@@ -258,12 +253,12 @@ func TestSchedulePanicRecordedAsFailedRun(t *testing.T) {
 func TestHealthzFlipsAfterFailedRun(t *testing.T) {
 	var fail atomic.Bool
 	var runs atomic.Int32
-	schedStep(t, "probe-flaky", func(context.Context, *Env, uuid.UUID) (StepResult, error) {
+	schedStep(t, "probe-flaky", func(context.Context, *job.Env, uuid.UUID) (job.Result, error) {
 		defer runs.Add(1)
 		if fail.Load() {
-			return StepResult{}, fmt.Errorf("interface answered 503 to everything")
+			return job.Result{}, fmt.Errorf("interface answered 503 to everything")
 		}
-		return StepResult{Rows: 5}, nil
+		return job.Result{Rows: 5}, nil
 	})
 	r, _ := schedRunner(t, time.Second, configs.Job{Name: "flaky", Cron: "@every 1s", Run: []string{"probe-flaky"}})
 	metrics := filepath.Join(t.TempDir(), "tally.prom")
@@ -337,11 +332,11 @@ func TestScheduleStopWithinGrace(t *testing.T) {
 	t.Run("finishes", func(t *testing.T) {
 		started := make(chan struct{}, 10)
 		var runs atomic.Int32
-		schedStep(t, "probe-finish", func(ctx context.Context, env *Env, runID uuid.UUID) (StepResult, error) {
+		schedStep(t, "probe-finish", func(ctx context.Context, env *job.Env, runID uuid.UUID) (job.Result, error) {
 			runs.Add(1)
 			started <- struct{}{}
 			time.Sleep(400 * time.Millisecond) // shorter than the grace
-			return StepResult{Rows: 7}, ctx.Err()
+			return job.Result{Rows: 7}, ctx.Err()
 		})
 		r, _ := schedRunner(t, 3*time.Second, configs.Job{Name: "finisher", Cron: "@every 1s", Run: []string{"probe-finish"}})
 		_, stop := schedStart(t, r, ScheduleOptions{})
@@ -358,10 +353,10 @@ func TestScheduleStopWithinGrace(t *testing.T) {
 	})
 	t.Run("cancelled when the grace ends", func(t *testing.T) {
 		started := make(chan struct{}, 10)
-		schedStep(t, "probe-hang", func(ctx context.Context, env *Env, runID uuid.UUID) (StepResult, error) {
+		schedStep(t, "probe-hang", func(ctx context.Context, env *job.Env, runID uuid.UUID) (job.Result, error) {
 			started <- struct{}{}
 			<-ctx.Done()
-			return StepResult{}, context.Cause(ctx)
+			return job.Result{}, context.Cause(ctx)
 		})
 		grace := 500 * time.Millisecond
 		r, _ := schedRunner(t, grace, configs.Job{Name: "hanger", Cron: "@every 1s", Run: []string{"probe-hang"}})

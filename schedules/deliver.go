@@ -24,11 +24,12 @@ import (
 	"github.com/tally-dev/tally/configs"
 	"github.com/tally-dev/tally/internal/atomicfile"
 	"github.com/tally-dev/tally/internal/retry"
+	"github.com/tally-dev/tally/job"
 	"github.com/tally-dev/tally/reports"
 	"github.com/tally-dev/tally/store"
 )
 
-func init() { RegisterStep("deliver", deliverStep) }
+func init() { job.Register("deliver", deliverStep) }
 
 // deliverAttempts bounds the tries of one delivery in one run; a delivery
 // that fails them all is tried again by the next run. deliverPause is the
@@ -65,8 +66,8 @@ var monthWorkbookRE = regexp.MustCompile(`^tally-cost-(\d{4}-\d{2})\.xlsx$`)
 // fails every try of one delivery is down for the rest of the run: the
 // workbooks still to go to it are listed as not sent, untried, so one dead
 // server costs the run one delivery's tries, not that for every workbook.
-func deliverStep(ctx context.Context, env *Env, runID uuid.UUID) (StepResult, error) {
-	var res StepResult
+func deliverStep(ctx context.Context, env *job.Env, runID uuid.UUID) (job.Result, error) {
+	var res job.Result
 	d := env.Config.Reports.Deliver
 	type target struct {
 		name string
@@ -197,7 +198,7 @@ func deliverStep(ctx context.Context, env *Env, runID uuid.UUID) (StepResult, er
 		}
 	}
 	if len(failed) > 0 {
-		return res, &PartialError{Other: failed}
+		return res, job.StepErrors(failed...)
 	}
 	return res, nil
 }
@@ -224,8 +225,8 @@ func (d deliverable) statement() bool { return d.kind == store.DeliveryStatement
 // and the final workbook of every close in force for the config's basis
 // and granularity, as month_closes records it. A file that merely looks
 // like a final is never sent: only a recorded close makes one.
-func deliverables(ctx context.Context, env *Env) ([]deliverable, error) {
-	dir, now := env.Config.Reports.Dir, env.today()
+func deliverables(ctx context.Context, env *job.Env) ([]deliverable, error) {
+	dir, now := env.Config.Reports.Dir, env.Today()
 	matches, err := filepath.Glob(filepath.Join(dir, "*", "tally-cost-*.xlsx"))
 	if err != nil {
 		return nil, err
@@ -347,7 +348,7 @@ func (e *workbookError) Unwrap() error { return e.err }
 // the shared folder (copyInto writes through one): they hold a whole
 // month's cost data and would otherwise stay there, hidden, for good. The
 // writer lock is held, so no delivery of this Tally is writing them.
-func removeDeliveryTemps(env *Env, dir string) {
+func removeDeliveryTemps(env *job.Env, dir string) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return
@@ -385,7 +386,7 @@ func copyInto(ctx context.Context, dir, path string) error {
 // its variable or file, and goes nowhere but the server's AUTH. Every wait
 // is bounded: the whole send by s.Timeout, and by ctx, which closes the
 // connection when the run is cancelled.
-func mailWorkbook(ctx context.Context, env *Env, s *configs.SMTPConfig, b deliverable, messageID string) error {
+func mailWorkbook(ctx context.Context, env *job.Env, s *configs.SMTPConfig, b deliverable, messageID string) error {
 	password, err := s.Password(os.Getenv)
 	if err != nil {
 		return err

@@ -14,6 +14,7 @@ import (
 
 	"github.com/tally-dev/tally/configs"
 	"github.com/tally-dev/tally/internal/prooftest"
+	"github.com/tally-dev/tally/job"
 	"github.com/tally-dev/tally/reports"
 	"github.com/tally-dev/tally/store"
 )
@@ -46,10 +47,10 @@ func deliverHarness(t *testing.T, ms *prooftest.MailServer, timeout time.Duratio
 // attachment's bytes.
 func TestDeliverReclosedFinalAndMailMatchesAttachment(t *testing.T) {
 	ms := newMailServer(t)
-	h, share, job := deliverHarness(t, ms, 10*time.Second)
+	h, share, nightly := deliverHarness(t, ms, 10*time.Second)
 	ctx := context.Background()
 	oct := prooftest.Day(t, "2026-10-01")
-	if _, err := h.runner.RunJob(ctx, "run", job); err != nil {
+	if _, err := h.runner.RunJob(ctx, "run", nightly); err != nil {
 		t.Fatalf("run 1: %v", err)
 	}
 	if n := len(ms.Received()); n != 1 {
@@ -58,7 +59,7 @@ func TestDeliverReclosedFinalAndMailMatchesAttachment(t *testing.T) {
 	if _, err := h.runner.Close(ctx, CloseOptions{Month: oct, Who: "alice", Reason: "signed off"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.runner.RunJob(ctx, "run", job); err != nil {
+	if _, err := h.runner.RunJob(ctx, "run", nightly); err != nil {
 		t.Fatalf("run 2: %v", err)
 	}
 	h.clock.Set(time.Date(2026, 11, 3, 5, 0, 0, 0, time.UTC))
@@ -70,7 +71,7 @@ func TestDeliverReclosedFinalAndMailMatchesAttachment(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 2 {
-		if _, err := h.runner.RunJob(ctx, "run", job); err != nil {
+		if _, err := h.runner.RunJob(ctx, "run", nightly); err != nil {
 			t.Fatalf("run %d: %v", 3+i, err)
 		}
 	}
@@ -144,14 +145,14 @@ func sha256Hex(b []byte) string {
 // TestDeliverKilledAtAnyMoment in cmd/tally.)
 func TestDeliverResendAfterLostAnswerKeepsMessageID(t *testing.T) {
 	ms := newMailServer(t)
-	h, _, job := deliverHarness(t, ms, 2*time.Second)
+	h, _, nightly := deliverHarness(t, ms, 2*time.Second)
 	old := deliverAttempts
 	t.Cleanup(func() { deliverAttempts = old })
 	deliverAttempts = 1
 	ms.Hold(true)
 	ctx := context.Background()
-	_, err := h.runner.RunJob(ctx, "run", job)
-	var pe *PartialError
+	_, err := h.runner.RunJob(ctx, "run", nightly)
+	var pe *job.Partial
 	if !errors.As(err, &pe) {
 		t.Fatalf("run 1: %v, want partial: the server never answered DATA", err)
 	}
@@ -163,11 +164,11 @@ func TestDeliverResendAfterLostAnswerKeepsMessageID(t *testing.T) {
 	})
 	ms.Hold(false)
 	// Deliver only: the workbook is not written again.
-	job.Run = []string{"deliver"}
-	if _, err := h.runner.RunJob(ctx, "run", job); err != nil {
+	nightly.Run = []string{"deliver"}
+	if _, err := h.runner.RunJob(ctx, "run", nightly); err != nil {
 		t.Fatalf("run 2: %v", err)
 	}
-	if _, err := h.runner.RunJob(ctx, "run", job); err != nil {
+	if _, err := h.runner.RunJob(ctx, "run", nightly); err != nil {
 		t.Fatalf("run 3: %v", err)
 	}
 	mails := ms.Received()
@@ -214,7 +215,7 @@ func TestDeliverHungMailServerIsBounded(t *testing.T) {
 			c.Close()
 		}
 	})
-	h, share, job := deliverHarness(t, nil, 0)
+	h, share, nightly := deliverHarness(t, nil, 0)
 	leftover := filepath.Join(share, ".tally-cost-2026-10.xlsx.123456.tmp")
 	if err := os.WriteFile(leftover, []byte("a killed copy"), 0o600); err != nil {
 		t.Fatal(err)
@@ -224,8 +225,8 @@ func TestDeliverHungMailServerIsBounded(t *testing.T) {
 
 	t.Run("never greets", func(t *testing.T) {
 		began := time.Now()
-		_, err := h.runner.RunJob(ctx, "run", job)
-		var pe *PartialError
+		_, err := h.runner.RunJob(ctx, "run", nightly)
+		var pe *job.Partial
 		if !errors.As(err, &pe) || !strings.Contains(err.Error(), "smtp:127.0.0.1") || !strings.Contains(err.Error(), "timeout") {
 			t.Fatalf("run: %v, want partial naming the mail server and its timeout", err)
 		}
@@ -242,8 +243,8 @@ func TestDeliverHungMailServerIsBounded(t *testing.T) {
 		ms.Stall(time.Hour)
 		deliverRootCAs = ms.Pool
 		h.runner.Config.Reports.Deliver.SMTP = smtpConfig(t, ms.Addr, 300*time.Millisecond)
-		_, err := h.runner.RunJob(ctx, "run", job)
-		var pe *PartialError
+		_, err := h.runner.RunJob(ctx, "run", nightly)
+		var pe *job.Partial
 		if !errors.As(err, &pe) || !strings.Contains(err.Error(), "smtp:127.0.0.1") {
 			t.Fatalf("run: %v, want partial naming the mail server", err)
 		}
@@ -260,7 +261,7 @@ func TestDeliverHungMailServerIsBounded(t *testing.T) {
 			cancel()
 		}()
 		began := time.Now()
-		_, err := h.runner.RunJob(ctx, "run", job)
+		_, err := h.runner.RunJob(ctx, "run", nightly)
 		if err == nil {
 			t.Fatal("a cancelled run reported success")
 		}
@@ -268,7 +269,7 @@ func TestDeliverHungMailServerIsBounded(t *testing.T) {
 			t.Fatalf("the cancelled run took %s to stop", took)
 		}
 		h.runner.Config.Reports.Deliver.SMTP = nil
-		if _, err := h.runner.RunJob(context.Background(), "run", job); err != nil {
+		if _, err := h.runner.RunJob(context.Background(), "run", nightly); err != nil {
 			t.Fatalf("the next run: %v (the lock must be free)", err)
 		}
 	})
@@ -278,7 +279,7 @@ func TestDeliverHungMailServerIsBounded(t *testing.T) {
 // or replaced by hand) is never sent: the run is partial naming it, and
 // the month's own workbook still goes.
 func TestDeliverRefusesAlteredFinal(t *testing.T) {
-	h, share, job := deliverHarness(t, nil, 0)
+	h, share, nightly := deliverHarness(t, nil, 0)
 	ctx := context.Background()
 	oct := prooftest.Day(t, "2026-10-01")
 	if _, err := h.runner.RunJob(ctx, "run", configs.Job{Name: "books", Run: []string{"fetch", "report"}}); err != nil {
@@ -297,8 +298,8 @@ func TestDeliverRefusesAlteredFinal(t *testing.T) {
 	if err := os.WriteFile(sum.Close.FinalWorkbook, other, 0o640); err != nil {
 		t.Fatal(err)
 	}
-	_, err = h.runner.RunJob(ctx, "run", job)
-	var pe *PartialError
+	_, err = h.runner.RunJob(ctx, "run", nightly)
+	var pe *job.Partial
 	if !errors.As(err, &pe) || !strings.Contains(err.Error(), "differs from the final workbook its close recorded") {
 		t.Fatalf("run: %v, want partial naming the altered final", err)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/tally-dev/tally/configs"
 	"github.com/tally-dev/tally/internal/prooftest"
+	"github.com/tally-dev/tally/job"
 	"github.com/tally-dev/tally/store"
 )
 
@@ -63,13 +64,13 @@ func TestDeliverWorkbooks(t *testing.T) {
 		Host: host, Port: portN, Security: "starttls", Username: "tally", PasswordEnv: "TALLY_TEST_SMTP_PASSWORD",
 		From: "tally@example.com", To: []string{"finance@example.com"}, Subject: "Tally cost workbook {month}",
 	}}
-	job := configs.Job{Name: "nightly", Cron: "@daily", Run: []string{"fetch", "report", "deliver"}}
+	nightly := configs.Job{Name: "nightly", Cron: "@daily", Run: []string{"fetch", "report", "deliver"}}
 	book := filepath.Join(h.runner.Config.Reports.Dir, "2026-10", "tally-cost-2026-10.xlsx")
 
 	// Run 1: the mail server refuses; the folder gets its copy.
 	ms.Refuse(true)
-	sum, err := h.runner.RunJob(context.Background(), "run", job)
-	var pe *PartialError
+	sum, err := h.runner.RunJob(context.Background(), "run", nightly)
+	var pe *job.Partial
 	if !errors.As(err, &pe) || sum.Run.Status != store.RunPartial || !strings.Contains(err.Error(), "smtp:"+host) || !strings.Contains(err.Error(), "tally-cost-2026-10.xlsx") {
 		t.Fatalf("run 1: %v (%s); want partial naming the mail delivery of October's workbook", err, sum.Run.Status)
 	}
@@ -83,7 +84,7 @@ func TestDeliverWorkbooks(t *testing.T) {
 
 	// Run 2: the server takes it: delivered once, intact.
 	ms.Refuse(false)
-	if _, err := h.runner.RunJob(context.Background(), "run", job); err != nil {
+	if _, err := h.runner.RunJob(context.Background(), "run", nightly); err != nil {
 		t.Fatalf("run 2: %v", err)
 	}
 	wb, _ := os.ReadFile(book)
@@ -109,7 +110,7 @@ func TestDeliverWorkbooks(t *testing.T) {
 	}
 
 	// Run 3: nothing new to deliver.
-	if _, err := h.runner.RunJob(context.Background(), "run", job); err != nil {
+	if _, err := h.runner.RunJob(context.Background(), "run", nightly); err != nil {
 		t.Fatalf("run 3: %v", err)
 	}
 	if len(ms.Received()) != 1 {

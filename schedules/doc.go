@@ -8,8 +8,10 @@
 // the forecasts as of that day's morning (store.AsOfConn), while its
 // clock still stamps what happens. Every run ends one way of four, which
 // the command line maps to its exit code: done; failed (nothing
-// half-written); refused before anything was touched (*RefusedError,
-// *EmptyMonthError); or partial, one *PartialError listing every failure
-// of the run by kind, whatever step it came from.
+// half-written); refused before anything was touched (an error that Is
+// job.ErrRefused: *RefusedError, *EmptyMonthError, *TokenExpiredError);
+// or partial, one *job.Partial listing every failure of the run by kind,
+// whatever step it came from. Every run's steps, a scheduled job's and
+// `tally run`'s, take one path (runSteps).
 // The command line only parses flags and calls in here.
 package schedules

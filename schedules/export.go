@@ -8,18 +8,19 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/tally-dev/tally/configs"
+	"github.com/tally-dev/tally/job"
 	"github.com/tally-dev/tally/reports"
 	"github.com/tally-dev/tally/store"
 )
 
-func init() { RegisterStep("export", exportStep) }
+func init() { job.Register("export", exportStep) }
 
 // exportStep is the export step of a scheduled job (run: [fetch, report,
 // export]): the config's export section, from the database the job's run
 // holds, so the export shows what the run just loaded.
-func exportStep(ctx context.Context, env *Env, _ uuid.UUID) (StepResult, error) {
+func exportStep(ctx context.Context, env *job.Env, _ uuid.UUID) (job.Result, error) {
 	sum, err := Export(ctx, env, ExportOptions{})
-	var res StepResult
+	var res job.Result
 	if sum.Dir != "" {
 		res.Outputs = []string{sum.Dir}
 	}
@@ -53,7 +54,7 @@ type ExportSummary struct {
 // Parquet tables Hive-partitioned by month, or the usage as FinOps FOCUS
 // (1.3 unless opts asks for 1.2). FOCUS maps the rows of the config's usage.granularity and basis,
 // the ones the workbooks count, so each charge is exported once.
-func Export(ctx context.Context, env *Env, opts ExportOptions) (ExportSummary, error) {
+func Export(ctx context.Context, env *job.Env, opts ExportOptions) (ExportSummary, error) {
 	cfg := env.Config
 	o := store.ExportOptions{Dir: opts.Dir, Format: opts.Format, From: opts.From, Until: opts.Until, FOCUSVersion: opts.FOCUSVersion, Now: env.Now}
 	if o.Dir == "" {
@@ -110,6 +111,6 @@ func (r *Runner) Export(ctx context.Context, opts ExportOptions) (ExportSummary,
 		return ExportSummary{}, fmt.Errorf("export: %w", err)
 	}
 	defer st.Close()
-	env := &Env{Config: r.Config, Store: st, Log: r.Log, Now: r.Now}
+	env := &job.Env{Config: r.Config, Store: st, Log: r.Log, Clock: r.Now}
 	return Export(ctx, env, opts)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/fetch/sim"
 	"github.com/tally-dev/tally/internal/prooftest"
+	"github.com/tally-dev/tally/job"
 )
 
 // The fault matrix: every fault the interface or the network can throw at
@@ -315,12 +316,12 @@ func TestFaultWindowFailingEveryRetry(t *testing.T) {
 		return false
 	})
 	sum, err := e.fetch()
-	var pe *PartialError
+	var pe *job.Partial
 	if !errors.As(err, &pe) {
-		t.Fatalf("fetch returned %v, want a *PartialError", err)
+		t.Fatalf("fetch returned %v, want a *job.Partial", err)
 	}
-	if len(pe.Failed) != 1 || pe.Failed[0].Window != bad {
-		t.Fatalf("failed windows %v, want only %s", pe.Failed, bad)
+	if len(pe.Of(job.KindWindow)) != 1 || pe.Of(job.KindWindow)[0].Window != bad {
+		t.Fatalf("failed windows %v, want only %s", pe.Of(job.KindWindow), bad)
 	}
 	if msg := err.Error(); !strings.Contains(msg, bad.String()) || !strings.Contains(msg, "503") || !strings.Contains(msg, "give up after 4 attempts") {
 		t.Errorf("the error does not say which window failed, how, and after how many attempts:\n%s", msg)

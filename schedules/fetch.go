@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -18,64 +17,9 @@ import (
 	"github.com/tally-dev/tally/alerts"
 	"github.com/tally-dev/tally/configs"
 	"github.com/tally-dev/tally/fetch"
+	"github.com/tally-dev/tally/job"
 	"github.com/tally-dev/tally/store"
 )
-
-// Env is what a job runs with. Now is injectable so tests control "today".
-type Env struct {
-	Config *configs.Config
-	Client *fetch.Client // the api: form's client
-	// Orgs are the organizations of an organizations: config, each with
-	// its own client; nil for the api: form, which fetches with Client.
-	Orgs  []OrgEnv
-	Store *store.Store
-	Log   zerolog.Logger
-	Now   func() time.Time
-	// AsOf, when set, is "today" (see Runner.AsOf); Now stays the clock.
-	AsOf time.Time
-	// Stop closes when the run is asked to stop (SIGTERM): no new window
-	// or step starts, while the work in flight may finish until its
-	// context is cancelled. nil: never.
-	Stop <-chan struct{}
-	// Version is the build's, for the User-Agent of webhook posts.
-	Version string
-	// OnAlerts, when set (tally schedule), receives every alert check's
-	// figures for /metrics.
-	OnAlerts func(alerts.Check)
-	// OnFreshness, when set (tally schedule), receives how recent each
-	// organization's usage is after every fetch, for /healthz and
-	// /metrics.
-	OnFreshness func([]alerts.Freshness)
-}
-
-// stopping reports whether the run has been asked to stop.
-func (e *Env) stopping() bool {
-	select {
-	case <-e.Stop:
-		return true
-	default:
-		return false
-	}
-}
-
-func (e *Env) now() time.Time {
-	if e.Now != nil {
-		return e.Now().UTC()
-	}
-	return time.Now().UTC()
-}
-
-// today is the day every date decision counts from: AsOf when a replay
-// set it, else the clock.
-func (e *Env) today() time.Time {
-	if !e.AsOf.IsZero() {
-		return e.AsOf.UTC()
-	}
-	return e.now()
-}
-
-// Today is today as a clock, for the reports' Options.Now.
-func (e *Env) Today() time.Time { return e.today() }
 
 // FetchOptions narrow one fetch. Zero values mean: from usage.start, to
 // tomorrow (so today's partial data is fetched, and fetched again later), the
@@ -121,90 +65,22 @@ type FetchSummary struct {
 	Projects bool
 }
 
-// PartialError reports a fetch where some windows (or the reference data)
-// failed after all retries while the rest was loaded. The failed windows are
-// missing from the ledger, so the next run fetches them again.
-type PartialError struct {
-	Failed []WindowFailure
-	RefErr error
-	// Orgs are the organizations that could not be fetched at all (a
-	// token missing or expired, the interface refusing or unreachable),
-	// while the others were loaded.
-	Orgs []OrgFailure
-	// Other is work of a later step that failed after its retries while
-	// the rest went on (a delivery), each naming itself.
-	Other []error
-}
-
-func (e *PartialError) Error() string {
-	var b strings.Builder
-	// An organization not fetched at all lists its windows in its own
-	// error: listed once, there.
-	var failed []WindowFailure
-	for _, f := range e.Failed {
-		if f.Organization == "" || !slices.ContainsFunc(e.Orgs, func(o OrgFailure) bool { return o.Name == f.Organization }) {
-			failed = append(failed, f)
-		}
+// partial is the fetch's failures as a run lists them.
+func (sum FetchSummary) partial(other []error) *job.Partial {
+	p := &job.Partial{}
+	for _, f := range sum.Failed {
+		p.Failures = append(p.Failures, job.Failure{Kind: job.KindWindow, Organization: f.Organization, Window: f.Window, Err: f.Err})
 	}
-	if n := len(failed); n > 0 {
-		fmt.Fprintf(&b, "%d window(s) failed after all retries; the others were loaded and the next run fetches these again:", n)
-		for _, f := range failed {
-			if f.Organization != "" {
-				fmt.Fprintf(&b, "\n  organization %s: %s (%s): %v", f.Organization, f.Window, f.Window.Granularity, f.Err)
-				continue
-			}
-			fmt.Fprintf(&b, "\n  %s (%s): %v", f.Window, f.Window.Granularity, f.Err)
-		}
+	for _, o := range sum.Orgs {
+		p.Failures = append(p.Failures, job.Failure{Kind: job.KindOrganization, Organization: o.Name, Err: o.Err})
 	}
-	for _, o := range e.Orgs {
-		if b.Len() > 0 {
-			b.WriteString("\n")
-		}
-		fmt.Fprintf(&b, "organization %s not fetched (the others were loaded; the next run fetches it again): %v", o.Name, o.Err)
+	if sum.RefErr != nil {
+		p.Failures = append(p.Failures, job.Failure{Kind: job.KindReference, Err: sum.RefErr})
 	}
-	if e.RefErr != nil {
-		if b.Len() > 0 {
-			b.WriteString("\n")
-		}
-		fmt.Fprintf(&b, "reference data not refreshed (reports use the previous snapshot): %v", e.RefErr)
+	for _, err := range other {
+		p.Failures = append(p.Failures, job.Failure{Kind: job.KindStep, Err: err})
 	}
-	for _, o := range e.Other {
-		if b.Len() > 0 {
-			b.WriteString("\n")
-		}
-		b.WriteString(o.Error())
-	}
-	return b.String()
-}
-
-// Partial marks the error for exit code 3.
-func (e *PartialError) Partial() bool { return true }
-
-// add lists err's failures after e's: another *PartialError's each under
-// its kind, any other error as it is. A run gathers every step's failures
-// this way, so what it records and prints is every failure of the run,
-// not the last step's. A failure already listed (the alerts a fetch and a
-// later alerts step both could not send) is listed once.
-func (e *PartialError) add(err error) {
-	pe, ok := err.(*PartialError)
-	if !ok {
-		pe = &PartialError{Other: []error{err}}
-	}
-	e.Failed = append(e.Failed, pe.Failed...)
-	e.Orgs = append(e.Orgs, pe.Orgs...)
-	if pe.RefErr != nil {
-		e.RefErr = errors.Join(e.RefErr, pe.RefErr)
-	}
-	for _, o := range pe.Other {
-		if !slices.ContainsFunc(e.Other, func(x error) bool { return x.Error() == o.Error() }) {
-			e.Other = append(e.Other, o)
-		}
-	}
-}
-
-// failed reports whether e lists any failure.
-func (e *PartialError) failed() bool {
-	return len(e.Failed) > 0 || len(e.Orgs) > 0 || e.RefErr != nil || len(e.Other) > 0
+	return p
 }
 
 // PlanWindows returns the windows a fetch with these options would request
@@ -258,12 +134,12 @@ func planOrgWindows(ctx context.Context, cfg *configs.Config, org configs.Organi
 // loads each in its own transaction as it completes and refreshes the
 // reference snapshots. Windows that fail after all
 // retries are listed in a *PartialError; the rest stay loaded.
-func Fetch(ctx context.Context, env *Env, runID uuid.UUID, opts FetchOptions) (FetchSummary, error) {
+func Fetch(ctx context.Context, env *job.Env, runID uuid.UUID, opts FetchOptions) (FetchSummary, error) {
 	var sent, retried int64
 	if env.Client != nil {
 		sent, retried = env.Client.Requests(), env.Client.Retries()
 	}
-	orgs, err := env.organizations(ctx)
+	orgs, err := organizations(ctx, env)
 	if err != nil {
 		var sum FetchSummary
 		if env.Client != nil {
@@ -289,14 +165,14 @@ func Fetch(ctx context.Context, env *Env, runID uuid.UUID, opts FetchOptions) (F
 // snapshots. The error is what stopped it as a whole (cancelled, the
 // interface unreachable, every window failed); windows that failed after
 // their retries are in the summary.
-func fetchOrg(ctx context.Context, env *Env, runID uuid.UUID, opts FetchOptions, o *orgRun) (FetchSummary, error) {
+func fetchOrg(ctx context.Context, env *job.Env, runID uuid.UUID, opts FetchOptions, o *orgRun) (FetchSummary, error) {
 	start := time.Now()
 	var sum FetchSummary
 	client := o.Client
 	sentBefore, retriedBefore := o.sent, o.retried
 	log := o.log(env.Log)
 	log.Info().Msg("planning fetch")
-	plan, base, err := planOrgWindows(ctx, env.Config, o.Org, env.Store, opts, env.today())
+	plan, base, err := planOrgWindows(ctx, env.Config, o.Org, env.Store, opts, env.Today())
 	if err != nil {
 		return sum, err
 	}
@@ -353,7 +229,7 @@ func fetchOrg(ctx context.Context, env *Env, runID uuid.UUID, opts FetchOptions,
 	stopped := false // a stop cut the fetch short
 feed:
 	for _, pw := range plan {
-		if env.stopping() {
+		if env.Stopping() {
 			stopped = true
 			break
 		}
@@ -372,7 +248,7 @@ feed:
 
 	unreachable := unreachableOnly(sum)
 	switch {
-	case env.stopping():
+	case env.Stopping():
 		stopped = true
 	case unreachable != nil:
 		// The interface never answered: reading the references would
@@ -427,7 +303,7 @@ func everyWindowFailed(failed []WindowFailure) error {
 // finishFetch ends a fetch that loaded what it could: alerts follow it (a
 // budget crossed or a day that jumped is news the morning it is fetched),
 // and whatever failed after its retries makes it partial.
-func finishFetch(ctx context.Context, env *Env, runID uuid.UUID, sum FetchSummary, other []error) (FetchSummary, error) {
+func finishFetch(ctx context.Context, env *job.Env, runID uuid.UUID, sum FetchSummary, other []error) (FetchSummary, error) {
 	check, alertErr := CheckAlerts(ctx, env, runID)
 	sum.Alerts = check
 	if alertErr != nil && !errors.As(alertErr, new(*alerts.SendError)) {
@@ -437,7 +313,7 @@ func finishFetch(ctx context.Context, env *Env, runID uuid.UUID, sum FetchSummar
 	if fresh == nil {
 		// No budget or webhook: the check did not run, the judgement must.
 		var err error
-		if fresh, err = alerts.Staleness(ctx, env.Store, env.Config, env.today()); err != nil {
+		if fresh, err = alerts.Staleness(ctx, env.Store, env.Config, env.Today()); err != nil {
 			return sum, err
 		}
 	}
@@ -450,21 +326,19 @@ func finishFetch(ctx context.Context, env *Env, runID uuid.UUID, sum FetchSummar
 			sum.Warnings = append(sum.Warnings, w)
 		}
 	}
-	if env.OnFreshness != nil {
-		env.OnFreshness(fresh)
-	}
+	env.Emit(fresh)
 	if alertErr != nil {
 		other = append(other, alertErr)
 	}
 	if len(sum.Failed) > 0 || sum.RefErr != nil || len(other) > 0 || len(sum.Orgs) > 0 {
-		return sum, &PartialError{Failed: sum.Failed, RefErr: sum.RefErr, Other: other, Orgs: sum.Orgs}
+		return sum, sum.partial(other)
 	}
 	return sum, nil
 }
 
 // fetchProjects is a fetch of usage.source projects: each organization's
 // (fetchOrgProjects), a group's side by side as fetchGroup.
-func fetchProjects(ctx context.Context, env *Env, runID uuid.UUID, opts FetchOptions, orgs []*orgRun) (FetchSummary, error) {
+func fetchProjects(ctx context.Context, env *job.Env, runID uuid.UUID, opts FetchOptions, orgs []*orgRun) (FetchSummary, error) {
 	if env.Config.Grouped() {
 		return fetchGroupWith(ctx, env, runID, opts, orgs, fetchOrgProjects)
 	}
@@ -482,7 +356,7 @@ func fetchProjects(ctx context.Context, env *Env, runID uuid.UUID, opts FetchOpt
 // report fails after its retries is in failed, making the run partial; the
 // others are kept, and the next run reads it again (its next snapshot
 // covers the days in between). Every project failing is the error.
-func fetchOrgProjects(ctx context.Context, env *Env, runID uuid.UUID, _ FetchOptions, o *orgRun) (FetchSummary, []error, error) {
+func fetchOrgProjects(ctx context.Context, env *job.Env, runID uuid.UUID, _ FetchOptions, o *orgRun) (FetchSummary, []error, error) {
 	start := time.Now()
 	sum := FetchSummary{Projects: true}
 	log := o.log(env.Log)
@@ -503,10 +377,10 @@ func fetchOrgProjects(ctx context.Context, env *Env, runID uuid.UUID, _ FetchOpt
 	}
 	var reads []tally.ProjectUsage
 	var failed []error
-	at := env.now()
+	at := env.Now()
 	names := o.Org.ProjectNames
 	for i, p := range names {
-		if env.stopping() || ctx.Err() != nil {
+		if env.Stopping() || ctx.Err() != nil {
 			return sum, nil, fmt.Errorf("fetch stopped after %d of %d projects: %w", i, len(names), context.Canceled)
 		}
 		pu, err := o.Client.ProjectUsage(ctx, p)
@@ -579,7 +453,7 @@ const windowAttempts = 2
 // on every attempt is split into two bucket-aligned halves, loaded (and
 // recorded in the ledger) each on its own, recursively down to one bucket,
 // as a refused range is.
-func loadWindow(ctx context.Context, env *Env, client *fetch.Client, log zerolog.Logger, runID uuid.UUID, q tally.UsageQuery) (store.LoadResult, error) {
+func loadWindow(ctx context.Context, env *job.Env, client *fetch.Client, log zerolog.Logger, runID uuid.UUID, q tally.UsageQuery) (store.LoadResult, error) {
 	var last error
 	for attempt := 1; attempt <= windowAttempts; attempt++ {
 		res, err := env.Store.LoadWindow(ctx, q, runID, client.Usage(ctx, q))
@@ -621,7 +495,7 @@ func loadWindow(ctx context.Context, env *Env, client *fetch.Client, log zerolog
 // only describe: an interface without them (404), or a token not allowed
 // to read them (403), is a warning, and the run is ok; any other failure
 // of theirs (5xx after every retry) is still partial.
-func refreshReference(ctx context.Context, env *Env, runID uuid.UUID, o *orgRun) ([]string, error) {
+func refreshReference(ctx context.Context, env *job.Env, runID uuid.UUID, o *orgRun) ([]string, error) {
 	c := o.Client
 	var (
 		ref                            = store.Reference{OrgName: o.Org.Name}
@@ -695,7 +569,7 @@ func refreshReference(ctx context.Context, env *Env, runID uuid.UUID, o *orgRun)
 	orgErr, locErr = optional(orgErr), optional(locErr)
 	errs := append([]error{orgErr, pmErr}, cardErrs...)
 	errs = append(errs, projErr, locErr)
-	if err := env.Store.SaveSnapshot(ctx, runID, env.now(), ref); err != nil {
+	if err := env.Store.SaveSnapshot(ctx, runID, env.Now(), ref); err != nil {
 		errs = append(errs, fmt.Errorf("save snapshot: %w", err))
 	}
 	if ref.Organization != nil && ref.Organization.ID != "" {

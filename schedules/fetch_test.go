@@ -15,6 +15,7 @@ import (
 
 	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/internal/prooftest"
+	"github.com/tally-dev/tally/job"
 	"github.com/tally-dev/tally/store"
 )
 
@@ -208,12 +209,12 @@ func fetchWindowFailingEveryRetry(t *testing.T, s setup) {
 		return false
 	})
 	sum, err := h.fetch(context.Background())
-	var pe *PartialError
+	var pe *job.Partial
 	if !errors.As(err, &pe) {
-		t.Fatalf("fetch: %v, want a *PartialError", err)
+		t.Fatalf("fetch: %v, want a *job.Partial", err)
 	}
-	if len(pe.Failed) != 1 || pe.Failed[0].Window != bad || pe.RefErr != nil {
-		t.Fatalf("partial error lists %+v (reference error %v), want only window %s", pe.Failed, pe.RefErr, bad)
+	if len(pe.Of(job.KindWindow)) != 1 || pe.Of(job.KindWindow)[0].Window != bad || len(pe.Of(job.KindReference)) != 0 {
+		t.Fatalf("partial error lists %+v (reference error %v), want only window %s", pe.Of(job.KindWindow), pe.Of(job.KindReference), bad)
 	}
 	if !strings.Contains(err.Error(), bad.String()) {
 		t.Errorf("error %q does not name window %s", err, bad)
@@ -428,7 +429,7 @@ func TestOptionalReferenceResources(t *testing.T) {
 			return false
 		})
 		_, err := h.fetch(context.Background())
-		var pe *PartialError
+		var pe *job.Partial
 		if !errors.As(err, &pe) || !strings.Contains(err.Error(), "projects: ") || !strings.Contains(err.Error(), "403") {
 			t.Fatalf("fetch: %v; want partial naming projects and the 403", err)
 		}
@@ -456,7 +457,7 @@ func TestOptionalReferenceResources(t *testing.T) {
 		// nothing, rather than name the organization for good.
 		h.setIntercept(down)
 		_, err := h.fetch(context.Background())
-		var pe *PartialError
+		var pe *job.Partial
 		if err == nil || errors.As(err, &pe) || !strings.Contains(err.Error(), "names the store's organization") {
 			t.Fatalf("first fetch: %v; want it to fail, naming the organization", err)
 		}

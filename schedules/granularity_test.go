@@ -16,6 +16,7 @@ import (
 	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/configs"
 	"github.com/tally-dev/tally/internal/prooftest"
+	"github.com/tally-dev/tally/job"
 	"github.com/tally-dev/tally/reports"
 )
 
@@ -208,10 +209,10 @@ func TestMonthlyReportAtWeekAndYear(t *testing.T) {
 		t.Run(string(tt.g), func(t *testing.T) {
 			h := newHarness(t, setup{granularity: tt.g, window: tt.window, start: "2025-01-01", now: "2025-03-10T12:00:00Z"})
 			_, err := h.runner.Nightly(context.Background(), months)
-			var pe *PartialError
+			var pe *job.Partial
 			var ge *reports.GranularityError
-			if !errors.As(err, &pe) || len(pe.Other) != 1 || !errors.As(pe.Other[0], &ge) {
-				t.Fatalf("nightly at %s: %v, want a *PartialError: its fetch done, its reports refused with a *reports.GranularityError", tt.g, err)
+			if !errors.As(err, &pe) || len(pe.Of(job.KindStep)) != 1 || !errors.As(pe.Of(job.KindStep)[0].Err, &ge) {
+				t.Fatalf("nightly at %s: %v, want a *job.Partial: its fetch done, its reports refused with a *reports.GranularityError", tt.g, err)
 			}
 			if ge.Field != "usage.granularity" || ge.Granularity != tt.g {
 				t.Errorf("error names %s %q, want usage.granularity %q", ge.Field, ge.Granularity, tt.g)

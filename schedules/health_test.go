@@ -14,6 +14,7 @@ import (
 	"github.com/robfig/cron/v3"
 
 	"github.com/tally-dev/tally/configs"
+	"github.com/tally-dev/tally/job"
 	"github.com/tally-dev/tally/store"
 )
 
@@ -157,8 +158,8 @@ func TestHealthStates(t *testing.T) {
 // database shows in its health before any run.
 func TestScheduleCatchesUpAfterDowntime(t *testing.T) {
 	var late, fresh atomic.Int32
-	schedStep(t, "probe-late", func(context.Context, *Env, uuid.UUID) (StepResult, error) { late.Add(1); return StepResult{}, nil })
-	schedStep(t, "probe-fresh", func(context.Context, *Env, uuid.UUID) (StepResult, error) { fresh.Add(1); return StepResult{}, nil })
+	schedStep(t, "probe-late", func(context.Context, *job.Env, uuid.UUID) (job.Result, error) { late.Add(1); return job.Result{}, nil })
+	schedStep(t, "probe-fresh", func(context.Context, *job.Env, uuid.UUID) (job.Result, error) { fresh.Add(1); return job.Result{}, nil })
 	r, _ := schedRunner(t, time.Second,
 		configs.Job{Name: "late", Cron: "@daily", Run: []string{"probe-late"}},
 		configs.Job{Name: "fresh", Cron: "@hourly", Run: []string{"probe-fresh"}})

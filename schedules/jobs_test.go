@@ -16,6 +16,7 @@ import (
 	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/configs"
 	"github.com/tally-dev/tally/fetch/sim"
+	"github.com/tally-dev/tally/job"
 	"github.com/tally-dev/tally/reports"
 	"github.com/tally-dev/tally/store"
 )
@@ -26,19 +27,19 @@ import (
 func TestRunJobSteps(t *testing.T) {
 	var mu sync.Mutex
 	var trail []string
-	step := func(name string, err error) StepFunc {
-		return func(ctx context.Context, env *Env, runID uuid.UUID) (StepResult, error) {
+	step := func(name string, err error) job.Step {
+		return func(ctx context.Context, env *job.Env, runID uuid.UUID) (job.Result, error) {
 			mu.Lock()
 			trail = append(trail, name+" "+runID.String())
 			mu.Unlock()
-			return StepResult{Rows: 2, Windows: 1}, err
+			return job.Result{Rows: 2, Windows: 1}, err
 		}
 	}
 	schedStep(t, "probe-a", step("a", nil))
-	schedStep(t, "probe-partial", step("partial", &PartialError{RefErr: errors.New("rate card 7 unreadable")}))
+	schedStep(t, "probe-partial", step("partial", &job.Partial{Failures: []job.Failure{{Kind: job.KindReference, Err: errors.New("rate card 7 unreadable")}}}))
 	schedStep(t, "probe-fail", step("fail", errors.New("disk full")))
 	schedStep(t, "probe-b", step("b", nil))
-	schedStep(t, "probe-unsent", step("unsent", &PartialError{Other: []error{errors.New("2 alert(s) not sent")}}))
+	schedStep(t, "probe-unsent", step("unsent", job.StepErrors(errors.New("2 alert(s) not sent"))))
 	schedStep(t, "probe-refuse", step("refuse", refused("--month 2026-10 is not fully loaded for organization us")))
 	schedStep(t, "probe-week", step("week", &reports.GranularityError{Field: "usage.granularity", Granularity: tally.Week, Month: time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC), Basis: tally.BasisUsage}))
 
@@ -64,16 +65,16 @@ func TestRunJobSteps(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			trail = nil
-			job := configs.Job{Name: tc.name, Cron: "@daily", Run: tc.steps}
-			r, _ := schedRunner(t, time.Second, job)
-			sum, err := r.RunJob(context.Background(), "run", job)
+			jb := configs.Job{Name: tc.name, Cron: "@daily", Run: tc.steps}
+			r, _ := schedRunner(t, time.Second, jb)
+			sum, err := r.RunJob(context.Background(), "run", jb)
 			if (err == nil) != (tc.err == "") || (err != nil && (!strings.Contains(err.Error(), tc.err) || !strings.Contains(err.Error(), tc.also))) {
 				t.Fatalf("error %v, want %q and %q", err, tc.err, tc.also)
 			}
 			if got := errors.As(err, new(*RefusedError)); got != tc.refused {
 				t.Errorf("refused %v, want %v: %v", got, tc.refused, err)
 			}
-			if got := errors.As(err, new(*PartialError)); got != (tc.status == store.RunPartial) {
+			if got := errors.As(err, new(*job.Partial)); got != (tc.status == store.RunPartial) {
 				t.Errorf("partial %v, want %v: %v", got, tc.status == store.RunPartial, err)
 			}
 			var ran []string

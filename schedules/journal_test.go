@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/tally-dev/tally/configs"
+	"github.com/tally-dev/tally/job"
 	"github.com/tally-dev/tally/store"
 )
 
@@ -21,9 +22,9 @@ import (
 // database (which it cannot open) until the next run folds it into runs.
 func TestLockHeldRunSkippedAndRecorded(t *testing.T) {
 	var ran int
-	schedStep(t, "probe-count", func(context.Context, *Env, uuid.UUID) (StepResult, error) {
+	schedStep(t, "probe-count", func(context.Context, *job.Env, uuid.UUID) (job.Result, error) {
 		ran++
-		return StepResult{}, nil
+		return job.Result{}, nil
 	})
 	job := configs.Job{Name: "nightly", Cron: "@daily", Run: []string{"probe-count"}}
 	r, _ := schedRunner(t, time.Second, job)
@@ -82,7 +83,7 @@ func TestLockHeldRunSkippedAndRecorded(t *testing.T) {
 // A run whose process died (its row still says running) is closed as
 // failed by the next run, which alone can hold the lock.
 func TestDeadRunClosedByNextRun(t *testing.T) {
-	schedStep(t, "probe-nop", func(context.Context, *Env, uuid.UUID) (StepResult, error) { return StepResult{}, nil })
+	schedStep(t, "probe-nop", func(context.Context, *job.Env, uuid.UUID) (job.Result, error) { return job.Result{}, nil })
 	job := configs.Job{Name: "j", Cron: "@daily", Run: []string{"probe-nop"}}
 	r, _ := schedRunner(t, time.Second, job)
 	st, err := store.Open(context.Background(), r.Config.Store.Path)

@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/tally-dev/tally"
+	"github.com/tally-dev/tally/job"
 	"github.com/tally-dev/tally/reports"
 )
 
@@ -50,61 +51,42 @@ type NightlySummary struct {
 	Reports []WrittenReport
 }
 
-// Nightly is `tally run`: fetch, then the configured reports, under one run
-// id. Reports are written even when some windows failed (the workbook's
-// Summary shows how fresh the data is), and the run is then partial.
+// Nightly is `tally run`: the steps fetch and report under one run id, on
+// the path every job's steps take (runSteps). Reports are written even when
+// some windows failed (the workbook's Summary shows how fresh the data
+// is), and the run is then partial.
 func (r *Runner) Nightly(ctx context.Context, months []string) (NightlySummary, error) {
 	var sum NightlySummary
 	// With one job configured (the default nightly, or one whose steps are
 	// these), this run is that job's: recorded under its name, so tally
 	// status does not say the job never ran.
-	job := ""
+	name := ""
 	if jobs := r.Config.Schedule.Jobs; len(jobs) == 1 {
-		job = jobs[0].Name
+		name = jobs[0].Name
 	}
-	published, err := r.withRun(ctx, "run", job, func(ctx context.Context, env *Env, runID uuid.UUID) (runStats, error) {
-		sum.RunID = runID
-		var fetchErr error
-		sum.Fetch, fetchErr = Fetch(ctx, env, runID, FetchOptions{})
-		stats := runStats{rows: sum.Fetch.Rows, windows: sum.Fetch.Loaded, warnings: sum.Fetch.Warnings}
-		if fetchErr != nil && !isPartial(fetchErr) {
-			return stats, fetchErr
-		}
-		written, err := writeReports(ctx, env, months)
-		sum.Reports = written
-		var failures PartialError
-		if fetchErr != nil {
-			failures.add(fetchErr)
-		}
-		switch {
-		case err == nil:
-			return stats, fetchErr
-		case isRefusal(err):
-			// The fetch did its part: reports refused (a month at a
-			// granularity that cannot serve it) make the run partial,
-			// not refused as if nothing had been touched.
-			failures.add(fmt.Errorf("reports not written: %w", err))
-			return stats, &failures
-		}
-		return stats, failedAfter(err, &failures)
-	})
-	sum.Fetch.Published = published
+	fetch := func(ctx context.Context, env *job.Env, runID uuid.UUID) (job.Result, error) {
+		var err error
+		sum.Fetch, err = Fetch(ctx, env, runID, FetchOptions{})
+		return job.Result{Rows: sum.Fetch.Rows, Windows: sum.Fetch.Loaded, Warnings: sum.Fetch.Warnings}, err
+	}
+	report := func(ctx context.Context, env *job.Env, _ uuid.UUID) (job.Result, error) {
+		var err error
+		sum.Reports, err = writeReports(ctx, env, months)
+		return job.Result{}, err
+	}
+	run, err := r.Run(ctx, "run", name, job.Named{Name: "fetch", Step: fetch}, job.Named{Name: "report", Step: report})
+	sum.RunID, sum.Fetch.Published = run.Run.ID, run.Run.Published
 	return sum, err
-}
-
-func isPartial(err error) bool {
-	pe, ok := err.(*PartialError)
-	return ok && pe.Partial()
 }
 
 // writeReports writes one workbook per configured month from the store the
 // run holds.
-func writeReports(ctx context.Context, env *Env, months []string) ([]WrittenReport, error) {
+func writeReports(ctx context.Context, env *job.Env, months []string) ([]WrittenReport, error) {
 	cfg := env.Config
 	if months == nil {
 		months = cfg.Reports.Months
 	}
-	ms, err := ReportMonths(months, env.today())
+	ms, err := ReportMonths(months, env.Today())
 	if err != nil {
 		return nil, err
 	}

@@ -15,18 +15,9 @@ import (
 	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/configs"
 	"github.com/tally-dev/tally/fetch"
+	"github.com/tally-dev/tally/job"
 	"github.com/tally-dev/tally/store"
 )
-
-// OrgEnv is one organization of an organizations: config, as a run has
-// it: its client, or why it cannot be fetched this run.
-type OrgEnv struct {
-	Org    configs.Organization
-	Client *fetch.Client
-	// Err is why the organization is not fetched this run (its token
-	// missing or expired): the run goes on with the others, partial.
-	Err error
-}
 
 // OrgFailure is an organization that could not be fetched at all in a run.
 type OrgFailure struct {
@@ -113,7 +104,7 @@ func singleOrgName(orgs []store.Organization) (string, error) {
 // (read then, and kept for the snapshot); an organization the interface
 // does not describe (403, 404) is store.DefaultOrganization. Each is
 // recorded in the store's organizations with its id when known.
-func (e *Env) organizations(ctx context.Context) ([]*orgRun, error) {
+func organizations(ctx context.Context, e *job.Env) ([]*orgRun, error) {
 	known, err := e.Store.Organizations(ctx)
 	if err != nil {
 		return nil, err
@@ -179,8 +170,8 @@ func (e *Env) organizations(ctx context.Context) ([]*orgRun, error) {
 // per organization). One organization's failure (its token, a refusal, an
 // outage) is recorded and the others go on: the run is partial, naming it;
 // every organization failing fails the run.
-func fetchGroup(ctx context.Context, env *Env, runID uuid.UUID, opts FetchOptions, orgs []*orgRun) (FetchSummary, error) {
-	return fetchGroupWith(ctx, env, runID, opts, orgs, func(ctx context.Context, env *Env, runID uuid.UUID, opts FetchOptions, o *orgRun) (FetchSummary, []error, error) {
+func fetchGroup(ctx context.Context, env *job.Env, runID uuid.UUID, opts FetchOptions, orgs []*orgRun) (FetchSummary, error) {
+	return fetchGroupWith(ctx, env, runID, opts, orgs, func(ctx context.Context, env *job.Env, runID uuid.UUID, opts FetchOptions, o *orgRun) (FetchSummary, []error, error) {
 		sum, err := fetchOrg(ctx, env, runID, opts, o)
 		return sum, nil, err
 	})
@@ -189,8 +180,8 @@ func fetchGroup(ctx context.Context, env *Env, runID uuid.UUID, opts FetchOption
 // fetchGroupWith fetches each organization with fetchOne, as fetchGroup
 // says; what fetchOne reports beside the summary (a project not read)
 // makes the run partial.
-func fetchGroupWith(ctx context.Context, env *Env, runID uuid.UUID, opts FetchOptions, orgs []*orgRun,
-	fetchOne func(context.Context, *Env, uuid.UUID, FetchOptions, *orgRun) (FetchSummary, []error, error)) (FetchSummary, error) {
+func fetchGroupWith(ctx context.Context, env *job.Env, runID uuid.UUID, opts FetchOptions, orgs []*orgRun,
+	fetchOne func(context.Context, *job.Env, uuid.UUID, FetchOptions, *orgRun) (FetchSummary, []error, error)) (FetchSummary, error) {
 	start := time.Now()
 	var other []error
 	var (
@@ -217,7 +208,7 @@ func fetchGroupWith(ctx context.Context, env *Env, runID uuid.UUID, opts FetchOp
 				return
 			}
 			defer func() { <-slots }()
-			if env.stopping() || ctx.Err() != nil {
+			if env.Stopping() || ctx.Err() != nil {
 				fails[i] = context.Canceled
 				return
 			}
@@ -250,7 +241,7 @@ func fetchGroupWith(ctx context.Context, env *Env, runID uuid.UUID, opts FetchOp
 	}
 	wg.Wait()
 	total.Duration = time.Since(start)
-	if err := ctx.Err(); err != nil || env.stopping() {
+	if err := ctx.Err(); err != nil || env.Stopping() {
 		if err == nil {
 			err = context.Canceled
 		}

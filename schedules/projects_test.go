@@ -16,6 +16,7 @@ import (
 	"github.com/tally-dev/tally/configs"
 	"github.com/tally-dev/tally/internal/focuscheck"
 	"github.com/tally-dev/tally/internal/prooftest"
+	"github.com/tally-dev/tally/job"
 )
 
 // usage.source projects, read every third evening of June and on its last
@@ -164,7 +165,7 @@ func TestProjectsSourceMissingProject(t *testing.T) {
 	h := newHarness(t, setup{granularity: tally.Day, start: "2026-04-01", now: "2026-06-10T23:50:00Z",
 		usage: "  source: projects\n  project_names: [newsroom, newsroooom]\n"})
 	_, err := h.runner.Fetch(context.Background(), FetchOptions{})
-	var pe *PartialError
+	var pe *job.Partial
 	if !errors.As(err, &pe) || !strings.Contains(err.Error(), "newsroooom") || !strings.Contains(err.Error(), "404") {
 		t.Fatalf("fetch: %v; want partial naming the missing project", err)
 	}

@@ -242,7 +242,7 @@ func (e *proofEnv) runner(cfg *configs.Config) *Runner {
 	}
 	log := zerolog.New(e.logs).Level(zerolog.DebugLevel).With().Timestamp().Logger()
 	return &Runner{Config: cfg, Token: proofToken, Log: log, Version: "proof", Now: e.clock.Now,
-		retry: proofPolicy(e.sleeps, e.s.attempts)}
+		Retry: proofPolicy(e.sleeps, e.s.attempts)}
 }
 
 // fetch runs one recorded fetch of every due window, like `tally fetch`.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/configs"
+	"github.com/tally-dev/tally/job"
 	"github.com/tally-dev/tally/reports"
 )
 
@@ -45,6 +46,9 @@ func (e *EmptyMonthError) Error() string {
 	return fmt.Sprintf("report %s: %s was loaded but holds no usage rows at basis %s and granularity %s (the interface had none), so no workbook was written; check usage.granularity and --basis against tally status",
 		m, m, e.Period.Basis, e.Period.Granularity)
 }
+
+// Is makes it a refusal: no workbook was written (exit 2).
+func (e *EmptyMonthError) Is(target error) bool { return target == job.ErrRefused }
 
 // emptyMonth says why p's month has no rows: never loaded, loaded at
 // another basis than the config loads, or loaded and empty.

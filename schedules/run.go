@@ -13,6 +13,7 @@ import (
 	"github.com/tally-dev/tally/alerts"
 	"github.com/tally-dev/tally/configs"
 	"github.com/tally-dev/tally/fetch"
+	"github.com/tally-dev/tally/job"
 	"github.com/tally-dev/tally/store"
 )
 
@@ -30,8 +31,8 @@ type Runner struct {
 	TokenErrs map[string]error
 	Log       zerolog.Logger
 	Version   string
-	Commit    string           // the build's commit, for tally_build_info
-	Now       func() time.Time // nil = time.Now
+	Commit    string    // the build's commit, for tally_build_info
+	Now       job.Clock // nil = the wall clock
 	// AsOf, when set (--as-of), is "today" for everything that decides
 	// by the date (the lookback, close_after, the months, forecasts,
 	// budgets, staleness and labels), while Now stays the clock of when
@@ -41,9 +42,10 @@ type Runner struct {
 	// schedule.lock_wait.
 	LockWait time.Duration
 
-	// retry replaces the policy built from the config, so tests can retry
-	// through injected faults without really waiting.
-	retry *fetch.RetryPolicy
+	// Retry, when set, replaces the policy built from the config, so
+	// tests (this package's and each capability's) retry through injected
+	// faults without really waiting.
+	Retry *fetch.RetryPolicy
 	// observer, when set (tally schedule), counts the client's requests
 	// and retries for /metrics.
 	observer fetch.Observer
@@ -55,15 +57,27 @@ type Runner struct {
 	onFreshness func([]alerts.Freshness)
 }
 
+// observe is the steps' job.Env.Observe: what they report for health and
+// metrics, by type.
+func (r *Runner) observe(v any) {
+	switch v := v.(type) {
+	case alerts.Check:
+		if r.onAlerts != nil {
+			r.onAlerts(v)
+		}
+	case []alerts.Freshness:
+		if r.onFreshness != nil {
+			r.onFreshness(v)
+		}
+	}
+}
+
 // today is "today" of the runner: its AsOf when set, else its clock.
 func (r *Runner) today() time.Time {
 	if !r.AsOf.IsZero() {
 		return r.AsOf.UTC()
 	}
-	if r.Now != nil {
-		return r.Now().UTC()
-	}
-	return time.Now().UTC()
+	return r.Now.Now()
 }
 
 // asOfPtr is a run's as-of as runs records it: nil when the run had none.
@@ -85,8 +99,8 @@ func (r *Runner) orgClient(o configs.Organization, token string) (*fetch.Client,
 	api := r.Config.API
 	policy := fetch.DefaultRetry()
 	policy.MaxAttempts = api.MaxRetries + 1
-	if r.retry != nil {
-		policy = *r.retry
+	if r.Retry != nil {
+		policy = *r.Retry
 	}
 	opts := []fetch.Option{}
 	if r.observer != nil {
@@ -108,10 +122,10 @@ func (r *Runner) orgClient(o configs.Organization, token string) (*fetch.Client,
 
 // orgEnvs builds each organization's client, or says why it is not
 // fetched this run: its token unread or expired.
-func (r *Runner) orgEnvs(now time.Time) ([]OrgEnv, error) {
-	var out []OrgEnv
+func (r *Runner) orgEnvs(now time.Time) ([]job.OrgEnv, error) {
+	var out []job.OrgEnv
 	for _, o := range r.Config.Orgs() {
-		oe := OrgEnv{Org: o}
+		oe := job.OrgEnv{Org: o}
 		tok, ok := r.Tokens[o.Name]
 		switch err := r.TokenErrs[o.Name]; {
 		case err != nil:
@@ -134,10 +148,10 @@ func (r *Runner) orgEnvs(now time.Time) ([]OrgEnv, error) {
 	return out, nil
 }
 
-// withRun runs fn as one recorded run (see recordedRun) and returns the
+// withRun runs fn as one recorded run (see Record) and returns the
 // path of the analysts' copy it published.
-func (r *Runner) withRun(ctx context.Context, command, job string, fn func(ctx context.Context, env *Env, runID uuid.UUID) (runStats, error)) (string, error) {
-	out, err := r.recordedRun(ctx, command, job, fn)
+func (r *Runner) withRun(ctx context.Context, command, jobName string, fn job.Step) (string, error) {
+	out, err := r.Record(ctx, command, jobName, fn)
 	return out.Published, err
 }
 
@@ -170,7 +184,8 @@ func (e *SkippedError) Unwrap() error {
 	return e.Err
 }
 
-// recordedRun runs fn as one recorded run. It takes the writer lock,
+// Record runs fn (a step, or a whole job's steps) as one recorded run of
+// command, under job's name ("" for none). It takes the writer lock,
 // waiting up to schedule.lock_wait (a run that gives up is recorded as
 // skipped, naming the holder), opens the store, folds in the runs noted
 // while others held it, records the run in `runs` and its outcome, whatever
@@ -180,18 +195,15 @@ func (e *SkippedError) Unwrap() error {
 // Cancelling ctx is a request to stop: fn's env.Stop closes at once, so no
 // new window or step starts, and fn's own context is cancelled
 // schedule.grace later, so what is in flight finishes or rolls back.
-func (r *Runner) recordedRun(ctx context.Context, command, job string, fn func(ctx context.Context, env *Env, runID uuid.UUID) (runStats, error)) (RunOutcome, error) {
-	out := RunOutcome{RunInfo: store.RunInfo{Command: command, Job: job}}
-	now := time.Now
-	if r.Now != nil {
-		now = r.Now
-	}
+func (r *Runner) Record(ctx context.Context, command, jobName string, fn job.Step) (RunOutcome, error) {
+	out := RunOutcome{RunInfo: store.RunInfo{Command: command, Job: jobName}}
+	now := r.Now.Now
 	// Every run checks: a scheduler runs for months while a token
 	// expires at most a year after it was made. An organizations:
 	// config checks each organization's, which fails it alone.
 	var (
 		client *fetch.Client
-		orgs   []OrgEnv
+		orgs   []job.OrgEnv
 		err    error
 	)
 	if r.Config.Grouped() {
@@ -214,8 +226,8 @@ func (r *Runner) recordedRun(ctx context.Context, command, job string, fn func(c
 	}
 	db := r.Config.Store.Path
 	holder := command
-	if job != "" {
-		holder += " " + job
+	if jobName != "" {
+		holder += " " + jobName
 	}
 	began := time.Now().UTC()
 	lock, err := store.AcquireLockNotify(ctx, db, holder, wait, func(h *store.LockInfo, waited time.Duration) {
@@ -250,23 +262,23 @@ func (r *Runner) recordedRun(ctx context.Context, command, job string, fn func(c
 
 	runCtx, stop := graceful(ctx, r.Config.Schedule.Grace)
 	defer stop()
-	env := &Env{Config: r.Config, Client: client, Orgs: orgs, Store: st, Log: r.Log, Now: r.Now, AsOf: r.AsOf, Stop: ctx.Done(), Version: r.Version, OnAlerts: r.onAlerts, OnFreshness: r.onFreshness}
+	env := &job.Env{Config: r.Config, Client: client, Orgs: orgs, Store: st, Log: r.Log, Clock: r.Now, AsOf: r.AsOf, Stop: ctx.Done(), Version: r.Version, Observe: r.observe}
 	runID := store.NewRunID()
 	out.ID = runID
 	out.AsOf = asOfPtr(r.AsOf)
-	if err := st.BeginRunAsOf(ctx, runID, command, job, r.AsOf); err != nil {
+	if err := st.BeginRunAsOf(ctx, runID, command, jobName, r.AsOf); err != nil {
 		return out, err
 	}
 	out.Started = time.Now().UTC()
 	log := r.Log.With().Str("run_id", runID.String()).Logger()
-	if job != "" {
-		log = log.With().Str("job", job).Logger()
+	if jobName != "" {
+		log = log.With().Str("job", jobName).Logger()
 	}
 	env.Log = log
 	log.Info().Str("command", command).Msg("run started")
 	stats, runErr := callRecovering(runCtx, env, runID, fn)
-	res := store.RunResult{Status: store.RunOK, Rows: stats.rows, Windows: stats.windows, Warnings: stats.warnings}
-	var pe *PartialError
+	res := store.RunResult{Status: store.RunOK, Rows: stats.Rows, Windows: stats.Windows, Warnings: stats.Warnings}
+	var pe *job.Partial
 	switch {
 	case errors.As(runErr, &pe):
 		res.Status = store.RunPartial
@@ -286,7 +298,7 @@ func (r *Runner) recordedRun(ctx context.Context, command, job string, fn func(c
 	}
 	fin := time.Now().UTC()
 	out.Finished = &fin
-	log.Info().Str("status", res.Status).Int64("rows", stats.rows).Int("windows", stats.windows).Msg("run finished")
+	log.Info().Str("status", res.Status).Int64("rows", stats.Rows).Int("windows", stats.Windows).Msg("run finished")
 	if ctx.Err() != nil {
 		return out, runErr // shutting down: the previous copy stays in place
 	}
@@ -316,11 +328,11 @@ func (r *Runner) unpublished(ctx context.Context, st *store.Store, runID uuid.UU
 	if res.Status == store.RunFailed {
 		return errors.Join(runErr, pubErr)
 	}
-	var failures PartialError
+	var failures job.Partial
 	if runErr != nil {
-		failures.add(runErr)
+		failures.Add(runErr)
 	}
-	failures.add(pubErr)
+	failures.Add(pubErr)
 	res.Status, res.Err = store.RunPartial, failures.Error()
 	out.Status, out.Error = res.Status, res.Err
 	if err := st.FinishRun(ctx, runID, res); err != nil {
@@ -392,7 +404,7 @@ func graceful(ctx context.Context, grace time.Duration) (context.Context, contex
 
 // callRecovering calls fn, turning a panic into an error so the run is
 // recorded as failed and its lock released like any other failure.
-func callRecovering(ctx context.Context, env *Env, runID uuid.UUID, fn func(ctx context.Context, env *Env, runID uuid.UUID) (runStats, error)) (stats runStats, err error) {
+func callRecovering(ctx context.Context, env *job.Env, runID uuid.UUID, fn job.Step) (stats job.Result, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			env.Log.Error().Str("panic", fmt.Sprint(p)).Str("stack", string(debug.Stack())).Msg("run panicked")
@@ -402,12 +414,6 @@ func callRecovering(ctx context.Context, env *Env, runID uuid.UUID, fn func(ctx 
 	return fn(ctx, env, runID)
 }
 
-type runStats struct {
-	rows     int64
-	windows  int
-	warnings []string
-}
-
 // Fetch is `tally fetch`: one recorded run of the fetch job.
 func (r *Runner) Fetch(ctx context.Context, opts FetchOptions) (FetchSummary, error) {
 	var sum FetchSummary
@@ -415,10 +421,10 @@ func (r *Runner) Fetch(ctx context.Context, opts FetchOptions) (FetchSummary, er
 	if opts.Refetch {
 		command = "refetch"
 	}
-	published, err := r.withRun(ctx, command, "", func(ctx context.Context, env *Env, runID uuid.UUID) (runStats, error) {
+	published, err := r.withRun(ctx, command, "", func(ctx context.Context, env *job.Env, runID uuid.UUID) (job.Result, error) {
 		var err error
 		sum, err = Fetch(ctx, env, runID, opts)
-		return runStats{rows: sum.Rows, windows: sum.Loaded, warnings: sum.Warnings}, err
+		return job.Result{Rows: sum.Rows, Windows: sum.Loaded, Warnings: sum.Warnings}, err
 	})
 	sum.Published = published
 	return sum, err

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/internal/prooftest"
+	"github.com/tally-dev/tally/job"
 )
 
 // In-process security proofs: the token is never sent to another origin,
@@ -46,15 +47,15 @@ func TestSecurityNextLinkToAnotherOriginRefused(t *testing.T) {
 		return false
 	})
 	_, err := e.fetch()
-	var pe *PartialError
-	if !errors.As(err, &pe) || len(pe.Failed) != 2 || pe.Failed[0].Window != linked || pe.Failed[1].Window != moved {
+	var pe *job.Partial
+	if !errors.As(err, &pe) || len(pe.Of(job.KindWindow)) != 2 || pe.Of(job.KindWindow)[0].Window != linked || pe.Of(job.KindWindow)[1].Window != moved {
 		t.Fatalf("fetch returned %v, want a partial error naming %s and %s", err, linked, moved)
 	}
-	if !strings.Contains(pe.Failed[0].Err.Error(), "not on the base url's origin") {
-		t.Errorf("the error does not say why the next link was refused:\n%v", pe.Failed[0].Err)
+	if !strings.Contains(pe.Of(job.KindWindow)[0].Err.Error(), "not on the base url's origin") {
+		t.Errorf("the error does not say why the next link was refused:\n%v", pe.Of(job.KindWindow)[0].Err)
 	}
-	if !strings.Contains(pe.Failed[1].Err.Error(), "redirect to "+other.URL) || !strings.Contains(pe.Failed[1].Err.Error(), "refused") {
-		t.Errorf("the error does not say why the redirect was refused:\n%v", pe.Failed[1].Err)
+	if !strings.Contains(pe.Of(job.KindWindow)[1].Err.Error(), "redirect to "+other.URL) || !strings.Contains(pe.Of(job.KindWindow)[1].Err.Error(), "refused") {
+		t.Errorf("the error does not say why the redirect was refused:\n%v", pe.Of(job.KindWindow)[1].Err)
 	}
 	if n := elsewhere.Load(); n != 0 {
 		t.Errorf("the other origin got %d requests", n)

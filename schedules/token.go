@@ -8,6 +8,7 @@ import (
 
 	"github.com/tally-dev/tally/configs"
 	"github.com/tally-dev/tally/fetch"
+	"github.com/tally-dev/tally/job"
 )
 
 // TokenExpiredError is an API token past its expiry (a JWT's exp claim):
@@ -30,6 +31,9 @@ func (e *TokenExpiredError) Error() string {
 	return fmt.Sprintf("%s expired on %s (its exp claim): nothing was sent; create a new personal API token in the web application (it is shown once) and put it in %s (%s.token_env / %s.token_file)",
 		whose, e.Expired.Format(time.RFC3339), where, field, field)
 }
+
+// Is makes it a refusal: nothing was sent (exit 2).
+func (e *TokenExpiredError) Is(target error) bool { return target == job.ErrRefused }
 
 // TokenSource says where organization o's token (o zero: the api: form's)
 // is read from, "the environment variable X" or "the file F", and the key

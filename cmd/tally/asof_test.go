@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/xuri/excelize/v2"
+
+	"github.com/tally-dev/tally/job"
 )
 
 // A replay (--as-of) plans, fetches, reports and records as of its own
@@ -31,7 +33,7 @@ func TestAsOfReplaysANight(t *testing.T) {
 	}
 
 	out, code, stderr := cli(t, "run", "--config", cfg, "--as-of", asOf)
-	if code != exitOK {
+	if code != job.ExitOK {
 		t.Fatalf("run --as-of %s: exit %d\nstdout:\n%s\nstderr:\n%s", asOf, code, out, stderr)
 	}
 	// reports.months [previous] as of 3 October is September.
@@ -57,7 +59,7 @@ func TestAsOfReplaysANight(t *testing.T) {
 			AsOf    string `json:"as_of"`
 		} `json:"runs"`
 	}
-	if err := json.Unmarshal([]byte(out), &st); err != nil || code != exitOK || len(st.Runs) == 0 {
+	if err := json.Unmarshal([]byte(out), &st); err != nil || code != job.ExitOK || len(st.Runs) == 0 {
 		t.Fatalf("status: exit %d, %v\n%s", code, err, out)
 	}
 	if st.Runs[0].Command != "run" || !strings.HasPrefix(st.Runs[0].AsOf, asOf) {
@@ -98,7 +100,7 @@ func TestAsOfRefusesTheFuture(t *testing.T) {
 		t.Setenv(asOfEnv, c.env)
 		args := append(c.args[:1:1], append([]string{"--config", cfg}, c.args[1:]...)...)
 		_, code, stderr := cli(t, args...)
-		if code != exitUsage {
+		if code != job.ExitRefused {
 			t.Errorf("%v (TALLY_AS_OF=%q): exit %d, want 2\n%s", args, c.env, code, stderr)
 		}
 		for _, w := range c.want {
@@ -131,7 +133,7 @@ func TestAsOfBudgetsAreAsOfTheReplayDay(t *testing.T) {
 	s := newCLISim(t, start)
 	s.now.Store(time.Date(2026, 11, 15, 6, 0, 0, 0, time.UTC).UnixNano()) // the interface's clock: the morning of the fetch
 	cfg, db := cliConfig(t, s, start, "budgets:\n  - {name: all-usd, scope: all, currency: USD, amount: 1000000, actual: [], forecast: []}\n")
-	if out, code, stderr := cli(t, "fetch", "--config", cfg, "--as-of", fetched); code != exitOK {
+	if out, code, stderr := cli(t, "fetch", "--config", cfg, "--as-of", fetched); code != job.ExitOK {
 		t.Fatalf("fetch --as-of %s: exit %d\n%s\n%s", fetched, code, out, stderr)
 	}
 	// What the budget's actual is, from the usage rows themselves: the
@@ -157,7 +159,7 @@ WHERE basis = 'usage' AND granularity IN ('hour', 'day') AND currency = 'USD'
 			flags = append(flags, "--as-of", c.asOf)
 		}
 		out, code, stderr := cli(t, append([]string{"alerts", "--dry-run"}, flags...)...)
-		if code != exitOK {
+		if code != job.ExitOK {
 			t.Fatalf("alerts --dry-run %v: exit %d\n%s\n%s", flags, code, out, stderr)
 		}
 		var line string
@@ -178,7 +180,7 @@ WHERE basis = 'usage' AND granularity IN ('hour', 'day') AND currency = 'USD'
 				ThroughText string `json:"through_text"`
 			} `json:"budgets"`
 		}
-		if err := json.Unmarshal([]byte(out), &st); err != nil || code != exitOK {
+		if err := json.Unmarshal([]byte(out), &st); err != nil || code != job.ExitOK {
 			t.Fatalf("status %v: exit %d, %v\n%s", flags, code, err, stderr)
 		}
 		if len(st.Budgets) != 1 || st.Budgets[0].Month != "2026-11" || st.Budgets[0].Actual != c.actual || st.Budgets[0].ThroughText != c.through {
@@ -186,7 +188,7 @@ WHERE basis = 'usage' AND granularity IN ('hour', 'day') AND currency = 'USD'
 		}
 
 		book := filepath.Join(t.TempDir(), "budgets.xlsx")
-		if out, code, stderr := cli(t, append([]string{"report", "--month", "2026-11", "--out", book}, flags...)...); code != exitOK {
+		if out, code, stderr := cli(t, append([]string{"report", "--month", "2026-11", "--out", book}, flags...)...); code != job.ExitOK {
 			t.Fatalf("report %v: exit %d\n%s\n%s", flags, code, out, stderr)
 		}
 		f, err := excelize.OpenFile(book)
@@ -215,7 +217,7 @@ WHERE basis = 'usage' AND granularity IN ('hour', 'day') AND currency = 'USD'
 	}
 
 	out, code, stderr := cli(t, "close", "--config", cfg, "--month", "2026-10", "--reason", "replayed", "--as-of", replay)
-	if code != exitOK {
+	if code != job.ExitOK {
 		t.Fatalf("close --as-of %s: exit %d\n%s\n%s", replay, code, out, stderr)
 	}
 	rows := sheetRows(t, filepath.Join(filepath.Dir(cfg), "reports", "2026-10", "tally-cost-2026-10-final.xlsx"), "Budgets and forecast")

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tally-dev/tally/job"
 	"github.com/tally-dev/tally/reports"
 	"github.com/tally-dev/tally/schedules"
 )
@@ -88,7 +89,7 @@ the file in place or publishes the copy, rather than refusing it as closed.`,
 			}
 			// A close recorded whose copy was not published is said as
 			// done, and the error then says what is not (exit 3).
-			if err != nil && !errors.As(err, new(*schedules.PartialError)) {
+			if err != nil && !errors.As(err, new(*job.Partial)) {
 				return fmt.Errorf("close %s: %w", o.month, err)
 			}
 			out := cmd.OutOrStdout()

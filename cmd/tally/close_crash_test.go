@@ -15,6 +15,7 @@ import (
 
 	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/internal/prooftest"
+	"github.com/tally-dev/tally/job"
 	"github.com/tally-dev/tally/reports"
 )
 
@@ -35,7 +36,7 @@ func TestCloseKilledAtAnyMoment(t *testing.T) {
 	dir := filepath.Dir(cfg)
 	t.Setenv("USER", "closer")
 	bin := tallyBinary(t)
-	if _, code, stderr := cli(t, "fetch", "--config", cfg); code != exitOK {
+	if _, code, stderr := cli(t, "fetch", "--config", cfg); code != job.ExitOK {
 		t.Fatalf("fetch: exit %d\n%s", code, stderr)
 	}
 	month := last.Format("2006-01")

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/xuri/excelize/v2"
+
+	"github.com/tally-dev/tally/job"
 )
 
 // closedCentres is the chargeback the test adds after October closed:
@@ -37,7 +39,7 @@ func TestClosedMonthKeepsItsChargeback(t *testing.T) {
 	run := func(args ...string) string {
 		t.Helper()
 		out, code, stderr := cli(t, append([]string{args[0], "--config", cfg}, args[1:]...)...)
-		if code != exitOK {
+		if code != job.ExitOK {
 			t.Fatalf("tally %v: exit %d\n%s\n%s", args, code, out, stderr)
 		}
 		return out

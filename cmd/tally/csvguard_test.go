@@ -17,6 +17,7 @@ import (
 	"github.com/xuri/excelize/v2"
 
 	"github.com/tally-dev/tally/internal/prooftest"
+	"github.com/tally-dev/tally/job"
 )
 
 // hostileName is what a project member may name a payment method in the
@@ -51,7 +52,7 @@ func TestCSVGuardsFormulas(t *testing.T) {
 	s.url = renamed.URL
 	exports := t.TempDir()
 	cfg, _ := cliConfig(t, s, start, "export:\n  format: focus\n")
-	if out, code, stderr := cli(t, "fetch", "--config", cfg, "--from", "2026-09-01", "--to", "2026-11-01"); code != exitOK {
+	if out, code, stderr := cli(t, "fetch", "--config", cfg, "--from", "2026-09-01", "--to", "2026-11-01"); code != job.ExitOK {
 		t.Fatalf("fetch: exit %d\n%s\n%s", code, out, stderr)
 	}
 	files := t.TempDir() // the CSVs LibreOffice opens
@@ -71,7 +72,7 @@ func TestCSVGuardsFormulas(t *testing.T) {
 			args = append(args, "--csv-raw")
 		}
 		out, code, stderr := cli(t, args...)
-		if code != exitOK {
+		if code != job.ExitOK {
 			t.Fatalf("query (raw %v): exit %d\n%s", raw, code, stderr)
 		}
 		keep(map[bool]string{false: "query.csv", true: "query-raw.csv"}[raw], []byte(out))
@@ -106,7 +107,7 @@ func TestCSVGuardsFormulas(t *testing.T) {
 		if raw {
 			args = append(args, "--csv-raw")
 		}
-		if out, code, stderr := cli(t, args...); code != exitOK {
+		if out, code, stderr := cli(t, args...); code != job.ExitOK {
 			t.Fatalf("export (raw %v): exit %d\n%s\n%s", raw, code, out, stderr)
 		}
 		read := func(dataset string) [][]string {

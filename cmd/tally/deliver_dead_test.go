@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/tally-dev/tally/internal/prooftest"
+	"github.com/tally-dev/tally/job"
 )
 
 // TestDeliverDeadMailServerCostsOneBudget: a real tally run of a deliver
@@ -78,19 +79,19 @@ func TestDeliverDeadMailServerCostsOneBudget(t *testing.T) {
 		}
 		return string(out), cmd.ProcessState.ExitCode()
 	}
-	if out, code := tally("fetch", "--from", "2026-08-01", "--to", "2026-11-01"); code != exitOK {
+	if out, code := tally("fetch", "--from", "2026-08-01", "--to", "2026-11-01"); code != job.ExitOK {
 		t.Fatalf("fetch: exit %d\n%s", code, out)
 	}
 	months := []string{"2026-08", "2026-09", "2026-10"}
 	for _, m := range months {
-		if out, code := tally("report", "--month", m); code != exitOK {
+		if out, code := tally("report", "--month", m); code != job.ExitOK {
 			t.Fatalf("report %s: exit %d\n%s", m, code, out)
 		}
 	}
 
 	out, code := tally("run", "--job", "send")
-	if code != exitPartial {
-		t.Fatalf("run: exit %d, want %d (partial)\n%s", code, exitPartial, out)
+	if code != job.ExitPartial {
+		t.Fatalf("run: exit %d, want %d (partial)\n%s", code, job.ExitPartial, out)
 	}
 	for _, m := range months {
 		book := "tally-cost-" + m + ".xlsx"

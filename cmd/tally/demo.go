@@ -23,6 +23,7 @@ import (
 	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/configs"
 	"github.com/tally-dev/tally/fetch/sim"
+	"github.com/tally-dev/tally/job"
 	"github.com/tally-dev/tally/reports"
 	"github.com/tally-dev/tally/schedules"
 	"github.com/tally-dev/tally/store"
@@ -265,7 +266,7 @@ reports:
 			clock = night
 			// A project created later in the month is missing (404) from
 			// the reads before: those runs are partial, as they would be.
-			var partial *schedules.PartialError
+			var partial *job.Partial
 			if _, err := quiet.Fetch(ctx, schedules.FetchOptions{}); err != nil && !errors.As(err, &partial) {
 				return res, fmt.Errorf("read of %s: %w", night.Format(tally.DateLayout), err)
 			}

@@ -22,6 +22,7 @@ import (
 	"github.com/tally-dev/tally/internal/focuscheck"
 	"github.com/tally-dev/tally/internal/printcheck"
 	"github.com/tally-dev/tally/internal/prooftest"
+	"github.com/tally-dev/tally/job"
 	"github.com/tally-dev/tally/reports"
 	"github.com/tally-dev/tally/store"
 )
@@ -33,7 +34,7 @@ import (
 func TestDemoPrintsWorkingQueries(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "analyst's demo")
 	out, code, stderr := cli(t, "demo", "--dir", dir, "--log-format", "json", "--log-level", "warn")
-	if code != exitOK {
+	if code != job.ExitOK {
 		t.Fatalf("demo: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, stderr)
 	}
 	for label, name := range map[string]string{
@@ -82,7 +83,7 @@ func TestDemoPrintsWorkingQueries(t *testing.T) {
 		}
 		got, code, stderr := cli(t, args...)
 		lines := strings.Split(strings.TrimSpace(got), "\n")
-		if code != exitOK || len(lines) < 3 {
+		if code != job.ExitOK || len(lines) < 3 {
 			t.Errorf("%q: exit %d, %d lines\nstdout:\n%s\nstderr:\n%s", args, code, len(lines), got, stderr)
 		}
 	}
@@ -335,7 +336,7 @@ func TestDemo(t *testing.T) {
 func TestDemoProjectsSource(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "demo")
 	out, code, stderr := cli(t, "demo", "--dir", dir, "--source", "projects", "--log-format", "json", "--log-level", "warn")
-	if code != exitOK {
+	if code != job.ExitOK {
 		t.Fatalf("demo: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, stderr)
 	}
 	if !strings.Contains(out, "project reports (estimated from the rate card: not an invoice)") || !strings.Contains(out, "basis = 'estimated'") {
@@ -407,7 +408,7 @@ func TestDemoProjectsSource(t *testing.T) {
 		t.Fatal(err)
 	}
 	printcheck.Legible(t, book, pages)
-	if out, code, _ := cli(t, "demo", "--dir", dir, "--source", "project"); code != exitUsage {
+	if out, code, _ := cli(t, "demo", "--dir", dir, "--source", "project"); code != job.ExitRefused {
 		t.Errorf("--source project: exit %d, want 2\n%s", code, out)
 	}
 }

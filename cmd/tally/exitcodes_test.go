@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tally-dev/tally/fetch/sim"
+	"github.com/tally-dev/tally/job"
 	"github.com/tally-dev/tally/reports"
 	"github.com/tally-dev/tally/store"
 )
@@ -36,7 +37,7 @@ func exitOctober(t *testing.T, fetched bool) (cfg, db string) {
 	if !fetched {
 		return cfg, db
 	}
-	if _, code, stderr := cli(t, "fetch", "--config", cfg); code != exitOK {
+	if _, code, stderr := cli(t, "fetch", "--config", cfg); code != job.ExitOK {
 		t.Fatalf("fetch: exit %d\n%s", code, stderr)
 	}
 	return cfg, db
@@ -116,8 +117,8 @@ schedule:
 	}
 
 	out, code, stderr := cli(t, "run", "--config", cfg)
-	if code != exitPartial {
-		t.Fatalf("run with us refused and the close not possible: exit %d, want %d (partial)\nstdout:\n%s\nstderr:\n%s", code, exitPartial, out, stderr)
+	if code != job.ExitPartial {
+		t.Fatalf("run with us refused and the close not possible: exit %d, want %d (partial)\nstdout:\n%s\nstderr:\n%s", code, job.ExitPartial, out, stderr)
 	}
 	every := []string{
 		"organization us not fetched", "401",
@@ -158,7 +159,7 @@ schedule:
 	// The run's row, and tally status reading it, list every failure.
 	runErr := scalarText(t, filepath.Join(dir, "tally.duckdb"), `SELECT status || ': ' || error FROM runs WHERE command = 'run'`)
 	status, code, serr := cli(t, "status", "--config", cfg)
-	if code != exitOK {
+	if code != job.ExitOK {
 		t.Fatalf("status: exit %d\n%s", code, serr)
 	}
 	if !strings.HasPrefix(runErr, "partial: ") {
@@ -183,8 +184,8 @@ func TestReportOfAMonthNeverLoaded(t *testing.T) {
 	refused := func(label string, args []string, says ...string) {
 		t.Helper()
 		_, code, stderr := cli(t, append([]string{"report", "--config", cfg, "--out", out}, args...)...)
-		if code != exitUsage {
-			t.Errorf("%s: exit %d, want %d (refused, nothing written)\n%s", label, code, exitUsage, stderr)
+		if code != job.ExitRefused {
+			t.Errorf("%s: exit %d, want %d (refused, nothing written)\n%s", label, code, job.ExitRefused, stderr)
 		}
 		for _, want := range says {
 			if !strings.Contains(stderr, want) {
@@ -196,14 +197,14 @@ func TestReportOfAMonthNeverLoaded(t *testing.T) {
 		}
 	}
 	refused("before any fetch", []string{"--month", "2026-10"}, "nothing was loaded yet", "tally fetch --config "+cfg)
-	if _, code, stderr := cli(t, "fetch", "--config", cfg); code != exitOK {
+	if _, code, stderr := cli(t, "fetch", "--config", cfg); code != job.ExitOK {
 		t.Fatalf("fetch: exit %d\n%s", code, stderr)
 	}
 	refused("a month never loaded", []string{"--month", "2025-01"}, "2025-01 was never loaded",
 		"tally fetch --config "+cfg+" --from 2025-01-01 --to 2025-02-01")
 	refused("basis reported, not loaded by this config", []string{"--month", "2026-10", "--basis", "reported"},
 		"usage.reported_date: true", "tally fetch --config "+cfg+" --from 2026-10-01 --to 2026-11-01")
-	if _, code, stderr := cli(t, "report", "--config", cfg, "--month", "2026-10", "--out", out); code != exitOK {
+	if _, code, stderr := cli(t, "report", "--config", cfg, "--month", "2026-10", "--out", out); code != job.ExitOK {
 		t.Fatalf("report of October: exit %d\n%s", code, stderr)
 	}
 }
@@ -230,9 +231,9 @@ func TestCloseWhoseCopyIsNotPublished(t *testing.T) {
 	}
 	out, code, stderr := cli(t, "close", "--config", cfg, "--month", "2026-10", "--reason", "signed off")
 	last := stderr[strings.LastIndex(stderr, "tally: "):]
-	if code != exitPartial || !strings.Contains(out, "closed 2026-10") ||
+	if code != job.ExitPartial || !strings.Contains(out, "closed 2026-10") ||
 		!strings.Contains(last, "the month is closed and recorded") || !strings.Contains(last, "analysts' copy "+pub+" is not published") {
-		t.Fatalf("close with the copy not published: exit %d, want %d saying the month is closed and the copy not published\nstdout:\n%s\nerror:\n%s", code, exitPartial, out, last)
+		t.Fatalf("close with the copy not published: exit %d, want %d saying the month is closed and the copy not published\nstdout:\n%s\nerror:\n%s", code, job.ExitPartial, out, last)
 	}
 	final := reports.FinalPath(filepath.Join(filepath.Dir(db), "reports"), october, "", 1)
 	if _, err := os.Stat(final); err != nil {
@@ -249,14 +250,14 @@ func TestCloseWhoseCopyIsNotPublished(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, code, stderr = cli(t, "close", "--config", cfg, "--month", "2026-10", "--reason", "signed off")
-	if code != exitOK || !strings.Contains(out, "2026-10 was already closed") || !strings.Contains(out, "analysts' copy: "+pub) {
+	if code != job.ExitOK || !strings.Contains(out, "2026-10 was already closed") || !strings.Contains(out, "analysts' copy: "+pub) {
 		t.Fatalf("close again: exit %d, want 0 publishing the copy\nstdout:\n%s\nstderr:\n%s", code, out, stderr)
 	}
 	if n := scalarText(t, db, `SELECT count(*) FROM month_closes`); n != "1" {
 		t.Errorf("%s closes recorded, want the one", n)
 	}
 	status, code, stderr := cli(t, "status", "--config", cfg, "--format", "json")
-	if code != exitOK || !regexp.MustCompile(`"month":\s*"2026-10"`).MatchString(status) {
+	if code != job.ExitOK || !regexp.MustCompile(`"month":\s*"2026-10"`).MatchString(status) {
 		t.Errorf("status after the copy is published: exit %d, want October closed\n%s\n%s", code, status, stderr)
 	}
 }
@@ -291,8 +292,8 @@ func TestHostileAnswerToTheOnlyWindow(t *testing.T) {
 	t.Setenv("TALLY_DB", "")
 	t.Setenv("TALLY_BASE_URL", "")
 	code, msg := badCLI(t, "fetch", "--config", cfg)
-	if code != exitFailed {
-		t.Fatalf("fetch of one hostile window: exit %d, want %d (failed, nothing loaded):\n%s", code, exitFailed, msg)
+	if code != job.ExitFailed {
+		t.Fatalf("fetch of one hostile window: exit %d, want %d (failed, nothing loaded):\n%s", code, job.ExitFailed, msg)
 	}
 	for _, want := range []string{"every window of the fetch (1) failed after all retries, so no usage was loaded", start.Format("2006-01-02"), "is not valid UTF-8"} {
 		if !strings.Contains(msg, want) {
@@ -321,9 +322,9 @@ func TestCloseWhoseFinalIsNotPlaced(t *testing.T) {
 	}
 	out, code, stderr := cli(t, "close", "--config", cfg, "--month", "2026-10", "--reason", "signed off")
 	last := stderr[strings.LastIndex(stderr, "tally: "):]
-	if code != exitPartial || !strings.Contains(out, "closed 2026-10") || !strings.Contains(last, "the month is closed and recorded") ||
+	if code != job.ExitPartial || !strings.Contains(out, "closed 2026-10") || !strings.Contains(last, "the month is closed and recorded") ||
 		!strings.Contains(last, "the final workbook "+final+" is not in place yet") {
-		t.Fatalf("close with the final's place taken: exit %d, want %d saying the month is closed and the file not in place\nstdout:\n%s\nerror:\n%s", code, exitPartial, out, last)
+		t.Fatalf("close with the final's place taken: exit %d, want %d saying the month is closed and the file not in place\nstdout:\n%s\nerror:\n%s", code, job.ExitPartial, out, last)
 	}
 	if got := scalarText(t, db, `SELECT status FROM runs WHERE command = 'close'`); got != "partial" {
 		t.Errorf("the close's run is %s, want partial", got)
@@ -332,7 +333,7 @@ func TestCloseWhoseFinalIsNotPlaced(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, code, stderr = cli(t, "close", "--config", cfg, "--month", "2026-10", "--reason", "signed off")
-	if code != exitOK || !strings.Contains(out, "final workbook: "+final) {
+	if code != job.ExitOK || !strings.Contains(out, "final workbook: "+final) {
 		t.Fatalf("close again: exit %d, want 0 putting the final in place\nstdout:\n%s\nstderr:\n%s", code, out, stderr)
 	}
 	if fi, err := os.Stat(final); err != nil || !fi.Mode().IsRegular() {

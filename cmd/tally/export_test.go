@@ -16,6 +16,7 @@ import (
 
 	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/internal/focuscheck"
+	"github.com/tally-dev/tally/job"
 	"github.com/tally-dev/tally/store"
 )
 
@@ -184,15 +185,15 @@ func TestExportUsageErrors(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			_, code, stderr := cli(t, append([]string{"export"}, tc.args...)...)
-			if code != exitUsage || !strings.Contains(stderr, tc.want) {
-				t.Errorf("exit %d, stderr %q; want exit %d with %q", code, stderr, exitUsage, tc.want)
+			if code != job.ExitRefused || !strings.Contains(stderr, tc.want) {
+				t.Errorf("exit %d, stderr %q; want exit %d with %q", code, stderr, job.ExitRefused, tc.want)
 			}
 		})
 	}
 	// No published copy yet: refused (exit 2, nothing loaded yet) saying
 	// what makes one, and no export folder created.
 	_, code, stderr := cli(t, "export", "--config", cfg)
-	if code != exitUsage || !strings.Contains(stderr, "no published copy of the database") || !strings.Contains(stderr, "tally fetch --config") {
+	if code != job.ExitRefused || !strings.Contains(stderr, "no published copy of the database") || !strings.Contains(stderr, "tally fetch --config") {
 		t.Errorf("without a copy: exit %d, %q", code, stderr)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "exports")); !os.IsNotExist(err) {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/fetch/sim"
+	"github.com/tally-dev/tally/job"
 	"github.com/tally-dev/tally/store"
 )
 
@@ -153,20 +154,20 @@ func TestFetchExitCodes(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, code, stderr := cli(t, "fetch", "--config", bad)
-		if code != exitUsage || !strings.Contains(stderr, "usage.granularity") || !strings.Contains(stderr, "fortnight") {
+		if code != job.ExitRefused || !strings.Contains(stderr, "usage.granularity") || !strings.Contains(stderr, "fortnight") {
 			t.Fatalf("exit %d, stderr %q; want 2 naming usage.granularity and its value", code, stderr)
 		}
 	})
 	t.Run("from after to", func(t *testing.T) {
 		_, code, stderr := cli(t, "fetch", "--config", cfg, "--from", "2025-03-10", "--to", "2025-03-01")
-		if code != exitUsage || !strings.Contains(stderr, "--to 2025-03-01 must be after --from 2025-03-10") {
+		if code != job.ExitRefused || !strings.Contains(stderr, "--to 2025-03-01 must be after --from 2025-03-10") {
 			t.Fatalf("exit %d, stderr %q; want 2", code, stderr)
 		}
 	})
 	t.Run("missing token", func(t *testing.T) {
 		t.Setenv(cliTokenEnv, "")
 		_, code, stderr := cli(t, "fetch", "--config", cfg)
-		if code != exitUsage || !strings.Contains(stderr, cliTokenEnv) {
+		if code != job.ExitRefused || !strings.Contains(stderr, cliTokenEnv) {
 			t.Fatalf("exit %d, stderr %q; want 2 naming %s", code, stderr, cliTokenEnv)
 		}
 		if _, err := os.Stat(db); !os.IsNotExist(err) {
@@ -182,7 +183,7 @@ func TestFetchExitCodes(t *testing.T) {
 		began := time.Now()
 		_, code, stderr := cli(t, "fetch", "--config", cfg)
 		holder := fmt.Sprintf("pid %d", os.Getpid())
-		if code != exitFailed || !strings.Contains(stderr, holder) || !strings.Contains(stderr, `"nightly"`) {
+		if code != job.ExitFailed || !strings.Contains(stderr, holder) || !strings.Contains(stderr, `"nightly"`) {
 			t.Fatalf("exit %d, stderr %q; want 1 naming %s and its command", code, stderr, holder)
 		}
 		if waited := time.Since(began); waited > 10*time.Second {
@@ -198,7 +199,7 @@ func TestFetchExitCodes(t *testing.T) {
 		s.failDay.Store(bad.Format(tally.DateLayout))
 		out, code, stderr := cli(t, "fetch", "--config", cfg, "--log-format", "json")
 		window := tally.Window{Start: bad, End: bad.AddDate(0, 0, 7), Granularity: tally.Day}.String()
-		if code != exitPartial || !strings.Contains(stderr, window) || !strings.Contains(out, "1 failed") {
+		if code != job.ExitPartial || !strings.Contains(stderr, window) || !strings.Contains(out, "1 failed") {
 			t.Fatalf("exit %d; want 3 naming window %s\nstdout:\n%s\nstderr:\n%s", code, window, out, stderr)
 		}
 		if n := s.failed.Load(); n != 1 {
@@ -209,14 +210,14 @@ func TestFetchExitCodes(t *testing.T) {
 		}
 		s.failDay.Store("")
 		out, code, stderr = cli(t, "fetch", "--config", cfg)
-		if code != exitOK || !strings.Contains(out, "0 failed") {
+		if code != job.ExitOK || !strings.Contains(out, "0 failed") {
 			t.Fatalf("repairing run: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, stderr)
 		}
 		// The repaired database holds the truth up to the sim's clock.
 		to := time.Now().UTC().AddDate(0, 0, 2)
 		truth := s.sim.Truth(tally.UsageQuery{Window: tally.Window{Start: start, End: to, Granularity: tally.Day}})
 		got, code, _ := cli(t, "query", "--config", cfg, "--format", "csv", "SELECT count(*) AS n FROM usage")
-		if want := fmt.Sprintf("n\r\n%d\r\n", truth.Rows); code != exitOK || got != want {
+		if want := fmt.Sprintf("n\r\n%d\r\n", truth.Rows); code != job.ExitOK || got != want {
 			t.Errorf("rows after the repair: %q (exit %d), want %q", got, code, want)
 		}
 	})
@@ -246,7 +247,7 @@ func TestFetchWrongPortFailsFast(t *testing.T) {
 	began := time.Now()
 	out, code, stderr := cli(t, "fetch", "--config", cfg, "--log-format", "json")
 	took := time.Since(began)
-	if code != exitFailed || !strings.Contains(stderr, "cannot reach the interface at http://"+addr) {
+	if code != job.ExitFailed || !strings.Contains(stderr, "cannot reach the interface at http://"+addr) {
 		t.Fatalf("exit %d, stderr:\n%s\nwant exit 1 naming http://%s", code, stderr, addr)
 	}
 	if took > 30*time.Second {
@@ -288,8 +289,8 @@ func TestTokenExpiry(t *testing.T) {
 		code    int
 		message string
 	}{
-		{"expired", time.Now().UTC().Add(-time.Hour).Truncate(time.Second), exitUsage, "the API token expired on "},
-		{"expiring in five days", time.Now().UTC().AddDate(0, 0, 5).Truncate(time.Second), exitOK, "the API token expires soon"},
+		{"expired", time.Now().UTC().Add(-time.Hour).Truncate(time.Second), job.ExitRefused, "the API token expired on "},
+		{"expiring in five days", time.Now().UTC().AddDate(0, 0, 5).Truncate(time.Second), job.ExitOK, "the API token expires soon"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			token := jwtToken(c.exp, "alice@example.com")
@@ -305,7 +306,7 @@ func TestTokenExpiry(t *testing.T) {
 			if code != c.code || !strings.Contains(stderr, c.message) {
 				t.Fatalf("exit %d, stderr:\n%s\nwant exit %d saying %q", code, stderr, c.code, c.message)
 			}
-			if c.code == exitUsage {
+			if c.code == job.ExitRefused {
 				if n := s.sim.Requests(); n != 0 {
 					t.Errorf("%d requests were sent with an expired token", n)
 				}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/tally-dev/tally"
+	"github.com/tally-dev/tally/job"
 )
 
 // The interface's data stops on 20 October; the nightly run is replayed
@@ -86,7 +87,7 @@ schedule:
 
 	for i := 1; i <= 2; i++ {
 		out, code, stderr := cli(t, "run", "--config", cfg, "--as-of", asOf, "--job", "yearly")
-		if code != exitOK {
+		if code != job.ExitOK {
 			t.Fatalf("run %d: exit %d, want 0 (stale data is a warning)\n%s\n%s", i, code, out, stderr)
 		}
 		if !strings.Contains(stderr, "STALE: usage of organization ") || !strings.Contains(stderr, "stops on 2026-10-20") {
@@ -121,7 +122,7 @@ schedule:
 	// fetched empty after it up to the replayed day's eve: as of its
 	// morning, the replayed day itself is not yet data.
 	out, code, stderr := cli(t, "status", "--config", cfg, "--as-of", asOf)
-	if code != exitOK {
+	if code != job.ExitOK {
 		t.Fatalf("status: exit %d, want 0\n%s\n%s", code, out, stderr)
 	}
 	for _, want := range []string{
@@ -146,7 +147,7 @@ schedule:
 			ThroughText string `json:"through_text"`
 		} `json:"budgets"`
 	}
-	if err := json.Unmarshal([]byte(out), &st); err != nil || code != exitOK {
+	if err := json.Unmarshal([]byte(out), &st); err != nil || code != job.ExitOK {
 		t.Fatalf("status json: exit %d, %v", code, err)
 	}
 	if len(st.Usage) != 1 || st.Usage[0].Organization != org || !strings.HasPrefix(st.Usage[0].Newest, "2026-10-20") || st.Usage[0].Age != 7 || !st.Usage[0].Stale || len(st.Stale) != 1 {

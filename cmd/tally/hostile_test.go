@@ -15,6 +15,7 @@ import (
 
 	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/fetch/sim"
+	"github.com/tally-dev/tally/job"
 	"github.com/tally-dev/tally/store"
 )
 
@@ -51,7 +52,7 @@ func TestHostileBodiesExitAsREADMESays(t *testing.T) {
 	t.Setenv("TALLY_API_TOKEN", badToken)
 	t.Setenv("TALLY_DB", "")
 	t.Setenv("TALLY_BASE_URL", "")
-	if code, msg := badCLI(t, "fetch", "--config", cfg); code != exitOK {
+	if code, msg := badCLI(t, "fetch", "--config", cfg); code != job.ExitOK {
 		t.Fatalf("the first fetch: exit %d\n%s", code, msg)
 	}
 	windowRows := func() string {
@@ -113,8 +114,8 @@ FROM usage u WHERE date >= ? AND date < ?`, bad.Start, bad.End).Scan(&n, &sum); 
 			hostile.Store(&h)
 			defer hostile.Store(nil)
 			code, msg := badCLI(t, "fetch", "--config", cfg)
-			if code != exitPartial {
-				t.Fatalf("exit %d, want %d (partial):\n%s", code, exitPartial, msg)
+			if code != job.ExitPartial {
+				t.Fatalf("exit %d, want %d (partial):\n%s", code, job.ExitPartial, msg)
 			}
 			for _, want := range append([]string{"1 window(s) failed", bad.String()}, c.says...) {
 				if !strings.Contains(msg, want) {

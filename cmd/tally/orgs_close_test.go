@@ -18,6 +18,7 @@ import (
 	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/fetch/sim"
 	"github.com/tally-dev/tally/internal/prooftest"
+	"github.com/tally-dev/tally/job"
 	"github.com/tally-dev/tally/reports"
 	"github.com/tally-dev/tally/store"
 )
@@ -37,7 +38,7 @@ func TestOrganizationsCloseApartAndTogether(t *testing.T) {
 	dir := filepath.Dir(cfg)
 	db, rep := filepath.Join(dir, "tally.duckdb"), filepath.Join(dir, "reports")
 	t.Setenv("USER", "controller")
-	if _, code, stderr := cli(t, "fetch", "--config", cfg, "--log-format", "json"); code != exitOK {
+	if _, code, stderr := cli(t, "fetch", "--config", cfg, "--log-format", "json"); code != job.ExitOK {
 		t.Fatalf("fetch: exit %d\n%s", code, stderr)
 	}
 	m := g.month.Format("2006-01")
@@ -47,12 +48,12 @@ func TestOrganizationsCloseApartAndTogether(t *testing.T) {
 	}
 
 	// emea alone: its own final, its rows only.
-	if _, code, stderr := cli(t, "report", "--config", cfg, "--month", m, "--org", "emea"); code != exitOK {
+	if _, code, stderr := cli(t, "report", "--config", cfg, "--month", m, "--org", "emea"); code != job.ExitOK {
 		t.Fatalf("report --org emea: exit %d\n%s", code, stderr)
 	}
 	out, code, stderr := cli(t, "close", "--config", cfg, "--month", m, "--org", "emea", "--reason", "EMEA signed off")
 	emeaFinal := reports.FinalPath(rep, g.month, "emea", 1)
-	if code != exitOK || !strings.Contains(out, emeaFinal) {
+	if code != job.ExitOK || !strings.Contains(out, emeaFinal) {
 		t.Fatalf("close --org emea: exit %d, want %s\n%s\n%s", code, emeaFinal, out, stderr)
 	}
 	if got := closed(); got != "emea" {
@@ -66,13 +67,13 @@ func TestOrganizationsCloseApartAndTogether(t *testing.T) {
 	// The group close refuses while emea is closed on its own, naming it,
 	// and changes nothing.
 	_, code, stderr = cli(t, "close", "--config", cfg, "--month", m, "--reason", "group")
-	if code != exitUsage || !strings.Contains(stderr, "already closed for organization emea") || !strings.Contains(stderr, "--org emea") {
-		t.Fatalf("group close with emea closed: exit %d, want %d naming emea\n%s", code, exitUsage, stderr)
+	if code != job.ExitRefused || !strings.Contains(stderr, "already closed for organization emea") || !strings.Contains(stderr, "--org emea") {
+		t.Fatalf("group close with emea closed: exit %d, want %d naming emea\n%s", code, job.ExitRefused, stderr)
 	}
-	if _, code, stderr = cli(t, "close", "--config", cfg, "--month", m, "--org", "apac"); code != exitUsage || !strings.Contains(stderr, `--org "apac" is not an organization of this config: one of emea, us`) {
+	if _, code, stderr = cli(t, "close", "--config", cfg, "--month", m, "--org", "apac"); code != job.ExitRefused || !strings.Contains(stderr, `--org "apac" is not an organization of this config: one of emea, us`) {
 		t.Errorf("close --org apac: exit %d\n%s", code, stderr)
 	}
-	if _, code, stderr = cli(t, "close", "--config", cfg, "--month", m, "--org", "us", "--reopen", "--reason", "x"); code != exitUsage || !strings.Contains(stderr, "is not closed for organization us") {
+	if _, code, stderr = cli(t, "close", "--config", cfg, "--month", m, "--org", "us", "--reopen", "--reason", "x"); code != job.ExitRefused || !strings.Contains(stderr, "is not closed for organization us") {
 		t.Errorf("reopen of us, never closed: exit %d\n%s", code, stderr)
 	}
 	if n := scalarText(t, db, `SELECT count(*) FROM month_closes`); n != "1" {
@@ -81,7 +82,7 @@ func TestOrganizationsCloseApartAndTogether(t *testing.T) {
 
 	// Reopened, emea is open again; the group then closes every
 	// organization at once.
-	if _, code, stderr = cli(t, "close", "--config", cfg, "--month", m, "--org", "emea", "--reopen", "--reason", "credit note"); code != exitOK {
+	if _, code, stderr = cli(t, "close", "--config", cfg, "--month", m, "--org", "emea", "--reopen", "--reason", "credit note"); code != job.ExitOK {
 		t.Fatalf("reopen emea: exit %d\n%s", code, stderr)
 	}
 	if got := closed(); got != "" {
@@ -90,15 +91,15 @@ func TestOrganizationsCloseApartAndTogether(t *testing.T) {
 	out, code, stderr = cli(t, "close", "--config", cfg, "--month", m, "--reason", "group signed off")
 	groupFinal := reports.FinalPath(rep, g.month, "", 1)
 	finals := map[string]string{"emea": reports.FinalPath(rep, g.month, "emea", 2), "us": reports.FinalPath(rep, g.month, "us", 1)}
-	if code != exitOK || !strings.Contains(out, groupFinal) || !strings.Contains(out, finals["emea"]) || !strings.Contains(out, finals["us"]) {
+	if code != job.ExitOK || !strings.Contains(out, groupFinal) || !strings.Contains(out, finals["emea"]) || !strings.Contains(out, finals["us"]) {
 		t.Fatalf("group close: exit %d, want the group's final and each organization's\n%s\n%s", code, out, stderr)
 	}
 	if got := closed(); got != "emea,us" {
 		t.Fatalf("closed_months after the group close: %q, want emea,us", got)
 	}
 	byOrgAgrees(t, groupFinal, func(org string) string { return finals[org] }, "emea", "us")
-	if _, code, stderr = cli(t, "close", "--config", cfg, "--month", m); code != exitUsage || !strings.Contains(stderr, "already closed for every organization") {
-		t.Errorf("group close again: exit %d, want %d\n%s", code, exitUsage, stderr)
+	if _, code, stderr = cli(t, "close", "--config", cfg, "--month", m); code != job.ExitRefused || !strings.Contains(stderr, "already closed for every organization") {
+		t.Errorf("group close again: exit %d, want %d\n%s", code, job.ExitRefused, stderr)
 	}
 	if n := scalarText(t, db, `SELECT count(*) FROM month_closes WHERE action = 'close' AND acted_at = (SELECT max(acted_at) FROM month_closes)`); n != "3" {
 		t.Errorf("the group close recorded %s closes, want 3 (emea, us, the group)", n)
@@ -125,7 +126,7 @@ func TestOrganizationsCloseApartAndTogether(t *testing.T) {
 
 	// us reopened and closed again: its next final, with the late charge;
 	// emea and the group's finals stay in force.
-	if _, code, stderr = cli(t, "close", "--config", cfg, "--month", m, "--org", "us", "--reopen", "--reason", "late charge"); code != exitOK {
+	if _, code, stderr = cli(t, "close", "--config", cfg, "--month", m, "--org", "us", "--reopen", "--reason", "late charge"); code != job.ExitOK {
 		t.Fatalf("reopen us: exit %d\n%s", code, stderr)
 	}
 	if got := closed(); got != "emea" {
@@ -134,19 +135,19 @@ func TestOrganizationsCloseApartAndTogether(t *testing.T) {
 	if got := scalarText(t, db, `SELECT count(*) FROM closed_month_adjustments WHERE organization = 'us'`); got != "0" {
 		t.Errorf("reopened us still has %s adjustment rows", got)
 	}
-	if _, code, stderr := cli(t, "report", "--config", cfg, "--month", m); code != exitOK {
+	if _, code, stderr := cli(t, "report", "--config", cfg, "--month", m); code != job.ExitOK {
 		t.Fatalf("report: exit %d\n%s", code, stderr)
 	}
 	if st, err := readStatus(reports.DefaultPath(rep, g.month)); err != nil || !strings.Contains(st, "Reopened since for organization us") {
 		t.Errorf("the group workbook's month status %q (%v), want it to say us was reopened since", st, err)
 	}
-	if _, code, stderr = cli(t, "close", "--config", cfg, "--month", m, "--org", "us", "--reason", "us signed off again"); code != exitOK {
+	if _, code, stderr = cli(t, "close", "--config", cfg, "--month", m, "--org", "us", "--reason", "us signed off again"); code != job.ExitOK {
 		t.Fatalf("close us again: exit %d\n%s", code, stderr)
 	}
 	finals["us"] = reports.FinalPath(rep, g.month, "us", 2)
 	status, code, stderr := cli(t, "status", "--config", cfg)
 	for _, want := range []string{"(group)", groupFinal, finals["emea"], finals["us"]} {
-		if code != exitOK || !strings.Contains(status, want) {
+		if code != job.ExitOK || !strings.Contains(status, want) {
 			t.Errorf("status: exit %d, want the closes in force naming %s\n%s\n%s", code, want, status, stderr)
 		}
 	}
@@ -156,7 +157,7 @@ func TestOrganizationsCloseApartAndTogether(t *testing.T) {
 
 	// Delivery sends the finals in force: the group's to the folder, each
 	// organization's to its own.
-	if _, code, stderr := cli(t, "run", "--config", cfg); code != exitOK {
+	if _, code, stderr := cli(t, "run", "--config", cfg); code != job.ExitOK {
 		t.Fatalf("run [report, deliver]: exit %d\n%s", code, stderr)
 	}
 	for org, final := range map[string]string{"": groupFinal, "emea": finals["emea"], "us": finals["us"]} {
@@ -210,7 +211,7 @@ func TestGroupCloseKilledAtAnyMoment(t *testing.T) {
 	db, monthDir := filepath.Join(dir, "tally.duckdb"), filepath.Join(dir, "reports", g.month.Format("2006-01"))
 	t.Setenv("USER", "closer")
 	bin := tallyBinary(t)
-	if _, code, stderr := cli(t, "fetch", "--config", cfg); code != exitOK {
+	if _, code, stderr := cli(t, "fetch", "--config", cfg); code != job.ExitOK {
 		t.Fatalf("fetch: exit %d\n%s", code, stderr)
 	}
 	m := g.month.Format("2006-01")
@@ -374,10 +375,10 @@ func TestOrganizationsReadTheirProjects(t *testing.T) {
 	}
 	db := filepath.Join(filepath.Dir(cfg), "tally.duckdb")
 	plan, code, stderr := cli(t, "plan", "--config", cfg)
-	if code != exitOK || !strings.Contains(plan, "4 project(s) (emea: archive, newsroom; us: newsroom, sports-live)") {
+	if code != job.ExitOK || !strings.Contains(plan, "4 project(s) (emea: archive, newsroom; us: newsroom, sports-live)") {
 		t.Errorf("plan: exit %d, want each organization's projects\n%s\n%s", code, plan, stderr)
 	}
-	if _, code, stderr := cli(t, "fetch", "--config", cfg, "--log-format", "json"); code != exitOK {
+	if _, code, stderr := cli(t, "fetch", "--config", cfg, "--log-format", "json"); code != job.ExitOK {
 		t.Fatalf("fetch: exit %d\n%s", code, stderr)
 	}
 	// Each organization's snapshot is its own interface's report of its
@@ -414,8 +415,8 @@ func TestOrganizationsReadTheirProjects(t *testing.T) {
 	t.Setenv("TALLY_TEST_TOKEN_US", jwtToken(time.Now().Add(-time.Hour), "us@example.com"))
 	sentUS := g.us.Requests()
 	_, code, stderr = cli(t, "fetch", "--config", cfg, "--log-format", "json")
-	if code != exitPartial || !strings.Contains(stderr, "organization us not fetched") {
-		t.Fatalf("fetch with us's token expired: exit %d, want %d naming us\n%s", code, exitPartial, stderr)
+	if code != job.ExitPartial || !strings.Contains(stderr, "organization us not fetched") {
+		t.Fatalf("fetch with us's token expired: exit %d, want %d naming us\n%s", code, job.ExitPartial, stderr)
 	}
 	if g.us.Requests() != sentUS {
 		t.Errorf("%d requests went to us with its expired token", g.us.Requests()-sentUS)

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tally-dev/tally/job"
 )
 
 // tally status with several organizations (on one address, told apart by
@@ -46,7 +48,7 @@ func TestStatusOfSeveralOrganizations(t *testing.T) {
 	statusJSON := func(cfg string) status {
 		t.Helper()
 		out, code, stderr := cli(t, "status", "--config", cfg, "--format", "json")
-		if code != exitOK {
+		if code != job.ExitOK {
 			t.Fatalf("status --format json: exit %d\n%s\n%s", code, out, stderr)
 		}
 		var st status
@@ -66,7 +68,7 @@ func TestStatusOfSeveralOrganizations(t *testing.T) {
 	// Two spans of days with a hole between, in each organization.
 	day := func(n int) string { return g.start.AddDate(0, 0, n).Format("2006-01-02") }
 	for _, span := range [][2]string{{day(0), day(3)}, {day(10), day(12)}} {
-		if _, code, stderr := cli(t, "fetch", "--config", cfg, "--from", span[0], "--to", span[1]); code != exitOK {
+		if _, code, stderr := cli(t, "fetch", "--config", cfg, "--from", span[0], "--to", span[1]); code != job.ExitOK {
 			t.Fatalf("fetch %v: exit %d\n%s", span, code, stderr)
 		}
 	}
@@ -111,16 +113,16 @@ func TestStatusOfSeveralOrganizations(t *testing.T) {
 			lines[strings.TrimPrefix(head, "token expires (")] = strings.TrimSpace(rest)
 		}
 	}
-	if code != exitOK || lines["emea"] != emeaExp.Format(time.RFC3339)+" (in 5 days: create a new personal API token in the web application soon)" ||
+	if code != job.ExitOK || lines["emea"] != emeaExp.Format(time.RFC3339)+" (in 5 days: create a new personal API token in the web application soon)" ||
 		lines["us"] != usExp.Format(time.RFC3339)+" (in 300 days)" || len(lines) != 2 {
 		t.Errorf("status table: exit %d, want each organization's token expiry:\n%s\n%s", code, table, stderr)
 	}
 
 	// Closed all at once: whole_store for each organization.
-	if _, code, stderr := cli(t, "fetch", "--config", cfg); code != exitOK {
+	if _, code, stderr := cli(t, "fetch", "--config", cfg); code != job.ExitOK {
 		t.Fatalf("fetch: exit %d\n%s", code, stderr)
 	}
-	if _, code, stderr := cli(t, "close", "--config", cfg, "--month", g.month.Format("2006-01"), "--reason", "group signed off"); code != exitOK {
+	if _, code, stderr := cli(t, "close", "--config", cfg, "--month", g.month.Format("2006-01"), "--reason", "group signed off"); code != job.ExitOK {
 		t.Fatalf("close of every organization: exit %d\n%s", code, stderr)
 	}
 	if got := scalarText(t, db, `SELECT string_agg(organization || ':' || whole_store, ',' ORDER BY organization) FROM closed_months`); got != "emea:true,us:true" {
@@ -142,8 +144,8 @@ func TestStatusOfSeveralOrganizations(t *testing.T) {
 		}
 	}
 	sent := g.us.Requests()
-	if _, code, stderr := cli(t, "fetch", "--config", cfg); code != exitPartial || !strings.Contains(stderr, "organization us's API token expired on ") {
-		t.Errorf("fetch with us's token expired: exit %d, want %d naming it\n%s", code, exitPartial, stderr)
+	if _, code, stderr := cli(t, "fetch", "--config", cfg); code != job.ExitPartial || !strings.Contains(stderr, "organization us's API token expired on ") {
+		t.Errorf("fetch with us's token expired: exit %d, want %d naming it\n%s", code, job.ExitPartial, stderr)
 	}
 	if n := g.us.Requests(); n != sent {
 		t.Errorf("%d requests sent with us's expired token", n-sent)

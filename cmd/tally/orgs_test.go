@@ -19,6 +19,7 @@ import (
 	"github.com/tally-dev/tally/internal/focuscheck"
 	"github.com/tally-dev/tally/internal/printcheck"
 	"github.com/tally-dev/tally/internal/prooftest"
+	"github.com/tally-dev/tally/job"
 	"github.com/tally-dev/tally/reports"
 	"github.com/tally-dev/tally/store"
 )
@@ -35,15 +36,15 @@ func TestOrganizationsLoadApartAndFailAlone(t *testing.T) {
 	g.extra = "budgets:\n  - name: emea-cap\n    scope: organization:emea\n    currency: EUR\n    amount: 1\n    actual: [100]\n    forecast: []\n"
 	cfg := g.config(t, t.TempDir(), "emea", "us")
 	dir := filepath.Dir(cfg)
-	if _, code, stderr := cli(t, "fetch", "--config", cfg, "--log-format", "json"); code != exitOK {
+	if _, code, stderr := cli(t, "fetch", "--config", cfg, "--log-format", "json"); code != job.ExitOK {
 		t.Fatalf("fetch: exit %d\n%s", code, stderr)
 	}
 	plan, code, stderr := cli(t, "plan", "--config", cfg, "--format", "json")
-	if code != exitOK || !strings.Contains(plan, `"organization":"emea"`) || !strings.Contains(plan, `"organization":"us"`) {
+	if code != job.ExitOK || !strings.Contains(plan, `"organization":"emea"`) || !strings.Contains(plan, `"organization":"us"`) {
 		t.Errorf("plan after the fetch: exit %d, want each organization's lookback windows:\n%s\n%s", code, plan, stderr)
 	}
 	status, code, stderr := cli(t, "status", "--config", cfg)
-	if code != exitOK || !strings.Contains(status, "ORGANIZATION") || !strings.Contains(status, "\nemea ") || !strings.Contains(status, "\nus ") {
+	if code != job.ExitOK || !strings.Contains(status, "ORGANIZATION") || !strings.Contains(status, "\nemea ") || !strings.Contains(status, "\nus ") {
 		t.Errorf("status: exit %d, want each organization's loaded windows:\n%s\n%s", code, status, stderr)
 	}
 	db := filepath.Join(dir, "tally.duckdb")
@@ -75,7 +76,7 @@ func TestOrganizationsLoadApartAndFailAlone(t *testing.T) {
 	// Each organization's workbook, and the group's.
 	m := month.Format("2006-01")
 	for _, args := range [][]string{{"--org", "emea"}, {"--org", "us"}, nil} {
-		if _, code, stderr := cli(t, append([]string{"report", "--config", cfg, "--month", m}, args...)...); code != exitOK {
+		if _, code, stderr := cli(t, append([]string{"report", "--config", cfg, "--month", m}, args...)...); code != job.ExitOK {
 			t.Fatalf("report %v: exit %d\n%s", args, code, stderr)
 		}
 	}
@@ -104,14 +105,14 @@ func TestOrganizationsLoadApartAndFailAlone(t *testing.T) {
 	if len(byOrgPages) != 1 || !strings.Contains(byOrgPages[0].Text(), "emea") || !strings.Contains(byOrgPages[0].Text(), "us") {
 		t.Errorf("By organization prints on %d pages, want one naming emea and us", len(byOrgPages))
 	}
-	if _, code, _ := cli(t, "report", "--config", cfg, "--month", m, "--org", "apac"); code != exitUsage {
-		t.Errorf("report --org apac (not configured): exit %d, want %d", code, exitUsage)
+	if _, code, _ := cli(t, "report", "--config", cfg, "--month", m, "--org", "apac"); code != job.ExitRefused {
+		t.Errorf("report --org apac (not configured): exit %d, want %d", code, job.ExitRefused)
 	}
 
 	// FOCUS 1.3: each organization is its own billing account, the export
 	// passes the conformance check, and projects are sub-accounts within.
 	lake := filepath.Join(dir, "focus")
-	if _, code, stderr := cli(t, "export", "--config", cfg, "--format", "focus", "--to", lake); code != exitOK {
+	if _, code, stderr := cli(t, "export", "--config", cfg, "--format", "focus", "--to", lake); code != job.ExitOK {
 		t.Fatalf("export --format focus: exit %d\n%s", code, stderr)
 	}
 	func() {
@@ -136,7 +137,7 @@ FROM read_parquet('` + filepath.ToSlash(lake) + `/focus/*/*.parquet', hive_parti
 	// The nightly books: the group's workbook and each organization's own
 	// are written and delivered, each organization's to a folder of its
 	// name.
-	if _, code, stderr := cli(t, "run", "--config", cfg); code != exitOK {
+	if _, code, stderr := cli(t, "run", "--config", cfg); code != job.ExitOK {
 		t.Fatalf("run [report, deliver]: exit %d\n%s", code, stderr)
 	}
 	for _, org := range []string{"", "emea", "us"} {
@@ -158,8 +159,8 @@ FROM read_parquet('` + filepath.ToSlash(lake) + `/focus/*/*.parquet', hive_parti
 	t.Setenv("TALLY_TEST_TOKEN_US", jwtToken(time.Now().Add(-time.Hour), "us@example.com"))
 	sentUS := us.Requests()
 	_, code, stderr = cli(t, "fetch", "--config", cfg, "--log-format", "json")
-	if code != exitPartial || !strings.Contains(stderr, "organization us not fetched") || !strings.Contains(stderr, "organization us's API token expired") {
-		t.Fatalf("fetch with us's token expired: exit %d, want %d naming us\n%s", code, exitPartial, stderr)
+	if code != job.ExitPartial || !strings.Contains(stderr, "organization us not fetched") || !strings.Contains(stderr, "organization us's API token expired") {
+		t.Fatalf("fetch with us's token expired: exit %d, want %d naming us\n%s", code, job.ExitPartial, stderr)
 	}
 	if us.Requests() != sentUS {
 		t.Errorf("%d requests went to us with its expired token", us.Requests()-sentUS)
@@ -351,10 +352,10 @@ func TestShardsMergeInOneLake(t *testing.T) {
 	for _, shard := range []string{"emea", "us"} {
 		dir := t.TempDir()
 		cfg := g.config(t, dir, shard)
-		if _, code, stderr := cli(t, "fetch", "--config", cfg); code != exitOK {
+		if _, code, stderr := cli(t, "fetch", "--config", cfg); code != job.ExitOK {
 			t.Fatalf("fetch of shard %s: exit %d\n%s", shard, code, stderr)
 		}
-		if _, code, stderr := cli(t, "export", "--config", cfg, "--to", filepath.Join(lake, shard)); code != exitOK {
+		if _, code, stderr := cli(t, "export", "--config", cfg, "--to", filepath.Join(lake, shard)); code != job.ExitOK {
 			t.Fatalf("export of shard %s: exit %d\n%s", shard, code, stderr)
 		}
 		want = append(want, sums(t, filepath.Join(dir, "tally.duckdb"), "usage")...)

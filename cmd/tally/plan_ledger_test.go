@@ -11,6 +11,7 @@ import (
 
 	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/fetch/sim"
+	"github.com/tally-dev/tally/job"
 )
 
 // plannedWindow is one window as `tally plan --format json` prints it and
@@ -152,10 +153,10 @@ func TestRefetchLoadedRange(t *testing.T) {
 		t.Fatalf("fetch --refetch requested %v (%v), plan said %v", fetched, err, planned)
 	}
 	out, code, _ := cli(t, "query", "--config", cfg, "--format", "csv", "SELECT command, windows FROM runs ORDER BY started DESC LIMIT 1")
-	if code != exitOK || strings.ReplaceAll(out, "\r\n", "\n") != "command,windows\nrefetch,2\n" {
+	if code != job.ExitOK || strings.ReplaceAll(out, "\r\n", "\n") != "command,windows\nrefetch,2\n" {
 		t.Fatalf("the refetch run is recorded as %q", out)
 	}
-	if _, code, stderr := cli(t, "fetch", "--config", cfg, "--refetch", "--from", from); code != exitUsage || !strings.Contains(stderr, "--refetch needs --from and --to") {
+	if _, code, stderr := cli(t, "fetch", "--config", cfg, "--refetch", "--from", from); code != job.ExitRefused || !strings.Contains(stderr, "--refetch needs --from and --to") {
 		t.Fatalf("--refetch without --to: exit %d\n%s", code, stderr)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tally-dev/tally/internal/printcheck"
+	"github.com/tally-dev/tally/job"
 )
 
 // The demo month's workbook prints legibly, as a controller saves it as
@@ -23,7 +24,7 @@ func TestWorkbookPrintsAsPDF(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	if out, code, stderr := cli(t, "demo", "--dir", dir, "--log-level", "warn"); code != exitOK {
+	if out, code, stderr := cli(t, "demo", "--dir", dir, "--log-level", "warn"); code != job.ExitOK {
 		t.Fatalf("demo: exit %d\n%s\n%s", code, out, stderr)
 	}
 	// The month's workbook; the demo's close writes the final beside it.

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tally-dev/tally/job"
 	"github.com/tally-dev/tally/store"
 )
 
@@ -152,14 +153,14 @@ func TestReportOfAnEmptyMonth(t *testing.T) {
 	cfg, _ := queryFixture(t, true)
 	out := filepath.Join(t.TempDir(), "march.xlsx")
 	_, code, stderr := cli(t, "report", "--config", cfg, "--month", "2026-03", "--out", out)
-	if code != exitUsage || !strings.Contains(stderr, "2026-03") || !strings.Contains(stderr, "basis usage") || !strings.Contains(stderr, "no workbook was written") {
+	if code != job.ExitRefused || !strings.Contains(stderr, "2026-03") || !strings.Contains(stderr, "basis usage") || !strings.Contains(stderr, "no workbook was written") {
 		t.Fatalf("exit %d, stderr %q; want 2 naming the month and basis", code, stderr)
 	}
 	if _, err := os.Stat(out); !os.IsNotExist(err) {
 		t.Errorf("a workbook was written for an empty month: %v", err)
 	}
 	// The month with rows is written as before.
-	if _, code, stderr := cli(t, "report", "--config", cfg, "--month", "2026-01", "--out", out); code != exitOK {
+	if _, code, stderr := cli(t, "report", "--config", cfg, "--month", "2026-01", "--out", out); code != job.ExitOK {
 		t.Fatalf("January: exit %d %s", code, stderr)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tally-dev/tally"
+	"github.com/tally-dev/tally/job"
 	"github.com/tally-dev/tally/store"
 )
 
@@ -175,7 +176,7 @@ func TestQueryNeverChangesData(t *testing.T) {
 	cfg, _ := queryFixture(t, true)
 	for _, sql := range []string{"DELETE FROM usage", "DROP TABLE usage"} {
 		_, err := execCLI(t, "", "query", "--config", cfg, sql)
-		if err == nil || isUsageError(err) || exitCode(err) != exitFailed {
+		if err == nil || isUsageError(err) || exitCode(err) != job.ExitFailed {
 			t.Fatalf("%s: %v, want a failure (exit 1)", sql, err)
 		}
 		if !strings.Contains(err.Error(), "read-only") || !strings.Contains(err.Error(), "tally query only reads") {
@@ -199,8 +200,8 @@ func TestQueryWithoutAPublishedCopy(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "no published copy") || !strings.Contains(err.Error(), "tally fetch --config") {
 		t.Fatalf("got %v, want a message that tally fetch creates the copy", err)
 	}
-	if code := exitCode(err); code != exitUsage {
-		t.Errorf("query before any fetch: exit %d, want %d (refused, nothing touched)", code, exitUsage)
+	if code := exitCode(err); code != job.ExitRefused {
+		t.Errorf("query before any fetch: exit %d, want %d (refused, nothing touched)", code, job.ExitRefused)
 	}
 }
 
@@ -248,7 +249,7 @@ func TestQueryUsageErrors(t *testing.T) {
 		{[]string{"query", "--config", cfg, "--bogus", "SELECT 1"}, "bogus"},
 	} {
 		_, err := execCLI(t, "", tc.args...)
-		if !isUsageError(err) || exitCode(err) != exitUsage {
+		if !isUsageError(err) || exitCode(err) != job.ExitRefused {
 			t.Errorf("%v: %v, want a usage error (exit 2)", tc.args, err)
 			continue
 		}

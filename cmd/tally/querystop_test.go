@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tally-dev/tally/job"
 	"github.com/tally-dev/tally/store"
 )
 
@@ -41,8 +42,8 @@ func TestQueryStopsOnSignal(t *testing.T) {
 		}
 		took := time.Since(sent)
 		t.Logf("%s: tally query ended %s after the signal", sig, took.Round(time.Millisecond))
-		if code := cmd.ProcessState.ExitCode(); code != exitFailed {
-			t.Errorf("%s: exit %d, want %d\n%s", sig, code, exitFailed, errb.String())
+		if code := cmd.ProcessState.ExitCode(); code != job.ExitFailed {
+			t.Errorf("%s: exit %d, want %d\n%s", sig, code, job.ExitFailed, errb.String())
 		}
 		if !strings.Contains(errb.String(), "context canceled") && !strings.Contains(errb.String(), "Interrupted") {
 			t.Errorf("%s: stderr does not say the query was stopped:\n%s", sig, errb.String())

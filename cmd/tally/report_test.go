@@ -12,6 +12,7 @@ import (
 
 	"github.com/xuri/excelize/v2"
 
+	"github.com/tally-dev/tally/job"
 	"github.com/tally-dev/tally/store"
 )
 
@@ -179,8 +180,8 @@ func TestReportWithoutPublishedCopy(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "nothing was loaded yet") || !strings.Contains(err.Error(), "tally fetch --config "+cfg) {
 		t.Fatalf("report with no data: %v, want an error saying tally fetch creates it", err)
 	}
-	if code := exitCode(err); code != exitUsage {
-		t.Errorf("report before any fetch: exit %d, want %d (refused, nothing touched)", code, exitUsage)
+	if code := exitCode(err); code != job.ExitRefused {
+		t.Errorf("report before any fetch: exit %d, want %d (refused, nothing touched)", code, job.ExitRefused)
 	}
 }
 
@@ -194,8 +195,8 @@ func TestReportAtWeekGranularity(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := execCLI(t, "", "report", "--config", cfg, "--month", "2026-10")
-	if code := exitCode(err); code != exitUsage {
-		t.Fatalf("report at week with no day data: exit %d (%v), want %d", code, err, exitUsage)
+	if code := exitCode(err); code != job.ExitRefused {
+		t.Fatalf("report at week with no day data: exit %d (%v), want %d", code, err, job.ExitRefused)
 	}
 	for _, s := range []string{`usage.granularity "week"`, "2026-10", "tally fetch --granularity"} {
 		if !strings.Contains(err.Error(), s) {

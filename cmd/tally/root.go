@@ -14,56 +14,31 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/tally-dev/tally/internal/secret"
-	"github.com/tally-dev/tally/reports"
-	"github.com/tally-dev/tally/schedules"
-)
-
-// Exit codes of INTERFACE.md, the one contract every command holds
-// (README, Exit codes).
-const (
-	exitOK      = 0
-	exitFailed  = 1 // the run failed; nothing half-written
-	exitUsage   = 2 // refused before anything was touched: usage, config, a month never loaded, a closed month
-	exitPartial = 3 // some work done and recorded, every failure listed
+	"github.com/tally-dev/tally/job"
 )
 
 // usageError marks an error the user caused with flags, arguments or config:
-// exit 2, nothing touched.
+// refused, nothing touched (exit 2).
 type usageError struct{ err error }
 
-func (e usageError) Error() string { return e.err.Error() }
-func (e usageError) Unwrap() error { return e.err }
+func (e usageError) Error() string        { return e.err.Error() }
+func (e usageError) Unwrap() error        { return e.err }
+func (e usageError) Is(target error) bool { return target == job.ErrRefused }
 
 func usageErr(format string, args ...any) error {
 	return usageError{fmt.Errorf(format, args...)}
 }
 
-// partialError is what a command returns when some work failed after all
-// retries and the rest was kept: exit 3.
-type partialError interface {
-	error
-	Partial() bool
-}
-
-// exitCode maps a command's error to its exit code and prints it; the one
-// place that does.
+// exitCode prints a command's error and maps it to its exit code
+// (job.ExitCode, the one place that decides).
 func exitCode(err error) int {
 	if err == nil {
-		return exitOK
+		return job.ExitOK
 	}
 	// The one place errors are printed passes the one redaction step: an
 	// error may quote a peer that echoed a secret back.
 	fmt.Fprintln(os.Stderr, "tally: "+secret.Redact(err.Error()))
-	var ue usageError
-	var pe partialError
-	var ge *reports.GranularityError
-	switch {
-	case errors.As(err, &ue), errors.As(err, &ge), errors.As(err, new(*schedules.TokenExpiredError)), errors.As(err, new(*schedules.RefusedError)), errors.As(err, new(*schedules.EmptyMonthError)):
-		return exitUsage
-	case errors.As(err, &pe) && pe.Partial():
-		return exitPartial
-	}
-	return exitFailed
+	return job.ExitCode(err)
 }
 
 type globalFlags struct {

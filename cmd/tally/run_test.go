@@ -11,6 +11,7 @@ import (
 	"github.com/xuri/excelize/v2"
 
 	"github.com/tally-dev/tally"
+	"github.com/tally-dev/tally/job"
 	"github.com/tally-dev/tally/reports"
 )
 
@@ -26,7 +27,7 @@ func TestRunExitCodes(t *testing.T) {
 
 	s.failDay.Store(previous.AddDate(0, 0, 14).Format(tally.DateLayout))
 	out, code, stderr := cli(t, "run", "--config", cfg, "--log-format", "json")
-	if code != exitPartial || !strings.Contains(out, "1 failed") {
+	if code != job.ExitPartial || !strings.Contains(out, "1 failed") {
 		t.Fatalf("run with a failing window: exit %d, want 3\nstdout:\n%s\nstderr:\n%s", code, out, stderr)
 	}
 	if !strings.Contains(out, "report "+previous.Format("2006-01")+": "+workbook) {
@@ -48,7 +49,7 @@ func TestRunExitCodes(t *testing.T) {
 		}
 	}
 	ids, code, _ := cli(t, "query", "--config", cfg, "--format", "csv", "SELECT id, status FROM runs")
-	if want := "id,status\r\n" + runID + ",partial\r\n"; code != exitOK || runID == "" || ids != want {
+	if want := "id,status\r\n" + runID + ",partial\r\n"; code != job.ExitOK || runID == "" || ids != want {
 		t.Errorf("runs %q (exit %d); the workbook names run %q", ids, code, runID)
 	}
 
@@ -57,20 +58,20 @@ func TestRunExitCodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, code, stderr = cli(t, "run", "--config", cfg)
-	if code != exitOK || !strings.Contains(out, "0 failed") {
+	if code != job.ExitOK || !strings.Contains(out, "0 failed") {
 		t.Fatalf("repairing run: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, stderr)
 	}
 	if _, err := os.Stat(workbook); err != nil {
 		t.Errorf("repairing run wrote no workbook: %v", err)
 	}
 	got, code, _ := cli(t, "query", "--config", cfg, "--format", "csv", "SELECT status FROM runs ORDER BY started")
-	if want := "status\r\npartial\r\nok\r\n"; code != exitOK || got != want {
+	if want := "status\r\npartial\r\nok\r\n"; code != job.ExitOK || got != want {
 		t.Errorf("runs: %q (exit %d), want %q", got, code, want)
 	}
 	// The config names no job: its one job is the default nightly, which
 	// these runs were, and tally status says when it last ran.
 	got, code, _ = cli(t, "query", "--config", cfg, "--format", "csv", "SELECT DISTINCT job FROM runs")
-	if want := "job\r\nnightly\r\n"; code != exitOK || got != want {
+	if want := "job\r\nnightly\r\n"; code != job.ExitOK || got != want {
 		t.Errorf("runs' job: %q (exit %d), want %q", got, code, want)
 	}
 	last, _, _ := cli(t, "query", "--config", cfg, "--format", "csv", "SELECT id FROM runs ORDER BY started DESC LIMIT 1")
@@ -82,7 +83,7 @@ func TestRunExitCodes(t *testing.T) {
 			nightly = line
 		}
 	}
-	if code != exitOK || last == "" || !regexp.MustCompile(regexp.QuoteMeta(last)+`\s+ok\s`).MatchString(nightly) {
+	if code != job.ExitOK || last == "" || !regexp.MustCompile(regexp.QuoteMeta(last)+`\s+ok\s`).MatchString(nightly) {
 		t.Errorf("tally status shows the nightly job as %q (exit %d), want its last run %s, ok:\n%s", nightly, code, last, status)
 	}
 }
@@ -111,7 +112,7 @@ func TestRunWithoutJobRunsTheOnlyJob(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, code, stderr := cli(t, "run", "--config", cfg)
-	if code != exitOK || !strings.Contains(out, "job books ok") {
+	if code != job.ExitOK || !strings.Contains(out, "job books ok") {
 		t.Fatalf("run: exit %d, want the job books run\nstdout:\n%s\nstderr:\n%s", code, out, stderr)
 	}
 	name := "tally-cost-" + previous.Format("2006-01") + ".xlsx"
@@ -124,7 +125,7 @@ func TestRunWithoutJobRunsTheOnlyJob(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, code, stderr = cli(t, "run", "--config", cfg)
-	if code != exitUsage || !strings.Contains(stderr, "--job is required") || !strings.Contains(stderr, "books, hourly") {
-		t.Fatalf("run with two jobs: exit %d, want %d naming both jobs\n%s", code, exitUsage, stderr)
+	if code != job.ExitRefused || !strings.Contains(stderr, "--job is required") || !strings.Contains(stderr, "books, hourly") {
+		t.Fatalf("run with two jobs: exit %d, want %d naming both jobs\n%s", code, job.ExitRefused, stderr)
 	}
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/fetch/sim"
+	"github.com/tally-dev/tally/job"
 	"github.com/tally-dev/tally/schedules"
 	"github.com/tally-dev/tally/store"
 )
@@ -296,7 +297,7 @@ func TestScheduleProcesses(t *testing.T) {
 			"schedule:\n  jobs:\n    - {name: nightly, cron: '30 2 * * *', run: [fetch]}\n    - {name: hourly, cron: '61 * * * *', run: [fetch]}\n")
 		for _, cmd := range []string{"schedule", "fetch"} {
 			p := schedStartProc(t, bin, cmd, "--config", cfg)
-			if code := p.wait(t, 20*time.Second); code != exitUsage {
+			if code := p.wait(t, 20*time.Second); code != job.ExitRefused {
 				t.Fatalf("tally %s: exit %d, want 2\n%s", cmd, code, p.stderr.String())
 			}
 			if msg := p.stderr.String(); !strings.Contains(msg, `schedule.jobs[1].cron: job "hourly": "61 * * * *" is not a cron spec`) {
@@ -325,7 +326,7 @@ func TestScheduleProcesses(t *testing.T) {
 		s.next(t)
 
 		skipper := schedStartProc(t, bin, "run", "--config", short, "--job", "nightly")
-		if code := skipper.wait(t, 20*time.Second); code != exitFailed {
+		if code := skipper.wait(t, 20*time.Second); code != job.ExitFailed {
 			t.Fatalf("second process: exit %d, want 1\n%s", code, skipper.stderr.String())
 		}
 		want := fmt.Sprintf(`run skipped after waiting 500ms for the lock: the database is locked by pid %d (command "fetch"`, holder.cmd.Process.Pid)
@@ -344,10 +345,10 @@ func TestScheduleProcesses(t *testing.T) {
 		time.Sleep(700 * time.Millisecond) // the waiter is waiting for the lock
 		s.setStall(false, false)
 		close(s.release)
-		if code := holder.wait(t, 60*time.Second); code != exitOK {
+		if code := holder.wait(t, 60*time.Second); code != job.ExitOK {
 			t.Fatalf("holder: exit %d\n%s", code, holder.stderr.String())
 		}
-		if code := waiter.wait(t, 60*time.Second); code != exitOK || !regexpMatch(`^run \S+: job nightly ok, \d+ rows, \d+ windows\n`, waiter.stdout.String()) {
+		if code := waiter.wait(t, 60*time.Second); code != job.ExitOK || !regexpMatch(`^run \S+: job nightly ok, \d+ rows, \d+ windows\n`, waiter.stdout.String()) {
 			t.Fatalf("waiter: exit %d\n%s\n%s", code, waiter.stdout.String(), waiter.stderr.String())
 		}
 		runs := schedRunsOf(t, db)
@@ -377,7 +378,7 @@ func TestScheduleProcesses(t *testing.T) {
 			"schedule:\n  grace: 2s\n  jobs:\n    - {name: often, cron: '@every 1s', run: [fetch]}\n")
 		db := filepath.Join(dir, "tally.duckdb")
 		seed := schedStartProc(t, bin, "fetch", "--config", cfg)
-		if code := seed.wait(t, 60*time.Second); code != exitOK {
+		if code := seed.wait(t, 60*time.Second); code != job.ExitOK {
 			t.Fatalf("first fetch: exit %d\n%s", code, seed.stderr.String())
 		}
 		before, outside := schedLedger(t, db)
@@ -400,7 +401,7 @@ func TestScheduleProcesses(t *testing.T) {
 		close(s.release)
 		code := p.wait(t, grace+20*time.Second)
 		took := time.Since(signalled)
-		if code != exitOK || took < grace || took > grace+3*time.Second {
+		if code != job.ExitOK || took < grace || took > grace+3*time.Second {
 			t.Fatalf("exit %d %s after SIGTERM, want 0 soon after the %s grace\n%s", code, took, grace, p.stderr.String())
 		}
 
@@ -443,7 +444,7 @@ func secondSignalStopsAtOnce(t *testing.T, bin string, start time.Time) {
 		"schedule:\n  grace: 10m\n  jobs:\n    - {name: often, cron: '@every 1s', run: [fetch]}\n")
 	db := filepath.Join(dir, "tally.duckdb")
 	seed := schedStartProc(t, bin, "fetch", "--config", cfg)
-	if code := seed.wait(t, 60*time.Second); code != exitOK {
+	if code := seed.wait(t, 60*time.Second); code != job.ExitOK {
 		t.Fatalf("first fetch: exit %d\n%s", code, seed.stderr.String())
 	}
 	before, _ := schedLedger(t, db)
@@ -466,7 +467,7 @@ func secondSignalStopsAtOnce(t *testing.T, bin string, start time.Time) {
 	}
 	signalled := time.Now()
 	code := p.wait(t, 60*time.Second)
-	if took := time.Since(signalled); code == exitOK || took > 10*time.Second {
+	if took := time.Since(signalled); code == job.ExitOK || took > 10*time.Second {
 		t.Fatalf("exit %d %s after the second SIGTERM, want an immediate stop, not the 10m grace\n%s", code, took, p.stderr.String())
 	}
 
@@ -481,7 +482,7 @@ func secondSignalStopsAtOnce(t *testing.T, bin string, start time.Time) {
 	}
 	s.setStall(false, false)
 	again := schedStartProc(t, bin, "fetch", "--config", cfg)
-	if code := again.wait(t, 60*time.Second); code != exitOK {
+	if code := again.wait(t, 60*time.Second); code != job.ExitOK {
 		t.Fatalf("fetch after the stop: exit %d\n%s", code, again.stderr.String())
 	}
 	runs := schedRunsOf(t, db)

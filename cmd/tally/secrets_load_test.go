@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tally-dev/tally"
+	"github.com/tally-dev/tally/job"
 )
 
 // Commands that send nothing to the interface need no API token: with the
@@ -28,7 +29,7 @@ func TestCommandsThatSendNothingNeedNoToken(t *testing.T) {
 budgets:
   - {name: all, currency: USD, amount: 1000000}
 `)
-	if _, code, stderr := cli(t, "fetch", "--config", cfg); code != exitOK {
+	if _, code, stderr := cli(t, "fetch", "--config", cfg); code != job.ExitOK {
 		t.Fatalf("fetch: exit %d\n%s", code, stderr)
 	}
 	sent := s.sim.Requests()
@@ -41,7 +42,7 @@ budgets:
 		{"alerts", "--config", cfg},
 		{"close", "--config", cfg, "--month", m, "--reason", "signed off"},
 	} {
-		if out, code, stderr := cli(t, args...); code != exitOK {
+		if out, code, stderr := cli(t, args...); code != job.ExitOK {
 			t.Errorf("%v with no token: exit %d, want 0: it sends nothing to the interface\n%s\n%s", args[:len(args)-2], code, out, stderr)
 		}
 	}
@@ -55,8 +56,8 @@ budgets:
 		t.Errorf("closed_months has %s rows, want the month closed without a token", got)
 	}
 	_, code, stderr := cli(t, "fetch", "--config", cfg)
-	if code != exitUsage || !strings.Contains(stderr, "environment variable "+cliTokenEnv+" is not set or empty") {
-		t.Errorf("fetch with no token: exit %d, want %d naming %s\n%s", code, exitUsage, cliTokenEnv, stderr)
+	if code != job.ExitRefused || !strings.Contains(stderr, "environment variable "+cliTokenEnv+" is not set or empty") {
+		t.Errorf("fetch with no token: exit %d, want %d naming %s\n%s", code, job.ExitRefused, cliTokenEnv, stderr)
 	}
 }
 
@@ -103,8 +104,8 @@ alerts:
 		{[]string{"run", "--config", cfg, "--job", "mail"}, []string{smtp}, webhook},
 	} {
 		_, code, stderr := cli(t, c.args...)
-		if code != exitUsage {
-			t.Errorf("%v: exit %d, want %d\n%s", c.args[:1], code, exitUsage, stderr)
+		if code != job.ExitRefused {
+			t.Errorf("%v: exit %d, want %d\n%s", c.args[:1], code, job.ExitRefused, stderr)
 		}
 		for _, w := range c.want {
 			if !strings.Contains(stderr, w) {
