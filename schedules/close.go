@@ -571,24 +571,13 @@ func finishCloses(ctx context.Context, env *job.Env) ([]store.MonthClose, error)
 		}
 		staged := stagedFinal(c.FinalWorkbook, c.ID)
 		recorded[staged] = true
-		if _, err := os.Lstat(staged); err != nil {
-			if _, err := os.Lstat(c.FinalWorkbook); errors.Is(err, os.ErrNotExist) {
-				env.Log.Error().Str("month", c.Month.Format("2006-01")).Str("final_workbook", c.FinalWorkbook).Msg("the final workbook of a recorded close is missing; restore it from a delivered copy (its sha256 is in month_closes.final_sha256)")
-			}
-			continue
-		}
-		sum, err := fileSHA256(staged)
+		done, err := finishClose(env, c, staged)
 		if err != nil {
 			return finished, err
 		}
-		if c.FinalSHA256 != "" && sum != c.FinalSHA256 {
-			return finished, fmt.Errorf("the staged final workbook %s does not match its close (sha256 %s, recorded %s); move it aside and rerun", staged, sum, c.FinalSHA256)
+		if done {
+			finished = append(finished, c)
 		}
-		if err := placeFinal(env, c, staged); err != nil {
-			return finished, fmt.Errorf("put the final workbook of %s in place: %w", c.Month.Format("2006-01"), err)
-		}
-		env.Log.Warn().Str("month", c.Month.Format("2006-01")).Str("who", c.Who).Str("final_workbook", c.FinalWorkbook).Msg("finished a close a kill had cut short: the final workbook is now in place")
-		finished = append(finished, c)
 	}
 	statements, err := env.Store.CloseStatements(ctx, uuid.Nil)
 	if err != nil {
@@ -597,7 +586,39 @@ func finishCloses(ctx context.Context, env *job.Env) ([]store.MonthClose, error)
 	for _, st := range statements {
 		recorded[st.Path] = true
 	}
-	// A month's folder, and its organizations' folders in it.
+	removeUnrecorded(env, recorded)
+	return finished, nil
+}
+
+// finishClose puts the recorded close c's final workbook in place from its
+// staged file, when there is one, and reports whether it did.
+func finishClose(env *job.Env, c store.MonthClose, staged string) (bool, error) {
+	if _, err := os.Lstat(staged); err != nil {
+		if _, err := os.Lstat(c.FinalWorkbook); errors.Is(err, os.ErrNotExist) {
+			env.Log.Error().Str("month", c.Month.Format("2006-01")).Str("final_workbook", c.FinalWorkbook).Msg("the final workbook of a recorded close is missing; restore it from a delivered copy (its sha256 is in month_closes.final_sha256)")
+		}
+		return false, nil
+	}
+	sum, err := fileSHA256(staged)
+	if err != nil {
+		return false, err
+	}
+	if c.FinalSHA256 != "" && sum != c.FinalSHA256 {
+		return false, fmt.Errorf("the staged final workbook %s does not match its close (sha256 %s, recorded %s); move it aside and rerun", staged, sum, c.FinalSHA256)
+	}
+	if err := placeFinal(env, c, staged); err != nil {
+		return false, fmt.Errorf("put the final workbook of %s in place: %w", c.Month.Format("2006-01"), err)
+	}
+	env.Log.Warn().Str("month", c.Month.Format("2006-01")).Str("who", c.Who).Str("final_workbook", c.FinalWorkbook).Msg("finished a close a kill had cut short: the final workbook is now in place")
+	return true, nil
+}
+
+// removeUnrecorded removes, from each month's folder and its
+// organizations' folders in it, the staged final workbooks and final
+// statements no close recorded (recorded: the paths closes name), and
+// the temporary files a staged file is written through. The writer lock is
+// held: no other close is writing these.
+func removeUnrecorded(env *job.Env, recorded map[string]bool) {
 	dirs, _ := filepath.Glob(filepath.Join(env.Config.Reports.Dir, "*"))
 	orgDirs, _ := filepath.Glob(filepath.Join(env.Config.Reports.Dir, "*", "*"))
 	for _, d := range append(dirs, orgDirs...) {
@@ -607,7 +628,6 @@ func finishCloses(ctx context.Context, env *job.Env) ([]store.MonthClose, error)
 		}
 		for _, e := range entries {
 			p := filepath.Join(d, e.Name())
-			// The writer lock is held: no other close is writing these.
 			if (stagedRE.MatchString(e.Name()) && !recorded[p]) || stagedTempRE.MatchString(e.Name()) {
 				if err := os.Remove(p); err == nil {
 					env.Log.Warn().Str("file", p).Msg("removed the staged final workbook of a close a kill cut short before it was recorded")
@@ -620,7 +640,6 @@ func finishCloses(ctx context.Context, env *job.Env) ([]store.MonthClose, error)
 			}
 		}
 	}
-	return finished, nil
 }
 
 // closeStep closes the previous month once reports.close_after has passed
