@@ -66,8 +66,12 @@ func TestWebhookSignsAndRetries(t *testing.T) {
 		w.WriteHeader(http.StatusNoContent)
 	}))
 	defer srv.Close()
-	h, err := NewWebhook(&configs.WebhookConfig{URL: srv.URL + "/hooks/SECRET", SecretEnv: "HOOK", Timeout: time.Second},
-		func(string) string { return " s3cret\n" }, "test")
+	cfg := &configs.WebhookConfig{URL: srv.URL + "/hooks/SECRET", SecretEnv: "HOOK", Timeout: time.Second}
+	sec, err := cfg.Secret(func(string) string { return " s3cret\n" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := NewWebhook(cfg, sec, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +85,7 @@ func TestWebhookSignsAndRetries(t *testing.T) {
 	if err == nil || posts.Load() != 1 || !strings.Contains(err.Error(), "webhook:"+srv.URL) || strings.Contains(err.Error(), "SECRET") {
 		t.Fatalf("a 400: %v after %d posts; want one post and an error naming the host only", err, posts.Load())
 	}
-	if _, err := NewWebhook(&configs.WebhookConfig{URL: srv.URL, SecretEnv: "HOOK", Timeout: time.Second}, func(string) string { return "" }, "test"); err == nil ||
+	if _, err := (&configs.WebhookConfig{URL: srv.URL, SecretEnv: "HOOK", Timeout: time.Second}).Secret(func(string) string { return "" }); err == nil ||
 		!strings.Contains(err.Error(), "alerts.webhook.secret_env") {
 		t.Errorf("an empty secret variable: %v", err)
 	}

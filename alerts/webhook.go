@@ -28,8 +28,8 @@ const SignatureHeader = "X-Tally-Signature"
 // Webhook posts alerts as JSON to one address.
 type Webhook struct {
 	url     string
-	name    string // scheme://host: the address may hold a secret in its path
-	secret  []byte
+	name    string       // scheme://host: the address may hold a secret in its path
+	secret  secret.Value // zero: bodies go unsigned
 	client  *http.Client
 	agent   string
 	Tries   int           // attempts per alert in one run
@@ -37,9 +37,9 @@ type Webhook struct {
 	Timeout time.Duration // per attempt
 }
 
-// NewWebhook reads cfg's secret (from its environment variable or file)
-// and checks its address. getenv is os.Getenv outside tests.
-func NewWebhook(cfg *configs.WebhookConfig, getenv func(string) string, version string) (*Webhook, error) {
+// NewWebhook checks cfg's address and signs with sec, the signing secret
+// configs read (WebhookConfig.Secret); zero sends bodies unsigned.
+func NewWebhook(cfg *configs.WebhookConfig, sec secret.Value, version string) (*Webhook, error) {
 	u, err := tally.CheckSinkURL(cfg.URL)
 	if err != nil {
 		return nil, fmt.Errorf("alerts.webhook.url %w", err)
@@ -47,16 +47,8 @@ func NewWebhook(cfg *configs.WebhookConfig, getenv func(string) string, version 
 	// Its path and query are a secret (a Slack-style address is its own
 	// credential): a receiver naming them in an error must not get them logged.
 	secret.RegisterURL(cfg.URL)
-	w := &Webhook{url: cfg.URL, name: tally.SinkName(u), client: &http.Client{}, agent: "tally/" + version,
-		Tries: 3, Pause: 2 * time.Second, Timeout: cfg.Timeout}
-	sec, err := cfg.Secret(getenv)
-	if err != nil {
-		return nil, err
-	}
-	if s := sec.Reveal(); s != "" { // none: bodies go unsigned
-		w.secret = []byte(s)
-	}
-	return w, nil
+	return &Webhook{url: cfg.URL, name: tally.SinkName(u), secret: sec, client: &http.Client{}, agent: "tally/" + version,
+		Tries: 3, Pause: 2 * time.Second, Timeout: cfg.Timeout}, nil
 }
 
 // Name is the sink as logs and errors show it: webhook:scheme://host.
@@ -89,8 +81,8 @@ func (w *Webhook) post(ctx context.Context, key string, body []byte) (again bool
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", w.agent)
 	req.Header.Set("X-Tally-Alert", key)
-	if w.secret != nil {
-		req.Header.Set(SignatureHeader, Sign(w.secret, body))
+	if !w.secret.IsZero() {
+		req.Header.Set(SignatureHeader, Sign([]byte(w.secret.Reveal()), body))
 	}
 	resp, err := w.client.Do(req)
 	if err != nil {

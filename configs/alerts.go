@@ -13,6 +13,32 @@ import (
 	"github.com/tally-dev/tally"
 )
 
+type rawBudget struct {
+	Name     yaml.Node `yaml:"name"`
+	Scope    yaml.Node `yaml:"scope"`
+	Currency yaml.Node `yaml:"currency"`
+	Amount   yaml.Node `yaml:"amount"`
+	Actual   yaml.Node `yaml:"actual"`
+	Forecast yaml.Node `yaml:"forecast"`
+}
+
+type rawAnomalies struct {
+	MADs       yaml.Node `yaml:"mads"`
+	MinAmount  yaml.Node `yaml:"min_amount"`
+	MinPercent yaml.Node `yaml:"min_percent"`
+}
+
+type rawAlerts struct {
+	Webhook rawWebhook `yaml:"webhook"`
+}
+
+type rawWebhook struct {
+	URL        yaml.Node `yaml:"url"`
+	SecretEnv  yaml.Node `yaml:"secret_env"`
+	SecretFile yaml.Node `yaml:"secret_file"`
+	Timeout    yaml.Node `yaml:"timeout"`
+}
+
 var currencyRE = regexp.MustCompile(`^[A-Z]{3}$`)
 
 // scopeKinds are what a budget may cover besides all.
@@ -25,47 +51,58 @@ func (p *parser) budgets(r *[]rawBudget, c *[]Budget) {
 	}
 	names := map[string]bool{}
 	for i := range *r {
-		rb := &(*r)[i]
 		path := fmt.Sprintf("budgets[%d]", i)
-		if p.dropped[path] {
-			continue
+		if !p.dropped[path] {
+			*c = append(*c, p.budget(&(*r)[i], path, names))
 		}
-		b := Budget{
-			Name:     p.text(&rb.Name, path+".name", ""),
-			Currency: p.text(&rb.Currency, path+".currency", ""),
-		}
-		switch {
-		case b.Name == "":
-			p.addf(deref(&rb.Name), path+".name", "missing; give the budget a name, e.g. platform")
-		case names[b.Name]:
-			p.addf(deref(&rb.Name), path+".name", "%q is the name of another budget; names must be unique", b.Name)
-		case strings.ContainsAny(b.Name, ":\n"):
-			p.addf(deref(&rb.Name), path+".name", "%q holds a colon or a line break; use letters, digits, spaces, - or _", b.Name)
-		}
-		names[b.Name] = true
-		scope := p.text(&rb.Scope, path+".scope", "all")
-		if scope == "all" {
-			b.ScopeKind = "all"
-		} else if kind, name, ok := strings.Cut(scope, ":"); ok && slices.Contains(scopeKinds, kind) && strings.TrimSpace(name) != "" {
-			b.ScopeKind, b.Scope = kind, strings.TrimSpace(name)
-			if kind == "organization" && len(p.orgNames) > 0 && !slices.Contains(p.orgNames, b.Scope) {
-				p.addf(deref(&rb.Scope), path+".scope", "organization %q is not in organizations: (%s)", b.Scope, strings.Join(p.orgNames, ", "))
-			}
-		} else {
-			p.addf(deref(&rb.Scope), path+".scope", "%q is not all, project:NAME, payment_method:ID, family:NAME, organization:NAME or cost_centre:NAME", scope)
-		}
-		if !currencyRE.MatchString(b.Currency) {
-			p.addf(deref(&rb.Currency), path+".currency", "%q is not a currency code of three capital letters, e.g. USD; a budget is in one currency, as costs are never summed across them", b.Currency)
-		}
-		amount := p.text(&rb.Amount, path+".amount", "")
-		if d, err := tally.ParseDecimal(amount); err != nil || d.Sign() <= 0 || d.Cmp(maxAmount) > 0 || !whole(d, budgetDecimals) {
-			p.addf(deref(&rb.Amount), path+".amount", "%q is not an amount above 0 and at most %s (10^15) with at most %d decimal places (alerts state it in cents), e.g. 5000 or 1250.50", amount, maxAmount, budgetDecimals)
-		} else {
-			b.Amount = d
-		}
-		b.Actual = p.percents(&rb.Actual, path+".actual", []int{80, 100})
-		b.Forecast = p.percents(&rb.Forecast, path+".forecast", []int{100})
-		*c = append(*c, b)
+	}
+}
+
+// budget reads one of budgets; names are the budgets' names so far.
+func (p *parser) budget(rb *rawBudget, path string, names map[string]bool) Budget {
+	b := Budget{
+		Name:     p.text(&rb.Name, path+".name", ""),
+		Currency: p.text(&rb.Currency, path+".currency", ""),
+	}
+	switch {
+	case b.Name == "":
+		p.addf(deref(&rb.Name), path+".name", "missing; give the budget a name, e.g. platform")
+	case names[b.Name]:
+		p.addf(deref(&rb.Name), path+".name", "%q is the name of another budget; names must be unique", b.Name)
+	case strings.ContainsAny(b.Name, ":\n"):
+		p.addf(deref(&rb.Name), path+".name", "%q holds a colon or a line break; use letters, digits, spaces, - or _", b.Name)
+	}
+	names[b.Name] = true
+	p.budgetScope(rb, path, &b)
+	if !currencyRE.MatchString(b.Currency) {
+		p.addf(deref(&rb.Currency), path+".currency", "%q is not a currency code of three capital letters, e.g. USD; a budget is in one currency, as costs are never summed across them", b.Currency)
+	}
+	amount := p.text(&rb.Amount, path+".amount", "")
+	if d, err := tally.ParseDecimal(amount); err != nil || d.Sign() <= 0 || d.Cmp(maxAmount) > 0 || !whole(d, budgetDecimals) {
+		p.addf(deref(&rb.Amount), path+".amount", "%q is not an amount above 0 and at most %s (10^15) with at most %d decimal places (alerts state it in cents), e.g. 5000 or 1250.50", amount, maxAmount, budgetDecimals)
+	} else {
+		b.Amount = d
+	}
+	b.Actual = p.percents(&rb.Actual, path+".actual", []int{80, 100})
+	b.Forecast = p.percents(&rb.Forecast, path+".forecast", []int{100})
+	return b
+}
+
+// budgetScope reads a budget's scope: all, or kind:name.
+func (p *parser) budgetScope(rb *rawBudget, path string, b *Budget) {
+	scope := p.text(&rb.Scope, path+".scope", "all")
+	if scope == "all" {
+		b.ScopeKind = "all"
+		return
+	}
+	kind, name, ok := strings.Cut(scope, ":")
+	if !ok || !slices.Contains(scopeKinds, kind) || strings.TrimSpace(name) == "" {
+		p.addf(deref(&rb.Scope), path+".scope", "%q is not all, project:NAME, payment_method:ID, family:NAME, organization:NAME or cost_centre:NAME", scope)
+		return
+	}
+	b.ScopeKind, b.Scope = kind, strings.TrimSpace(name)
+	if kind == "organization" && len(p.orgNames) > 0 && !slices.Contains(p.orgNames, b.Scope) {
+		p.addf(deref(&rb.Scope), path+".scope", "organization %q is not in organizations: (%s)", b.Scope, strings.Join(p.orgNames, ", "))
 	}
 }
 

@@ -39,55 +39,44 @@ type rawShare struct {
 	PaymentMethod yaml.Node `yaml:"payment_method"`
 }
 
+// allocCheck is what allocation's entries are checked against as they are
+// read: the cost centres so far, the project each owns, the rule versions
+// seen, and usage's filters.
+type allocCheck struct {
+	usage    *UsageConfig
+	owner    map[string]string // project → cost centre
+	centres  map[string]bool
+	versions map[string]bool
+}
+
+// known says why a project named in allocation has no usage, or "".
+func (a *allocCheck) known(project string) string {
+	if len(a.usage.ProjectNames) > 0 && !slices.Contains(a.usage.ProjectNames, project) {
+		return "is not one of usage.project_names (" + strings.Join(a.usage.ProjectNames, ", ") + "), so it has no usage to charge back"
+	}
+	return ""
+}
+
+// isCentre says why s is not a cost centre, or "".
+func (a *allocCheck) isCentre(s string) string {
+	if !a.centres[s] {
+		return "is not a cost centre of allocation.cost_centres"
+	}
+	return ""
+}
+
 // allocation reads allocation: cost centres, then the rules that share
 // costs across them. Everything that can be checked without the month's
 // data is checked here; what depends on it (a driver meter nobody used)
 // is flagged where the month is reported.
 func (p *parser) allocation(r *rawAllocation, usage *UsageConfig, c *tally.Allocation) {
-	owner := map[string]string{} // project → cost centre
-	centres := map[string]bool{}
-	known := func(project string) string {
-		if len(usage.ProjectNames) > 0 && !slices.Contains(usage.ProjectNames, project) {
-			return "is not one of usage.project_names (" + strings.Join(usage.ProjectNames, ", ") + "), so it has no usage to charge back"
-		}
-		return ""
-	}
+	a := &allocCheck{usage: usage, owner: map[string]string{}, centres: map[string]bool{}, versions: map[string]bool{}}
 	if r.CostCentres != nil {
 		for i := range *r.CostCentres {
-			rc := &(*r.CostCentres)[i]
 			path := fmt.Sprintf("allocation.cost_centres[%d]", i)
-			if p.dropped[path] {
-				continue
+			if !p.dropped[path] {
+				c.CostCentres = append(c.CostCentres, p.costCentre(&(*r.CostCentres)[i], path, a))
 			}
-			cc := tally.CostCentre{
-				Name:  strings.TrimSpace(p.text(&rc.Name, path+".name", "")),
-				Owner: p.text(&rc.Owner, path+".owner", ""),
-			}
-			switch {
-			case cc.Name == "":
-				p.addf(deref(&rc.Name), path+".name", "missing; give the cost centre a name, e.g. News")
-			case centres[cc.Name]:
-				p.addf(deref(&rc.Name), path+".name", "%q is the name of another cost centre; names must be unique", cc.Name)
-			case strings.EqualFold(cc.Name, tally.Unallocated):
-				p.addf(deref(&rc.Name), path+".name", "%q is reserved for the cost no rule or owner reaches; choose another name", cc.Name)
-			case strings.HasPrefix(strings.ToLower(cc.Name), "final"):
-				p.addf(deref(&rc.Name), path+".name", "%q starts with final, which names a closed month's statements; choose another name", cc.Name)
-			case strings.ContainsAny(cc.Name, ":\n/\\"):
-				p.addf(deref(&rc.Name), path+".name", "%q holds a colon, a slash or a line break; use letters, digits, spaces, - or _ (it names the statement's file)", cc.Name)
-			}
-			centres[cc.Name] = true
-			if cc.Owner != "" && (!strings.Contains(cc.Owner, "@") || strings.ContainsAny(cc.Owner, " \n,<>")) {
-				p.addf(deref(&rc.Owner), path+".owner", "%q is not one e-mail address, e.g. news-finance@example.com", cc.Owner)
-			}
-			cc.Projects = p.list(&rc.Projects, path+".projects", known)
-			for j, pr := range cc.Projects {
-				if other, dup := owner[pr]; dup {
-					p.addf(deref(&rc.Projects), fmt.Sprintf("%s.projects[%d]", path, j), "%q is owned by cost centre %q already; a project has one owner (share its cost with a rule instead)", pr, other)
-					continue
-				}
-				owner[pr] = cc.Name
-			}
-			c.CostCentres = append(c.CostCentres, cc)
 		}
 	}
 	if r.Rules == nil {
@@ -97,103 +86,168 @@ func (p *parser) allocation(r *rawAllocation, usage *UsageConfig, c *tally.Alloc
 		p.addf(nil, "allocation.rules", "rules without cost centres: list allocation.cost_centres first, the rules share costs across them")
 		return
 	}
-	versions := map[string]bool{}
 	for i := range *r.Rules {
-		rr := &(*r.Rules)[i]
 		path := fmt.Sprintf("allocation.rules[%d]", i)
-		if p.dropped[path] {
+		if !p.dropped[path] {
+			c.Rules = append(c.Rules, p.rule(&(*r.Rules)[i], path, a))
+		}
+	}
+}
+
+// costCentre reads one of allocation.cost_centres and records it in a.
+func (p *parser) costCentre(rc *rawCostCentre, path string, a *allocCheck) tally.CostCentre {
+	cc := tally.CostCentre{
+		Name:  strings.TrimSpace(p.text(&rc.Name, path+".name", "")),
+		Owner: p.text(&rc.Owner, path+".owner", ""),
+	}
+	p.centreName(&rc.Name, path+".name", cc.Name, a)
+	a.centres[cc.Name] = true
+	if cc.Owner != "" && (!strings.Contains(cc.Owner, "@") || strings.ContainsAny(cc.Owner, " \n,<>")) {
+		p.addf(deref(&rc.Owner), path+".owner", "%q is not one e-mail address, e.g. news-finance@example.com", cc.Owner)
+	}
+	cc.Projects = p.list(&rc.Projects, path+".projects", a.known)
+	for j, pr := range cc.Projects {
+		if other, dup := a.owner[pr]; dup {
+			p.addf(deref(&rc.Projects), fmt.Sprintf("%s.projects[%d]", path, j), "%q is owned by cost centre %q already; a project has one owner (share its cost with a rule instead)", pr, other)
 			continue
 		}
-		rule := tally.AllocationRule{
-			Name:          strings.TrimSpace(p.text(&rr.Name, path+".name", "")),
-			Method:        p.text(&rr.Method, path+".method", ""),
-			Driver:        p.text(&rr.Driver, path+".driver", ""),
-			PaymentMethod: p.text(&rr.Share.PaymentMethod, path+".share.payment_method", ""),
+		a.owner[pr] = cc.Name
+	}
+	return cc
+}
+
+// centreName checks a cost centre's name: it names the statement's file.
+func (p *parser) centreName(n *yaml.Node, field, name string, a *allocCheck) {
+	switch {
+	case name == "":
+		p.addf(deref(n), field, "missing; give the cost centre a name, e.g. News")
+	case a.centres[name]:
+		p.addf(deref(n), field, "%q is the name of another cost centre; names must be unique", name)
+	case strings.EqualFold(name, tally.Unallocated):
+		p.addf(deref(n), field, "%q is reserved for the cost no rule or owner reaches; choose another name", name)
+	case strings.HasPrefix(strings.ToLower(name), "final"):
+		p.addf(deref(n), field, "%q starts with final, which names a closed month's statements; choose another name", name)
+	case strings.ContainsAny(name, ":\n/\\"):
+		p.addf(deref(n), field, "%q holds a colon, a slash or a line break; use letters, digits, spaces, - or _ (it names the statement's file)", name)
+	}
+}
+
+// rule reads one of allocation.rules: what it shares, how, and with whom.
+func (p *parser) rule(rr *rawRule, path string, a *allocCheck) tally.AllocationRule {
+	rule := tally.AllocationRule{
+		Name:          strings.TrimSpace(p.text(&rr.Name, path+".name", "")),
+		Method:        p.text(&rr.Method, path+".method", ""),
+		Driver:        p.text(&rr.Driver, path+".driver", ""),
+		PaymentMethod: p.text(&rr.Share.PaymentMethod, path+".share.payment_method", ""),
+	}
+	p.ruleVersion(rr, path, &rule, a)
+	p.ruleShare(rr, path, &rule, a)
+	p.ruleMethod(rr, path, &rule, a)
+	p.ruleDriver(rr, path, &rule, a)
+	return rule
+}
+
+// ruleVersion reads a rule's name and from, which together name one
+// version of it.
+func (p *parser) ruleVersion(rr *rawRule, path string, rule *tally.AllocationRule, a *allocCheck) {
+	if rule.Name == "" {
+		p.addf(deref(&rr.Name), path+".name", "missing; give the rule a name, e.g. platform")
+	} else if strings.ContainsAny(rule.Name, "@\n") {
+		p.addf(deref(&rr.Name), path+".name", "%q holds an @ or a line break; use letters, digits, spaces, - or _", rule.Name)
+	}
+	from := p.text(&rr.From, path+".from", "")
+	t, err := time.Parse("2006-01", from)
+	if err != nil {
+		p.addf(deref(&rr.From), path+".from", "%q is not a month YYYY-MM, e.g. 2026-01: the first month the rule applies to", from)
+		return
+	}
+	rule.From = t
+	if a.versions[rule.Version()] {
+		p.addf(deref(&rr.From), path+".from", "rule %q is given twice from %s; a rule changes from a later month, as a new entry with a later from", rule.Name, from)
+	}
+	a.versions[rule.Version()] = true
+}
+
+// ruleShare reads what a rule shares: projects, meters, families and/or a
+// payment method.
+func (p *parser) ruleShare(rr *rawRule, path string, rule *tally.AllocationRule, a *allocCheck) {
+	// A cost centre's name among the shared projects is a receiver
+	// put in the wrong list: refused whether or not
+	// usage.project_names would have caught it.
+	rule.Projects = p.list(&rr.Share.Projects, path+".share.projects", func(s string) string {
+		if why := a.known(s); why != "" {
+			return why
 		}
-		if rule.Name == "" {
-			p.addf(deref(&rr.Name), path+".name", "missing; give the rule a name, e.g. platform")
-		} else if strings.ContainsAny(rule.Name, "@\n") {
-			p.addf(deref(&rr.Name), path+".name", "%q holds an @ or a line break; use letters, digits, spaces, - or _", rule.Name)
+		if a.centres[s] && a.owner[s] == "" {
+			return "is the name of a cost centre, not a project; the cost centres that receive the shared cost go in to (or percent)"
 		}
-		from := p.text(&rr.From, path+".from", "")
-		if t, err := time.Parse("2006-01", from); err != nil {
-			p.addf(deref(&rr.From), path+".from", "%q is not a month YYYY-MM, e.g. 2026-01: the first month the rule applies to", from)
-		} else {
-			rule.From = t
-			if versions[rule.Version()] {
-				p.addf(deref(&rr.From), path+".from", "rule %q is given twice from %s; a rule changes from a later month, as a new entry with a later from", rule.Name, from)
+		return ""
+	})
+	rule.Meters = p.list(&rr.Share.Meters, path+".share.meters", nil)
+	rule.Families = p.list(&rr.Share.Families, path+".share.families", nil)
+	p.sharedWhole(rr, path, rule, a)
+	if rule.PaymentMethod != "" && !uuidRE.MatchString(rule.PaymentMethod) {
+		p.addf(deref(&rr.Share.PaymentMethod), path+".share.payment_method", "%q is not a payment method id (a UUID such as 0b6f2a4e-5c1d-4e8f-9a3b-7c2d1e0f4a5b)", rule.PaymentMethod)
+	}
+	if meters := a.usage.MeterNames; len(meters) > 0 {
+		for j, m := range rule.Meters {
+			if !slices.Contains(meters, m) {
+				p.addf(deref(&rr.Share.Meters), fmt.Sprintf("%s.share.meters[%d]", path, j), "%q is not one of usage.meter_names (%s), so it has no usage to share", m, strings.Join(meters, ", "))
 			}
-			versions[rule.Version()] = true
 		}
-		// A cost centre's name among the shared projects is a receiver
-		// put in the wrong list: refused whether or not
-		// usage.project_names would have caught it.
-		rule.Projects = p.list(&rr.Share.Projects, path+".share.projects", func(s string) string {
-			if why := known(s); why != "" {
-				return why
-			}
-			if centres[s] && owner[s] == "" {
-				return "is the name of a cost centre, not a project; the cost centres that receive the shared cost go in to (or percent)"
-			}
-			return ""
-		})
-		rule.Meters = p.list(&rr.Share.Meters, path+".share.meters", nil)
-		rule.Families = p.list(&rr.Share.Families, path+".share.families", nil)
-		// A rule that shares a project whole takes every charge of it, so
-		// the cost centre owning it would never be charged it directly:
-		// two answers to one question. Sharing part of an owned project
-		// (its meters, families or payment method) is what rules are for.
-		if len(rule.Meters)+len(rule.Families) == 0 && rule.PaymentMethod == "" {
-			for j, pr := range rule.Projects {
-				if o := owner[pr]; o != "" {
-					p.addf(deref(&rr.Share.Projects), fmt.Sprintf("%s.share.projects[%d]", path, j), "%q is owned by cost centre %q (allocation.cost_centres), and the rule shares it whole, so %s would never be charged it directly; remove it from %s's projects, or narrow the share with meters, families or payment_method", pr, o, o, o)
-				}
-			}
+	}
+	if len(rule.Projects)+len(rule.Meters)+len(rule.Families) == 0 && rule.PaymentMethod == "" {
+		p.addf(deref(&rr.Name), path+".share", "missing; say what the rule shares: projects, meters, families and/or payment_method, e.g. {projects: [platform]}")
+	}
+}
+
+// sharedWhole refuses an owned project a rule shares whole. Such a rule
+// takes every charge of it, so the cost centre owning it would never be
+// charged it directly: two answers to one question. Sharing part of an
+// owned project (its meters, families or payment method) is what rules
+// are for.
+func (p *parser) sharedWhole(rr *rawRule, path string, rule *tally.AllocationRule, a *allocCheck) {
+	if len(rule.Meters)+len(rule.Families) > 0 || rule.PaymentMethod != "" {
+		return
+	}
+	for j, pr := range rule.Projects {
+		if o := a.owner[pr]; o != "" {
+			p.addf(deref(&rr.Share.Projects), fmt.Sprintf("%s.share.projects[%d]", path, j), "%q is owned by cost centre %q (allocation.cost_centres), and the rule shares it whole, so %s would never be charged it directly; remove it from %s's projects, or narrow the share with meters, families or payment_method", pr, o, o, o)
 		}
-		if rule.PaymentMethod != "" && !uuidRE.MatchString(rule.PaymentMethod) {
-			p.addf(deref(&rr.Share.PaymentMethod), path+".share.payment_method", "%q is not a payment method id (a UUID such as 0b6f2a4e-5c1d-4e8f-9a3b-7c2d1e0f4a5b)", rule.PaymentMethod)
-		}
-		if len(usage.MeterNames) > 0 {
-			for j, m := range rule.Meters {
-				if !slices.Contains(usage.MeterNames, m) {
-					p.addf(deref(&rr.Share.Meters), fmt.Sprintf("%s.share.meters[%d]", path, j), "%q is not one of usage.meter_names (%s), so it has no usage to share", m, strings.Join(usage.MeterNames, ", "))
-				}
-			}
-		}
-		if len(rule.Projects)+len(rule.Meters)+len(rule.Families) == 0 && rule.PaymentMethod == "" {
-			p.addf(deref(&rr.Name), path+".share", "missing; say what the rule shares: projects, meters, families and/or payment_method, e.g. {projects: [platform]}")
-		}
-		switch rule.Method {
-		case tally.AllocateEven, tally.AllocateProportional, tally.AllocateDriver, tally.AllocateFixed:
-		case "":
-			p.addf(deref(&rr.Method), path+".method", "missing; one of %s", strings.Join(tally.AllocationMethods, ", "))
-		default:
-			p.addf(deref(&rr.Method), path+".method", "%q is not one of %s", rule.Method, strings.Join(tally.AllocationMethods, ", "))
-		}
-		isCentre := func(s string) string {
-			if !centres[s] {
-				return "is not a cost centre of allocation.cost_centres"
-			}
-			return ""
-		}
-		rule.Receivers = p.list(&rr.To, path+".to", isCentre)
-		if rule.Method == tally.AllocateFixed {
-			p.fixedPercent(rr, path, &rule, isCentre)
-		} else if !isNull(&rr.Percent) {
-			p.addf(deref(&rr.Percent), path+".percent", "is for method fixed only; method %q computes the parts", rule.Method)
-		}
-		if len(rule.Receivers) == 0 && rule.Method != tally.AllocateFixed && (isNull(&rr.To) || len(deref(&rr.To).Content) == 0) {
-			p.addf(deref(&rr.To), path+".to", "missing; list the cost centres that receive the shared cost, e.g. [News, Sport]")
-		}
-		switch {
-		case rule.Method == tally.AllocateDriver && rule.Driver == "":
-			p.addf(deref(&rr.Driver), path+".driver", "missing; method driver splits by each receiver's quantity of a meter: name it, e.g. \"Streaming Egress\"")
-		case rule.Method != tally.AllocateDriver && rule.Driver != "":
-			p.addf(deref(&rr.Driver), path+".driver", "is for method driver only, not %q", rule.Method)
-		case rule.Driver != "" && len(usage.MeterNames) > 0 && !slices.Contains(usage.MeterNames, rule.Driver):
-			p.addf(deref(&rr.Driver), path+".driver", "%q is not one of usage.meter_names (%s), so no receiver has a quantity of it", rule.Driver, strings.Join(usage.MeterNames, ", "))
-		}
-		c.Rules = append(c.Rules, rule)
+	}
+}
+
+// ruleMethod reads a rule's method and the cost centres that receive its
+// share: to, or with method fixed percent.
+func (p *parser) ruleMethod(rr *rawRule, path string, rule *tally.AllocationRule, a *allocCheck) {
+	switch rule.Method {
+	case tally.AllocateEven, tally.AllocateProportional, tally.AllocateDriver, tally.AllocateFixed:
+	case "":
+		p.addf(deref(&rr.Method), path+".method", "missing; one of %s", strings.Join(tally.AllocationMethods, ", "))
+	default:
+		p.addf(deref(&rr.Method), path+".method", "%q is not one of %s", rule.Method, strings.Join(tally.AllocationMethods, ", "))
+	}
+	rule.Receivers = p.list(&rr.To, path+".to", a.isCentre)
+	if rule.Method == tally.AllocateFixed {
+		p.fixedPercent(rr, path, rule, a.isCentre)
+	} else if !isNull(&rr.Percent) {
+		p.addf(deref(&rr.Percent), path+".percent", "is for method fixed only; method %q computes the parts", rule.Method)
+	}
+	if len(rule.Receivers) == 0 && rule.Method != tally.AllocateFixed && (isNull(&rr.To) || len(deref(&rr.To).Content) == 0) {
+		p.addf(deref(&rr.To), path+".to", "missing; list the cost centres that receive the shared cost, e.g. [News, Sport]")
+	}
+}
+
+// ruleDriver checks a rule's driver: the meter method driver splits by.
+func (p *parser) ruleDriver(rr *rawRule, path string, rule *tally.AllocationRule, a *allocCheck) {
+	meters := a.usage.MeterNames
+	switch {
+	case rule.Method == tally.AllocateDriver && rule.Driver == "":
+		p.addf(deref(&rr.Driver), path+".driver", "missing; method driver splits by each receiver's quantity of a meter: name it, e.g. \"Streaming Egress\"")
+	case rule.Method != tally.AllocateDriver && rule.Driver != "":
+		p.addf(deref(&rr.Driver), path+".driver", "is for method driver only, not %q", rule.Method)
+	case rule.Driver != "" && len(meters) > 0 && !slices.Contains(meters, rule.Driver):
+		p.addf(deref(&rr.Driver), path+".driver", "%q is not one of usage.meter_names (%s), so no receiver has a quantity of it", rule.Driver, strings.Join(meters, ", "))
 	}
 }
 

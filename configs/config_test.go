@@ -491,7 +491,7 @@ func TestToken(t *testing.T) {
 	const secret = "s3cr3t-T0ken"
 	cfg := mustParse(t, minimal, noEnv)
 	tok, err := cfg.Token(env("TALLY_API_TOKEN", "  "+secret+"\n"))
-	if err != nil || tok != secret {
+	if err != nil || tok.Reveal() != secret {
 		t.Errorf("token from env = %q, %v", tok, err)
 	}
 	_, err = cfg.Token(noEnv)
@@ -499,7 +499,7 @@ func TestToken(t *testing.T) {
 		t.Errorf("missing env token: %v", err)
 	}
 	cfg = mustParse(t, minimal+"api:\n  token_env: MY_TOKEN\n", noEnv)
-	if tok, err := cfg.Token(env("MY_TOKEN", secret, "TALLY_API_TOKEN", "other")); err != nil || tok != secret {
+	if tok, err := cfg.Token(env("MY_TOKEN", secret, "TALLY_API_TOKEN", "other")); err != nil || tok.Reveal() != secret {
 		t.Errorf("token from MY_TOKEN = %q, %v", tok, err)
 	}
 	_, err = cfg.Token(env("MY_TOKEN", "two words"))
@@ -519,7 +519,7 @@ func TestToken(t *testing.T) {
 	if len(cfg.Warnings) != 0 {
 		t.Errorf("mode 600 token file warned: %v", cfg.Warnings)
 	}
-	if tok, err := cfg.Token(env("TALLY_API_TOKEN", "not this")); err != nil || tok != secret {
+	if tok, err := cfg.Token(env("TALLY_API_TOKEN", "not this")); err != nil || tok.Reveal() != secret {
 		t.Errorf("token from file = %q, %v", tok, err)
 	}
 

@@ -2,7 +2,6 @@ package configs
 
 import (
 	"fmt"
-	"os"
 	"regexp"
 	"strings"
 
@@ -76,85 +75,87 @@ func (p *parser) organizations(raw *[]rawOrganization, api *rawAPI, cfg *Config)
 		return
 	}
 	for _, n := range []*yaml.Node{&api.TokenEnv, &api.TokenFile} {
-		if !isNull(deref(n)) && n.Kind != 0 {
+		if given(n) {
 			p.addf(deref(n), "api.token_env/api.token_file", "with organizations: each organization names its own token (organizations[].token_env or token_file); remove it from api:")
 			break
 		}
 	}
 	seen := map[string]string{}
 	for i := range *raw {
-		r := &(*raw)[i]
-		field := fmt.Sprintf("organizations[%d]", i)
-		o := Organization{Field: field}
-		o.Name = p.text(&r.Name, field+".name", "")
-		switch {
-		case o.Name == "":
-			p.addf(deref(&r.Name), field+".name", "missing; name the organization (letters, digits, '.', '_', '-'; it names its workbook and is its key in the store)")
-		case !orgNameRE.MatchString(o.Name):
-			p.addf(deref(&r.Name), field+".name", "%q is not a name of letters, digits, '.', '_' and '-' (up to 63, starting with a letter or digit)", o.Name)
-		case seen[strings.ToLower(o.Name)] != "":
-			p.addf(deref(&r.Name), field+".name", "%q is also the name of %s; names must differ (ignoring case)", o.Name, seen[strings.ToLower(o.Name)])
-		default:
-			seen[strings.ToLower(o.Name)] = field
-		}
-		o.BaseURL = cfg.API.BaseURL
-		blank := p.notEmpty(&r.BaseURL, field+".base_url", "leave the key out for api.base_url ("+cfg.API.BaseURL+"), or give the organization's https:// address")
-		if s := p.text(&r.BaseURL, field+".base_url", ""); s != "" && !blank {
-			o.BaseURL = p.baseURL(&r.BaseURL, field+".base_url", s)
-		}
-		o.TokenEnv = p.text(&r.TokenEnv, field+".token_env", "")
-		if o.TokenEnv != "" && !envNameRE.MatchString(o.TokenEnv) {
-			p.addf(deref(&r.TokenEnv), field+".token_env", "%q is not an environment variable name (letters, digits and _, not starting with a digit)", o.TokenEnv)
-		}
-		if f := p.text(&r.TokenFile, field+".token_file", ""); f != "" {
-			o.TokenFile = p.path(f)
-			if fi, err := os.Stat(o.TokenFile); err == nil && fi.Mode().Perm()&0o044 != 0 {
-				p.warnings = append(p.warnings, fmt.Sprintf("%s.token_file: %s is readable by group or others (mode %04o); chmod 600 it", field, o.TokenFile, fi.Mode().Perm()))
-			}
-		}
-		switch {
-		case o.TokenEnv != "" && o.TokenFile != "":
-			p.addf(deref(&r.TokenFile), field+".token_env and "+field+".token_file", "set one, not both")
-		case o.TokenEnv == "" && o.TokenFile == "":
-			p.addf(deref(&r.Name), field+".token_env", "missing; name the environment variable holding this organization's token (or set token_file): a token gives access to one organization")
-		}
-		o.ProjectNames, o.PaymentMethodIDs, o.MeterNames = cfg.Usage.ProjectNames, cfg.Usage.PaymentMethodIDs, cfg.Usage.MeterNames
-		if !isNull(deref(&r.ProjectNames)) && r.ProjectNames.Kind != 0 {
-			o.ProjectNames = p.list(&r.ProjectNames, field+".project_names", nil)
-		}
-		if !isNull(deref(&r.PaymentMethodIDs)) && r.PaymentMethodIDs.Kind != 0 {
-			o.PaymentMethodIDs = p.list(&r.PaymentMethodIDs, field+".payment_method_ids", func(s string) string {
-				if !uuidRE.MatchString(s) {
-					return "is not a payment method id (a UUID)"
-				}
-				return ""
-			})
-		}
-		if !isNull(deref(&r.MeterNames)) && r.MeterNames.Kind != 0 {
-			o.MeterNames = p.list(&r.MeterNames, field+".meter_names", nil)
-		}
-		if cfg.Usage.Source == tally.SourceProjects {
-			switch {
-			case len(o.ProjectNames) == 0:
-				p.addf(deref(&r.Name), field+".project_names", "missing; usage.source projects reads each listed project's usage report: list the organization's projects here (or in usage.project_names), e.g. [newsroom, archive]")
-			case len(o.PaymentMethodIDs) > 0 || len(o.MeterNames) > 0:
-				p.addf(deref(&r.Name), field, "usage.source projects takes no payment_method_ids or meter_names: the per-project report has no such filters")
-			}
-		}
-		if len(o.ProjectNames) > 0 && len(o.PaymentMethodIDs) > 0 {
-			p.addf(deref(&r.PaymentMethodIDs), field+".project_names and payment_method_ids", "set one, not both (the interface takes one or the other)")
-		}
-		o.Paths = map[string]string{}
-		for k, v := range cfg.API.Paths {
-			o.Paths[k] = v
-		}
-		if !isNull(deref(&r.Paths)) && r.Paths.Kind != 0 {
-			for k, v := range p.pathsAt(&r.Paths, field+".paths") {
-				o.Paths[k] = v
-			}
-		}
+		o := p.organization(&(*raw)[i], fmt.Sprintf("organizations[%d]", i), cfg, seen)
 		cfg.Organizations = append(cfg.Organizations, o)
 		p.orgNames = append(p.orgNames, o.Name)
+	}
+}
+
+// organization reads one of organizations: at field. seen holds the
+// names so far, folded, by the field that gave each.
+func (p *parser) organization(r *rawOrganization, field string, cfg *Config, seen map[string]string) Organization {
+	o := Organization{Field: field}
+	o.Name = p.text(&r.Name, field+".name", "")
+	switch {
+	case o.Name == "":
+		p.addf(deref(&r.Name), field+".name", "missing; name the organization (letters, digits, '.', '_', '-'; it names its workbook and is its key in the store)")
+	case !orgNameRE.MatchString(o.Name):
+		p.addf(deref(&r.Name), field+".name", "%q is not a name of letters, digits, '.', '_' and '-' (up to 63, starting with a letter or digit)", o.Name)
+	case seen[strings.ToLower(o.Name)] != "":
+		p.addf(deref(&r.Name), field+".name", "%q is also the name of %s; names must differ (ignoring case)", o.Name, seen[strings.ToLower(o.Name)])
+	default:
+		seen[strings.ToLower(o.Name)] = field
+	}
+	o.BaseURL = cfg.API.BaseURL
+	blank := p.notEmpty(&r.BaseURL, field+".base_url", "leave the key out for api.base_url ("+cfg.API.BaseURL+"), or give the organization's https:// address")
+	if s := p.text(&r.BaseURL, field+".base_url", ""); s != "" && !blank {
+		o.BaseURL = p.baseURL(&r.BaseURL, field+".base_url", s)
+	}
+	o.TokenEnv, o.TokenFile = p.tokenKeys(&r.TokenEnv, &r.TokenFile, field)
+	if o.TokenEnv == "" && o.TokenFile == "" {
+		p.addf(deref(&r.Name), field+".token_env", "missing; name the environment variable holding this organization's token (or set token_file): a token gives access to one organization")
+	}
+	p.orgFilters(r, field, cfg, &o)
+	o.Paths = map[string]string{}
+	for k, v := range cfg.API.Paths {
+		o.Paths[k] = v
+	}
+	if given(&r.Paths) {
+		for k, v := range p.pathsAt(&r.Paths, field+".paths") {
+			o.Paths[k] = v
+		}
+	}
+	return o
+}
+
+// given reports whether a key is in the file with a value.
+func given(n *yaml.Node) bool { return !isNull(deref(n)) && n.Kind != 0 }
+
+// orgFilters reads an organization's usage filters; each left out is
+// usage's.
+func (p *parser) orgFilters(r *rawOrganization, field string, cfg *Config, o *Organization) {
+	o.ProjectNames, o.PaymentMethodIDs, o.MeterNames = cfg.Usage.ProjectNames, cfg.Usage.PaymentMethodIDs, cfg.Usage.MeterNames
+	if given(&r.ProjectNames) {
+		o.ProjectNames = p.list(&r.ProjectNames, field+".project_names", nil)
+	}
+	if given(&r.PaymentMethodIDs) {
+		o.PaymentMethodIDs = p.list(&r.PaymentMethodIDs, field+".payment_method_ids", func(s string) string {
+			if !uuidRE.MatchString(s) {
+				return "is not a payment method id (a UUID)"
+			}
+			return ""
+		})
+	}
+	if given(&r.MeterNames) {
+		o.MeterNames = p.list(&r.MeterNames, field+".meter_names", nil)
+	}
+	if cfg.Usage.Source == tally.SourceProjects {
+		switch {
+		case len(o.ProjectNames) == 0:
+			p.addf(deref(&r.Name), field+".project_names", "missing; usage.source projects reads each listed project's usage report: list the organization's projects here (or in usage.project_names), e.g. [newsroom, archive]")
+		case len(o.PaymentMethodIDs) > 0 || len(o.MeterNames) > 0:
+			p.addf(deref(&r.Name), field, "usage.source projects takes no payment_method_ids or meter_names: the per-project report has no such filters")
+		}
+	}
+	if len(o.ProjectNames) > 0 && len(o.PaymentMethodIDs) > 0 {
+		p.addf(deref(&r.PaymentMethodIDs), field+".project_names and payment_method_ids", "set one, not both (the interface takes one or the other)")
 	}
 }
 

@@ -40,7 +40,7 @@ organizations:
 		t.Errorf("QueryBase(us-east) = %+v (scope %s)", q, q.Scope())
 	}
 	tok, err := cfg.OrgToken(cfg.Organizations[0], env("EMEA_TOKEN", "tok-emea", "TALLY_API_TOKEN", "tok-api"))
-	if err != nil || tok != "tok-emea" {
+	if err != nil || tok.Reveal() != "tok-emea" {
 		t.Errorf("OrgToken(emea) = %q, %v; want its own token", tok, err)
 	}
 	if _, err := cfg.OrgToken(cfg.Organizations[0], noEnv); err == nil || !strings.Contains(err.Error(), "organization emea's token") || !strings.Contains(err.Error(), "EMEA_TOKEN") {

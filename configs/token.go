@@ -17,24 +17,42 @@ import (
 const maxTokenSize = 64 << 10
 
 // Token returns the API bearer token from api.token_env (through getenv) or
-// api.token_file, trimmed of surrounding whitespace. Errors say where the
-// token was looked for and what to do; they never contain the token. A
-// token file others can read is reported in Config.Warnings by Load.
-func (c *Config) Token(getenv func(string) string) (string, error) {
+// api.token_file, trimmed of surrounding whitespace, as a value that never
+// formats itself: only the Authorization header reveals it. Errors say
+// where the token was looked for and what to do; they never contain the
+// token. A token file others can read is reported in Config.Warnings by
+// Load.
+func (c *Config) Token(getenv func(string) string) (secret.Value, error) {
 	return readToken("api", "the api token", c.API.TokenEnv, c.API.TokenFile, getenv)
 }
 
 // OrgToken returns organization o's token, as Token does for the api:
 // form; errors name o's keys.
-func (c *Config) OrgToken(o Organization, getenv func(string) string) (string, error) {
+func (c *Config) OrgToken(o Organization, getenv func(string) string) (secret.Value, error) {
 	if o.Field == "" || o.Field == "api" {
 		return c.Token(getenv)
 	}
 	return readToken(o.Field, fmt.Sprintf("organization %s's token", o.Name), o.TokenEnv, o.TokenFile, getenv)
 }
 
-func readToken(field, what, tokenEnv, tokenFile string, getenv func(string) string) (string, error) {
-	var tok, from string
+func readToken(field, what, tokenEnv, tokenFile string, getenv func(string) string) (secret.Value, error) {
+	tok, from, err := tokenText(field, what, tokenEnv, tokenFile, getenv)
+	if err != nil {
+		return secret.Value{}, err
+	}
+	// A token with a line break or control character would corrupt the
+	// Authorization header; say so without showing it.
+	for _, r := range tok {
+		if r < 0x21 || r == 0x7f {
+			return secret.Value{}, fmt.Errorf("read %s: the token in %s contains spaces, line breaks or control characters; it must be a single word", what, from)
+		}
+	}
+	return secret.New(tok), nil
+}
+
+// tokenText reads the token's text from its file, else its environment
+// variable, and says where it looked (from) for the caller's messages.
+func tokenText(field, what, tokenEnv, tokenFile string, getenv func(string) string) (tok, from string, err error) {
 	if tokenFile != "" {
 		from = field + ".token_file " + tokenFile
 		f, err := os.Open(tokenFile)
@@ -45,19 +63,19 @@ func readToken(field, what, tokenEnv, tokenFile string, getenv func(string) stri
 			if errors.As(err, &pe) {
 				err = pe.Err
 			}
-			return "", fmt.Errorf("read %s: %s: %w; put the token in that file (mode 600) or set %s.token_env instead", what, from, err, field)
+			return "", from, fmt.Errorf("read %s: %s: %w; put the token in that file (mode 600) or set %s.token_env instead", what, from, err, field)
 		}
 		defer f.Close()
 		b, err := io.ReadAll(io.LimitReader(f, maxTokenSize+1))
 		if err != nil {
-			return "", fmt.Errorf("read %s: %s: %w; %s.token_file must name a readable file holding the token alone", what, from, err, field)
+			return "", from, fmt.Errorf("read %s: %s: %w; %s.token_file must name a readable file holding the token alone", what, from, err, field)
 		}
 		if len(b) > maxTokenSize {
-			return "", fmt.Errorf("read %s: %s is larger than %d bytes; it must hold the token alone", what, from, maxTokenSize)
+			return "", from, fmt.Errorf("read %s: %s is larger than %d bytes; it must hold the token alone", what, from, maxTokenSize)
 		}
 		tok = strings.TrimSpace(string(b))
 		if tok == "" {
-			return "", fmt.Errorf("read %s: %s is empty; put the token in it", what, from)
+			return "", from, fmt.Errorf("read %s: %s is empty; put the token in it", what, from)
 		}
 	} else {
 		name := tokenEnv
@@ -69,17 +87,10 @@ func readToken(field, what, tokenEnv, tokenFile string, getenv func(string) stri
 			tok = strings.TrimSpace(getenv(name))
 		}
 		if tok == "" {
-			return "", fmt.Errorf("read %s: %s is not set or empty; export the token in it, or point %s.token_file at a file holding it", what, from, field)
+			return "", from, fmt.Errorf("read %s: %s is not set or empty; export the token in it, or point %s.token_file at a file holding it", what, from, field)
 		}
 	}
-	// A token with a line break or control character would corrupt the
-	// Authorization header; say so without showing it.
-	for _, r := range tok {
-		if r < 0x21 || r == 0x7f {
-			return "", fmt.Errorf("read %s: the token in %s contains spaces, line breaks or control characters; it must be a single word", what, from)
-		}
-	}
-	return tok, nil
+	return tok, from, nil
 }
 
 // Secret returns the webhook's signing secret from secret_env (through
@@ -158,18 +169,16 @@ func (c *Config) CheckSecrets(getenv func(string) string, steps []string) error 
 // the step that needs it reports that. Load calls it; a secret added to
 // the config later is read here too.
 func (c *Config) RegisterSecrets(getenv func(string) string) {
-	if tok, err := c.Token(getenv); err == nil {
-		secret.Register(tok)
+	// Reading a token registers it; one that cannot be read is the
+	// fetch's to report.
+	for _, o := range c.Orgs() {
+		_, _ = c.OrgToken(o, getenv)
 	}
 	if s := c.Reports.Deliver.SMTP; s != nil {
-		if pw, err := s.Password(getenv); err == nil {
-			secret.Register(pw.Reveal())
-		}
+		_, _ = s.Password(getenv)
 	}
 	if w := c.Alerts.Webhook; w != nil {
 		secret.RegisterURL(w.URL)
-		if s, err := w.Secret(getenv); err == nil {
-			secret.Register(s.Reveal())
-		}
+		_, _ = w.Secret(getenv)
 	}
 }

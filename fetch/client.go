@@ -154,11 +154,13 @@ func WithUserAgent(version string) Option {
 // NewClient builds a client for the interface at baseURL. The base URL must
 // be https; plain http is accepted only for a loopback host (a local
 // simulation), so the token never crosses a network in clear text.
-func NewClient(baseURL, token string, opts ...Option) (*Client, error) {
+func NewClient(baseURL string, tok secret.Value, opts ...Option) (*Client, error) {
 	base, err := tally.CheckBaseURL(baseURL)
 	if err != nil {
 		return nil, fmt.Errorf("base url %w", err)
 	}
+	// Read here for the checks only; the header is the one place it is sent.
+	token := tok.Reveal()
 	if strings.TrimSpace(token) == "" {
 		return nil, errors.New("api token is empty: set the environment variable or file the config's api.token_env / api.token_file names")
 	}
@@ -168,7 +170,7 @@ func NewClient(baseURL, token string, opts ...Option) (*Client, error) {
 	c := &Client{
 		base:      base,
 		baseStr:   strings.TrimRight(base.String(), "/"),
-		token:     secret.New(token),
+		token:     tok,
 		retry:     DefaultRetry(),
 		log:       zerolog.Nop(),
 		paths:     make(map[string]string, len(tally.DefaultPaths)),

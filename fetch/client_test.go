@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/tally-dev/tally"
+	"github.com/tally-dev/tally/internal/secret"
 
 	"github.com/rs/zerolog"
 )
@@ -57,7 +58,7 @@ func newTestClient(t *testing.T, srv *httptest.Server, opts ...Option) (*Client,
 	t.Helper()
 	rec := &sleepRecorder{}
 	all := append([]Option{WithHTTPClient(srv.Client()), WithRetry(testPolicy(rec, 4))}, opts...)
-	c, err := NewClient(srv.URL, testToken, all...)
+	c, err := NewClient(srv.URL, secret.New(testToken), all...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +177,7 @@ func TestNewClientBaseURL(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.url, func(t *testing.T) {
-			c, err := NewClient(tt.url, testToken)
+			c, err := NewClient(tt.url, secret.New(testToken))
 			if tt.ok {
 				if err != nil || c == nil {
 					t.Fatalf("NewClient(%q): %v", tt.url, err)
@@ -215,7 +216,7 @@ func TestNewClientOptions(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := NewClient("https://app.mk.io", tt.token, tt.opts...)
+			_, err := NewClient("https://app.mk.io", secret.New(tt.token), tt.opts...)
 			if err == nil {
 				t.Fatal("NewClient accepted")
 			}
@@ -228,7 +229,7 @@ func TestNewClientOptions(t *testing.T) {
 	}
 	// Valid overrides and a nil map are accepted.
 	for _, paths := range []map[string]string{nil, {}, {"rate_card": "/api/v2/pm/{id}/card", "usage": "/api/v2/usage"}} {
-		if _, err := NewClient("https://app.mk.io", testToken, WithPaths(paths)); err != nil {
+		if _, err := NewClient("https://app.mk.io", secret.New(testToken), WithPaths(paths)); err != nil {
 			t.Errorf("WithPaths(%v): %v", paths, err)
 		}
 	}
@@ -515,13 +516,13 @@ func TestTokenNeverLeaks(t *testing.T) {
 	dead := httptest.NewServer(http.NotFoundHandler())
 	deadURL := dead.URL
 	dead.Close()
-	dc, err := NewClient(deadURL, testToken, WithLogger(log), WithRetry(RetryPolicy{MaxAttempts: 2, Sleep: (&sleepRecorder{}).sleep}))
+	dc, err := NewClient(deadURL, secret.New(testToken), WithLogger(log), WithRetry(RetryPolicy{MaxAttempts: 2, Sleep: (&sleepRecorder{}).sleep}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, err = dc.Organization(ctx)
 	errs = append(errs, err)
-	if _, err := NewClient("http://example.com", testToken); err != nil {
+	if _, err := NewClient("http://example.com", secret.New(testToken)); err != nil {
 		errs = append(errs, err)
 	}
 
@@ -572,7 +573,7 @@ func TestRedirectsStayOnOrigin(t *testing.T) {
 		"caller's http client": {WithRetry(RetryPolicy{MaxAttempts: 1}), WithHTTPClient(callers)},
 	} {
 		t.Run(name, func(t *testing.T) {
-			c, err := NewClient(srv.URL, testToken, opts...)
+			c, err := NewClient(srv.URL, secret.New(testToken), opts...)
 			if err != nil {
 				t.Fatal(err)
 			}

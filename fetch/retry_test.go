@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/tally-dev/tally"
+	"github.com/tally-dev/tally/internal/secret"
 )
 
 func TestParseRetryAfter(t *testing.T) {
@@ -175,7 +176,7 @@ func TestRetryStopsOnCancel(t *testing.T) {
 				time.AfterFunc(20*time.Millisecond, cancel)
 			}))
 			defer srv.Close()
-			c, err := NewClient(srv.URL, testToken, WithHTTPClient(srv.Client()),
+			c, err := NewClient(srv.URL, secret.New(testToken), WithHTTPClient(srv.Client()),
 				WithRetry(RetryPolicy{MaxAttempts: 5, BaseDelay: time.Hour, MaxDelay: time.Hour, MaxElapsed: 10 * time.Hour}))
 			if err != nil {
 				t.Fatal(err)
@@ -278,7 +279,7 @@ func TestClientRetry(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			rec := &sleepRecorder{}
-			c, err := NewClient("https://app.mk.io", testToken, WithRetry(testPolicy(rec, 4)))
+			c, err := NewClient("https://app.mk.io", secret.New(testToken), WithRetry(testPolicy(rec, 4)))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -314,7 +315,7 @@ func TestClientRetry(t *testing.T) {
 		})
 	}
 	t.Run("cancelled inside fn", func(t *testing.T) {
-		c, _ := NewClient("https://app.mk.io", testToken, WithRetry(testPolicy(&sleepRecorder{}, 4)))
+		c, _ := NewClient("https://app.mk.io", secret.New(testToken), WithRetry(testPolicy(&sleepRecorder{}, 4)))
 		ctx, cancel := context.WithCancel(context.Background())
 		calls := 0
 		err := c.Retry(ctx, func(ctx context.Context) error {
@@ -334,7 +335,7 @@ func TestTransportFailuresRetried(t *testing.T) {
 	dead := httptest.NewServer(http.NotFoundHandler())
 	deadURL := dead.URL
 	dead.Close()
-	c, err := NewClient(deadURL, testToken, WithRetry(testPolicy(&sleepRecorder{}, 3)))
+	c, err := NewClient(deadURL, secret.New(testToken), WithRetry(testPolicy(&sleepRecorder{}, 3)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -390,7 +391,7 @@ func TestConnectRetriesBeforeTheFirstAnswer(t *testing.T) {
 
 	var sleeps int
 	policy := RetryPolicy{MaxAttempts: 9, Sleep: func(context.Context, time.Duration) error { sleeps++; return nil }}
-	c, err := NewClient("http://"+addr, testToken, WithRetry(policy), WithConnectRetries(2))
+	c, err := NewClient("http://"+addr, secret.New(testToken), WithRetry(policy), WithConnectRetries(2))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -409,7 +410,7 @@ func TestConnectRetriesBeforeTheFirstAnswer(t *testing.T) {
 		io.WriteString(w, `{"kind":"Organization","metadata":{"id":"0f8fad5b-d9cb-469f-a165-70867728950e"},"spec":{"name":"x"}}`)
 	}))
 	sleeps = 0
-	c, err = NewClient(srv.URL, testToken, WithRetry(policy), WithConnectRetries(2))
+	c, err = NewClient(srv.URL, secret.New(testToken), WithRetry(policy), WithConnectRetries(2))
 	if err != nil {
 		t.Fatal(err)
 	}

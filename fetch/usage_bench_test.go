@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tally-dev/tally"
+	"github.com/tally-dev/tally/internal/secret"
 )
 
 // Benchmarks of the usage decoders and the paged usage stream, for
@@ -193,7 +194,7 @@ func BenchmarkUsage(b *testing.B) {
 		w.Write(bodies[max(p, 1)-1])
 	}))
 	defer srv.Close()
-	c, err := NewClient(srv.URL, "bench", WithPaths(map[string]string{"usage": "/usage"}))
+	c, err := NewClient(srv.URL, secret.New("bench"), WithPaths(map[string]string{"usage": "/usage"}))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -55,7 +55,11 @@ func CheckAlerts(ctx context.Context, env *job.Env, runID uuid.UUID) (alerts.Che
 	env.Emit(check)
 	var hook *alerts.Webhook
 	if w := cfg.Alerts.Webhook; w != nil {
-		if hook, err = alerts.NewWebhook(w, os.Getenv, env.Version); err != nil {
+		sec, err := w.Secret(os.Getenv)
+		if err != nil {
+			return check, err
+		}
+		if hook, err = alerts.NewWebhook(w, sec, env.Version); err != nil {
 			return check, err
 		}
 		if webhookTune != nil {
@@ -86,7 +90,7 @@ type AlertsSummary struct {
 func (r *Runner) Alerts(ctx context.Context, dryRun bool) (AlertsSummary, error) {
 	var sum AlertsSummary
 	if dryRun {
-		st, err := OpenPublished(ctx, r.Config, r.Log, false)
+		st, err := OpenPublished(ctx, r.Config, r.Log)
 		if err != nil {
 			return sum, err
 		}

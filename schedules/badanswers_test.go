@@ -326,7 +326,7 @@ func TestUnknownEntitlementTypeFlagged(t *testing.T) {
 		return true
 	})
 	e.mustFetch()
-	st, err := store.OpenReadOnly(context.Background(), e.db)
+	st, err := store.Open(context.Background(), e.db, store.ReadOnly())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -128,7 +128,7 @@ func TestChargebackWorkbookStatementsAndClose(t *testing.T) {
 	}
 
 	// One statement per cost centre, whose totals are its split.
-	st, err := store.OpenReadOnly(ctx, h.db)
+	st, err := store.Open(ctx, h.db, store.ReadOnly())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -97,7 +97,7 @@ func (r *Runner) Close(ctx context.Context, o CloseOptions) (CloseSummary, error
 	// Refused from the analysts' copy when it already says so, so a
 	// refusal neither waits for the lock nor leaves a run behind. The
 	// copy may lag the store; the same checks run again under the lock.
-	if pub, err := store.OpenPublished(ctx, r.Config.Store.Path, false); err == nil {
+	if pub, err := store.Open(ctx, store.PublishedPath(r.Config.Store.Path), store.ReadOnly(), store.Shared()); err == nil {
 		err := checkStore(ctx, pub, r.Config, o)
 		pub.Close()
 		var re *RefusedError

@@ -21,6 +21,7 @@ import (
 	"github.com/tally-dev/tally/configs"
 	"github.com/tally-dev/tally/internal/focuscheck"
 	"github.com/tally-dev/tally/internal/prooftest"
+	"github.com/tally-dev/tally/internal/secret"
 	"github.com/tally-dev/tally/reports"
 	"github.com/tally-dev/tally/store"
 )
@@ -510,7 +511,7 @@ func TestCloseStepClosesAfterCloseAfter(t *testing.T) {
 func TestCloseStepOfAGroup(t *testing.T) {
 	h := newHarness(t, setup{granularity: tally.Day, start: "2026-10-01", now: "2026-11-03T03:00:00Z",
 		extra: "organizations:\n  - name: solo\n    token_env: TALLY_TEST_TOKEN_SOLO\n"})
-	h.runner.Token, h.runner.Tokens = "", map[string]string{"solo": testToken}
+	h.runner.Token, h.runner.Tokens = secret.Value{}, map[string]secret.Value{"solo": secret.New(testToken)}
 	h.runner.Config.Reports.CloseAfter = 2 * 24 * time.Hour
 	job := configs.Job{Name: "nightly", Run: []string{"fetch", "close"}}
 	ctx := context.Background()

@@ -76,7 +76,7 @@ func NewScheduler(r *Runner, opts ScheduleOptions) (*Scheduler, error) {
 	r.onAlerts = s.mon.alertsChecked
 	r.onFreshness = s.mon.freshnessChecked
 	s.mon.staleAfter = r.Config.Usage.StaleAfter
-	if exp, ok := fetch.TokenExpiry(r.Token); ok {
+	if exp, ok := fetch.TokenExpiry(r.Token.Reveal()); ok {
 		s.mon.tokenExpires = &exp
 	}
 	return s, nil
@@ -254,7 +254,7 @@ func (s *Scheduler) seed(ctx context.Context) {
 	var runs []store.JobRun
 	published := store.PublishedPath(db)
 	if _, err := os.Stat(published); err == nil {
-		st, err := OpenPublished(ctx, s.r.Config, s.r.Log, false)
+		st, err := OpenPublished(ctx, s.r.Config, s.r.Log)
 		if err == nil {
 			status, serr := st.Status(ctx)
 			fresh, ferr := alerts.Staleness(ctx, st, s.r.Config, time.Now())

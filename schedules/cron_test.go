@@ -22,6 +22,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/tally-dev/tally/configs"
+	"github.com/tally-dev/tally/internal/secret"
 	"github.com/tally-dev/tally/job"
 	"github.com/tally-dev/tally/store"
 )
@@ -39,7 +40,7 @@ func schedRunner(t *testing.T, grace time.Duration, jobs ...configs.Job) (*Runne
 	cfg.Schedule.Grace = grace
 	logs := &schedLogs{}
 	log := zerolog.New(zerolog.SyncWriter(logs)).Level(zerolog.DebugLevel).With().Timestamp().Logger()
-	return &Runner{Config: cfg, Token: "tok-sched-test", Log: log, Version: "test"}, logs
+	return &Runner{Config: cfg, Token: secret.New("tok-sched-test"), Log: log, Version: "test"}, logs
 }
 
 // schedLogs collects JSON log lines.

@@ -106,7 +106,7 @@ func Export(ctx context.Context, env *job.Env, opts ExportOptions) (ExportSummar
 // scheduled job's export step instead exports the database its run holds,
 // before the run publishes.
 func (r *Runner) Export(ctx context.Context, opts ExportOptions) (ExportSummary, error) {
-	st, err := OpenPublished(ctx, r.Config, r.Log, false)
+	st, err := OpenPublished(ctx, r.Config, r.Log)
 	if err != nil {
 		return ExportSummary{}, fmt.Errorf("export: %w", err)
 	}

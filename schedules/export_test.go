@@ -26,7 +26,7 @@ func TestExportStepAndCommand(t *testing.T) {
 	if sum.Run.Status != store.RunOK || !slices.Contains(sum.Outputs, cfg.Export.Dir) {
 		t.Fatalf("job: %+v", sum)
 	}
-	st, err := store.OpenReadOnly(context.Background(), store.PublishedPath(h.db))
+	st, err := store.Open(context.Background(), store.PublishedPath(h.db), store.ReadOnly())
 	if err != nil {
 		t.Fatal(err)
 	}

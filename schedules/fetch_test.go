@@ -245,7 +245,7 @@ func fetchWindowFailingEveryRetry(t *testing.T, s setup) {
 	})
 
 	h.setIntercept(nil)
-	st, err := store.OpenReadOnly(context.Background(), h.db)
+	st, err := store.Open(context.Background(), h.db, store.ReadOnly())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -338,7 +338,7 @@ func TestPublishedCopyWhileFetching(t *testing.T) {
 		t.Fatal("fetch never asked for usage")
 	}
 
-	reader, err := store.OpenReadOnly(context.Background(), published)
+	reader, err := store.Open(context.Background(), published, store.ReadOnly())
 	if err != nil {
 		close(release)
 		t.Fatalf("open the published copy while a fetch runs: %v", err)

@@ -24,6 +24,7 @@ import (
 	"github.com/tally-dev/tally/fetch"
 	"github.com/tally-dev/tally/fetch/sim"
 	"github.com/tally-dev/tally/internal/prooftest"
+	"github.com/tally-dev/tally/internal/secret"
 	"github.com/tally-dev/tally/store"
 )
 
@@ -164,7 +165,7 @@ schedule:
 		t.Fatalf("config:\n%s\n%v", yaml, err)
 	}
 	log := zerolog.New(zerolog.SyncWriter(h.logs)).Level(zerolog.DebugLevel).With().Timestamp().Logger()
-	h.runner = &Runner{Config: cfg, Token: testToken, Log: log, Version: "test", Now: h.clock.Now, Retry: fastRetry()}
+	h.runner = &Runner{Config: cfg, Token: secret.New(testToken), Log: log, Version: "test", Now: h.clock.Now, Retry: fastRetry()}
 	t.Cleanup(func() { h.checkNoToken() })
 	return h
 }
@@ -297,7 +298,7 @@ func (h *harness) checkNoToken() {
 func (h *harness) workbook(month time.Time, name string) (*excelize.File, string) {
 	h.t.Helper()
 	path := filepath.Join(h.dir, name)
-	st, err := store.OpenReadOnly(context.Background(), h.db)
+	st, err := store.Open(context.Background(), h.db, store.ReadOnly())
 	if err != nil {
 		h.t.Fatal(err)
 	}

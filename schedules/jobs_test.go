@@ -16,6 +16,7 @@ import (
 	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/configs"
 	"github.com/tally-dev/tally/fetch/sim"
+	"github.com/tally-dev/tally/internal/secret"
 	"github.com/tally-dev/tally/job"
 	"github.com/tally-dev/tally/reports"
 	"github.com/tally-dev/tally/store"
@@ -126,7 +127,7 @@ schedule:
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &Runner{Config: cfg, Token: "tok-sched-test", Log: schedNop(), Version: "test", Now: func() time.Time { return now }}
+	r := &Runner{Config: cfg, Token: secret.New("tok-sched-test"), Log: schedNop(), Version: "test", Now: func() time.Time { return now }}
 	sum, err := r.RunJob(context.Background(), "schedule", cfg.Schedule.Jobs[0])
 	if err != nil {
 		t.Fatal(err)

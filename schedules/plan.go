@@ -62,11 +62,11 @@ func Plan(ctx context.Context, cfg *configs.Config, opts FetchOptions, now time.
 		if err != nil {
 			return rep, fmt.Errorf("read ledger: %w", err)
 		}
-		open := store.OpenReadOnly // the database: a running fetch may be writing it, so never copied
+		opts := []store.Option{store.ReadOnly()} // the database: a running fetch may be writing it, so never copied
 		if path != cfg.Store.Path {
-			open = func(ctx context.Context, p string) (*store.Store, error) { return store.OpenReading(ctx, p, false) }
+			opts = append(opts, store.Shared())
 		}
-		if st, err = open(ctx, path); err != nil {
+		if st, err = store.Open(ctx, path, opts...); err != nil {
 			if path == cfg.Store.Path {
 				return rep, fmt.Errorf("read ledger: %w (the first fetch is still running: plan again once it has published %s)", err, store.PublishedPath(cfg.Store.Path))
 			}

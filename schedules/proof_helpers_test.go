@@ -24,6 +24,7 @@ import (
 	"github.com/tally-dev/tally/fetch"
 	"github.com/tally-dev/tally/fetch/sim"
 	"github.com/tally-dev/tally/internal/prooftest"
+	"github.com/tally-dev/tally/internal/secret"
 )
 
 // Helpers of the reliability and security proofs (faultmatrix, badanswers,
@@ -241,7 +242,7 @@ func (e *proofEnv) runner(cfg *configs.Config) *Runner {
 		cfg = e.cfg
 	}
 	log := zerolog.New(e.logs).Level(zerolog.DebugLevel).With().Timestamp().Logger()
-	return &Runner{Config: cfg, Token: proofToken, Log: log, Version: "proof", Now: e.clock.Now,
+	return &Runner{Config: cfg, Token: secret.New(proofToken), Log: log, Version: "proof", Now: e.clock.Now,
 		Retry: proofPolicy(e.sleeps, e.s.attempts)}
 }
 

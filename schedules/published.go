@@ -11,19 +11,14 @@ import (
 )
 
 // OpenPublished opens the analysts' published copy of cfg's database for a
-// reader (tally report, query, status, export, plan): read-only, never
-// waiting for the writer's lock, and answering even when an analyst holds
-// the copy for writing (see store.OpenPublished; the notice is logged). A
-// copy that does not exist yet is a *RefusedError saying how it comes
-// about.
-func OpenPublished(ctx context.Context, cfg *configs.Config, log zerolog.Logger, query bool) (*store.Store, error) {
-	st, err := store.OpenPublished(ctx, cfg.Store.Path, query)
-	return published(cfg, st, err, log)
-}
-
-// OpenPublishedQuery is OpenPublished for tally query, with its limits.
-func OpenPublishedQuery(ctx context.Context, cfg *configs.Config, log zerolog.Logger, lim store.QueryLimits) (*store.Store, error) {
-	st, err := store.OpenQueryReading(ctx, store.PublishedPath(cfg.Store.Path), lim)
+// reader (tally report, query, status, export, plan): read-only (or as
+// opts say, e.g. store.Query for analysts' SQL), never waiting for the
+// writer's lock, and answering even when an analyst holds the copy for
+// writing (store.Shared; the notice is logged). A copy that does not
+// exist yet is a *RefusedError saying how it comes about.
+func OpenPublished(ctx context.Context, cfg *configs.Config, log zerolog.Logger, opts ...store.Option) (*store.Store, error) {
+	opts = append([]store.Option{store.ReadOnly(), store.Shared()}, opts...)
+	st, err := store.Open(ctx, store.PublishedPath(cfg.Store.Path), opts...)
 	return published(cfg, st, err, log)
 }
 

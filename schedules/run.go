@@ -13,6 +13,7 @@ import (
 	"github.com/tally-dev/tally/alerts"
 	"github.com/tally-dev/tally/configs"
 	"github.com/tally-dev/tally/fetch"
+	"github.com/tally-dev/tally/internal/secret"
 	"github.com/tally-dev/tally/job"
 	"github.com/tally-dev/tally/store"
 )
@@ -22,12 +23,12 @@ import (
 // and the version for the User-Agent.
 type Runner struct {
 	Config *configs.Config
-	Token  string // the api: form's token
+	Token  secret.Value // the api: form's token
 	// Tokens are an organizations: config's tokens by organization name;
 	// TokenErrs say why one could not be read. An organization with
 	// neither, or with an expired token, is not fetched and the run is
 	// partial, naming it.
-	Tokens    map[string]string
+	Tokens    map[string]secret.Value
 	TokenErrs map[string]error
 	Log       zerolog.Logger
 	Version   string
@@ -95,7 +96,7 @@ func (r *Runner) Client() (*fetch.Client, error) {
 }
 
 // orgClient builds organization o's client: its address, paths and token.
-func (r *Runner) orgClient(o configs.Organization, token string) (*fetch.Client, error) {
+func (r *Runner) orgClient(o configs.Organization, token secret.Value) (*fetch.Client, error) {
 	api := r.Config.API
 	policy := fetch.DefaultRetry()
 	policy.MaxAttempts = api.MaxRetries + 1
@@ -130,7 +131,7 @@ func (r *Runner) orgEnvs(now time.Time) ([]job.OrgEnv, error) {
 		switch err := r.TokenErrs[o.Name]; {
 		case err != nil:
 			oe.Err = err
-		case !ok || tok == "":
+		case !ok || tok.IsZero():
 			oe.Err = fmt.Errorf("no token read for organization %s (%s.token_env or token_file)", o.Name, o.Field)
 		default:
 			if err := CheckOrgToken(r.Config, o, tok, now, r.Log); err != nil {
@@ -210,7 +211,7 @@ func (r *Runner) Record(ctx context.Context, command, jobName string, fn job.Ste
 		if orgs, err = r.orgEnvs(now().UTC()); err != nil {
 			return out, err
 		}
-	} else if r.Token != "" {
+	} else if !r.Token.IsZero() {
 		// No token: the command runs no fetch (it sends nothing to
 		// the interface), so it read none; a fetch step refuses.
 		if err := CheckToken(r.Config, r.Token, now().UTC(), r.Log); err != nil {
@@ -241,14 +242,14 @@ func (r *Runner) Record(ctx context.Context, command, jobName string, fn job.Ste
 		return r.skipped(ctx, out, began, wait, err)
 	}
 	defer lock.Release()
-	st, err := store.OpenNotify(ctx, db, func(p store.FillProgress) {
+	st, err := store.Open(ctx, db, store.Notify(func(p store.FillProgress) {
 		msg := "filling a table the load keeps, a month at a time, after an upgrade"
 		if p.Table == "usage" {
 			msg = "numbering the usage rows' keys, a month at a time, after an upgrade"
 		}
 		r.Log.Info().Str("table", p.Table).Str("month", p.Month.Format("2006-01")).Int("done", p.Done).Int("months", p.Months).
 			Stringer("took", p.Took.Round(time.Millisecond)).Msg(msg)
-	})
+	}))
 	if err != nil {
 		return out, err
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tally-dev/tally/configs"
 	"github.com/tally-dev/tally/fetch"
+	"github.com/tally-dev/tally/internal/secret"
 	"github.com/tally-dev/tally/job"
 )
 
@@ -53,14 +54,14 @@ func TokenSource(cfg *configs.Config, o configs.Organization) (where, field stri
 // expiry at now, and logs a warning when it expires within
 // api.token_warn_before. The token itself and its other claims are never
 // logged. An opaque token is neither.
-func CheckToken(cfg *configs.Config, token string, now time.Time, log zerolog.Logger) error {
+func CheckToken(cfg *configs.Config, token secret.Value, now time.Time, log zerolog.Logger) error {
 	return CheckOrgToken(cfg, configs.Organization{}, token, now, log)
 }
 
 // CheckOrgToken is CheckToken for organization o's token (o zero: the api:
 // form's).
-func CheckOrgToken(cfg *configs.Config, o configs.Organization, token string, now time.Time, log zerolog.Logger) error {
-	exp, ok := fetch.TokenExpiry(token)
+func CheckOrgToken(cfg *configs.Config, o configs.Organization, token secret.Value, now time.Time, log zerolog.Logger) error {
+	exp, ok := fetch.TokenExpiry(token.Reveal())
 	if !ok {
 		return nil
 	}

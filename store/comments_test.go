@@ -20,7 +20,7 @@ func TestCatalogComments(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ro, err := OpenReadOnly(ctx, pub)
+	ro, err := Open(ctx, pub, ReadOnly())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -309,7 +309,7 @@ func (s *Store) Export(ctx context.Context, o ExportOptions) (ExportResult, erro
 // threads, three months of a few thousand rows ran out of the writer's
 // 160 MB. So on the writer a COPY runs on one thread, as loads do, at the
 // writer's memory limit; a reader has a quarter of the machine
-// (OpenReadOnly) and keeps its threads.
+// (ReadOnly) and keeps its threads.
 func (s *Store) copying(ctx context.Context) (func(), error) {
 	if s.readOnly {
 		return func() {}, nil

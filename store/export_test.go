@@ -20,6 +20,7 @@ import (
 	"github.com/tally-dev/tally/fetch"
 	"github.com/tally-dev/tally/fetch/sim"
 	"github.com/tally-dev/tally/internal/focuscheck"
+	"github.com/tally-dev/tally/internal/secret"
 	tallysql "github.com/tally-dev/tally/sql"
 )
 
@@ -52,7 +53,7 @@ func exportFixture(t *testing.T) (*Store, *sim.Server) {
 	}
 	ts := httptest.NewServer(srv)
 	defer ts.Close()
-	c, err := fetch.NewClient(ts.URL, srv.Token())
+	c, err := fetch.NewClient(ts.URL, secret.New(srv.Token()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -597,7 +598,7 @@ func openPublished(t *testing.T, s *Store) *Store {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ro, err := OpenReadOnly(ctx, pub)
+	ro, err := Open(ctx, pub, ReadOnly())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -705,7 +705,7 @@ func TestKeptTablesFilledAMonthAtATime(t *testing.T) {
 	}
 	s.Close()
 	var heard []FillProgress
-	s, err = OpenNotify(ctx, path, func(p FillProgress) { heard = append(heard, p) })
+	s, err = Open(ctx, path, Notify(func(p FillProgress) { heard = append(heard, p) }))
 	if err != nil {
 		t.Fatal(err)
 	}

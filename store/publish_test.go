@@ -65,7 +65,7 @@ func TestPublishWhileTheWriterKeepsWriting(t *testing.T) {
 	}
 
 	// The writer keeps loading while an analyst reads the copy.
-	ro, err := OpenReadOnly(ctx, pub)
+	ro, err := Open(ctx, pub, ReadOnly())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +110,7 @@ func TestPublishWhileTheWriterKeepsWriting(t *testing.T) {
 		t.Fatalf("the open reader now sees %d rows, want its old 2", n)
 	}
 	ro.Close()
-	ro, err = OpenReadOnly(ctx, pub)
+	ro, err = Open(ctx, pub, ReadOnly())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func TestPublishRefusedOnAReadOnlyStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Close()
-	ro, err := OpenReadOnly(ctx, path)
+	ro, err := Open(ctx, path, ReadOnly())
 	if err != nil {
 		t.Fatal(err)
 	}

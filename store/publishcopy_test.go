@@ -115,7 +115,7 @@ func TestPublishFileCopyUnderCommits(t *testing.T) {
 			continue
 		}
 		kept++
-		ro, err := OpenReadOnly(ctx, tmp)
+		ro, err := Open(ctx, tmp, ReadOnly())
 		if err != nil {
 			t.Fatalf("copy %d does not open: %v", i, err)
 		}
@@ -138,7 +138,7 @@ func TestPublishFileCopyUnderCommits(t *testing.T) {
 
 func checkCopy(t *testing.T, path string, rows int64) {
 	t.Helper()
-	ro, err := OpenReadOnly(context.Background(), path)
+	ro, err := Open(context.Background(), path, ReadOnly())
 	if err != nil {
 		t.Fatal(err)
 	}

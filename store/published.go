@@ -21,45 +21,12 @@ func (e *NoCopyError) Error() string {
 	return "no published copy of the database at " + e.Path + " yet"
 }
 
-// OpenPublished opens the analysts' published copy of the database at db
-// for reading: OpenQuery's sandbox when query is set, else OpenReadOnly.
-// A missing copy is a *NoCopyError.
-//
-// DuckDB lets a file be open read-write by one process or read-only by
-// many, never both, and an analyst who opens the copy the DuckDB way
-// (Python's duckdb.connect(path), the CLI without -readonly) takes the
-// write lock. Tally's readers must still answer then, so OpenPublished
-// reads a private snapshot of the copy instead and says so in Notice,
-// naming the process that holds it.
-func OpenPublished(ctx context.Context, db string, query bool) (*Store, error) {
-	return OpenReading(ctx, PublishedPath(db), query)
-}
-
-// OpenReading opens an existing database for reading as OpenPublished
-// does, with the same fallback when another process holds it for writing.
-func OpenReading(ctx context.Context, path string, query bool) (*Store, error) {
-	open := OpenReadOnly
-	if query {
-		open = OpenQuery
-	}
-	return openReading(ctx, path, open)
-}
-
-// OpenQueryReading is OpenReading for tally query with lim: the sandbox of
-// OpenQueryLimited, on the file or, when another process holds it for
-// writing, on a private copy of it.
-func OpenQueryReading(ctx context.Context, path string, lim QueryLimits) (*Store, error) {
-	return openReading(ctx, path, func(ctx context.Context, path string) (*Store, error) {
-		return OpenQueryLimited(ctx, path, lim)
-	})
-}
-
 func openReading(ctx context.Context, path string, open func(context.Context, string) (*Store, error)) (*Store, error) {
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 		return nil, &NoCopyError{Path: path}
 	}
 	st, err := open(ctx, path)
-	if err == nil || !isLockConflict(err) {
+	if err == nil || !IsLockConflict(err) {
 		return st, err
 	}
 	holder := lockHolderText(err)
@@ -83,7 +50,9 @@ func openReading(ctx context.Context, path string, open func(context.Context, st
 // opened (a private copy of a locked file), or "".
 func (s *Store) Notice() string { return s.notice }
 
-func isLockConflict(err error) bool {
+// IsLockConflict reports whether err is DuckDB refusing a file another
+// process holds for writing.
+func IsLockConflict(err error) bool {
 	return strings.Contains(err.Error(), "Conflicting lock") || strings.Contains(err.Error(), "Could not set lock")
 }
 

@@ -109,16 +109,45 @@ func checkStatement(conn *sql.Conn, query string, sandbox bool) error {
 	})
 }
 
-// queryError names the memory limit when DuckDB ran out of it: its own
-// message suggests settings a sandboxed query cannot change.
+// ErrReadOnly is a statement that would change the database, which every
+// reader opens read-only; ErrSandboxed one that reaches past the database
+// (another file, an extension, a setting), which the query sandbox
+// refuses. Query's errors wrap them, so a caller tells them apart by
+// errors.Is rather than by DuckDB's words.
+var (
+	ErrReadOnly  = errors.New("the database is open read-only")
+	ErrSandboxed = errors.New("the query sandbox reaches nothing beyond the database")
+)
+
+// queryError classifies DuckDB's error by its type and names the memory
+// limit when DuckDB ran out of it: its own message suggests settings a
+// sandboxed query cannot change.
 func (s *Store) queryError(err error) error {
-	msg := err.Error()
-	if s.queryMemory > 0 && strings.Contains(msg, "Out of Memory Error") {
-		first, _, _ := strings.Cut(msg, "\n")
+	var de *duckdb.Error
+	if !errors.As(err, &de) {
+		return fmt.Errorf("run query: %w", err)
+	}
+	switch {
+	case de.Type == duckdb.ErrorTypeOutOfMemory && s.queryMemory > 0:
+		first, _, _ := strings.Cut(de.Msg, "\n")
 		return fmt.Errorf("run query: the query needs more memory than its limit of %s, and tally query never spills to disk: give it more with --memory-limit, or ask for less (filter, aggregate, fewer columns): %s", FormatSize(s.queryMemory), first)
+	case de.Type == duckdb.ErrorTypePermission && s.queryMemory > 0:
+		return &classified{err: err, kind: ErrSandboxed}
+	case de.Type == duckdb.ErrorTypeInvalidInput && strings.Contains(de.Msg, "read-only mode"):
+		return &classified{err: err, kind: ErrReadOnly}
+	case de.Type == duckdb.ErrorTypeInvalidInput && strings.Contains(de.Msg, "configuration has been locked"):
+		return &classified{err: err, kind: ErrSandboxed}
 	}
 	return fmt.Errorf("run query: %w", err)
 }
+
+// classified is DuckDB's error with what kind of refusal it is.
+type classified struct {
+	err, kind error
+}
+
+func (e *classified) Error() string   { return "run query: " + e.err.Error() }
+func (e *classified) Unwrap() []error { return []error{e.err, e.kind} }
 
 func readResult(rows *sql.Rows) (*Result, error) {
 	cts, err := rows.ColumnTypes()

@@ -29,7 +29,7 @@ func TestQueryNeverWrites(t *testing.T) {
 	}
 	s.Close()
 
-	ro, err := OpenReadOnly(ctx, path)
+	ro, err := Open(ctx, path, ReadOnly())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -38,7 +38,7 @@ func TestQuerySandboxEscapes(t *testing.T) {
 	os.WriteFile(secretFile, []byte("tok"), 0o600)
 	before := folderState(t, dir)
 
-	q, err := OpenQueryLimited(ctx, path, QueryLimits{MemoryBytes: 64 << 20})
+	q, err := Open(ctx, path, Query(QueryLimits{MemoryBytes: 64 << 20}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +102,7 @@ func TestQueryStopsOnCancel(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Close()
-	q, err := OpenQueryLimited(ctx, path, QueryLimits{MemoryBytes: 64 << 20})
+	q, err := Open(ctx, path, Query(QueryLimits{MemoryBytes: 64 << 20}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,19 +164,19 @@ func TestReadersMemoryLimit(t *testing.T) {
 		}
 		return mem
 	}
-	q, err := OpenQueryLimited(ctx, path, QueryLimits{MemoryBytes: DefaultQueryMemory()})
+	q, err := Open(ctx, path, Query(QueryLimits{MemoryBytes: DefaultQueryMemory()}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := limit(q)
-	r, err := OpenReadOnly(ctx, path)
+	r, err := Open(ctx, path, ReadOnly())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := limit(r); got != want {
-		t.Errorf("OpenReadOnly's memory_limit %s, want DefaultQueryMemory's %s", got, want)
+		t.Errorf("ReadOnly's memory_limit %s, want DefaultQueryMemory's %s", got, want)
 	}
-	p, err := OpenPublished(ctx, path, false)
+	p, err := Open(ctx, PublishedPath(path), ReadOnly(), Shared())
 	if err != nil {
 		t.Fatal(err)
 	}

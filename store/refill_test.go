@@ -155,7 +155,7 @@ func TestKeptTablesFillKilledAtAnyMoment(t *testing.T) {
 			<-done
 			kills++
 		}
-		ro, err := OpenReadOnly(ctx, path)
+		ro, err := Open(ctx, path, ReadOnly())
 		if err != nil {
 			t.Fatalf("after kill %d at %s: %v", kills, d, err)
 		}

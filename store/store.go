@@ -33,8 +33,8 @@ type Store struct {
 	path     string
 	readOnly bool
 	notice   string // see Notice
-	cleanup  func() // after Close: removes a private copy (OpenReading)
-	// queryMemory is the memory limit of a sandboxed store (OpenQueryLimited), 0 otherwise.
+	cleanup  func() // after Close: removes a private copy (Shared)
+	// queryMemory is the memory limit of a sandboxed store (Query), 0 otherwise.
 	queryMemory int64
 
 	publishMu sync.Mutex
@@ -43,7 +43,7 @@ type Store struct {
 	// (settleBaselines).
 	baselineMu sync.Mutex
 	loads      loadThreads
-	filled     func(FillProgress) // see OpenNotify; nil: nobody listens
+	filled     func(FillProgress) // see Notify; nil: nobody listens
 	// keyed: the schema has usage keys (usagekeys.go); keySeq is the last
 	// key handed out.
 	keyed  bool
@@ -59,8 +59,63 @@ type Store struct {
 type options struct {
 	migrations fs.FS // NNNN_name.sql files at the root
 	views      fs.FS // *.sql files at the root
-	// filled hears of each month a fill of a kept table commits (OpenNotify).
+	// filled hears of each month a fill of a kept table commits (Notify).
 	filled func(FillProgress)
+	// readOnly opens an existing database read-only (ReadOnly); query
+	// also sandboxes it for analysts' SQL (Query), with lim.
+	readOnly, query bool
+	lim             QueryLimits
+	// shared reads a private snapshot when another process holds the
+	// file for writing (Shared).
+	shared bool
+}
+
+// Option is how Open opens a database; none is the one writer's
+// read-write open that migrates.
+type Option func(*options)
+
+// Notify calls filled after each month Open fills of a table the load
+// keeps: after an upgrade whose migration reshapes one, a store of years
+// of history takes minutes to open (about four at 100M usage rows), and
+// the operator should see it work rather than a silent process.
+func Notify(filled func(FillProgress)) Option {
+	return func(o *options) { o.filled = filled }
+}
+
+// ReadOnly opens an existing database read-only (DuckDB's access_mode
+// READ_ONLY): every write fails, and any number of read-only handles may
+// be open at once. It neither migrates nor creates views.
+//
+// Its memory_limit is DefaultQueryMemory, a quarter of what the machine or
+// container allows, as for analysts' SQL: under DuckDB's default (80 % of
+// the machine) a reader keeps every block it reads, and tally export of
+// 93.6M rows grew to 2.5 GB where 512 MB did the same work, faster.
+func ReadOnly() Option {
+	return func(o *options) { o.readOnly = true }
+}
+
+// Query opens an existing database for analysts' SQL (tally query):
+// read-only, and cut off from everything beyond the database. Statements
+// can read no other file, write none (COPY … TO), attach no database (not
+// even read-write in a folder DuckDB would otherwise allow), install or
+// load no extension (so they reach no network), and cannot change these
+// settings back. DuckDB adds its spill folder (<db>.tmp) to the folders a
+// sandboxed query may use, so spilling is off: a query gets lim's memory
+// and fails with an error beyond it, it never writes a file.
+func Query(lim QueryLimits) Option {
+	return func(o *options) { o.readOnly, o.query, o.lim = true, true, lim }
+}
+
+// Shared is for readers (with ReadOnly or Query): a missing file is a
+// *NoCopyError, and when another process holds the file for writing the
+// reader opens a private snapshot of it instead and says so in Notice.
+//
+// DuckDB lets a file be open read-write by one process or read-only by
+// many, never both, and an analyst who opens the published copy the DuckDB
+// way (Python's duckdb.connect(path), the CLI without -readonly) takes the
+// write lock. Tally's readers must still answer then.
+func Shared() Option {
+	return func(o *options) { o.shared = true }
 }
 
 func defaultOptions() options {
@@ -75,26 +130,37 @@ func mustSub(fsys fs.FS, dir string) fs.FS {
 	return sub
 }
 
-// Open opens the database at path read-write, creating it when it does not
-// exist, applies the migrations it lacks and (re)creates the views.
+// Open opens the database at path. With no option it opens it read-write
+// as the one writer, creating it when it does not exist, applies the
+// migrations it lacks and (re)creates the views; ReadOnly, Query and
+// Shared open it for readers instead.
 //
 // A new database is created whole or not at all (see create), with mode
 // 0600. DuckDB creates its write-ahead log and
 // spill files beside the database with the process umask, and those hold
 // the same data, so Open also narrows the process umask to deny group and
 // world access for the rest of the process.
-func Open(ctx context.Context, path string) (*Store, error) {
-	return openWith(ctx, path, defaultOptions())
+func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
+	o := defaultOptions()
+	for _, opt := range opts {
+		opt(&o)
+	}
+	switch {
+	case o.shared:
+		return openReading(ctx, path, func(ctx context.Context, path string) (*Store, error) { return openReader(ctx, path, o) })
+	case o.readOnly:
+		return openReader(ctx, path, o)
+	}
+	return openWith(ctx, path, o)
 }
 
-// OpenNotify is Open, calling filled after each month it fills of a table
-// the load keeps: after an upgrade whose migration reshapes one, a store of
-// years of history takes minutes to open (about four at 100M usage rows),
-// and the operator should see it work rather than a silent process.
-func OpenNotify(ctx context.Context, path string, filled func(FillProgress)) (*Store, error) {
-	o := defaultOptions()
-	o.filled = filled
-	return openWith(ctx, path, o)
+// openReader opens an existing database read-only, sandboxed for
+// analysts' SQL when o.query.
+func openReader(ctx context.Context, path string, o options) (*Store, error) {
+	if o.query {
+		return openQuery(ctx, path, o.lim)
+	}
+	return openReadOnly(ctx, path)
 }
 
 func openWith(ctx context.Context, path string, o options) (*Store, error) {
@@ -210,15 +276,7 @@ func create(ctx context.Context, path string, o options) (err error) {
 	return nil
 }
 
-// OpenReadOnly opens an existing database read-only (DuckDB's access_mode
-// READ_ONLY): every write fails, and any number of read-only handles may be
-// open at once. It neither migrates nor creates views.
-//
-// Its memory_limit is DefaultQueryMemory, a quarter of what the machine or
-// container allows, as for analysts' SQL: under DuckDB's default (80 % of
-// the machine) a reader keeps every block it reads, and tally export of
-// 93.6M rows grew to 2.5 GB where 512 MB did the same work, faster.
-func OpenReadOnly(ctx context.Context, path string) (*Store, error) {
+func openReadOnly(ctx context.Context, path string) (*Store, error) {
 	if _, err := checkPath(path, true); err != nil {
 		return nil, err
 	}
@@ -229,21 +287,7 @@ func OpenReadOnly(ctx context.Context, path string) (*Store, error) {
 	return &Store{db: db, path: path, readOnly: true}, nil
 }
 
-// OpenQuery opens an existing database for analysts' SQL (tally query)
-// with the default QueryLimits; see OpenQueryLimited.
-func OpenQuery(ctx context.Context, path string) (*Store, error) {
-	return OpenQueryLimited(ctx, path, QueryLimits{})
-}
-
-// OpenQueryLimited opens an existing database for analysts' SQL: read-only
-// like OpenReadOnly, and cut off from everything beyond the database.
-// Statements can read no other file, write none (COPY … TO), attach no
-// database (not even read-write in a folder DuckDB would otherwise allow),
-// install or load no extension (so they reach no network), and cannot
-// change these settings back. DuckDB adds its spill folder (<db>.tmp) to
-// the folders a sandboxed query may use, so spilling is off: a query gets
-// lim's memory and fails with an error beyond it, it never writes a file.
-func OpenQueryLimited(ctx context.Context, path string, lim QueryLimits) (*Store, error) {
+func openQuery(ctx context.Context, path string, lim QueryLimits) (*Store, error) {
 	if _, err := checkPath(path, true); err != nil {
 		return nil, err
 	}

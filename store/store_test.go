@@ -245,8 +245,8 @@ func TestOpenRefusesWhatIsNotADuckDBFile(t *testing.T) {
 			if fi, _ := os.Stat(path); fi.Mode() != before.Mode() || !fi.ModTime().Equal(before.ModTime()) {
 				t.Fatal("file mode or time changed")
 			}
-			if _, err := OpenReadOnly(context.Background(), path); err == nil {
-				t.Fatal("OpenReadOnly accepted it")
+			if _, err := Open(context.Background(), path, ReadOnly()); err == nil {
+				t.Fatal("Open with ReadOnly accepted it")
 			}
 			if _, err := os.Stat(path + ".wal"); !os.IsNotExist(err) {
 				t.Fatal("a write-ahead log appeared beside it")
@@ -273,7 +273,7 @@ func TestOpenMissingFolder(t *testing.T) {
 func TestOpenReadOnly(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "tally.duckdb")
-	_, err := OpenReadOnly(ctx, path)
+	_, err := Open(ctx, path, ReadOnly())
 	mustContain(t, err, "no such database file")
 
 	s, err := Open(ctx, path)
@@ -283,7 +283,7 @@ func TestOpenReadOnly(t *testing.T) {
 	load(t, s, tally.UsageQuery{Window: window(t, tally.Day, "2026-01-01", "2026-01-02")}, row(date(t, "2026-01-01"), "m", "p", "1"))
 	s.Close()
 
-	ro, err := OpenReadOnly(ctx, path)
+	ro, err := Open(ctx, path, ReadOnly())
 	if err != nil {
 		t.Fatal(err)
 	}

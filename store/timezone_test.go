@@ -61,7 +61,7 @@ func utcOnAnyMachine(t *testing.T) {
 		t.Errorf("October's rows under TZ=%s (DuckDB default %s): %v, want the 1st and the 31st, 6", os.Getenv("TZ"), zone, got)
 	}
 	s.Close()
-	ro, err := OpenQuery(ctx, s.path)
+	ro, err := Open(ctx, s.path, Query(QueryLimits{}))
 	if err == nil {
 		defer ro.Close()
 		err = ro.db.QueryRowContext(ctx, "SELECT current_setting('TimeZone')").Scan(&zone)

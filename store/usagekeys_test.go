@@ -219,7 +219,7 @@ SELECT i, '', 'usage', 'day', TIMESTAMP '2025-12-01', TIMESTAMP '2025-12-01', 'm
 func openTold(t *testing.T, path string) (*Store, []FillProgress) {
 	t.Helper()
 	var told []FillProgress
-	s, err := OpenNotify(context.Background(), path, func(p FillProgress) { told = append(told, p) })
+	s, err := Open(context.Background(), path, Notify(func(p FillProgress) { told = append(told, p) }))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -395,7 +395,7 @@ func TestPartialFetchExitsThreeNamingWindows(t *testing.T) {
 	if code, msg := badCLI(t, "fetch", "--config", cfg); code != 0 {
 		t.Fatalf("the next run: exit %d\n%s", code, msg)
 	}
-	st, err := store.OpenReadOnly(context.Background(), filepath.Join(dir, "tally.duckdb"))
+	st, err := store.Open(context.Background(), filepath.Join(dir, "tally.duckdb"), store.ReadOnly())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/configs"
 	"github.com/tally-dev/tally/fetch/sim"
+	"github.com/tally-dev/tally/internal/secret"
 	"github.com/tally-dev/tally/job"
 	"github.com/tally-dev/tally/reports"
 	"github.com/tally-dev/tally/schedules"
@@ -247,13 +248,13 @@ reports:
 	if err != nil {
 		return res, fmt.Errorf("demo config: %w", err)
 	}
-	r := &schedules.Runner{Config: cfg, Token: token, Log: log, Version: version, Now: tick}
+	r := &schedules.Runner{Config: cfg, Token: secret.New(token), Log: log, Version: version, Now: tick}
 	if source == tally.SourceProjects {
 		// A read at 23:50 UTC every other evening from the start of the
 		// previous month and on its last evening (the month's final
 		// figures: the next read gives the new month), quietly: today's
 		// run below logs as usual.
-		quiet := &schedules.Runner{Config: cfg, Token: token, Log: log.Level(zerolog.FatalLevel), Version: version, Now: tick}
+		quiet := &schedules.Runner{Config: cfg, Token: secret.New(token), Log: log.Level(zerolog.FatalLevel), Version: version, Now: tick}
 		var nights []time.Time
 		for night := start.Add(23*time.Hour + 50*time.Minute); night.Before(now); night = night.AddDate(0, 0, 2) {
 			nights = append(nights, night)
@@ -298,7 +299,7 @@ reports:
 	if _, err := r.Fetch(ctx, schedules.FetchOptions{From: rev.Day, To: rev.Day.AddDate(0, 0, 1), Refetch: true}); err != nil {
 		return res, fmt.Errorf("demo refetch of %s: %w", rev.Day.Format(tally.DateLayout), err)
 	}
-	pub, err := schedules.OpenPublished(ctx, cfg, log, false)
+	pub, err := schedules.OpenPublished(ctx, cfg, log)
 	if err != nil {
 		return res, err
 	}
@@ -312,7 +313,7 @@ reports:
 // demoStatements writes the month's chargeback statements, as tally report
 // --chargeback does, from the analysts' copy.
 func demoStatements(ctx context.Context, cfg *configs.Config, res *demoResult, month time.Time, now func() time.Time, log zerolog.Logger) error {
-	pub, err := schedules.OpenPublished(ctx, cfg, log, false)
+	pub, err := schedules.OpenPublished(ctx, cfg, log)
 	if err != nil {
 		return err
 	}

@@ -419,7 +419,7 @@ func TestDemoProjectsSource(t *testing.T) {
 // and the rows of the month as closed and its Correction are there.
 func demoFOCUS(t *testing.T, dir string) {
 	t.Helper()
-	pub, err := store.OpenReadOnly(context.Background(), filepath.Join(dir, "tally.published.duckdb"))
+	pub, err := store.Open(context.Background(), filepath.Join(dir, "tally.published.duckdb"), store.ReadOnly())
 	if err != nil {
 		t.Fatal(err)
 	}

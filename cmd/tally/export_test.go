@@ -40,7 +40,7 @@ func exportSetup(t *testing.T) (cfg, pub string) {
 // openCopy opens the published copy read-only for the test's checks.
 func openCopy(t *testing.T, pub string) *store.Store {
 	t.Helper()
-	st, err := store.OpenReadOnly(context.Background(), pub)
+	st, err := store.Open(context.Background(), pub, store.ReadOnly())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/configs"
+	"github.com/tally-dev/tally/internal/secret"
 	"github.com/tally-dev/tally/schedules"
 	"github.com/tally-dev/tally/store"
 )
@@ -121,7 +122,7 @@ func newRunner(cmd *cobra.Command, g *globalFlags, cfgPath string, steps stepsOf
 		// Each organization's token is its own: one missing or expired
 		// fails that organization in the run, not the others.
 		r := &schedules.Runner{Config: cfg, Log: log, Version: version, Commit: buildCommit(), Now: clock,
-			Tokens: map[string]string{}, TokenErrs: map[string]error{}}
+			Tokens: map[string]secret.Value{}, TokenErrs: map[string]error{}}
 		for _, o := range cfg.Organizations {
 			tok, err := cfg.OrgToken(o, os.Getenv)
 			if err != nil {

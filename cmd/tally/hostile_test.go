@@ -56,7 +56,7 @@ func TestHostileBodiesExitAsREADMESays(t *testing.T) {
 		t.Fatalf("the first fetch: exit %d\n%s", code, msg)
 	}
 	windowRows := func() string {
-		st, err := store.OpenReadOnly(context.Background(), db)
+		st, err := store.Open(context.Background(), db, store.ReadOnly())
 		if err != nil {
 			t.Fatal(err)
 		}

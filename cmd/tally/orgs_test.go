@@ -209,7 +209,7 @@ func byOrgAgrees(t *testing.T, groupBook string, book func(org string) string, o
 // currency, as the views count it (usage_finest).
 func loadedByOrg(t *testing.T, db string, month time.Time) map[string][]string {
 	t.Helper()
-	st, err := store.OpenReadOnly(context.Background(), db)
+	st, err := store.Open(context.Background(), db, store.ReadOnly())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,7 +237,7 @@ FROM usage_finest WHERE period_at >= ? AND period_at < ? GROUP BY ALL ORDER BY A
 
 func scalarText(t *testing.T, db, q string) string {
 	t.Helper()
-	st, err := store.OpenReadOnly(context.Background(), db)
+	st, err := store.Open(context.Background(), db, store.ReadOnly())
 	if err != nil {
 		t.Fatal(err)
 	}

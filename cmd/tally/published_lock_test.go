@@ -81,7 +81,7 @@ func TestReadersAnswerWhileAnAnalystHoldsTheCopy(t *testing.T) {
 	cfg, db := queryFixture(t, true)
 	pub := store.PublishedPath(db)
 	pid := holdForWriting(t, pub)
-	if _, err := store.OpenReadOnly(t.Context(), pub); err == nil || !strings.Contains(err.Error(), "lock") {
+	if _, err := store.Open(t.Context(), pub, store.ReadOnly()); err == nil || !strings.Contains(err.Error(), "lock") {
 		t.Fatalf("the copy opened read-only beside a writer (%v): the test holds no lock", err)
 	}
 	holder := "pid " + strconv.Itoa(pid)

@@ -197,7 +197,7 @@ func openQueryStore(ctx context.Context, o *queryOptions, lim store.QueryLimits)
 		if _, err := os.Stat(store.LockPath(o.db)); err == nil {
 			// Tally's own live database: a fetch writes it in place, so
 			// a copy taken meanwhile could be torn. Say what to read.
-			st, err := store.OpenQueryLimited(ctx, o.db, lim)
+			st, err := store.Open(ctx, o.db, store.Query(lim))
 			if err != nil && strings.Contains(err.Error(), "lock") {
 				return nil, fmt.Errorf("%w\n(a tally run holds %s for writing: query its published copy instead, with --config or --db %s, which no run ever holds)", err, o.db, store.PublishedPath(o.db))
 			}
@@ -206,7 +206,7 @@ func openQueryStore(ctx context.Context, o *queryOptions, lim store.QueryLimits)
 		// Any other file (the published copy, a file of one's own) held
 		// for writing by another process is read from a private copy,
 		// as --config does.
-		st, err := store.OpenQueryReading(ctx, o.db, lim)
+		st, err := store.Open(ctx, o.db, store.Shared(), store.Query(lim))
 		if err != nil {
 			return nil, err
 		}
@@ -219,7 +219,7 @@ func openQueryStore(ctx context.Context, o *queryOptions, lim store.QueryLimits)
 		if err != nil {
 			return nil, err
 		}
-		return schedules.OpenPublishedQuery(ctx, cfg, o.log, lim)
+		return schedules.OpenPublished(ctx, cfg, o.log, store.Query(lim))
 	}
 	return nil, usageErr("--config or --db is required: the data to query")
 }

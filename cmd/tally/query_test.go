@@ -183,6 +183,14 @@ func TestQueryNeverChangesData(t *testing.T) {
 			t.Fatalf("%s: unclear message %q", sql, err)
 		}
 	}
+	// Beyond the database (another file, a setting): refused by the
+	// sandbox, and said so, told apart by the error's kind, not its words.
+	for _, sql := range []string{"SELECT * FROM read_csv('/etc/hostname')", "SET enable_external_access = true"} {
+		_, err := execCLI(t, "", "query", "--config", cfg, sql)
+		if err == nil || exitCode(err) != job.ExitFailed || !strings.Contains(err.Error(), "tally query reads the database only") {
+			t.Fatalf("%s: %v, want the sandbox's refusal with its hint (exit 1)", sql, err)
+		}
+	}
 	out, err := execCLI(t, "", "query", "--config", cfg, "--format", "csv", "SELECT count(*) AS n FROM usage")
 	if err != nil || out != "n\r\n3\r\n" {
 		t.Fatalf("after refused writes: %q %v", out, err)

@@ -130,7 +130,7 @@ func runReport(ctx context.Context, o *reportOptions, w io.Writer) error {
 	default:
 		out = reports.DefaultPath(cfg.Reports.Dir, month)
 	}
-	st, err := schedules.OpenPublished(ctx, cfg, o.log, false)
+	st, err := schedules.OpenPublished(ctx, cfg, o.log)
 	if err != nil {
 		return fmt.Errorf("report %s: %w", o.month, err)
 	}

@@ -224,7 +224,7 @@ type schedWindow struct {
 // it, and the usage rows outside every window.
 func schedLedger(t *testing.T, db string) (map[string]schedWindow, int64) {
 	t.Helper()
-	st, err := store.OpenReadOnly(context.Background(), db)
+	st, err := store.Open(context.Background(), db, store.ReadOnly())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,7 +257,7 @@ func schedLedger(t *testing.T, db string) (map[string]schedWindow, int64) {
 // schedRunsOf reads the runs table: id → "command job status".
 func schedRunsOf(t *testing.T, db string) []store.RunInfo {
 	t.Helper()
-	st, err := store.OpenReadOnly(context.Background(), db)
+	st, err := store.Open(context.Background(), db, store.ReadOnly())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -130,7 +130,7 @@ func statusTokens(cfg *configs.Config, now time.Time) []statusToken {
 			out = append(out, st)
 			continue
 		}
-		if exp, ok := fetch.TokenExpiry(tok); ok {
+		if exp, ok := fetch.TokenExpiry(tok.Reveal()); ok {
 			st.Expires = &exp
 			switch left := exp.Sub(now); {
 			case left <= 0:
@@ -258,7 +258,7 @@ func runStatus(ctx context.Context, o *statusOptions, w io.Writer) error {
 		// organization's own token is what a fetch sends.
 		rep.Tokens = statusTokens(cfg, time.Now())
 	} else if token, err := cfg.Token(os.Getenv); err == nil {
-		if exp, ok := fetch.TokenExpiry(token); ok {
+		if exp, ok := fetch.TokenExpiry(token.Reveal()); ok {
 			rep.TokenExpires = &exp
 		}
 	}
@@ -270,7 +270,7 @@ func runStatus(ctx context.Context, o *statusOptions, w io.Writer) error {
 	default:
 		t := fi.ModTime().UTC()
 		rep.PublishedAt = &t
-		st, err := schedules.OpenPublished(ctx, cfg, o.log, false)
+		st, err := schedules.OpenPublished(ctx, cfg, o.log)
 		if err != nil {
 			return err
 		}

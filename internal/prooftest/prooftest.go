@@ -36,7 +36,7 @@ func Day(t testing.TB, s string) time.Time {
 // WithDB opens a database file read-only for fn; no run may hold it.
 func WithDB(t testing.TB, path string, fn func(db *sql.DB)) {
 	t.Helper()
-	st, err := store.OpenReadOnly(context.Background(), path)
+	st, err := store.Open(context.Background(), path, store.ReadOnly())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -48,6 +48,10 @@ func New(s string) Value {
 // Reveal returns the secret, for the one place that must send it.
 func (v Value) Reveal() string { return v.s }
 
+// IsZero reports whether there is no secret: none configured, or a key
+// whose secret is optional (an unsigned webhook) left out.
+func (v Value) IsZero() bool { return v.s == "" }
+
 func (Value) String() string               { return Mask }
 func (Value) GoString() string             { return Mask }
 func (Value) Format(f fmt.State, _ rune)   { io.WriteString(f, Mask) }

@@ -41,9 +41,9 @@ func runHistory(ctx context.Context, args []string) error {
 	}
 	now := time.Now().UTC()
 	cur := time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC)
-	st, err := store.OpenNotify(ctx, *db, func(p store.FillProgress) {
+	st, err := store.Open(ctx, *db, store.Notify(func(p store.FillProgress) {
 		fmt.Fprintf(os.Stderr, "history: filled %s for %s (%d of %d months) in %s\n", p.Table, p.Month.Format("2006-01"), p.Done, p.Months, p.Took.Round(time.Millisecond))
-	})
+	}))
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tally-dev/tally/fetch"
 	"github.com/tally-dev/tally/fetch/sim"
+	"github.com/tally-dev/tally/internal/secret"
 )
 
 // The bench data: one month of hourly usage for a large organization, row
@@ -168,7 +169,7 @@ func (d *dataset) hourRows(h int) int { return min(h*d.perHour, d.rows) }
 func simPayers(ctx context.Context) ([]payer, error) {
 	srv := httptest.NewServer(sim.New(sim.Options{Token: simToken, Seed: simSeed}))
 	defer srv.Close()
-	c, err := fetch.NewClient(srv.URL, simToken)
+	c, err := fetch.NewClient(srv.URL, secret.New(simToken))
 	if err != nil {
 		return nil, err
 	}
