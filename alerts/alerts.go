@@ -52,7 +52,7 @@ type Check struct {
 	Budgets []BudgetStatus
 	// New are the alerts this check found that no earlier one had, in the
 	// order found; with record, they are in the alerts table.
-	New []store.Alert
+	New []Alert
 	// Anomalies counts the new anomaly alerts among New.
 	Anomalies int
 	// Freshness is how recent each organization's usage is (see
@@ -73,7 +73,7 @@ func Evaluate(ctx context.Context, st *store.Store, cfg *configs.Config, runID u
 	var c Check
 	now = now.UTC()
 	if record {
-		if err := st.SaveAlertSettings(ctx, cfg.Anomalies.MADs, cfg.Anomalies.MinAmount, cfg.Anomalies.MinPercent); err != nil {
+		if err := SaveSettings(ctx, st, cfg.Anomalies.MADs, cfg.Anomalies.MinAmount, cfg.Anomalies.MinPercent); err != nil {
 			return c, err
 		}
 	}
@@ -81,7 +81,7 @@ func Evaluate(ctx context.Context, st *store.Store, cfg *configs.Config, runID u
 	if err != nil {
 		return c, err
 	}
-	var found []store.Alert
+	var found []Alert
 	for _, b := range cfg.Budgets {
 		s := BudgetStatus{Budget: b, Actual: tally.MustDecimal("0"), Forecast: tally.MustDecimal("0")}
 		for _, f := range forecasts {
@@ -94,7 +94,7 @@ func Evaluate(ctx context.Context, st *store.Store, cfg *configs.Config, runID u
 		if s.Month.IsZero() {
 			continue // no usage at hour or day granularity at all
 		}
-		add := func(a store.Alert) {
+		add := func(a Alert) {
 			if b.ScopeKind == "organization" {
 				a.Organization = b.Scope
 			}
@@ -140,10 +140,10 @@ func Evaluate(ctx context.Context, st *store.Store, cfg *configs.Config, runID u
 	for _, a := range found {
 		var isNew bool
 		if record {
-			isNew, err = st.RecordAlert(ctx, a)
+			isNew, err = Record(ctx, st, a)
 		} else {
 			var known bool
-			known, err = st.KnownAlert(ctx, a.Key)
+			known, err = Known(ctx, st, a.Key)
 			isNew = !known
 		}
 		if err != nil {
@@ -176,7 +176,7 @@ func cents(d tally.Decimal) string {
 	return tally.NewDecimal(n, 2).String()
 }
 
-func budgetAlert(s BudgetStatus, kind string, pct int, runID uuid.UUID, now time.Time) store.Alert {
+func budgetAlert(s BudgetStatus, kind string, pct int, runID uuid.UUID, now time.Time) Alert {
 	b := s.Budget
 	month := s.Month.Format("2006-01")
 	amount := cents(b.Amount)
@@ -201,14 +201,14 @@ func budgetAlert(s BudgetStatus, kind string, pct int, runID uuid.UUID, now time
 		"through": s.Through.LastUsageDay.Format(tally.DateLayout), "through_complete": s.Through.Complete(),
 		"percent": fmt.Sprintf("%.1f", ratio(figure, b.Amount)*100),
 	}
-	return store.Alert{
+	return Alert{
 		Key:  fmt.Sprintf("budget:%s:%s:%d:%s", b.Name, kind, pct, month),
 		Kind: "budget", FoundAt: now, RunID: runID, Month: s.Month, Scope: b.ScopeText(), Currency: b.Currency,
-		Text: text, Payload: payload(body), Status: store.AlertPending,
+		Text: text, Payload: payload(body), Status: StatusPending,
 	}
 }
 
-func anomalyAlert(a store.Anomaly, runID uuid.UUID, now time.Time) store.Alert {
+func anomalyAlert(a store.Anomaly, runID uuid.UUID, now time.Time) Alert {
 	project := a.Project
 	if project == "" {
 		project = "usage without a project"
@@ -227,11 +227,11 @@ func anomalyAlert(a store.Anomaly, runID uuid.UUID, now time.Time) store.Alert {
 		"scope": "project:" + a.Project, "project": a.Project, "meter": a.Meter, "currency": a.Currency,
 		"cost": cents(a.Cost), "baseline": cents(a.Baseline), "excess": cents(a.Excess), "score": score,
 	}
-	status := store.AlertPending
+	status := StatusPending
 	if now.Sub(a.Day) > StaleAfter {
-		status = store.AlertStale
+		status = StatusStale
 	}
-	return store.Alert{
+	return Alert{
 		Key:  strings.Join([]string{"anomaly", a.Project, a.Meter, a.Currency, day}, ":"),
 		Kind: "anomaly", FoundAt: now, RunID: runID, Month: time.Date(a.Day.Year(), a.Day.Month(), 1, 0, 0, 0, 0, time.UTC),
 		Scope: "project:" + a.Project, Currency: a.Currency, Text: text, Payload: payload(body), Status: status,

@@ -1,7 +1,12 @@
 // Package alerts owns what Tally tells people between month ends: which
 // budget thresholds the month's actual and forecast cost cross, which days
-// are cost anomalies, whose usage has stopped arriving (stale), the one line and the JSON body each alert is sent
-// as, and sending it to a webhook, signed. The figures come from the
-// store's forecasts and anomalies views; which alerts were found and sent
-// is the store's alerts table, so each is sent once.
+// are cost anomalies, whose usage has stopped arriving (stale), the one
+// line and the JSON body each alert is sent as, and sending it to a
+// webhook, signed. CheckAndSend is the alerts step, the one path by which
+// alerts go out; the runner follows every fetch with it. Its records are
+// its own: the alerts table (which alerts were found and sent, so each is
+// sent once) and alert_settings (the anomaly thresholds the anomalies view
+// applies), written through store.WriteTx. The figures come from the
+// store's forecasts and anomalies views, whose day-range reads and kept
+// baselines (daily_baselines) are the store's.
 package alerts

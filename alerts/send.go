@@ -29,7 +29,7 @@ func (e *SendError) Unwrap() error { return e.Err }
 // took, or that only the log gets, is marked sent and never sent again.
 // It returns how many were sent and a *SendError for those that were not.
 func SendPending(ctx context.Context, st *store.Store, log zerolog.Logger, hook *Webhook) (int, error) {
-	pending, err := st.PendingAlerts(ctx)
+	pending, err := Pending(ctx, st)
 	if err != nil {
 		return 0, err
 	}
@@ -50,7 +50,7 @@ func SendPending(ctx context.Context, st *store.Store, log zerolog.Logger, hook 
 			sent++
 			ev.Msg(a.Text)
 		}
-		if err := st.MarkAlert(ctx, a.Key, sendErr); err != nil {
+		if err := Mark(ctx, st, a.Key, sendErr); err != nil {
 			return sent, err
 		}
 		if errors.Is(sendErr, context.Canceled) {

@@ -99,7 +99,7 @@ func Staleness(ctx context.Context, st *store.Store, cfg *configs.Config, today 
 // organization and its newest day: every later check of the same episode
 // finds the same key (sent once), and data that resumes and stops again
 // stops on another day, a new episode with a new key.
-func staleAlert(f Freshness, staleAfter time.Duration, runID uuid.UUID, now time.Time) store.Alert {
+func staleAlert(f Freshness, staleAfter time.Duration, runID uuid.UUID, now time.Time) Alert {
 	day := f.NewestDay.Format(tally.DateLayout)
 	text := "Tally: " + f.Reason(staleAfter) + "."
 	scope := "all"
@@ -113,10 +113,10 @@ func staleAlert(f Freshness, staleAfter time.Duration, runID uuid.UUID, now time
 	if !f.FetchedThrough.IsZero() {
 		body["fetched_through"] = f.FetchedThrough.Format(tally.DateLayout)
 	}
-	return store.Alert{
+	return Alert{
 		Key:  "stale:" + f.Organization + ":" + day,
 		Kind: "stale", Organization: f.Organization, FoundAt: now, RunID: runID,
 		Month: time.Date(f.NewestDay.Year(), f.NewestDay.Month(), 1, 0, 0, 0, 0, time.UTC),
-		Scope: scope, Currency: "", Text: text, Payload: payload(body), Status: store.AlertPending,
+		Scope: scope, Currency: "", Text: text, Payload: payload(body), Status: StatusPending,
 	}
 }

@@ -189,9 +189,9 @@ func (s *webhookSink) keys() []string {
 // after the webhook failed the first run: that run is partial, naming the
 // sink, and the next one sends what it could not; a third sends nothing.
 func TestAlertsSentOnceSignedAndRetried(t *testing.T) {
-	old := webhookTune
-	webhookTune = func(w *alerts.Webhook) { w.Pause = time.Millisecond }
-	t.Cleanup(func() { webhookTune = old })
+	old := alerts.TuneWebhook
+	alerts.TuneWebhook = func(w *alerts.Webhook) { w.Pause = time.Millisecond }
+	t.Cleanup(func() { alerts.TuneWebhook = old })
 	sink := &webhookSink{secret: []byte("hook-secret-9d1c"), fail: http.StatusServiceUnavailable, failN: -1}
 	hook := httptest.NewServer(sink)
 	t.Cleanup(hook.Close)
@@ -420,9 +420,9 @@ func TestBudgetLabelsSayThroughWhichDay(t *testing.T) {
 // and one older than the 35 days each check looks back is in the anomalies
 // view only (docs/finance.md "Budgets and alerts" says both).
 func TestOldAnomaliesAsTheDocsSay(t *testing.T) {
-	old := webhookTune
-	webhookTune = func(w *alerts.Webhook) { w.Pause = time.Millisecond }
-	t.Cleanup(func() { webhookTune = old })
+	old := alerts.TuneWebhook
+	alerts.TuneWebhook = func(w *alerts.Webhook) { w.Pause = time.Millisecond }
+	t.Cleanup(func() { alerts.TuneWebhook = old })
 	for _, c := range []struct {
 		now    string
 		alerts string // the alerts table's anomaly rows

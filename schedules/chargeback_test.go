@@ -17,6 +17,7 @@ import (
 
 	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/configs"
+	"github.com/tally-dev/tally/export"
 	"github.com/tally-dev/tally/internal/chargebackcheck"
 	"github.com/tally-dev/tally/internal/focuscheck"
 	"github.com/tally-dev/tally/internal/prooftest"
@@ -240,7 +241,7 @@ func TestChargebackWorkbookStatementsAndClose(t *testing.T) {
 	// FOCUS 1.3 exports the open months' shares as split cost allocation
 	// and conforms (closed October's frozen rows stay whole).
 	lake := filepath.Join(h.dir, "focus13")
-	if _, err := h.runner.Export(ctx, ExportOptions{Dir: lake, Format: configs.ExportFOCUS}); err != nil {
+	if _, err := h.export(ctx, export.Request{Dir: lake, Format: configs.ExportFOCUS}); err != nil {
 		t.Fatal(err)
 	}
 	prooftest.WithDB(t, h.db, func(db *sql.DB) {

@@ -19,11 +19,11 @@ import (
 
 	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/configs"
+	"github.com/tally-dev/tally/export"
 	"github.com/tally-dev/tally/internal/focuscheck"
 	"github.com/tally-dev/tally/internal/prooftest"
 	"github.com/tally-dev/tally/internal/secret"
 	"github.com/tally-dev/tally/reports"
-	"github.com/tally-dev/tally/store"
 )
 
 // focusSums sums the focus view's BilledCost and x_Cost per currency for
@@ -34,7 +34,7 @@ func focusSums(t *testing.T, db *sql.DB, period time.Time, correction bool) map[
 }
 
 // focusSumsOf is focusSums over from: the view, or the query tally export
-// --format focus runs (store.FOCUSQuery).
+// --format focus runs (export.FOCUSQuery).
 func focusSumsOf(t *testing.T, db *sql.DB, from string, period time.Time, correction bool) map[string]string {
 	t.Helper()
 	class := "ChargeClass IS NULL"
@@ -197,7 +197,7 @@ func TestCloseOctoberThenLateChargesAreAdjustments(t *testing.T) {
 		if got := focusSums(t, db, oct, false); !equalMaps(got, focusBefore) {
 			t.Fatalf("FOCUS sums for October moved:\nbefore %v\nafter  %v", focusBefore, got)
 		}
-		exported, err := store.FOCUSQuery(context.Background(), db)
+		exported, err := export.FOCUSQuery(context.Background(), db)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -245,12 +245,12 @@ func TestCloseOctoberThenLateChargesAreAdjustments(t *testing.T) {
 	// payment method, project and meter do. 1.3's metadata says October,
 	// closed, is complete and the months after it are not.
 	lake := filepath.Join(h.dir, "focus13")
-	for _, version := range []string{store.FOCUS12, store.FOCUS13} {
+	for _, version := range []string{export.FOCUS12, export.FOCUS13} {
 		dir := filepath.Join(h.dir, "focus"+version)
-		if version == store.FOCUS13 {
+		if version == export.FOCUS13 {
 			dir = lake
 		}
-		if _, err := h.runner.Export(context.Background(), ExportOptions{Dir: dir, Format: configs.ExportFOCUS, FOCUSVersion: version}); err != nil {
+		if _, err := h.export(context.Background(), export.Request{Dir: dir, Format: configs.ExportFOCUS, FOCUSVersion: version}); err != nil {
 			t.Fatal(err)
 		}
 		prooftest.WithDB(t, h.db, func(db *sql.DB) {
@@ -282,7 +282,7 @@ func TestCloseOctoberThenLateChargesAreAdjustments(t *testing.T) {
 			}
 		}
 	}
-	b, err := os.ReadFile(filepath.Join(lake, store.FOCUSMetadataName))
+	b, err := os.ReadFile(filepath.Join(lake, export.FOCUSMetadataName))
 	if err != nil {
 		t.Fatal(err)
 	}

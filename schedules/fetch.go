@@ -157,7 +157,7 @@ func Fetch(ctx context.Context, env *job.Env, runID uuid.UUID, opts FetchOptions
 	if err != nil {
 		return sum, err
 	}
-	return finishFetch(ctx, env, runID, sum, nil)
+	return finishFetch(ctx, env, sum, nil)
 }
 
 // fetchOrg is one organization's fetch: its due windows, loaded as they
@@ -300,22 +300,13 @@ func everyWindowFailed(failed []WindowFailure) error {
 		len(failed), first.Window, first.Window.Granularity, first.Err, rest.String())
 }
 
-// finishFetch ends a fetch that loaded what it could: alerts follow it (a
-// budget crossed or a day that jumped is news the morning it is fetched),
-// and whatever failed after its retries makes it partial.
-func finishFetch(ctx context.Context, env *job.Env, runID uuid.UUID, sum FetchSummary, other []error) (FetchSummary, error) {
-	check, alertErr := CheckAlerts(ctx, env, runID)
-	sum.Alerts = check
-	if alertErr != nil && !errors.As(alertErr, new(*alerts.SendError)) {
-		return sum, alertErr
-	}
-	fresh := check.Freshness
-	if fresh == nil {
-		// No budget or webhook: the check did not run, the judgement must.
-		var err error
-		if fresh, err = alerts.Staleness(ctx, env.Store, env.Config, env.Today()); err != nil {
-			return sum, err
-		}
+// finishFetch ends a fetch that loaded what it could: how recent its
+// usage now is, and whatever failed after its retries makes it partial.
+// The alerts step follows it (fetchThenAlerts).
+func finishFetch(ctx context.Context, env *job.Env, sum FetchSummary, other []error) (FetchSummary, error) {
+	fresh, err := alerts.Staleness(ctx, env.Store, env.Config, env.Today())
+	if err != nil {
+		return sum, err
 	}
 	// Stale data loads without error and the run is ok: the warning is
 	// what tells, in runs.warnings, tally status and the log.
@@ -327,9 +318,6 @@ func finishFetch(ctx context.Context, env *job.Env, runID uuid.UUID, sum FetchSu
 		}
 	}
 	env.Emit(fresh)
-	if alertErr != nil {
-		other = append(other, alertErr)
-	}
 	if len(sum.Failed) > 0 || sum.RefErr != nil || len(other) > 0 || len(sum.Orgs) > 0 {
 		return sum, sum.partial(other)
 	}
@@ -346,7 +334,7 @@ func fetchProjects(ctx context.Context, env *job.Env, runID uuid.UUID, opts Fetc
 	if err != nil {
 		return sum, err
 	}
-	return finishFetch(ctx, env, runID, sum, failed)
+	return finishFetch(ctx, env, sum, failed)
 }
 
 // fetchOrgProjects is one organization's fetch of usage.source projects:

@@ -15,6 +15,7 @@ import (
 
 	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/configs"
+	"github.com/tally-dev/tally/export"
 	"github.com/tally-dev/tally/internal/prooftest"
 	"github.com/tally-dev/tally/job"
 	"github.com/tally-dev/tally/reports"
@@ -259,7 +260,7 @@ func TestFOCUSExportRefusesWeek(t *testing.T) {
 	h := newHarness(t, setup{granularity: tally.Week, window: "4w", start: "2025-01-01", now: "2025-02-10T12:00:00Z"})
 	h.mustFetch()
 	dir := t.TempDir()
-	_, err := h.runner.Export(context.Background(), ExportOptions{Dir: dir, Format: configs.ExportFOCUS})
+	_, err := h.export(context.Background(), export.Request{Dir: dir, Format: configs.ExportFOCUS})
 	var ge *reports.GranularityError
 	if !errors.As(err, &ge) {
 		t.Fatalf("FOCUS export at week: %v, want a *reports.GranularityError", err)

@@ -21,10 +21,12 @@ import (
 
 	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/configs"
+	"github.com/tally-dev/tally/export"
 	"github.com/tally-dev/tally/fetch"
 	"github.com/tally-dev/tally/fetch/sim"
 	"github.com/tally-dev/tally/internal/prooftest"
 	"github.com/tally-dev/tally/internal/secret"
+	"github.com/tally-dev/tally/job"
 	"github.com/tally-dev/tally/store"
 )
 
@@ -168,6 +170,18 @@ schedule:
 	h.runner = &Runner{Config: cfg, Token: secret.New(testToken), Log: log, Version: "test", Now: h.clock.Now, Retry: fastRetry()}
 	t.Cleanup(func() { h.checkNoToken() })
 	return h
+}
+
+// export is tally export against the harness: the analysts' published
+// copy, the request over the config's export section. Importing export
+// also registers its step for the jobs of these tests.
+func (h *harness) export(ctx context.Context, req export.Request) (export.Summary, error) {
+	st, err := OpenPublished(ctx, h.runner.Config, h.runner.Log)
+	if err != nil {
+		return export.Summary{}, fmt.Errorf("export: %w", err)
+	}
+	defer st.Close()
+	return export.Run(ctx, &job.Env{Config: h.runner.Config, Store: st, Log: h.runner.Log, Clock: h.runner.Now}, req)
 }
 
 // setIntercept installs f in front of the sim: when f returns true it has

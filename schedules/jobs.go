@@ -17,9 +17,10 @@ func init() {
 	job.Register("report", reportStep)
 }
 
-// fetchStep is `tally fetch` as a step: the due windows and reference data.
+// fetchStep is `tally fetch` as a step: the due windows and reference data,
+// then the alerts step's work (fetchThenAlerts).
 func fetchStep(ctx context.Context, env *job.Env, runID uuid.UUID) (job.Result, error) {
-	sum, err := Fetch(ctx, env, runID, FetchOptions{})
+	sum, err := fetchThenAlerts(ctx, env, runID, FetchOptions{})
 	return job.Result{Rows: sum.Rows, Windows: sum.Loaded, Warnings: sum.Warnings}, err
 }
 

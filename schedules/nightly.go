@@ -66,7 +66,7 @@ func (r *Runner) Nightly(ctx context.Context, months []string) (NightlySummary, 
 	}
 	fetch := func(ctx context.Context, env *job.Env, runID uuid.UUID) (job.Result, error) {
 		var err error
-		sum.Fetch, err = Fetch(ctx, env, runID, FetchOptions{})
+		sum.Fetch, err = fetchThenAlerts(ctx, env, runID, FetchOptions{})
 		return job.Result{Rows: sum.Fetch.Rows, Windows: sum.Fetch.Loaded, Warnings: sum.Fetch.Warnings}, err
 	}
 	report := func(ctx context.Context, env *job.Env, _ uuid.UUID) (job.Result, error) {

@@ -257,5 +257,5 @@ func fetchGroupWith(ctx context.Context, env *job.Env, runID uuid.UUID, opts Fet
 	if len(total.Orgs) == len(orgs) {
 		return total, fmt.Errorf("every organization failed:\n  %s", strings.Join(failed, "\n  "))
 	}
-	return finishFetch(ctx, env, runID, total, other)
+	return finishFetch(ctx, env, total, other)
 }

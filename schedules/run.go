@@ -424,7 +424,7 @@ func (r *Runner) Fetch(ctx context.Context, opts FetchOptions) (FetchSummary, er
 	}
 	published, err := r.withRun(ctx, command, "", func(ctx context.Context, env *job.Env, runID uuid.UUID) (job.Result, error) {
 		var err error
-		sum, err = Fetch(ctx, env, runID, opts)
+		sum, err = fetchThenAlerts(ctx, env, runID, opts)
 		return job.Result{Rows: sum.Rows, Windows: sum.Loaded, Warnings: sum.Warnings}, err
 	})
 	sum.Published = published

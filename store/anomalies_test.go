@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/tally-dev/tally"
 )
 
 // anomaliesBefore is the anomalies view as it was defined before it read
@@ -90,7 +88,13 @@ WHERE hash(d.day, p.project, m.meter, c.currency) % 7 <> 0`); err != nil {
 		t.Fatal(err)
 	}
 	for _, th := range [][3]string{{"0.5", "0", "0"}, {"4", "1", "50"}, {"1", "0.01", "-90"}} {
-		if err := s.SaveAlertSettings(ctx, tally.MustDecimal(th[0]), tally.MustDecimal(th[1]), tally.MustDecimal(th[2])); err != nil {
+		// The thresholds as alerts.SaveSettings writes them (alerts
+		// imports store: this test cannot call it).
+		if _, err := s.db.ExecContext(ctx, `DELETE FROM alert_settings`); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.db.ExecContext(ctx, `INSERT INTO alert_settings VALUES (CAST(? AS DECIMAL(9, 3)), CAST(? AS DECIMAL(18, 6)), CAST(? AS DECIMAL(9, 3)), ?)`,
+			th[0], th[1], th[2], time.Now().UTC()); err != nil {
 			t.Fatal(err)
 		}
 		want, got := viewLines(t, s, "anomalies_before"), viewLines(t, s, "anomalies")

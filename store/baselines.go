@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"strings"
 	"time"
 
 	tallysql "github.com/tally-dev/tally/sql"
@@ -84,87 +83,36 @@ func refreshBaselines(ctx context.Context, conn *sql.Conn, org string, from, to 
 		orgArg, from, hi); err != nil {
 		return fmt.Errorf("refresh daily_baselines: %w", err)
 	}
+	q, err := tallysql.InlineDefined(`SELECT organization, day, project, meter_name, currency, cost, baseline, baseline_days FROM anomaly_baselines
+WHERE day >= CAST($4 AS DATE) AND day < CAST($3 AS DATE)`, nil, map[string]string{"usage_day_cost": baselineDays})
+	if err != nil {
+		return fmt.Errorf("refresh daily_baselines: %w", err)
+	}
 	if _, err := conn.ExecContext(ctx, `INSERT INTO daily_baselines (organization, day, project, meter_name, currency, cost, baseline, baseline_days)
-`+baselinesQuery+`
-QUALIFY day >= CAST($4 AS DATE) AND day < CAST($3 AS DATE)`, orgArg, lo, hi, from); err != nil {
+`+q, orgArg, lo, hi, from); err != nil {
 		return fmt.Errorf("refresh daily_baselines: %w", err)
 	}
 	return nil
 }
 
-// baselinesQuery is the anomalies view's scored rows (its daily and scored
-// steps) over daily_usage_cost's days [$2, $3) of organization $1 (NULL for
-// every one): exactly the view's, for every day at least 28 days after $2.
-const baselinesQuery = `SELECT organization, day, project, meter_name, currency, cost,
-       median(cost) OVER w AS baseline,
-       count(*) OVER w AS baseline_days
-FROM (SELECT organization, day, coalesce(project, '') AS project, meter_name, currency, sum(cost) AS cost
-      FROM daily_usage_cost
-      WHERE ($1::VARCHAR IS NULL OR organization = $1) AND day >= CAST($2 AS DATE) AND day < CAST($3 AS DATE)
-      GROUP BY ALL)
-WINDOW w AS (PARTITION BY organization, project, meter_name, currency ORDER BY day
-             RANGE BETWEEN INTERVAL 28 DAYS PRECEDING AND INTERVAL 1 DAY PRECEDING)`
+// baselineDays is usage_day_cost for a rewrite of daily_baselines:
+// daily_usage_cost's days [$2, $3) of organization $1 (NULL for every
+// one). The anomaly_baselines view over them gives exactly the view's rows
+// for every day at least 28 days after $2.
+const baselineDays = `SELECT organization, day, project, payment_method, family, meter_name, currency, cost
+FROM daily_usage_cost
+WHERE ($1::VARCHAR IS NULL OR organization = $1) AND day >= CAST($2 AS DATE) AND day < CAST($3 AS DATE)`
 
 // farPast bounds the days of a refresh of everything.
 var farPast = time.Date(1900, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// anomaliesScored is the scored step of sql/views/anomalies.sql, which
-// the database's anomalies reads from daily_baselines instead
-// (anomaliesView).
-const anomaliesScored = `scored AS (
-    SELECT d.*,
-           median(d.cost) OVER w AS baseline,
-           count(*) OVER w AS baseline_days
-    FROM daily d
-    WINDOW w AS (PARTITION BY organization, project, meter_name, currency ORDER BY day
-                 RANGE BETWEEN INTERVAL 28 DAYS PRECEDING AND INTERVAL 1 DAY PRECEDING)
-),`
-
-// anomaliesDaily is the daily step of sql/views/anomalies.sql, whose rows
-// daily_baselines also holds (its cost column, for every day).
-const anomaliesDaily = `daily AS (
-    SELECT organization, day, coalesce(project, '') AS project, meter_name, currency, sum(cost) AS cost
-    FROM usage_day_cost
-    GROUP BY ALL
-),`
-
-// anomaliesView is the database's anomalies: the file's definition with
-// its days and baselines read from the kept table, so a query costs the
-// candidate days, not a sliding median over every day kept nor a sum of
-// every day's cost (for the few candidates' spread). The workbook and the
-// alert checks inline the file's definition over the days they read.
-func anomaliesView(file string) (string, error) {
-	if !strings.Contains(file, anomaliesScored) || !strings.Contains(file, anomaliesDaily) {
-		return "", fmt.Errorf("create view anomalies: sql/views/anomalies.sql no longer has the daily and scored steps daily_baselines keeps; update store/baselines.go with them")
-	}
-	file = strings.Replace(file, anomaliesDaily, `daily AS (
-    SELECT organization, day, project, meter_name, currency, cost
-    FROM daily_baselines
-),`, 1)
-	return strings.Replace(file, anomaliesScored, `scored AS (
-    SELECT organization, day, project, meter_name, currency, cost, baseline, baseline_days
-    FROM daily_baselines
-),`, 1), nil
-}
-
-// keptAnomalies is anomaliesView's query with daily_baselines read for the
-// days [$days_from, $days_to) only: the anomalies of a day read its 28
-// days before, so asked from $days_from + 28 on, it gives exactly the
-// rows of the file's definition over usage_day_cost's days.
-func keptAnomalies(org bool) (string, error) {
-	v, err := tallysql.View("anomalies")
-	if err != nil {
-		return "", err
-	}
-	q, err := anomaliesView(v.Query)
-	if err != nil {
-		return "", err
-	}
-	return strings.ReplaceAll(q, "FROM daily_baselines\n", "FROM daily_baselines\n    WHERE "+keptDays(org)+"\n"), nil
-}
+// baselinesView is anomaly_baselines as the database defines it: the
+// table the load keeps (sql/views/anomaly_baselines.sql defines the same
+// rows from usage_day_cost).
+const baselinesView = `SELECT organization, day, project, meter_name, currency, cost, baseline, baseline_days FROM daily_baselines`
 
 // keptDays is the condition on a kept table's day (and organization, for
-// one organization's figures: $org) that DayCostDays and keptAnomalies
+// one organization's figures: $org) that DayCostDays and AnomaliesDefs
 // read under.
 func keptDays(org bool) string {
 	c := "day >= CAST($days_from AS DATE) AND day < CAST($days_to AS DATE)"
@@ -196,13 +144,11 @@ WHERE database_name = current_database() AND schema_name = 'main' AND table_name
 
 // AnomaliesDefs is what tallysql.InlineDefined reads for anomalies over
 // the days [$days_from, $days_to) where the store keeps the baselines
-// (BaselinesKept): the kept table instead of a sliding median over the
-// days' cost (1.8 s of CPU at 100 million rows for a week's anomalies).
-// With org, one organization's ($org).
-func AnomaliesDefs(org bool) (map[string]string, error) {
-	q, err := keptAnomalies(org)
-	if err != nil {
-		return nil, err
-	}
-	return map[string]string{"usage_day_cost": DayCostDefs(org), "anomalies": q}, nil
+// (BaselinesKept): anomaly_baselines from the kept table instead of a
+// sliding median over the days' cost (1.8 s of CPU at 100 million rows for
+// a week's anomalies). The anomalies of a day read its 28 days before, so
+// asked from $days_from + 28 on, they are exactly the rows of the views'
+// files over usage_day_cost's days. With org, one organization's ($org).
+func AnomaliesDefs(org bool) map[string]string {
+	return map[string]string{"usage_day_cost": DayCostDefs(org), "anomaly_baselines": baselinesView + "\nWHERE " + keptDays(org)}
 }

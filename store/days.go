@@ -188,8 +188,7 @@ func ReadDays(ctx context.Context, q Querier, org bool) (DaysRead, error) {
 		return DaysRead{}, err
 	}
 	if baselines {
-		defs, err := AnomaliesDefs(org)
-		return DaysRead{Defs: defs}, err
+		return DaysRead{Defs: AnomaliesDefs(org)}, nil
 	}
 	kept, err := DayCostKept(ctx, q)
 	if err != nil {

@@ -263,9 +263,9 @@ func dayTotals(t *testing.T, s *Store) (kept, fromRows []string) {
 	return kept, lines(t, r)
 }
 
-// baselines are daily_baselines, and the anomalies view's daily and
-// scored steps (sql/views/anomalies.sql, as written) computed from the
-// usage rows.
+// baselines are daily_baselines, and the anomaly_baselines view
+// (sql/views/anomaly_baselines.sql, as written) computed from the usage
+// rows.
 func baselines(t *testing.T, s *Store) (kept, fromRows []string) {
 	t.Helper()
 	const cols = `organization, day, project, meter_name, currency, cost, baseline, baseline_days`
@@ -274,20 +274,11 @@ func baselines(t *testing.T, s *Store) (kept, fromRows []string) {
 }
 
 // scoredFromRows is a query of what, computed from usage by
-// sql/views/anomalies.sql's daily and scored steps, daily_baselines keeps:
-// the columns cols of every scored day, in order.
+// sql/views/anomaly_baselines.sql, daily_baselines keeps: the columns
+// cols of every scored day, in order.
 func scoredFromRows(t *testing.T, cols string) string {
 	t.Helper()
-	file, err := fs.ReadFile(tallysql.Views, "views/anomalies.sql")
-	if err != nil {
-		t.Fatal(err)
-	}
-	text := string(file)
-	i, j := strings.Index(text, "daily AS ("), strings.Index(text, anomaliesScored)
-	if i < 0 || j < 0 {
-		t.Fatal("sql/views/anomalies.sql has no daily and scored steps")
-	}
-	q, err := tallysql.Inline(`WITH ` + text[i:j+len(anomaliesScored)-1] + ` SELECT ` + cols + ` FROM scored ORDER BY ALL`)
+	q, err := tallysql.Inline(`SELECT ` + cols + ` FROM anomaly_baselines ORDER BY ALL`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -317,8 +308,11 @@ func TestDayTotalsKeptByTheLoad(t *testing.T) {
 		equalLines(t, step+": daily_baselines against the anomalies' baselines from the rows", kb, wb)
 		return kept
 	}
-	if def := rowsText(t, s, `SELECT sql FROM duckdb_views() WHERE view_name = 'anomalies'`); len(def) != 1 || !strings.Contains(def[0], "FROM daily_baselines") {
-		t.Fatalf("the database's anomalies is %q; it should read daily_baselines", def)
+	if def := rowsText(t, s, `SELECT sql FROM duckdb_views() WHERE view_name = 'anomalies'`); len(def) != 1 || !strings.Contains(def[0], "FROM anomaly_baselines") {
+		t.Fatalf("the database's anomalies is %q; it should read anomaly_baselines", def)
+	}
+	if def := rowsText(t, s, `SELECT sql FROM duckdb_views() WHERE view_name = 'anomaly_baselines'`); len(def) != 1 || !strings.Contains(def[0], "FROM daily_baselines") {
+		t.Fatalf("the database's anomaly_baselines is %q; it should read daily_baselines", def)
 	}
 	def := rowsText(t, s, `SELECT sql FROM duckdb_views() WHERE view_name = 'usage_day_totals'`)
 	if len(def) != 1 || !strings.Contains(def[0], "daily_usage_totals") {

@@ -586,15 +586,14 @@ func (s *Store) migrate(ctx context.Context, fsys fs.FS) error {
 
 // keptViews are the views whose rows a table the load keeps holds: once
 // the migration that creates the table has run, the database defines the
-// view as query, over the table, rather than as its file does (anomalies:
-// anomaliesView, from its file).
+// view as query, over the table, rather than as its file does.
 var keptViews = []struct{ view, table, query string }{
 	{"usage_day_cost", "daily_usage_cost", dayCostView},
 	{"usage_day_totals", "daily_usage_totals", dayTotalsView},
 	{"meter_months", "daily_usage_totals", meterMonthsView},
 	{"meter_skus", "daily_usage_totals", meterSkusView},
 	{"allocation_charges", "daily_usage_totals", allocationChargesView},
-	{"anomalies", "daily_baselines", ""},
+	{"anomaly_baselines", "daily_baselines", baselinesView},
 }
 
 // keptDefs are the kept views (keptViews) whose table the database on q
@@ -609,17 +608,7 @@ func keptDefs(ctx context.Context, q Querier) (map[string]string, error) {
 		if n == 0 {
 			continue
 		}
-		query := k.query
-		if k.view == "anomalies" {
-			v, err := tallysql.View("anomalies")
-			if err != nil {
-				return nil, err
-			}
-			if query, err = anomaliesView(v.Query); err != nil {
-				return nil, err
-			}
-		}
-		kept[k.view] = query
+		kept[k.view] = k.query
 	}
 	return kept, nil
 }
@@ -652,15 +641,7 @@ func (s *Store) createViews(ctx context.Context, fsys fs.FS) error {
 		// Ordered as the database defines them: a kept view may read
 		// other views than its file's definition (allocation_charges).
 		for v, k := range kept {
-			file, ok := texts[v]
-			if !ok {
-				continue
-			}
-			if v == "anomalies" {
-				if k, err = anomaliesView(file); err != nil {
-					return err
-				}
-				texts[v] = k
+			if _, ok := texts[v]; !ok {
 				continue
 			}
 			texts[v] = "CREATE OR REPLACE VIEW " + v + " AS\n" + k

@@ -3,9 +3,36 @@ package store
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/tally-dev/tally"
+	"github.com/tally-dev/tally/fetch/sim"
 )
+
+// benchStore loads a year of the simulated organization's hourly usage,
+// one window a month, and one reference snapshot.
+func benchStore(b *testing.B) (*Store, int64) {
+	b.Helper()
+	start := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	srv := sim.New(sim.Options{Seed: 11, Start: start, Now: func() time.Time { return start.AddDate(1, 0, 0) }})
+	s, err := Open(context.Background(), filepath.Join(b.TempDir(), "tally.duckdb"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	var rows int64
+	for m := start; m.Before(start.AddDate(1, 0, 0)); m = m.AddDate(0, 1, 0) {
+		q := tally.UsageQuery{Window: tally.Window{Start: m, End: m.AddDate(0, 1, 0), Granularity: tally.Hour}}
+		res, err := s.LoadWindow(context.Background(), q, NewRunID(), rowsOf(srv.Rows(q)...))
+		if err != nil {
+			b.Fatal(err)
+		}
+		rows += res.Rows
+	}
+	return s, rows
+}
 
 // BenchmarkAnalystViews measures the views that sum usage_finest over a
 // year of hourly usage (benchStore), then with every row copied 15 times

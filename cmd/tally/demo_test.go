@@ -18,6 +18,7 @@ import (
 	"github.com/xuri/excelize/v2"
 
 	"github.com/tally-dev/tally"
+	"github.com/tally-dev/tally/export"
 	"github.com/tally-dev/tally/fetch/sim"
 	"github.com/tally-dev/tally/internal/focuscheck"
 	"github.com/tally-dev/tally/internal/printcheck"
@@ -424,7 +425,7 @@ func demoFOCUS(t *testing.T, dir string) {
 		t.Fatal(err)
 	}
 	defer pub.Close()
-	for _, version := range []string{store.FOCUS12, store.FOCUS13} {
+	for _, version := range []string{export.FOCUS12, export.FOCUS13} {
 		lake := filepath.Join(dir, "focus-"+version)
 		if out, err := execCLI(t, "", "export", "--config", filepath.Join(dir, "tally.yaml"), "--format", "focus", "--focus-version", version, "--to", lake); err != nil {
 			t.Fatalf("export FOCUS %s: %v\n%s", version, err, out)

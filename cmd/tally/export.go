@@ -12,8 +12,9 @@ import (
 
 	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/configs"
+	"github.com/tally-dev/tally/export"
+	"github.com/tally-dev/tally/job"
 	"github.com/tally-dev/tally/schedules"
-	"github.com/tally-dev/tally/store"
 )
 
 func init() { commands = append(commands, newExportCmd) }
@@ -124,7 +125,7 @@ func runExport(cmd *cobra.Command, g *globalFlags, o *exportOptions) error {
 	if err != nil {
 		return err
 	}
-	var opts schedules.ExportOptions
+	var opts export.Request
 	switch o.format {
 	case "", configs.ExportParquet, configs.ExportFOCUS:
 		opts.Format = o.format
@@ -145,10 +146,10 @@ func runExport(cmd *cobra.Command, g *globalFlags, o *exportOptions) error {
 		return usageErr("--until %s must be after --from %s (--until is exclusive)", o.until, o.from)
 	}
 	switch o.focus {
-	case "", store.FOCUS13, store.FOCUS12:
+	case "", export.FOCUS13, export.FOCUS12:
 		opts.FOCUSVersion = o.focus
 	default:
-		return usageErr("--focus-version %q is not one of %s, %s", o.focus, store.FOCUS13, store.FOCUS12)
+		return usageErr("--focus-version %q is not one of %s, %s", o.focus, export.FOCUS13, export.FOCUS12)
 	}
 	cfg, err := loadConfig(o.config)
 	if err != nil {
@@ -181,13 +182,24 @@ func runExport(cmd *cobra.Command, g *globalFlags, o *exportOptions) error {
 	for _, w := range cfg.Warnings {
 		log.Warn().Msg(w)
 	}
-	r := &schedules.Runner{Config: cfg, Log: log, Version: version}
-	sum, err := r.Export(cmd.Context(), opts)
+	// tally export reads the analysts' published copy, not the database:
+	// an export only reads, so it needs neither the writer lock nor the
+	// API token, it never waits for (or holds up) a running fetch, and it
+	// sees what the last run published, as tally report and tally query
+	// do. Two exports into one folder are kept apart by the folder's own
+	// lock. A scheduled job's export step instead exports the database its
+	// run holds, before the run publishes.
+	st, err := schedules.OpenPublished(cmd.Context(), cfg, log)
+	if err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
+	defer st.Close()
+	sum, err := export.Run(cmd.Context(), &job.Env{Config: cfg, Store: st, Log: log}, opts)
 	printExportSummary(cmd.OutOrStdout(), sum)
 	return err
 }
 
-func printExportSummary(w io.Writer, s schedules.ExportSummary) {
+func printExportSummary(w io.Writer, s export.Summary) {
 	if s.Dir == "" {
 		return
 	}

@@ -19,18 +19,10 @@ WITH settings AS (
            coalesce((SELECT min_amount FROM alert_settings ORDER BY updated_at DESC LIMIT 1), 1) AS min_amount,
            coalesce((SELECT min_percent FROM alert_settings ORDER BY updated_at DESC LIMIT 1), 50) AS min_percent
 ),
-daily AS (
-    SELECT organization, day, coalesce(project, '') AS project, meter_name, currency, sum(cost) AS cost
-    FROM usage_day_cost
-    GROUP BY ALL
-),
+-- Each day's cost and its baseline: anomaly_baselines, which the
+-- database reads from the baselines every load keeps.
 scored AS (
-    SELECT d.*,
-           median(d.cost) OVER w AS baseline,
-           count(*) OVER w AS baseline_days
-    FROM daily d
-    WINDOW w AS (PARTITION BY organization, project, meter_name, currency ORDER BY day
-                 RANGE BETWEEN INTERVAL 28 DAYS PRECEDING AND INTERVAL 1 DAY PRECEDING)
+    SELECT * FROM anomaly_baselines
 ),
 -- A MAD over a sliding window costs several times the median (3 s against
 -- 0.8 s at two years of 1,360 meters), and only the days the amount and
@@ -46,7 +38,7 @@ candidates AS (
 spread AS (
     SELECT c.organization, c.day, c.project, c.meter_name, c.currency, mad(b.cost) AS mad
     FROM candidates c
-    JOIN daily b ON b.organization = c.organization AND b.project = c.project AND b.meter_name = c.meter_name AND b.currency = c.currency
+    JOIN scored b ON b.organization = c.organization AND b.project = c.project AND b.meter_name = c.meter_name AND b.currency = c.currency
                 AND b.day >= c.day - 28 AND b.day < c.day
     GROUP BY c.organization, c.day, c.project, c.meter_name, c.currency
 )

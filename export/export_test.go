@@ -1,4 +1,4 @@
-package store
+package export
 
 import (
 	"context"
@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -17,95 +16,21 @@ import (
 	"time"
 
 	"github.com/tally-dev/tally"
-	"github.com/tally-dev/tally/fetch"
-	"github.com/tally-dev/tally/fetch/sim"
 	"github.com/tally-dev/tally/internal/focuscheck"
-	"github.com/tally-dev/tally/internal/secret"
 	tallysql "github.com/tally-dev/tally/sql"
+	"github.com/tally-dev/tally/store"
 )
 
-// exportStart and exportNow frame the export fixture: usage from 1 August
-// to 20 October 2026, day granularity, basis usage.
-var (
-	exportStart = time.Date(2026, 8, 1, 0, 0, 0, 0, time.UTC)
-	exportNow   = time.Date(2026, 10, 20, 12, 0, 0, 0, time.UTC)
-	// The rate cards are snapshotted twice; the second has every price
-	// raised by priceBump, so a row shows which card was in force.
-	firstSnapshot  = time.Date(2026, 8, 10, 3, 0, 0, 0, time.UTC)
-	secondSnapshot = time.Date(2026, 10, 5, 3, 0, 0, 0, time.UTC)
-	priceBump      = tally.MustDecimal("0.001")
-)
-
-// exportMonths are the windows of the fixture, one per month.
-var exportMonths = [][2]string{{"2026-08-01", "2026-09-01"}, {"2026-09-01", "2026-10-01"}, {"2026-10-01", "2026-10-21"}}
-
-// exportFixture is a store holding the simulated organization's usage of
-// exportMonths and two reference snapshots read from the simulated
-// interface, and the sim that served them.
-func exportFixture(t *testing.T) (*Store, *sim.Server) {
+func exportTo(t *testing.T, s *store.Store, o Options) Result {
 	t.Helper()
-	ctx := context.Background()
-	srv := sim.New(sim.Options{Seed: 7, Start: exportStart, Now: func() time.Time { return exportNow }})
-	s := openTemp(t)
-	for _, m := range exportMonths {
-		q := tally.UsageQuery{Window: window(t, tally.Day, m[0], m[1])}
-		load(t, s, q, srv.Rows(q)...)
-	}
-	ts := httptest.NewServer(srv)
-	defer ts.Close()
-	c, err := fetch.NewClient(ts.URL, secret.New(srv.Token()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ref Reference
-	org, err := c.Organization(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ref.Organization = &org
-	if ref.PaymentMethods, err = c.PaymentMethods(ctx); err != nil {
-		t.Fatal(err)
-	}
-	for _, pm := range ref.PaymentMethods {
-		rc, err := c.RateCard(ctx, pm.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ref.RateCards = append(ref.RateCards, rc)
-	}
-	if ref.Projects, err = c.Projects(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if ref.Locations, err = c.Locations(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.SaveSnapshot(ctx, NewRunID(), firstSnapshot, ref); err != nil {
-		t.Fatal(err)
-	}
-	for i := range ref.RateCards {
-		for j := range ref.RateCards[i].Entries {
-			for k := range ref.RateCards[i].Entries[j].Prices {
-				p := &ref.RateCards[i].Entries[j].Prices[k]
-				p.Price = p.Price.Add(priceBump)
-			}
-		}
-	}
-	if err := s.SaveSnapshot(ctx, NewRunID(), secondSnapshot, ref); err != nil {
-		t.Fatal(err)
-	}
-	return s, srv
-}
-
-func exportTo(t *testing.T, s *Store, o ExportOptions) ExportResult {
-	t.Helper()
-	res, err := s.Export(context.Background(), o)
+	res, err := Write(context.Background(), s, o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return res
 }
 
-func datasetOf(t *testing.T, res ExportResult, name string) DatasetExport {
+func datasetOf(t *testing.T, res Result, name string) DatasetResult {
 	t.Helper()
 	for _, d := range res.Datasets {
 		if d.Name == name {
@@ -113,38 +38,13 @@ func datasetOf(t *testing.T, res ExportResult, name string) DatasetExport {
 		}
 	}
 	t.Fatalf("no dataset %s in %+v", name, res.Datasets)
-	return DatasetExport{}
-}
-
-// quoted is a path as a SQL string literal.
-func quoted(p string) string { return quoteString(p) }
-
-// rowsText runs query and renders every row, in the query's order.
-func rowsText(t *testing.T, s *Store, query string, args ...any) []string {
-	t.Helper()
-	res, err := s.Query(context.Background(), query, args...)
-	if err != nil {
-		t.Fatalf("%s: %v", query, err)
-	}
-	var out []string
-	for _, r := range res.Rows {
-		var parts []string
-		for i, v := range r {
-			s, ok := CellText(v, res.Types[i])
-			if !ok {
-				s = "NULL"
-			}
-			parts = append(parts, s)
-		}
-		out = append(out, strings.Join(parts, "|"))
-	}
-	return out
+	return DatasetResult{}
 }
 
 func TestExportParquetReadsBackExactly(t *testing.T) {
 	s, _ := exportFixture(t)
 	dir := filepath.Join(t.TempDir(), "lake")
-	res := exportTo(t, s, ExportOptions{Dir: dir, Format: ExportParquet})
+	res := exportTo(t, s, Options{Dir: dir, Format: FormatParquet})
 
 	usage := datasetOf(t, res, "usage")
 	if want := []string{"2026-08", "2026-09", "2026-10"}; !slices.Equal(usage.Written, want) || len(usage.Unchanged) != 0 {
@@ -267,7 +167,7 @@ func changedFiles(before, after map[string]os.FileInfo) (changed, gone []string)
 func TestExportRewritesOnlyChangedMonths(t *testing.T) {
 	s, srv := exportFixture(t)
 	dir := t.TempDir()
-	o := ExportOptions{Dir: dir, Format: ExportParquet}
+	o := Options{Dir: dir, Format: FormatParquet}
 	exportTo(t, s, o)
 	before := fileIDs(t, dir)
 
@@ -307,7 +207,7 @@ func TestExportRewritesOnlyChangedMonths(t *testing.T) {
 		q := tally.UsageQuery{Window: window(t, tally.Day, m[0], m[1])}
 		load(t, s, q, srv.Rows(q)...)
 	}
-	res = exportTo(t, s, ExportOptions{Dir: dir, Format: ExportParquet, From: date(t, "2026-09-15"), Until: date(t, "2026-10-01")})
+	res = exportTo(t, s, Options{Dir: dir, Format: FormatParquet, From: date(t, "2026-09-15"), Until: date(t, "2026-10-01")})
 	if u := datasetOf(t, res, "usage"); !slices.Equal(u.Written, []string{"2026-09"}) || len(u.Unchanged) != 0 {
 		t.Fatalf("range export wrote %v, left %v; want September only", u.Written, u.Unchanged)
 	}
@@ -340,15 +240,10 @@ func TestExportRewritesOnlyChangedMonths(t *testing.T) {
 	}
 }
 
-func distinct(t *testing.T, s *Store, col, from string) []string {
-	t.Helper()
-	return rowsText(t, s, `SELECT DISTINCT `+col+` FROM `+from+` ORDER BY 1`)
-}
-
 func TestExportFOCUSFollowsTheRules(t *testing.T) {
 	s, _ := exportFixture(t)
 	dir := t.TempDir()
-	res := exportTo(t, s, ExportOptions{Dir: dir, Format: ExportFOCUS, CSV: true, Granularity: tally.Day, Basis: tally.BasisUsage, FOCUSVersion: FOCUS12})
+	res := exportTo(t, s, Options{Dir: dir, Format: FormatFOCUS, CSV: true, Granularity: tally.Day, Basis: tally.BasisUsage, FOCUSVersion: FOCUS12})
 	f := datasetOf(t, res, "focus")
 	if f.Partition != "billing_period" || len(f.Written) < 3 {
 		t.Fatalf("focus: %+v", f)
@@ -356,7 +251,7 @@ func TestExportFOCUSFollowsTheRules(t *testing.T) {
 	from := `read_parquet(` + quoted(filepath.Join(dir, "focus", "*", "*.parquet")) + `, hive_partitioning = true)`
 
 	// Every FOCUS 1.2 rule that applies (internal/focuscheck).
-	v, err := focuscheck.Violations(context.Background(), s.db, from)
+	v, err := focuscheck.Violations(context.Background(), s.DB(), from)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -453,7 +348,7 @@ func TestExportFromReadOnlyCopy(t *testing.T) {
 	ctx := context.Background()
 	ro := openPublished(t, s)
 	dir := t.TempDir()
-	res, err := ro.Export(ctx, ExportOptions{Dir: dir, Format: ExportFOCUS, Granularity: tally.Day, Basis: tally.BasisUsage})
+	res, err := Write(ctx, ro, Options{Dir: dir, Format: FormatFOCUS, Granularity: tally.Day, Basis: tally.BasisUsage})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -468,19 +363,19 @@ func TestExportRefusesBadOptions(t *testing.T) {
 	dir := t.TempDir()
 	tests := []struct {
 		name string
-		o    ExportOptions
+		o    Options
 		want string
 	}{
-		{"no folder", ExportOptions{Format: ExportParquet}, "the export folder is empty"},
-		{"format", ExportOptions{Dir: dir, Format: "orc"}, `format "orc" is not one of parquet, focus`},
-		{"csv with parquet", ExportOptions{Dir: dir, Format: ExportParquet, CSV: true}, "CSV is written for format focus only"},
-		{"focus without granularity", ExportOptions{Dir: dir, Format: ExportFOCUS, Basis: tally.BasisUsage}, `granularity "" is not one of`},
-		{"focus without basis", ExportOptions{Dir: dir, Format: ExportFOCUS, Granularity: tally.Day}, `basis "" is not one of usage, reported`},
-		{"until before from", ExportOptions{Dir: dir, Format: ExportParquet, From: date(t, "2026-10-01"), Until: date(t, "2026-10-01")}, "until 2026-10-01 must be after from 2026-10-01"},
+		{"no folder", Options{Format: FormatParquet}, "the export folder is empty"},
+		{"format", Options{Dir: dir, Format: "orc"}, `format "orc" is not one of parquet, focus`},
+		{"csv with parquet", Options{Dir: dir, Format: FormatParquet, CSV: true}, "CSV is written for format focus only"},
+		{"focus without granularity", Options{Dir: dir, Format: FormatFOCUS, Basis: tally.BasisUsage}, `granularity "" is not one of`},
+		{"focus without basis", Options{Dir: dir, Format: FormatFOCUS, Granularity: tally.Day}, `basis "" is not one of usage, reported`},
+		{"until before from", Options{Dir: dir, Format: FormatParquet, From: date(t, "2026-10-01"), Until: date(t, "2026-10-01")}, "until 2026-10-01 must be after from 2026-10-01"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := s.Export(ctx, tc.o)
+			_, err := Write(ctx, s, tc.o)
 			mustContain(t, err, tc.want)
 		})
 	}
@@ -494,10 +389,10 @@ func TestExportRefusesBadOptions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = s.Export(ctx, ExportOptions{Dir: dir, Format: ExportParquet})
+	_, err = Write(ctx, s, Options{Dir: dir, Format: FormatParquet})
 	mustContain(t, err, "another tally export", "is writing this folder")
 	unlock()
-	if _, err := s.Export(ctx, ExportOptions{Dir: dir, Format: ExportParquet}); err != nil {
+	if _, err := Write(ctx, s, Options{Dir: dir, Format: FormatParquet}); err != nil {
 		t.Errorf("after the lock is freed: %v", err)
 	}
 }
@@ -505,7 +400,7 @@ func TestExportRefusesBadOptions(t *testing.T) {
 func TestExportEmptyStoreAndCancel(t *testing.T) {
 	s := openTemp(t)
 	dir := t.TempDir()
-	res := exportTo(t, s, ExportOptions{Dir: dir, Format: ExportParquet})
+	res := exportTo(t, s, Options{Dir: dir, Format: FormatParquet})
 	for _, d := range res.Datasets {
 		if len(d.Written)+len(d.Unchanged)+len(d.Removed) != 0 {
 			t.Errorf("%s: an empty store exported %+v", d.Name, d)
@@ -519,7 +414,7 @@ func TestExportEmptyStoreAndCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	dir = t.TempDir()
-	if _, err := s.Export(ctx, ExportOptions{Dir: dir, Format: ExportParquet}); !errors.Is(err, context.Canceled) {
+	if _, err := Write(ctx, s, Options{Dir: dir, Format: FormatParquet}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled export: %v", err)
 	}
 	matches, _ := filepath.Glob(filepath.Join(dir, "*", "*=*", "*"))
@@ -562,17 +457,17 @@ func TestFOCUSQueryRunsOnAnOlderCopy(t *testing.T) {
 			want := rowsText(t, s, fmt.Sprintf(fingerprint, files))
 			equalLines(t, "the focus view", rowsText(t, s, fmt.Sprintf(fingerprint, "SELECT * FROM focus")), want)
 			for _, v := range []string{"focus", "rate_card_matches", "payment_methods_by_month", "snapshots_in_force", "usage_rows", "meter_months", "meter_skus"} {
-				if _, err := s.db.ExecContext(ctx, "DROP VIEW "+v); err != nil {
+				if _, err := s.DB().ExecContext(ctx, "DROP VIEW "+v); err != nil {
 					t.Fatal(err)
 				}
 			}
 			for _, tb := range c.drop {
-				if _, err := s.db.ExecContext(ctx, "DROP TABLE "+tb); err != nil {
+				if _, err := s.DB().ExecContext(ctx, "DROP TABLE "+tb); err != nil {
 					t.Fatal(err)
 				}
 			}
 			ro := openPublished(t, s)
-			body, err := FOCUSQuery(ctx, ro.db)
+			body, err := FOCUSQuery(ctx, ro.DB())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -591,14 +486,14 @@ func TestFOCUSQueryRunsOnAnOlderCopy(t *testing.T) {
 
 // openPublished publishes s and opens the copy read-only, as analysts,
 // tally report and tally export do.
-func openPublished(t *testing.T, s *Store) *Store {
+func openPublished(t *testing.T, s *store.Store) *store.Store {
 	t.Helper()
 	ctx := context.Background()
 	pub, err := s.Publish(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ro, err := Open(ctx, pub, ReadOnly())
+	ro, err := store.Open(ctx, pub, store.ReadOnly())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -611,7 +506,7 @@ func openPublished(t *testing.T, s *Store) *Store {
 func TestFOCUSCheckerFindsBrokenRows(t *testing.T) {
 	s, _ := exportFixture(t)
 	dir := t.TempDir()
-	exportTo(t, s, ExportOptions{Dir: dir, Format: ExportFOCUS, Granularity: tally.Day, Basis: tally.BasisUsage, FOCUSVersion: FOCUS12})
+	exportTo(t, s, Options{Dir: dir, Format: FormatFOCUS, Granularity: tally.Day, Basis: tally.BasisUsage, FOCUSVersion: FOCUS12})
 	from := `read_parquet(` + quoted(filepath.Join(dir, "focus", "*", "*.parquet")) + `, hive_partitioning = true)`
 	ctx := context.Background()
 	for _, c := range []struct{ name, change, want string }{
@@ -628,13 +523,13 @@ func TestFOCUSCheckerFindsBrokenRows(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			table := "broken_" + strings.ReplaceAll(c.name, " ", "_")
-			if _, err := s.db.ExecContext(ctx, `CREATE TEMP TABLE `+table+` AS SELECT * FROM `+from); err != nil {
+			if _, err := s.DB().ExecContext(ctx, `CREATE TEMP TABLE `+table+` AS SELECT * FROM `+from); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := s.db.ExecContext(ctx, `UPDATE `+table+` SET `+c.change+` WHERE rowid = (SELECT min(rowid) FROM `+table+`)`); err != nil {
+			if _, err := s.DB().ExecContext(ctx, `UPDATE `+table+` SET `+c.change+` WHERE rowid = (SELECT min(rowid) FROM `+table+`)`); err != nil {
 				t.Fatal(err)
 			}
-			v, err := focuscheck.Violations(ctx, s.db, table)
+			v, err := focuscheck.Violations(ctx, s.DB(), table)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -646,7 +541,7 @@ func TestFOCUSCheckerFindsBrokenRows(t *testing.T) {
 	// Between rows: a SkuPriceId under two SkuIds (a closed month's rows
 	// once gave the meter where the others gave the sku).
 	table := brokenCopy(t, s, from, "sku price under two skus", `SkuId = SkuId || '-other'`, `SkuPriceId IS NOT NULL`)
-	v, err := focuscheck.Violations(ctx, s.db, table)
+	v, err := focuscheck.Violations(ctx, s.DB(), table)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -674,7 +569,7 @@ FROM usage WHERE day(date) IN (3, 17) AND date_processed IS NOT NULL`,
 		`INSERT INTO month_closes (id, month, basis, granularity, action, acted_at, who)
 VALUES (uuid(), DATE '2026-10-01', 'usage', 'day', 'close', TIMESTAMP '2026-10-22', 'test')`,
 	} {
-		if _, err := s.db.ExecContext(ctx, q); err != nil {
+		if _, err := s.DB().ExecContext(ctx, q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
@@ -691,12 +586,12 @@ VALUES (uuid(), DATE '2026-10-01', 'usage', 'day', 'close', TIMESTAMP '2026-10-2
 	}
 	for _, c := range []struct {
 		name     string
-		o        ExportOptions
+		o        Options
 		datasets []string
 	}{
-		{"parquet", ExportOptions{Format: ExportParquet}, []string{"usage"}},
-		{"focus 1.2", ExportOptions{Format: ExportFOCUS, FOCUSVersion: FOCUS12, Granularity: tally.Day, Basis: tally.BasisUsage}, []string{"focus"}},
-		{"focus 1.3", ExportOptions{Format: ExportFOCUS, FOCUSVersion: FOCUS13, Granularity: tally.Day, Basis: tally.BasisUsage, CSV: true},
+		{"parquet", Options{Format: FormatParquet}, []string{"usage"}},
+		{"focus 1.2", Options{Format: FormatFOCUS, FOCUSVersion: FOCUS12, Granularity: tally.Day, Basis: tally.BasisUsage}, []string{"focus"}},
+		{"focus 1.3", Options{Format: FormatFOCUS, FOCUSVersion: FOCUS13, Granularity: tally.Day, Basis: tally.BasisUsage, CSV: true},
 			[]string{"focus", "focus_csv", focusCommitmentsDataset, focusCommitmentsCSVDataset}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -730,7 +625,7 @@ VALUES (uuid(), DATE '2026-10-01', 'usage', 'day', 'close', TIMESTAMP '2026-10-2
 					}
 				}
 			}
-			if c.o.Format != ExportFOCUS {
+			if c.o.Format != FormatFOCUS {
 				return
 			}
 			// The range's rows include rows billed late and rows not billed yet.

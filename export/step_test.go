@@ -1,32 +1,64 @@
-package schedules
+package export
 
 import (
 	"context"
+	"fmt"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
 
 	"github.com/tally-dev/tally/configs"
+	"github.com/tally-dev/tally/fetch/sim"
 	"github.com/tally-dev/tally/internal/focuscheck"
+	"github.com/tally-dev/tally/internal/secret"
+	"github.com/tally-dev/tally/job"
+	"github.com/tally-dev/tally/schedules"
 	"github.com/tally-dev/tally/store"
 )
 
 // A job with the export step exports what its fetch just loaded, under
 // the job's run; tally export then exports the published copy.
 func TestExportStepAndCommand(t *testing.T) {
-	h := newHarness(t, setup{granularity: "day", start: "2026-09-01", now: "2026-10-20T12:00:00Z"})
-	cfg := h.runner.Config
-	cfg.Export = configs.ExportConfig{Dir: filepath.Join(h.dir, "lake"), Format: configs.ExportFOCUS, FOCUSCSV: true}
-	job := configs.Job{Name: "nightly", Cron: "@daily", Run: []string{"fetch", "export"}}
-	sum, err := h.runner.RunJob(context.Background(), "run", job)
+	dir := t.TempDir()
+	db := filepath.Join(dir, "tally.duckdb")
+	now := func() time.Time { return time.Date(2026, 10, 20, 12, 0, 0, 0, time.UTC) }
+	srv := sim.New(sim.Options{Seed: 3, Start: date(t, "2026-09-01"), Now: now, PageSize: 500})
+	ts := httptest.NewServer(srv)
+	t.Cleanup(ts.Close)
+	cfg, err := configs.Parse([]byte(fmt.Sprintf(`api:
+  base_url: %s
+  concurrency: 3
+  timeout: 20s
+usage:
+  granularity: day
+  start: 2026-09-01
+  lookback: 2d
+  window: 7d
+store:
+  path: tally.duckdb
+schedule:
+  lock_wait: 200ms
+`, ts.URL)), dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Export = configs.ExportConfig{Dir: filepath.Join(dir, "lake"), Format: configs.ExportFOCUS, FOCUSCSV: true}
+	log := zerolog.Nop()
+	runner := &schedules.Runner{Config: cfg, Token: secret.New(srv.Token()), Log: log, Version: "test", Now: now}
+	nightly := configs.Job{Name: "nightly", Cron: "@daily", Run: []string{"fetch", "export"}}
+	sum, err := runner.RunJob(context.Background(), "run", nightly)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if sum.Run.Status != store.RunOK || !slices.Contains(sum.Outputs, cfg.Export.Dir) {
 		t.Fatalf("job: %+v", sum)
 	}
-	st, err := store.Open(context.Background(), store.PublishedPath(h.db), store.ReadOnly())
+	st, err := store.Open(context.Background(), store.PublishedPath(db), store.ReadOnly())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,13 +95,17 @@ func TestExportStepAndCommand(t *testing.T) {
 
 	// tally export: the published copy, the command's options over the
 	// config's.
-	r := &Runner{Config: cfg, Log: h.runner.Log, Now: h.clock.Now}
-	out := filepath.Join(h.dir, "parquet")
-	es, err := r.Export(context.Background(), ExportOptions{Dir: out, Format: configs.ExportParquet})
+	pub, err := schedules.OpenPublished(context.Background(), cfg, log)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if es.Source != store.PublishedPath(h.db) || es.Datasets[0].Name != "usage" || es.Datasets[0].Rows != rows {
+	defer pub.Close()
+	out := filepath.Join(dir, "parquet")
+	es, err := Run(context.Background(), &job.Env{Config: cfg, Store: pub, Log: log, Clock: now}, Request{Dir: out, Format: configs.ExportParquet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if es.Source != store.PublishedPath(db) || es.Datasets[0].Name != "usage" || es.Datasets[0].Rows != rows {
 		t.Errorf("export summary %+v", es)
 	}
 	if _, err := os.Stat(filepath.Join(out, "usage", "month=2026-10", "data_0.parquet")); err != nil {

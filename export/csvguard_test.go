@@ -1,9 +1,11 @@
-package store
+package export
 
 import (
 	"context"
 	"database/sql"
 	"testing"
+
+	"github.com/tally-dev/tally/store"
 )
 
 // The guard in SQL (the FOCUS CSV's COPY) and in Go (tally query's CSV)
@@ -14,9 +16,9 @@ func TestCSVGuardSQLAgreesWithGo(t *testing.T) {
 	s := openTemp(t)
 	ctx := context.Background()
 	for _, v := range []string{"=SUM(1,1) Marketplace A", "+1", "-5.00", "@cmd", "\tx", "\rx", "a=b", "'=x", "", "Marketplace A", "ÿ=x"} {
-		want := CSVGuard(v)
+		want := store.CSVGuard(v)
 		var got string
-		if err := s.db.QueryRowContext(ctx, `SELECT `+csvGuardSQL("CAST(? AS VARCHAR)"), v).Scan(&got); err != nil {
+		if err := s.DB().QueryRowContext(ctx, `SELECT `+csvGuardSQL("CAST(? AS VARCHAR)"), v).Scan(&got); err != nil {
 			t.Fatal(err)
 		}
 		if got != want {
@@ -26,7 +28,7 @@ func TestCSVGuardSQLAgreesWithGo(t *testing.T) {
 			t.Errorf("%q guarded as %q: a formula's lead is guarded, nothing else", v, want)
 		}
 	}
-	conn, err := s.db.Conn(ctx)
+	conn, err := s.DB().Conn(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/tally-dev/tally"
 )
 
@@ -114,119 +112,6 @@ FROM anomalies WHERE day >= CAST($since AS DATE) ORDER BY day, organization, pro
 		out = append(out, a)
 	}
 	return out, rows.Err()
-}
-
-// SaveAlertSettings records the anomaly thresholds the anomalies view
-// applies (the config's anomalies section).
-func (s *Store) SaveAlertSettings(ctx context.Context, mads, minAmount, minPercent tally.Decimal) error {
-	if err := s.writable("save alert settings"); err != nil {
-		return err
-	}
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("save alert settings: %w", err)
-	}
-	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, `DELETE FROM alert_settings`); err != nil {
-		return fmt.Errorf("save alert settings: %w", err)
-	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO alert_settings VALUES (CAST(? AS DECIMAL(9, 3)), CAST(? AS DECIMAL(18, 6)), CAST(? AS DECIMAL(9, 3)), ?)`,
-		mads.String(), minAmount.String(), minPercent.String(), time.Now().UTC()); err != nil {
-		return fmt.Errorf("save alert settings: %w", err)
-	}
-	return tx.Commit()
-}
-
-// Alert statuses.
-const (
-	AlertPending = "pending" // to send
-	AlertSent    = "sent"    // every sink took it
-	AlertStale   = "stale"   // found too long after its day to be news: recorded, never sent
-)
-
-// Alert is one row of alerts.
-type Alert struct {
-	Key string
-	// Organization is whose cost it is about; "" when every
-	// organization's (a budget) or the store has one.
-	Organization string
-	Kind         string // budget, anomaly or stale (usage older than usage.stale_after)
-	FoundAt      time.Time
-	RunID        uuid.UUID
-	Month        time.Time
-	Scope        string
-	Currency     string
-	Text         string
-	Payload      string
-	Status       string
-	SentAt       *time.Time
-	Attempts     int
-	LastError    string
-}
-
-// RecordAlert adds a to alerts unless an alert of its key is there
-// already: an alert is found once. It reports whether a was new.
-func (s *Store) RecordAlert(ctx context.Context, a Alert) (bool, error) {
-	if err := s.writable("record alert"); err != nil {
-		return false, err
-	}
-	res, err := s.db.ExecContext(ctx, `INSERT INTO alerts (key, kind, found_at, run_id, month, scope, currency, text, payload, status, attempts, organization)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?) ON CONFLICT (key) DO NOTHING`,
-		a.Key, a.Kind, a.FoundAt.UTC(), a.RunID.String(), a.Month.UTC(), a.Scope, a.Currency, a.Text, a.Payload, a.Status, textOrNull(a.Organization))
-	if err != nil {
-		return false, fmt.Errorf("record alert %s: %w", a.Key, err)
-	}
-	n, err := res.RowsAffected()
-	return n > 0, err
-}
-
-// KnownAlert reports whether an alert of key was recorded.
-func (s *Store) KnownAlert(ctx context.Context, key string) (bool, error) {
-	var n int
-	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM alerts WHERE key = ?`, key).Scan(&n); err != nil {
-		return false, fmt.Errorf("read alerts: %w", err)
-	}
-	return n > 0, nil
-}
-
-// PendingAlerts returns the alerts still to send, oldest first.
-func (s *Store) PendingAlerts(ctx context.Context) ([]Alert, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT key, kind, found_at, CAST(run_id AS VARCHAR), month, scope, currency, text, payload, status, attempts, coalesce(last_error, '')
-FROM alerts WHERE status = 'pending' ORDER BY found_at, key`)
-	if err != nil {
-		return nil, fmt.Errorf("read alerts: %w", err)
-	}
-	defer rows.Close()
-	var out []Alert
-	for rows.Next() {
-		var a Alert
-		var run string
-		if err := rows.Scan(&a.Key, &a.Kind, &a.FoundAt, &run, &a.Month, &a.Scope, &a.Currency, &a.Text, &a.Payload, &a.Status, &a.Attempts, &a.LastError); err != nil {
-			return nil, fmt.Errorf("read alerts: %w", err)
-		}
-		a.FoundAt, a.Month = a.FoundAt.UTC(), a.Month.UTC()
-		a.RunID, _ = uuid.Parse(run)
-		out = append(out, a)
-	}
-	return out, rows.Err()
-}
-
-// MarkAlert records one send of the alert of key: sent when sendErr is
-// nil, else the error, for the next run to try again.
-func (s *Store) MarkAlert(ctx context.Context, key string, sendErr error) error {
-	if err := s.writable("mark alert"); err != nil {
-		return err
-	}
-	var err error
-	if sendErr == nil {
-		_, err = s.db.ExecContext(ctx, `UPDATE alerts SET status = 'sent', sent_at = ?, attempts = attempts + 1, last_error = NULL WHERE key = ?`, time.Now().UTC(), key)
-	} else {
-		_, err = s.db.ExecContext(ctx, `UPDATE alerts SET attempts = attempts + 1, last_error = ? WHERE key = ?`, message(sendErr.Error()), key)
-	}
-	if err != nil {
-		return fmt.Errorf("mark alert %s: %w", key, err)
-	}
-	return nil
 }
 
 // scopeColumns are the usage_day_cost columns scope_daily_cost's scopes

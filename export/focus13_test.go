@@ -1,4 +1,4 @@
-package store
+package export
 
 import (
 	"context"
@@ -14,7 +14,14 @@ import (
 
 	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/internal/focuscheck"
+	"github.com/tally-dev/tally/store"
 )
+
+// focusSplit are the costs and quantities of a row that split cost
+// allocation divides among the receivers (sql/focus13_cost_and_usage.sql),
+// each to the last digit.
+var focusSplit = []string{"BilledCost", "EffectiveCost", "x_Cost",
+	"ConsumedQuantity", "PricingQuantity", "CommitmentDiscountQuantity"}
 
 func parquetOf(dir, name string) string {
 	return `read_parquet(` + quoted(filepath.Join(dir, name, "*", "*.parquet")) + `, hive_partitioning = true)`
@@ -29,20 +36,20 @@ func TestExportFOCUS13(t *testing.T) {
 	s, _ := exportFixture(t)
 	ctx := context.Background()
 	dir := t.TempDir()
-	res := exportTo(t, s, ExportOptions{Dir: dir, Format: ExportFOCUS, CSV: true, Granularity: tally.Day, Basis: tally.BasisUsage})
+	res := exportTo(t, s, Options{Dir: dir, Format: FormatFOCUS, CSV: true, Granularity: tally.Day, Basis: tally.BasisUsage})
 	if d := datasetOf(t, res, focusCommitmentsDataset); d.Rows == 0 {
 		t.Fatalf("no contract commitments: %+v", d)
 	}
 	cu, cc := parquetOf(dir, "focus"), parquetOf(dir, focusCommitmentsDataset)
 
-	v, err := focuscheck.Violations13(ctx, s.db, cu)
+	v, err := focuscheck.Violations13(ctx, s.DB(), cu)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, l := range v {
 		t.Errorf("FOCUS 1.3 Cost and Usage: %s", l)
 	}
-	v, err = focuscheck.CommitmentViolations(ctx, s.db, cc)
+	v, err = focuscheck.CommitmentViolations(ctx, s.DB(), cc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +60,7 @@ func TestExportFOCUS13(t *testing.T) {
 	if len(v) != len(focuscheck.InterfaceGaps) {
 		t.Errorf("contract commitment violations %q, want exactly the interface gaps %q", v, focuscheck.InterfaceGaps)
 	}
-	v, err = focuscheck.ContractAppliedJoin(ctx, s.db, cu, cc)
+	v, err = focuscheck.ContractAppliedJoin(ctx, s.DB(), cu, cc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,11 +125,11 @@ func TestExportFOCUS13(t *testing.T) {
 
 	// Back to 1.2 in the same folder: the focus view's rows, and nothing
 	// only 1.3 writes.
-	res = exportTo(t, s, ExportOptions{Dir: dir, Format: ExportFOCUS, Granularity: tally.Day, Basis: tally.BasisUsage, FOCUSVersion: FOCUS12})
+	res = exportTo(t, s, Options{Dir: dir, Format: FormatFOCUS, Granularity: tally.Day, Basis: tally.BasisUsage, FOCUSVersion: FOCUS12})
 	if len(res.Datasets) != 1 {
 		t.Errorf("1.2 datasets %+v", res.Datasets)
 	}
-	v, err = focuscheck.Violations(ctx, s.db, cu)
+	v, err = focuscheck.Violations(ctx, s.DB(), cu)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,14 +145,14 @@ func TestExportFOCUS13(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := s.Export(ctx, ExportOptions{Dir: dir, Format: ExportFOCUS, Granularity: tally.Day, Basis: tally.BasisUsage, FOCUSVersion: "1.1"}); err == nil || !strings.Contains(err.Error(), `FOCUS version "1.1" is not one of 1.3, 1.2`) {
+	if _, err := Write(ctx, s, Options{Dir: dir, Format: FormatFOCUS, Granularity: tally.Day, Basis: tally.BasisUsage, FOCUSVersion: "1.1"}); err == nil || !strings.Contains(err.Error(), `FOCUS version "1.1" is not one of 1.3, 1.2`) {
 		t.Errorf("version 1.1: %v", err)
 	}
 }
 
 // brokenCopy copies the rows from selects into a temp table and applies
 // change (an UPDATE's SET list) to one row: the first that where selects.
-func brokenCopy(t *testing.T, s *Store, from, name, change string, where ...string) string {
+func brokenCopy(t *testing.T, s *store.Store, from, name, change string, where ...string) string {
 	t.Helper()
 	ctx := context.Background()
 	table := "broken_" + strings.Map(func(r rune) rune {
@@ -154,7 +161,7 @@ func brokenCopy(t *testing.T, s *Store, from, name, change string, where ...stri
 		}
 		return '_'
 	}, strings.ToLower(name))
-	if _, err := s.db.ExecContext(ctx, `CREATE OR REPLACE TEMP TABLE `+table+` AS SELECT * FROM `+from); err != nil {
+	if _, err := s.DB().ExecContext(ctx, `CREATE OR REPLACE TEMP TABLE `+table+` AS SELECT * FROM `+from); err != nil {
 		t.Fatal(err)
 	}
 	if change != "" {
@@ -162,7 +169,7 @@ func brokenCopy(t *testing.T, s *Store, from, name, change string, where ...stri
 		if len(where) > 0 {
 			cond = where[0]
 		}
-		if _, err := s.db.ExecContext(ctx, `UPDATE `+table+` SET `+change+` WHERE rowid = (SELECT min(rowid) FROM `+table+` WHERE `+cond+`)`); err != nil {
+		if _, err := s.DB().ExecContext(ctx, `UPDATE `+table+` SET `+change+` WHERE rowid = (SELECT min(rowid) FROM `+table+` WHERE `+cond+`)`); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -184,11 +191,11 @@ func TestFOCUS13CheckerFindsBrokenRows(t *testing.T) {
 	s, _ := exportFixture(t)
 	ctx := context.Background()
 	dir := t.TempDir()
-	exportTo(t, s, ExportOptions{Dir: dir, Format: ExportFOCUS, Granularity: tally.Day, Basis: tally.BasisUsage})
+	exportTo(t, s, Options{Dir: dir, Format: FormatFOCUS, Granularity: tally.Day, Basis: tally.BasisUsage})
 	cu, cc := parquetOf(dir, "focus"), parquetOf(dir, focusCommitmentsDataset)
 	// Some of the rows once in a table (each case copies it: all of them
 	// made this test three times slower), with and without ContractApplied.
-	if _, err := s.db.ExecContext(ctx, `CREATE TEMP TABLE focus13 AS
+	if _, err := s.DB().ExecContext(ctx, `CREATE TEMP TABLE focus13 AS
 (SELECT * FROM `+cu+` WHERE ContractApplied IS NOT NULL ORDER BY ChargePeriodStart, x_Cost LIMIT 100)
 UNION ALL
 (SELECT * FROM `+cu+` WHERE ContractApplied IS NULL AND BilledCost > 0 ORDER BY ChargePeriodStart, x_Cost LIMIT 100)`); err != nil {
@@ -230,7 +237,7 @@ UNION ALL
 		{"origin without costs", `AllocatedMethodId = 'm', x_AllocationOriginId = 'o'`, "an allocated charge carries its origin's costs"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			v, err := focuscheck.Violations13(ctx, s.db, brokenCopy(t, s, under, c.name, c.change))
+			v, err := focuscheck.Violations13(ctx, s.DB(), brokenCopy(t, s, under, c.name, c.change))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -256,7 +263,7 @@ UNION ALL
 		{"usage amount", `ContractCommitmentCategory = 'Usage', ContractCommitmentQuantity = NULL, ContractCommitmentUnit = NULL`, "ContractCommitmentQuantity is set on a Usage commitment"},
 	} {
 		t.Run("commitment "+c.name, func(t *testing.T) {
-			v, err := focuscheck.CommitmentViolations(ctx, s.db, brokenCopy(t, s, cc, "cc "+c.name, c.change))
+			v, err := focuscheck.CommitmentViolations(ctx, s.DB(), brokenCopy(t, s, cc, "cc "+c.name, c.change))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -268,29 +275,29 @@ UNION ALL
 		{`(SELECT * REPLACE (CAST(ContractCommitmentCost AS DOUBLE) AS ContractCommitmentCost) FROM ` + cc + `)`, "column ContractCommitmentCost is DOUBLE, want DECIMAL(38,12)"},
 		{`(SELECT *, 1 AS Balance FROM ` + cc + `)`, "column Balance is neither FOCUS nor custom (x_)"},
 	} {
-		if v, err := focuscheck.CommitmentViolations(ctx, s.db, c.from); err != nil || !slices.Contains(v, c.want) {
+		if v, err := focuscheck.CommitmentViolations(ctx, s.DB(), c.from); err != nil || !slices.Contains(v, c.want) {
 			t.Errorf("%s: %q, %v", c.want, v, err)
 		}
 	}
-	v, err := focuscheck.CommitmentViolations(ctx, s.db, brokenCopy(t, s, cc, "cc id null", `ContractCommitmentId = NULL`))
+	v, err := focuscheck.CommitmentViolations(ctx, s.DB(), brokenCopy(t, s, cc, "cc id null", `ContractCommitmentId = NULL`))
 	if err != nil || !slices.Contains(v, "ContractCommitmentId is null in 1 rows") {
 		t.Errorf("null commitment id: %q, %v", v, err)
 	}
 	dup := brokenCopy(t, s, cc, "cc dup", "")
-	if _, err := s.db.ExecContext(ctx, `INSERT INTO `+dup+` SELECT * REPLACE ('other contract' AS ContractId) FROM `+dup+` LIMIT 1`); err != nil {
+	if _, err := s.DB().ExecContext(ctx, `INSERT INTO `+dup+` SELECT * REPLACE ('other contract' AS ContractId) FROM `+dup+` LIMIT 1`); err != nil {
 		t.Fatal(err)
 	}
-	if v, err := focuscheck.CommitmentViolations(ctx, s.db, dup); err != nil || !slices.ContainsFunc(v, func(l string) bool {
+	if v, err := focuscheck.CommitmentViolations(ctx, s.DB(), dup); err != nil || !slices.ContainsFunc(v, func(l string) bool {
 		return strings.HasPrefix(l, "ContractCommitmentId is unique (one parent ContractId): broken for 1 ids")
 	}) {
 		t.Errorf("duplicate commitment: %q, %v", v, err)
 	}
 	// The join: a commitment left out, and one under another contract.
-	v, err = focuscheck.ContractAppliedJoin(ctx, s.db, cu, `(SELECT * FROM `+cc+` WHERE ContractCommitmentCategory = 'Spend')`)
+	v, err = focuscheck.ContractAppliedJoin(ctx, s.DB(), cu, `(SELECT * FROM `+cc+` WHERE ContractCommitmentCategory = 'Spend')`)
 	if err != nil || len(v) != 1 || !strings.HasPrefix(v[0], "ContractApplied names a commitment the Contract Commitment dataset has: broken in ") {
 		t.Errorf("missing commitments: %q, %v", v, err)
 	}
-	v, err = focuscheck.ContractAppliedJoin(ctx, s.db, cu, `(SELECT * REPLACE ('x' AS ContractId) FROM `+cc+`)`)
+	v, err = focuscheck.ContractAppliedJoin(ctx, s.DB(), cu, `(SELECT * REPLACE ('x' AS ContractId) FROM `+cc+`)`)
 	if err != nil || len(v) != 1 || !strings.HasPrefix(v[0], "ContractApplied names the commitment's own contract: broken in ") {
 		t.Errorf("other contract: %q, %v", v, err)
 	}
@@ -313,7 +320,7 @@ FROM ` + origin + ` o, (VALUES (0.25, 'Marketing', false), (0.75, 'Sales', true)
 	if n := count(t, s, `SELECT count(*) FROM `+split+` WHERE x_AllocationOriginId IS NOT NULL`); n != 2 {
 		t.Fatalf("the split has %d allocated charges, want 2", n)
 	}
-	if v, err := focuscheck.Violations13(ctx, s.db, split); err != nil || len(v) > 0 {
+	if v, err := focuscheck.Violations13(ctx, s.DB(), split); err != nil || len(v) > 0 {
 		t.Fatalf("a split done right: %q, %v", v, err)
 	}
 	for _, c := range []struct{ name, change, want string }{
@@ -324,7 +331,7 @@ FROM ` + origin + ` o, (VALUES (0.25, 'Marketing', false), (0.75, 'Sales', true)
 	} {
 		t.Run("split "+c.name, func(t *testing.T) {
 			table := brokenCopy(t, s, split, "split "+c.name, c.change, `AllocatedResourceId = 'Marketing'`)
-			v, err := focuscheck.Violations13(ctx, s.db, table)
+			v, err := focuscheck.Violations13(ctx, s.DB(), table)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -344,7 +351,7 @@ FROM ` + origin + ` o, (VALUES (0.25, 'Marketing', false), (0.75, 'Sales', true)
 func TestExportFOCUS13SplitCostAllocation(t *testing.T) {
 	ctx := context.Background()
 	f := newChargebackFixture(t)
-	o := ExportOptions{Format: ExportFOCUS, Granularity: tally.Day, Basis: tally.BasisUsage}
+	o := Options{Format: FormatFOCUS, Granularity: tally.Day, Basis: tally.BasisUsage}
 	o.Dir = t.TempDir()
 	before := parquetOf(exportTo(t, f.s, o).Dir, "focus")
 	if err := f.s.SetAllocation(ctx, chargebackRules(t)); err != nil {
@@ -353,7 +360,7 @@ func TestExportFOCUS13SplitCostAllocation(t *testing.T) {
 	o.Dir = t.TempDir()
 	after := parquetOf(exportTo(t, f.s, o).Dir, "focus")
 
-	v, err := focuscheck.ExportViolations(ctx, f.s.db, o.Dir)
+	v, err := focuscheck.ExportViolations(ctx, f.s.DB(), o.Dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -430,7 +437,7 @@ func TestFOCUS13CommitmentPerCurrency(t *testing.T) {
 	// Twenty of a license entitlement's charges again in EUR, as an
 	// interface that bills one entitlement in two currencies sends them.
 	ent := rowsText(t, s, `SELECT min(entitlement) FROM usage WHERE entitlement_type = 'license' AND currency = 'USD' AND granularity = 'day' AND basis = 'usage' AND cost > 0`)[0]
-	if _, err := s.db.ExecContext(ctx, `INSERT INTO usage SELECT u.* REPLACE ('EUR' AS currency, NULL AS key_id)
+	if _, err := s.DB().ExecContext(ctx, `INSERT INTO usage SELECT u.* REPLACE ('EUR' AS currency, NULL AS key_id)
 FROM usage u WHERE entitlement = ? AND granularity = 'day' AND basis = 'usage' AND cost > 0
 QUALIFY row_number() OVER (ORDER BY date DESC, project, meter_name) <= 20`, ent); err != nil {
 		t.Fatal(err)
@@ -439,8 +446,8 @@ QUALIFY row_number() OVER (ORDER BY date DESC, project, meter_name) <= 20`, ent)
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	exportTo(t, s, ExportOptions{Dir: dir, Format: ExportFOCUS, Granularity: tally.Day, Basis: tally.BasisUsage})
-	v, err := focuscheck.ExportViolations(ctx, s.db, dir)
+	exportTo(t, s, Options{Dir: dir, Format: FormatFOCUS, Granularity: tally.Day, Basis: tally.BasisUsage})
+	v, err := focuscheck.ExportViolations(ctx, s.DB(), dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package store
+package export
 
 import (
 	"context"
@@ -24,24 +24,25 @@ import (
 	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/internal/atomicfile"
 	tallysql "github.com/tally-dev/tally/sql"
+	"github.com/tally-dev/tally/store"
 )
 
 // Export formats.
 const (
-	// ExportParquet writes the usage table and the reference snapshot
+	// FormatParquet writes the usage table and the reference snapshot
 	// tables as they are in the database.
-	ExportParquet = "parquet"
-	// ExportFOCUS writes the usage as FinOps FOCUS rows: Cost and Usage
+	FormatParquet = "parquet"
+	// FormatFOCUS writes the usage as FinOps FOCUS rows: Cost and Usage
 	// (at 1.3 by default, built on the focus view of sql/views, which is
 	// the 1.2 mapping), and at 1.3 a Contract Commitment dataset and the
 	// FOCUS metadata (FOCUSMetadataName).
-	ExportFOCUS = "focus"
+	FormatFOCUS = "focus"
 )
 
-// ExportOptions say what Export writes and where.
-type ExportOptions struct {
+// Options say what Export writes and where.
+type Options struct {
 	Dir    string // the export folder; created when missing
-	Format string // ExportParquet or ExportFOCUS
+	Format string // FormatParquet or FormatFOCUS
 	// From and Until (exclusive) limit the usage (and FOCUS) months
 	// written: every month overlapping [From, Until), whole. Zero means
 	// unbounded. Reference snapshots are always exported whole: a month's
@@ -63,17 +64,17 @@ type ExportOptions struct {
 	Now          func() time.Time // the manifest's written_at; nil = time.Now
 }
 
-// ExportResult says what one Export did.
-type ExportResult struct {
+// Result says what one Export did.
+type Result struct {
 	Dir      string // absolute
 	Format   string
-	Datasets []DatasetExport
+	Datasets []DatasetResult
 	Duration time.Duration
 }
 
-// DatasetExport is one folder of the export: a table, Hive-partitioned by
+// DatasetResult is one folder of the export: a table, Hive-partitioned by
 // month.
-type DatasetExport struct {
+type DatasetResult struct {
 	Name      string   // the folder: usage, focus, payment_method_snapshots, …
 	Partition string   // the Hive key: month or billing_period
 	Written   []string // months (YYYY-MM) written because their data changed
@@ -215,7 +216,7 @@ func narrowed(from, until time.Time) (cond string, args []any, ok bool) {
 
 var monthRE = regexp.MustCompile(`^[0-9]{4}-(0[1-9]|1[0-2])$`)
 
-// Export writes the store's data to o.Dir as Parquet (and, for FOCUS on
+// Write writes the store's data to o.Dir as Parquet (and, for FOCUS on
 // request, CSV), one folder per table, Hive-partitioned by month:
 // usage/month=2026-10/data_0.parquet. It reads one consistent state of the
 // database and works on a read-only store (the analysts' copy).
@@ -228,9 +229,9 @@ var monthRE = regexp.MustCompile(`^[0-9]{4}-(0[1-9]|1[0-2])$`)
 // longer in the data has its folder removed. Files are mode 0640 and
 // folders 0750: never readable by the world. Only one Export writes to a
 // folder at a time (a lock file in it); a second one fails at once.
-func (s *Store) Export(ctx context.Context, o ExportOptions) (ExportResult, error) {
+func Write(ctx context.Context, st *store.Store, o Options) (Result, error) {
 	began := time.Now()
-	res := ExportResult{Format: o.Format}
+	res := Result{Format: o.Format}
 	if o.Dir == "" {
 		return res, errors.New("export: the export folder is empty; give --to DIR or set export.dir")
 	}
@@ -239,7 +240,7 @@ func (s *Store) Export(ctx context.Context, o ExportOptions) (ExportResult, erro
 		return res, fmt.Errorf("export: %w", err)
 	}
 	res.Dir = dir
-	sets, err := exportDatasets(ctx, s.db, o)
+	sets, err := exportDatasets(ctx, st.DB(), o)
 	if err != nil {
 		return res, fmt.Errorf("export to %s: %w", dir, err)
 	}
@@ -267,7 +268,7 @@ func (s *Store) Export(ctx context.Context, o ExportOptions) (ExportResult, erro
 	}
 	// One connection and one transaction: every dataset reads the same
 	// state of the database, even while loads commit on a read-write store.
-	conn, err := s.db.Conn(ctx)
+	conn, err := st.DB().Conn(ctx)
 	if err != nil {
 		return res, fmt.Errorf("export to %s: %w", dir, err)
 	}
@@ -275,27 +276,27 @@ func (s *Store) Export(ctx context.Context, o ExportOptions) (ExportResult, erro
 	if _, err := conn.ExecContext(ctx, "BEGIN TRANSACTION"); err != nil {
 		return res, fmt.Errorf("export to %s: %w", dir, err)
 	}
-	defer rollback(conn, nil)
+	defer store.Rollback(conn, nil)
 
-	if o.Format == ExportFOCUS && o.FOCUSVersion != FOCUS12 {
+	if o.Format == FormatFOCUS && o.FOCUSVersion != FOCUS12 {
 		if err := setFOCUS13Lookups(ctx, conn, o); err != nil {
 			return res, fmt.Errorf("export to %s: %w", dir, err)
 		}
 	}
 	for _, d := range sets {
-		de, err := exportDataset(ctx, conn, dir, d, o, man, now().UTC(), s.copying)
+		de, err := exportDataset(ctx, conn, dir, d, o, man, now().UTC(), st.Copying)
 		res.Datasets = append(res.Datasets, de)
 		// What was renamed into place is recorded even when a later step
 		// failed, so the next export does not write it again.
-		if werr := writeManifest(dir, man); werr != nil && err == nil {
+		if werr := writeJSON(dir, ManifestName, "manifest", man); werr != nil && err == nil {
 			err = werr
 		}
 		if err != nil {
 			return res, fmt.Errorf("export %s to %s: %w", d.name, dir, err)
 		}
 	}
-	if o.Format == ExportFOCUS {
-		if err := finishFOCUS(ctx, conn, dir, o, man, now().UTC(), s.copying); err != nil {
+	if o.Format == FormatFOCUS {
+		if err := finishFOCUS(ctx, conn, dir, o, man, now().UTC(), st.Copying); err != nil {
 			return res, fmt.Errorf("export to %s: %w", dir, err)
 		}
 	}
@@ -303,22 +304,8 @@ func (s *Store) Export(ctx context.Context, o ExportOptions) (ExportResult, erro
 	return res, nil
 }
 
-// copying readies the database for an export's COPY, and returns what
-// undoes it. A partitioned COPY keeps a file's writer per month and thread
-// (some 25 to 50 MB each for FOCUS 1.3's eighty-odd columns): on two
-// threads, three months of a few thousand rows ran out of the writer's
-// 160 MB. So on the writer a COPY runs on one thread, as loads do, at the
-// writer's memory limit; a reader has a quarter of the machine
-// (ReadOnly) and keeps its threads.
-func (s *Store) copying(ctx context.Context) (func(), error) {
-	if s.readOnly {
-		return func() {}, nil
-	}
-	return s.oneThread(ctx)
-}
-
 // usageExport is the usage table as exported: every column but Tally's own
-// key_id (usagekeys.go), with the run id as text (Spark and BigQuery do not
+// key_id (store/usagekeys.go), with the run id as text (Spark and BigQuery do not
 // read Parquet's UUID type).
 const usageExport = `SELECT * EXCLUDE (key_id) REPLACE (CAST(run_id AS VARCHAR) AS run_id),
        strftime(date, '%Y-%m') AS month
@@ -353,9 +340,9 @@ func focusCSVTimed(q string, cols []string) string {
 	return "SELECT * REPLACE (" + strings.Join(repl, ", ") + ") FROM (" + q + ")"
 }
 
-func exportDatasets(ctx context.Context, q Querier, o ExportOptions) ([]dataset, error) {
+func exportDatasets(ctx context.Context, q store.Querier, o Options) ([]dataset, error) {
 	switch o.Format {
-	case ExportParquet:
+	case FormatParquet:
 		if o.CSV {
 			return nil, errors.New("CSV is written for format focus only")
 		}
@@ -381,7 +368,7 @@ func exportDatasets(ctx context.Context, q Querier, o ExportOptions) ([]dataset,
 			sets = append(sets, dataset{name: t.table, partition: "month", query: snapshotExport(t.table, t.json...), timeExpr: "snapshot_at"})
 		}
 		return sets, nil
-	case ExportFOCUS:
+	case FormatFOCUS:
 		if !o.Granularity.Valid() {
 			return nil, fmt.Errorf("granularity %q is not one of hour, day, week, month, year", o.Granularity)
 		}
@@ -465,17 +452,21 @@ func utcOf(e string) string {
 // it, with the views it reads inlined (tallysql.Inline), for the database
 // q reads. Export runs it rather than the view, so that a database
 // published by an older Tally exports with the current mapping. The views
-// whose rows a table the load keeps holds (keptViews) are inlined as the
+// whose rows a table the load keeps holds (store.KeptDefs) are inlined as the
 // database defines them where it has the table: as their files define
 // them, the meters of every month (meter_months, meter_skus, for the rate
 // card matches) were two passes over every usage row of the history, in
-// each of a FOCUS export's queries, ranged or not.
-func FOCUSQuery(ctx context.Context, q Querier) (string, error) {
+// each of a FOCUS export's queries, ranged or not. That is why this one
+// query is still composed by the inliner rather than read from a view or a
+// macro: the database's views are those of the Tally that published it
+// (or absent), and which views a table stands in for is known only once
+// the database is open.
+func FOCUSQuery(ctx context.Context, q store.Querier) (string, error) {
 	focus, err := tallysql.View("focus")
 	if err != nil {
 		return "", err
 	}
-	defs, err := keptDefs(ctx, q)
+	defs, err := store.KeptDefs(ctx, q)
 	if err != nil {
 		return "", fmt.Errorf("read the kept tables: %w", err)
 	}
@@ -540,8 +531,8 @@ func inRange(month string, from, until time.Time) bool {
 	return (from.IsZero() || end.After(from)) && (until.IsZero() || start.Before(until))
 }
 
-func exportDataset(ctx context.Context, conn *sql.Conn, dir string, d dataset, o ExportOptions, man *manifest, now time.Time, copying func(context.Context) (func(), error)) (DatasetExport, error) {
-	de := DatasetExport{Name: d.name, Partition: d.partition}
+func exportDataset(ctx context.Context, conn *sql.Conn, dir string, d dataset, o Options, man *manifest, now time.Time, copying func(context.Context) (func(), error)) (DatasetResult, error) {
+	de := DatasetResult{Name: d.name, Partition: d.partition}
 	read := d
 	if d.ranged {
 		read = d.reading(o.From, o.Until)
@@ -619,7 +610,7 @@ func exportDataset(ctx context.Context, conn *sql.Conn, dir string, d dataset, o
 			de.Rows += fp.Rows
 			de.Bytes += bytes
 		}
-		syncDir(root)
+		store.SyncDir(root)
 	}
 	for _, m := range gone {
 		part := filepath.Join(root, d.partition+"="+m)
@@ -699,7 +690,7 @@ func copyMonths(ctx context.Context, conn *sql.Conn, dir string, d dataset, mont
 		// SQL string, the months travel as parameters.
 		q := fmt.Sprintf(`COPY (SELECT * FROM (%s) WHERE %s IN (%s)) TO %s (%s, PARTITION_BY (%s))`,
 			rows, d.partition, strings.TrimSuffix(strings.Repeat("?, ", len(batch)), ", "),
-			quoteString(out), format, d.partition)
+			store.QuoteString(out), format, d.partition)
 		args := slices.Clone(dm.args)
 		for _, m := range batch {
 			args = append(args, m)
@@ -770,7 +761,7 @@ func placeMonth(staged, part string, previous []string) ([]string, int64, error)
 			}
 		}
 	}
-	syncDir(part)
+	store.SyncDir(part)
 	sort.Strings(names)
 	return names, size, nil
 }
@@ -792,14 +783,6 @@ func syncFile(path string) (int64, error) {
 		return 0, err
 	}
 	return fi.Size(), f.Close()
-}
-
-// syncDir makes renames into dir durable; a failure only weakens that.
-func syncDir(dir string) {
-	if d, err := os.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
-	}
 }
 
 func filesExist(part string, files []string) bool {
@@ -833,18 +816,20 @@ func readManifest(dir string) (*manifest, error) {
 	return m, nil
 }
 
-// writeManifest replaces the manifest atomically.
-func writeManifest(dir string, m *manifest) error {
-	b, err := json.MarshalIndent(m, "", "  ")
+// writeJSON replaces the file name in dir atomically with v as indented
+// JSON: the manifest and the FOCUS metadata. what names the file in the
+// error.
+func writeJSON(dir, name, what string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}
-	err = atomicfile.Write(context.Background(), filepath.Join(dir, ManifestName), fileMode, func(w io.Writer) error {
+	err = atomicfile.Write(context.Background(), filepath.Join(dir, name), fileMode, func(w io.Writer) error {
 		_, err := w.Write(append(b, '\n'))
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("write manifest: %w", err)
+		return fmt.Errorf("write %s: %w", what, err)
 	}
 	return nil
 }
@@ -882,7 +867,7 @@ func lockExportDir(dir string) (func(), error) {
 // removeStaging removes staging folders a killed export left behind; the
 // caller holds the folder's lock, so none is in use.
 func removeStaging(dir string) {
-	if stale, err := filepath.Glob(filepath.Join(globEscape(dir), exportStagingPrefix+"*")); err == nil {
+	if stale, err := filepath.Glob(filepath.Join(store.GlobEscape(dir), exportStagingPrefix+"*")); err == nil {
 		for _, s := range stale {
 			os.RemoveAll(s)
 		}

@@ -1,4 +1,4 @@
-package store
+package export
 
 import (
 	"context"
@@ -8,15 +8,16 @@ import (
 
 	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/fetch/sim"
+	"github.com/tally-dev/tally/store"
 )
 
 // benchStore loads a year of the simulated organization's hourly usage,
 // one window a month, and one reference snapshot.
-func benchStore(b *testing.B) (*Store, int64) {
+func benchStore(b *testing.B) (*store.Store, int64) {
 	b.Helper()
 	start := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	srv := sim.New(sim.Options{Seed: 11, Start: start, Now: func() time.Time { return start.AddDate(1, 0, 0) }})
-	s, err := Open(context.Background(), filepath.Join(b.TempDir(), "tally.duckdb"))
+	s, err := store.Open(context.Background(), filepath.Join(b.TempDir(), "tally.duckdb"))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -24,7 +25,7 @@ func benchStore(b *testing.B) (*Store, int64) {
 	var rows int64
 	for m := start; m.Before(start.AddDate(1, 0, 0)); m = m.AddDate(0, 1, 0) {
 		q := tally.UsageQuery{Window: tally.Window{Start: m, End: m.AddDate(0, 1, 0), Granularity: tally.Hour}}
-		res, err := s.LoadWindow(context.Background(), q, NewRunID(), rowsOf(srv.Rows(q)...))
+		res, err := s.LoadWindow(context.Background(), q, store.NewRunID(), rowsOf(srv.Rows(q)...))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -37,23 +38,23 @@ func benchStore(b *testing.B) (*Store, int64) {
 // month written) and a rerun with nothing changed (fingerprints only), for
 // both formats, FOCUS at 1.3 (the default) and 1.2:
 //
-//	go test ./store -run '^$' -bench Export -benchtime 3x
+//	go test ./export -run '^$' -bench Export -benchtime 3x
 func BenchmarkExport(b *testing.B) {
 	s, rows := benchStore(b)
 	for _, tc := range []struct {
 		name string
-		o    ExportOptions
+		o    Options
 	}{
-		{"parquet", ExportOptions{Format: ExportParquet}},
-		{"focus", ExportOptions{Format: ExportFOCUS, Granularity: tally.Hour, Basis: tally.BasisUsage}},
-		{"focus-1.2", ExportOptions{Format: ExportFOCUS, Granularity: tally.Hour, Basis: tally.BasisUsage, FOCUSVersion: FOCUS12}},
-		{"focus+csv", ExportOptions{Format: ExportFOCUS, CSV: true, Granularity: tally.Hour, Basis: tally.BasisUsage}},
+		{"parquet", Options{Format: FormatParquet}},
+		{"focus", Options{Format: FormatFOCUS, Granularity: tally.Hour, Basis: tally.BasisUsage}},
+		{"focus-1.2", Options{Format: FormatFOCUS, Granularity: tally.Hour, Basis: tally.BasisUsage, FOCUSVersion: FOCUS12}},
+		{"focus+csv", Options{Format: FormatFOCUS, CSV: true, Granularity: tally.Hour, Basis: tally.BasisUsage}},
 	} {
 		b.Run(tc.name+"/first", func(b *testing.B) {
 			for b.Loop() {
 				o := tc.o
 				o.Dir = b.TempDir()
-				if _, err := s.Export(context.Background(), o); err != nil {
+				if _, err := Write(context.Background(), s, o); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -62,11 +63,11 @@ func BenchmarkExport(b *testing.B) {
 		b.Run(tc.name+"/unchanged", func(b *testing.B) {
 			o := tc.o
 			o.Dir = b.TempDir()
-			if _, err := s.Export(context.Background(), o); err != nil {
+			if _, err := Write(context.Background(), s, o); err != nil {
 				b.Fatal(err)
 			}
 			for b.Loop() {
-				res, err := s.Export(context.Background(), o)
+				res, err := Write(context.Background(), s, o)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -83,7 +84,7 @@ func BenchmarkExport(b *testing.B) {
 // sim's projects and a sharing rule of every method, so a part of the
 // rows is split into allocated rows), at the writer's memory_limit:
 //
-//	go test ./store -run '^$' -bench ExportFOCUSAllocation -benchtime 1x
+//	go test ./export -run '^$' -bench ExportFOCUSAllocation -benchtime 1x
 func BenchmarkExportFOCUSAllocation(b *testing.B) {
 	s, rows := benchStore(b)
 	from := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -113,7 +114,7 @@ func BenchmarkExportFOCUSAllocation(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			var written int64
 			for b.Loop() {
-				res, err := s.Export(context.Background(), ExportOptions{Format: ExportFOCUS, Granularity: tally.Hour, Basis: tally.BasisUsage, Dir: b.TempDir()})
+				res, err := Write(context.Background(), s, Options{Format: FormatFOCUS, Granularity: tally.Hour, Basis: tally.BasisUsage, Dir: b.TempDir()})
 				if err != nil {
 					b.Fatal(err)
 				}
