@@ -119,22 +119,12 @@ func (s *summaryWriter) adjustments() error {
 	return nil
 }
 
-// CloseFigure is a month's usage value for one project, meter, payment
-// method and currency, exact decimal text, as a close keeps it.
-type CloseFigure struct {
-	Organization                                string
-	Project, MeterName, PaymentMethod, Currency string
-	Rows                                        int64
-	Cost, Billed, Effective, Quantity           string
-	Unit                                        string // "" when the interface sent none
-}
-
 // Fingerprint is what a close records of a month: its rows as the workbook
 // reads them, counted and hashed, and its figures.
 type Fingerprint struct {
 	Rows        int64
 	ContentHash string
-	Figures     []CloseFigure
+	Figures     []tally.CloseFigure
 }
 
 // MonthFingerprint reads the fingerprint of period p from src through the
@@ -152,7 +142,7 @@ func MonthFingerprint(ctx context.Context, src Source, p Period) (Fingerprint, e
 		return fp, fmt.Errorf("fingerprint %s: %w", p.Month.Format(monthLayout), err)
 	}
 	err = b.each("close_figures", func(r *sql.Rows) error {
-		var f CloseFigure
+		var f tally.CloseFigure
 		var project, pm, unit sql.NullString
 		if err := r.Scan(&f.Organization, &project, &f.MeterName, &pm, &f.Currency, &f.Rows, &f.Cost, &f.Billed, &f.Effective, &f.Quantity, &unit); err != nil {
 			return err

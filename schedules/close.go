@@ -151,52 +151,76 @@ func closeOrgs(ctx context.Context, st *store.Store, cfg *configs.Config) ([]con
 // reads only, so it can run on the analysts' copy before the lock is
 // taken, and again on the store under the lock.
 func checkStore(ctx context.Context, st *store.Store, cfg *configs.Config, o CloseOptions) error {
-	base := cfg.UsageQueryBase()
-	basis, g := base.Basis(), cfg.Usage.Granularity
-	m := o.Month.Format("2006-01")
-	orgs, err := closeOrgs(ctx, st, cfg)
+	orgs, err := checkedOrgs(ctx, st, cfg, o)
 	if err != nil {
 		return err
 	}
-	if o.Org != "" && !cfg.Grouped() {
-		return refused("--org %q: this config has no organizations: list (the api: form is one organization, closed without --org); leave --org out", o.Org)
-	}
-	if o.Org != "" {
-		var names []string
-		var one []configs.Organization
-		for _, org := range orgs {
-			names = append(names, org.Name)
-			if org.Name == o.Org {
-				one = []configs.Organization{org}
-			}
-		}
-		if one == nil {
-			return refused("--org %q is not an organization of this config: one of %s", o.Org, strings.Join(names, ", "))
-		}
-		orgs = one
-	}
-	of := func(name string) string {
-		if o.Org == "" && !cfg.Grouped() {
-			return ""
-		}
-		return " for organization " + name
-	}
 	if o.Reopen {
-		for _, org := range orgs {
-			last, err := st.LatestClose(ctx, org.Name, o.Month, basis, g)
-			if err != nil {
-				return err
-			}
-			if last != nil && last.Action == store.ActionClose {
-				return nil
-			}
-		}
-		what := ""
-		if o.Org != "" {
-			what = " for organization " + o.Org
-		}
-		return refused("--month %s is not closed%s (basis %s, granularity %s): there is nothing to reopen", m, what, basis, g)
+		return checkReopen(ctx, st, cfg, orgs, o)
 	}
+	if err := checkNotClosed(ctx, st, cfg, orgs, o); err != nil {
+		return err
+	}
+	return checkLoaded(ctx, st, cfg, orgs, o)
+}
+
+// checkedOrgs are the organizations a close or reopen covers: the one
+// --org names, else every one of the store; --org naming none of the
+// config's, or given without organizations:, is refused.
+func checkedOrgs(ctx context.Context, st *store.Store, cfg *configs.Config, o CloseOptions) ([]configs.Organization, error) {
+	orgs, err := closeOrgs(ctx, st, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if o.Org == "" {
+		return orgs, nil
+	}
+	if !cfg.Grouped() {
+		return nil, refused("--org %q: this config has no organizations: list (the api: form is one organization, closed without --org); leave --org out", o.Org)
+	}
+	var names []string
+	for _, org := range orgs {
+		names = append(names, org.Name)
+		if org.Name == o.Org {
+			return []configs.Organization{org}, nil
+		}
+	}
+	return nil, refused("--org %q is not an organization of this config: one of %s", o.Org, strings.Join(names, ", "))
+}
+
+// forOrg is how a refusal names organization name: not at all when the
+// store is closed as one (the api: form without --org).
+func forOrg(cfg *configs.Config, o CloseOptions, name string) string {
+	if o.Org == "" && !cfg.Grouped() {
+		return ""
+	}
+	return " for organization " + name
+}
+
+// checkReopen refuses a reopen of a month no organization of orgs has
+// closed.
+func checkReopen(ctx context.Context, st *store.Store, cfg *configs.Config, orgs []configs.Organization, o CloseOptions) error {
+	basis, g := cfg.UsageQueryBase().Basis(), cfg.Usage.Granularity
+	for _, org := range orgs {
+		last, err := st.LatestClose(ctx, org.Name, o.Month, basis, g)
+		if err != nil {
+			return err
+		}
+		if last != nil && last.Action == store.ActionClose {
+			return nil
+		}
+	}
+	what := ""
+	if o.Org != "" {
+		what = " for organization " + o.Org
+	}
+	return refused("--month %s is not closed%s (basis %s, granularity %s): there is nothing to reopen", o.Month.Format("2006-01"), what, basis, g)
+}
+
+// checkNotClosed refuses a close of a month an organization of orgs has
+// closed already (on its own, or with the group).
+func checkNotClosed(ctx context.Context, st *store.Store, cfg *configs.Config, orgs []configs.Organization, o CloseOptions) error {
+	basis, g := cfg.UsageQueryBase().Basis(), cfg.Usage.Granularity
 	group, err := st.LatestClose(ctx, "", o.Month, basis, g)
 	if err != nil {
 		return err
@@ -206,27 +230,42 @@ func checkStore(ctx context.Context, st *store.Store, cfg *configs.Config, o Clo
 		if err != nil {
 			return err
 		}
-		if last == nil || last.Action != store.ActionClose {
-			continue
+		if last != nil && last.Action == store.ActionClose {
+			return closedAlready(cfg, o, org.Name, last, group)
 		}
-		if o.Org == "" && cfg.Grouped() && group != nil && group.Action == store.ActionClose && last.At.Equal(group.At) {
-			return alreadyClosed(group, "--month %s is already closed for every organization: closed %s UTC by %s (basis %s, granularity %s); to close it again, reopen it first with tally close --reopen --month %s --reason TEXT",
-				m, group.At.Format("2006-01-02 15:04"), group.Who, basis, g, m)
-		}
-		orgFlag := ""
-		if o.Org != "" {
-			orgFlag = " --org " + o.Org
-		}
-		if o.Org == "" && cfg.Grouped() && last.Organization != "" {
-			return refused("--month %s is already closed for organization %s: closed %s UTC by %s (basis %s, granularity %s); a group close closes every organization at once: reopen it first with tally close --reopen --month %s --org %s --reason TEXT, or close the others one by one with --org",
-				m, last.Organization, last.At.Format("2006-01-02 15:04"), last.Who, basis, g, m, last.Organization)
-		}
-		return alreadyClosed(last, "--month %s is already closed%s: closed %s UTC by %s (basis %s, granularity %s); to close it again, reopen it first with tally close --reopen --month %s%s --reason TEXT",
-			m, of(org.Name), last.At.Format("2006-01-02 15:04"), last.Who, basis, g, m, orgFlag)
 	}
+	return nil
+}
+
+// closedAlready is the refusal of a close of a month that last closed for
+// organization org (group: the latest close or reopen of every
+// organization at once), in the words that say how to close it again.
+func closedAlready(cfg *configs.Config, o CloseOptions, org string, last, group *store.MonthClose) error {
+	basis, g := cfg.UsageQueryBase().Basis(), cfg.Usage.Granularity
+	m := o.Month.Format("2006-01")
+	if o.Org == "" && cfg.Grouped() && group != nil && group.Action == store.ActionClose && last.At.Equal(group.At) {
+		return alreadyClosed(group, "--month %s is already closed for every organization: closed %s UTC by %s (basis %s, granularity %s); to close it again, reopen it first with tally close --reopen --month %s --reason TEXT",
+			m, group.At.Format("2006-01-02 15:04"), group.Who, basis, g, m)
+	}
+	orgFlag := ""
+	if o.Org != "" {
+		orgFlag = " --org " + o.Org
+	}
+	if o.Org == "" && cfg.Grouped() && last.Organization != "" {
+		return refused("--month %s is already closed for organization %s: closed %s UTC by %s (basis %s, granularity %s); a group close closes every organization at once: reopen it first with tally close --reopen --month %s --org %s --reason TEXT, or close the others one by one with --org",
+			m, last.Organization, last.At.Format("2006-01-02 15:04"), last.Who, basis, g, m, last.Organization)
+	}
+	return alreadyClosed(last, "--month %s is already closed%s: closed %s UTC by %s (basis %s, granularity %s); to close it again, reopen it first with tally close --reopen --month %s%s --reason TEXT",
+		m, forOrg(cfg, o, org), last.At.Format("2006-01-02 15:04"), last.Who, basis, g, m, orgFlag)
+}
+
+// checkLoaded refuses a close of a month with a day no loaded window
+// covers. A group closes every organization at once, or not at all,
+// naming the organization not ready.
+func checkLoaded(ctx context.Context, st *store.Store, cfg *configs.Config, orgs []configs.Organization, o CloseOptions) error {
+	basis, g := cfg.UsageQueryBase().Basis(), cfg.Usage.Granularity
+	m := o.Month.Format("2006-01")
 	end := o.Month.AddDate(0, 1, 0)
-	// A group closes every organization at once, or not at all, naming
-	// the organization not ready.
 	for _, org := range orgs {
 		q := cfg.QueryBase(org)
 		missing, err := st.UncoveredDays(ctx, org.Name, o.Month, end, g, basis, q.Scope())
@@ -235,7 +274,7 @@ func checkStore(ctx context.Context, st *store.Store, cfg *configs.Config, o Clo
 		}
 		if len(missing) > 0 {
 			return refused("--month %s is not fully loaded%s: %d day(s) have no loaded window at granularity %s, basis %s (first %s, last %s); run tally fetch --from %s --to %s, then close",
-				m, of(org.Name), len(missing), g, basis, missing[0].Format(time.DateOnly), missing[len(missing)-1].Format(time.DateOnly),
+				m, forOrg(cfg, o, org.Name), len(missing), g, basis, missing[0].Format(time.DateOnly), missing[len(missing)-1].Format(time.DateOnly),
 				missing[0].Format(time.DateOnly), missing[len(missing)-1].AddDate(0, 0, 1).Format(time.DateOnly))
 		}
 	}
@@ -261,9 +300,7 @@ func checkStore(ctx context.Context, st *store.Store, cfg *configs.Config, o Clo
 // the group's final workbook, all in one transaction.
 func closeMonth(ctx context.Context, env *job.Env, runID uuid.UUID, o CloseOptions) (store.MonthClose, []store.MonthClose, error) {
 	cfg := env.Config
-	basis, g := cfg.DefaultBasis(), cfg.Usage.Granularity
-	m := o.Month.Format("2006-01")
-	c := store.MonthClose{ID: runID, Organization: o.Org, Month: o.Month, Basis: basis, Granularity: g, At: env.Now(), Who: o.Who, Reason: o.Reason, Allocation: cfg.Allocation}
+	c := store.MonthClose{ID: runID, Organization: o.Org, Month: o.Month, Basis: cfg.DefaultBasis(), Granularity: cfg.Usage.Granularity, At: env.Now(), Who: o.Who, Reason: o.Reason, Allocation: cfg.Allocation}
 	if err := CheckClose(o, c.At); err != nil {
 		return c, nil, err
 	}
@@ -271,85 +308,28 @@ func closeMonth(ctx context.Context, env *job.Env, runID uuid.UUID, o CloseOptio
 	if err != nil {
 		return c, nil, err
 	}
-	if !o.Reopen {
-		// A close a kill cut short after its record: finishing it is what
-		// the rerun was for.
-		for _, f := range finished {
-			if f.Month.Equal(o.Month) && f.Basis == basis && f.Granularity == g && f.Organization == o.Org {
-				return f, nil, nil
-			}
-		}
+	if f := finishedClose(finished, c, o); f != nil {
+		return *f, nil, nil
 	}
 	if err := checkStore(ctx, env.Store, cfg, o); err != nil {
 		return c, nil, err
 	}
 	if o.Reopen {
-		c.Action = store.ActionReopen
-		if err := env.Store.RecordReopen(ctx, c); err != nil {
-			return c, nil, err
-		}
-		l := env.Log.Warn().Str("month", m).Str("who", c.Who).Str("reason", c.Reason)
-		if o.Org != "" {
-			l = l.Str("organization", o.Org)
-		}
-		l.Msg("month reopened")
-		return c, nil, nil
+		return reopenMonth(ctx, env, c)
 	}
-	// The records of this close: the organizations' own first, the
-	// group's (or the one asked) last, which is what the run returns.
-	var records []store.CloseRecord
-	if o.Org == "" && cfg.Grouped() {
-		orgs, err := closeOrgs(ctx, env.Store, cfg)
-		if err != nil {
-			return c, nil, err
-		}
-		for _, org := range orgs {
-			oc := c
-			oc.ID, oc.Organization = store.NewRunID(), org.Name
-			records = append(records, store.CloseRecord{Close: oc})
-		}
+	records, err := closeRecords(ctx, env, c, o)
+	if err != nil {
+		return c, nil, err
 	}
-	records = append(records, store.CloseRecord{Close: c})
-	var staged, written []string
-	undo := func() {
-		for _, p := range append(staged, written...) {
-			os.Remove(p)
-		}
-	}
-	for i := range records {
-		r := &records[i]
-		st, err := writeFinal(ctx, env, r, o.Org != "" || !cfg.Grouped() || r.Close.Organization == "")
-		if st != "" {
-			staged = append(staged, st)
-		}
-		for _, s := range r.Close.Statements {
-			written = append(written, s.Path)
-		}
-		if err != nil {
-			undo()
-			return c, nil, fmt.Errorf("close %s: %w", m, err)
-		}
+	staged, undo, err := writeFinals(ctx, env, records, o)
+	if err != nil {
+		return c, nil, err
 	}
 	if err := env.Store.RecordCloses(ctx, records); err != nil {
 		undo()
 		return c, nil, err
 	}
-	// The close is recorded: a final workbook that cannot be put in
-	// place leaves it partial (exit 3), not failed, since the month is
-	// closed whatever the file system says.
-	var notPlaced []error
-	for i, r := range records {
-		if err := placeFinal(env, r.Close, staged[i]); err != nil {
-			notPlaced = append(notPlaced, fmt.Errorf("close %s: recorded, but the final workbook %s is not in place yet (the next close, deliver or close step puts it there): %w", m, r.Close.FinalWorkbook, err))
-		}
-	}
-	for _, r := range records {
-		l := env.Log.Info().Str("month", m).Str("who", r.Close.Who).Str("content_hash", r.Close.ContentHash).Str("final_workbook", r.Close.FinalWorkbook)
-		if r.Close.Organization != "" {
-			l = l.Str("organization", r.Close.Organization)
-		}
-		l.Msg("month closed")
-	}
+	notPlaced := placeFinals(env, records, staged)
 	var orgs []store.MonthClose
 	for _, r := range records[:len(records)-1] {
 		orgs = append(orgs, r.Close)
@@ -358,6 +338,102 @@ func closeMonth(ctx context.Context, env *job.Env, runID uuid.UUID, o CloseOptio
 		return records[len(records)-1].Close, orgs, job.StepErrors(notPlaced...)
 	}
 	return records[len(records)-1].Close, orgs, nil
+}
+
+// finishedClose is, of the closes finishCloses just finished, the one c
+// asks for again: a close a kill cut short after its record, which
+// finishing is what the rerun was for; nil for a reopen or none.
+func finishedClose(finished []store.MonthClose, c store.MonthClose, o CloseOptions) *store.MonthClose {
+	if o.Reopen {
+		return nil
+	}
+	for _, f := range finished {
+		if f.Month.Equal(c.Month) && f.Basis == c.Basis && f.Granularity == c.Granularity && f.Organization == c.Organization {
+			return &f
+		}
+	}
+	return nil
+}
+
+// reopenMonth records the reopen c.
+func reopenMonth(ctx context.Context, env *job.Env, c store.MonthClose) (store.MonthClose, []store.MonthClose, error) {
+	c.Action = store.ActionReopen
+	if err := env.Store.RecordReopen(ctx, c); err != nil {
+		return c, nil, err
+	}
+	l := env.Log.Warn().Str("month", c.Month.Format("2006-01")).Str("who", c.Who).Str("reason", c.Reason)
+	if c.Organization != "" {
+		l = l.Str("organization", c.Organization)
+	}
+	l.Msg("month reopened")
+	return c, nil, nil
+}
+
+// closeRecords are the records of the close c: the organizations' own
+// first (a group's close of every organization), the group's (or the one
+// asked) last, which is what the run returns.
+func closeRecords(ctx context.Context, env *job.Env, c store.MonthClose, o CloseOptions) ([]store.CloseRecord, error) {
+	var records []store.CloseRecord
+	if o.Org == "" && env.Config.Grouped() {
+		orgs, err := closeOrgs(ctx, env.Store, env.Config)
+		if err != nil {
+			return nil, err
+		}
+		for _, org := range orgs {
+			oc := c
+			oc.ID, oc.Organization = store.NewRunID(), org.Name
+			records = append(records, store.CloseRecord{Close: oc})
+		}
+	}
+	return append(records, store.CloseRecord{Close: c}), nil
+}
+
+// writeFinals writes each record's final workbook to its staged file (and
+// its statements), returning the staged files in the records' order and
+// undo, which removes every file written; on an error it has undone them.
+func writeFinals(ctx context.Context, env *job.Env, records []store.CloseRecord, o CloseOptions) ([]string, func(), error) {
+	var staged, written []string
+	undo := func() {
+		for _, p := range append(staged, written...) {
+			os.Remove(p)
+		}
+	}
+	for i := range records {
+		r := &records[i]
+		st, err := writeFinal(ctx, env, r, o.Org != "" || !env.Config.Grouped() || r.Close.Organization == "")
+		if st != "" {
+			staged = append(staged, st)
+		}
+		for _, s := range r.Close.Statements {
+			written = append(written, s.Path)
+		}
+		if err != nil {
+			undo()
+			return nil, nil, fmt.Errorf("close %s: %w", o.Month.Format("2006-01"), err)
+		}
+	}
+	return staged, undo, nil
+}
+
+// placeFinals puts the recorded closes' final workbooks in place and logs
+// each close. The close is recorded: a final workbook that cannot be put
+// in place leaves it partial (exit 3), not failed, since the month is
+// closed whatever the file system says; those are the errors returned.
+func placeFinals(env *job.Env, records []store.CloseRecord, staged []string) []error {
+	var notPlaced []error
+	for i, r := range records {
+		if err := placeFinal(env, r.Close, staged[i]); err != nil {
+			notPlaced = append(notPlaced, fmt.Errorf("close %s: recorded, but the final workbook %s is not in place yet (the next close, deliver or close step puts it there): %w", r.Close.Month.Format("2006-01"), r.Close.FinalWorkbook, err))
+		}
+	}
+	for _, r := range records {
+		l := env.Log.Info().Str("month", r.Close.Month.Format("2006-01")).Str("who", r.Close.Who).Str("content_hash", r.Close.ContentHash).Str("final_workbook", r.Close.FinalWorkbook)
+		if r.Close.Organization != "" {
+			l = l.Str("organization", r.Close.Organization)
+		}
+		l.Msg("month closed")
+	}
+	return notPlaced
 }
 
 // writeFinal writes one record's final workbook to its staged file (and,
@@ -396,10 +472,7 @@ func writeFinal(ctx context.Context, env *job.Env, r *store.CloseRecord, stateme
 		return staged, err
 	}
 	c.Action, c.ContentHash, c.FinalWorkbook, c.FinalSHA256 = store.ActionClose, fp.ContentHash, final, sum
-	r.Figures = make([]store.CloseFigure, len(fp.Figures))
-	for i, f := range fp.Figures {
-		r.Figures[i] = store.CloseFigure(f)
-	}
+	r.Figures = fp.Figures
 	// The cost centres' statements are final with the workbook: written
 	// under their final names before the close is recorded, with their
 	// sha256 in the record. A kill before the record leaves files no
@@ -498,24 +571,13 @@ func finishCloses(ctx context.Context, env *job.Env) ([]store.MonthClose, error)
 		}
 		staged := stagedFinal(c.FinalWorkbook, c.ID)
 		recorded[staged] = true
-		if _, err := os.Lstat(staged); err != nil {
-			if _, err := os.Lstat(c.FinalWorkbook); errors.Is(err, os.ErrNotExist) {
-				env.Log.Error().Str("month", c.Month.Format("2006-01")).Str("final_workbook", c.FinalWorkbook).Msg("the final workbook of a recorded close is missing; restore it from a delivered copy (its sha256 is in month_closes.final_sha256)")
-			}
-			continue
-		}
-		sum, err := fileSHA256(staged)
+		done, err := finishClose(env, c, staged)
 		if err != nil {
 			return finished, err
 		}
-		if c.FinalSHA256 != "" && sum != c.FinalSHA256 {
-			return finished, fmt.Errorf("the staged final workbook %s does not match its close (sha256 %s, recorded %s); move it aside and rerun", staged, sum, c.FinalSHA256)
+		if done {
+			finished = append(finished, c)
 		}
-		if err := placeFinal(env, c, staged); err != nil {
-			return finished, fmt.Errorf("put the final workbook of %s in place: %w", c.Month.Format("2006-01"), err)
-		}
-		env.Log.Warn().Str("month", c.Month.Format("2006-01")).Str("who", c.Who).Str("final_workbook", c.FinalWorkbook).Msg("finished a close a kill had cut short: the final workbook is now in place")
-		finished = append(finished, c)
 	}
 	statements, err := env.Store.CloseStatements(ctx, uuid.Nil)
 	if err != nil {
@@ -524,7 +586,39 @@ func finishCloses(ctx context.Context, env *job.Env) ([]store.MonthClose, error)
 	for _, st := range statements {
 		recorded[st.Path] = true
 	}
-	// A month's folder, and its organizations' folders in it.
+	removeUnrecorded(env, recorded)
+	return finished, nil
+}
+
+// finishClose puts the recorded close c's final workbook in place from its
+// staged file, when there is one, and reports whether it did.
+func finishClose(env *job.Env, c store.MonthClose, staged string) (bool, error) {
+	if _, err := os.Lstat(staged); err != nil {
+		if _, err := os.Lstat(c.FinalWorkbook); errors.Is(err, os.ErrNotExist) {
+			env.Log.Error().Str("month", c.Month.Format("2006-01")).Str("final_workbook", c.FinalWorkbook).Msg("the final workbook of a recorded close is missing; restore it from a delivered copy (its sha256 is in month_closes.final_sha256)")
+		}
+		return false, nil
+	}
+	sum, err := fileSHA256(staged)
+	if err != nil {
+		return false, err
+	}
+	if c.FinalSHA256 != "" && sum != c.FinalSHA256 {
+		return false, fmt.Errorf("the staged final workbook %s does not match its close (sha256 %s, recorded %s); move it aside and rerun", staged, sum, c.FinalSHA256)
+	}
+	if err := placeFinal(env, c, staged); err != nil {
+		return false, fmt.Errorf("put the final workbook of %s in place: %w", c.Month.Format("2006-01"), err)
+	}
+	env.Log.Warn().Str("month", c.Month.Format("2006-01")).Str("who", c.Who).Str("final_workbook", c.FinalWorkbook).Msg("finished a close a kill had cut short: the final workbook is now in place")
+	return true, nil
+}
+
+// removeUnrecorded removes, from each month's folder and its
+// organizations' folders in it, the staged final workbooks and final
+// statements no close recorded (recorded: the paths closes name), and
+// the temporary files a staged file is written through. The writer lock is
+// held: no other close is writing these.
+func removeUnrecorded(env *job.Env, recorded map[string]bool) {
 	dirs, _ := filepath.Glob(filepath.Join(env.Config.Reports.Dir, "*"))
 	orgDirs, _ := filepath.Glob(filepath.Join(env.Config.Reports.Dir, "*", "*"))
 	for _, d := range append(dirs, orgDirs...) {
@@ -534,7 +628,6 @@ func finishCloses(ctx context.Context, env *job.Env) ([]store.MonthClose, error)
 		}
 		for _, e := range entries {
 			p := filepath.Join(d, e.Name())
-			// The writer lock is held: no other close is writing these.
 			if (stagedRE.MatchString(e.Name()) && !recorded[p]) || stagedTempRE.MatchString(e.Name()) {
 				if err := os.Remove(p); err == nil {
 					env.Log.Warn().Str("file", p).Msg("removed the staged final workbook of a close a kill cut short before it was recorded")
@@ -547,7 +640,6 @@ func finishCloses(ctx context.Context, env *job.Env) ([]store.MonthClose, error)
 			}
 		}
 	}
-	return finished, nil
 }
 
 // closeStep closes the previous month once reports.close_after has passed

@@ -1,9 +1,10 @@
 // Package sql owns Tally's SQL text, embedded in the binary: schema
-// migrations (schema/, numbered, applied in order), analyst views (views/),
-// one query per workbook sheet (reports/) and named analyst queries
-// (queries/). Beyond giving the files out, it only orders the views by
-// what they read (ViewOrder) and inlines the views a query reads into it
-// (Inline).
+// migrations (schema/, numbered, applied in order), analyst views (views/)
+// and the macros they call (macros/), one query per workbook sheet
+// (reports/), named analyst queries (queries/) and what a close keeps of a
+// month beside its figures (close/). Beyond giving the files out, it only
+// orders the views by what they read (ViewOrder) and inlines the views a
+// query reads into it (Inline).
 package sql
 
 import "embed"
@@ -17,6 +18,18 @@ var Schema embed.FS
 //
 //go:embed views/*.sql
 var Views embed.FS
+
+// Macros holds DuckDB macros the views call, one a file, created (or
+// replaced) before the views.
+//
+//go:embed macros/*.sql
+var Macros embed.FS
+
+// Close holds month_close_keys.sql, the query whose rows the store keeps
+// in month_close_keys for the closed months a condition picks.
+//
+//go:embed close/*.sql
+var Close embed.FS
 
 // Queries holds the named analyst queries of `tally query --name`.
 //

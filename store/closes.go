@@ -68,16 +68,6 @@ WHERE ? OR close_id = ? ORDER BY cost_centre, path`, id == uuid.Nil, id)
 	return out, rows.Err()
 }
 
-// CloseFigure is one project, meter, payment method and currency of a
-// closed month as it stood at close; amounts are exact decimal text.
-type CloseFigure struct {
-	Organization                                string
-	Project, MeterName, PaymentMethod, Currency string
-	Rows                                        int64
-	Cost, Billed, Effective, Quantity           string
-	Unit                                        string // "" when the interface sent none
-}
-
 // LatestClose returns the latest month_closes row in force for an
 // organization's month, basis and granularity (its own, or one of every
 // organization at once; at a tie its own, as closed_months), or nil when
@@ -167,14 +157,14 @@ AND organization IS NOT DISTINCT FROM ?`,
 // fingerprint's row count and cost per currency are summed from the
 // figures, in DuckDB, so they are exact and agree with them by
 // construction.
-func (s *Store) RecordClose(ctx context.Context, c MonthClose, figs []CloseFigure) error {
+func (s *Store) RecordClose(ctx context.Context, c MonthClose, figs []tally.CloseFigure) error {
 	return s.RecordCloses(ctx, []CloseRecord{{Close: c, Figures: figs}})
 }
 
 // CloseRecord is one close to record and its figures.
 type CloseRecord struct {
 	Close   MonthClose
-	Figures []CloseFigure
+	Figures []tally.CloseFigure
 }
 
 // RecordCloses adds closes in one transaction: a group's close of every
@@ -186,11 +176,20 @@ func (s *Store) RecordCloses(ctx context.Context, cs []CloseRecord) error {
 				return err
 			}
 		}
+		if !s.closeKeyed {
+			return nil
+		}
+		for _, r := range cs {
+			c := r.Close
+			if err := KeepCloseKeys(ctx, conn, c.Organization, c.Month, c.Basis, c.Granularity); err != nil {
+				return err
+			}
+		}
 		return nil
 	})
 }
 
-func recordClose(ctx context.Context, conn *sql.Conn, c MonthClose, figs []CloseFigure) error {
+func recordClose(ctx context.Context, conn *sql.Conn, c MonthClose, figs []tally.CloseFigure) error {
 	for _, f := range figs {
 		if _, err := conn.ExecContext(ctx, `INSERT INTO month_close_figures
 (close_id, organization, project, meter_name, payment_method, currency, rows, cost, billed, effective, quantity, unit)

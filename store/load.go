@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"iter"
 	"math/big"
+	"slices"
 	"strings"
 	"time"
 
@@ -94,6 +95,17 @@ func (s *Store) LoadWindow(ctx context.Context, q tally.UsageQuery, runID uuid.U
 		s.ledgerMu.Lock()
 		defer s.ledgerMu.Unlock()
 	}
+	// A window whose rows may count in a closed month may rewrite what
+	// the close keeps of its keys (month_close_keys): such windows load
+	// one at a time.
+	closing, err := s.mayKeyClosedMonth(ctx, q.Organization, q.Basis(), w.Granularity, w.Start)
+	if err != nil {
+		return LoadResult{}, fmt.Errorf("%s: %w", label, err)
+	}
+	if closing {
+		s.closeKeysMu.Lock()
+		defer s.closeKeysMu.Unlock()
+	}
 	if err := s.loads.begin(ctx, s.db); err != nil {
 		return LoadResult{}, fmt.Errorf("%s: %w", label, err)
 	}
@@ -121,6 +133,12 @@ func (s *Store) LoadWindow(ctx context.Context, q tally.UsageQuery, runID uuid.U
 		if keys != nil {
 			if err := keys.addFresh(ctx, conn); err != nil {
 				return err
+			}
+			if closing && len(keys.ids) > 0 {
+				lo, hi := int64(slices.Min(keys.ids))-1, int64(slices.Max(keys.ids))
+				if err := s.keysInClosedMonths(ctx, conn, lo, hi); err != nil {
+					return err
+				}
 			}
 		}
 		if err := ctx.Err(); err != nil {

@@ -29,6 +29,10 @@ func (s *Store) SaveProjectUsage(ctx context.Context, org string, runID uuid.UUI
 		return 0, err
 	}
 	at = at.UTC().Truncate(time.Microsecond)
+	// The keys of the rebuilt months may fall in a closed month
+	// (keysInClosedMonths): one at a time with the loads that may.
+	s.closeKeysMu.Lock()
+	defer s.closeKeysMu.Unlock()
 	var rows int64
 	err := s.inTx(ctx, func(conn *sql.Conn) error {
 		months := map[time.Time]bool{} // whose estimated rows were rebuilt

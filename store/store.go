@@ -48,6 +48,10 @@ type Store struct {
 	// key handed out.
 	keyed  bool
 	keySeq atomic.Int64
+	// closeKeyed: the schema has month_close_keys (api_close.go);
+	// closeKeysMu: loads that may rewrite its rows run one at a time.
+	closeKeyed  bool
+	closeKeysMu sync.Mutex
 }
 
 // options are the seams tests use to open a database as an older Tally
@@ -215,6 +219,10 @@ func openWith(ctx context.Context, path string, o options) (*Store, error) {
 				db.Close()
 				return nil, fmt.Errorf("open store %s: %w", path, err)
 			}
+		}
+		if err := s.keepMissingCloseKeys(ctx); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("open store %s: %w", path, err)
 		}
 		if err := s.settleBaselines(ctx); err != nil {
 			db.Close()
@@ -621,6 +629,11 @@ func (s *Store) createViews(ctx context.Context, fsys fs.FS) error {
 		texts[strings.TrimSuffix(path.Base(name), ".sql")] = string(b)
 	}
 	return s.inTx(ctx, func(conn *sql.Conn) error {
+		// The macros first: a view is bound, macros and all, when it is
+		// created.
+		if err := createMacros(ctx, conn); err != nil {
+			return err
+		}
 		kept, err := keptDefs(ctx, conn)
 		if err != nil {
 			return err

@@ -278,6 +278,7 @@ func (s *Store) readKeyed(ctx context.Context) error {
 	if err := s.db.QueryRowContext(ctx, `SELECT coalesce(max(version), 0) FROM schema_migrations`).Scan(&schema); err != nil {
 		return fmt.Errorf("read schema_migrations: %w", err)
 	}
+	s.closeKeyed = schema >= monthCloseKeysVersion
 	if s.keyed = schema >= usageKeysVersion; !s.keyed {
 		return nil
 	}
@@ -307,6 +308,9 @@ func (s *Store) keyMonth(ctx context.Context, conn *sql.Conn, org string, month 
 SELECT CAST($4 + row_number() OVER () AS INTEGER), $1, basis, granularity, $2, period_month, `+keyTextList+`
 FROM (`+missingKeys+`)`, org, month, next, last-n); err != nil {
 			return fmt.Errorf("number usage of %s: %w", month.Format("2006-01"), err)
+		}
+		if err := s.keysInClosedMonths(ctx, conn, last-n, last); err != nil {
+			return err
 		}
 	}
 	if _, err := conn.ExecContext(ctx, `UPDATE usage SET key_id = k.id

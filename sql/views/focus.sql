@@ -91,19 +91,7 @@ priced AS (
            price_unit,
            -- the price's unit in FOCUS unit format (as ConsumedUnit), once
            -- per price rather than on every row it prices
-           CASE lower(trim(price_unit))
-               WHEN '' THEN 'Units'
-               WHEN 'second' THEN 'Seconds' WHEN 'seconds' THEN 'Seconds'
-               WHEN 'minute' THEN 'Minutes' WHEN 'minutes' THEN 'Minutes'
-               WHEN 'hour' THEN 'Hours' WHEN 'hours' THEN 'Hours'
-               WHEN 'day' THEN 'Days' WHEN 'days' THEN 'Days'
-               WHEN 'gigabyte' THEN 'GB' WHEN 'gigabytes' THEN 'GB' WHEN 'gb' THEN 'GB'
-               WHEN 'terabyte' THEN 'TB' WHEN 'terabytes' THEN 'TB' WHEN 'tb' THEN 'TB'
-               WHEN 'megabyte' THEN 'MB' WHEN 'megabytes' THEN 'MB' WHEN 'mb' THEN 'MB'
-               WHEN 'gigabyte hour' THEN 'GB-Hours' WHEN 'gigabyte hours' THEN 'GB-Hours' WHEN 'gb hours' THEN 'GB-Hours' WHEN 'gb-hours' THEN 'GB-Hours'
-               WHEN 'request' THEN 'Requests' WHEN 'requests' THEN 'Requests'
-               ELSE array_to_string(list_transform(string_split(trim(price_unit), ' '), w -> upper(w[1]) || w[2:]), ' ')
-           END AS pricing_unit,
+           focus_unit(price_unit) AS pricing_unit,
            card_snapshot_at
     FROM rate_card_matches
     WHERE price IS NOT NULL
@@ -115,23 +103,9 @@ pm AS (
            nullif(type, '') IS NOT NULL AND lower(type) <> 'direct' AS marketplace
     FROM payment_methods_by_month
 ),
-location AS (
-    -- a location's latest name for display; its id (the name) is what the
-    -- project snapshot in force gives
-    SELECT organization, name, display_name
-    FROM location_snapshots
-    QUALIFY row_number() OVER (PARTITION BY organization, name ORDER BY snapshot_at DESC, CAST(raw AS VARCHAR)) = 1
-),
 project AS (
-    SELECT p.*, location.display_name AS location_display_name
-    FROM (
-        SELECT s.organization, CAST(f.month AS TIMESTAMP) AS charge_month, s.name, s.display_name, nullif(s.location_name, '') AS location_name
-        FROM snapshots_in_force f
-        JOIN project_snapshots s ON s.organization = f.organization AND s.name = f.key AND s.snapshot_at = f.snapshot_at
-        WHERE f.kind = 'project'
-        QUALIFY row_number() OVER (PARTITION BY f.month, s.organization, s.name ORDER BY CAST(s.raw AS VARCHAR)) = 1
-    ) p
-    LEFT JOIN location ON location.organization = p.organization AND location.name = p.location_name
+    SELECT organization, CAST(month AS TIMESTAMP) AS charge_month, name, display_name, location_name, location_display_name
+    FROM projects_by_month
 ),
 -- What follows from a usage row's key (usage_keys: organization, basis,
 -- granularity, months of date and of period_at, and every text: payment
@@ -165,57 +139,6 @@ kd AS (
           AND pr.meter_name = ky.meter_name AND pr.sku_key = coalesce(ky.meter_sku, '')
     LEFT JOIN pm ON pm.organization = ky.organization AND pm.charge_month = ky.month AND pm.id = ky.payment_method
     LEFT JOIN project ON project.organization = ky.organization AND project.charge_month = ky.month AND project.name = ky.project
-),
--- What a closed month's frozen and Correction rows carry besides their
--- figures, at their grain (organization, closed month, basis,
--- granularity, project, meter, payment method, currency), as the month's
--- usage rows carry it: the sku, family, solution, unit and payment method
--- name of the month's usage keys (the smallest, should a key differ), the
--- rate card price those rows matched, and the project's snapshot in force.
--- From the closed months' keys, not their rows.
-closed_keys AS (
-    SELECT k.*,
-           CASE lower(trim(coalesce(k.unit, '')))
-               WHEN '' THEN 'Units'
-               WHEN 'second' THEN 'Seconds' WHEN 'seconds' THEN 'Seconds'
-               WHEN 'minute' THEN 'Minutes' WHEN 'minutes' THEN 'Minutes'
-               WHEN 'hour' THEN 'Hours' WHEN 'hours' THEN 'Hours'
-               WHEN 'day' THEN 'Days' WHEN 'days' THEN 'Days'
-               WHEN 'gigabyte' THEN 'GB' WHEN 'gigabytes' THEN 'GB' WHEN 'gb' THEN 'GB'
-               WHEN 'terabyte' THEN 'TB' WHEN 'terabytes' THEN 'TB' WHEN 'tb' THEN 'TB'
-               WHEN 'megabyte' THEN 'MB' WHEN 'megabytes' THEN 'MB' WHEN 'mb' THEN 'MB'
-               WHEN 'gigabyte hour' THEN 'GB-Hours' WHEN 'gigabyte hours' THEN 'GB-Hours' WHEN 'gb hours' THEN 'GB-Hours' WHEN 'gb-hours' THEN 'GB-Hours'
-               WHEN 'request' THEN 'Requests' WHEN 'requests' THEN 'Requests'
-               ELSE array_to_string(list_transform(string_split(trim(k.unit), ' '), w -> upper(w[1]) || w[2:]), ' ')
-           END AS consumed_unit
-    FROM (
-        -- each key's price and project of its own month of date, as the
-        -- usage rows have them (a reported row of a closed month may have
-        -- happened the month before)
-        SELECT c.organization, c.month, c.basis, c.granularity,
-               coalesce(ky.project, '') AS project, ky.meter_name, coalesce(ky.payment_method, '') AS payment_method, ky.currency,
-               min(nullif(ky.meter_sku, '')) AS meter_sku,
-               min(nullif(ky.family, '')) AS family,
-               min(nullif(ky.solution, '')) AS solution,
-               min(nullif(ky.unit, '')) AS unit,
-               min(nullif(ky.payment_method_name, '')) AS payment_method_name,
-               min(pr.price_name) AS price_name,
-               min(pr.price_unit) AS price_unit,
-               max(pr.card_snapshot_at) AS card_snapshot_at,
-               min(pr.card_price) AS card_price,
-               min(project.display_name) AS project_display_name,
-               min(project.location_name) AS location_name,
-               min(project.location_display_name) AS location_display_name
-        FROM closed_months c
-        JOIN usage_keys ky
-          ON ky.organization = c.organization AND ky.basis = c.basis AND ky.granularity = c.granularity
-         AND ky.period_month >= c.month AND ky.period_month < c.month + INTERVAL 1 MONTH
-        LEFT JOIN priced pr
-               ON pr.organization = ky.organization AND pr.charge_month = ky.month AND pr.pm_key = coalesce(ky.payment_method, '')
-              AND pr.meter_name = ky.meter_name AND pr.sku_key = coalesce(ky.meter_sku, '') AND pr.card_currency = ky.currency
-        LEFT JOIN project ON project.organization = ky.organization AND project.charge_month = ky.month AND project.name = ky.project
-        GROUP BY ALL
-    ) k
 ),
 r AS (
     -- The price applies only when its currency is the row's (or unknown).
@@ -269,19 +192,7 @@ c AS (
                 WHEN qty <> 0 AND CAST(cost AS DOUBLE) / CAST(qty AS DOUBLE) >= 0 THEN CAST(CAST(cost AS DOUBLE) / CAST(qty AS DOUBLE) AS DECIMAL(38, 12))
                 WHEN qty = 0 AND cost = 0 THEN CAST(0 AS DECIMAL(38, 12))
            END AS unit_price,
-           CASE lower(trim(coalesce(unit, '')))
-               WHEN '' THEN 'Units'
-               WHEN 'second' THEN 'Seconds' WHEN 'seconds' THEN 'Seconds'
-               WHEN 'minute' THEN 'Minutes' WHEN 'minutes' THEN 'Minutes'
-               WHEN 'hour' THEN 'Hours' WHEN 'hours' THEN 'Hours'
-               WHEN 'day' THEN 'Days' WHEN 'days' THEN 'Days'
-               WHEN 'gigabyte' THEN 'GB' WHEN 'gigabytes' THEN 'GB' WHEN 'gb' THEN 'GB'
-               WHEN 'terabyte' THEN 'TB' WHEN 'terabytes' THEN 'TB' WHEN 'tb' THEN 'TB'
-               WHEN 'megabyte' THEN 'MB' WHEN 'megabytes' THEN 'MB' WHEN 'mb' THEN 'MB'
-               WHEN 'gigabyte hour' THEN 'GB-Hours' WHEN 'gigabyte hours' THEN 'GB-Hours' WHEN 'gb hours' THEN 'GB-Hours' WHEN 'gb-hours' THEN 'GB-Hours'
-               WHEN 'request' THEN 'Requests' WHEN 'requests' THEN 'Requests'
-               ELSE array_to_string(list_transform(string_split(trim(unit), ' '), w -> upper(w[1]) || w[2:]), ' ')
-           END AS consumed_unit
+           focus_unit(coalesce(unit, '')) AS consumed_unit
     FROM r
 ),
 k AS (
@@ -469,8 +380,9 @@ UNION ALL BY NAME
 -- billing account type are the payment method's in force that month, as on
 -- the rows they replace. The billing account's name, the sku and price id,
 -- the service, region and sub-account name and the interface's labels are
--- as the month's usage rows have them (closed_keys); what a row of figures
--- cannot say (the entitlement, how it was paid) stays null.
+-- as the month's usage rows had them, kept at close (month_close_keys);
+-- what a row of figures cannot say (the entitlement, how it was paid)
+-- stays null.
 SELECT CASE WHEN f.marketplace THEN CAST(0 AS DECIMAL(38, 12)) ELSE f.billed END AS BilledCost,
        coalesce(nullif(f.payment_method, ''), 'unassigned') AS BillingAccountId,
        coalesce(f.payment_method_name, nullif(f.pm_name, '')) AS BillingAccountName,
@@ -527,13 +439,14 @@ FROM (
            CASE WHEN f.quantity > 0 AND f.cost >= 0 THEN CAST(CAST(f.cost AS DOUBLE) / CAST(f.quantity AS DOUBLE) AS DECIMAL(38, 12))
                 WHEN f.quantity = 0 AND f.cost = 0 THEN CAST(0 AS DECIMAL(38, 12))
            END AS unit_price,
-           coalesce(k.meter_sku, s.meter_sku) AS sku, k.family, k.solution, k.consumed_unit, k.payment_method_name,
+           coalesce(k.meter_sku, s.meter_sku) AS sku, k.family, k.solution, k.payment_method_name,
+           CASE WHEN k.meter_name IS NOT NULL THEN focus_unit(coalesce(k.unit, '')) END AS consumed_unit,
            k.price_name, k.price_unit, k.card_snapshot_at, k.card_price,
            k.project_display_name, k.location_name, k.location_display_name
     FROM month_close_figures f
     JOIN closed_months c ON c.id = f.close_id AND c.organization = f.organization
     LEFT JOIN payment_methods_by_month pm ON pm.organization = f.organization AND pm.month = c.month AND pm.id = f.payment_method
-    LEFT JOIN closed_keys k
+    LEFT JOIN month_close_keys k
            ON k.organization = f.organization AND k.month = c.month AND k.basis = c.basis AND k.granularity = c.granularity
           AND k.project = coalesce(f.project, '') AND k.meter_name = f.meter_name
           AND k.payment_method = coalesce(f.payment_method, '') AND k.currency = f.currency
@@ -594,7 +507,7 @@ FROM (
            k.project_display_name, k.location_name, k.location_display_name
     FROM closed_month_adjustments a
     LEFT JOIN payment_methods_by_month pm ON pm.organization = a.organization AND pm.month = a.month AND pm.id = a.payment_method
-    LEFT JOIN closed_keys k
+    LEFT JOIN month_close_keys k
            ON k.organization = a.organization AND k.month = a.month AND k.basis = a.basis AND k.granularity = a.granularity
           AND k.project = coalesce(a.project, '') AND k.meter_name = a.meter_name
           AND k.payment_method = coalesce(a.payment_method, '') AND k.currency = a.currency

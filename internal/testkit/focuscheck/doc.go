@@ -5,7 +5,8 @@
 // their types, nullability, allowed values, ISO 4217 currencies,
 // non-negative prices and quantities, the conditional rules between
 // columns, and one SkuId per SkuPriceId across rows. Tally's tests run it
-// over every FOCUS export they make.
+// over every FOCUS export they make, and count an export's rows of a
+// closed month with it (Export).
 //
 // It lives under internal/testkit, the test-only helpers: only _test.go
 // files import it, so it is compiled into test binaries and never into tally.
