@@ -14,6 +14,8 @@ import (
 
 	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/configs"
+	// The job this test runs exports: export registers the step.
+	_ "github.com/tally-dev/tally/export"
 	"github.com/tally-dev/tally/ingest"
 	"github.com/tally-dev/tally/internal/testkit/focuscheck"
 	"github.com/tally-dev/tally/internal/testkit/prooftest"
