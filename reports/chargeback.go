@@ -125,21 +125,7 @@ const noCostCentres = `SELECT CAST(NULL AS UUID) AS close_id, 0 AS position, '' 
 
 // scalar reads the one value a query returns into dest.
 func (b *builder) scalar(q string, dest any) error {
-	rows, err := b.src.QueryContext(b.ctx, q)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	if !rows.Next() {
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		return sql.ErrNoRows
-	}
-	if err := rows.Scan(dest); err != nil {
-		return err
-	}
-	return rows.Close()
+	return store.ScanOne(b.ctx, b.src, q, nil, dest)
 }
 
 // centreTotal is one cost centre's month in one currency.

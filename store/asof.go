@@ -51,7 +51,7 @@ func (s *Store) AsOfConn(ctx context.Context, asOf time.Time) (conn *sql.Conn, r
 // (AsOfConn): the zero time when none.
 func asOfCap(ctx context.Context, q Querier) (time.Time, error) {
 	var d sql.NullTime
-	if err := scanOne(ctx, q, "SELECT CAST(getvariable('"+asOfVariable+"') AS DATE)", nil, &d); err != nil {
+	if err := ScanOne(ctx, q, "SELECT CAST(getvariable('"+asOfVariable+"') AS DATE)", nil, &d); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
 			return time.Time{}, nil
 		}

@@ -132,11 +132,11 @@ func BaselinesKept(ctx context.Context, q Querier) (bool, error) {
 		return false, err
 	}
 	var n int
-	if err := scanOne(ctx, q, `SELECT count(*) FROM duckdb_tables()
+	if err := ScanOne(ctx, q, `SELECT count(*) FROM duckdb_tables()
 WHERE database_name = current_database() AND schema_name = 'main' AND table_name IN ('daily_baselines', 'baseline_dirty')`, nil, &n); err != nil || n < 2 {
 		return false, err
 	}
-	if err := scanOne(ctx, q, `SELECT (SELECT count(*) FROM baseline_dirty) + (SELECT count(*) FROM kept_refills WHERE kept = 'daily_baselines')`, nil, &n); err != nil {
+	if err := ScanOne(ctx, q, `SELECT (SELECT count(*) FROM baseline_dirty) + (SELECT count(*) FROM kept_refills WHERE kept = 'daily_baselines')`, nil, &n); err != nil {
 		return false, err
 	}
 	return n == 0, nil

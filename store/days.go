@@ -15,8 +15,9 @@ type Querier interface {
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 }
 
-// scanOne runs query for its one row and scans it into dest.
-func scanOne(ctx context.Context, q Querier, query string, args []any, dest ...any) error {
+// ScanOne runs query for its one row and scans it into dest: the query
+// helper store and the capabilities share for a single value.
+func ScanOne(ctx context.Context, q Querier, query string, args []any, dest ...any) error {
 	rows, err := q.QueryContext(ctx, query, args...)
 	if err != nil {
 		return err
@@ -102,7 +103,7 @@ func latestUsageDay(ctx context.Context, q Querier, r DaysRead) (time.Time, erro
 		return time.Time{}, err
 	}
 	var last sql.NullTime
-	if err := scanOne(ctx, q, covered, nil, &last); err != nil || !last.Valid {
+	if err := ScanOne(ctx, q, covered, nil, &last); err != nil || !last.Valid {
 		return time.Time{}, err
 	}
 	latest, err := r.Inline(`SELECT max(day) FROM usage_day_cost`)
@@ -111,7 +112,7 @@ func latestUsageDay(ctx context.Context, q Querier, r DaysRead) (time.Time, erro
 	}
 	var day sql.NullTime
 	for _, from := range []time.Time{last.Time.UTC().AddDate(0, 0, -62), time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)} {
-		if err := scanOne(ctx, q, latest, []any{sql.Named("days_from", from), sql.Named("days_to", farFuture)}, &day); err != nil {
+		if err := ScanOne(ctx, q, latest, []any{sql.Named("days_from", from), sql.Named("days_to", farFuture)}, &day); err != nil {
 			return time.Time{}, err
 		}
 		if day.Valid {
@@ -148,16 +149,16 @@ func DayCostDefs(org bool) string {
 // usage, as before.
 func DayCostKept(ctx context.Context, q Querier) (bool, error) {
 	var n int
-	if err := scanOne(ctx, q, `SELECT count(*) FROM duckdb_columns()
+	if err := ScanOne(ctx, q, `SELECT count(*) FROM duckdb_columns()
 WHERE database_name = current_database() AND schema_name = 'main' AND table_name = 'daily_usage_cost' AND column_name = 'organization'`, nil, &n); err != nil || n == 0 {
 		return false, err
 	}
 	var listed int
-	if err := scanOne(ctx, q, `SELECT count(*) FROM duckdb_tables()
+	if err := ScanOne(ctx, q, `SELECT count(*) FROM duckdb_tables()
 WHERE database_name = current_database() AND schema_name = 'main' AND table_name = 'kept_refills'`, nil, &listed); err != nil || listed == 0 {
 		return false, err
 	}
-	if err := scanOne(ctx, q, `SELECT count(*) FROM kept_refills WHERE kept = 'daily_usage_cost'`, nil, &listed); err != nil {
+	if err := ScanOne(ctx, q, `SELECT count(*) FROM kept_refills WHERE kept = 'daily_usage_cost'`, nil, &listed); err != nil {
 		return false, err
 	}
 	return listed == 0, nil

@@ -210,7 +210,7 @@ func (s *Store) Status(ctx context.Context) (*Status, error) {
 func (s *Store) freshness(ctx context.Context) (Freshness, error) {
 	var f Freshness
 	var fetched, end sql.NullTime
-	if err := scanOne(ctx, s.db, `SELECT max(fetched_at), max("end") FROM fetch_windows`, nil, &fetched, &end); err != nil {
+	if err := ScanOne(ctx, s.db, `SELECT max(fetched_at), max("end") FROM fetch_windows`, nil, &fetched, &end); err != nil {
 		return f, fmt.Errorf("query freshness: %w", err)
 	}
 	set := func(p **time.Time, t sql.NullTime) {
@@ -226,13 +226,13 @@ func (s *Store) freshness(ctx context.Context) (Freshness, error) {
 	}{{"date", &f.LatestUsageDate}, {"date_processed", &f.LatestDateProcessed}} {
 		var latest sql.NullTime
 		if end.Valid {
-			if err := scanOne(ctx, s.db, `SELECT max(`+c.col+`) FROM usage WHERE `+c.col+` >= CAST(? AS TIMESTAMP)`,
+			if err := ScanOne(ctx, s.db, `SELECT max(`+c.col+`) FROM usage WHERE `+c.col+` >= CAST(? AS TIMESTAMP)`,
 				[]any{end.Time.UTC().AddDate(0, 0, -62)}, &latest); err != nil {
 				return f, fmt.Errorf("query freshness: %w", err)
 			}
 		}
 		if !latest.Valid {
-			if err := scanOne(ctx, s.db, `SELECT max(`+c.col+`) FROM usage`, nil, &latest); err != nil {
+			if err := ScanOne(ctx, s.db, `SELECT max(`+c.col+`) FROM usage`, nil, &latest); err != nil {
 				return f, fmt.Errorf("query freshness: %w", err)
 			}
 		}

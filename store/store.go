@@ -602,7 +602,7 @@ func keptDefs(ctx context.Context, q Querier) (map[string]string, error) {
 	kept := map[string]string{}
 	for _, k := range keptViews {
 		var n int
-		if err := scanOne(ctx, q, `SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database() AND schema_name = 'main' AND table_name = ?`, []any{k.table}, &n); err != nil {
+		if err := ScanOne(ctx, q, `SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database() AND schema_name = 'main' AND table_name = ?`, []any{k.table}, &n); err != nil {
 			return nil, err
 		}
 		if n == 0 {
