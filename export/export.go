@@ -27,6 +27,10 @@ import (
 	"github.com/tally-dev/tally/store"
 )
 
+// This file is long (about 880 lines) because an export's crash safety
+// lives in the order of its steps (stage, fingerprint, write the manifest,
+// rename), which reads best in one place.
+
 // Export formats.
 const (
 	// FormatParquet writes the usage table and the reference snapshot

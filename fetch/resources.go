@@ -15,6 +15,10 @@ import (
 	"github.com/tally-dev/tally"
 )
 
+// This file is long (about 640 lines) because it reads every reference
+// resource of the interface (organization, payment methods, rate cards,
+// projects, locations), one small reader each, as the seed describes them.
+
 // maxDocument bounds a single-resource answer (a payment method, a rate
 // card, the organization): such answers are small, and one that is not is
 // not what was asked for. A variable only so that a test can reach the

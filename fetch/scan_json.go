@@ -13,6 +13,10 @@ import (
 	"github.com/tally-dev/tally"
 )
 
+// This file is long (about 900 lines) because it is one decoder: the fast
+// path for usage rows is a state machine over the bytes, and its hot loop is
+// read and fuzzed (FuzzFastJSONMatchesCareful) as one piece.
+
 // fastJSON reads a JSON usage answer straight from a buffer: no
 // reflection, no tokens, no allocation for a text it has seen before. It
 // takes the shape the interface sends — the envelope's keys, flat MeterData

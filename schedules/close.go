@@ -20,6 +20,9 @@ import (
 	"github.com/tally-dev/tally/store"
 )
 
+// This file is long (about 700 lines) because it holds the whole close
+// step (checks, records, finals) until close has its own package.
+
 // CloseOptions say which month to close or reopen, by whom and why.
 type CloseOptions struct {
 	Month time.Time // 1st of the month, UTC

@@ -16,6 +16,10 @@ import (
 	"github.com/tally-dev/tally"
 )
 
+// This file is long (about 770 lines) because loading one window's rows is
+// one transaction whose steps (append, number the keys, rewrite the kept
+// tables) must be read in the order they run.
+
 // A window's rows reach the usage table through one INSERT … SELECT whose
 // source is a table function reading the window's row iterator: DuckDB
 // pulls rows chunk by chunk, on its own threads, and its INSERT writes

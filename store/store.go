@@ -27,6 +27,10 @@ import (
 	tallysql "github.com/tally-dev/tally/sql"
 )
 
+// This file is long (about 750 lines) because opening the store is one
+// sequence (options, create whole, migrate, views, comments, refills) whose
+// order is what makes an open safe after a kill.
+
 // Store is an open DuckDB database. Its methods are safe for concurrent use.
 type Store struct {
 	db       *sql.DB
