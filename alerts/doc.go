@@ -6,7 +6,7 @@
 // alerts go out; the runner follows every fetch with it. Its records are
 // its own: the alerts table (which alerts were found and sent, so each is
 // sent once) and alert_settings (the anomaly thresholds the anomalies view
-// applies), written through store.WriteTx. The figures come from the
+// applies), written through store.InTx. The figures come from the
 // store's forecasts and anomalies views, whose day-range reads and kept
 // baselines (daily_baselines) are the store's.
 package alerts

@@ -43,11 +43,11 @@ type Alert struct {
 // SaveSettings records the anomaly thresholds the anomalies view applies
 // (the config's anomalies section).
 func SaveSettings(ctx context.Context, st *store.Store, mads, minAmount, minPercent tally.Decimal) error {
-	return st.WriteTx(ctx, "save alert settings", func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, `DELETE FROM alert_settings`); err != nil {
+	return st.InTx(ctx, "save alert settings", func(conn *sql.Conn) error {
+		if _, err := conn.ExecContext(ctx, `DELETE FROM alert_settings`); err != nil {
 			return fmt.Errorf("save alert settings: %w", err)
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO alert_settings VALUES (CAST(? AS DECIMAL(9, 3)), CAST(? AS DECIMAL(18, 6)), CAST(? AS DECIMAL(9, 3)), ?)`,
+		if _, err := conn.ExecContext(ctx, `INSERT INTO alert_settings VALUES (CAST(? AS DECIMAL(9, 3)), CAST(? AS DECIMAL(18, 6)), CAST(? AS DECIMAL(9, 3)), ?)`,
 			mads.String(), minAmount.String(), minPercent.String(), time.Now().UTC()); err != nil {
 			return fmt.Errorf("save alert settings: %w", err)
 		}
@@ -59,8 +59,8 @@ func SaveSettings(ctx context.Context, st *store.Store, mads, minAmount, minPerc
 // alert is found once. It reports whether a was new.
 func Record(ctx context.Context, st *store.Store, a Alert) (bool, error) {
 	var n int64
-	err := st.WriteTx(ctx, "record alert", func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `INSERT INTO alerts (key, kind, found_at, run_id, month, scope, currency, text, payload, status, attempts, organization)
+	err := st.InTx(ctx, "record alert", func(conn *sql.Conn) error {
+		res, err := conn.ExecContext(ctx, `INSERT INTO alerts (key, kind, found_at, run_id, month, scope, currency, text, payload, status, attempts, organization)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?) ON CONFLICT (key) DO NOTHING`,
 			a.Key, a.Kind, a.FoundAt.UTC(), a.RunID.String(), a.Month.UTC(), a.Scope, a.Currency, a.Text, a.Payload, a.Status, nullText(a.Organization))
 		if err != nil {
@@ -106,12 +106,12 @@ FROM alerts WHERE status = 'pending' ORDER BY found_at, key`)
 // Mark records one send of the alert of key: sent when sendErr is nil,
 // else the error (secrets redacted), for the next run to try again.
 func Mark(ctx context.Context, st *store.Store, key string, sendErr error) error {
-	return st.WriteTx(ctx, "mark alert", func(tx *sql.Tx) error {
+	return st.InTx(ctx, "mark alert", func(conn *sql.Conn) error {
 		var err error
 		if sendErr == nil {
-			_, err = tx.ExecContext(ctx, `UPDATE alerts SET status = 'sent', sent_at = ?, attempts = attempts + 1, last_error = NULL WHERE key = ?`, time.Now().UTC(), key)
+			_, err = conn.ExecContext(ctx, `UPDATE alerts SET status = 'sent', sent_at = ?, attempts = attempts + 1, last_error = NULL WHERE key = ?`, time.Now().UTC(), key)
 		} else {
-			_, err = tx.ExecContext(ctx, `UPDATE alerts SET attempts = attempts + 1, last_error = ? WHERE key = ?`, nullText(secret.Redact(sendErr.Error())), key)
+			_, err = conn.ExecContext(ctx, `UPDATE alerts SET attempts = attempts + 1, last_error = ? WHERE key = ?`, nullText(secret.Redact(sendErr.Error())), key)
 		}
 		if err != nil {
 			return fmt.Errorf("mark alert %s: %w", key, err)
