@@ -19,8 +19,10 @@ var Schema embed.FS
 //go:embed views/*.sql
 var Views embed.FS
 
-// Macros holds DuckDB macros the views call, one a file, created (or
-// replaced) before the views.
+// Macros holds DuckDB macros the views and queries call, one a file,
+// created (or replaced) before the views, and defined anew on every
+// connection the store opens (TEMP), so that a copy an older Tally
+// published calls this Tally's.
 //
 //go:embed macros/*.sql
 var Macros embed.FS
