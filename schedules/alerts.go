@@ -31,13 +31,13 @@ func (r *Runner) Alerts(ctx context.Context, dryRun bool) (AlertsSummary, error)
 			return sum, err
 		}
 		defer st.Close()
-		if sum.Check, err = alerts.Evaluate(ctx, st, r.Config, uuid.Nil, r.today(), r.AsOf, false); err != nil {
+		if sum.Check, err = alerts.Evaluate(ctx, st, r.Config, uuid.Nil, r.Today(), r.AsOf, false); err != nil {
 			return sum, err
 		}
 		sum.ToSend, err = alerts.ToSend(ctx, st, sum.Check)
 		return sum, err
 	}
-	published, err := r.withRun(ctx, "alerts", "", func(ctx context.Context, env *job.Env, runID uuid.UUID) (job.Result, error) {
+	published, err := r.RecordStep(ctx, "alerts", func(ctx context.Context, env *job.Env, runID uuid.UUID) (job.Result, error) {
 		var err error
 		sum.Check, err = alerts.CheckAndSend(ctx, env, runID)
 		if errors.As(err, new(*alerts.SendError)) {

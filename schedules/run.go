@@ -78,8 +78,8 @@ func (r *Runner) observe(v any) {
 	}
 }
 
-// today is "today" of the runner: its AsOf when set, else its clock.
-func (r *Runner) today() time.Time {
+// Today is "today" of the runner: its AsOf when set, else its clock.
+func (r *Runner) Today() time.Time {
 	if !r.AsOf.IsZero() {
 		return r.AsOf.UTC()
 	}
@@ -163,10 +163,12 @@ func (r *Runner) orgEnvs(now time.Time) ([]job.OrgEnv, error) {
 	return out, nil
 }
 
-// withRun runs fn as one recorded run (see Record) and returns the
-// path of the analysts' copy it published.
-func (r *Runner) withRun(ctx context.Context, command, jobName string, fn job.Step) (string, error) {
-	out, err := r.Record(ctx, command, jobName, fn)
+// RecordStep runs fn as one recorded run of command (see Record), under
+// no job's name, and returns the path of the analysts' copy it published:
+// what a command that is one capability's work (tally close, tally alerts)
+// runs it by.
+func (r *Runner) RecordStep(ctx context.Context, command string, fn job.Step) (string, error) {
+	out, err := r.Record(ctx, command, "", fn)
 	return out.Published, err
 }
 
