@@ -7,7 +7,10 @@
 // export), and the command line hands in the token check
 // (Runner.CheckToken: ingest.CheckOrgToken). It also runs the configured
 // jobs on their cron times (Scheduler, `tally schedule`) with their health
-// (/healthz, which also fails on stale usage) and Prometheus metrics. A
+// (/healthz, which also fails on stale usage: job.Freshness, from each
+// fetch and, at start, from ScheduleOptions.Staleness, alerts.Staleness
+// handed in) and Prometheus metrics (with the budgets' figures an alerts
+// check hands over). A
 // Runner's AsOf replays a day: it is "today" for every date decision
 // (Runner.Today), and its budgets and workbooks read the forecasts as of
 // that day's morning (store.AsOfConn), while its clock still stamps what

@@ -10,7 +10,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/rs/zerolog"
 
-	"github.com/tally-dev/tally/alerts"
 	"github.com/tally-dev/tally/configs"
 	"github.com/tally-dev/tally/fetch"
 	"github.com/tally-dev/tally/internal/secret"
@@ -57,21 +56,21 @@ type Runner struct {
 	observer fetch.Observer
 	// onAlerts, when set (tally schedule), receives alert checks for
 	// /metrics.
-	onAlerts func(alerts.Check)
+	onAlerts func(alertFigures)
 	// onFreshness, when set (tally schedule), receives each fetch's
 	// judgement of how recent the usage is.
-	onFreshness func([]alerts.Freshness)
+	onFreshness func([]job.Freshness)
 }
 
 // observe is the steps' job.Env.Observe: what they report for health and
 // metrics, by type.
 func (r *Runner) observe(v any) {
 	switch v := v.(type) {
-	case alerts.Check:
+	case alertFigures:
 		if r.onAlerts != nil {
 			r.onAlerts(v)
 		}
-	case []alerts.Freshness:
+	case []job.Freshness:
 		if r.onFreshness != nil {
 			r.onFreshness(v)
 		}
