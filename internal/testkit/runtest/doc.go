@@ -7,7 +7,6 @@
 // Harness is the end-to-end tests'; ProofEnv the reliability and security
 // proofs', which record every retry wait. RunFetch runs ingest's step as
 // `tally fetch` does, RunNightly the fetch and report steps as `tally run`
-// does, and Harness.Export is `tally export` on the analysts' copy. The
-// package schedules' own tests keep theirs, since they cannot import a
-// package that imports schedules.
+// does. The package schedules' own tests keep theirs, since they cannot
+// import a package that imports schedules.
 package runtest

@@ -2,28 +2,14 @@ package runtest
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/google/uuid"
 
-	"github.com/tally-dev/tally/export"
 	"github.com/tally-dev/tally/ingest"
 	"github.com/tally-dev/tally/job"
 	"github.com/tally-dev/tally/reports"
 	"github.com/tally-dev/tally/schedules"
 )
-
-// Export is tally export against the harness: the analysts' published
-// copy, the request over the config's export section. Importing export
-// also registers its step for the jobs of these tests.
-func (h *Harness) Export(ctx context.Context, req export.Request) (export.Summary, error) {
-	st, err := schedules.OpenPublished(ctx, h.Runner.Config, h.Runner.Log)
-	if err != nil {
-		return export.Summary{}, fmt.Errorf("export: %w", err)
-	}
-	defer st.Close()
-	return export.Run(ctx, &job.Env{Config: h.Runner.Config, Store: st, Log: h.Runner.Log, Clock: h.Runner.Now}, req)
-}
 
 // NightlySummary is what RunNightly did.
 type NightlySummary struct {
