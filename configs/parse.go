@@ -81,16 +81,10 @@ func (p *parser) parse(data []byte) *Config {
 	}
 	if doc.Kind != 0 && !isNull(doc) {
 		before := len(p.problems)
-		if !p.walk(doc, reflect.TypeOf(raw), "") {
-			doc = &yaml.Node{Kind: yaml.MappingNode}
-		}
-		if err := doc.Decode(&raw); err != nil {
-			p.addf(nil, "config", "%v", err)
-			return nil
-		}
+		p.decode(doc, reflect.ValueOf(&raw).Elem(), "")
 		if len(p.problems) == before {
-			// The walk above refuses unknown keys with the field's path;
-			// the decoder's own check must agree with it.
+			// The decode above refuses unknown keys with the field's
+			// path; the yaml decoder's own check must agree with it.
 			strict := yaml.NewDecoder(bytes.NewReader(data))
 			strict.KnownFields(true)
 			if err := strict.Decode(new(rawConfig)); err != nil {

@@ -12,21 +12,28 @@ import (
 
 var nodeType = reflect.TypeOf(yaml.Node{})
 
-// walk checks a mapping against the struct type t: it reports and removes
-// unknown keys, keys given twice and values of the wrong shape, so the
-// decode that follows cannot fail and the rest of the file is still
-// checked. It returns false, reported, when n is not a mapping at all; the
-// caller then drops n rather than change a node an alias may share.
-func (p *parser) walk(n *yaml.Node, t reflect.Type, path string) bool {
+// leaf is a value of the file that decodes itself: at[T] and list.
+type leaf interface{ set(*yaml.Node) }
+
+var leafType = reflect.TypeOf((*leaf)(nil)).Elem()
+
+// decode fills out, a struct of the file's shape, from the mapping n. It
+// reports unknown keys, keys given twice and values of the wrong shape
+// as it goes, so the rest of the file is still read and checked; leaves
+// keep their node, so a value's problems are reported, with its line,
+// where its section checks it. The yaml tags are the only list of keys.
+// It returns false, reported, when n is not a mapping at all.
+func (p *parser) decode(n *yaml.Node, out reflect.Value, path string) bool {
 	n = deref(n)
 	if isNull(n) {
 		return true
 	}
-	fields := map[string]reflect.Type{}
+	t := out.Type()
+	fields := map[string]int{}
 	var keys []string
 	for i := 0; i < t.NumField(); i++ {
 		name, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ",")
-		fields[name] = t.Field(i).Type
+		fields[name] = i
 		keys = append(keys, name)
 	}
 	where := "the top level"
@@ -38,12 +45,11 @@ func (p *parser) walk(n *yaml.Node, t reflect.Type, path string) bool {
 		return false
 	}
 	seen := map[string]int{}
-	kept := n.Content[:0:0]
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
 		name := k.Value
 		full := join(path, name)
-		ft, known := fields[name]
+		f, known := fields[name]
 		switch {
 		case k.Kind != yaml.ScalarNode:
 			p.addf(k, orTop(path), "keys must be plain names, not %s", describe(k))
@@ -63,47 +69,48 @@ func (p *parser) walk(n *yaml.Node, t reflect.Type, path string) bool {
 			continue
 		}
 		seen[name] = k.Line
-		if !p.walkValue(v, ft, full) {
-			continue
-		}
-		kept = append(kept, k, v)
+		p.decodeValue(v, out.Field(f), full)
 	}
-	n.Content = kept
 	return true
 }
 
-// walkValue checks a value against its field type and reports whether to
-// keep it.
-func (p *parser) walkValue(v *yaml.Node, ft reflect.Type, path string) bool {
+// decodeValue fills the field out from v by the field's type.
+func (p *parser) decodeValue(v *yaml.Node, out reflect.Value, path string) {
+	ft := out.Type()
 	switch {
+	case reflect.PointerTo(ft).Implements(leafType):
+		out.Addr().Interface().(leaf).set(v)
 	case ft == nodeType:
-		return true
+		out.Set(reflect.ValueOf(*v))
 	case ft.Kind() == reflect.Struct:
-		return p.walk(v, ft, path)
+		p.decode(v, out, path)
 	case ft.Kind() == reflect.Pointer && ft.Elem().Kind() == reflect.Slice:
 		d := deref(v)
 		if isNull(d) {
-			return true
+			return
 		}
 		if d.Kind != yaml.SequenceNode {
 			p.addf(d, path, "must be a list, not %s", describe(d))
-			return false
+			return
 		}
+		items := reflect.MakeSlice(ft.Elem(), len(d.Content), len(d.Content))
 		for i, item := range d.Content {
 			ip := fmt.Sprintf("%s[%d]", path, i)
-			if !p.walk(item, ft.Elem().Elem(), ip) {
-				// Keep the item's place, so later items keep their
-				// index in messages, but not its value.
-				d.Content[i] = &yaml.Node{Kind: yaml.MappingNode}
+			// An item of the wrong shape keeps its place, so later items
+			// keep their index in messages, but not its value.
+			if !p.decode(item, items.Index(i), ip) {
 				if p.dropped == nil {
 					p.dropped = map[string]bool{}
 				}
 				p.dropped[ip] = true
 			}
 		}
-		return true
+		ptr := reflect.New(ft.Elem())
+		ptr.Elem().Set(items)
+		out.Set(ptr)
+	default:
+		panic("configs: no decode for field type " + ft.String())
 	}
-	panic("configs: no walk for field type " + ft.String())
 }
 
 func orTop(path string) string {
