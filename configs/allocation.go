@@ -17,26 +17,28 @@ type rawAllocation struct {
 }
 
 type rawCostCentre struct {
-	Name     yaml.Node `yaml:"name"`
-	Owner    yaml.Node `yaml:"owner"`
-	Projects yaml.Node `yaml:"projects"`
+	Name     at[string] `yaml:"name"`
+	Owner    at[string] `yaml:"owner"`
+	Projects list       `yaml:"projects"`
 }
 
 type rawRule struct {
-	Name    yaml.Node `yaml:"name"`
-	From    yaml.Node `yaml:"from"`
-	Share   rawShare  `yaml:"share"`
-	To      yaml.Node `yaml:"to"`
-	Method  yaml.Node `yaml:"method"`
-	Percent yaml.Node `yaml:"percent"`
-	Driver  yaml.Node `yaml:"driver"`
+	Name  at[string] `yaml:"name"`
+	From  at[string] `yaml:"from"`
+	Share rawShare   `yaml:"share"`
+	To    list       `yaml:"to"`
+	// Method is one of tally.AllocationMethods.
+	Method at[string] `yaml:"method"`
+	// Percent's keys are cost centres, checked against cost_centres.
+	Percent yaml.Node  `yaml:"percent"`
+	Driver  at[string] `yaml:"driver"`
 }
 
 type rawShare struct {
-	Projects      yaml.Node `yaml:"projects"`
-	Meters        yaml.Node `yaml:"meters"`
-	Families      yaml.Node `yaml:"families"`
-	PaymentMethod yaml.Node `yaml:"payment_method"`
+	Projects      list       `yaml:"projects"`
+	Meters        list       `yaml:"meters"`
+	Families      list       `yaml:"families"`
+	PaymentMethod at[string] `yaml:"payment_method"`
 }
 
 // allocCheck is what allocation's entries are checked against as they are
@@ -97,18 +99,18 @@ func (p *parser) allocation(r *rawAllocation, usage *UsageConfig, c *tally.Alloc
 // costCentre reads one of allocation.cost_centres and records it in a.
 func (p *parser) costCentre(rc *rawCostCentre, path string, a *allocCheck) tally.CostCentre {
 	cc := tally.CostCentre{
-		Name:  strings.TrimSpace(p.text(&rc.Name, path+".name", "")),
-		Owner: p.text(&rc.Owner, path+".owner", ""),
+		Name:  strings.TrimSpace(p.text(rc.Name, path+".name", "")),
+		Owner: p.text(rc.Owner, path+".owner", ""),
 	}
-	p.centreName(&rc.Name, path+".name", cc.Name, a)
+	p.centreName(rc.Name.n, path+".name", cc.Name, a)
 	a.centres[cc.Name] = true
 	if cc.Owner != "" && (!strings.Contains(cc.Owner, "@") || strings.ContainsAny(cc.Owner, " \n,<>")) {
-		p.addf(deref(&rc.Owner), path+".owner", "%q is not one e-mail address, e.g. news-finance@example.com", cc.Owner)
+		p.addf(rc.Owner.n, path+".owner", "%q is not one e-mail address, e.g. news-finance@example.com", cc.Owner)
 	}
-	cc.Projects = p.list(&rc.Projects, path+".projects", a.known)
+	cc.Projects = p.list(rc.Projects, path+".projects", a.known)
 	for j, pr := range cc.Projects {
 		if other, dup := a.owner[pr]; dup {
-			p.addf(deref(&rc.Projects), fmt.Sprintf("%s.projects[%d]", path, j), "%q is owned by cost centre %q already; a project has one owner (share its cost with a rule instead)", pr, other)
+			p.addf(rc.Projects.n, fmt.Sprintf("%s.projects[%d]", path, j), "%q is owned by cost centre %q already; a project has one owner (share its cost with a rule instead)", pr, other)
 			continue
 		}
 		a.owner[pr] = cc.Name
@@ -120,25 +122,25 @@ func (p *parser) costCentre(rc *rawCostCentre, path string, a *allocCheck) tally
 func (p *parser) centreName(n *yaml.Node, field, name string, a *allocCheck) {
 	switch {
 	case name == "":
-		p.addf(deref(n), field, "missing; give the cost centre a name, e.g. News")
+		p.addf(n, field, "missing; give the cost centre a name, e.g. News")
 	case a.centres[name]:
-		p.addf(deref(n), field, "%q is the name of another cost centre; names must be unique", name)
+		p.addf(n, field, "%q is the name of another cost centre; names must be unique", name)
 	case strings.EqualFold(name, tally.Unallocated):
-		p.addf(deref(n), field, "%q is reserved for the cost no rule or owner reaches; choose another name", name)
+		p.addf(n, field, "%q is reserved for the cost no rule or owner reaches; choose another name", name)
 	case strings.HasPrefix(strings.ToLower(name), "final"):
-		p.addf(deref(n), field, "%q starts with final, which names a closed month's statements; choose another name", name)
+		p.addf(n, field, "%q starts with final, which names a closed month's statements; choose another name", name)
 	case strings.ContainsAny(name, ":\n/\\"):
-		p.addf(deref(n), field, "%q holds a colon, a slash or a line break; use letters, digits, spaces, - or _ (it names the statement's file)", name)
+		p.addf(n, field, "%q holds a colon, a slash or a line break; use letters, digits, spaces, - or _ (it names the statement's file)", name)
 	}
 }
 
 // rule reads one of allocation.rules: what it shares, how, and with whom.
 func (p *parser) rule(rr *rawRule, path string, a *allocCheck) tally.AllocationRule {
 	rule := tally.AllocationRule{
-		Name:          strings.TrimSpace(p.text(&rr.Name, path+".name", "")),
-		Method:        p.text(&rr.Method, path+".method", ""),
-		Driver:        p.text(&rr.Driver, path+".driver", ""),
-		PaymentMethod: p.text(&rr.Share.PaymentMethod, path+".share.payment_method", ""),
+		Name:          strings.TrimSpace(p.text(rr.Name, path+".name", "")),
+		Method:        p.text(rr.Method, path+".method", ""),
+		Driver:        p.text(rr.Driver, path+".driver", ""),
+		PaymentMethod: p.text(rr.Share.PaymentMethod, path+".share.payment_method", ""),
 	}
 	p.ruleVersion(rr, path, &rule, a)
 	p.ruleShare(rr, path, &rule, a)
@@ -151,19 +153,19 @@ func (p *parser) rule(rr *rawRule, path string, a *allocCheck) tally.AllocationR
 // version of it.
 func (p *parser) ruleVersion(rr *rawRule, path string, rule *tally.AllocationRule, a *allocCheck) {
 	if rule.Name == "" {
-		p.addf(deref(&rr.Name), path+".name", "missing; give the rule a name, e.g. platform")
+		p.addf(rr.Name.n, path+".name", "missing; give the rule a name, e.g. platform")
 	} else if strings.ContainsAny(rule.Name, "@\n") {
-		p.addf(deref(&rr.Name), path+".name", "%q holds an @ or a line break; use letters, digits, spaces, - or _", rule.Name)
+		p.addf(rr.Name.n, path+".name", "%q holds an @ or a line break; use letters, digits, spaces, - or _", rule.Name)
 	}
-	from := p.text(&rr.From, path+".from", "")
+	from := p.text(rr.From, path+".from", "")
 	t, err := time.Parse("2006-01", from)
 	if err != nil {
-		p.addf(deref(&rr.From), path+".from", "%q is not a month YYYY-MM, e.g. 2026-01: the first month the rule applies to", from)
+		p.addf(rr.From.n, path+".from", "%q is not a month YYYY-MM, e.g. 2026-01: the first month the rule applies to", from)
 		return
 	}
 	rule.From = t
 	if a.versions[rule.Version()] {
-		p.addf(deref(&rr.From), path+".from", "rule %q is given twice from %s; a rule changes from a later month, as a new entry with a later from", rule.Name, from)
+		p.addf(rr.From.n, path+".from", "rule %q is given twice from %s; a rule changes from a later month, as a new entry with a later from", rule.Name, from)
 	}
 	a.versions[rule.Version()] = true
 }
@@ -174,7 +176,7 @@ func (p *parser) ruleShare(rr *rawRule, path string, rule *tally.AllocationRule,
 	// A cost centre's name among the shared projects is a receiver
 	// put in the wrong list: refused whether or not
 	// usage.project_names would have caught it.
-	rule.Projects = p.list(&rr.Share.Projects, path+".share.projects", func(s string) string {
+	rule.Projects = p.list(rr.Share.Projects, path+".share.projects", func(s string) string {
 		if why := a.known(s); why != "" {
 			return why
 		}
@@ -183,21 +185,21 @@ func (p *parser) ruleShare(rr *rawRule, path string, rule *tally.AllocationRule,
 		}
 		return ""
 	})
-	rule.Meters = p.list(&rr.Share.Meters, path+".share.meters", nil)
-	rule.Families = p.list(&rr.Share.Families, path+".share.families", nil)
+	rule.Meters = p.list(rr.Share.Meters, path+".share.meters", nil)
+	rule.Families = p.list(rr.Share.Families, path+".share.families", nil)
 	p.sharedWhole(rr, path, rule, a)
 	if rule.PaymentMethod != "" && !uuidRE.MatchString(rule.PaymentMethod) {
-		p.addf(deref(&rr.Share.PaymentMethod), path+".share.payment_method", "%q is not a payment method id (a UUID such as 0b6f2a4e-5c1d-4e8f-9a3b-7c2d1e0f4a5b)", rule.PaymentMethod)
+		p.addf(rr.Share.PaymentMethod.n, path+".share.payment_method", "%q is not a payment method id (a UUID such as 0b6f2a4e-5c1d-4e8f-9a3b-7c2d1e0f4a5b)", rule.PaymentMethod)
 	}
 	if meters := a.usage.MeterNames; len(meters) > 0 {
 		for j, m := range rule.Meters {
 			if !slices.Contains(meters, m) {
-				p.addf(deref(&rr.Share.Meters), fmt.Sprintf("%s.share.meters[%d]", path, j), "%q is not one of usage.meter_names (%s), so it has no usage to share", m, strings.Join(meters, ", "))
+				p.addf(rr.Share.Meters.n, fmt.Sprintf("%s.share.meters[%d]", path, j), "%q is not one of usage.meter_names (%s), so it has no usage to share", m, strings.Join(meters, ", "))
 			}
 		}
 	}
 	if len(rule.Projects)+len(rule.Meters)+len(rule.Families) == 0 && rule.PaymentMethod == "" {
-		p.addf(deref(&rr.Name), path+".share", "missing; say what the rule shares: projects, meters, families and/or payment_method, e.g. {projects: [platform]}")
+		p.addf(rr.Name.n, path+".share", "missing; say what the rule shares: projects, meters, families and/or payment_method, e.g. {projects: [platform]}")
 	}
 }
 
@@ -212,7 +214,7 @@ func (p *parser) sharedWhole(rr *rawRule, path string, rule *tally.AllocationRul
 	}
 	for j, pr := range rule.Projects {
 		if o := a.owner[pr]; o != "" {
-			p.addf(deref(&rr.Share.Projects), fmt.Sprintf("%s.share.projects[%d]", path, j), "%q is owned by cost centre %q (allocation.cost_centres), and the rule shares it whole, so %s would never be charged it directly; remove it from %s's projects, or narrow the share with meters, families or payment_method", pr, o, o, o)
+			p.addf(rr.Share.Projects.n, fmt.Sprintf("%s.share.projects[%d]", path, j), "%q is owned by cost centre %q (allocation.cost_centres), and the rule shares it whole, so %s would never be charged it directly; remove it from %s's projects, or narrow the share with meters, families or payment_method", pr, o, o, o)
 		}
 	}
 }
@@ -223,18 +225,18 @@ func (p *parser) ruleMethod(rr *rawRule, path string, rule *tally.AllocationRule
 	switch rule.Method {
 	case tally.AllocateEven, tally.AllocateProportional, tally.AllocateDriver, tally.AllocateFixed:
 	case "":
-		p.addf(deref(&rr.Method), path+".method", "missing; one of %s", strings.Join(tally.AllocationMethods, ", "))
+		p.addf(rr.Method.n, path+".method", "missing; one of %s", strings.Join(tally.AllocationMethods, ", "))
 	default:
-		p.addf(deref(&rr.Method), path+".method", "%q is not one of %s", rule.Method, strings.Join(tally.AllocationMethods, ", "))
+		p.addf(rr.Method.n, path+".method", "%q is not one of %s", rule.Method, strings.Join(tally.AllocationMethods, ", "))
 	}
-	rule.Receivers = p.list(&rr.To, path+".to", a.isCentre)
+	rule.Receivers = p.list(rr.To, path+".to", a.isCentre)
 	if rule.Method == tally.AllocateFixed {
 		p.fixedPercent(rr, path, rule, a.isCentre)
 	} else if !isNull(&rr.Percent) {
 		p.addf(deref(&rr.Percent), path+".percent", "is for method fixed only; method %q computes the parts", rule.Method)
 	}
-	if len(rule.Receivers) == 0 && rule.Method != tally.AllocateFixed && (isNull(&rr.To) || len(deref(&rr.To).Content) == 0) {
-		p.addf(deref(&rr.To), path+".to", "missing; list the cost centres that receive the shared cost, e.g. [News, Sport]")
+	if len(rule.Receivers) == 0 && rule.Method != tally.AllocateFixed && (!rr.To.given() || len(rr.To.n.Content) == 0) {
+		p.addf(rr.To.n, path+".to", "missing; list the cost centres that receive the shared cost, e.g. [News, Sport]")
 	}
 }
 
@@ -243,11 +245,11 @@ func (p *parser) ruleDriver(rr *rawRule, path string, rule *tally.AllocationRule
 	meters := a.usage.MeterNames
 	switch {
 	case rule.Method == tally.AllocateDriver && rule.Driver == "":
-		p.addf(deref(&rr.Driver), path+".driver", "missing; method driver splits by each receiver's quantity of a meter: name it, e.g. \"Streaming Egress\"")
+		p.addf(rr.Driver.n, path+".driver", "missing; method driver splits by each receiver's quantity of a meter: name it, e.g. \"Streaming Egress\"")
 	case rule.Method != tally.AllocateDriver && rule.Driver != "":
-		p.addf(deref(&rr.Driver), path+".driver", "is for method driver only, not %q", rule.Method)
+		p.addf(rr.Driver.n, path+".driver", "is for method driver only, not %q", rule.Method)
 	case rule.Driver != "" && len(meters) > 0 && !slices.Contains(meters, rule.Driver):
-		p.addf(deref(&rr.Driver), path+".driver", "%q is not one of usage.meter_names (%s), so no receiver has a quantity of it", rule.Driver, strings.Join(meters, ", "))
+		p.addf(rr.Driver.n, path+".driver", "%q is not one of usage.meter_names (%s), so no receiver has a quantity of it", rule.Driver, strings.Join(meters, ", "))
 	}
 }
 
@@ -280,7 +282,10 @@ func (p *parser) fixedPercent(rr *rawRule, path string, rule *tally.AllocationRu
 			ok = false
 			continue
 		}
-		s, _ := p.scalar(v, field)
+		s := ""
+		if p.has(v, field) {
+			s = v.Value
+		}
 		d, err := tally.ParseDecimal(s)
 		if err != nil || d.Sign() <= 0 || d.Cmp(tally.MustDecimal("100")) > 0 || d.Scale() > 6 {
 			p.addf(v, field, "%q is not a percent above 0 and up to 100 with at most 6 decimals, e.g. 60 or 33.333334", s)
@@ -297,7 +302,7 @@ func (p *parser) fixedPercent(rr *rawRule, path string, rule *tally.AllocationRu
 	if len(rule.Receivers) > 0 {
 		a, b := slices.Sorted(slices.Values(rule.Receivers)), slices.Sorted(slices.Values(names))
 		if !slices.Equal(a, b) {
-			p.addf(deref(&rr.To), path+".to", "lists %s but percent gives %s; with method fixed leave to out, or name the same cost centres", strings.Join(a, ", "), strings.Join(b, ", "))
+			p.addf(rr.To.n, path+".to", "lists %s but percent gives %s; with method fixed leave to out, or name the same cost centres", strings.Join(a, ", "), strings.Join(b, ", "))
 		}
 	}
 	rule.Receivers = names

@@ -12,10 +12,8 @@ import (
 
 var nodeType = reflect.TypeOf(yaml.Node{})
 
-// leaf is a value of the file that decodes itself: at[T] and list.
-type leaf interface{ set(*yaml.Node) }
-
-var leafType = reflect.TypeOf((*leaf)(nil)).Elem()
+// leafType is a value of the file that reads itself: at[T] and list.
+var leafType = reflect.TypeOf((*yaml.Unmarshaler)(nil)).Elem()
 
 // decode fills out, a struct of the file's shape, from the mapping n. It
 // reports unknown keys, keys given twice and values of the wrong shape
@@ -79,7 +77,9 @@ func (p *parser) decodeValue(v *yaml.Node, out reflect.Value, path string) {
 	ft := out.Type()
 	switch {
 	case reflect.PointerTo(ft).Implements(leafType):
-		out.Addr().Interface().(leaf).set(v)
+		// The leaves' reading never fails: a value that is not a T is
+		// reported where its section checks it.
+		_ = out.Addr().Interface().(yaml.Unmarshaler).UnmarshalYAML(v)
 	case ft == nodeType:
 		out.Set(reflect.ValueOf(*v))
 	case ft.Kind() == reflect.Struct:
