@@ -30,7 +30,7 @@ type rawRule struct {
 	// Method is one of tally.AllocationMethods.
 	Method at[string] `yaml:"method"`
 	// Percent's keys are cost centres, checked against cost_centres.
-	Percent yaml.Node  `yaml:"percent"`
+	Percent mapping    `yaml:"percent"`
 	Driver  at[string] `yaml:"driver"`
 }
 
@@ -99,15 +99,15 @@ func (p *parser) allocation(r *rawAllocation, usage *UsageConfig, c *tally.Alloc
 // costCentre reads one of allocation.cost_centres and records it in a.
 func (p *parser) costCentre(rc *rawCostCentre, path string, a *allocCheck) tally.CostCentre {
 	cc := tally.CostCentre{
-		Name:  strings.TrimSpace(p.text(rc.Name, path+".name", "")),
-		Owner: p.text(rc.Owner, path+".owner", ""),
+		Name:  strings.TrimSpace(p.text(rc.Name, "")),
+		Owner: p.text(rc.Owner, ""),
 	}
 	p.centreName(rc.Name.n, path+".name", cc.Name, a)
 	a.centres[cc.Name] = true
 	if cc.Owner != "" && (!strings.Contains(cc.Owner, "@") || strings.ContainsAny(cc.Owner, " \n,<>")) {
-		p.addf(rc.Owner.n, path+".owner", "%q is not one e-mail address, e.g. news-finance@example.com", cc.Owner)
+		p.bad(rc.Owner.key, "%q is not one e-mail address, e.g. news-finance@example.com", cc.Owner)
 	}
-	cc.Projects = p.list(rc.Projects, path+".projects", a.known)
+	cc.Projects = p.list(rc.Projects, a.known)
 	for j, pr := range cc.Projects {
 		if other, dup := a.owner[pr]; dup {
 			p.addf(rc.Projects.n, fmt.Sprintf("%s.projects[%d]", path, j), "%q is owned by cost centre %q already; a project has one owner (share its cost with a rule instead)", pr, other)
@@ -137,10 +137,10 @@ func (p *parser) centreName(n *yaml.Node, field, name string, a *allocCheck) {
 // rule reads one of allocation.rules: what it shares, how, and with whom.
 func (p *parser) rule(rr *rawRule, path string, a *allocCheck) tally.AllocationRule {
 	rule := tally.AllocationRule{
-		Name:          strings.TrimSpace(p.text(rr.Name, path+".name", "")),
-		Method:        p.text(rr.Method, path+".method", ""),
-		Driver:        p.text(rr.Driver, path+".driver", ""),
-		PaymentMethod: p.text(rr.Share.PaymentMethod, path+".share.payment_method", ""),
+		Name:          strings.TrimSpace(p.text(rr.Name, "")),
+		Method:        p.text(rr.Method, ""),
+		Driver:        p.text(rr.Driver, ""),
+		PaymentMethod: p.text(rr.Share.PaymentMethod, ""),
 	}
 	p.ruleVersion(rr, path, &rule, a)
 	p.ruleShare(rr, path, &rule, a)
@@ -153,19 +153,19 @@ func (p *parser) rule(rr *rawRule, path string, a *allocCheck) tally.AllocationR
 // version of it.
 func (p *parser) ruleVersion(rr *rawRule, path string, rule *tally.AllocationRule, a *allocCheck) {
 	if rule.Name == "" {
-		p.addf(rr.Name.n, path+".name", "missing; give the rule a name, e.g. platform")
+		p.bad(rr.Name.key, "missing; give the rule a name, e.g. platform")
 	} else if strings.ContainsAny(rule.Name, "@\n") {
-		p.addf(rr.Name.n, path+".name", "%q holds an @ or a line break; use letters, digits, spaces, - or _", rule.Name)
+		p.bad(rr.Name.key, "%q holds an @ or a line break; use letters, digits, spaces, - or _", rule.Name)
 	}
-	from := p.text(rr.From, path+".from", "")
+	from := p.text(rr.From, "")
 	t, err := time.Parse("2006-01", from)
 	if err != nil {
-		p.addf(rr.From.n, path+".from", "%q is not a month YYYY-MM, e.g. 2026-01: the first month the rule applies to", from)
+		p.bad(rr.From.key, "%q is not a month YYYY-MM, e.g. 2026-01: the first month the rule applies to", from)
 		return
 	}
 	rule.From = t
 	if a.versions[rule.Version()] {
-		p.addf(rr.From.n, path+".from", "rule %q is given twice from %s; a rule changes from a later month, as a new entry with a later from", rule.Name, from)
+		p.bad(rr.From.key, "rule %q is given twice from %s; a rule changes from a later month, as a new entry with a later from", rule.Name, from)
 	}
 	a.versions[rule.Version()] = true
 }
@@ -176,7 +176,7 @@ func (p *parser) ruleShare(rr *rawRule, path string, rule *tally.AllocationRule,
 	// A cost centre's name among the shared projects is a receiver
 	// put in the wrong list: refused whether or not
 	// usage.project_names would have caught it.
-	rule.Projects = p.list(rr.Share.Projects, path+".share.projects", func(s string) string {
+	rule.Projects = p.list(rr.Share.Projects, func(s string) string {
 		if why := a.known(s); why != "" {
 			return why
 		}
@@ -185,11 +185,11 @@ func (p *parser) ruleShare(rr *rawRule, path string, rule *tally.AllocationRule,
 		}
 		return ""
 	})
-	rule.Meters = p.list(rr.Share.Meters, path+".share.meters", nil)
-	rule.Families = p.list(rr.Share.Families, path+".share.families", nil)
+	rule.Meters = p.list(rr.Share.Meters, nil)
+	rule.Families = p.list(rr.Share.Families, nil)
 	p.sharedWhole(rr, path, rule, a)
 	if rule.PaymentMethod != "" && !uuidRE.MatchString(rule.PaymentMethod) {
-		p.addf(rr.Share.PaymentMethod.n, path+".share.payment_method", "%q is not a payment method id (a UUID such as 0b6f2a4e-5c1d-4e8f-9a3b-7c2d1e0f4a5b)", rule.PaymentMethod)
+		p.bad(rr.Share.PaymentMethod.key, "%q is not a payment method id (a UUID such as 0b6f2a4e-5c1d-4e8f-9a3b-7c2d1e0f4a5b)", rule.PaymentMethod)
 	}
 	if meters := a.usage.MeterNames; len(meters) > 0 {
 		for j, m := range rule.Meters {
@@ -225,18 +225,18 @@ func (p *parser) ruleMethod(rr *rawRule, path string, rule *tally.AllocationRule
 	switch rule.Method {
 	case tally.AllocateEven, tally.AllocateProportional, tally.AllocateDriver, tally.AllocateFixed:
 	case "":
-		p.addf(rr.Method.n, path+".method", "missing; one of %s", strings.Join(tally.AllocationMethods, ", "))
+		p.bad(rr.Method.key, "missing; one of %s", strings.Join(tally.AllocationMethods, ", "))
 	default:
-		p.addf(rr.Method.n, path+".method", "%q is not one of %s", rule.Method, strings.Join(tally.AllocationMethods, ", "))
+		p.bad(rr.Method.key, "%q is not one of %s", rule.Method, strings.Join(tally.AllocationMethods, ", "))
 	}
-	rule.Receivers = p.list(rr.To, path+".to", a.isCentre)
+	rule.Receivers = p.list(rr.To, a.isCentre)
 	if rule.Method == tally.AllocateFixed {
 		p.fixedPercent(rr, path, rule, a.isCentre)
-	} else if !isNull(&rr.Percent) {
-		p.addf(deref(&rr.Percent), path+".percent", "is for method fixed only; method %q computes the parts", rule.Method)
+	} else if rr.Percent.given() {
+		p.addf(rr.Percent.n, rr.Percent.path, "is for method fixed only; method %q computes the parts", rule.Method)
 	}
 	if len(rule.Receivers) == 0 && rule.Method != tally.AllocateFixed && (!rr.To.given() || len(rr.To.n.Content) == 0) {
-		p.addf(rr.To.n, path+".to", "missing; list the cost centres that receive the shared cost, e.g. [News, Sport]")
+		p.bad(rr.To.key, "missing; list the cost centres that receive the shared cost, e.g. [News, Sport]")
 	}
 }
 
@@ -245,11 +245,11 @@ func (p *parser) ruleDriver(rr *rawRule, path string, rule *tally.AllocationRule
 	meters := a.usage.MeterNames
 	switch {
 	case rule.Method == tally.AllocateDriver && rule.Driver == "":
-		p.addf(rr.Driver.n, path+".driver", "missing; method driver splits by each receiver's quantity of a meter: name it, e.g. \"Streaming Egress\"")
+		p.bad(rr.Driver.key, "missing; method driver splits by each receiver's quantity of a meter: name it, e.g. \"Streaming Egress\"")
 	case rule.Method != tally.AllocateDriver && rule.Driver != "":
-		p.addf(rr.Driver.n, path+".driver", "is for method driver only, not %q", rule.Method)
+		p.bad(rr.Driver.key, "is for method driver only, not %q", rule.Method)
 	case rule.Driver != "" && len(meters) > 0 && !slices.Contains(meters, rule.Driver):
-		p.addf(rr.Driver.n, path+".driver", "%q is not one of usage.meter_names (%s), so no receiver has a quantity of it", rule.Driver, strings.Join(meters, ", "))
+		p.bad(rr.Driver.key, "%q is not one of usage.meter_names (%s), so no receiver has a quantity of it", rule.Driver, strings.Join(meters, ", "))
 	}
 }
 
@@ -257,7 +257,7 @@ func (p *parser) ruleDriver(rr *rawRule, path string, rule *tally.AllocationRule
 // percent summing to exactly 100. It gives the receivers; to, when given
 // too, must name the same cost centres.
 func (p *parser) fixedPercent(rr *rawRule, path string, rule *tally.AllocationRule, isCentre func(string) string) {
-	n := deref(&rr.Percent)
+	n := rr.Percent.n
 	if isNull(n) {
 		p.addf(n, path+".percent", "missing; method fixed needs each receiver's percent, summing to 100, e.g. {News: 60, Sport: 40}")
 		return
@@ -283,7 +283,7 @@ func (p *parser) fixedPercent(rr *rawRule, path string, rule *tally.AllocationRu
 			continue
 		}
 		s := ""
-		if p.has(v, field) {
+		if p.single(v, field) {
 			s = v.Value
 		}
 		d, err := tally.ParseDecimal(s)
@@ -302,7 +302,7 @@ func (p *parser) fixedPercent(rr *rawRule, path string, rule *tally.AllocationRu
 	if len(rule.Receivers) > 0 {
 		a, b := slices.Sorted(slices.Values(rule.Receivers)), slices.Sorted(slices.Values(names))
 		if !slices.Equal(a, b) {
-			p.addf(rr.To.n, path+".to", "lists %s but percent gives %s; with method fixed leave to out, or name the same cost centres", strings.Join(a, ", "), strings.Join(b, ", "))
+			p.bad(rr.To.key, "lists %s but percent gives %s; with method fixed leave to out, or name the same cost centres", strings.Join(a, ", "), strings.Join(b, ", "))
 		}
 	}
 	rule.Receivers = names

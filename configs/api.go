@@ -24,14 +24,14 @@ type rawAPI struct {
 	ConnectRetries   at[int]           `yaml:"connect_retries"`
 	TokenWarnBefore  at[span]          `yaml:"token_warn_before"`
 	// Paths' keys are resources, checked against tally.DefaultPaths.
-	Paths yaml.Node `yaml:"paths"`
+	Paths mapping `yaml:"paths"`
 }
 
 // api reads api: the interface's address, the token's source and how
 // hard to press the interface.
 func (p *parser) api(r *rawAPI, c *APIConfig) {
-	c.BaseURL = p.text(r.BaseURL, "api.base_url", DefaultBaseURL)
-	if p.notEmpty(r.BaseURL, "api.base_url", "leave the key out for the vendor's "+DefaultBaseURL+", or give the interface's https:// address") {
+	c.BaseURL = p.text(r.BaseURL, DefaultBaseURL)
+	if p.notEmpty(r.BaseURL, "leave the key out for the vendor's "+DefaultBaseURL+", or give the interface's https:// address") {
 		c.BaseURL = DefaultBaseURL // reported; the rest is checked as if left out
 	}
 	field, from := "api.base_url", r.BaseURL.n
@@ -45,17 +45,17 @@ func (p *parser) api(r *rawAPI, c *APIConfig) {
 		c.TokenEnv = DefaultTokenEnv
 	}
 	p.apiLimits(r, c)
-	c.Paths = p.paths(&r.Paths)
+	c.Paths = p.paths(r.Paths)
 }
 
 // tokenKeys reads where a token comes from, field.token_env or
 // field.token_file, refusing both; the caller says what neither means.
 func (p *parser) tokenKeys(envKey, fileKey at[string], field string) (env, file string) {
-	env = p.text(envKey, field+".token_env", "")
+	env = p.text(envKey, "")
 	if env != "" && !envNameRE.MatchString(env) {
-		p.addf(envKey.n, field+".token_env", "%q is not an environment variable name (letters, digits and _, not starting with a digit)", env)
+		p.bad(envKey.key, "%q is not an environment variable name (letters, digits and _, not starting with a digit)", env)
 	}
-	if f := p.text(fileKey, field+".token_file", ""); f != "" {
+	if f := p.text(fileKey, ""); f != "" {
 		file = p.path(f)
 		if fi, err := os.Stat(file); err == nil && fi.Mode().Perm()&0o044 != 0 {
 			p.warnings = append(p.warnings, fmt.Sprintf("%s.token_file: %s is readable by group or others (mode %04o); chmod 600 it", field, file, fi.Mode().Perm()))
@@ -70,22 +70,22 @@ func (p *parser) tokenKeys(envKey, fileKey at[string], field string) (env, file 
 // apiLimits reads the api: keys that bound waits, requests in flight and
 // retries, and the token's warning.
 func (p *parser) apiLimits(r *rawAPI, c *APIConfig) {
-	c.Timeout = p.duration(r.Timeout, "api.timeout", DefaultTimeout, true, time.Hour, "60s")
-	c.AnswerTimeout = p.duration(r.AnswerTimeout, "api.answer_timeout", DefaultAnswerTimeout, true, 24*time.Hour, "30m")
+	c.Timeout = p.duration(r.Timeout, DefaultTimeout, true, time.Hour, "60s")
+	c.AnswerTimeout = p.duration(r.AnswerTimeout, DefaultAnswerTimeout, true, 24*time.Hour, "30m")
 	if c.AnswerTimeout < c.Timeout {
-		p.addf(r.AnswerTimeout.n, "api.answer_timeout", "%s is shorter than api.timeout %s; it bounds a whole answer, each wait of which api.timeout bounds: give at least %s", c.AnswerTimeout, c.Timeout, c.Timeout)
+		p.bad(r.AnswerTimeout.key, "%s is shorter than api.timeout %s; it bounds a whole answer, each wait of which api.timeout bounds: give at least %s", c.AnswerTimeout, c.Timeout, c.Timeout)
 	}
-	c.Concurrency = p.integer(r.Concurrency, "api.concurrency", DefaultConcurrency, 1, 32)
-	c.TotalConcurrency = p.integer(r.TotalConcurrency, "api.total_concurrency", max(DefaultTotalConcurrency, c.Concurrency), 1, 256)
+	c.Concurrency = p.integer(r.Concurrency, DefaultConcurrency, 1, 32)
+	c.TotalConcurrency = p.integer(r.TotalConcurrency, max(DefaultTotalConcurrency, c.Concurrency), 1, 256)
 	if c.TotalConcurrency < c.Concurrency {
-		p.addf(r.TotalConcurrency.n, "api.total_concurrency", "%d is less than api.concurrency %d; it bounds the windows in flight over every organization, each of which may have api.concurrency", c.TotalConcurrency, c.Concurrency)
+		p.bad(r.TotalConcurrency.key, "%d is less than api.concurrency %d; it bounds the windows in flight over every organization, each of which may have api.concurrency", c.TotalConcurrency, c.Concurrency)
 	}
-	c.MaxRetries = p.integer(r.MaxRetries, "api.max_retries", DefaultMaxRetries, 0, 50)
-	c.ConnectRetries = p.integer(r.ConnectRetries, "api.connect_retries", DefaultConnectRetries, 0, 50)
+	c.MaxRetries = p.integer(r.MaxRetries, DefaultMaxRetries, 0, 50)
+	c.ConnectRetries = p.integer(r.ConnectRetries, DefaultConnectRetries, 0, 50)
 	c.TokenWarnBefore = DefaultTokenWarnBefore
-	if w := r.TokenWarnBefore; p.has(w.n, "api.token_warn_before") {
+	if w := r.TokenWarnBefore; p.has(w.key) {
 		if d := time.Duration(w.V); !w.ok || d > 366*24*time.Hour {
-			p.addf(w.n, "api.token_warn_before", "%q is not <n>d or <n>h from 0 up to a year (366d), e.g. 14d", w.S)
+			p.bad(w.key, "%q is not <n>d or <n>h from 0 up to a year (366d), e.g. 14d", w.S)
 		} else {
 			c.TokenWarnBefore = d
 		}
@@ -102,11 +102,9 @@ func (p *parser) baseURL(n *yaml.Node, field, s string) string {
 	return strings.TrimRight(strings.TrimSpace(s), "/")
 }
 
-func (p *parser) paths(n *yaml.Node) map[string]string { return p.pathsAt(n, "api.paths") }
-
-// pathsAt reads a mapping of resource to path at field.
-func (p *parser) pathsAt(n *yaml.Node, at string) map[string]string {
-	n = deref(n)
+// paths reads a mapping of resource to path.
+func (p *parser) paths(m mapping) map[string]string {
+	n, at := m.n, m.path
 	out := map[string]string{}
 	if isNull(n) {
 		return out
@@ -136,7 +134,7 @@ func (p *parser) pathsAt(n *yaml.Node, at string) map[string]string {
 			p.addf(k, field, "given twice")
 			continue
 		}
-		if !p.has(deref(v), field) {
+		if !p.single(deref(v), field) {
 			if isNull(v) {
 				p.addf(deref(v), field, "must be a path, e.g. %q", def)
 			}

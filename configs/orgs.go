@@ -5,8 +5,6 @@ import (
 	"regexp"
 	"strings"
 
-	"go.yaml.in/yaml/v3"
-
 	"github.com/tally-dev/tally"
 )
 
@@ -60,7 +58,7 @@ type rawOrganization struct {
 	ProjectNames     list       `yaml:"project_names"`
 	PaymentMethodIDs list       `yaml:"payment_method_ids"`
 	MeterNames       list       `yaml:"meter_names"`
-	Paths            yaml.Node  `yaml:"paths"`
+	Paths            mapping    `yaml:"paths"`
 }
 
 // organizations builds cfg.Organizations: the api: form's one, or the
@@ -92,20 +90,20 @@ func (p *parser) organizations(raw *[]rawOrganization, api *rawAPI, cfg *Config)
 // names so far, folded, by the field that gave each.
 func (p *parser) organization(r *rawOrganization, field string, cfg *Config, seen map[string]string) Organization {
 	o := Organization{Field: field}
-	o.Name = p.text(r.Name, field+".name", "")
+	o.Name = p.text(r.Name, "")
 	switch {
 	case o.Name == "":
-		p.addf(r.Name.n, field+".name", "missing; name the organization (letters, digits, '.', '_', '-'; it names its workbook and is its key in the store)")
+		p.bad(r.Name.key, "missing; name the organization (letters, digits, '.', '_', '-'; it names its workbook and is its key in the store)")
 	case !orgNameRE.MatchString(o.Name):
-		p.addf(r.Name.n, field+".name", "%q is not a name of letters, digits, '.', '_' and '-' (up to 63, starting with a letter or digit)", o.Name)
+		p.bad(r.Name.key, "%q is not a name of letters, digits, '.', '_' and '-' (up to 63, starting with a letter or digit)", o.Name)
 	case seen[strings.ToLower(o.Name)] != "":
-		p.addf(r.Name.n, field+".name", "%q is also the name of %s; names must differ (ignoring case)", o.Name, seen[strings.ToLower(o.Name)])
+		p.bad(r.Name.key, "%q is also the name of %s; names must differ (ignoring case)", o.Name, seen[strings.ToLower(o.Name)])
 	default:
 		seen[strings.ToLower(o.Name)] = field
 	}
 	o.BaseURL = cfg.API.BaseURL
-	blank := p.notEmpty(r.BaseURL, field+".base_url", "leave the key out for api.base_url ("+cfg.API.BaseURL+"), or give the organization's https:// address")
-	if s := p.text(r.BaseURL, field+".base_url", ""); s != "" && !blank {
+	blank := p.notEmpty(r.BaseURL, "leave the key out for api.base_url ("+cfg.API.BaseURL+"), or give the organization's https:// address")
+	if s := p.text(r.BaseURL, ""); s != "" && !blank {
 		o.BaseURL = p.baseURL(r.BaseURL.n, field+".base_url", s)
 	}
 	o.TokenEnv, o.TokenFile = p.tokenKeys(r.TokenEnv, r.TokenFile, field)
@@ -117,8 +115,8 @@ func (p *parser) organization(r *rawOrganization, field string, cfg *Config, see
 	for k, v := range cfg.API.Paths {
 		o.Paths[k] = v
 	}
-	if !isNull(&r.Paths) {
-		for k, v := range p.pathsAt(&r.Paths, field+".paths") {
+	if r.Paths.given() {
+		for k, v := range p.paths(r.Paths) {
 			o.Paths[k] = v
 		}
 	}
@@ -130,10 +128,10 @@ func (p *parser) organization(r *rawOrganization, field string, cfg *Config, see
 func (p *parser) orgFilters(r *rawOrganization, field string, cfg *Config, o *Organization) {
 	o.ProjectNames, o.PaymentMethodIDs, o.MeterNames = cfg.Usage.ProjectNames, cfg.Usage.PaymentMethodIDs, cfg.Usage.MeterNames
 	if r.ProjectNames.given() {
-		o.ProjectNames = p.list(r.ProjectNames, field+".project_names", nil)
+		o.ProjectNames = p.list(r.ProjectNames, nil)
 	}
 	if r.PaymentMethodIDs.given() {
-		o.PaymentMethodIDs = p.list(r.PaymentMethodIDs, field+".payment_method_ids", func(s string) string {
+		o.PaymentMethodIDs = p.list(r.PaymentMethodIDs, func(s string) string {
 			if !uuidRE.MatchString(s) {
 				return "is not a payment method id (a UUID)"
 			}
@@ -141,7 +139,7 @@ func (p *parser) orgFilters(r *rawOrganization, field string, cfg *Config, o *Or
 		})
 	}
 	if r.MeterNames.given() {
-		o.MeterNames = p.list(r.MeterNames, field+".meter_names", nil)
+		o.MeterNames = p.list(r.MeterNames, nil)
 	}
 	if cfg.Usage.Source == tally.SourceProjects {
 		switch {

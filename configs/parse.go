@@ -58,6 +58,11 @@ func (p *parser) addf(n *yaml.Node, path, format string, args ...any) {
 	p.problems = append(p.problems, msg)
 }
 
+// bad records a problem with the value at k.
+func (p *parser) bad(k key, format string, args ...any) {
+	p.addf(k.n, k.path, format, args...)
+}
+
 func (p *parser) parse(data []byte) *Config {
 	if len(data) > maxConfigSize {
 		p.addf(nil, "config", "is %d bytes, more than the %d a config may have", len(data), maxConfigSize)
@@ -79,6 +84,7 @@ func (p *parser) parse(data []byte) *Config {
 	if doc.Kind == yaml.DocumentNode && len(doc.Content) == 1 {
 		doc = doc.Content[0]
 	}
+	name(reflect.ValueOf(&raw).Elem(), "")
 	if doc.Kind != 0 && !isNull(doc) {
 		before := len(p.problems)
 		p.decode(doc, reflect.ValueOf(&raw).Elem(), "")

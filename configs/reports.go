@@ -40,7 +40,7 @@ type rawSMTP struct {
 }
 
 func (p *parser) store(r *rawStore, c *StoreConfig) {
-	c.Path = p.path(p.text(r.Path, "store.path", DefaultStorePath))
+	c.Path = p.path(p.text(r.Path, DefaultStorePath))
 	if env := p.getenv(EnvDB); env != "" {
 		// A path typed at a shell is relative to where it was typed.
 		c.Path = filepath.Clean(env)
@@ -48,22 +48,22 @@ func (p *parser) store(r *rawStore, c *StoreConfig) {
 }
 
 func (p *parser) reports(r *rawReports, c *ReportsConfig) {
-	c.Dir = p.path(p.text(r.Dir, "reports.dir", DefaultReportsDir))
+	c.Dir = p.path(p.text(r.Dir, DefaultReportsDir))
 	c.Tolerance = DefaultTolerance
-	if t := r.Tolerance; p.has(t.n, "reports.tolerance") {
+	if t := r.Tolerance; p.has(t.key) {
 		if v := t.V; !t.ok || math.IsNaN(v) || v < 0 || v > 1 {
-			p.addf(t.n, "reports.tolerance", "%q is not a fraction from 0 to 1, e.g. 0.005 for 0.5 %%", t.S)
+			p.bad(t.key, "%q is not a fraction from 0 to 1, e.g. 0.005 for 0.5 %%", t.S)
 		} else {
 			c.Tolerance = v
 		}
 	}
-	if ca := r.CloseAfter; p.has(ca.n, "reports.close_after") && ca.S != "" {
+	if ca := r.CloseAfter; p.has(ca.key) && ca.S != "" {
 		s, d := ca.S, time.Duration(ca.V)
 		switch {
 		case !ca.ok || d == 0:
-			p.addf(r.CloseAfter.n, "reports.close_after", "%q is not <n>d or <n>h with n ≥ 1 (the time after a month's end at which the nightly job closes it), e.g. 5d; or \"\" to never close automatically", s)
+			p.bad(r.CloseAfter.key, "%q is not <n>d or <n>h with n ≥ 1 (the time after a month's end at which the nightly job closes it), e.g. 5d; or \"\" to never close automatically", s)
 		case d > 366*24*time.Hour:
-			p.addf(r.CloseAfter.n, "reports.close_after", "%q is longer than a year (366d); a month is closed within a year of its end, or by hand with tally close", s)
+			p.bad(r.CloseAfter.key, "%q is longer than a year (366d); a month is closed within a year of its end, or by hand with tally close", s)
 		default:
 			c.CloseAfter = d
 		}
@@ -73,7 +73,7 @@ func (p *parser) reports(r *rawReports, c *ReportsConfig) {
 		c.Months = slices.Clone(DefaultMonths)
 		return
 	}
-	c.Months = p.list(r.Months, "reports.months", func(s string) string {
+	c.Months = p.list(r.Months, func(s string) string {
 		if !slices.Contains(DefaultMonths, s) {
 			return "is not one of previous, current"
 		}
@@ -83,10 +83,10 @@ func (p *parser) reports(r *rawReports, c *ReportsConfig) {
 
 // deliver reads reports.deliver: a folder, and/or a mail server.
 func (p *parser) deliver(r *rawDeliver, c *DeliverConfig) {
-	if s := p.text(r.Dir, "reports.deliver.dir", ""); s != "" {
+	if s := p.text(r.Dir, ""); s != "" {
 		c.Dir = p.path(s)
 		if err := CheckDeliverDir(c.Dir); err != nil {
-			p.addf(r.Dir.n, "reports.deliver.dir", "%q %v; give a folder Tally may write into (the deliver step copies finished workbooks there)", s, err)
+			p.bad(r.Dir.key, "%q %v; give a folder Tally may write into (the deliver step copies finished workbooks there)", s, err)
 		}
 	}
 	m := &r.SMTP
@@ -99,37 +99,37 @@ func (p *parser) deliver(r *rawDeliver, c *DeliverConfig) {
 // smtp reads reports.deliver.smtp, set when any of its addresses is.
 func (p *parser) smtp(m *rawSMTP) *SMTPConfig {
 	s := &SMTPConfig{
-		Host:         p.text(m.Host, "reports.deliver.smtp.host", ""),
-		Security:     p.text(m.Security, "reports.deliver.smtp.security", "starttls"),
-		Username:     p.text(m.Username, "reports.deliver.smtp.username", ""),
-		PasswordEnv:  p.text(m.PasswordEnv, "reports.deliver.smtp.password_env", ""),
-		PasswordFile: p.text(m.PasswordFile, "reports.deliver.smtp.password_file", ""),
-		From:         p.text(m.From, "reports.deliver.smtp.from", ""),
-		Subject:      p.text(m.Subject, "reports.deliver.smtp.subject", "Tally cost workbook {month}"),
+		Host:         p.text(m.Host, ""),
+		Security:     p.text(m.Security, "starttls"),
+		Username:     p.text(m.Username, ""),
+		PasswordEnv:  p.text(m.PasswordEnv, ""),
+		PasswordFile: p.text(m.PasswordFile, ""),
+		From:         p.text(m.From, ""),
+		Subject:      p.text(m.Subject, "Tally cost workbook {month}"),
 	}
 	if s.PasswordFile != "" {
 		s.PasswordFile = p.path(s.PasswordFile)
 	}
 	if s.Host == "" {
-		p.addf(m.Host.n, "reports.deliver.smtp.host", "missing; the mail server to send workbooks through, e.g. smtp.example.com")
+		p.bad(m.Host.key, "missing; the mail server to send workbooks through, e.g. smtp.example.com")
 	}
 	if s.From == "" {
-		p.addf(m.From.n, "reports.deliver.smtp.from", "missing; the sender address, e.g. tally@example.com")
+		p.bad(m.From.key, "missing; the sender address, e.g. tally@example.com")
 	}
 	if s.Security != "starttls" && s.Security != "tls" {
-		p.addf(m.Security.n, "reports.deliver.smtp.security", "%q is not one of starttls (port 587), tls (implicit TLS, port 465)", s.Security)
+		p.bad(m.Security.key, "%q is not one of starttls (port 587), tls (implicit TLS, port 465)", s.Security)
 	}
 	def := 587
 	if s.Security == "tls" {
 		def = 465
 	}
-	s.Port = p.integer(m.Port, "reports.deliver.smtp.port", def, 1, 65535)
-	s.Timeout = p.duration(m.Timeout, "reports.deliver.smtp.timeout", DefaultSMTPTimeout, true, time.Hour, "2m")
+	s.Port = p.integer(m.Port, def, 1, 65535)
+	s.Timeout = p.duration(m.Timeout, DefaultSMTPTimeout, true, time.Hour, "2m")
 	p.smtpPassword(m, s)
 	if !m.To.given() {
-		p.addf(m.To.n, "reports.deliver.smtp.to", "missing; the recipients, e.g. [finance@example.com]")
+		p.bad(m.To.key, "missing; the recipients, e.g. [finance@example.com]")
 	} else {
-		s.To = p.list(m.To, "reports.deliver.smtp.to", func(v string) string {
+		s.To = p.list(m.To, func(v string) string {
 			if !strings.Contains(v, "@") {
 				return "is not an e-mail address"
 			}
@@ -146,9 +146,9 @@ func (p *parser) smtpPassword(m *rawSMTP, s *SMTPConfig) {
 		p.addf(m.PasswordFile.n, "reports.deliver.smtp.password_env and password_file", "set one, not both")
 	}
 	if s.PasswordEnv != "" && !envNameRE.MatchString(s.PasswordEnv) {
-		p.addf(m.PasswordEnv.n, "reports.deliver.smtp.password_env", "%q is not an environment variable name", s.PasswordEnv)
+		p.bad(m.PasswordEnv.key, "%q is not an environment variable name", s.PasswordEnv)
 	}
 	if s.Username != "" && s.PasswordEnv == "" && s.PasswordFile == "" {
-		p.addf(m.Username.n, "reports.deliver.smtp.username", "is set but no password: set password_env or password_file (the password is never in the YAML)")
+		p.bad(m.Username.key, "is set but no password: set password_env or password_file (the password is never in the YAML)")
 	}
 }

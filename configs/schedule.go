@@ -24,8 +24,8 @@ type rawJob struct {
 var jobSteps = []string{"fetch", "report", "close", "deliver", "alerts", "export"}
 
 func (p *parser) schedule(r *rawSchedule, c *ScheduleConfig) {
-	c.LockWait = p.duration(r.LockWait, "schedule.lock_wait", DefaultLockWait, false, 24*time.Hour, "10m")
-	c.Grace = p.duration(r.Grace, "schedule.grace", DefaultGrace, false, time.Hour, "30s")
+	c.LockWait = p.duration(r.LockWait, DefaultLockWait, false, 24*time.Hour, "10m")
+	c.Grace = p.duration(r.Grace, DefaultGrace, false, time.Hour, "30s")
 	if r.Jobs == nil {
 		c.Jobs = DefaultJobs()
 		return
@@ -39,29 +39,29 @@ func (p *parser) schedule(r *rawSchedule, c *ScheduleConfig) {
 			continue
 		}
 		j := Job{
-			Name: p.text(rj.Name, path+".name", ""),
-			Cron: strings.TrimSpace(p.text(rj.Cron, path+".cron", "")),
+			Name: p.text(rj.Name, ""),
+			Cron: strings.TrimSpace(p.text(rj.Cron, "")),
 		}
 		switch {
 		case j.Name == "":
-			p.addf(rj.Name.n, path+".name", "missing; give the job a name, e.g. nightly")
+			p.bad(rj.Name.key, "missing; give the job a name, e.g. nightly")
 		case names[j.Name]:
-			p.addf(rj.Name.n, path+".name", "%q is the name of another job; names must be unique", j.Name)
+			p.bad(rj.Name.key, "%q is the name of another job; names must be unique", j.Name)
 		}
 		names[j.Name] = true
 		if j.Cron == "" {
-			p.addf(rj.Cron.n, path+".cron", `missing; give a cron spec, e.g. "CRON_TZ=UTC 30 2 * * *"`)
+			p.bad(rj.Cron.key, `missing; give a cron spec, e.g. "CRON_TZ=UTC 30 2 * * *"`)
 		} else if _, err := ParseCron(j.Cron); err != nil {
-			p.addf(rj.Cron.n, path+".cron", "job %q: %v", j.Name, err)
+			p.bad(rj.Cron.key, "job %q: %v", j.Name, err)
 		}
-		j.Run = p.list(rj.Run, path+".run", func(s string) string {
+		j.Run = p.list(rj.Run, func(s string) string {
 			if !slices.Contains(jobSteps, s) {
 				return "is not one of " + strings.Join(jobSteps, ", ")
 			}
 			return ""
 		})
 		if run := rj.Run; !run.given() || (run.n.Kind == yaml.SequenceNode && len(run.Items) == 0) {
-			p.addf(run.n, path+".run", "missing; list the steps, e.g. [fetch, report]")
+			p.bad(run.key, "missing; list the steps, e.g. [fetch, report]")
 		}
 		c.Jobs = append(c.Jobs, j)
 	}
@@ -75,14 +75,14 @@ type rawExport struct {
 }
 
 func (p *parser) export(r *rawExport, c *ExportConfig) {
-	c.Dir = p.path(p.text(r.Dir, "export.dir", DefaultExportDir))
+	c.Dir = p.path(p.text(r.Dir, DefaultExportDir))
 	c.Format = ExportParquet
-	switch f := p.text(r.Format, "export.format", ExportParquet); f {
+	switch f := p.text(r.Format, ExportParquet); f {
 	case ExportParquet, ExportFOCUS:
 		c.Format = f
 	default:
-		p.addf(r.Format.n, "export.format", "%q is not one of parquet, focus", f)
+		p.bad(r.Format.key, "%q is not one of parquet, focus", f)
 	}
-	c.FOCUSCSV = p.boolean(r.FOCUSCSV, "export.focus_csv")
-	c.CSVRaw = p.boolean(r.CSVRaw, "export.csv_raw")
+	c.FOCUSCSV = p.boolean(r.FOCUSCSV)
+	c.CSVRaw = p.boolean(r.CSVRaw)
 }

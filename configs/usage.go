@@ -22,12 +22,12 @@ type rawUsage struct {
 
 // usage reads usage: what to fetch, from when, and how.
 func (p *parser) usage(r *rawUsage, c *UsageConfig) {
-	gs := p.text(r.Granularity, "usage.granularity", string(DefaultGranularity))
+	gs := p.text(r.Granularity, string(DefaultGranularity))
 	c.Granularity = DefaultGranularity
 	if g := tally.Granularity(gs); g.Valid() {
 		c.Granularity = g
 	} else {
-		p.addf(r.Granularity.n, "usage.granularity", "%q is not one of hour, day, week, month, year", gs)
+		p.bad(r.Granularity.key, "%q is not one of hour, day, week, month, year", gs)
 	}
 	p.usageStart(r, c)
 	p.usageSpans(r, c)
@@ -38,13 +38,13 @@ func (p *parser) usage(r *rawUsage, c *UsageConfig) {
 
 // usageStart reads usage.start, the one key without a default.
 func (p *parser) usageStart(r *rawUsage, c *UsageConfig) {
-	s, ok := r.Start.S, p.has(r.Start.n, "usage.start")
+	s, ok := r.Start.S, p.has(r.Start.key)
 	switch t, err := tally.ParseDate(s); {
 	case !r.Start.given() || (ok && s == ""):
-		p.addf(r.Start.n, "usage.start", "missing; set the first day to backfill as YYYY-MM-DD, e.g. 2026-01-01")
+		p.bad(r.Start.key, "missing; set the first day to backfill as YYYY-MM-DD, e.g. 2026-01-01")
 	case !ok: // not a single value: reported
 	case err != nil:
-		p.addf(r.Start.n, "usage.start", "%q is not a YYYY-MM-DD date, e.g. 2026-01-01", s)
+		p.bad(r.Start.key, "%q is not a YYYY-MM-DD date, e.g. 2026-01-01", s)
 	default:
 		c.Start = t
 	}
@@ -54,26 +54,26 @@ func (p *parser) usageStart(r *rawUsage, c *UsageConfig) {
 // hours.
 func (p *parser) usageSpans(r *rawUsage, c *UsageConfig) {
 	c.Lookback = DefaultLookback
-	if l := r.Lookback; p.has(l.n, "usage.lookback") {
+	if l := r.Lookback; p.has(l.key) {
 		s, d := l.S, time.Duration(l.V)
 		switch {
 		case !l.ok:
-			p.addf(r.Lookback.n, "usage.lookback", "%q is not <n>d or <n>h with n ≥ 0, e.g. 7d, 36h, 0d", s)
+			p.bad(r.Lookback.key, "%q is not <n>d or <n>h with n ≥ 0, e.g. 7d, 36h, 0d", s)
 		case d > 3660*24*time.Hour:
-			p.addf(r.Lookback.n, "usage.lookback", "%q is longer than ten years (3660d); older data is a backfill: set usage.start", s)
+			p.bad(r.Lookback.key, "%q is longer than ten years (3660d); older data is a backfill: set usage.start", s)
 		default:
 			c.Lookback = d
 		}
 	}
 
 	c.StaleAfter = DefaultStaleAfter
-	if st := r.StaleAfter; p.has(st.n, "usage.stale_after") {
+	if st := r.StaleAfter; p.has(st.key) {
 		s, d := st.S, time.Duration(st.V)
 		switch {
 		case !st.ok:
-			p.addf(r.StaleAfter.n, "usage.stale_after", "%q is not <n>d or <n>h, e.g. 2d, 36h", s)
+			p.bad(r.StaleAfter.key, "%q is not <n>d or <n>h, e.g. 2d, 36h", s)
 		case d < MinStaleAfter || d > MaxStaleAfter:
-			p.addf(r.StaleAfter.n, "usage.stale_after", "%q is outside 1d to 90d: the newest day holding usage is at least a day old once it is over, and data a quarter old is past warning", s)
+			p.bad(r.StaleAfter.key, "%q is outside 1d to 90d: the newest day holding usage is at least a day old once it is over, and data a quarter old is past warning", s)
 		default:
 			c.StaleAfter = d
 		}
@@ -83,37 +83,37 @@ func (p *parser) usageSpans(r *rawUsage, c *UsageConfig) {
 // usageWindow reads usage.window, which the granularity bounds, and
 // usage.format.
 func (p *parser) usageWindow(r *rawUsage, c *UsageConfig) {
-	if p.has(r.Window.n, "usage.window") {
+	if p.has(r.Window.key) {
 		s := r.Window.S
 		if w, err := tally.ParseWindowSize(s); err != nil {
-			p.addf(r.Window.n, "usage.window", "%v", err)
+			p.bad(r.Window.key, "%v", err)
 		} else if err := tally.CheckWindowSize(c.Granularity, w); err != nil {
-			p.addf(r.Window.n, "usage.window", "%v", err)
+			p.bad(r.Window.key, "%v", err)
 		} else {
 			c.Window = w
 		}
 	}
 
 	c.Format = DefaultFormat
-	switch f := p.text(r.Format, "usage.format", string(DefaultFormat)); tally.Format(f) {
+	switch f := p.text(r.Format, string(DefaultFormat)); tally.Format(f) {
 	case tally.FormatJSON, tally.FormatCSV:
 		c.Format = tally.Format(f)
 	default:
-		p.addf(r.Format.n, "usage.format", "%q is not one of json, csv", f)
+		p.bad(r.Format.key, "%q is not one of json, csv", f)
 	}
 }
 
 // usageFilters reads the usage query's filters.
 func (p *parser) usageFilters(r *rawUsage, c *UsageConfig) {
-	c.ReportedDate = p.boolean(r.ReportedDate, "usage.reported_date")
-	c.ProjectNames = p.list(r.ProjectNames, "usage.project_names", nil)
-	c.PaymentMethodIDs = p.list(r.PaymentMethodIDs, "usage.payment_method_ids", func(s string) string {
+	c.ReportedDate = p.boolean(r.ReportedDate)
+	c.ProjectNames = p.list(r.ProjectNames, nil)
+	c.PaymentMethodIDs = p.list(r.PaymentMethodIDs, func(s string) string {
 		if !uuidRE.MatchString(s) {
 			return "is not a UUID such as 0b6f2a4e-5c1d-4e8f-9a3b-7c2d1e0f4a5b"
 		}
 		return ""
 	})
-	c.MeterNames = p.list(r.MeterNames, "usage.meter_names", nil)
+	c.MeterNames = p.list(r.MeterNames, nil)
 	if len(c.ProjectNames) > 0 && len(c.PaymentMethodIDs) > 0 {
 		p.addf(r.PaymentMethodIDs.n, "usage.project_names and usage.payment_method_ids", "set one, not both: the interface refuses the two filters together")
 	}
@@ -122,20 +122,20 @@ func (p *parser) usageFilters(r *rawUsage, c *UsageConfig) {
 // usageSource reads usage.source: the organization's usage report, or
 // each project's, which takes fewer settings.
 func (p *parser) usageSource(r *rawUsage, c *UsageConfig) {
-	switch c.Source = p.text(r.Source, "usage.source", tally.SourceOrganization); c.Source {
+	switch c.Source = p.text(r.Source, tally.SourceOrganization); c.Source {
 	case tally.SourceOrganization:
 	case tally.SourceProjects:
 		if len(c.ProjectNames) == 0 && !p.grouped {
-			p.addf(r.ProjectNames.n, "usage.project_names", "missing; usage.source projects reads each listed project's usage report, e.g. [newsroom, archive]")
+			p.bad(r.ProjectNames.key, "missing; usage.source projects reads each listed project's usage report, e.g. [newsroom, archive]")
 		}
 		if c.Granularity != tally.Day {
-			p.addf(r.Granularity.n, "usage.granularity", "%q with usage.source projects: the per-project report gives days (differences of daily reads); use day", c.Granularity)
+			p.bad(r.Granularity.key, "%q with usage.source projects: the per-project report gives days (differences of daily reads); use day", c.Granularity)
 		}
 		if len(c.PaymentMethodIDs) > 0 || len(c.MeterNames) > 0 || c.ReportedDate {
-			p.addf(r.Source.n, "usage.source", "projects takes no payment_method_ids, meter_names or reported_date: the per-project report has no such filters")
+			p.bad(r.Source.key, "projects takes no payment_method_ids, meter_names or reported_date: the per-project report has no such filters")
 		}
 	default:
-		p.addf(r.Source.n, "usage.source", "%q is not one of organization, projects", c.Source)
+		p.bad(r.Source.key, "%q is not one of organization, projects", c.Source)
 		c.Source = tally.SourceOrganization
 	}
 }

@@ -17,10 +17,33 @@ import (
 // written and its line, and a value of the wrong type does not hide the
 // problems of the others.
 type at[T any] struct {
-	V  T          // the value, when ok
-	S  string     // the text as written, when a single value
-	ok bool       // S reads as a T
-	n  *yaml.Node // aliases followed; nil when the key is left out
+	key
+	V  T      // the value, when ok
+	S  string // the text as written, when a single value
+	ok bool   // S reads as a T
+}
+
+// key is where a value is in the file: its node, and its path
+// (api.timeout, budgets[0].name), which every message about it names. The
+// decode names every key of the file's shape, given or not, so a key is
+// written once, in its yaml tag.
+type key struct {
+	n    *yaml.Node // aliases followed; nil when the key is left out
+	path string
+}
+
+func (k *key) name(path string) { k.path = path }
+
+// given reports whether the key is in the file with a value.
+func (k key) given() bool { return !isNull(k.n) }
+
+// mapping is a mapping whose keys are data (resources, cost centres), not
+// the file's keys: its section reads them.
+type mapping struct{ key }
+
+func (m *mapping) UnmarshalYAML(n *yaml.Node) error {
+	m.n = deref(n)
+	return nil
 }
 
 // span is a duration written <n>d or <n>h (lookback, stale_after,
@@ -61,13 +84,10 @@ func (a *at[T]) UnmarshalYAML(n *yaml.Node) error {
 	return nil
 }
 
-// given reports whether the key is in the file with a value.
-func (a at[T]) given() bool { return !isNull(a.n) }
-
 // list is a list of texts in the file, each kept with its node.
 type list struct {
+	key
 	Items []at[string]
-	n     *yaml.Node // aliases followed; nil when left out
 }
 
 func (l *list) UnmarshalYAML(n *yaml.Node) error {
@@ -82,11 +102,13 @@ func (l *list) UnmarshalYAML(n *yaml.Node) error {
 	return nil
 }
 
-func (l list) given() bool { return !isNull(l.n) }
+// has reports a value that is not a single value, and says whether k
+// holds one.
+func (p *parser) has(k key) bool { return p.single(k.n, k.path) }
 
-// has reports a value that is not a single value, and says whether n is
-// one.
-func (p *parser) has(n *yaml.Node, path string) bool {
+// single reports a value at path that is not a single value, and says
+// whether n is one.
+func (p *parser) single(n *yaml.Node, path string) bool {
 	if isNull(n) {
 		return false
 	}
@@ -101,37 +123,37 @@ func (p *parser) has(n *yaml.Node, path string) bool {
 // otherwise read as left out: a value written down and then emptied is a
 // mistake to show, not a default to take silently.
 // It reports whether it refused one.
-func (p *parser) notEmpty(a at[string], path, allowed string) bool {
+func (p *parser) notEmpty(a at[string], allowed string) bool {
 	// The caller's text has reported a value that is not a scalar.
 	if a.given() && a.n.Kind == yaml.ScalarNode && strings.TrimSpace(a.S) == "" {
-		p.addf(a.n, path, "%q is empty; %s", a.S, allowed)
+		p.bad(a.key, "%q is empty; %s", a.S, allowed)
 		return true
 	}
 	return false
 }
 
 // text returns a string, or def when it is left out or empty.
-func (p *parser) text(a at[string], path, def string) string {
-	if p.has(a.n, path) && a.V != "" {
+func (p *parser) text(a at[string], def string) string {
+	if p.has(a.key) && a.V != "" {
 		return a.V
 	}
 	return def
 }
 
-func (p *parser) integer(a at[int], path string, def, lo, hi int) int {
-	if !p.has(a.n, path) {
+func (p *parser) integer(a at[int], def, lo, hi int) int {
+	if !p.has(a.key) {
 		return def
 	}
 	if !a.ok || a.V < lo || a.V > hi {
-		p.addf(a.n, path, "%q is not a whole number from %d to %d", a.S, lo, hi)
+		p.bad(a.key, "%q is not a whole number from %d to %d", a.S, lo, hi)
 		return def
 	}
 	return a.V
 }
 
 // duration reads a Go duration from 0 (or above 0 when positive) to hi.
-func (p *parser) duration(a at[time.Duration], path string, def time.Duration, positive bool, hi time.Duration, example string) time.Duration {
-	if !p.has(a.n, path) || a.S == "" {
+func (p *parser) duration(a at[time.Duration], def time.Duration, positive bool, hi time.Duration, example string) time.Duration {
+	if !p.has(a.key) || a.S == "" {
 		return def
 	}
 	if d := a.V; !a.ok || d < 0 || (positive && d == 0) || d > hi {
@@ -139,7 +161,7 @@ func (p *parser) duration(a at[time.Duration], path string, def time.Duration, p
 		if positive {
 			lo = "above 0 and"
 		}
-		p.addf(a.n, path, "%q is not a duration %s up to %s, e.g. %s", a.S, lo, fmtDuration(hi), example)
+		p.bad(a.key, "%q is not a duration %s up to %s, e.g. %s", a.S, lo, fmtDuration(hi), example)
 		return def
 	}
 	return a.V
@@ -155,12 +177,12 @@ func fmtDuration(d time.Duration) string {
 	return s
 }
 
-func (p *parser) boolean(a at[bool], path string) bool {
-	if !p.has(a.n, path) {
+func (p *parser) boolean(a at[bool]) bool {
+	if !p.has(a.key) {
 		return false
 	}
 	if !a.ok {
-		p.addf(a.n, path, "%q is not true or false", a.S)
+		p.bad(a.key, "%q is not true or false", a.S)
 	}
 	return a.V
 }
@@ -169,20 +191,20 @@ func (p *parser) boolean(a at[bool], path string) bool {
 // non-empty and distinct (a repeated filter would change the query's scope
 // without changing its rows); check, when set, says what else is wrong with
 // an item.
-func (p *parser) list(l list, path string, check func(string) string) []string {
-	if isNull(l.n) {
+func (p *parser) list(l list, check func(string) string) []string {
+	if !l.given() {
 		return nil
 	}
 	if l.n.Kind != yaml.SequenceNode {
-		p.addf(l.n, path, "must be a list, not %s", describe(l.n))
+		p.bad(l.key, "must be a list, not %s", describe(l.n))
 		return nil
 	}
 	var out []string
 	seen := map[string]bool{}
 	for i, item := range l.Items {
-		ip := fmt.Sprintf("%s[%d]", path, i)
+		ip := fmt.Sprintf("%s[%d]", l.path, i)
 		s := item.S
-		switch ok := p.has(item.n, ip); {
+		switch ok := p.single(item.n, ip); {
 		case !ok && isNull(item.n):
 			p.addf(item.n, ip, "must not be empty")
 		case !ok:

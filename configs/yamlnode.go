@@ -10,10 +10,25 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-var nodeType = reflect.TypeOf(yaml.Node{})
-
-// leafType is a value of the file that reads itself: at[T] and list.
+// leafType is a value of the file that reads itself: at[T], list and
+// mapping.
 var leafType = reflect.TypeOf((*yaml.Unmarshaler)(nil)).Elem()
+
+// name gives every leaf under out, a struct of the file's shape, its path
+// below path; list items are named as they are decoded.
+func name(out reflect.Value, path string) {
+	t := out.Type()
+	for i := 0; i < t.NumField(); i++ {
+		tag, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ",")
+		f := out.Field(i)
+		switch l, ok := f.Addr().Interface().(interface{ name(string) }); {
+		case ok:
+			l.name(join(path, tag))
+		case f.Kind() == reflect.Struct:
+			name(f, join(path, tag))
+		}
+	}
+}
 
 // decode fills out, a struct of the file's shape, from the mapping n. It
 // reports unknown keys, keys given twice and values of the wrong shape
@@ -80,8 +95,6 @@ func (p *parser) decodeValue(v *yaml.Node, out reflect.Value, path string) {
 		// The leaves' reading never fails: a value that is not a T is
 		// reported where its section checks it.
 		_ = out.Addr().Interface().(yaml.Unmarshaler).UnmarshalYAML(v)
-	case ft == nodeType:
-		out.Set(reflect.ValueOf(*v))
 	case ft.Kind() == reflect.Struct:
 		p.decode(v, out, path)
 	case ft.Kind() == reflect.Pointer && ft.Elem().Kind() == reflect.Slice:
@@ -96,6 +109,7 @@ func (p *parser) decodeValue(v *yaml.Node, out reflect.Value, path string) {
 		items := reflect.MakeSlice(ft.Elem(), len(d.Content), len(d.Content))
 		for i, item := range d.Content {
 			ip := fmt.Sprintf("%s[%d]", path, i)
+			name(items.Index(i), ip)
 			// An item of the wrong shape keeps its place, so later items
 			// keep their index in messages, but not its value.
 			if !p.decode(item, items.Index(i), ip) {
