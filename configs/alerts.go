@@ -14,18 +14,18 @@ import (
 )
 
 type rawBudget struct {
-	Name     at[string] `yaml:"name"`
-	Scope    at[string] `yaml:"scope"`
-	Currency at[string] `yaml:"currency"`
-	Amount   at[string] `yaml:"amount"`
-	Actual   list       `yaml:"actual"`
-	Forecast list       `yaml:"forecast"`
+	Name     at[string]        `yaml:"name"`
+	Scope    at[string]        `yaml:"scope"`
+	Currency at[string]        `yaml:"currency"`
+	Amount   at[tally.Decimal] `yaml:"amount"`
+	Actual   list              `yaml:"actual"`
+	Forecast list              `yaml:"forecast"`
 }
 
 type rawAnomalies struct {
-	MADs       at[string] `yaml:"mads"`
-	MinAmount  at[string] `yaml:"min_amount"`
-	MinPercent at[string] `yaml:"min_percent"`
+	MADs       at[tally.Decimal] `yaml:"mads"`
+	MinAmount  at[tally.Decimal] `yaml:"min_amount"`
+	MinPercent at[tally.Decimal] `yaml:"min_percent"`
 }
 
 type rawAlerts struct {
@@ -77,9 +77,11 @@ func (p *parser) budget(rb *rawBudget, path string, names map[string]bool) Budge
 	if !currencyRE.MatchString(b.Currency) {
 		p.bad(rb.Currency.key, "%q is not a currency code of three capital letters, e.g. USD; a budget is in one currency, as costs are never summed across them", b.Currency)
 	}
-	amount := p.text(rb.Amount, "")
-	if d, err := tally.ParseDecimal(amount); err != nil || d.Sign() <= 0 || d.Cmp(maxAmount) > 0 || !whole(d, budgetDecimals) {
-		p.bad(rb.Amount.key, "%q is not an amount above 0 and at most %s (10^15) with at most %d decimal places (alerts state it in cents), e.g. 5000 or 1250.50", amount, maxAmount, budgetDecimals)
+	// The amount has no default: left out, or not a single value
+	// (reported by has), its text "" is refused too.
+	p.has(rb.Amount.key)
+	if d := rb.Amount.V; !rb.Amount.ok || d.Sign() <= 0 || d.Cmp(maxAmount) > 0 || !whole(d, budgetDecimals) {
+		p.bad(rb.Amount.key, "%q is not an amount above 0 and at most %s (10^15) with at most %d decimal places (alerts state it in cents), e.g. 5000 or 1250.50", rb.Amount.S, maxAmount, budgetDecimals)
 	} else {
 		b.Amount = d
 	}
@@ -185,14 +187,15 @@ func (p *parser) anomalies(r *rawAnomalies, c *AnomalyConfig) {
 }
 
 // amount reads a decimal from 0 to hi of at most 6 decimals.
-func (p *parser) amount(a at[string], def string, hi tally.Decimal, allowed string) tally.Decimal {
-	s := p.text(a, def)
-	d, err := tally.ParseDecimal(s)
-	if err != nil || d.Sign() < 0 || d.Cmp(hi) > 0 || !whole(d, 6) {
-		p.bad(a.key, "%q is not %s", s, allowed)
+func (p *parser) amount(a at[tally.Decimal], def string, hi tally.Decimal, allowed string) tally.Decimal {
+	if !p.has(a.key) || a.S == "" {
 		return tally.MustDecimal(def)
 	}
-	return d
+	if d := a.V; !a.ok || d.Sign() < 0 || d.Cmp(hi) > 0 || !whole(d, 6) {
+		p.bad(a.key, "%q is not %s", a.S, allowed)
+		return tally.MustDecimal(def)
+	}
+	return a.V
 }
 
 func (p *parser) alerts(r *rawAlerts, c *AlertsConfig) {

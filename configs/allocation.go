@@ -24,7 +24,7 @@ type rawCostCentre struct {
 
 type rawRule struct {
 	Name  at[string] `yaml:"name"`
-	From  at[string] `yaml:"from"`
+	From  at[month]  `yaml:"from"`
 	Share rawShare   `yaml:"share"`
 	To    list       `yaml:"to"`
 	// Method is one of tally.AllocationMethods.
@@ -157,13 +157,12 @@ func (p *parser) ruleVersion(rr *rawRule, path string, rule *tally.AllocationRul
 	} else if strings.ContainsAny(rule.Name, "@\n") {
 		p.bad(rr.Name.key, "%q holds an @ or a line break; use letters, digits, spaces, - or _", rule.Name)
 	}
-	from := p.text(rr.From, "")
-	t, err := time.Parse("2006-01", from)
-	if err != nil {
+	from := rr.From.S
+	if p.has(rr.From.key); !rr.From.ok {
 		p.bad(rr.From.key, "%q is not a month YYYY-MM, e.g. 2026-01: the first month the rule applies to", from)
 		return
 	}
-	rule.From = t
+	rule.From = time.Time(rr.From.V)
 	if a.versions[rule.Version()] {
 		p.bad(rr.From.key, "rule %q is given twice from %s; a rule changes from a later month, as a new entry with a later from", rule.Name, from)
 	}

@@ -10,12 +10,13 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// The file's shape. Leaves are yaml.Nodes so that every value is converted
-// by its section's reader (api.go, usage.go, reports.go, schedule.go,
-// orgs.go, alerts.go, allocation.go), with errors that name the field and
-// its line, and so a wrong type in one field does not hide the problems of
-// the others. The yaml tags are the only list of keys: the walk that
-// refuses unknown keys reads them.
+// The file's shape. Leaves are typed (at[T], list, mapping): each is read
+// as its type when decoded and keeps its text, line and path, so its
+// section's check (api.go, usage.go, reports.go, schedule.go, orgs.go,
+// alerts.go, allocation.go) names the key, the value as written and its
+// line, and a wrong type in one field does not hide the problems of the
+// others. The yaml tags are the only list of keys: the decode that refuses
+// unknown keys and names every key reads them.
 type rawConfig struct {
 	API rawAPI `yaml:"api"`
 	// Organizations: nil or empty is the api: form, one organization.

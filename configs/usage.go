@@ -8,7 +8,7 @@ import (
 
 type rawUsage struct {
 	Granularity      at[string] `yaml:"granularity"`
-	Start            at[string] `yaml:"start"`
+	Start            at[date]   `yaml:"start"`
 	Lookback         at[span]   `yaml:"lookback"`
 	StaleAfter       at[span]   `yaml:"stale_after"`
 	Window           at[string] `yaml:"window"`
@@ -39,14 +39,14 @@ func (p *parser) usage(r *rawUsage, c *UsageConfig) {
 // usageStart reads usage.start, the one key without a default.
 func (p *parser) usageStart(r *rawUsage, c *UsageConfig) {
 	s, ok := r.Start.S, p.has(r.Start.key)
-	switch t, err := tally.ParseDate(s); {
+	switch {
 	case !r.Start.given() || (ok && s == ""):
 		p.bad(r.Start.key, "missing; set the first day to backfill as YYYY-MM-DD, e.g. 2026-01-01")
 	case !ok: // not a single value: reported
-	case err != nil:
+	case !r.Start.ok:
 		p.bad(r.Start.key, "%q is not a YYYY-MM-DD date, e.g. 2026-01-01", s)
 	default:
-		c.Start = t
+		c.Start = time.Time(r.Start.V)
 	}
 }
 

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/tally-dev/tally"
 )
 
 // at is one value of the file, read as a T as it is decoded. Its text
@@ -46,10 +48,19 @@ func (m *mapping) UnmarshalYAML(n *yaml.Node) error {
 	return nil
 }
 
-// span is a duration written <n>d or <n>h (lookback, stale_after,
-// close_after, token_warn_before); each key words its own limits.
-type span time.Duration
+// The types of the file's values that are written otherwise than Go
+// reads their type.
+type (
+	// span is a duration written <n>d or <n>h (lookback, stale_after,
+	// close_after, token_warn_before); each key words its own limits.
+	span  time.Duration
+	date  time.Time // YYYY-MM-DD, midnight UTC
+	month time.Time // YYYY-MM
+)
 
+// UnmarshalYAML never fails: a value that is not a T is reported, with
+// its text, where its section checks it, so one wrong value does not stop
+// the others being checked.
 func (a *at[T]) UnmarshalYAML(n *yaml.Node) error {
 	a.n = deref(n)
 	if isNull(a.n) || a.n.Kind != yaml.ScalarNode {
@@ -77,6 +88,16 @@ func (a *at[T]) UnmarshalYAML(n *yaml.Node) error {
 		}
 	case *float64:
 		*v, err = strconv.ParseFloat(a.S, 64)
+	case *tally.Decimal:
+		*v, err = tally.ParseDecimal(a.S)
+	case *date:
+		var t time.Time
+		t, err = tally.ParseDate(a.S)
+		*v = date(t)
+	case *month:
+		var t time.Time
+		t, err = time.Parse("2006-01", a.S)
+		*v = month(t)
 	default:
 		panic(fmt.Sprintf("configs: no reading of %T", a.V))
 	}
