@@ -53,13 +53,13 @@ func (p *parser) budgets(r *[]rawBudget, c *[]Budget) {
 	for i := range *r {
 		path := fmt.Sprintf("budgets[%d]", i)
 		if !p.dropped[path] {
-			*c = append(*c, p.budget(&(*r)[i], path, names))
+			*c = append(*c, p.budget(&(*r)[i], names))
 		}
 	}
 }
 
 // budget reads one of budgets; names are the budgets' names so far.
-func (p *parser) budget(rb *rawBudget, path string, names map[string]bool) Budget {
+func (p *parser) budget(rb *rawBudget, names map[string]bool) Budget {
 	b := Budget{
 		Name:     p.text(rb.Name, ""),
 		Currency: p.text(rb.Currency, ""),
@@ -73,7 +73,7 @@ func (p *parser) budget(rb *rawBudget, path string, names map[string]bool) Budge
 		p.bad(rb.Name.key, "%q holds a colon or a line break; use letters, digits, spaces, - or _", b.Name)
 	}
 	names[b.Name] = true
-	p.budgetScope(rb, path, &b)
+	p.budgetScope(rb, &b)
 	if !currencyRE.MatchString(b.Currency) {
 		p.bad(rb.Currency.key, "%q is not a currency code of three capital letters, e.g. USD; a budget is in one currency, as costs are never summed across them", b.Currency)
 	}
@@ -91,7 +91,7 @@ func (p *parser) budget(rb *rawBudget, path string, names map[string]bool) Budge
 }
 
 // budgetScope reads a budget's scope: all, or kind:name.
-func (p *parser) budgetScope(rb *rawBudget, path string, b *Budget) {
+func (p *parser) budgetScope(rb *rawBudget, b *Budget) {
 	scope := p.text(rb.Scope, "all")
 	if scope == "all" {
 		b.ScopeKind = "all"

@@ -77,7 +77,7 @@ func (p *parser) allocation(r *rawAllocation, usage *UsageConfig, c *tally.Alloc
 		for i := range *r.CostCentres {
 			path := fmt.Sprintf("allocation.cost_centres[%d]", i)
 			if !p.dropped[path] {
-				c.CostCentres = append(c.CostCentres, p.costCentre(&(*r.CostCentres)[i], path, a))
+				c.CostCentres = append(c.CostCentres, p.costCentre(&(*r.CostCentres)[i], a))
 			}
 		}
 	}
@@ -97,12 +97,12 @@ func (p *parser) allocation(r *rawAllocation, usage *UsageConfig, c *tally.Alloc
 }
 
 // costCentre reads one of allocation.cost_centres and records it in a.
-func (p *parser) costCentre(rc *rawCostCentre, path string, a *allocCheck) tally.CostCentre {
+func (p *parser) costCentre(rc *rawCostCentre, a *allocCheck) tally.CostCentre {
 	cc := tally.CostCentre{
 		Name:  strings.TrimSpace(p.text(rc.Name, "")),
 		Owner: p.text(rc.Owner, ""),
 	}
-	p.centreName(rc.Name.n, path+".name", cc.Name, a)
+	p.centreName(rc.Name.key, cc.Name, a)
 	a.centres[cc.Name] = true
 	if cc.Owner != "" && (!strings.Contains(cc.Owner, "@") || strings.ContainsAny(cc.Owner, " \n,<>")) {
 		p.bad(rc.Owner.key, "%q is not one e-mail address, e.g. news-finance@example.com", cc.Owner)
@@ -110,7 +110,7 @@ func (p *parser) costCentre(rc *rawCostCentre, path string, a *allocCheck) tally
 	cc.Projects = p.list(rc.Projects, a.known)
 	for j, pr := range cc.Projects {
 		if other, dup := a.owner[pr]; dup {
-			p.addf(rc.Projects.n, fmt.Sprintf("%s.projects[%d]", path, j), "%q is owned by cost centre %q already; a project has one owner (share its cost with a rule instead)", pr, other)
+			p.addf(rc.Projects.n, fmt.Sprintf("%s[%d]", rc.Projects.path, j), "%q is owned by cost centre %q already; a project has one owner (share its cost with a rule instead)", pr, other)
 			continue
 		}
 		a.owner[pr] = cc.Name
@@ -119,18 +119,18 @@ func (p *parser) costCentre(rc *rawCostCentre, path string, a *allocCheck) tally
 }
 
 // centreName checks a cost centre's name: it names the statement's file.
-func (p *parser) centreName(n *yaml.Node, field, name string, a *allocCheck) {
+func (p *parser) centreName(k key, name string, a *allocCheck) {
 	switch {
 	case name == "":
-		p.addf(n, field, "missing; give the cost centre a name, e.g. News")
+		p.bad(k, "missing; give the cost centre a name, e.g. News")
 	case a.centres[name]:
-		p.addf(n, field, "%q is the name of another cost centre; names must be unique", name)
+		p.bad(k, "%q is the name of another cost centre; names must be unique", name)
 	case strings.EqualFold(name, tally.Unallocated):
-		p.addf(n, field, "%q is reserved for the cost no rule or owner reaches; choose another name", name)
+		p.bad(k, "%q is reserved for the cost no rule or owner reaches; choose another name", name)
 	case strings.HasPrefix(strings.ToLower(name), "final"):
-		p.addf(n, field, "%q starts with final, which names a closed month's statements; choose another name", name)
+		p.bad(k, "%q starts with final, which names a closed month's statements; choose another name", name)
 	case strings.ContainsAny(name, ":\n/\\"):
-		p.addf(n, field, "%q holds a colon, a slash or a line break; use letters, digits, spaces, - or _ (it names the statement's file)", name)
+		p.bad(k, "%q holds a colon, a slash or a line break; use letters, digits, spaces, - or _ (it names the statement's file)", name)
 	}
 }
 
@@ -142,16 +142,16 @@ func (p *parser) rule(rr *rawRule, path string, a *allocCheck) tally.AllocationR
 		Driver:        p.text(rr.Driver, ""),
 		PaymentMethod: p.text(rr.Share.PaymentMethod, ""),
 	}
-	p.ruleVersion(rr, path, &rule, a)
+	p.ruleVersion(rr, &rule, a)
 	p.ruleShare(rr, path, &rule, a)
-	p.ruleMethod(rr, path, &rule, a)
-	p.ruleDriver(rr, path, &rule, a)
+	p.ruleMethod(rr, &rule, a)
+	p.ruleDriver(rr, &rule, a)
 	return rule
 }
 
 // ruleVersion reads a rule's name and from, which together name one
 // version of it.
-func (p *parser) ruleVersion(rr *rawRule, path string, rule *tally.AllocationRule, a *allocCheck) {
+func (p *parser) ruleVersion(rr *rawRule, rule *tally.AllocationRule, a *allocCheck) {
 	if rule.Name == "" {
 		p.bad(rr.Name.key, "missing; give the rule a name, e.g. platform")
 	} else if strings.ContainsAny(rule.Name, "@\n") {
@@ -186,14 +186,14 @@ func (p *parser) ruleShare(rr *rawRule, path string, rule *tally.AllocationRule,
 	})
 	rule.Meters = p.list(rr.Share.Meters, nil)
 	rule.Families = p.list(rr.Share.Families, nil)
-	p.sharedWhole(rr, path, rule, a)
+	p.sharedWhole(rr, rule, a)
 	if rule.PaymentMethod != "" && !uuidRE.MatchString(rule.PaymentMethod) {
 		p.bad(rr.Share.PaymentMethod.key, "%q is not a payment method id (a UUID such as 0b6f2a4e-5c1d-4e8f-9a3b-7c2d1e0f4a5b)", rule.PaymentMethod)
 	}
 	if meters := a.usage.MeterNames; len(meters) > 0 {
 		for j, m := range rule.Meters {
 			if !slices.Contains(meters, m) {
-				p.addf(rr.Share.Meters.n, fmt.Sprintf("%s.share.meters[%d]", path, j), "%q is not one of usage.meter_names (%s), so it has no usage to share", m, strings.Join(meters, ", "))
+				p.addf(rr.Share.Meters.n, fmt.Sprintf("%s[%d]", rr.Share.Meters.path, j), "%q is not one of usage.meter_names (%s), so it has no usage to share", m, strings.Join(meters, ", "))
 			}
 		}
 	}
@@ -207,20 +207,20 @@ func (p *parser) ruleShare(rr *rawRule, path string, rule *tally.AllocationRule,
 // charged it directly: two answers to one question. Sharing part of an
 // owned project (its meters, families or payment method) is what rules
 // are for.
-func (p *parser) sharedWhole(rr *rawRule, path string, rule *tally.AllocationRule, a *allocCheck) {
+func (p *parser) sharedWhole(rr *rawRule, rule *tally.AllocationRule, a *allocCheck) {
 	if len(rule.Meters)+len(rule.Families) > 0 || rule.PaymentMethod != "" {
 		return
 	}
 	for j, pr := range rule.Projects {
 		if o := a.owner[pr]; o != "" {
-			p.addf(rr.Share.Projects.n, fmt.Sprintf("%s.share.projects[%d]", path, j), "%q is owned by cost centre %q (allocation.cost_centres), and the rule shares it whole, so %s would never be charged it directly; remove it from %s's projects, or narrow the share with meters, families or payment_method", pr, o, o, o)
+			p.addf(rr.Share.Projects.n, fmt.Sprintf("%s[%d]", rr.Share.Projects.path, j), "%q is owned by cost centre %q (allocation.cost_centres), and the rule shares it whole, so %s would never be charged it directly; remove it from %s's projects, or narrow the share with meters, families or payment_method", pr, o, o, o)
 		}
 	}
 }
 
 // ruleMethod reads a rule's method and the cost centres that receive its
 // share: to, or with method fixed percent.
-func (p *parser) ruleMethod(rr *rawRule, path string, rule *tally.AllocationRule, a *allocCheck) {
+func (p *parser) ruleMethod(rr *rawRule, rule *tally.AllocationRule, a *allocCheck) {
 	switch rule.Method {
 	case tally.AllocateEven, tally.AllocateProportional, tally.AllocateDriver, tally.AllocateFixed:
 	case "":
@@ -230,9 +230,9 @@ func (p *parser) ruleMethod(rr *rawRule, path string, rule *tally.AllocationRule
 	}
 	rule.Receivers = p.list(rr.To, a.isCentre)
 	if rule.Method == tally.AllocateFixed {
-		p.fixedPercent(rr, path, rule, a.isCentre)
+		p.fixedPercent(rr, rule, a.isCentre)
 	} else if rr.Percent.given() {
-		p.addf(rr.Percent.n, rr.Percent.path, "is for method fixed only; method %q computes the parts", rule.Method)
+		p.bad(rr.Percent.key, "is for method fixed only; method %q computes the parts", rule.Method)
 	}
 	if len(rule.Receivers) == 0 && rule.Method != tally.AllocateFixed && (!rr.To.given() || len(rr.To.n.Content) == 0) {
 		p.bad(rr.To.key, "missing; list the cost centres that receive the shared cost, e.g. [News, Sport]")
@@ -240,7 +240,7 @@ func (p *parser) ruleMethod(rr *rawRule, path string, rule *tally.AllocationRule
 }
 
 // ruleDriver checks a rule's driver: the meter method driver splits by.
-func (p *parser) ruleDriver(rr *rawRule, path string, rule *tally.AllocationRule, a *allocCheck) {
+func (p *parser) ruleDriver(rr *rawRule, rule *tally.AllocationRule, a *allocCheck) {
 	meters := a.usage.MeterNames
 	switch {
 	case rule.Method == tally.AllocateDriver && rule.Driver == "":
@@ -255,14 +255,14 @@ func (p *parser) ruleDriver(rr *rawRule, path string, rule *tally.AllocationRule
 // fixedPercent reads a fixed rule's percent: a mapping of cost centre to
 // percent summing to exactly 100. It gives the receivers; to, when given
 // too, must name the same cost centres.
-func (p *parser) fixedPercent(rr *rawRule, path string, rule *tally.AllocationRule, isCentre func(string) string) {
+func (p *parser) fixedPercent(rr *rawRule, rule *tally.AllocationRule, isCentre func(string) string) {
 	n := rr.Percent.n
 	if isNull(n) {
-		p.addf(n, path+".percent", "missing; method fixed needs each receiver's percent, summing to 100, e.g. {News: 60, Sport: 40}")
+		p.bad(rr.Percent.key, "missing; method fixed needs each receiver's percent, summing to 100, e.g. {News: 60, Sport: 40}")
 		return
 	}
 	if n.Kind != yaml.MappingNode {
-		p.addf(n, path+".percent", "must be a mapping of cost centre to percent, e.g. {News: 60, Sport: 40}, not %s", describe(n))
+		p.bad(rr.Percent.key, "must be a mapping of cost centre to percent, e.g. {News: 60, Sport: 40}, not %s", describe(n))
 		return
 	}
 	var names []string
@@ -270,7 +270,7 @@ func (p *parser) fixedPercent(rr *rawRule, path string, rule *tally.AllocationRu
 	ok := true
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := deref(n.Content[i]), deref(n.Content[i+1])
-		field := join(path+".percent", k.Value)
+		field := join(rr.Percent.path, k.Value)
 		if why := isCentre(k.Value); why != "" {
 			p.addf(k, field, "%q %s", k.Value, why)
 			ok = false
@@ -296,7 +296,7 @@ func (p *parser) fixedPercent(rr *rawRule, path string, rule *tally.AllocationRu
 		sum = sum.Add(d)
 	}
 	if ok && sum.Cmp(tally.MustDecimal("100")) != 0 {
-		p.addf(n, path+".percent", "sums to %s, not 100; the parts of a fixed split must add up to the whole", sum)
+		p.bad(rr.Percent.key, "sums to %s, not 100; the parts of a fixed split must add up to the whole", sum)
 	}
 	if len(rule.Receivers) > 0 {
 		a, b := slices.Sorted(slices.Values(rule.Receivers)), slices.Sorted(slices.Values(names))
