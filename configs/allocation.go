@@ -269,25 +269,9 @@ func (p *parser) fixedPercent(rr *rawRule, rule *tally.AllocationRule, isCentre 
 	sum := tally.MustDecimal("0")
 	ok := true
 	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, v := deref(n.Content[i]), deref(n.Content[i+1])
-		field := join(rr.Percent.path, k.Value)
-		if why := isCentre(k.Value); why != "" {
-			p.addf(k, field, "%q %s", k.Value, why)
-			ok = false
-			continue
-		}
-		if slices.Contains(names, k.Value) {
-			p.addf(k, field, "given twice")
-			ok = false
-			continue
-		}
-		s := ""
-		if p.single(v, field) {
-			s = v.Value
-		}
-		d, err := tally.ParseDecimal(s)
-		if err != nil || d.Sign() <= 0 || d.Cmp(tally.MustDecimal("100")) > 0 || d.Scale() > 6 {
-			p.addf(v, field, "%q is not a percent above 0 and up to 100 with at most 6 decimals, e.g. 60 or 33.333334", s)
+		k := deref(n.Content[i])
+		d, good := p.percentPart(k, deref(n.Content[i+1]), join(rr.Percent.path, k.Value), names, isCentre)
+		if !good {
 			ok = false
 			continue
 		}
@@ -305,4 +289,27 @@ func (p *parser) fixedPercent(rr *rawRule, rule *tally.AllocationRule, isCentre 
 		}
 	}
 	rule.Receivers = names
+}
+
+// percentPart reads one entry of a fixed rule's percent, cost centre k to
+// percent v, at field; names are the cost centres given so far.
+func (p *parser) percentPart(k, v *yaml.Node, field string, names []string, isCentre func(string) string) (tally.Decimal, bool) {
+	if why := isCentre(k.Value); why != "" {
+		p.addf(k, field, "%q %s", k.Value, why)
+		return tally.Decimal{}, false
+	}
+	if slices.Contains(names, k.Value) {
+		p.addf(k, field, "given twice")
+		return tally.Decimal{}, false
+	}
+	s := ""
+	if p.single(v, field) {
+		s = v.Value
+	}
+	d, err := tally.ParseDecimal(s)
+	if err != nil || d.Sign() <= 0 || d.Cmp(tally.MustDecimal("100")) > 0 || d.Scale() > 6 {
+		p.addf(v, field, "%q is not a percent above 0 and up to 100 with at most 6 decimals, e.g. 60 or 33.333334", s)
+		return tally.Decimal{}, false
+	}
+	return d, true
 }

@@ -57,17 +57,7 @@ func (p *parser) reports(r *rawReports, c *ReportsConfig) {
 			c.Tolerance = v
 		}
 	}
-	if ca := r.CloseAfter; p.has(ca.key) && ca.S != "" {
-		s, d := ca.S, time.Duration(ca.V)
-		switch {
-		case !ca.ok || d == 0:
-			p.bad(r.CloseAfter.key, "%q is not <n>d or <n>h with n ≥ 1 (the time after a month's end at which the nightly job closes it), e.g. 5d; or \"\" to never close automatically", s)
-		case d > 366*24*time.Hour:
-			p.bad(r.CloseAfter.key, "%q is longer than a year (366d); a month is closed within a year of its end, or by hand with tally close", s)
-		default:
-			c.CloseAfter = d
-		}
-	}
+	c.CloseAfter = p.closeAfter(r.CloseAfter)
 	p.deliver(&r.Deliver, &c.Deliver)
 	if !r.Months.given() {
 		c.Months = slices.Clone(DefaultMonths)
@@ -79,6 +69,23 @@ func (p *parser) reports(r *rawReports, c *ReportsConfig) {
 		}
 		return ""
 	})
+}
+
+// closeAfter reads reports.close_after: "" (never), or <n>d or <n>h
+// after a month's end.
+func (p *parser) closeAfter(ca at[span]) time.Duration {
+	if !p.has(ca.key) || ca.S == "" {
+		return 0
+	}
+	switch d := time.Duration(ca.V); {
+	case !ca.ok || d == 0:
+		p.bad(ca.key, "%q is not <n>d or <n>h with n ≥ 1 (the time after a month's end at which the nightly job closes it), e.g. 5d; or \"\" to never close automatically", ca.S)
+	case d > 366*24*time.Hour:
+		p.bad(ca.key, "%q is longer than a year (366d); a month is closed within a year of its end, or by hand with tally close", ca.S)
+	default:
+		return d
+	}
+	return 0
 }
 
 // deliver reads reports.deliver: a folder, and/or a mail server.

@@ -49,7 +49,7 @@ func (m *mapping) UnmarshalYAML(n *yaml.Node) error {
 }
 
 // The types of the file's values that are written otherwise than Go
-// reads their type.
+// reads their type; each reads its text itself.
 type (
 	// span is a duration written <n>d or <n>h (lookback, stale_after,
 	// close_after, token_warn_before); each key words its own limits.
@@ -57,6 +57,27 @@ type (
 	date  time.Time // YYYY-MM-DD, midnight UTC
 	month time.Time // YYYY-MM
 )
+
+func (s *span) read(text string) error {
+	d, ok := dayHours(text)
+	if !ok {
+		return errors.New("not <n>d or <n>h")
+	}
+	*s = span(d)
+	return nil
+}
+
+func (d *date) read(text string) error {
+	t, err := tally.ParseDate(text)
+	*d = date(t)
+	return err
+}
+
+func (m *month) read(text string) error {
+	t, err := time.Parse("2006-01", text)
+	*m = month(t)
+	return err
+}
 
 // UnmarshalYAML never fails: a value that is not a T is reported, with
 // its text, where its section checks it, so one wrong value does not stop
@@ -74,30 +95,18 @@ func (a *at[T]) UnmarshalYAML(n *yaml.Node) error {
 	case *int:
 		*v, err = strconv.Atoi(a.S)
 	case *bool:
-		err = errors.New("not a bool")
+		err = errors.New("not true or false")
 		if a.n.ShortTag() == "!!bool" {
 			err = a.n.Decode(v)
 		}
 	case *time.Duration:
 		*v, err = time.ParseDuration(a.S)
-	case *span:
-		d, ok := dayHours(a.S)
-		*v = span(d)
-		if !ok {
-			err = errors.New("not a span")
-		}
 	case *float64:
 		*v, err = strconv.ParseFloat(a.S, 64)
 	case *tally.Decimal:
 		*v, err = tally.ParseDecimal(a.S)
-	case *date:
-		var t time.Time
-		t, err = tally.ParseDate(a.S)
-		*v = date(t)
-	case *month:
-		var t time.Time
-		t, err = time.Parse("2006-01", a.S)
-		*v = month(t)
+	case interface{ read(string) error }:
+		err = v.read(a.S)
 	default:
 		panic(fmt.Sprintf("configs: no reading of %T", a.V))
 	}
