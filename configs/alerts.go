@@ -204,7 +204,7 @@ func (p *parser) alerts(r *rawAlerts, c *AlertsConfig) {
 	if u == "" {
 		for _, n := range []*yaml.Node{w.SecretEnv.n, w.SecretFile.n, w.Timeout.n} {
 			if !isNull(n) {
-				p.addf(n, "alerts.webhook.url", "missing; the address to post alerts to, e.g. https://hooks.slack.com/services/…")
+				p.addf(n, w.URL.path, "missing; the address to post alerts to, e.g. https://hooks.slack.com/services/…")
 				break
 			}
 		}

@@ -108,7 +108,7 @@ func (p *parser) organization(r *rawOrganization, field string, cfg *Config, see
 	}
 	o.TokenEnv, o.TokenFile = p.tokenKeys(r.TokenEnv, r.TokenFile, field)
 	if o.TokenEnv == "" && o.TokenFile == "" {
-		p.addf(r.Name.n, field+".token_env", "missing; name the environment variable holding this organization's token (or set token_file): a token gives access to one organization")
+		p.addf(r.Name.n, r.TokenEnv.path, "missing; name the environment variable holding this organization's token (or set token_file): a token gives access to one organization")
 	}
 	p.orgFilters(r, field, cfg, &o)
 	o.Paths = map[string]string{}
@@ -144,7 +144,7 @@ func (p *parser) orgFilters(r *rawOrganization, field string, cfg *Config, o *Or
 	if cfg.Usage.Source == tally.SourceProjects {
 		switch {
 		case len(o.ProjectNames) == 0:
-			p.addf(r.Name.n, field+".project_names", "missing; usage.source projects reads each listed project's usage report: list the organization's projects here (or in usage.project_names), e.g. [newsroom, archive]")
+			p.addf(r.Name.n, r.ProjectNames.path, "missing; usage.source projects reads each listed project's usage report: list the organization's projects here (or in usage.project_names), e.g. [newsroom, archive]")
 		case len(o.PaymentMethodIDs) > 0 || len(o.MeterNames) > 0:
 			p.addf(r.Name.n, field, "usage.source projects takes no payment_method_ids or meter_names: the per-project report has no such filters")
 		}
