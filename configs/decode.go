@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode"
 
 	"go.yaml.in/yaml/v3"
@@ -14,18 +15,39 @@ import (
 // mapping.
 var leafType = reflect.TypeOf((*yaml.Unmarshaler)(nil)).Elem()
 
+// shape is a struct of the file's shape's keys, its yaml tags, in order.
+type shape struct {
+	keys  []string
+	index map[string]int // key → field
+}
+
+// shapes caches each struct type's shape: the tags are read once.
+var shapes sync.Map // reflect.Type → *shape
+
+func shapeOf(t reflect.Type) *shape {
+	if s, ok := shapes.Load(t); ok {
+		return s.(*shape)
+	}
+	s := &shape{index: map[string]int{}}
+	for i := 0; i < t.NumField(); i++ {
+		k, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ",")
+		s.keys = append(s.keys, k)
+		s.index[k] = i
+	}
+	shapes.Store(t, s)
+	return s
+}
+
 // name gives every leaf under out, a struct of the file's shape, its path
 // below path; list items are named as they are decoded.
 func name(out reflect.Value, path string) {
-	t := out.Type()
-	for i := 0; i < t.NumField(); i++ {
-		tag, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ",")
+	for i, k := range shapeOf(out.Type()).keys {
 		f := out.Field(i)
 		switch l, ok := f.Addr().Interface().(interface{ name(string) }); {
 		case ok:
-			l.name(join(path, tag))
+			l.name(join(path, k))
 		case f.Kind() == reflect.Struct:
-			name(f, join(path, tag))
+			name(f, join(path, k))
 		}
 	}
 }
@@ -41,14 +63,8 @@ func (p *parser) decode(n *yaml.Node, out reflect.Value, path string) bool {
 	if isNull(n) {
 		return true
 	}
-	t := out.Type()
-	fields := map[string]int{}
-	var keys []string
-	for i := 0; i < t.NumField(); i++ {
-		name, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ",")
-		fields[name] = i
-		keys = append(keys, name)
-	}
+	sh := shapeOf(out.Type())
+	keys := sh.keys
 	where := "the top level"
 	if path != "" {
 		where = path
@@ -60,28 +76,28 @@ func (p *parser) decode(n *yaml.Node, out reflect.Value, path string) bool {
 	seen := map[string]int{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
-		name := k.Value
-		full := join(path, name)
-		f, known := fields[name]
+		tag := k.Value
+		full := join(path, tag)
+		f, known := sh.index[tag]
 		switch {
 		case k.Kind != yaml.ScalarNode:
 			p.addf(k, orTop(path), "keys must be plain names, not %s", describe(k))
 			continue
-		case name == "<<":
+		case tag == "<<":
 			p.addf(k, full, "merge keys are not supported; write the keys out")
 			continue
 		case !known:
 			msg := fmt.Sprintf("unknown key; known keys in %s: %s", where, strings.Join(keys, ", "))
-			if s := suggest(name, keys); s != "" {
+			if s := suggest(tag, keys); s != "" {
 				msg += "; did you mean " + s + "?"
 			}
 			p.addf(k, full, "%s", msg)
 			continue
-		case seen[name] > 0:
-			p.addf(k, full, "given twice (first on line %d)", seen[name])
+		case seen[tag] > 0:
+			p.addf(k, full, "given twice (first on line %d)", seen[tag])
 			continue
 		}
-		seen[name] = k.Line
+		seen[tag] = k.Line
 		p.decodeValue(v, out.Field(f), full)
 	}
 	return true
