@@ -62,7 +62,7 @@ func (p *parser) tokenKeys(envKey, fileKey at[string], field string) (env, file 
 		}
 	}
 	if env != "" && file != "" {
-		p.addf(fileKey.n, field+".token_env and "+field+".token_file", "set one, not both")
+		p.addf(fileKey.n, envKey.path+" and "+fileKey.path, "set one, not both")
 	}
 	return env, file
 }
@@ -104,7 +104,7 @@ func (p *parser) baseURL(n *yaml.Node, field, s string) string {
 
 // paths reads a mapping of resource to path.
 func (p *parser) paths(m mapping) map[string]string {
-	n, at := m.n, m.path
+	n, where := m.n, m.path
 	out := map[string]string{}
 	if isNull(n) {
 		return out
@@ -115,12 +115,12 @@ func (p *parser) paths(m mapping) map[string]string {
 	}
 	sort.Strings(keys)
 	if n.Kind != yaml.MappingNode {
-		p.addf(n, at, "must be a mapping of resource to path (resources: %s), not %s", strings.Join(keys, ", "), describe(n))
+		p.addf(n, where, "must be a mapping of resource to path (resources: %s), not %s", strings.Join(keys, ", "), describe(n))
 		return out
 	}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := deref(n.Content[i]), n.Content[i+1]
-		field := join(at, k.Value)
+		field := join(where, k.Value)
 		def, known := tally.DefaultPaths[k.Value]
 		if k.Kind != yaml.ScalarNode || !known {
 			msg := fmt.Sprintf("unknown resource; known: %s", strings.Join(keys, ", "))
