@@ -5,7 +5,6 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
-	"sync"
 	"unicode"
 
 	"go.yaml.in/yaml/v3"
@@ -15,26 +14,22 @@ import (
 // mapping.
 var leafType = reflect.TypeOf((*yaml.Unmarshaler)(nil)).Elem()
 
-// shape is a struct of the file's shape's keys, its yaml tags, in order.
+// shape is the keys of a struct of the file's shape: its yaml tags, in
+// order.
 type shape struct {
 	keys  []string
 	index map[string]int // key → field
 }
 
-// shapes caches each struct type's shape: the tags are read once.
-var shapes sync.Map // reflect.Type → *shape
-
+// shapeOf reads a struct type's yaml tags, for the naming and the decode
+// alike.
 func shapeOf(t reflect.Type) *shape {
-	if s, ok := shapes.Load(t); ok {
-		return s.(*shape)
-	}
 	s := &shape{index: map[string]int{}}
 	for i := 0; i < t.NumField(); i++ {
 		k, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ",")
 		s.keys = append(s.keys, k)
 		s.index[k] = i
 	}
-	shapes.Store(t, s)
 	return s
 }
 
