@@ -76,13 +76,7 @@ type rawExport struct {
 
 func (p *parser) export(r *rawExport, c *ExportConfig) {
 	c.Dir = p.path(p.text(r.Dir, DefaultExportDir))
-	c.Format = ExportParquet
-	switch f := p.text(r.Format, ExportParquet); f {
-	case ExportParquet, ExportFOCUS:
-		c.Format = f
-	default:
-		p.bad(r.Format.key, "%q is not one of parquet, focus", f)
-	}
+	c.Format = oneOf(p, r.Format, ExportParquet, ExportParquet, ExportFOCUS)
 	c.FOCUSCSV = p.boolean(r.FOCUSCSV)
 	c.CSVRaw = p.boolean(r.CSVRaw)
 }

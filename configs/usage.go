@@ -22,13 +22,7 @@ type rawUsage struct {
 
 // usage reads usage: what to fetch, from when, and how.
 func (p *parser) usage(r *rawUsage, c *UsageConfig) {
-	gs := p.text(r.Granularity, string(DefaultGranularity))
-	c.Granularity = DefaultGranularity
-	if g := tally.Granularity(gs); g.Valid() {
-		c.Granularity = g
-	} else {
-		p.bad(r.Granularity.key, "%q is not one of hour, day, week, month, year", gs)
-	}
+	c.Granularity = oneOf(p, r.Granularity, DefaultGranularity, tally.Granularities...)
 	p.usageStart(r, c)
 	p.usageSpans(r, c)
 	p.usageWindow(r, c)
@@ -94,13 +88,7 @@ func (p *parser) usageWindow(r *rawUsage, c *UsageConfig) {
 		}
 	}
 
-	c.Format = DefaultFormat
-	switch f := p.text(r.Format, string(DefaultFormat)); tally.Format(f) {
-	case tally.FormatJSON, tally.FormatCSV:
-		c.Format = tally.Format(f)
-	default:
-		p.bad(r.Format.key, "%q is not one of json, csv", f)
-	}
+	c.Format = oneOf(p, r.Format, DefaultFormat, tally.FormatJSON, tally.FormatCSV)
 }
 
 // usageFilters reads the usage query's filters.
@@ -122,9 +110,8 @@ func (p *parser) usageFilters(r *rawUsage, c *UsageConfig) {
 // usageSource reads usage.source: the organization's usage report, or
 // each project's, which takes fewer settings.
 func (p *parser) usageSource(r *rawUsage, c *UsageConfig) {
-	switch c.Source = p.text(r.Source, tally.SourceOrganization); c.Source {
-	case tally.SourceOrganization:
-	case tally.SourceProjects:
+	c.Source = oneOf(p, r.Source, tally.SourceOrganization, tally.SourceOrganization, tally.SourceProjects)
+	if c.Source == tally.SourceProjects {
 		if len(c.ProjectNames) == 0 && !p.grouped {
 			p.bad(r.ProjectNames.key, "missing; usage.source projects reads each listed project's usage report, e.g. [newsroom, archive]")
 		}
@@ -134,8 +121,5 @@ func (p *parser) usageSource(r *rawUsage, c *UsageConfig) {
 		if len(c.PaymentMethodIDs) > 0 || len(c.MeterNames) > 0 || c.ReportedDate {
 			p.bad(r.Source.key, "projects takes no payment_method_ids, meter_names or reported_date: the per-project report has no such filters")
 		}
-	default:
-		p.bad(r.Source.key, "%q is not one of organization, projects", c.Source)
-		c.Source = tally.SourceOrganization
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -167,6 +168,20 @@ func (p *parser) text(a at[string], def string) string {
 	if p.has(a.key) && a.V != "" {
 		return a.V
 	}
+	return def
+}
+
+// oneOf reads a key that takes one of allowed; def when left out or empty.
+func oneOf[S ~string](p *parser, a at[string], def S, allowed ...S) S {
+	s := S(p.text(a, string(def)))
+	if slices.Contains(allowed, s) {
+		return s
+	}
+	names := make([]string, len(allowed))
+	for i, v := range allowed {
+		names[i] = string(v)
+	}
+	p.bad(a.key, "%q is not one of %s", string(s), strings.Join(names, ", "))
 	return def
 }
 
