@@ -122,8 +122,10 @@ func (p *parser) decodeValue(v *yaml.Node, out reflect.Value, path string) {
 			ip := fmt.Sprintf("%s[%d]", path, i)
 			name(items.Index(i), ip)
 			// An item of the wrong shape keeps its place, so later items
-			// keep their index in messages, but not its value.
-			if !p.decode(item, items.Index(i), ip) {
+			// keep their index in messages, but not its value; so does a
+			// null one (a stray "-"), which, as yaml reads a list, is no
+			// entry and no problem.
+			if isNull(item) || !p.decode(item, items.Index(i), ip) {
 				if p.dropped == nil {
 					p.dropped = map[string]bool{}
 				}
