@@ -50,7 +50,7 @@ func (p *parser) budgets(r *[]rawBudget, c *[]Budget) {
 		return
 	}
 	names := map[string]bool{}
-	for i := range *r {
+	for _, i := range listed(p, r, "budgets") {
 		path := fmt.Sprintf("budgets[%d]", i)
 		if !p.dropped[path] {
 			*c = append(*c, p.budget(&(*r)[i], names))
@@ -115,19 +115,23 @@ func (p *parser) budgetCentres(r *[]rawBudget, budgets []Budget, a tally.Allocat
 	for _, c := range a.CostCentres {
 		names = append(names, c.Name)
 	}
-	for i, b := range budgets {
-		if b.ScopeKind != "cost_centre" || slices.Contains(names, b.Scope) {
+	// budgets holds an entry for each of r's listed entries of the
+	// right shape, in order.
+	j := 0
+	for _, i := range listed(p, r, "budgets") {
+		if p.dropped[fmt.Sprintf("budgets[%d]", i)] {
 			continue
 		}
-		var n *yaml.Node
-		if r != nil && i < len(*r) {
-			n = (*r)[i].Scope.n
+		b := budgets[j]
+		j++
+		if b.ScopeKind != "cost_centre" || slices.Contains(names, b.Scope) {
+			continue
 		}
 		known := "none is configured"
 		if len(names) > 0 {
 			known = "they are " + strings.Join(names, ", ")
 		}
-		p.addf(n, fmt.Sprintf("budgets[%d].scope", i), "%q names no cost centre of allocation.cost_centres (%s)", b.ScopeText(), known)
+		p.bad((*r)[i].Scope.key, "%q names no cost centre of allocation.cost_centres (%s)", b.ScopeText(), known)
 	}
 }
 

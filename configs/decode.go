@@ -125,10 +125,10 @@ func (p *parser) decodeValue(v *yaml.Node, out reflect.Value, path string) {
 			// keep their index in messages, but not its value; so does a
 			// null one (a stray "-"), which, as yaml reads a list, is no
 			// entry and no problem.
-			if isNull(item) || !p.decode(item, items.Index(i), ip) {
-				if p.dropped == nil {
-					p.dropped = map[string]bool{}
-				}
+			switch {
+			case isNull(item):
+				p.blank[ip] = true
+			case !p.decode(item, items.Index(i), ip):
 				p.dropped[ip] = true
 			}
 		}

@@ -64,7 +64,8 @@ type rawOrganization struct {
 // organizations builds cfg.Organizations: the api: form's one, or the
 // listed ones. It runs after api and usage.
 func (p *parser) organizations(raw *[]rawOrganization, api *rawAPI, cfg *Config) {
-	if raw == nil || len(*raw) == 0 {
+	entries := listed(p, raw, "organizations")
+	if len(entries) == 0 {
 		cfg.Organizations = []Organization{{
 			BaseURL: cfg.API.BaseURL, TokenEnv: cfg.API.TokenEnv, TokenFile: cfg.API.TokenFile,
 			ProjectNames: cfg.Usage.ProjectNames, PaymentMethodIDs: cfg.Usage.PaymentMethodIDs, MeterNames: cfg.Usage.MeterNames,
@@ -79,7 +80,7 @@ func (p *parser) organizations(raw *[]rawOrganization, api *rawAPI, cfg *Config)
 		}
 	}
 	seen := map[string]string{}
-	for i := range *raw {
+	for _, i := range entries {
 		o := p.organization(&(*raw)[i], fmt.Sprintf("organizations[%d]", i), cfg, seen)
 		cfg.Organizations = append(cfg.Organizations, o)
 		p.orgNames = append(p.orgNames, o.Name)

@@ -46,8 +46,9 @@ type parser struct {
 	// names may be each organization's own.
 	grouped bool
 	// dropped holds the paths of list items of the wrong shape, reported
-	// already, so their missing fields are not reported again.
-	dropped map[string]bool
+	// already, so their missing fields are not reported again; blank
+	// those of null items, which are no entry.
+	dropped, blank map[string]bool
 }
 
 // addf records a problem with field path, adding the line when known.
@@ -57,6 +58,21 @@ func (p *parser) addf(n *yaml.Node, path, format string, args ...any) {
 		msg += fmt.Sprintf(" (line %d)", n.Line)
 	}
 	p.problems = append(p.problems, msg)
+}
+
+// listed returns the indices of the entries of list, the list at path,
+// that are not null: a stray "-" is no entry.
+func listed[T any](p *parser, list *[]T, path string) []int {
+	if list == nil {
+		return nil
+	}
+	var out []int
+	for i := range *list {
+		if !p.blank[fmt.Sprintf("%s[%d]", path, i)] {
+			out = append(out, i)
+		}
+	}
+	return out
 }
 
 // bad records a problem with the value at k.
@@ -101,7 +117,7 @@ func (p *parser) parse(data []byte) *Config {
 	}
 	cfg := &Config{}
 	p.api(&raw.API, &cfg.API)
-	p.grouped = raw.Organizations != nil && len(*raw.Organizations) > 0
+	p.grouped = len(listed(p, raw.Organizations, "organizations")) > 0
 	p.usage(&raw.Usage, &cfg.Usage)
 	p.organizations(raw.Organizations, &raw.API, cfg)
 	p.store(&raw.Store, &cfg.Store)

@@ -32,7 +32,7 @@ func (p *parser) schedule(r *rawSchedule, c *ScheduleConfig) {
 	}
 	c.Jobs = []Job{}
 	names := map[string]bool{}
-	for i := range *r.Jobs {
+	for _, i := range listed(p, r.Jobs, "schedule.jobs") {
 		rj := &(*r.Jobs)[i]
 		path := fmt.Sprintf("schedule.jobs[%d]", i)
 		if p.dropped[path] {
