@@ -1,7 +1,6 @@
 package configs
 
 import (
-	"fmt"
 	"regexp"
 	"slices"
 	"strconv"
@@ -50,11 +49,8 @@ func (p *parser) budgets(r *[]rawBudget, c *[]Budget) {
 		return
 	}
 	names := map[string]bool{}
-	for _, i := range listed(p, r, "budgets") {
-		path := fmt.Sprintf("budgets[%d]", i)
-		if !p.dropped[path] {
-			*c = append(*c, p.budget(&(*r)[i], names))
-		}
+	for _, i := range listed(p, r, "budgets", true) {
+		*c = append(*c, p.budget(&(*r)[i], names))
 	}
 }
 
@@ -115,15 +111,9 @@ func (p *parser) budgetCentres(r *[]rawBudget, budgets []Budget, a tally.Allocat
 	for _, c := range a.CostCentres {
 		names = append(names, c.Name)
 	}
-	// budgets holds an entry for each of r's listed entries of the
-	// right shape, in order.
-	j := 0
-	for _, i := range listed(p, r, "budgets") {
-		if p.dropped[fmt.Sprintf("budgets[%d]", i)] {
-			continue
-		}
+	// budgets holds one budget for each of r's entries, in order.
+	for j, i := range listed(p, r, "budgets", true) {
 		b := budgets[j]
-		j++
 		if b.ScopeKind != "cost_centre" || slices.Contains(names, b.Scope) {
 			continue
 		}

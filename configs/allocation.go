@@ -74,26 +74,19 @@ func (a *allocCheck) isCentre(s string) string {
 func (p *parser) allocation(r *rawAllocation, usage *UsageConfig, c *tally.Allocation) {
 	a := &allocCheck{usage: usage, owner: map[string]string{}, centres: map[string]bool{}, versions: map[string]bool{}}
 	if r.CostCentres != nil {
-		for _, i := range listed(p, r.CostCentres, "allocation.cost_centres") {
-			path := fmt.Sprintf("allocation.cost_centres[%d]", i)
-			if !p.dropped[path] {
-				c.CostCentres = append(c.CostCentres, p.costCentre(&(*r.CostCentres)[i], a))
-			}
+		for _, i := range listed(p, r.CostCentres, "allocation.cost_centres", true) {
+			c.CostCentres = append(c.CostCentres, p.costCentre(&(*r.CostCentres)[i], a))
 		}
 	}
 	if r.Rules == nil {
 		return
 	}
-	rules := listed(p, r.Rules, "allocation.rules")
-	if len(c.CostCentres) == 0 && len(rules) > 0 {
+	if len(c.CostCentres) == 0 && len(listed(p, r.Rules, "allocation.rules", false)) > 0 {
 		p.addf(nil, "allocation.rules", "rules without cost centres: list allocation.cost_centres first, the rules share costs across them")
 		return
 	}
-	for _, i := range rules {
-		path := fmt.Sprintf("allocation.rules[%d]", i)
-		if !p.dropped[path] {
-			c.Rules = append(c.Rules, p.rule(&(*r.Rules)[i], path, a))
-		}
+	for _, i := range listed(p, r.Rules, "allocation.rules", true) {
+		c.Rules = append(c.Rules, p.rule(&(*r.Rules)[i], fmt.Sprintf("allocation.rules[%d]", i), a))
 	}
 }
 

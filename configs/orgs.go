@@ -64,7 +64,7 @@ type rawOrganization struct {
 // organizations builds cfg.Organizations: the api: form's one, or the
 // listed ones. It runs after api and usage.
 func (p *parser) organizations(raw *[]rawOrganization, api *rawAPI, cfg *Config) {
-	entries := listed(p, raw, "organizations")
+	entries := listed(p, raw, "organizations", false)
 	if len(entries) == 0 {
 		cfg.Organizations = []Organization{{
 			BaseURL: cfg.API.BaseURL, TokenEnv: cfg.API.TokenEnv, TokenFile: cfg.API.TokenFile,

@@ -61,14 +61,16 @@ func (p *parser) addf(n *yaml.Node, path, format string, args ...any) {
 }
 
 // listed returns the indices of the entries of list, the list at path,
-// that are not null: a stray "-" is no entry.
-func listed[T any](p *parser, list *[]T, path string) []int {
+// that are not null (a stray "-" is no entry) and, when shaped, not of the
+// wrong shape either (the decode has reported those).
+func listed[T any](p *parser, list *[]T, path string, shaped bool) []int {
 	if list == nil {
 		return nil
 	}
 	var out []int
 	for i := range *list {
-		if !p.blank[fmt.Sprintf("%s[%d]", path, i)] {
+		ip := fmt.Sprintf("%s[%d]", path, i)
+		if !p.blank[ip] && !(shaped && p.dropped[ip]) {
 			out = append(out, i)
 		}
 	}
@@ -117,7 +119,7 @@ func (p *parser) parse(data []byte) *Config {
 	}
 	cfg := &Config{}
 	p.api(&raw.API, &cfg.API)
-	p.grouped = len(listed(p, raw.Organizations, "organizations")) > 0
+	p.grouped = len(listed(p, raw.Organizations, "organizations", false)) > 0
 	p.usage(&raw.Usage, &cfg.Usage)
 	p.organizations(raw.Organizations, &raw.API, cfg)
 	p.store(&raw.Store, &cfg.Store)

@@ -1,7 +1,6 @@
 package configs
 
 import (
-	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -32,12 +31,8 @@ func (p *parser) schedule(r *rawSchedule, c *ScheduleConfig) {
 	}
 	c.Jobs = []Job{}
 	names := map[string]bool{}
-	for _, i := range listed(p, r.Jobs, "schedule.jobs") {
+	for _, i := range listed(p, r.Jobs, "schedule.jobs", true) {
 		rj := &(*r.Jobs)[i]
-		path := fmt.Sprintf("schedule.jobs[%d]", i)
-		if p.dropped[path] {
-			continue
-		}
 		j := Job{
 			Name: p.text(rj.Name, ""),
 			Cron: strings.TrimSpace(p.text(rj.Cron, "")),
