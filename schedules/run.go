@@ -11,6 +11,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/tally-dev/tally/alerts"
+	"github.com/tally-dev/tally/allocation"
 	"github.com/tally-dev/tally/configs"
 	"github.com/tally-dev/tally/fetch"
 	"github.com/tally-dev/tally/internal/secret"
@@ -271,7 +272,7 @@ func (r *Runner) Record(ctx context.Context, command, jobName string, fn job.Ste
 	r.tidyRuns(ctx, st)
 	// The analysts' chargeback views follow the config of the latest run
 	// that wrote; closed months keep what their close froze.
-	if err := st.SetAllocation(ctx, r.Config.Allocation); err != nil {
+	if err := allocation.Set(ctx, st, r.Config.Allocation); err != nil {
 		return out, err
 	}
 
