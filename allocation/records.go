@@ -9,13 +9,18 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/tally-dev/tally"
+	"github.com/tally-dev/tally/job"
 	"github.com/tally-dev/tally/store"
 )
 
-// A close records its month's chargeback (the cost centres and the rules
-// in force) in its own transaction, through the store; the rows are this
-// package's, so it is what writes them.
+// Every run that writes starts by putting its config's allocation in
+// place for the open months. A close records its month's chargeback (the
+// cost centres and the rules in force) in its own transaction, through
+// the store; the rows are this package's, so it is what writes them.
 func init() {
+	job.RegisterStart("allocation", func(ctx context.Context, env *job.Env) error {
+		return Set(ctx, env.Store, env.Config.Allocation)
+	})
 	store.FreezeAllocation = func(ctx context.Context, conn *sql.Conn, closeID uuid.UUID, a tally.Allocation) error {
 		return insert(ctx, conn, &closeID, a)
 	}

@@ -11,7 +11,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/tally-dev/tally/alerts"
-	"github.com/tally-dev/tally/allocation"
 	"github.com/tally-dev/tally/configs"
 	"github.com/tally-dev/tally/fetch"
 	"github.com/tally-dev/tally/internal/secret"
@@ -270,15 +269,18 @@ func (r *Runner) Record(ctx context.Context, command, jobName string, fn job.Ste
 	}
 	defer st.Close()
 	r.tidyRuns(ctx, st)
-	// The analysts' chargeback views follow the config of the latest run
-	// that wrote; closed months keep what their close froze.
-	if err := allocation.Set(ctx, st, r.Config.Allocation); err != nil {
-		return out, err
-	}
 
 	runCtx, stop := graceful(ctx, r.Config.Schedule.Grace)
 	defer stop()
 	env := &job.Env{Config: r.Config, Client: client, Orgs: orgs, Store: st, Log: r.Log, Clock: r.Now, AsOf: r.AsOf, Stop: ctx.Done(), Version: r.Version, Observe: r.observe}
+	// What capabilities do first in every run that writes (the analysts'
+	// chargeback views follow the config of the latest run that wrote;
+	// closed months keep what their close froze).
+	for _, start := range job.Starts() {
+		if err := start(ctx, env); err != nil {
+			return out, err
+		}
+	}
 	runID := store.NewRunID()
 	out.ID = runID
 	out.AsOf = asOfPtr(r.AsOf)
