@@ -60,6 +60,22 @@ type Check struct {
 	Freshness []Freshness
 }
 
+// BudgetRatios are each budget's actual and forecast cost as fractions of
+// its amount (1 = 100%), by budget name: the figures of the check the
+// runner's /metrics shows, which it takes through this method so that it
+// imports no alerts.
+func (c Check) BudgetRatios() map[string][2]float64 {
+	out := map[string][2]float64{}
+	for _, b := range c.Budgets {
+		out[b.Budget.Name] = [2]float64{b.ActualRatio(), b.ForecastRatio()}
+	}
+	return out
+}
+
+// NewAnomalies counts the new anomaly alerts the check found, for the
+// runner's /metrics.
+func (c Check) NewAnomalies() int { return c.Anomalies }
+
 // Evaluate checks every budget against the current month's forecasts,
 // judges how recent the usage is (one alert per stale episode) and
 // looks for anomalies, as the store's views compute them with cfg's

@@ -8,5 +8,8 @@
 // sent once) and alert_settings (the anomaly thresholds the anomalies view
 // applies), written through store.InTx. The figures come from the
 // store's forecasts and anomalies views, whose day-range reads and kept
-// baselines (daily_baselines) are the store's.
+// baselines (daily_baselines) are the store's. How recent the usage is
+// has its type in job (job.Freshness, which alerts.Freshness names), and
+// a check's budget figures reach the runner's metrics through Check's
+// methods, so the runner imports no alerts.
 package alerts

@@ -2,64 +2,20 @@ package alerts
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/configs"
+	"github.com/tally-dev/tally/job"
 	"github.com/tally-dev/tally/store"
 )
 
-// Freshness is how recent one organization's usage is (the store's, for
-// the api: form): its newest day holding usage, counted from today.
-type Freshness struct {
-	// Organization is organizations.name; for the api: form the stored
-	// organization's name, judged for the store as a whole.
-	Organization string `json:"organization"`
-	// NewestDay is the newest UTC day holding usage.
-	NewestDay time.Time `json:"newest_usage_day"`
-	// FetchedThrough is the last day the ledger covers (fetched, rows or
-	// not); zero when no window at hour or day granularity is loaded.
-	FetchedThrough time.Time `json:"fetched_through,omitempty"`
-	// AgeDays is today's date less NewestDay, in days.
-	AgeDays int `json:"age_days"`
-	// Stale is whether NewestDay is older than usage.stale_after.
-	Stale bool `json:"stale"`
-}
-
-// At judges f as of today: its age in days and whether that is more
-// than staleAfter.
-func (f Freshness) At(today time.Time, staleAfter time.Duration) Freshness {
-	day := tally.Day.Truncate(today.UTC())
-	f.AgeDays = int(day.Sub(f.NewestDay) / (24 * time.Hour))
-	f.Stale = day.Sub(f.NewestDay) > staleAfter
-	return f
-}
-
-// Reason is the one line a person reads about stale data.
-func (f Freshness) Reason(staleAfter time.Duration) string {
-	who := "the store's usage"
-	if f.Organization != "" {
-		who = "usage of organization " + f.Organization
-	}
-	fetched := ""
-	if !f.FetchedThrough.IsZero() && f.FetchedThrough.After(f.NewestDay) {
-		fetched = fmt.Sprintf(", though fetched through %s", f.FetchedThrough.Format(tally.DateLayout))
-	}
-	return fmt.Sprintf("%s stops on %s: its newest day holding usage is %d days old%s (usage.stale_after %s); the interface may have stopped reporting usage",
-		who, f.NewestDay.Format(tally.DateLayout), f.AgeDays, fetched, DurationText(staleAfter))
-}
-
-// DurationText words a <n>d or <n>h duration (usage.stale_after) as the
-// config takes it.
-func DurationText(d time.Duration) string {
-	if d%(24*time.Hour) == 0 {
-		return fmt.Sprintf("%dd", d/(24*time.Hour))
-	}
-	return fmt.Sprintf("%dh", d/time.Hour)
-}
+// Freshness is how recent one organization's usage is: job.Freshness,
+// which the runner's health, tally status and the fetch's warning show
+// too, so none of them imports alerts to show it.
+type Freshness = job.Freshness
 
 // Staleness judges how recent each organization's usage is as of today
 // (the store's as a whole for the api: form): stale when its newest day
@@ -108,7 +64,7 @@ func staleAlert(f Freshness, staleAfter time.Duration, runID uuid.UUID, now time
 	}
 	body := map[string]any{
 		"kind": "stale", "text": text, "organization": f.Organization, "newest_usage_day": day,
-		"age_days": f.AgeDays, "stale_after": DurationText(staleAfter), "month": f.NewestDay.Format("2006-01"), "scope": scope,
+		"age_days": f.AgeDays, "stale_after": job.DurationText(staleAfter), "month": f.NewestDay.Format("2006-01"), "scope": scope,
 	}
 	if !f.FetchedThrough.IsZero() {
 		body["fetched_through"] = f.FetchedThrough.Format(tally.DateLayout)

@@ -1,7 +1,6 @@
 package configs
 
 import (
-	"fmt"
 	"regexp"
 	"slices"
 	"strconv"
@@ -14,18 +13,18 @@ import (
 )
 
 type rawBudget struct {
-	Name     yaml.Node `yaml:"name"`
-	Scope    yaml.Node `yaml:"scope"`
-	Currency yaml.Node `yaml:"currency"`
-	Amount   yaml.Node `yaml:"amount"`
-	Actual   yaml.Node `yaml:"actual"`
-	Forecast yaml.Node `yaml:"forecast"`
+	Name     at[string]        `yaml:"name"`
+	Scope    at[string]        `yaml:"scope"`
+	Currency at[string]        `yaml:"currency"`
+	Amount   at[tally.Decimal] `yaml:"amount"`
+	Actual   list              `yaml:"actual"`
+	Forecast list              `yaml:"forecast"`
 }
 
 type rawAnomalies struct {
-	MADs       yaml.Node `yaml:"mads"`
-	MinAmount  yaml.Node `yaml:"min_amount"`
-	MinPercent yaml.Node `yaml:"min_percent"`
+	MADs       at[tally.Decimal] `yaml:"mads"`
+	MinAmount  at[tally.Decimal] `yaml:"min_amount"`
+	MinPercent at[tally.Decimal] `yaml:"min_percent"`
 }
 
 type rawAlerts struct {
@@ -33,10 +32,10 @@ type rawAlerts struct {
 }
 
 type rawWebhook struct {
-	URL        yaml.Node `yaml:"url"`
-	SecretEnv  yaml.Node `yaml:"secret_env"`
-	SecretFile yaml.Node `yaml:"secret_file"`
-	Timeout    yaml.Node `yaml:"timeout"`
+	URL        at[string]        `yaml:"url"`
+	SecretEnv  at[string]        `yaml:"secret_env"`
+	SecretFile at[string]        `yaml:"secret_file"`
+	Timeout    at[time.Duration] `yaml:"timeout"`
 }
 
 var currencyRE = regexp.MustCompile(`^[A-Z]{3}$`)
@@ -50,59 +49,58 @@ func (p *parser) budgets(r *[]rawBudget, c *[]Budget) {
 		return
 	}
 	names := map[string]bool{}
-	for i := range *r {
-		path := fmt.Sprintf("budgets[%d]", i)
-		if !p.dropped[path] {
-			*c = append(*c, p.budget(&(*r)[i], path, names))
-		}
+	for _, i := range listed(p, r, "budgets", true) {
+		*c = append(*c, p.budget(&(*r)[i], names))
 	}
 }
 
 // budget reads one of budgets; names are the budgets' names so far.
-func (p *parser) budget(rb *rawBudget, path string, names map[string]bool) Budget {
+func (p *parser) budget(rb *rawBudget, names map[string]bool) Budget {
 	b := Budget{
-		Name:     p.text(&rb.Name, path+".name", ""),
-		Currency: p.text(&rb.Currency, path+".currency", ""),
+		Name:     p.text(rb.Name, ""),
+		Currency: p.text(rb.Currency, ""),
 	}
 	switch {
 	case b.Name == "":
-		p.addf(deref(&rb.Name), path+".name", "missing; give the budget a name, e.g. platform")
+		p.bad(rb.Name.key, "missing; give the budget a name, e.g. platform")
 	case names[b.Name]:
-		p.addf(deref(&rb.Name), path+".name", "%q is the name of another budget; names must be unique", b.Name)
+		p.bad(rb.Name.key, "%q is the name of another budget; names must be unique", b.Name)
 	case strings.ContainsAny(b.Name, ":\n"):
-		p.addf(deref(&rb.Name), path+".name", "%q holds a colon or a line break; use letters, digits, spaces, - or _", b.Name)
+		p.bad(rb.Name.key, "%q holds a colon or a line break; use letters, digits, spaces, - or _", b.Name)
 	}
 	names[b.Name] = true
-	p.budgetScope(rb, path, &b)
+	p.budgetScope(rb, &b)
 	if !currencyRE.MatchString(b.Currency) {
-		p.addf(deref(&rb.Currency), path+".currency", "%q is not a currency code of three capital letters, e.g. USD; a budget is in one currency, as costs are never summed across them", b.Currency)
+		p.bad(rb.Currency.key, "%q is not a currency code of three capital letters, e.g. USD; a budget is in one currency, as costs are never summed across them", b.Currency)
 	}
-	amount := p.text(&rb.Amount, path+".amount", "")
-	if d, err := tally.ParseDecimal(amount); err != nil || d.Sign() <= 0 || d.Cmp(maxAmount) > 0 || !whole(d, budgetDecimals) {
-		p.addf(deref(&rb.Amount), path+".amount", "%q is not an amount above 0 and at most %s (10^15) with at most %d decimal places (alerts state it in cents), e.g. 5000 or 1250.50", amount, maxAmount, budgetDecimals)
+	// The amount has no default: left out, or not a single value
+	// (reported by has), its text "" is refused too.
+	p.has(rb.Amount.key)
+	if d := rb.Amount.V; !rb.Amount.ok || d.Sign() <= 0 || d.Cmp(maxAmount) > 0 || !whole(d, budgetDecimals) {
+		p.bad(rb.Amount.key, "%q is not an amount above 0 and at most %s (10^15) with at most %d decimal places (alerts state it in cents), e.g. 5000 or 1250.50", rb.Amount.S, maxAmount, budgetDecimals)
 	} else {
 		b.Amount = d
 	}
-	b.Actual = p.percents(&rb.Actual, path+".actual", []int{80, 100})
-	b.Forecast = p.percents(&rb.Forecast, path+".forecast", []int{100})
+	b.Actual = p.percents(rb.Actual, []int{80, 100})
+	b.Forecast = p.percents(rb.Forecast, []int{100})
 	return b
 }
 
 // budgetScope reads a budget's scope: all, or kind:name.
-func (p *parser) budgetScope(rb *rawBudget, path string, b *Budget) {
-	scope := p.text(&rb.Scope, path+".scope", "all")
+func (p *parser) budgetScope(rb *rawBudget, b *Budget) {
+	scope := p.text(rb.Scope, "all")
 	if scope == "all" {
 		b.ScopeKind = "all"
 		return
 	}
 	kind, name, ok := strings.Cut(scope, ":")
 	if !ok || !slices.Contains(scopeKinds, kind) || strings.TrimSpace(name) == "" {
-		p.addf(deref(&rb.Scope), path+".scope", "%q is not all, project:NAME, payment_method:ID, family:NAME, organization:NAME or cost_centre:NAME", scope)
+		p.bad(rb.Scope.key, "%q is not all, project:NAME, payment_method:ID, family:NAME, organization:NAME or cost_centre:NAME", scope)
 		return
 	}
 	b.ScopeKind, b.Scope = kind, strings.TrimSpace(name)
 	if kind == "organization" && len(p.orgNames) > 0 && !slices.Contains(p.orgNames, b.Scope) {
-		p.addf(deref(&rb.Scope), path+".scope", "organization %q is not in organizations: (%s)", b.Scope, strings.Join(p.orgNames, ", "))
+		p.bad(rb.Scope.key, "organization %q is not in organizations: (%s)", b.Scope, strings.Join(p.orgNames, ", "))
 	}
 }
 
@@ -113,30 +111,28 @@ func (p *parser) budgetCentres(r *[]rawBudget, budgets []Budget, a tally.Allocat
 	for _, c := range a.CostCentres {
 		names = append(names, c.Name)
 	}
-	for i, b := range budgets {
+	// budgets holds one budget for each of r's entries, in order.
+	for j, i := range listed(p, r, "budgets", true) {
+		b := budgets[j]
 		if b.ScopeKind != "cost_centre" || slices.Contains(names, b.Scope) {
 			continue
-		}
-		var n *yaml.Node
-		if r != nil && i < len(*r) {
-			n = deref(&(*r)[i].Scope)
 		}
 		known := "none is configured"
 		if len(names) > 0 {
 			known = "they are " + strings.Join(names, ", ")
 		}
-		p.addf(n, fmt.Sprintf("budgets[%d].scope", i), "%q names no cost centre of allocation.cost_centres (%s)", b.ScopeText(), known)
+		p.bad((*r)[i].Scope.key, "%q names no cost centre of allocation.cost_centres (%s)", b.ScopeText(), known)
 	}
 }
 
 // percents reads a list of thresholds in percent of a budget; left out,
 // def; an empty list means none.
-func (p *parser) percents(n *yaml.Node, path string, def []int) []int {
-	if isNull(deref(n)) {
+func (p *parser) percents(n list, def []int) []int {
+	if !n.given() {
 		return def
 	}
 	out := []int{}
-	for _, s := range p.list(n, path, func(s string) string {
+	for _, s := range p.list(n, func(s string) string {
 		if v, err := strconv.Atoi(strings.TrimSuffix(s, "%")); err != nil || v < 1 || v > 1000 {
 			return "is not a percentage from 1 to 1000, e.g. 80"
 		}
@@ -176,32 +172,33 @@ func whole(d tally.Decimal, places int) bool {
 }
 
 func (p *parser) anomalies(r *rawAnomalies, c *AnomalyConfig) {
-	c.MADs = p.amount(&r.MADs, "anomalies.mads", DefaultAnomalyMADs, maxMADs, "a number of MADs above 0 and at most 100 with at most 6 decimals, e.g. 4")
-	c.MinAmount = p.amount(&r.MinAmount, "anomalies.min_amount", DefaultAnomalyMin, maxAmount, "an amount from 0 to 1000000000000000 (10^15) with at most 6 decimals, e.g. 10")
-	c.MinPercent = p.amount(&r.MinPercent, "anomalies.min_percent", DefaultAnomalyPercent, maxMinPercent, "a percentage from 0 to 10000 with at most 6 decimals, e.g. 50")
+	c.MADs = p.amount(r.MADs, DefaultAnomalyMADs, maxMADs, "a number of MADs above 0 and at most 100 with at most 6 decimals, e.g. 4")
+	c.MinAmount = p.amount(r.MinAmount, DefaultAnomalyMin, maxAmount, "an amount from 0 to 1000000000000000 (10^15) with at most 6 decimals, e.g. 10")
+	c.MinPercent = p.amount(r.MinPercent, DefaultAnomalyPercent, maxMinPercent, "a percentage from 0 to 10000 with at most 6 decimals, e.g. 50")
 	if c.MADs.Sign() == 0 {
-		p.addf(deref(&r.MADs), "anomalies.mads", "is 0; every day above its median would be an anomaly; use a number above 0 and at most 100, e.g. 4")
+		p.bad(r.MADs.key, "is 0; every day above its median would be an anomaly; use a number above 0 and at most 100, e.g. 4")
 	}
 }
 
 // amount reads a decimal from 0 to hi of at most 6 decimals.
-func (p *parser) amount(n *yaml.Node, path, def string, hi tally.Decimal, allowed string) tally.Decimal {
-	s := p.text(n, path, def)
-	d, err := tally.ParseDecimal(s)
-	if err != nil || d.Sign() < 0 || d.Cmp(hi) > 0 || !whole(d, 6) {
-		p.addf(deref(n), path, "%q is not %s", s, allowed)
+func (p *parser) amount(a at[tally.Decimal], def string, hi tally.Decimal, allowed string) tally.Decimal {
+	if !p.has(a.key) || a.S == "" {
 		return tally.MustDecimal(def)
 	}
-	return d
+	if d := a.V; !a.ok || d.Sign() < 0 || d.Cmp(hi) > 0 || !whole(d, 6) {
+		p.bad(a.key, "%q is not %s", a.S, allowed)
+		return tally.MustDecimal(def)
+	}
+	return a.V
 }
 
 func (p *parser) alerts(r *rawAlerts, c *AlertsConfig) {
 	w := &r.Webhook
-	u := p.text(&w.URL, "alerts.webhook.url", "")
+	u := p.text(w.URL, "")
 	if u == "" {
-		for _, n := range []*yaml.Node{&w.SecretEnv, &w.SecretFile, &w.Timeout} {
-			if !isNull(deref(n)) {
-				p.addf(deref(n), "alerts.webhook.url", "missing; the address to post alerts to, e.g. https://hooks.slack.com/services/…")
+		for _, n := range []*yaml.Node{w.SecretEnv.n, w.SecretFile.n, w.Timeout.n} {
+			if !isNull(n) {
+				p.addf(n, w.URL.path, "missing; the address to post alerts to, e.g. https://hooks.slack.com/services/…")
 				break
 			}
 		}
@@ -209,18 +206,18 @@ func (p *parser) alerts(r *rawAlerts, c *AlertsConfig) {
 	}
 	h := &WebhookConfig{
 		URL:        u,
-		SecretEnv:  p.text(&w.SecretEnv, "alerts.webhook.secret_env", ""),
-		SecretFile: p.text(&w.SecretFile, "alerts.webhook.secret_file", ""),
-		Timeout:    p.duration(&w.Timeout, "alerts.webhook.timeout", DefaultWebhookTimeout, true, 5*time.Minute, "10s"),
+		SecretEnv:  p.text(w.SecretEnv, ""),
+		SecretFile: p.text(w.SecretFile, ""),
+		Timeout:    p.duration(w.Timeout, DefaultWebhookTimeout, true, 5*time.Minute, "10s"),
 	}
 	if _, err := tally.CheckSinkURL(u); err != nil {
-		p.addf(deref(&w.URL), "alerts.webhook.url", "%v", err)
+		p.bad(w.URL.key, "%v", err)
 	}
 	if h.SecretEnv != "" && h.SecretFile != "" {
-		p.addf(deref(&w.SecretFile), "alerts.webhook.secret_env and secret_file", "set one, not both")
+		p.addf(w.SecretFile.n, "alerts.webhook.secret_env and secret_file", "set one, not both")
 	}
 	if h.SecretEnv != "" && !envNameRE.MatchString(h.SecretEnv) {
-		p.addf(deref(&w.SecretEnv), "alerts.webhook.secret_env", "%q is not an environment variable name", h.SecretEnv)
+		p.bad(w.SecretEnv.key, "%q is not an environment variable name", h.SecretEnv)
 	}
 	if h.SecretFile != "" {
 		h.SecretFile = p.path(h.SecretFile)

@@ -17,26 +17,28 @@ type rawAllocation struct {
 }
 
 type rawCostCentre struct {
-	Name     yaml.Node `yaml:"name"`
-	Owner    yaml.Node `yaml:"owner"`
-	Projects yaml.Node `yaml:"projects"`
+	Name     at[string] `yaml:"name"`
+	Owner    at[string] `yaml:"owner"`
+	Projects list       `yaml:"projects"`
 }
 
 type rawRule struct {
-	Name    yaml.Node `yaml:"name"`
-	From    yaml.Node `yaml:"from"`
-	Share   rawShare  `yaml:"share"`
-	To      yaml.Node `yaml:"to"`
-	Method  yaml.Node `yaml:"method"`
-	Percent yaml.Node `yaml:"percent"`
-	Driver  yaml.Node `yaml:"driver"`
+	Name  at[string] `yaml:"name"`
+	From  at[month]  `yaml:"from"`
+	Share rawShare   `yaml:"share"`
+	To    list       `yaml:"to"`
+	// Method is one of tally.AllocationMethods.
+	Method at[string] `yaml:"method"`
+	// Percent's keys are cost centres, checked against cost_centres.
+	Percent mapping    `yaml:"percent"`
+	Driver  at[string] `yaml:"driver"`
 }
 
 type rawShare struct {
-	Projects      yaml.Node `yaml:"projects"`
-	Meters        yaml.Node `yaml:"meters"`
-	Families      yaml.Node `yaml:"families"`
-	PaymentMethod yaml.Node `yaml:"payment_method"`
+	Projects      list       `yaml:"projects"`
+	Meters        list       `yaml:"meters"`
+	Families      list       `yaml:"families"`
+	PaymentMethod at[string] `yaml:"payment_method"`
 }
 
 // allocCheck is what allocation's entries are checked against as they are
@@ -72,43 +74,37 @@ func (a *allocCheck) isCentre(s string) string {
 func (p *parser) allocation(r *rawAllocation, usage *UsageConfig, c *tally.Allocation) {
 	a := &allocCheck{usage: usage, owner: map[string]string{}, centres: map[string]bool{}, versions: map[string]bool{}}
 	if r.CostCentres != nil {
-		for i := range *r.CostCentres {
-			path := fmt.Sprintf("allocation.cost_centres[%d]", i)
-			if !p.dropped[path] {
-				c.CostCentres = append(c.CostCentres, p.costCentre(&(*r.CostCentres)[i], path, a))
-			}
+		for _, i := range listed(p, r.CostCentres, "allocation.cost_centres", true) {
+			c.CostCentres = append(c.CostCentres, p.costCentre(&(*r.CostCentres)[i], a))
 		}
 	}
 	if r.Rules == nil {
 		return
 	}
-	if len(c.CostCentres) == 0 && len(*r.Rules) > 0 {
+	if len(c.CostCentres) == 0 && len(listed(p, r.Rules, "allocation.rules", false)) > 0 {
 		p.addf(nil, "allocation.rules", "rules without cost centres: list allocation.cost_centres first, the rules share costs across them")
 		return
 	}
-	for i := range *r.Rules {
-		path := fmt.Sprintf("allocation.rules[%d]", i)
-		if !p.dropped[path] {
-			c.Rules = append(c.Rules, p.rule(&(*r.Rules)[i], path, a))
-		}
+	for _, i := range listed(p, r.Rules, "allocation.rules", true) {
+		c.Rules = append(c.Rules, p.rule(&(*r.Rules)[i], fmt.Sprintf("allocation.rules[%d]", i), a))
 	}
 }
 
 // costCentre reads one of allocation.cost_centres and records it in a.
-func (p *parser) costCentre(rc *rawCostCentre, path string, a *allocCheck) tally.CostCentre {
+func (p *parser) costCentre(rc *rawCostCentre, a *allocCheck) tally.CostCentre {
 	cc := tally.CostCentre{
-		Name:  strings.TrimSpace(p.text(&rc.Name, path+".name", "")),
-		Owner: p.text(&rc.Owner, path+".owner", ""),
+		Name:  strings.TrimSpace(p.text(rc.Name, "")),
+		Owner: p.text(rc.Owner, ""),
 	}
-	p.centreName(&rc.Name, path+".name", cc.Name, a)
+	p.centreName(rc.Name.key, cc.Name, a)
 	a.centres[cc.Name] = true
 	if cc.Owner != "" && (!strings.Contains(cc.Owner, "@") || strings.ContainsAny(cc.Owner, " \n,<>")) {
-		p.addf(deref(&rc.Owner), path+".owner", "%q is not one e-mail address, e.g. news-finance@example.com", cc.Owner)
+		p.bad(rc.Owner.key, "%q is not one e-mail address, e.g. news-finance@example.com", cc.Owner)
 	}
-	cc.Projects = p.list(&rc.Projects, path+".projects", a.known)
+	cc.Projects = p.list(rc.Projects, a.known)
 	for j, pr := range cc.Projects {
 		if other, dup := a.owner[pr]; dup {
-			p.addf(deref(&rc.Projects), fmt.Sprintf("%s.projects[%d]", path, j), "%q is owned by cost centre %q already; a project has one owner (share its cost with a rule instead)", pr, other)
+			p.addf(rc.Projects.n, fmt.Sprintf("%s[%d]", rc.Projects.path, j), "%q is owned by cost centre %q already; a project has one owner (share its cost with a rule instead)", pr, other)
 			continue
 		}
 		a.owner[pr] = cc.Name
@@ -117,53 +113,52 @@ func (p *parser) costCentre(rc *rawCostCentre, path string, a *allocCheck) tally
 }
 
 // centreName checks a cost centre's name: it names the statement's file.
-func (p *parser) centreName(n *yaml.Node, field, name string, a *allocCheck) {
+func (p *parser) centreName(k key, name string, a *allocCheck) {
 	switch {
 	case name == "":
-		p.addf(deref(n), field, "missing; give the cost centre a name, e.g. News")
+		p.bad(k, "missing; give the cost centre a name, e.g. News")
 	case a.centres[name]:
-		p.addf(deref(n), field, "%q is the name of another cost centre; names must be unique", name)
+		p.bad(k, "%q is the name of another cost centre; names must be unique", name)
 	case strings.EqualFold(name, tally.Unallocated):
-		p.addf(deref(n), field, "%q is reserved for the cost no rule or owner reaches; choose another name", name)
+		p.bad(k, "%q is reserved for the cost no rule or owner reaches; choose another name", name)
 	case strings.HasPrefix(strings.ToLower(name), "final"):
-		p.addf(deref(n), field, "%q starts with final, which names a closed month's statements; choose another name", name)
+		p.bad(k, "%q starts with final, which names a closed month's statements; choose another name", name)
 	case strings.ContainsAny(name, ":\n/\\"):
-		p.addf(deref(n), field, "%q holds a colon, a slash or a line break; use letters, digits, spaces, - or _ (it names the statement's file)", name)
+		p.bad(k, "%q holds a colon, a slash or a line break; use letters, digits, spaces, - or _ (it names the statement's file)", name)
 	}
 }
 
 // rule reads one of allocation.rules: what it shares, how, and with whom.
 func (p *parser) rule(rr *rawRule, path string, a *allocCheck) tally.AllocationRule {
 	rule := tally.AllocationRule{
-		Name:          strings.TrimSpace(p.text(&rr.Name, path+".name", "")),
-		Method:        p.text(&rr.Method, path+".method", ""),
-		Driver:        p.text(&rr.Driver, path+".driver", ""),
-		PaymentMethod: p.text(&rr.Share.PaymentMethod, path+".share.payment_method", ""),
+		Name:          strings.TrimSpace(p.text(rr.Name, "")),
+		Method:        p.text(rr.Method, ""),
+		Driver:        p.text(rr.Driver, ""),
+		PaymentMethod: p.text(rr.Share.PaymentMethod, ""),
 	}
-	p.ruleVersion(rr, path, &rule, a)
+	p.ruleVersion(rr, &rule, a)
 	p.ruleShare(rr, path, &rule, a)
-	p.ruleMethod(rr, path, &rule, a)
-	p.ruleDriver(rr, path, &rule, a)
+	p.ruleMethod(rr, &rule, a)
+	p.ruleDriver(rr, &rule, a)
 	return rule
 }
 
 // ruleVersion reads a rule's name and from, which together name one
 // version of it.
-func (p *parser) ruleVersion(rr *rawRule, path string, rule *tally.AllocationRule, a *allocCheck) {
+func (p *parser) ruleVersion(rr *rawRule, rule *tally.AllocationRule, a *allocCheck) {
 	if rule.Name == "" {
-		p.addf(deref(&rr.Name), path+".name", "missing; give the rule a name, e.g. platform")
+		p.bad(rr.Name.key, "missing; give the rule a name, e.g. platform")
 	} else if strings.ContainsAny(rule.Name, "@\n") {
-		p.addf(deref(&rr.Name), path+".name", "%q holds an @ or a line break; use letters, digits, spaces, - or _", rule.Name)
+		p.bad(rr.Name.key, "%q holds an @ or a line break; use letters, digits, spaces, - or _", rule.Name)
 	}
-	from := p.text(&rr.From, path+".from", "")
-	t, err := time.Parse("2006-01", from)
-	if err != nil {
-		p.addf(deref(&rr.From), path+".from", "%q is not a month YYYY-MM, e.g. 2026-01: the first month the rule applies to", from)
+	from := rr.From.S
+	if p.has(rr.From.key); !rr.From.ok {
+		p.bad(rr.From.key, "%q is not a month YYYY-MM, e.g. 2026-01: the first month the rule applies to", from)
 		return
 	}
-	rule.From = t
+	rule.From = time.Time(rr.From.V)
 	if a.versions[rule.Version()] {
-		p.addf(deref(&rr.From), path+".from", "rule %q is given twice from %s; a rule changes from a later month, as a new entry with a later from", rule.Name, from)
+		p.bad(rr.From.key, "rule %q is given twice from %s; a rule changes from a later month, as a new entry with a later from", rule.Name, from)
 	}
 	a.versions[rule.Version()] = true
 }
@@ -174,7 +169,7 @@ func (p *parser) ruleShare(rr *rawRule, path string, rule *tally.AllocationRule,
 	// A cost centre's name among the shared projects is a receiver
 	// put in the wrong list: refused whether or not
 	// usage.project_names would have caught it.
-	rule.Projects = p.list(&rr.Share.Projects, path+".share.projects", func(s string) string {
+	rule.Projects = p.list(rr.Share.Projects, func(s string) string {
 		if why := a.known(s); why != "" {
 			return why
 		}
@@ -183,21 +178,21 @@ func (p *parser) ruleShare(rr *rawRule, path string, rule *tally.AllocationRule,
 		}
 		return ""
 	})
-	rule.Meters = p.list(&rr.Share.Meters, path+".share.meters", nil)
-	rule.Families = p.list(&rr.Share.Families, path+".share.families", nil)
-	p.sharedWhole(rr, path, rule, a)
+	rule.Meters = p.list(rr.Share.Meters, nil)
+	rule.Families = p.list(rr.Share.Families, nil)
+	p.sharedWhole(rr, rule, a)
 	if rule.PaymentMethod != "" && !uuidRE.MatchString(rule.PaymentMethod) {
-		p.addf(deref(&rr.Share.PaymentMethod), path+".share.payment_method", "%q is not a payment method id (a UUID such as 0b6f2a4e-5c1d-4e8f-9a3b-7c2d1e0f4a5b)", rule.PaymentMethod)
+		p.bad(rr.Share.PaymentMethod.key, "%q is not a payment method id (a UUID such as 0b6f2a4e-5c1d-4e8f-9a3b-7c2d1e0f4a5b)", rule.PaymentMethod)
 	}
 	if meters := a.usage.MeterNames; len(meters) > 0 {
 		for j, m := range rule.Meters {
 			if !slices.Contains(meters, m) {
-				p.addf(deref(&rr.Share.Meters), fmt.Sprintf("%s.share.meters[%d]", path, j), "%q is not one of usage.meter_names (%s), so it has no usage to share", m, strings.Join(meters, ", "))
+				p.addf(rr.Share.Meters.n, fmt.Sprintf("%s[%d]", rr.Share.Meters.path, j), "%q is not one of usage.meter_names (%s), so it has no usage to share", m, strings.Join(meters, ", "))
 			}
 		}
 	}
 	if len(rule.Projects)+len(rule.Meters)+len(rule.Families) == 0 && rule.PaymentMethod == "" {
-		p.addf(deref(&rr.Name), path+".share", "missing; say what the rule shares: projects, meters, families and/or payment_method, e.g. {projects: [platform]}")
+		p.addf(rr.Name.n, path+".share", "missing; say what the rule shares: projects, meters, families and/or payment_method, e.g. {projects: [platform]}")
 	}
 }
 
@@ -206,84 +201,71 @@ func (p *parser) ruleShare(rr *rawRule, path string, rule *tally.AllocationRule,
 // charged it directly: two answers to one question. Sharing part of an
 // owned project (its meters, families or payment method) is what rules
 // are for.
-func (p *parser) sharedWhole(rr *rawRule, path string, rule *tally.AllocationRule, a *allocCheck) {
+func (p *parser) sharedWhole(rr *rawRule, rule *tally.AllocationRule, a *allocCheck) {
 	if len(rule.Meters)+len(rule.Families) > 0 || rule.PaymentMethod != "" {
 		return
 	}
 	for j, pr := range rule.Projects {
 		if o := a.owner[pr]; o != "" {
-			p.addf(deref(&rr.Share.Projects), fmt.Sprintf("%s.share.projects[%d]", path, j), "%q is owned by cost centre %q (allocation.cost_centres), and the rule shares it whole, so %s would never be charged it directly; remove it from %s's projects, or narrow the share with meters, families or payment_method", pr, o, o, o)
+			p.addf(rr.Share.Projects.n, fmt.Sprintf("%s[%d]", rr.Share.Projects.path, j), "%q is owned by cost centre %q (allocation.cost_centres), and the rule shares it whole, so %s would never be charged it directly; remove it from %s's projects, or narrow the share with meters, families or payment_method", pr, o, o, o)
 		}
 	}
 }
 
 // ruleMethod reads a rule's method and the cost centres that receive its
 // share: to, or with method fixed percent.
-func (p *parser) ruleMethod(rr *rawRule, path string, rule *tally.AllocationRule, a *allocCheck) {
+func (p *parser) ruleMethod(rr *rawRule, rule *tally.AllocationRule, a *allocCheck) {
 	switch rule.Method {
 	case tally.AllocateEven, tally.AllocateProportional, tally.AllocateDriver, tally.AllocateFixed:
 	case "":
-		p.addf(deref(&rr.Method), path+".method", "missing; one of %s", strings.Join(tally.AllocationMethods, ", "))
+		p.bad(rr.Method.key, "missing; one of %s", strings.Join(tally.AllocationMethods, ", "))
 	default:
-		p.addf(deref(&rr.Method), path+".method", "%q is not one of %s", rule.Method, strings.Join(tally.AllocationMethods, ", "))
+		p.bad(rr.Method.key, "%q is not one of %s", rule.Method, strings.Join(tally.AllocationMethods, ", "))
 	}
-	rule.Receivers = p.list(&rr.To, path+".to", a.isCentre)
+	rule.Receivers = p.list(rr.To, a.isCentre)
 	if rule.Method == tally.AllocateFixed {
-		p.fixedPercent(rr, path, rule, a.isCentre)
-	} else if !isNull(&rr.Percent) {
-		p.addf(deref(&rr.Percent), path+".percent", "is for method fixed only; method %q computes the parts", rule.Method)
+		p.fixedPercent(rr, rule, a.isCentre)
+	} else if rr.Percent.given() {
+		p.bad(rr.Percent.key, "is for method fixed only; method %q computes the parts", rule.Method)
 	}
-	if len(rule.Receivers) == 0 && rule.Method != tally.AllocateFixed && (isNull(&rr.To) || len(deref(&rr.To).Content) == 0) {
-		p.addf(deref(&rr.To), path+".to", "missing; list the cost centres that receive the shared cost, e.g. [News, Sport]")
+	if len(rule.Receivers) == 0 && rule.Method != tally.AllocateFixed && (!rr.To.given() || len(rr.To.n.Content) == 0) {
+		p.bad(rr.To.key, "missing; list the cost centres that receive the shared cost, e.g. [News, Sport]")
 	}
 }
 
 // ruleDriver checks a rule's driver: the meter method driver splits by.
-func (p *parser) ruleDriver(rr *rawRule, path string, rule *tally.AllocationRule, a *allocCheck) {
+func (p *parser) ruleDriver(rr *rawRule, rule *tally.AllocationRule, a *allocCheck) {
 	meters := a.usage.MeterNames
 	switch {
 	case rule.Method == tally.AllocateDriver && rule.Driver == "":
-		p.addf(deref(&rr.Driver), path+".driver", "missing; method driver splits by each receiver's quantity of a meter: name it, e.g. \"Streaming Egress\"")
+		p.bad(rr.Driver.key, "missing; method driver splits by each receiver's quantity of a meter: name it, e.g. \"Streaming Egress\"")
 	case rule.Method != tally.AllocateDriver && rule.Driver != "":
-		p.addf(deref(&rr.Driver), path+".driver", "is for method driver only, not %q", rule.Method)
+		p.bad(rr.Driver.key, "is for method driver only, not %q", rule.Method)
 	case rule.Driver != "" && len(meters) > 0 && !slices.Contains(meters, rule.Driver):
-		p.addf(deref(&rr.Driver), path+".driver", "%q is not one of usage.meter_names (%s), so no receiver has a quantity of it", rule.Driver, strings.Join(meters, ", "))
+		p.bad(rr.Driver.key, "%q is not one of usage.meter_names (%s), so no receiver has a quantity of it", rule.Driver, strings.Join(meters, ", "))
 	}
 }
 
 // fixedPercent reads a fixed rule's percent: a mapping of cost centre to
 // percent summing to exactly 100. It gives the receivers; to, when given
 // too, must name the same cost centres.
-func (p *parser) fixedPercent(rr *rawRule, path string, rule *tally.AllocationRule, isCentre func(string) string) {
-	n := deref(&rr.Percent)
+func (p *parser) fixedPercent(rr *rawRule, rule *tally.AllocationRule, isCentre func(string) string) {
+	n := rr.Percent.n
 	if isNull(n) {
-		p.addf(n, path+".percent", "missing; method fixed needs each receiver's percent, summing to 100, e.g. {News: 60, Sport: 40}")
+		p.bad(rr.Percent.key, "missing; method fixed needs each receiver's percent, summing to 100, e.g. {News: 60, Sport: 40}")
 		return
 	}
 	if n.Kind != yaml.MappingNode {
-		p.addf(n, path+".percent", "must be a mapping of cost centre to percent, e.g. {News: 60, Sport: 40}, not %s", describe(n))
+		p.bad(rr.Percent.key, "must be a mapping of cost centre to percent, e.g. {News: 60, Sport: 40}, not %s", describe(n))
 		return
 	}
 	var names []string
 	sum := tally.MustDecimal("0")
 	ok := true
 	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, v := deref(n.Content[i]), deref(n.Content[i+1])
-		field := join(path+".percent", k.Value)
-		if why := isCentre(k.Value); why != "" {
-			p.addf(k, field, "%q %s", k.Value, why)
-			ok = false
-			continue
-		}
-		if slices.Contains(names, k.Value) {
-			p.addf(k, field, "given twice")
-			ok = false
-			continue
-		}
-		s, _ := p.scalar(v, field)
-		d, err := tally.ParseDecimal(s)
-		if err != nil || d.Sign() <= 0 || d.Cmp(tally.MustDecimal("100")) > 0 || d.Scale() > 6 {
-			p.addf(v, field, "%q is not a percent above 0 and up to 100 with at most 6 decimals, e.g. 60 or 33.333334", s)
+		k := deref(n.Content[i])
+		d, good := p.percentPart(k, deref(n.Content[i+1]), join(rr.Percent.path, k.Value), names, isCentre)
+		if !good {
 			ok = false
 			continue
 		}
@@ -292,13 +274,36 @@ func (p *parser) fixedPercent(rr *rawRule, path string, rule *tally.AllocationRu
 		sum = sum.Add(d)
 	}
 	if ok && sum.Cmp(tally.MustDecimal("100")) != 0 {
-		p.addf(n, path+".percent", "sums to %s, not 100; the parts of a fixed split must add up to the whole", sum)
+		p.bad(rr.Percent.key, "sums to %s, not 100; the parts of a fixed split must add up to the whole", sum)
 	}
 	if len(rule.Receivers) > 0 {
 		a, b := slices.Sorted(slices.Values(rule.Receivers)), slices.Sorted(slices.Values(names))
 		if !slices.Equal(a, b) {
-			p.addf(deref(&rr.To), path+".to", "lists %s but percent gives %s; with method fixed leave to out, or name the same cost centres", strings.Join(a, ", "), strings.Join(b, ", "))
+			p.bad(rr.To.key, "lists %s but percent gives %s; with method fixed leave to out, or name the same cost centres", strings.Join(a, ", "), strings.Join(b, ", "))
 		}
 	}
 	rule.Receivers = names
+}
+
+// percentPart reads one entry of a fixed rule's percent, cost centre k to
+// percent v, at field; names are the cost centres given so far.
+func (p *parser) percentPart(k, v *yaml.Node, field string, names []string, isCentre func(string) string) (tally.Decimal, bool) {
+	if why := isCentre(k.Value); why != "" {
+		p.addf(k, field, "%q %s", k.Value, why)
+		return tally.Decimal{}, false
+	}
+	if slices.Contains(names, k.Value) {
+		p.addf(k, field, "given twice")
+		return tally.Decimal{}, false
+	}
+	s := ""
+	if p.single(v, field) {
+		s = v.Value
+	}
+	d, err := tally.ParseDecimal(s)
+	if err != nil || d.Sign() <= 0 || d.Cmp(tally.MustDecimal("100")) > 0 || d.Scale() > 6 {
+		p.addf(v, field, "%q is not a percent above 0 and up to 100 with at most 6 decimals, e.g. 60 or 33.333334", s)
+		return tally.Decimal{}, false
+	}
+	return d, true
 }

@@ -13,56 +13,56 @@ import (
 )
 
 type rawAPI struct {
-	BaseURL       yaml.Node `yaml:"base_url"`
-	TokenEnv      yaml.Node `yaml:"token_env"`
-	TokenFile     yaml.Node `yaml:"token_file"`
-	Timeout       yaml.Node `yaml:"timeout"`
-	AnswerTimeout yaml.Node `yaml:"answer_timeout"`
-	Concurrency   yaml.Node `yaml:"concurrency"`
-	// TotalConcurrency bounds windows in flight over every organization.
-	TotalConcurrency yaml.Node `yaml:"total_concurrency"`
-	MaxRetries       yaml.Node `yaml:"max_retries"`
-	ConnectRetries   yaml.Node `yaml:"connect_retries"`
-	TokenWarnBefore  yaml.Node `yaml:"token_warn_before"`
-	Paths            yaml.Node `yaml:"paths"`
+	BaseURL          at[string]        `yaml:"base_url"`
+	TokenEnv         at[string]        `yaml:"token_env"`
+	TokenFile        at[string]        `yaml:"token_file"`
+	Timeout          at[time.Duration] `yaml:"timeout"`
+	AnswerTimeout    at[time.Duration] `yaml:"answer_timeout"`
+	Concurrency      at[int]           `yaml:"concurrency"`
+	TotalConcurrency at[int]           `yaml:"total_concurrency"`
+	MaxRetries       at[int]           `yaml:"max_retries"`
+	ConnectRetries   at[int]           `yaml:"connect_retries"`
+	TokenWarnBefore  at[span]          `yaml:"token_warn_before"`
+	// Paths' keys are resources, checked against tally.DefaultPaths.
+	Paths mapping `yaml:"paths"`
 }
 
 // api reads api: the interface's address, the token's source and how
 // hard to press the interface.
 func (p *parser) api(r *rawAPI, c *APIConfig) {
-	c.BaseURL = p.text(&r.BaseURL, "api.base_url", DefaultBaseURL)
-	if p.notEmpty(&r.BaseURL, "api.base_url", "leave the key out for the vendor's "+DefaultBaseURL+", or give the interface's https:// address") {
+	c.BaseURL = p.text(r.BaseURL, DefaultBaseURL)
+	if p.notEmpty(r.BaseURL, "leave the key out for the vendor's "+DefaultBaseURL+", or give the interface's https:// address") {
 		c.BaseURL = DefaultBaseURL // reported; the rest is checked as if left out
 	}
-	field, from := "api.base_url", &r.BaseURL
+	field, from := "api.base_url", r.BaseURL.n
 	if env := p.getenv(EnvBaseURL); env != "" {
 		c.BaseURL, field, from = env, "api.base_url (from "+EnvBaseURL+")", nil
 	}
 	c.BaseURL = p.baseURL(from, field, c.BaseURL)
 
-	c.TokenEnv, c.TokenFile = p.tokenKeys(&r.TokenEnv, &r.TokenFile, "api")
+	c.TokenEnv, c.TokenFile = p.tokenKeys(r.TokenEnv, r.TokenFile, "api")
 	if c.TokenEnv == "" && c.TokenFile == "" {
 		c.TokenEnv = DefaultTokenEnv
 	}
 	p.apiLimits(r, c)
-	c.Paths = p.paths(&r.Paths)
+	c.Paths = p.paths(r.Paths)
 }
 
 // tokenKeys reads where a token comes from, field.token_env or
 // field.token_file, refusing both; the caller says what neither means.
-func (p *parser) tokenKeys(envNode, fileNode *yaml.Node, field string) (env, file string) {
-	env = p.text(envNode, field+".token_env", "")
+func (p *parser) tokenKeys(envKey, fileKey at[string], field string) (env, file string) {
+	env = p.text(envKey, "")
 	if env != "" && !envNameRE.MatchString(env) {
-		p.addf(deref(envNode), field+".token_env", "%q is not an environment variable name (letters, digits and _, not starting with a digit)", env)
+		p.bad(envKey.key, "%q is not an environment variable name (letters, digits and _, not starting with a digit)", env)
 	}
-	if f := p.text(fileNode, field+".token_file", ""); f != "" {
+	if f := p.text(fileKey, ""); f != "" {
 		file = p.path(f)
 		if fi, err := os.Stat(file); err == nil && fi.Mode().Perm()&0o044 != 0 {
 			p.warnings = append(p.warnings, fmt.Sprintf("%s.token_file: %s is readable by group or others (mode %04o); chmod 600 it", field, file, fi.Mode().Perm()))
 		}
 	}
 	if env != "" && file != "" {
-		p.addf(deref(fileNode), field+".token_env and "+field+".token_file", "set one, not both")
+		p.addf(fileKey.n, envKey.path+" and "+fileKey.path, "set one, not both")
 	}
 	return env, file
 }
@@ -70,25 +70,23 @@ func (p *parser) tokenKeys(envNode, fileNode *yaml.Node, field string) (env, fil
 // apiLimits reads the api: keys that bound waits, requests in flight and
 // retries, and the token's warning.
 func (p *parser) apiLimits(r *rawAPI, c *APIConfig) {
-	c.Timeout = p.duration(&r.Timeout, "api.timeout", DefaultTimeout, true, time.Hour, "60s")
-	c.AnswerTimeout = p.duration(&r.AnswerTimeout, "api.answer_timeout", DefaultAnswerTimeout, true, 24*time.Hour, "30m")
+	c.Timeout = p.duration(r.Timeout, DefaultTimeout, true, time.Hour, "60s")
+	c.AnswerTimeout = p.duration(r.AnswerTimeout, DefaultAnswerTimeout, true, 24*time.Hour, "30m")
 	if c.AnswerTimeout < c.Timeout {
-		p.addf(deref(&r.AnswerTimeout), "api.answer_timeout", "%s is shorter than api.timeout %s; it bounds a whole answer, each wait of which api.timeout bounds: give at least %s", c.AnswerTimeout, c.Timeout, c.Timeout)
+		p.bad(r.AnswerTimeout.key, "%s is shorter than api.timeout %s; it bounds a whole answer, each wait of which api.timeout bounds: give at least %s", c.AnswerTimeout, c.Timeout, c.Timeout)
 	}
-	c.Concurrency = p.integer(&r.Concurrency, "api.concurrency", DefaultConcurrency, 1, 32)
-	c.TotalConcurrency = p.integer(&r.TotalConcurrency, "api.total_concurrency", max(DefaultTotalConcurrency, c.Concurrency), 1, 256)
+	c.Concurrency = p.integer(r.Concurrency, DefaultConcurrency, 1, 32)
+	c.TotalConcurrency = p.integer(r.TotalConcurrency, max(DefaultTotalConcurrency, c.Concurrency), 1, 256)
 	if c.TotalConcurrency < c.Concurrency {
-		p.addf(deref(&r.TotalConcurrency), "api.total_concurrency", "%d is less than api.concurrency %d; it bounds the windows in flight over every organization, each of which may have api.concurrency", c.TotalConcurrency, c.Concurrency)
+		p.bad(r.TotalConcurrency.key, "%d is less than api.concurrency %d; it bounds the windows in flight over every organization, each of which may have api.concurrency", c.TotalConcurrency, c.Concurrency)
 	}
-	c.MaxRetries = p.integer(&r.MaxRetries, "api.max_retries", DefaultMaxRetries, 0, 50)
-	c.ConnectRetries = p.integer(&r.ConnectRetries, "api.connect_retries", DefaultConnectRetries, 0, 50)
+	c.MaxRetries = p.integer(r.MaxRetries, DefaultMaxRetries, 0, 50)
+	c.ConnectRetries = p.integer(r.ConnectRetries, DefaultConnectRetries, 0, 50)
 	c.TokenWarnBefore = DefaultTokenWarnBefore
-	if s, ok := p.scalar(&r.TokenWarnBefore, "api.token_warn_before"); ok {
-		d, ok := dayHours(s)
-		switch {
-		case !ok || d > 366*24*time.Hour:
-			p.addf(deref(&r.TokenWarnBefore), "api.token_warn_before", "%q is not <n>d or <n>h from 0 up to a year (366d), e.g. 14d", s)
-		default:
+	if w := r.TokenWarnBefore; p.has(w.key) {
+		if d := time.Duration(w.V); !w.ok || d > 366*24*time.Hour {
+			p.bad(w.key, "%q is not <n>d or <n>h from 0 up to a year (366d), e.g. 14d", w.S)
+		} else {
 			c.TokenWarnBefore = d
 		}
 	}
@@ -104,11 +102,9 @@ func (p *parser) baseURL(n *yaml.Node, field, s string) string {
 	return strings.TrimRight(strings.TrimSpace(s), "/")
 }
 
-func (p *parser) paths(n *yaml.Node) map[string]string { return p.pathsAt(n, "api.paths") }
-
-// pathsAt reads a mapping of resource to path at field.
-func (p *parser) pathsAt(n *yaml.Node, at string) map[string]string {
-	n = deref(n)
+// paths reads a mapping of resource to path.
+func (p *parser) paths(m mapping) map[string]string {
+	n, where := m.n, m.path
 	out := map[string]string{}
 	if isNull(n) {
 		return out
@@ -119,12 +115,12 @@ func (p *parser) pathsAt(n *yaml.Node, at string) map[string]string {
 	}
 	sort.Strings(keys)
 	if n.Kind != yaml.MappingNode {
-		p.addf(n, at, "must be a mapping of resource to path (resources: %s), not %s", strings.Join(keys, ", "), describe(n))
+		p.addf(n, where, "must be a mapping of resource to path (resources: %s), not %s", strings.Join(keys, ", "), describe(n))
 		return out
 	}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := deref(n.Content[i]), n.Content[i+1]
-		field := join(at, k.Value)
+		field := join(where, k.Value)
 		def, known := tally.DefaultPaths[k.Value]
 		if k.Kind != yaml.ScalarNode || !known {
 			msg := fmt.Sprintf("unknown resource; known: %s", strings.Join(keys, ", "))
@@ -138,13 +134,13 @@ func (p *parser) pathsAt(n *yaml.Node, at string) map[string]string {
 			p.addf(k, field, "given twice")
 			continue
 		}
-		s, ok := p.scalar(v, field)
-		if !ok {
+		if !p.single(deref(v), field) {
 			if isNull(v) {
 				p.addf(deref(v), field, "must be a path, e.g. %q", def)
 			}
 			continue
 		}
+		s := deref(v).Value
 		if err := tally.CheckPath(k.Value, s); err != nil {
 			p.addf(deref(v), field, "%v", err)
 			continue

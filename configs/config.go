@@ -321,7 +321,7 @@ func Parse(data []byte, dir string, getenv func(string) string) (*Config, error)
 	if getenv == nil {
 		getenv = func(string) string { return "" }
 	}
-	p := &parser{dir: dir, getenv: getenv}
+	p := &parser{dir: dir, getenv: getenv, dropped: map[string]bool{}, blank: map[string]bool{}}
 	cfg := p.parse(data)
 	if len(p.problems) > 0 {
 		return nil, &Error{Problems: p.problems}

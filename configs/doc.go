@@ -1,6 +1,7 @@
 // Package configs owns Tally's configuration: the YAML file's types, Load
-// (decode with unknown keys refused, defaults, environment overrides,
-// relative paths, validation of every field by its section's reader), the
+// (decode into typed leaves with unknown keys refused, then one pass of
+// checks, section by section, that collects every problem with its key,
+// value and line; defaults, environment overrides, relative paths), the
 // reading of every secret the config names (the API tokens, the webhook's
 // signing secret, the mail password), each as a secret.Value registered
 // for redaction as it is read, and the example configuration

@@ -5,8 +5,6 @@ import (
 	"regexp"
 	"strings"
 
-	"go.yaml.in/yaml/v3"
-
 	"github.com/tally-dev/tally"
 )
 
@@ -53,20 +51,21 @@ func (c *Config) Organization(name string) (Organization, error) {
 var orgNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$`)
 
 type rawOrganization struct {
-	Name             yaml.Node `yaml:"name"`
-	TokenEnv         yaml.Node `yaml:"token_env"`
-	TokenFile        yaml.Node `yaml:"token_file"`
-	BaseURL          yaml.Node `yaml:"base_url"`
-	ProjectNames     yaml.Node `yaml:"project_names"`
-	PaymentMethodIDs yaml.Node `yaml:"payment_method_ids"`
-	MeterNames       yaml.Node `yaml:"meter_names"`
-	Paths            yaml.Node `yaml:"paths"`
+	Name             at[string] `yaml:"name"`
+	TokenEnv         at[string] `yaml:"token_env"`
+	TokenFile        at[string] `yaml:"token_file"`
+	BaseURL          at[string] `yaml:"base_url"`
+	ProjectNames     list       `yaml:"project_names"`
+	PaymentMethodIDs list       `yaml:"payment_method_ids"`
+	MeterNames       list       `yaml:"meter_names"`
+	Paths            mapping    `yaml:"paths"`
 }
 
 // organizations builds cfg.Organizations: the api: form's one, or the
 // listed ones. It runs after api and usage.
 func (p *parser) organizations(raw *[]rawOrganization, api *rawAPI, cfg *Config) {
-	if raw == nil || len(*raw) == 0 {
+	entries := listed(p, raw, "organizations", false)
+	if len(entries) == 0 {
 		cfg.Organizations = []Organization{{
 			BaseURL: cfg.API.BaseURL, TokenEnv: cfg.API.TokenEnv, TokenFile: cfg.API.TokenFile,
 			ProjectNames: cfg.Usage.ProjectNames, PaymentMethodIDs: cfg.Usage.PaymentMethodIDs, MeterNames: cfg.Usage.MeterNames,
@@ -74,14 +73,14 @@ func (p *parser) organizations(raw *[]rawOrganization, api *rawAPI, cfg *Config)
 		}}
 		return
 	}
-	for _, n := range []*yaml.Node{&api.TokenEnv, &api.TokenFile} {
-		if given(n) {
-			p.addf(deref(n), "api.token_env/api.token_file", "with organizations: each organization names its own token (organizations[].token_env or token_file); remove it from api:")
+	for _, k := range []at[string]{api.TokenEnv, api.TokenFile} {
+		if k.given() {
+			p.addf(k.n, "api.token_env/api.token_file", "with organizations: each organization names its own token (organizations[].token_env or token_file); remove it from api:")
 			break
 		}
 	}
 	seen := map[string]string{}
-	for i := range *raw {
+	for _, i := range entries {
 		o := p.organization(&(*raw)[i], fmt.Sprintf("organizations[%d]", i), cfg, seen)
 		cfg.Organizations = append(cfg.Organizations, o)
 		p.orgNames = append(p.orgNames, o.Name)
@@ -92,70 +91,67 @@ func (p *parser) organizations(raw *[]rawOrganization, api *rawAPI, cfg *Config)
 // names so far, folded, by the field that gave each.
 func (p *parser) organization(r *rawOrganization, field string, cfg *Config, seen map[string]string) Organization {
 	o := Organization{Field: field}
-	o.Name = p.text(&r.Name, field+".name", "")
+	o.Name = p.text(r.Name, "")
 	switch {
 	case o.Name == "":
-		p.addf(deref(&r.Name), field+".name", "missing; name the organization (letters, digits, '.', '_', '-'; it names its workbook and is its key in the store)")
+		p.bad(r.Name.key, "missing; name the organization (letters, digits, '.', '_', '-'; it names its workbook and is its key in the store)")
 	case !orgNameRE.MatchString(o.Name):
-		p.addf(deref(&r.Name), field+".name", "%q is not a name of letters, digits, '.', '_' and '-' (up to 63, starting with a letter or digit)", o.Name)
+		p.bad(r.Name.key, "%q is not a name of letters, digits, '.', '_' and '-' (up to 63, starting with a letter or digit)", o.Name)
 	case seen[strings.ToLower(o.Name)] != "":
-		p.addf(deref(&r.Name), field+".name", "%q is also the name of %s; names must differ (ignoring case)", o.Name, seen[strings.ToLower(o.Name)])
+		p.bad(r.Name.key, "%q is also the name of %s; names must differ (ignoring case)", o.Name, seen[strings.ToLower(o.Name)])
 	default:
 		seen[strings.ToLower(o.Name)] = field
 	}
 	o.BaseURL = cfg.API.BaseURL
-	blank := p.notEmpty(&r.BaseURL, field+".base_url", "leave the key out for api.base_url ("+cfg.API.BaseURL+"), or give the organization's https:// address")
-	if s := p.text(&r.BaseURL, field+".base_url", ""); s != "" && !blank {
-		o.BaseURL = p.baseURL(&r.BaseURL, field+".base_url", s)
+	blank := p.notEmpty(r.BaseURL, "leave the key out for api.base_url ("+cfg.API.BaseURL+"), or give the organization's https:// address")
+	if s := p.text(r.BaseURL, ""); s != "" && !blank {
+		o.BaseURL = p.baseURL(r.BaseURL.n, field+".base_url", s)
 	}
-	o.TokenEnv, o.TokenFile = p.tokenKeys(&r.TokenEnv, &r.TokenFile, field)
+	o.TokenEnv, o.TokenFile = p.tokenKeys(r.TokenEnv, r.TokenFile, field)
 	if o.TokenEnv == "" && o.TokenFile == "" {
-		p.addf(deref(&r.Name), field+".token_env", "missing; name the environment variable holding this organization's token (or set token_file): a token gives access to one organization")
+		p.addf(r.Name.n, r.TokenEnv.path, "missing; name the environment variable holding this organization's token (or set token_file): a token gives access to one organization")
 	}
 	p.orgFilters(r, field, cfg, &o)
 	o.Paths = map[string]string{}
 	for k, v := range cfg.API.Paths {
 		o.Paths[k] = v
 	}
-	if given(&r.Paths) {
-		for k, v := range p.pathsAt(&r.Paths, field+".paths") {
+	if r.Paths.given() {
+		for k, v := range p.paths(r.Paths) {
 			o.Paths[k] = v
 		}
 	}
 	return o
 }
 
-// given reports whether a key is in the file with a value.
-func given(n *yaml.Node) bool { return !isNull(deref(n)) && n.Kind != 0 }
-
 // orgFilters reads an organization's usage filters; each left out is
 // usage's.
 func (p *parser) orgFilters(r *rawOrganization, field string, cfg *Config, o *Organization) {
 	o.ProjectNames, o.PaymentMethodIDs, o.MeterNames = cfg.Usage.ProjectNames, cfg.Usage.PaymentMethodIDs, cfg.Usage.MeterNames
-	if given(&r.ProjectNames) {
-		o.ProjectNames = p.list(&r.ProjectNames, field+".project_names", nil)
+	if r.ProjectNames.given() {
+		o.ProjectNames = p.list(r.ProjectNames, nil)
 	}
-	if given(&r.PaymentMethodIDs) {
-		o.PaymentMethodIDs = p.list(&r.PaymentMethodIDs, field+".payment_method_ids", func(s string) string {
+	if r.PaymentMethodIDs.given() {
+		o.PaymentMethodIDs = p.list(r.PaymentMethodIDs, func(s string) string {
 			if !uuidRE.MatchString(s) {
 				return "is not a payment method id (a UUID)"
 			}
 			return ""
 		})
 	}
-	if given(&r.MeterNames) {
-		o.MeterNames = p.list(&r.MeterNames, field+".meter_names", nil)
+	if r.MeterNames.given() {
+		o.MeterNames = p.list(r.MeterNames, nil)
 	}
 	if cfg.Usage.Source == tally.SourceProjects {
 		switch {
 		case len(o.ProjectNames) == 0:
-			p.addf(deref(&r.Name), field+".project_names", "missing; usage.source projects reads each listed project's usage report: list the organization's projects here (or in usage.project_names), e.g. [newsroom, archive]")
+			p.addf(r.Name.n, r.ProjectNames.path, "missing; usage.source projects reads each listed project's usage report: list the organization's projects here (or in usage.project_names), e.g. [newsroom, archive]")
 		case len(o.PaymentMethodIDs) > 0 || len(o.MeterNames) > 0:
-			p.addf(deref(&r.Name), field, "usage.source projects takes no payment_method_ids or meter_names: the per-project report has no such filters")
+			p.addf(r.Name.n, field, "usage.source projects takes no payment_method_ids or meter_names: the per-project report has no such filters")
 		}
 	}
 	if len(o.ProjectNames) > 0 && len(o.PaymentMethodIDs) > 0 {
-		p.addf(deref(&r.PaymentMethodIDs), field+".project_names and payment_method_ids", "set one, not both (the interface takes one or the other)")
+		p.addf(r.PaymentMethodIDs.n, field+".project_names and payment_method_ids", "set one, not both (the interface takes one or the other)")
 	}
 }
 

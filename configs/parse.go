@@ -10,12 +10,13 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// The file's shape. Leaves are yaml.Nodes so that every value is converted
-// by its section's reader (api.go, usage.go, reports.go, schedule.go,
-// orgs.go, alerts.go, allocation.go), with errors that name the field and
-// its line, and so a wrong type in one field does not hide the problems of
-// the others. The yaml tags are the only list of keys: the walk that
-// refuses unknown keys reads them.
+// The file's shape. Leaves are typed (at[T], list, mapping): each is read
+// as its type when decoded and keeps its text, line and path, so its
+// section's check (api.go, usage.go, reports.go, schedule.go, orgs.go,
+// alerts.go, allocation.go) names the key, the value as written and its
+// line, and a wrong type in one field does not hide the problems of the
+// others. The yaml tags are the only list of keys: the decode that refuses
+// unknown keys and names every key reads them.
 type rawConfig struct {
 	API rawAPI `yaml:"api"`
 	// Organizations: nil or empty is the api: form, one organization.
@@ -45,8 +46,9 @@ type parser struct {
 	// names may be each organization's own.
 	grouped bool
 	// dropped holds the paths of list items of the wrong shape, reported
-	// already, so their missing fields are not reported again.
-	dropped map[string]bool
+	// already, so their missing fields are not reported again; blank
+	// those of null items, which are no entry.
+	dropped, blank map[string]bool
 }
 
 // addf records a problem with field path, adding the line when known.
@@ -56,6 +58,28 @@ func (p *parser) addf(n *yaml.Node, path, format string, args ...any) {
 		msg += fmt.Sprintf(" (line %d)", n.Line)
 	}
 	p.problems = append(p.problems, msg)
+}
+
+// listed returns the indices of the entries of list, the list at path,
+// that are not null (a stray "-" is no entry) and, when shaped, not of the
+// wrong shape either (the decode has reported those).
+func listed[T any](p *parser, list *[]T, path string, shaped bool) []int {
+	if list == nil {
+		return nil
+	}
+	var out []int
+	for i := range *list {
+		ip := fmt.Sprintf("%s[%d]", path, i)
+		if !p.blank[ip] && !(shaped && p.dropped[ip]) {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// bad records a problem with the value at k.
+func (p *parser) bad(k key, format string, args ...any) {
+	p.addf(k.n, k.path, format, args...)
 }
 
 func (p *parser) parse(data []byte) *Config {
@@ -79,18 +103,13 @@ func (p *parser) parse(data []byte) *Config {
 	if doc.Kind == yaml.DocumentNode && len(doc.Content) == 1 {
 		doc = doc.Content[0]
 	}
+	name(reflect.ValueOf(&raw).Elem(), "")
 	if doc.Kind != 0 && !isNull(doc) {
 		before := len(p.problems)
-		if !p.walk(doc, reflect.TypeOf(raw), "") {
-			doc = &yaml.Node{Kind: yaml.MappingNode}
-		}
-		if err := doc.Decode(&raw); err != nil {
-			p.addf(nil, "config", "%v", err)
-			return nil
-		}
+		p.decode(doc, reflect.ValueOf(&raw).Elem(), "")
 		if len(p.problems) == before {
-			// The walk above refuses unknown keys with the field's path;
-			// the decoder's own check must agree with it.
+			// The decode above refuses unknown keys with the field's
+			// path; the yaml decoder's own check must agree with it.
 			strict := yaml.NewDecoder(bytes.NewReader(data))
 			strict.KnownFields(true)
 			if err := strict.Decode(new(rawConfig)); err != nil {
@@ -100,7 +119,7 @@ func (p *parser) parse(data []byte) *Config {
 	}
 	cfg := &Config{}
 	p.api(&raw.API, &cfg.API)
-	p.grouped = raw.Organizations != nil && len(*raw.Organizations) > 0
+	p.grouped = len(listed(p, raw.Organizations, "organizations", false)) > 0
 	p.usage(&raw.Usage, &cfg.Usage)
 	p.organizations(raw.Organizations, &raw.API, cfg)
 	p.store(&raw.Store, &cfg.Store)

@@ -4,46 +4,43 @@ import (
 	"math"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
-
-	"go.yaml.in/yaml/v3"
 )
 
 type rawStore struct {
-	Path yaml.Node `yaml:"path"`
+	Path at[string] `yaml:"path"`
 }
 
 type rawReports struct {
-	Dir       yaml.Node `yaml:"dir"`
-	Tolerance yaml.Node `yaml:"tolerance"`
-	Months    yaml.Node `yaml:"months"`
+	Dir       at[string]  `yaml:"dir"`
+	Tolerance at[float64] `yaml:"tolerance"`
+	Months    list        `yaml:"months"`
 	// CloseAfter: "" (never) or <n>d / <n>h after the month's end.
-	CloseAfter yaml.Node  `yaml:"close_after"`
+	CloseAfter at[span]   `yaml:"close_after"`
 	Deliver    rawDeliver `yaml:"deliver"`
 }
 
 type rawDeliver struct {
-	Dir  yaml.Node `yaml:"dir"`
-	SMTP rawSMTP   `yaml:"smtp"`
+	Dir  at[string] `yaml:"dir"`
+	SMTP rawSMTP    `yaml:"smtp"`
 }
 
 type rawSMTP struct {
-	Host         yaml.Node `yaml:"host"`
-	Port         yaml.Node `yaml:"port"`
-	Security     yaml.Node `yaml:"security"`
-	Username     yaml.Node `yaml:"username"`
-	PasswordEnv  yaml.Node `yaml:"password_env"`
-	PasswordFile yaml.Node `yaml:"password_file"`
-	From         yaml.Node `yaml:"from"`
-	To           yaml.Node `yaml:"to"`
-	Subject      yaml.Node `yaml:"subject"`
-	Timeout      yaml.Node `yaml:"timeout"`
+	Host         at[string]        `yaml:"host"`
+	Port         at[int]           `yaml:"port"`
+	Security     at[string]        `yaml:"security"`
+	Username     at[string]        `yaml:"username"`
+	PasswordEnv  at[string]        `yaml:"password_env"`
+	PasswordFile at[string]        `yaml:"password_file"`
+	From         at[string]        `yaml:"from"`
+	To           list              `yaml:"to"`
+	Subject      at[string]        `yaml:"subject"`
+	Timeout      at[time.Duration] `yaml:"timeout"`
 }
 
 func (p *parser) store(r *rawStore, c *StoreConfig) {
-	c.Path = p.path(p.text(&r.Path, "store.path", DefaultStorePath))
+	c.Path = p.path(p.text(r.Path, DefaultStorePath))
 	if env := p.getenv(EnvDB); env != "" {
 		// A path typed at a shell is relative to where it was typed.
 		c.Path = filepath.Clean(env)
@@ -51,33 +48,22 @@ func (p *parser) store(r *rawStore, c *StoreConfig) {
 }
 
 func (p *parser) reports(r *rawReports, c *ReportsConfig) {
-	c.Dir = p.path(p.text(&r.Dir, "reports.dir", DefaultReportsDir))
+	c.Dir = p.path(p.text(r.Dir, DefaultReportsDir))
 	c.Tolerance = DefaultTolerance
-	if s, ok := p.scalar(&r.Tolerance, "reports.tolerance"); ok {
-		v, err := strconv.ParseFloat(s, 64)
-		if err != nil || math.IsNaN(v) || v < 0 || v > 1 {
-			p.addf(deref(&r.Tolerance), "reports.tolerance", "%q is not a fraction from 0 to 1, e.g. 0.005 for 0.5 %%", s)
+	if t := r.Tolerance; p.has(t.key) {
+		if v := t.V; !t.ok || math.IsNaN(v) || v < 0 || v > 1 {
+			p.bad(t.key, "%q is not a fraction from 0 to 1, e.g. 0.005 for 0.5 %%", t.S)
 		} else {
 			c.Tolerance = v
 		}
 	}
-	if s, ok := p.scalar(&r.CloseAfter, "reports.close_after"); ok && s != "" {
-		d, ok := dayHours(s)
-		switch {
-		case !ok || d == 0:
-			p.addf(deref(&r.CloseAfter), "reports.close_after", "%q is not <n>d or <n>h with n ≥ 1 (the time after a month's end at which the nightly job closes it), e.g. 5d; or \"\" to never close automatically", s)
-		case d > 366*24*time.Hour:
-			p.addf(deref(&r.CloseAfter), "reports.close_after", "%q is longer than a year (366d); a month is closed within a year of its end, or by hand with tally close", s)
-		default:
-			c.CloseAfter = d
-		}
-	}
+	c.CloseAfter = p.closeAfter(r.CloseAfter)
 	p.deliver(&r.Deliver, &c.Deliver)
-	if isNull(&r.Months) {
+	if !r.Months.given() {
 		c.Months = slices.Clone(DefaultMonths)
 		return
 	}
-	c.Months = p.list(&r.Months, "reports.months", func(s string) string {
+	c.Months = p.list(r.Months, func(s string) string {
 		if !slices.Contains(DefaultMonths, s) {
 			return "is not one of previous, current"
 		}
@@ -85,16 +71,33 @@ func (p *parser) reports(r *rawReports, c *ReportsConfig) {
 	})
 }
 
+// closeAfter reads reports.close_after: "" (never), or <n>d or <n>h
+// after a month's end.
+func (p *parser) closeAfter(ca at[span]) time.Duration {
+	if !p.has(ca.key) || ca.S == "" {
+		return 0
+	}
+	switch d := time.Duration(ca.V); {
+	case !ca.ok || d == 0:
+		p.bad(ca.key, "%q is not <n>d or <n>h with n ≥ 1 (the time after a month's end at which the nightly job closes it), e.g. 5d; or \"\" to never close automatically", ca.S)
+	case d > 366*24*time.Hour:
+		p.bad(ca.key, "%q is longer than a year (366d); a month is closed within a year of its end, or by hand with tally close", ca.S)
+	default:
+		return d
+	}
+	return 0
+}
+
 // deliver reads reports.deliver: a folder, and/or a mail server.
 func (p *parser) deliver(r *rawDeliver, c *DeliverConfig) {
-	if s := p.text(&r.Dir, "reports.deliver.dir", ""); s != "" {
+	if s := p.text(r.Dir, ""); s != "" {
 		c.Dir = p.path(s)
 		if err := CheckDeliverDir(c.Dir); err != nil {
-			p.addf(deref(&r.Dir), "reports.deliver.dir", "%q %v; give a folder Tally may write into (the deliver step copies finished workbooks there)", s, err)
+			p.bad(r.Dir.key, "%q %v; give a folder Tally may write into (the deliver step copies finished workbooks there)", s, err)
 		}
 	}
 	m := &r.SMTP
-	if isNull(&m.Host) && isNull(&m.From) && isNull(&m.To) && isNull(&m.Port) {
+	if !m.Host.given() && !m.From.given() && !m.To.given() && !m.Port.given() {
 		return
 	}
 	c.SMTP = p.smtp(m)
@@ -103,37 +106,37 @@ func (p *parser) deliver(r *rawDeliver, c *DeliverConfig) {
 // smtp reads reports.deliver.smtp, set when any of its addresses is.
 func (p *parser) smtp(m *rawSMTP) *SMTPConfig {
 	s := &SMTPConfig{
-		Host:         p.text(&m.Host, "reports.deliver.smtp.host", ""),
-		Security:     p.text(&m.Security, "reports.deliver.smtp.security", "starttls"),
-		Username:     p.text(&m.Username, "reports.deliver.smtp.username", ""),
-		PasswordEnv:  p.text(&m.PasswordEnv, "reports.deliver.smtp.password_env", ""),
-		PasswordFile: p.text(&m.PasswordFile, "reports.deliver.smtp.password_file", ""),
-		From:         p.text(&m.From, "reports.deliver.smtp.from", ""),
-		Subject:      p.text(&m.Subject, "reports.deliver.smtp.subject", "Tally cost workbook {month}"),
+		Host:         p.text(m.Host, ""),
+		Security:     p.text(m.Security, "starttls"),
+		Username:     p.text(m.Username, ""),
+		PasswordEnv:  p.text(m.PasswordEnv, ""),
+		PasswordFile: p.text(m.PasswordFile, ""),
+		From:         p.text(m.From, ""),
+		Subject:      p.text(m.Subject, "Tally cost workbook {month}"),
 	}
 	if s.PasswordFile != "" {
 		s.PasswordFile = p.path(s.PasswordFile)
 	}
 	if s.Host == "" {
-		p.addf(deref(&m.Host), "reports.deliver.smtp.host", "missing; the mail server to send workbooks through, e.g. smtp.example.com")
+		p.bad(m.Host.key, "missing; the mail server to send workbooks through, e.g. smtp.example.com")
 	}
 	if s.From == "" {
-		p.addf(deref(&m.From), "reports.deliver.smtp.from", "missing; the sender address, e.g. tally@example.com")
+		p.bad(m.From.key, "missing; the sender address, e.g. tally@example.com")
 	}
 	if s.Security != "starttls" && s.Security != "tls" {
-		p.addf(deref(&m.Security), "reports.deliver.smtp.security", "%q is not one of starttls (port 587), tls (implicit TLS, port 465)", s.Security)
+		p.bad(m.Security.key, "%q is not one of starttls (port 587), tls (implicit TLS, port 465)", s.Security)
 	}
 	def := 587
 	if s.Security == "tls" {
 		def = 465
 	}
-	s.Port = p.integer(&m.Port, "reports.deliver.smtp.port", def, 1, 65535)
-	s.Timeout = p.duration(&m.Timeout, "reports.deliver.smtp.timeout", DefaultSMTPTimeout, true, time.Hour, "2m")
+	s.Port = p.integer(m.Port, def, 1, 65535)
+	s.Timeout = p.duration(m.Timeout, DefaultSMTPTimeout, true, time.Hour, "2m")
 	p.smtpPassword(m, s)
-	if isNull(&m.To) {
-		p.addf(deref(&m.To), "reports.deliver.smtp.to", "missing; the recipients, e.g. [finance@example.com]")
+	if !m.To.given() {
+		p.bad(m.To.key, "missing; the recipients, e.g. [finance@example.com]")
 	} else {
-		s.To = p.list(&m.To, "reports.deliver.smtp.to", func(v string) string {
+		s.To = p.list(m.To, func(v string) string {
 			if !strings.Contains(v, "@") {
 				return "is not an e-mail address"
 			}
@@ -147,12 +150,12 @@ func (p *parser) smtp(m *rawSMTP) *SMTPConfig {
 // file, never the YAML.
 func (p *parser) smtpPassword(m *rawSMTP, s *SMTPConfig) {
 	if s.PasswordEnv != "" && s.PasswordFile != "" {
-		p.addf(deref(&m.PasswordFile), "reports.deliver.smtp.password_env and password_file", "set one, not both")
+		p.addf(m.PasswordFile.n, "reports.deliver.smtp.password_env and password_file", "set one, not both")
 	}
 	if s.PasswordEnv != "" && !envNameRE.MatchString(s.PasswordEnv) {
-		p.addf(deref(&m.PasswordEnv), "reports.deliver.smtp.password_env", "%q is not an environment variable name", s.PasswordEnv)
+		p.bad(m.PasswordEnv.key, "%q is not an environment variable name", s.PasswordEnv)
 	}
 	if s.Username != "" && s.PasswordEnv == "" && s.PasswordFile == "" {
-		p.addf(deref(&m.Username), "reports.deliver.smtp.username", "is set but no password: set password_env or password_file (the password is never in the YAML)")
+		p.bad(m.Username.key, "is set but no password: set password_env or password_file (the password is never in the YAML)")
 	}
 }

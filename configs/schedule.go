@@ -1,7 +1,6 @@
 package configs
 
 import (
-	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -10,79 +9,69 @@ import (
 )
 
 type rawSchedule struct {
-	Jobs     *[]rawJob `yaml:"jobs"` // nil: left out, so the default job
-	LockWait yaml.Node `yaml:"lock_wait"`
-	Grace    yaml.Node `yaml:"grace"`
+	Jobs     *[]rawJob         `yaml:"jobs"` // nil: left out, so the default job
+	LockWait at[time.Duration] `yaml:"lock_wait"`
+	Grace    at[time.Duration] `yaml:"grace"`
 }
 
 type rawJob struct {
-	Name yaml.Node `yaml:"name"`
-	Cron yaml.Node `yaml:"cron"`
-	Run  yaml.Node `yaml:"run"`
+	Name at[string] `yaml:"name"`
+	Cron at[string] `yaml:"cron"`
+	Run  list       `yaml:"run"`
 }
 
 var jobSteps = []string{"fetch", "report", "close", "deliver", "alerts", "export"}
 
 func (p *parser) schedule(r *rawSchedule, c *ScheduleConfig) {
-	c.LockWait = p.duration(&r.LockWait, "schedule.lock_wait", DefaultLockWait, false, 24*time.Hour, "10m")
-	c.Grace = p.duration(&r.Grace, "schedule.grace", DefaultGrace, false, time.Hour, "30s")
+	c.LockWait = p.duration(r.LockWait, DefaultLockWait, false, 24*time.Hour, "10m")
+	c.Grace = p.duration(r.Grace, DefaultGrace, false, time.Hour, "30s")
 	if r.Jobs == nil {
 		c.Jobs = DefaultJobs()
 		return
 	}
 	c.Jobs = []Job{}
 	names := map[string]bool{}
-	for i := range *r.Jobs {
+	for _, i := range listed(p, r.Jobs, "schedule.jobs", true) {
 		rj := &(*r.Jobs)[i]
-		path := fmt.Sprintf("schedule.jobs[%d]", i)
-		if p.dropped[path] {
-			continue
-		}
 		j := Job{
-			Name: p.text(&rj.Name, path+".name", ""),
-			Cron: strings.TrimSpace(p.text(&rj.Cron, path+".cron", "")),
+			Name: p.text(rj.Name, ""),
+			Cron: strings.TrimSpace(p.text(rj.Cron, "")),
 		}
 		switch {
 		case j.Name == "":
-			p.addf(deref(&rj.Name), path+".name", "missing; give the job a name, e.g. nightly")
+			p.bad(rj.Name.key, "missing; give the job a name, e.g. nightly")
 		case names[j.Name]:
-			p.addf(deref(&rj.Name), path+".name", "%q is the name of another job; names must be unique", j.Name)
+			p.bad(rj.Name.key, "%q is the name of another job; names must be unique", j.Name)
 		}
 		names[j.Name] = true
 		if j.Cron == "" {
-			p.addf(deref(&rj.Cron), path+".cron", `missing; give a cron spec, e.g. "CRON_TZ=UTC 30 2 * * *"`)
+			p.bad(rj.Cron.key, `missing; give a cron spec, e.g. "CRON_TZ=UTC 30 2 * * *"`)
 		} else if _, err := ParseCron(j.Cron); err != nil {
-			p.addf(deref(&rj.Cron), path+".cron", "job %q: %v", j.Name, err)
+			p.bad(rj.Cron.key, "job %q: %v", j.Name, err)
 		}
-		j.Run = p.list(&rj.Run, path+".run", func(s string) string {
+		j.Run = p.list(rj.Run, func(s string) string {
 			if !slices.Contains(jobSteps, s) {
 				return "is not one of " + strings.Join(jobSteps, ", ")
 			}
 			return ""
 		})
-		if run := deref(&rj.Run); isNull(run) || (run.Kind == yaml.SequenceNode && len(run.Content) == 0) {
-			p.addf(run, path+".run", "missing; list the steps, e.g. [fetch, report]")
+		if run := rj.Run; !run.given() || (run.n.Kind == yaml.SequenceNode && len(run.Items) == 0) {
+			p.bad(run.key, "missing; list the steps, e.g. [fetch, report]")
 		}
 		c.Jobs = append(c.Jobs, j)
 	}
 }
 
 type rawExport struct {
-	Dir      yaml.Node `yaml:"dir"`
-	Format   yaml.Node `yaml:"format"`
-	FOCUSCSV yaml.Node `yaml:"focus_csv"`
-	CSVRaw   yaml.Node `yaml:"csv_raw"`
+	Dir      at[string] `yaml:"dir"`
+	Format   at[string] `yaml:"format"`
+	FOCUSCSV at[bool]   `yaml:"focus_csv"`
+	CSVRaw   at[bool]   `yaml:"csv_raw"`
 }
 
 func (p *parser) export(r *rawExport, c *ExportConfig) {
-	c.Dir = p.path(p.text(&r.Dir, "export.dir", DefaultExportDir))
-	c.Format = ExportParquet
-	switch f := p.text(&r.Format, "export.format", ExportParquet); f {
-	case ExportParquet, ExportFOCUS:
-		c.Format = f
-	default:
-		p.addf(deref(&r.Format), "export.format", "%q is not one of parquet, focus", f)
-	}
-	c.FOCUSCSV = p.boolean(&r.FOCUSCSV, "export.focus_csv")
-	c.CSVRaw = p.boolean(&r.CSVRaw, "export.csv_raw")
+	c.Dir = p.path(p.text(r.Dir, DefaultExportDir))
+	c.Format = oneOf(p, r.Format, ExportParquet, ExportParquet, ExportFOCUS)
+	c.FOCUSCSV = p.boolean(r.FOCUSCSV)
+	c.CSVRaw = p.boolean(r.CSVRaw)
 }

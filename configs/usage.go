@@ -3,34 +3,26 @@ package configs
 import (
 	"time"
 
-	"go.yaml.in/yaml/v3"
-
 	"github.com/tally-dev/tally"
 )
 
 type rawUsage struct {
-	Granularity      yaml.Node `yaml:"granularity"`
-	Start            yaml.Node `yaml:"start"`
-	Lookback         yaml.Node `yaml:"lookback"`
-	StaleAfter       yaml.Node `yaml:"stale_after"`
-	Window           yaml.Node `yaml:"window"`
-	Format           yaml.Node `yaml:"format"`
-	ReportedDate     yaml.Node `yaml:"reported_date"`
-	ProjectNames     yaml.Node `yaml:"project_names"`
-	PaymentMethodIDs yaml.Node `yaml:"payment_method_ids"`
-	MeterNames       yaml.Node `yaml:"meter_names"`
-	Source           yaml.Node `yaml:"source"`
+	Granularity      at[string] `yaml:"granularity"`
+	Start            at[date]   `yaml:"start"`
+	Lookback         at[span]   `yaml:"lookback"`
+	StaleAfter       at[span]   `yaml:"stale_after"`
+	Window           at[string] `yaml:"window"`
+	Format           at[string] `yaml:"format"`
+	ReportedDate     at[bool]   `yaml:"reported_date"`
+	ProjectNames     list       `yaml:"project_names"`
+	PaymentMethodIDs list       `yaml:"payment_method_ids"`
+	MeterNames       list       `yaml:"meter_names"`
+	Source           at[string] `yaml:"source"`
 }
 
 // usage reads usage: what to fetch, from when, and how.
 func (p *parser) usage(r *rawUsage, c *UsageConfig) {
-	gs := p.text(&r.Granularity, "usage.granularity", string(DefaultGranularity))
-	c.Granularity = DefaultGranularity
-	if g := tally.Granularity(gs); g.Valid() {
-		c.Granularity = g
-	} else {
-		p.addf(deref(&r.Granularity), "usage.granularity", "%q is not one of hour, day, week, month, year", gs)
-	}
+	c.Granularity = oneOf(p, r.Granularity, DefaultGranularity, tally.Granularities...)
 	p.usageStart(r, c)
 	p.usageSpans(r, c)
 	p.usageWindow(r, c)
@@ -40,15 +32,15 @@ func (p *parser) usage(r *rawUsage, c *UsageConfig) {
 
 // usageStart reads usage.start, the one key without a default.
 func (p *parser) usageStart(r *rawUsage, c *UsageConfig) {
-	s, ok := p.scalar(&r.Start, "usage.start")
-	switch t, err := tally.ParseDate(s); {
-	case (!ok && isNull(&r.Start)) || (ok && s == ""):
-		p.addf(deref(&r.Start), "usage.start", "missing; set the first day to backfill as YYYY-MM-DD, e.g. 2026-01-01")
+	s, ok := r.Start.S, p.has(r.Start.key)
+	switch {
+	case !r.Start.given() || (ok && s == ""):
+		p.bad(r.Start.key, "missing; set the first day to backfill as YYYY-MM-DD, e.g. 2026-01-01")
 	case !ok: // not a single value: reported
-	case err != nil:
-		p.addf(deref(&r.Start), "usage.start", "%q is not a YYYY-MM-DD date, e.g. 2026-01-01", s)
+	case !r.Start.ok:
+		p.bad(r.Start.key, "%q is not a YYYY-MM-DD date, e.g. 2026-01-01", s)
 	default:
-		c.Start = t
+		c.Start = time.Time(r.Start.V)
 	}
 }
 
@@ -56,26 +48,26 @@ func (p *parser) usageStart(r *rawUsage, c *UsageConfig) {
 // hours.
 func (p *parser) usageSpans(r *rawUsage, c *UsageConfig) {
 	c.Lookback = DefaultLookback
-	if s, ok := p.scalar(&r.Lookback, "usage.lookback"); ok {
-		d, ok := dayHours(s)
+	if l := r.Lookback; p.has(l.key) {
+		s, d := l.S, time.Duration(l.V)
 		switch {
-		case !ok:
-			p.addf(deref(&r.Lookback), "usage.lookback", "%q is not <n>d or <n>h with n ≥ 0, e.g. 7d, 36h, 0d", s)
+		case !l.ok:
+			p.bad(r.Lookback.key, "%q is not <n>d or <n>h with n ≥ 0, e.g. 7d, 36h, 0d", s)
 		case d > 3660*24*time.Hour:
-			p.addf(deref(&r.Lookback), "usage.lookback", "%q is longer than ten years (3660d); older data is a backfill: set usage.start", s)
+			p.bad(r.Lookback.key, "%q is longer than ten years (3660d); older data is a backfill: set usage.start", s)
 		default:
 			c.Lookback = d
 		}
 	}
 
 	c.StaleAfter = DefaultStaleAfter
-	if s, ok := p.scalar(&r.StaleAfter, "usage.stale_after"); ok {
-		d, ok := dayHours(s)
+	if st := r.StaleAfter; p.has(st.key) {
+		s, d := st.S, time.Duration(st.V)
 		switch {
-		case !ok:
-			p.addf(deref(&r.StaleAfter), "usage.stale_after", "%q is not <n>d or <n>h, e.g. 2d, 36h", s)
+		case !st.ok:
+			p.bad(r.StaleAfter.key, "%q is not <n>d or <n>h, e.g. 2d, 36h", s)
 		case d < MinStaleAfter || d > MaxStaleAfter:
-			p.addf(deref(&r.StaleAfter), "usage.stale_after", "%q is outside 1d to 90d: the newest day holding usage is at least a day old once it is over, and data a quarter old is past warning", s)
+			p.bad(r.StaleAfter.key, "%q is outside 1d to 90d: the newest day holding usage is at least a day old once it is over, and data a quarter old is past warning", s)
 		default:
 			c.StaleAfter = d
 		}
@@ -85,58 +77,49 @@ func (p *parser) usageSpans(r *rawUsage, c *UsageConfig) {
 // usageWindow reads usage.window, which the granularity bounds, and
 // usage.format.
 func (p *parser) usageWindow(r *rawUsage, c *UsageConfig) {
-	if s, ok := p.scalar(&r.Window, "usage.window"); ok {
+	if p.has(r.Window.key) {
+		s := r.Window.S
 		if w, err := tally.ParseWindowSize(s); err != nil {
-			p.addf(deref(&r.Window), "usage.window", "%v", err)
+			p.bad(r.Window.key, "%v", err)
 		} else if err := tally.CheckWindowSize(c.Granularity, w); err != nil {
-			p.addf(deref(&r.Window), "usage.window", "%v", err)
+			p.bad(r.Window.key, "%v", err)
 		} else {
 			c.Window = w
 		}
 	}
 
-	c.Format = DefaultFormat
-	switch f := p.text(&r.Format, "usage.format", string(DefaultFormat)); tally.Format(f) {
-	case tally.FormatJSON, tally.FormatCSV:
-		c.Format = tally.Format(f)
-	default:
-		p.addf(deref(&r.Format), "usage.format", "%q is not one of json, csv", f)
-	}
+	c.Format = oneOf(p, r.Format, DefaultFormat, tally.FormatJSON, tally.FormatCSV)
 }
 
 // usageFilters reads the usage query's filters.
 func (p *parser) usageFilters(r *rawUsage, c *UsageConfig) {
-	c.ReportedDate = p.boolean(&r.ReportedDate, "usage.reported_date")
-	c.ProjectNames = p.list(&r.ProjectNames, "usage.project_names", nil)
-	c.PaymentMethodIDs = p.list(&r.PaymentMethodIDs, "usage.payment_method_ids", func(s string) string {
+	c.ReportedDate = p.boolean(r.ReportedDate)
+	c.ProjectNames = p.list(r.ProjectNames, nil)
+	c.PaymentMethodIDs = p.list(r.PaymentMethodIDs, func(s string) string {
 		if !uuidRE.MatchString(s) {
 			return "is not a UUID such as 0b6f2a4e-5c1d-4e8f-9a3b-7c2d1e0f4a5b"
 		}
 		return ""
 	})
-	c.MeterNames = p.list(&r.MeterNames, "usage.meter_names", nil)
+	c.MeterNames = p.list(r.MeterNames, nil)
 	if len(c.ProjectNames) > 0 && len(c.PaymentMethodIDs) > 0 {
-		p.addf(deref(&r.PaymentMethodIDs), "usage.project_names and usage.payment_method_ids", "set one, not both: the interface refuses the two filters together")
+		p.addf(r.PaymentMethodIDs.n, "usage.project_names and usage.payment_method_ids", "set one, not both: the interface refuses the two filters together")
 	}
 }
 
 // usageSource reads usage.source: the organization's usage report, or
 // each project's, which takes fewer settings.
 func (p *parser) usageSource(r *rawUsage, c *UsageConfig) {
-	switch c.Source = p.text(&r.Source, "usage.source", tally.SourceOrganization); c.Source {
-	case tally.SourceOrganization:
-	case tally.SourceProjects:
+	c.Source = oneOf(p, r.Source, tally.SourceOrganization, tally.SourceOrganization, tally.SourceProjects)
+	if c.Source == tally.SourceProjects {
 		if len(c.ProjectNames) == 0 && !p.grouped {
-			p.addf(deref(&r.ProjectNames), "usage.project_names", "missing; usage.source projects reads each listed project's usage report, e.g. [newsroom, archive]")
+			p.bad(r.ProjectNames.key, "missing; usage.source projects reads each listed project's usage report, e.g. [newsroom, archive]")
 		}
 		if c.Granularity != tally.Day {
-			p.addf(deref(&r.Granularity), "usage.granularity", "%q with usage.source projects: the per-project report gives days (differences of daily reads); use day", c.Granularity)
+			p.bad(r.Granularity.key, "%q with usage.source projects: the per-project report gives days (differences of daily reads); use day", c.Granularity)
 		}
 		if len(c.PaymentMethodIDs) > 0 || len(c.MeterNames) > 0 || c.ReportedDate {
-			p.addf(deref(&r.Source), "usage.source", "projects takes no payment_method_ids, meter_names or reported_date: the per-project report has no such filters")
+			p.bad(r.Source.key, "projects takes no payment_method_ids, meter_names or reported_date: the per-project report has no such filters")
 		}
-	default:
-		p.addf(deref(&r.Source), "usage.source", "%q is not one of organization, projects", c.Source)
-		c.Source = tally.SourceOrganization
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/wneessen/go-mail"
 	"github.com/xuri/excelize/v2"
 
+	"github.com/tally-dev/tally/closes"
 	"github.com/tally-dev/tally/configs"
 	"github.com/tally-dev/tally/internal/atomicfile"
 	"github.com/tally-dev/tally/internal/retry"
@@ -41,11 +42,6 @@ var (
 // by; nil means the system's, as in production. Certificates are always
 // verified.
 var RootCAs *x509.CertPool
-
-// FinishCloses puts in place the final workbooks of closes a kill cut
-// short, before anything is delivered. The close capability sets it: it
-// owns those files (and, while it lives in schedules, schedules sets it).
-var FinishCloses func(ctx context.Context, env *job.Env) error
 
 // XLSXType is the content type a workbook is attached with.
 const XLSXType = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
@@ -107,7 +103,7 @@ func step(ctx context.Context, env *job.Env, runID uuid.UUID) (job.Result, error
 	}
 	// A close a kill cut short puts its final in place first, so it goes
 	// out tonight rather than wait for the next close.
-	if err := FinishCloses(ctx, env); err != nil {
+	if _, err := closes.FinishCloses(ctx, env); err != nil {
 		return res, err
 	}
 	books, err := deliverables(ctx, env)

@@ -79,7 +79,7 @@ func TestExportFOCUS13(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Day granularity: one time sector a day of each billing period, none
-	// complete (no month is closed here; schedules' close test closes one).
+	// complete (no month is closed here; the closes package's test closes one).
 	sectors := md.Recency[0].TimeSectors
 	if len(sectors) != 31+30+31 || sectors[0].TimeSectorStart != "2026-08-01T00:00:00Z" || sectors[len(sectors)-1].TimeSectorEnd != "2026-11-01T00:00:00Z" {
 		t.Errorf("%d time sectors, %+v … %+v", len(sectors), sectors[0], sectors[len(sectors)-1])

@@ -34,8 +34,10 @@ type Env struct {
 	Version string
 	// Observe, when set (tally schedule), receives what steps report for
 	// health and metrics, by type: the alert checks' figures, each
-	// fetch's judgement of how recent the usage is. The runner knows the
-	// types; steps only hand them over.
+	// fetch's judgement of how recent the usage is. The runner takes them
+	// by this package's type ([]Freshness) or by their methods (an alert
+	// check's BudgetRatios), so it imports no capability; steps only hand
+	// them over.
 	Observe func(any)
 }
 

@@ -16,9 +16,11 @@ import (
 	"github.com/xuri/excelize/v2"
 
 	"github.com/tally-dev/tally"
+	"github.com/tally-dev/tally/closes"
 	"github.com/tally-dev/tally/configs"
 	"github.com/tally-dev/tally/deliver"
 	"github.com/tally-dev/tally/export"
+	"github.com/tally-dev/tally/internal/atomicfile"
 	"github.com/tally-dev/tally/internal/testkit/chargebackcheck"
 	"github.com/tally-dev/tally/internal/testkit/focuscheck"
 	"github.com/tally-dev/tally/internal/testkit/prooftest"
@@ -202,7 +204,7 @@ func TestChargebackWorkbookStatementsAndClose(t *testing.T) {
 		})
 		return out
 	}
-	if _, err := h.runner.Close(ctx, CloseOptions{Month: oct, Who: "finance", Reason: "signed off"}); err != nil {
+	if _, err := closes.Close(ctx, h.runner, h.runner.Config, closes.CloseOptions{Month: oct, Who: "finance", Reason: "signed off"}); err != nil {
 		t.Fatal(err)
 	}
 	before := centres()
@@ -308,7 +310,7 @@ func TestFinalStatementsMailedToOwners(t *testing.T) {
 	h.mustFetch()
 	cfg := h.runner.Config
 	cfg.Reports.Deliver = configs.DeliverConfig{SMTP: smtpConfig(t, ms.Addr, time.Minute)}
-	if _, err := h.runner.Close(ctx, CloseOptions{Month: oct, Who: "finance", Reason: "signed off"}); err != nil {
+	if _, err := closes.Close(ctx, h.runner, h.runner.Config, closes.CloseOptions{Month: oct, Who: "finance", Reason: "signed off"}); err != nil {
 		t.Fatal(err)
 	}
 	files := map[string][]byte{}
@@ -330,7 +332,7 @@ func TestFinalStatementsMailedToOwners(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got, _ := fileSHA256(path); got != sum {
+			if got, _ := atomicfile.SHA256(path); got != sum {
 				t.Errorf("%s: sha256 %s, recorded %s", path, got, sum)
 			}
 			files[owner] = b

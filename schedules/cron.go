@@ -16,7 +16,6 @@ import (
 	"github.com/robfig/cron/v3"
 	"github.com/rs/zerolog"
 
-	"github.com/tally-dev/tally/alerts"
 	"github.com/tally-dev/tally/configs"
 	"github.com/tally-dev/tally/fetch"
 	"github.com/tally-dev/tally/job"
@@ -35,6 +34,11 @@ type ScheduleOptions struct {
 	// MetricsEvery is how often the metrics file is rewritten when nothing
 	// changes, so its health and next-run figures stay current; 0 = 30s.
 	MetricsEvery time.Duration
+	// Staleness, when set, judges how recent the usage in the analysts'
+	// copy is, so health knows it from the start rather than from the
+	// first fetch: alerts.Staleness, handed in by the command line so the
+	// runner imports no capability.
+	Staleness func(ctx context.Context, st *store.Store, cfg *configs.Config, today time.Time) ([]job.Freshness, error)
 }
 
 // Scheduler is `tally schedule`: it runs the configured jobs on their cron
@@ -257,13 +261,17 @@ func (s *Scheduler) seed(ctx context.Context) {
 		st, err := OpenPublished(ctx, s.r.Config, s.r.Log)
 		if err == nil {
 			status, serr := st.Status(ctx)
-			fresh, ferr := alerts.Staleness(ctx, st, s.r.Config, time.Now())
+			var fresh []job.Freshness
+			var ferr error
+			if s.opts.Staleness != nil {
+				fresh, ferr = s.opts.Staleness(ctx, st, s.r.Config, time.Now())
+			}
 			st.Close()
 			err = errors.Join(serr, ferr)
 			if status != nil {
 				runs = status.Jobs
 			}
-			if ferr == nil {
+			if s.opts.Staleness != nil && ferr == nil {
 				s.mon.freshnessChecked(fresh)
 			}
 		}

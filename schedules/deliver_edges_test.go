@@ -12,8 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tally-dev/tally/closes"
 	"github.com/tally-dev/tally/configs"
 	"github.com/tally-dev/tally/deliver"
+	"github.com/tally-dev/tally/internal/atomicfile"
 	"github.com/tally-dev/tally/internal/testkit/prooftest"
 	"github.com/tally-dev/tally/job"
 	"github.com/tally-dev/tally/reports"
@@ -56,18 +58,18 @@ func TestDeliverReclosedFinalAndMailMatchesAttachment(t *testing.T) {
 	if n := len(ms.Received()); n != 1 {
 		t.Fatalf("%d mails after the month ended, want the month's workbook", n)
 	}
-	if _, err := h.runner.Close(ctx, CloseOptions{Month: oct, Who: "alice", Reason: "signed off"}); err != nil {
+	if _, err := closes.Close(ctx, h.runner, h.runner.Config, closes.CloseOptions{Month: oct, Who: "alice", Reason: "signed off"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := h.runner.RunJob(ctx, "run", nightly); err != nil {
 		t.Fatalf("run 2: %v", err)
 	}
 	h.clock.Set(time.Date(2026, 11, 3, 5, 0, 0, 0, time.UTC))
-	if _, err := h.runner.Close(ctx, CloseOptions{Month: oct, Who: "bob", Reopen: true, Reason: "credit note"}); err != nil {
+	if _, err := closes.Close(ctx, h.runner, h.runner.Config, closes.CloseOptions{Month: oct, Who: "bob", Reopen: true, Reason: "credit note"}); err != nil {
 		t.Fatal(err)
 	}
 	h.clock.Set(time.Date(2026, 11, 3, 6, 0, 0, 0, time.UTC))
-	if _, err := h.runner.Close(ctx, CloseOptions{Month: oct, Who: "carol", Reason: "credit note booked"}); err != nil {
+	if _, err := closes.Close(ctx, h.runner, h.runner.Config, closes.CloseOptions{Month: oct, Who: "carol", Reason: "credit note booked"}); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 2 {
@@ -133,7 +135,7 @@ func sha256Hex(b []byte) string {
 	defer os.Remove(tmp.Name())
 	tmp.Write(b)
 	tmp.Close()
-	s, _ := fileSHA256(tmp.Name())
+	s, _ := atomicfile.SHA256(tmp.Name())
 	return s
 }
 
@@ -285,7 +287,7 @@ func TestDeliverRefusesAlteredFinal(t *testing.T) {
 	if _, err := h.runner.RunJob(ctx, "run", configs.Job{Name: "books", Run: []string{"fetch", "report"}}); err != nil {
 		t.Fatal(err)
 	}
-	sum, err := h.runner.Close(ctx, CloseOptions{Month: oct, Who: "alice", Reason: "signed off"})
+	sum, err := closes.Close(ctx, h.runner, h.runner.Config, closes.CloseOptions{Month: oct, Who: "alice", Reason: "signed off"})
 	if err != nil {
 		t.Fatal(err)
 	}

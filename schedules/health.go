@@ -12,9 +12,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/robfig/cron/v3"
 
-	"github.com/tally-dev/tally/alerts"
 	"github.com/tally-dev/tally/configs"
 	"github.com/tally-dev/tally/internal/secret"
+	"github.com/tally-dev/tally/job"
 	"github.com/tally-dev/tally/store"
 )
 
@@ -58,38 +58,48 @@ type monitor struct {
 	// fresh is how recent each organization's usage was at the latest
 	// fetch (or in the copy at start); health judges its age anew at every
 	// check, against staleAfter (usage.stale_after).
-	fresh      []alerts.Freshness
+	fresh      []job.Freshness
 	staleAfter time.Duration
 }
 
 // freshnessChecked takes a fetch's judgement of how recent the usage is.
-func (m *monitor) freshnessChecked(f []alerts.Freshness) {
+func (m *monitor) freshnessChecked(f []job.Freshness) {
 	m.mu.Lock()
-	m.fresh = append([]alerts.Freshness(nil), f...)
+	m.fresh = append([]job.Freshness(nil), f...)
 	m.mu.Unlock()
 	m.changed()
 }
 
 // freshness judges the newest usage days against now: what /healthz and
 // the age gauge say. Callers hold m.mu.
-func (m *monitor) freshness(now time.Time) []alerts.Freshness {
-	out := make([]alerts.Freshness, len(m.fresh))
+func (m *monitor) freshness(now time.Time) []job.Freshness {
+	out := make([]job.Freshness, len(m.fresh))
 	for i, f := range m.fresh {
 		out[i] = f.At(now, m.staleAfter)
 	}
 	return out
 }
 
+// alertFigures is what an alert check hands the runner for /metrics
+// (alerts.Check has it), so that the runner imports no alerts.
+type alertFigures interface {
+	// BudgetRatios are each budget's actual and forecast as fractions of
+	// its amount, by budget name.
+	BudgetRatios() map[string][2]float64
+	// NewAnomalies counts the new anomalies the check found.
+	NewAnomalies() int
+}
+
 // alertsChecked takes one alert check's figures for /metrics.
-func (m *monitor) alertsChecked(c alerts.Check) {
+func (m *monitor) alertsChecked(c alertFigures) {
 	m.mu.Lock()
 	if m.budgets == nil {
 		m.budgets = map[string][2]float64{}
 	}
-	for _, b := range c.Budgets {
-		m.budgets[b.Budget.Name] = [2]float64{b.ActualRatio(), b.ForecastRatio()}
+	for name, r := range c.BudgetRatios() {
+		m.budgets[name] = r
 	}
-	m.anomalies += int64(c.Anomalies)
+	m.anomalies += int64(c.NewAnomalies())
 	m.mu.Unlock()
 	m.changed()
 }
@@ -210,8 +220,8 @@ type Health struct {
 	// Freshness is how recent each organization's usage is; Stale says
 	// why the scheduler is failing when one is older than
 	// usage.stale_after, though every run succeeds.
-	Freshness []alerts.Freshness `json:"freshness"`
-	Stale     []string           `json:"stale,omitempty"`
+	Freshness []job.Freshness `json:"freshness"`
+	Stale     []string        `json:"stale,omitempty"`
 }
 
 // JobHealth is one job's part of Health. A job is healthy while its latest

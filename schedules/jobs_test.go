@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/tally-dev/tally"
+	"github.com/tally-dev/tally/closes"
 	"github.com/tally-dev/tally/configs"
 	"github.com/tally-dev/tally/fetch/sim"
 	"github.com/tally-dev/tally/internal/secret"
@@ -41,7 +42,7 @@ func TestRunJobSteps(t *testing.T) {
 	schedStep(t, "probe-fail", step("fail", errors.New("disk full")))
 	schedStep(t, "probe-b", step("b", nil))
 	schedStep(t, "probe-unsent", step("unsent", job.StepErrors(errors.New("2 alert(s) not sent"))))
-	schedStep(t, "probe-refuse", step("refuse", refused("--month 2026-10 is not fully loaded for organization us")))
+	schedStep(t, "probe-refuse", step("refuse", &closes.RefusedError{Reason: "--month 2026-10 is not fully loaded for organization us"}))
 	schedStep(t, "probe-week", step("week", &reports.GranularityError{Field: "usage.granularity", Granularity: tally.Week, Month: time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC), Basis: tally.BasisUsage}))
 
 	tests := []struct {
@@ -72,7 +73,7 @@ func TestRunJobSteps(t *testing.T) {
 			if (err == nil) != (tc.err == "") || (err != nil && (!strings.Contains(err.Error(), tc.err) || !strings.Contains(err.Error(), tc.also))) {
 				t.Fatalf("error %v, want %q and %q", err, tc.err, tc.also)
 			}
-			if got := errors.As(err, new(*RefusedError)); got != tc.refused {
+			if got := errors.As(err, new(*closes.RefusedError)); got != tc.refused {
 				t.Errorf("refused %v, want %v: %v", got, tc.refused, err)
 			}
 			if got := errors.As(err, new(*job.Partial)); got != (tc.status == store.RunPartial) {

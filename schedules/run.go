@@ -10,7 +10,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/rs/zerolog"
 
-	"github.com/tally-dev/tally/alerts"
 	"github.com/tally-dev/tally/configs"
 	"github.com/tally-dev/tally/fetch"
 	"github.com/tally-dev/tally/internal/secret"
@@ -57,29 +56,29 @@ type Runner struct {
 	observer fetch.Observer
 	// onAlerts, when set (tally schedule), receives alert checks for
 	// /metrics.
-	onAlerts func(alerts.Check)
+	onAlerts func(alertFigures)
 	// onFreshness, when set (tally schedule), receives each fetch's
 	// judgement of how recent the usage is.
-	onFreshness func([]alerts.Freshness)
+	onFreshness func([]job.Freshness)
 }
 
 // observe is the steps' job.Env.Observe: what they report for health and
 // metrics, by type.
 func (r *Runner) observe(v any) {
 	switch v := v.(type) {
-	case alerts.Check:
+	case alertFigures:
 		if r.onAlerts != nil {
 			r.onAlerts(v)
 		}
-	case []alerts.Freshness:
+	case []job.Freshness:
 		if r.onFreshness != nil {
 			r.onFreshness(v)
 		}
 	}
 }
 
-// today is "today" of the runner: its AsOf when set, else its clock.
-func (r *Runner) today() time.Time {
+// Today is "today" of the runner: its AsOf when set, else its clock.
+func (r *Runner) Today() time.Time {
 	if !r.AsOf.IsZero() {
 		return r.AsOf.UTC()
 	}
@@ -163,10 +162,12 @@ func (r *Runner) orgEnvs(now time.Time) ([]job.OrgEnv, error) {
 	return out, nil
 }
 
-// withRun runs fn as one recorded run (see Record) and returns the
-// path of the analysts' copy it published.
-func (r *Runner) withRun(ctx context.Context, command, jobName string, fn job.Step) (string, error) {
-	out, err := r.Record(ctx, command, jobName, fn)
+// RecordStep runs fn as one recorded run of command (see Record), under
+// no job's name, and returns the path of the analysts' copy it published:
+// what a command that is one capability's work (tally close, tally alerts)
+// runs it by.
+func (r *Runner) RecordStep(ctx context.Context, command string, fn job.Step) (string, error) {
+	out, err := r.Record(ctx, command, "", fn)
 	return out.Published, err
 }
 

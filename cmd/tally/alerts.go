@@ -1,10 +1,17 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"text/tabwriter"
 
+	"github.com/google/uuid"
 	"github.com/spf13/cobra"
+
+	"github.com/tally-dev/tally/alerts"
+	"github.com/tally-dev/tally/job"
+	"github.com/tally-dev/tally/schedules"
 )
 
 func init() { commands = append(commands, newAlertsCmd) }
@@ -48,7 +55,7 @@ See docs/finance.md "Budgets and alerts" for the forecast and anomaly methods.`,
 			if err != nil {
 				return err
 			}
-			sum, err := withAsOf(r, asOf).Alerts(cmd.Context(), dryRun)
+			sum, err := alertsRun(cmd.Context(), withAsOf(r, asOf), dryRun)
 			out := cmd.OutOrStdout()
 			if len(sum.Check.Budgets) > 0 {
 				tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
@@ -88,4 +95,44 @@ See docs/finance.md "Budgets and alerts" for the forecast and anomaly methods.`,
 	addAsOf(cmd, &asOfText)
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "list what would be sent, from the analysts' copy; change and send nothing")
 	return cmd
+}
+
+// alertsSummary is what `tally alerts` found.
+type alertsSummary struct {
+	Check alerts.Check
+	// ToSend are the alerts a dry run would send now: those still pending
+	// from earlier runs and the new ones that are news.
+	ToSend []alerts.Alert
+	// Published is the analysts' copy, after a run that sent.
+	Published string
+}
+
+// alertsRun is `tally alerts`: the budget and anomaly check a fetch ends
+// with, on what is already loaded, as one recorded run on r. With dryRun
+// it reads the analysts' copy and lists what would be sent, writing and
+// sending nothing.
+func alertsRun(ctx context.Context, r *schedules.Runner, dryRun bool) (alertsSummary, error) {
+	var sum alertsSummary
+	if dryRun {
+		st, err := schedules.OpenPublished(ctx, r.Config, r.Log)
+		if err != nil {
+			return sum, err
+		}
+		defer st.Close()
+		if sum.Check, err = alerts.Evaluate(ctx, st, r.Config, uuid.Nil, r.Today(), r.AsOf, false); err != nil {
+			return sum, err
+		}
+		sum.ToSend, err = alerts.ToSend(ctx, st, sum.Check)
+		return sum, err
+	}
+	published, err := r.RecordStep(ctx, "alerts", func(ctx context.Context, env *job.Env, runID uuid.UUID) (job.Result, error) {
+		var err error
+		sum.Check, err = alerts.CheckAndSend(ctx, env, runID)
+		if errors.As(err, new(*alerts.SendError)) {
+			err = job.StepErrors(err)
+		}
+		return job.Result{}, err
+	})
+	sum.Published = published
+	return sum, err
 }

@@ -8,9 +8,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tally-dev/tally/closes"
 	"github.com/tally-dev/tally/job"
 	"github.com/tally-dev/tally/reports"
-	"github.com/tally-dev/tally/schedules"
 )
 
 func init() { commands = append(commands, newCloseCmd) }
@@ -82,8 +82,9 @@ the file in place or publishes the copy, rather than refusing it as closed.`,
 			if err != nil {
 				return err
 			}
-			sum, err := withAsOf(r, asOf).Close(cmd.Context(), schedules.CloseOptions{Month: month, Org: o.org, Reason: o.reason, Who: who(), Reopen: o.reopen})
-			var refused *schedules.RefusedError
+			r = withAsOf(r, asOf)
+			sum, err := closes.Close(cmd.Context(), r, r.Config, closes.CloseOptions{Month: month, Org: o.org, Reason: o.reason, Who: who(), Reopen: o.reopen})
+			var refused *closes.RefusedError
 			if errors.As(err, &refused) {
 				return usageErr("close %s: %w", o.month, err)
 			}

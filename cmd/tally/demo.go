@@ -21,6 +21,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/tally-dev/tally"
+	"github.com/tally-dev/tally/closes"
 	"github.com/tally-dev/tally/configs"
 	"github.com/tally-dev/tally/fetch/sim"
 	"github.com/tally-dev/tally/ingest"
@@ -293,7 +294,7 @@ reports:
 	// a day of it (the interface's revision appears then), and the day is
 	// fetched again: the month's final workbook stays as signed, and the
 	// month's workbook, written again, shows the adjustment.
-	sum, err := r.Close(ctx, schedules.CloseOptions{Month: start, Who: "tally demo", Reason: "demo: the month signed off"})
+	sum, err := closes.Close(ctx, r, r.Config, closes.CloseOptions{Month: start, Who: "tally demo", Reason: "demo: the month signed off"})
 	if err != nil {
 		return res, fmt.Errorf("demo close: %w", err)
 	}

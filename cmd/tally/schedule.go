@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tally-dev/tally/alerts"
 	"github.com/tally-dev/tally/configs"
 	"github.com/tally-dev/tally/schedules"
 )
@@ -48,6 +49,7 @@ for node_exporter's textfile collector.`,
 			if err != nil {
 				return err
 			}
+			opts.Staleness = alerts.Staleness
 			s, err := schedules.NewScheduler(r, opts)
 			if err != nil {
 				return usageError{err}

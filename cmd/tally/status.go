@@ -23,6 +23,7 @@ import (
 	"github.com/tally-dev/tally/configs"
 	"github.com/tally-dev/tally/fetch"
 	"github.com/tally-dev/tally/ingest"
+	"github.com/tally-dev/tally/job"
 	"github.com/tally-dev/tally/reports"
 	"github.com/tally-dev/tally/schedules"
 	"github.com/tally-dev/tally/store"
@@ -517,7 +518,7 @@ func writeStatusTable(w io.Writer, rep *statusReport, cfg *configs.Config) error
 		if rep.AsOf != "" {
 			fmt.Fprintf(tw, " as of %s", rep.AsOf)
 		}
-		fmt.Fprintf(tw, "; stale after %s)\n", alerts.DurationText(cfg.Usage.StaleAfter))
+		fmt.Fprintf(tw, "; stale after %s)\n", job.DurationText(cfg.Usage.StaleAfter))
 	}
 	for _, s := range rep.Stale {
 		fmt.Fprintf(tw, "%s\n", s)

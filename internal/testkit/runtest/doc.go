@@ -6,6 +6,7 @@
 // simulator's truth and that the token never lands in a log or a file.
 // Harness is the end-to-end tests'; ProofEnv the reliability and security
 // proofs', which record every retry wait. RunFetch runs ingest's step as
-// `tally fetch` does. The package schedules' own tests keep theirs, since
-// they cannot import a package that imports schedules.
+// `tally fetch` does, RunNightly the fetch and report steps as `tally run`
+// does. The package schedules' own tests keep theirs, since they cannot
+// import a package that imports schedules.
 package runtest

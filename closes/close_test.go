@@ -1,4 +1,4 @@
-package schedules
+package closes
 
 import (
 	"bytes"
@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"math/big"
 	"os"
@@ -20,11 +21,27 @@ import (
 	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/configs"
 	"github.com/tally-dev/tally/export"
+	"github.com/tally-dev/tally/internal/atomicfile"
 	"github.com/tally-dev/tally/internal/secret"
 	"github.com/tally-dev/tally/internal/testkit/focuscheck"
 	"github.com/tally-dev/tally/internal/testkit/prooftest"
+	"github.com/tally-dev/tally/internal/testkit/runtest"
+	"github.com/tally-dev/tally/job"
 	"github.com/tally-dev/tally/reports"
+	"github.com/tally-dev/tally/schedules"
 )
+
+// exportFrom is tally export against the harness h: the analysts'
+// published copy, the request over the config's export section. (Not in
+// runtest, so that export's own tests may use runtest.)
+func exportFrom(ctx context.Context, h *runtest.Harness, req export.Request) (export.Summary, error) {
+	st, err := schedules.OpenPublished(ctx, h.Runner.Config, h.Runner.Log)
+	if err != nil {
+		return export.Summary{}, fmt.Errorf("export: %w", err)
+	}
+	defer st.Close()
+	return export.Run(ctx, &job.Env{Config: h.Runner.Config, Store: st, Log: h.Runner.Log, Clock: h.Runner.Now}, req)
+}
 
 // focusSums sums the focus view's BilledCost and x_Cost per currency for
 // one billing period and charge class (NULL: usage rows), exactly.
@@ -97,18 +114,18 @@ func cents(d tally.Decimal) int64 {
 // simulator's difference per currency to the cent, and FOCUS sums for
 // October do not move: the difference is Correction rows billed later.
 func TestCloseOctoberThenLateChargesAreAdjustments(t *testing.T) {
-	h := newHarness(t, setup{granularity: tally.Day, start: "2026-10-01", now: "2026-11-01T03:00:00Z", lookback: "5d", months: []string{"current"}})
+	h := runtest.NewHarness(t, runtest.Setup{Granularity: tally.Day, Start: "2026-10-01", Now: "2026-11-01T03:00:00Z", Lookback: "5d", Months: []string{"current"}})
 	ctx := context.Background()
 	oct, nov := prooftest.Day(t, "2026-10-01"), prooftest.Day(t, "2026-11-01")
-	octQ := h.query(oct, nov)
-	h.mustFetch()
-	atClose := h.sim.Truth(octQ)
+	octQ := h.Query(oct, nov)
+	h.MustFetch()
+	atClose := h.Sim.Truth(octQ)
 
-	sum, err := h.runner.Close(ctx, CloseOptions{Month: oct, Who: "finance-test", Reason: "October signed off"})
+	sum, err := Close(ctx, h.Runner, h.Runner.Config, CloseOptions{Month: oct, Who: "finance-test", Reason: "October signed off"})
 	if err != nil {
 		t.Fatalf("close: %v", err)
 	}
-	final := reports.FinalPath(h.runner.Config.Reports.Dir, oct, "", 1)
+	final := reports.FinalPath(h.Runner.Config.Reports.Dir, oct, "", 1)
 	if sum.Close.FinalWorkbook != final {
 		t.Fatalf("final workbook %q, want %q", sum.Close.FinalWorkbook, final)
 	}
@@ -117,7 +134,7 @@ func TestCloseOctoberThenLateChargesAreAdjustments(t *testing.T) {
 		t.Fatal(err)
 	}
 	var focusBefore map[string]string
-	prooftest.WithDB(t, h.db, func(db *sql.DB) {
+	prooftest.WithDB(t, h.DB, func(db *sql.DB) {
 		// The fingerprint is the truth at close, exactly.
 		var rows int64
 		var who, reason, action, hash string
@@ -160,8 +177,8 @@ func TestCloseOctoberThenLateChargesAreAdjustments(t *testing.T) {
 
 	// Two days later the simulator has charged October's last hours; the
 	// nightly run loads them (lookback) and writes November's workbook.
-	h.clock.Set(time.Date(2026, 11, 3, 3, 0, 0, 0, time.UTC))
-	later := h.sim.Truth(octQ)
+	h.Clock.Set(time.Date(2026, 11, 3, 3, 0, 0, 0, time.UTC))
+	later := h.Sim.Truth(octQ)
 	want := map[string]tally.Decimal{}
 	nonZero := false
 	for cur, c := range later.Cost {
@@ -173,14 +190,14 @@ func TestCloseOctoberThenLateChargesAreAdjustments(t *testing.T) {
 		t.Fatal("the simulator did not revise October between the close and the later run; the test proves nothing")
 	}
 	t.Logf("October at close %v, two days later %v: difference %v", atClose.Cost, later.Cost, want)
-	night, err := runNightly(ctx, h.runner, nil)
+	night, err := runtest.RunNightly(ctx, h.Runner, nil)
 	if err != nil {
 		t.Fatalf("nightly: %v", err)
 	}
 	if len(night.Reports) != 1 || !night.Reports[0].Month.Equal(nov) {
 		t.Fatalf("reports written: %+v", night.Reports)
 	}
-	h.wantExact(h.db, "October after the revision", octQ)
+	h.WantExact(h.DB, "October after the revision", octQ)
 
 	after, err := os.ReadFile(final)
 	if err != nil {
@@ -190,7 +207,7 @@ func TestCloseOctoberThenLateChargesAreAdjustments(t *testing.T) {
 		t.Fatal("the final October workbook changed")
 	}
 
-	prooftest.WithDB(t, h.db, func(db *sql.DB) {
+	prooftest.WithDB(t, h.DB, func(db *sql.DB) {
 		if d := prooftest.SameTotals(adjustmentTotals(t, db), want); d != "" {
 			t.Fatalf("closed_month_adjustments is not the simulator's difference: %s", d)
 		}
@@ -244,16 +261,16 @@ func TestCloseOctoberThenLateChargesAreAdjustments(t *testing.T) {
 	// account's name, the sku and the rest as November's rows of the same
 	// payment method, project and meter do. 1.3's metadata says October,
 	// closed, is complete and the months after it are not.
-	lake := filepath.Join(h.dir, "focus13")
+	lake := filepath.Join(h.Dir, "focus13")
 	for _, version := range []string{export.FOCUS12, export.FOCUS13} {
-		dir := filepath.Join(h.dir, "focus"+version)
+		dir := filepath.Join(h.Dir, "focus"+version)
 		if version == export.FOCUS13 {
 			dir = lake
 		}
-		if _, err := h.export(context.Background(), export.Request{Dir: dir, Format: configs.ExportFOCUS, FOCUSVersion: version}); err != nil {
+		if _, err := exportFrom(context.Background(), h, export.Request{Dir: dir, Format: configs.ExportFOCUS, FOCUSVersion: version}); err != nil {
 			t.Fatal(err)
 		}
-		prooftest.WithDB(t, h.db, func(db *sql.DB) {
+		prooftest.WithDB(t, h.DB, func(db *sql.DB) {
 			v, c, err := focuscheck.Export(context.Background(), db, dir, version)
 			if err != nil {
 				t.Fatal(err)
@@ -387,12 +404,12 @@ func equalMaps(a, b map[string]string) bool {
 // and a reopen without a reason are refused, saying why; a reopen with a
 // reason is its own row.
 func TestCloseRefusals(t *testing.T) {
-	h := newHarness(t, setup{granularity: tally.Day, start: "2026-10-01", now: "2026-11-02T03:00:00Z"})
+	h := runtest.NewHarness(t, runtest.Setup{Granularity: tally.Day, Start: "2026-10-01", Now: "2026-11-02T03:00:00Z"})
 	ctx := context.Background()
 	oct, nov, sep := prooftest.Day(t, "2026-10-01"), prooftest.Day(t, "2026-11-01"), prooftest.Day(t, "2026-09-01")
 	refusal := func(o CloseOptions, want ...string) {
 		t.Helper()
-		_, err := h.runner.Close(ctx, o)
+		_, err := Close(ctx, h.Runner, h.Runner.Config, o)
 		var re *RefusedError
 		if !errors.As(err, &re) {
 			t.Fatalf("close %+v: %v, want a refusal", o, err)
@@ -404,30 +421,30 @@ func TestCloseRefusals(t *testing.T) {
 		}
 	}
 	refusal(CloseOptions{Month: nov, Who: "t"}, "--month 2026-11 is not over", "2026-12-01")
-	h.mustFetch()
+	h.MustFetch()
 	refusal(CloseOptions{Month: sep, Who: "t"}, "not fully loaded", "30 day(s)", "2026-09-01", "tally fetch --from 2026-09-01 --to 2026-10-01")
 	refusal(CloseOptions{Month: oct, Who: "t", Org: "emea"}, `--org "emea": this config has no organizations: list`)
-	if _, err := h.runner.Close(ctx, CloseOptions{Month: oct, Who: "alice", Reason: "done"}); err != nil {
+	if _, err := Close(ctx, h.Runner, h.Runner.Config, CloseOptions{Month: oct, Who: "alice", Reason: "done"}); err != nil {
 		t.Fatal(err)
 	}
 	refusal(CloseOptions{Month: oct, Who: "bob"}, "already closed", "2026-11-02 03:00", "alice", "--reopen")
 	refusal(CloseOptions{Month: oct, Who: "bob", Reopen: true}, "--reason is required with --reopen")
-	if _, err := h.runner.Close(ctx, CloseOptions{Month: oct, Who: "bob", Reopen: true, Reason: "credit note"}); err != nil {
+	if _, err := Close(ctx, h.Runner, h.Runner.Config, CloseOptions{Month: oct, Who: "bob", Reopen: true, Reason: "credit note"}); err != nil {
 		t.Fatal(err)
 	}
 	// Reopened, closing again writes a new final under its own name: the
 	// first, which finance may have signed, is never rewritten.
-	first := reports.FinalPath(h.runner.Config.Reports.Dir, oct, "", 1)
+	first := reports.FinalPath(h.Runner.Config.Reports.Dir, oct, "", 1)
 	signed, err := os.ReadFile(first)
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.clock.Set(time.Date(2026, 11, 2, 4, 0, 0, 0, time.UTC))
-	sum, err := h.runner.Close(ctx, CloseOptions{Month: oct, Who: "carol", Reason: "credit note booked"})
+	h.Clock.Set(time.Date(2026, 11, 2, 4, 0, 0, 0, time.UTC))
+	sum, err := Close(ctx, h.Runner, h.Runner.Config, CloseOptions{Month: oct, Who: "carol", Reason: "credit note booked"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	second := reports.FinalPath(h.runner.Config.Reports.Dir, oct, "", 2)
+	second := reports.FinalPath(h.Runner.Config.Reports.Dir, oct, "", 2)
 	if sum.Close.FinalWorkbook != second || !strings.HasSuffix(second, "tally-cost-2026-10-final-2.xlsx") {
 		t.Fatalf("the re-close wrote %s, want %s", sum.Close.FinalWorkbook, second)
 	}
@@ -438,13 +455,13 @@ func TestCloseRefusals(t *testing.T) {
 		t.Fatalf("the second final's month status %q (%v) does not name its close", fig.Status, err)
 	}
 	refusal(CloseOptions{Month: oct, Who: "bob"}, "already closed", "carol")
-	prooftest.WithDB(t, h.db, func(db *sql.DB) {
+	prooftest.WithDB(t, h.DB, func(db *sql.DB) {
 		var n int
 		var final, sha string
 		if err := db.QueryRow(`SELECT count(*), any_value(c.final_workbook), any_value(c.final_sha256) FROM closed_months m JOIN month_closes c USING (id)`).Scan(&n, &final, &sha); err != nil {
 			t.Fatal(err)
 		}
-		if got, _ := fileSHA256(second); n != 1 || final != second || sha != got {
+		if got, _ := atomicfile.SHA256(second); n != 1 || final != second || sha != got {
 			t.Fatalf("closed months %d, current final %s (sha256 %s), want %s (sha256 %s)", n, final, sha, second, got)
 		}
 		var actions string
@@ -470,20 +487,20 @@ func TestCloseRefusals(t *testing.T) {
 // the previous month once reports.close_after has passed, naming the job,
 // and leaves it alone on the next run.
 func TestCloseStepClosesAfterCloseAfter(t *testing.T) {
-	h := newHarness(t, setup{granularity: tally.Day, start: "2026-10-01", now: "2026-11-01T03:00:00Z"})
-	h.runner.Config.Reports.CloseAfter = 2 * 24 * time.Hour
+	h := runtest.NewHarness(t, runtest.Setup{Granularity: tally.Day, Start: "2026-10-01", Now: "2026-11-01T03:00:00Z"})
+	h.Runner.Config.Reports.CloseAfter = 2 * 24 * time.Hour
 	job := configs.Job{Name: "nightly", Run: []string{"fetch", "report", "close"}}
 	ctx := context.Background()
-	if _, err := h.runner.RunJob(ctx, "run", job); err != nil {
+	if _, err := h.Runner.RunJob(ctx, "run", job); err != nil {
 		t.Fatal(err)
 	}
-	final := reports.FinalPath(h.runner.Config.Reports.Dir, prooftest.Day(t, "2026-10-01"), "", 1)
+	final := reports.FinalPath(h.Runner.Config.Reports.Dir, prooftest.Day(t, "2026-10-01"), "", 1)
 	if _, err := os.Stat(final); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("closed before reports.close_after passed: %v", err)
 	}
-	h.clock.Set(time.Date(2026, 11, 3, 3, 0, 0, 0, time.UTC))
+	h.Clock.Set(time.Date(2026, 11, 3, 3, 0, 0, 0, time.UTC))
 	for range 2 {
-		sum, err := h.runner.RunJob(ctx, "run", job)
+		sum, err := h.Runner.RunJob(ctx, "run", job)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -492,7 +509,7 @@ func TestCloseStepClosesAfterCloseAfter(t *testing.T) {
 	if _, err := os.Stat(final); err != nil {
 		t.Fatal(err)
 	}
-	prooftest.WithDB(t, h.db, func(db *sql.DB) {
+	prooftest.WithDB(t, h.DB, func(db *sql.DB) {
 		var n int
 		var who string
 		if err := db.QueryRow(`SELECT count(*), any_value(who) FROM month_closes`).Scan(&n, &who); err != nil {
@@ -509,16 +526,16 @@ func TestCloseStepClosesAfterCloseAfter(t *testing.T) {
 // in which someone then reopened an organization by hand is theirs, and
 // the step leaves it alone.
 func TestCloseStepOfAGroup(t *testing.T) {
-	h := newHarness(t, setup{granularity: tally.Day, start: "2026-10-01", now: "2026-11-03T03:00:00Z",
-		extra: "organizations:\n  - name: solo\n    token_env: TALLY_TEST_TOKEN_SOLO\n"})
-	h.runner.Token, h.runner.Tokens = secret.Value{}, map[string]secret.Value{"solo": secret.New(testToken)}
-	h.runner.Config.Reports.CloseAfter = 2 * 24 * time.Hour
+	h := runtest.NewHarness(t, runtest.Setup{Granularity: tally.Day, Start: "2026-10-01", Now: "2026-11-03T03:00:00Z",
+		Extra: "organizations:\n  - name: solo\n    token_env: TALLY_TEST_TOKEN_SOLO\n"})
+	h.Runner.Token, h.Runner.Tokens = secret.Value{}, map[string]secret.Value{"solo": secret.New(runtest.Token)}
+	h.Runner.Config.Reports.CloseAfter = 2 * 24 * time.Hour
 	job := configs.Job{Name: "nightly", Run: []string{"fetch", "close"}}
 	ctx := context.Background()
-	if _, err := h.runner.RunJob(ctx, "run", job); err != nil {
+	if _, err := h.Runner.RunJob(ctx, "run", job); err != nil {
 		t.Fatal(err)
 	}
-	oct, dir := prooftest.Day(t, "2026-10-01"), h.runner.Config.Reports.Dir
+	oct, dir := prooftest.Day(t, "2026-10-01"), h.Runner.Config.Reports.Dir
 	for _, final := range []string{reports.FinalPath(dir, oct, "", 1), reports.FinalPath(dir, oct, "solo", 1)} {
 		if _, err := os.Stat(final); err != nil {
 			t.Errorf("the close step's final: %v", err)
@@ -526,7 +543,7 @@ func TestCloseStepOfAGroup(t *testing.T) {
 	}
 	closes := func() string {
 		var got string
-		prooftest.WithDB(t, h.db, func(db *sql.DB) {
+		prooftest.WithDB(t, h.DB, func(db *sql.DB) {
 			if err := db.QueryRow(`SELECT string_agg(coalesce(organization, '(group)') || ' ' || action || ' by ' || who, ', ' ORDER BY acted_at, action, organization NULLS LAST) FROM month_closes`).Scan(&got); err != nil {
 				t.Fatal(err)
 			}
@@ -536,10 +553,10 @@ func TestCloseStepOfAGroup(t *testing.T) {
 	if got, want := closes(), "solo close by nightly, (group) close by nightly"; got != want {
 		t.Fatalf("month_closes after the close step: %s, want %s", got, want)
 	}
-	if _, err := h.runner.Close(ctx, CloseOptions{Month: oct, Org: "solo", Reopen: true, Reason: "late credit", Who: "ann"}); err != nil {
+	if _, err := Close(ctx, h.Runner, h.Runner.Config, CloseOptions{Month: oct, Org: "solo", Reopen: true, Reason: "late credit", Who: "ann"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.runner.RunJob(ctx, "run", job); err != nil {
+	if _, err := h.Runner.RunJob(ctx, "run", job); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := closes(), "solo close by nightly, (group) close by nightly, solo reopen by ann"; got != want {

@@ -1,4 +1,4 @@
-package schedules
+package closes
 
 import (
 	"context"
@@ -21,7 +21,7 @@ import (
 )
 
 // This file is long (about 700 lines) because it holds the whole close
-// step (checks, records, finals) until close has its own package.
+// (its checks, records and finals) in the order a close takes them.
 
 // CloseOptions say which month to close or reopen, by whom and why.
 type CloseOptions struct {
@@ -89,28 +89,37 @@ func CheckClose(o CloseOptions, now time.Time) error {
 	return nil
 }
 
-// Close is `tally close`: one recorded run that closes (or reopens) a month.
-// The run holds the writer lock like a fetch, and publishes the analysts'
-// copy after, so closed_month_adjustments there shows the close.
-func (r *Runner) Close(ctx context.Context, o CloseOptions) (CloseSummary, error) {
+// Runner is what a close needs of the runner (schedules.Runner), which a
+// capability does not import: "today" (its as-of, else its clock) and one
+// recorded run of a step under the writer lock.
+type Runner interface {
+	Today() time.Time
+	RecordStep(ctx context.Context, command string, fn job.Step) (published string, err error)
+}
+
+// Close is `tally close`: one recorded run on r that closes (or reopens) a
+// month of cfg's store. The run holds the writer lock like a fetch, and
+// publishes the analysts' copy after, so closed_month_adjustments there
+// shows the close.
+func Close(ctx context.Context, r Runner, cfg *configs.Config, o CloseOptions) (CloseSummary, error) {
 	var sum CloseSummary
-	if err := CheckClose(o, r.today()); err != nil {
+	if err := CheckClose(o, r.Today()); err != nil {
 		return sum, err
 	}
 	// Refused from the analysts' copy when it already says so, so a
 	// refusal neither waits for the lock nor leaves a run behind. The
 	// copy may lag the store; the same checks run again under the lock.
-	if pub, err := store.Open(ctx, store.PublishedPath(r.Config.Store.Path), store.ReadOnly(), store.Shared()); err == nil {
-		err := checkStore(ctx, pub, r.Config, o)
+	if pub, err := store.Open(ctx, store.PublishedPath(cfg.Store.Path), store.ReadOnly(), store.Shared()); err == nil {
+		err := checkStore(ctx, pub, cfg, o)
 		pub.Close()
 		var re *RefusedError
 		// A close whose final workbook is still staged is not refused:
-		// the run puts it in place (finishCloses).
+		// the run puts it in place (FinishCloses).
 		if errors.As(err, &re) && !(re.closed != nil && staged(re.closed)) {
 			return sum, err
 		}
 	}
-	published, err := r.withRun(ctx, "close", "", func(ctx context.Context, env *job.Env, runID uuid.UUID) (job.Result, error) {
+	published, err := r.RecordStep(ctx, "close", func(ctx context.Context, env *job.Env, runID uuid.UUID) (job.Result, error) {
 		var err error
 		sum.Close, sum.Organizations, err = closeMonth(ctx, env, runID, o)
 		// Closed in the store while the copy says open: a close whose
@@ -293,7 +302,7 @@ func checkLoaded(ctx context.Context, st *store.Store, cfg *configs.Config, orgs
 // sha256, and only then is the file renamed into place. A kill before the
 // record leaves an unrecorded staged file, which the next close removes;
 // a kill after it leaves a recorded close whose file the next close,
-// deliver or close step puts in place (finishCloses). So the month is
+// deliver or close step puts in place (FinishCloses). So the month is
 // either untouched or closed, and never refused for a file nobody signed.
 //
 // What is closed: with o.Org, that organization alone (its own final
@@ -307,7 +316,7 @@ func closeMonth(ctx context.Context, env *job.Env, runID uuid.UUID, o CloseOptio
 	if err := CheckClose(o, c.At); err != nil {
 		return c, nil, err
 	}
-	finished, err := finishCloses(ctx, env)
+	finished, err := FinishCloses(ctx, env)
 	if err != nil {
 		return c, nil, err
 	}
@@ -343,7 +352,7 @@ func closeMonth(ctx context.Context, env *job.Env, runID uuid.UUID, o CloseOptio
 	return records[len(records)-1].Close, orgs, nil
 }
 
-// finishedClose is, of the closes finishCloses just finished, the one c
+// finishedClose is, of the closes FinishCloses just finished, the one c
 // asks for again: a close a kill cut short after its record, which
 // finishing is what the rerun was for; nil for a reopen or none.
 func finishedClose(finished []store.MonthClose, c store.MonthClose, o CloseOptions) *store.MonthClose {
@@ -470,7 +479,7 @@ func writeFinal(ctx context.Context, env *job.Env, r *store.CloseRecord, stateme
 	if err != nil {
 		return "", err
 	}
-	sum, err := fileSHA256(staged)
+	sum, err := atomicfile.SHA256(staged)
 	if err != nil {
 		return staged, err
 	}
@@ -480,7 +489,7 @@ func writeFinal(ctx context.Context, env *job.Env, r *store.CloseRecord, stateme
 	// under their final names before the close is recorded, with their
 	// sha256 in the record. A kill before the record leaves files no
 	// close recorded, which the next close rewrites or removes
-	// (finishCloses); after it, they are in place. A group's close writes
+	// (FinishCloses); after it, they are in place. A group's close writes
 	// the group's statements only: the cost centres span organizations.
 	if statements {
 		if c.Statements, err = finalStatements(ctx, env, p, opts); err != nil {
@@ -499,7 +508,7 @@ func finalStatements(ctx context.Context, env *job.Env, p reports.Period, opts r
 	sts, err := reports.WriteStatements(ctx, env.Store.DB(), p, env.Config.Reports.Dir, opts)
 	var out []store.CloseStatement
 	for _, st := range sts {
-		sum, serr := fileSHA256(st.Path)
+		sum, serr := atomicfile.SHA256(st.Path)
 		if serr != nil && err == nil {
 			err = serr
 		}
@@ -554,14 +563,15 @@ func placeFinal(env *job.Env, c store.MonthClose, staged string) error {
 	return nil
 }
 
-// finishCloses makes the files agree with month_closes after a kill: a
+// FinishCloses makes the files agree with month_closes after a kill: a
 // recorded close whose final workbook is not in place gets it from its
 // staged file (whose sha256 the record holds), and a staged file no close
-// recorded is removed (it holds cost data nobody signed). It returns the
+// recorded is removed (it holds cost data nobody signed). Every close runs
+// it first, and the deliver step before it sends anything. It returns the
 // closes it finished. A recorded final that is gone with no staged file is
 // logged, not fatal: someone removed a signed-off file, and tally status
 // says so.
-func finishCloses(ctx context.Context, env *job.Env) ([]store.MonthClose, error) {
+func FinishCloses(ctx context.Context, env *job.Env) ([]store.MonthClose, error) {
 	closes, err := env.Store.Closes(ctx)
 	if err != nil {
 		return nil, err
@@ -602,7 +612,7 @@ func finishClose(env *job.Env, c store.MonthClose, staged string) (bool, error) 
 		}
 		return false, nil
 	}
-	sum, err := fileSHA256(staged)
+	sum, err := atomicfile.SHA256(staged)
 	if err != nil {
 		return false, err
 	}
@@ -692,13 +702,13 @@ func closeStep(ctx context.Context, env *job.Env, runID uuid.UUID) (job.Result, 
 		}
 		env.Log.Info().Str("month", m).Str("action", last.Action).Str("who", last.Who).Time("at", last.At).
 			Msgf("close step: %s already %s by %s at %s UTC; left as it is", m, what, last.Who, last.At.Format("2006-01-02 15:04"))
-		if _, err := finishCloses(ctx, env); err != nil {
+		if _, err := FinishCloses(ctx, env); err != nil {
 			return job.Result{}, err
 		}
 		return job.Result{}, nil
 	}
 	c, orgs, err := closeMonth(ctx, env, runID, CloseOptions{Month: month, Who: job.Name(ctx), Reason: fmt.Sprintf("reports.close_after %s passed", cfg.Reports.CloseAfter)})
-	if err != nil && !isPartial(err) {
+	if err != nil && !errors.As(err, new(*job.Partial)) {
 		return job.Result{}, fmt.Errorf("close %s: %w", m, err)
 	}
 	out := []string{c.FinalWorkbook}

@@ -10,25 +10,56 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-var nodeType = reflect.TypeOf(yaml.Node{})
+// leafType is a value of the file that reads itself: at[T], list and
+// mapping.
+var leafType = reflect.TypeOf((*yaml.Unmarshaler)(nil)).Elem()
 
-// walk checks a mapping against the struct type t: it reports and removes
-// unknown keys, keys given twice and values of the wrong shape, so the
-// decode that follows cannot fail and the rest of the file is still
-// checked. It returns false, reported, when n is not a mapping at all; the
-// caller then drops n rather than change a node an alias may share.
-func (p *parser) walk(n *yaml.Node, t reflect.Type, path string) bool {
+// shape is the keys of a struct of the file's shape: its yaml tags, in
+// order.
+type shape struct {
+	keys  []string
+	index map[string]int // key → field
+}
+
+// shapeOf reads a struct type's yaml tags, for the naming and the decode
+// alike.
+func shapeOf(t reflect.Type) *shape {
+	s := &shape{index: map[string]int{}}
+	for i := 0; i < t.NumField(); i++ {
+		k, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ",")
+		s.keys = append(s.keys, k)
+		s.index[k] = i
+	}
+	return s
+}
+
+// name gives every leaf under out, a struct of the file's shape, its path
+// below path; list items are named as they are decoded.
+func name(out reflect.Value, path string) {
+	for i, k := range shapeOf(out.Type()).keys {
+		f := out.Field(i)
+		switch l, ok := f.Addr().Interface().(interface{ name(string) }); {
+		case ok:
+			l.name(join(path, k))
+		case f.Kind() == reflect.Struct:
+			name(f, join(path, k))
+		}
+	}
+}
+
+// decode fills out, a struct of the file's shape, from the mapping n. It
+// reports unknown keys, keys given twice and values of the wrong shape
+// as it goes, so the rest of the file is still read and checked; leaves
+// keep their node, so a value's problems are reported, with its line,
+// where its section checks it. The yaml tags are the only list of keys.
+// It returns false, reported, when n is not a mapping at all.
+func (p *parser) decode(n *yaml.Node, out reflect.Value, path string) bool {
 	n = deref(n)
 	if isNull(n) {
 		return true
 	}
-	fields := map[string]reflect.Type{}
-	var keys []string
-	for i := 0; i < t.NumField(); i++ {
-		name, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ",")
-		fields[name] = t.Field(i).Type
-		keys = append(keys, name)
-	}
+	sh := shapeOf(out.Type())
+	keys := sh.keys
 	where := "the top level"
 	if path != "" {
 		where = path
@@ -38,72 +69,75 @@ func (p *parser) walk(n *yaml.Node, t reflect.Type, path string) bool {
 		return false
 	}
 	seen := map[string]int{}
-	kept := n.Content[:0:0]
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
-		name := k.Value
-		full := join(path, name)
-		ft, known := fields[name]
+		tag := k.Value
+		full := join(path, tag)
+		f, known := sh.index[tag]
 		switch {
 		case k.Kind != yaml.ScalarNode:
 			p.addf(k, orTop(path), "keys must be plain names, not %s", describe(k))
 			continue
-		case name == "<<":
+		case tag == "<<":
 			p.addf(k, full, "merge keys are not supported; write the keys out")
 			continue
 		case !known:
 			msg := fmt.Sprintf("unknown key; known keys in %s: %s", where, strings.Join(keys, ", "))
-			if s := suggest(name, keys); s != "" {
+			if s := suggest(tag, keys); s != "" {
 				msg += "; did you mean " + s + "?"
 			}
 			p.addf(k, full, "%s", msg)
 			continue
-		case seen[name] > 0:
-			p.addf(k, full, "given twice (first on line %d)", seen[name])
+		case seen[tag] > 0:
+			p.addf(k, full, "given twice (first on line %d)", seen[tag])
 			continue
 		}
-		seen[name] = k.Line
-		if !p.walkValue(v, ft, full) {
-			continue
-		}
-		kept = append(kept, k, v)
+		seen[tag] = k.Line
+		p.decodeValue(v, out.Field(f), full)
 	}
-	n.Content = kept
 	return true
 }
 
-// walkValue checks a value against its field type and reports whether to
-// keep it.
-func (p *parser) walkValue(v *yaml.Node, ft reflect.Type, path string) bool {
+// decodeValue fills the field out from v by the field's type.
+func (p *parser) decodeValue(v *yaml.Node, out reflect.Value, path string) {
+	ft := out.Type()
 	switch {
-	case ft == nodeType:
-		return true
+	case reflect.PointerTo(ft).Implements(leafType):
+		// The leaves' reading never fails: a value that is not a T is
+		// reported where its section checks it.
+		_ = out.Addr().Interface().(yaml.Unmarshaler).UnmarshalYAML(v)
 	case ft.Kind() == reflect.Struct:
-		return p.walk(v, ft, path)
+		p.decode(v, out, path)
 	case ft.Kind() == reflect.Pointer && ft.Elem().Kind() == reflect.Slice:
 		d := deref(v)
 		if isNull(d) {
-			return true
+			return
 		}
 		if d.Kind != yaml.SequenceNode {
 			p.addf(d, path, "must be a list, not %s", describe(d))
-			return false
+			return
 		}
+		items := reflect.MakeSlice(ft.Elem(), len(d.Content), len(d.Content))
 		for i, item := range d.Content {
 			ip := fmt.Sprintf("%s[%d]", path, i)
-			if !p.walk(item, ft.Elem().Elem(), ip) {
-				// Keep the item's place, so later items keep their
-				// index in messages, but not its value.
-				d.Content[i] = &yaml.Node{Kind: yaml.MappingNode}
-				if p.dropped == nil {
-					p.dropped = map[string]bool{}
-				}
+			name(items.Index(i), ip)
+			// An item of the wrong shape keeps its place, so later items
+			// keep their index in messages, but not its value; so does a
+			// null one (a stray "-"), which, as yaml reads a list, is no
+			// entry and no problem.
+			switch {
+			case isNull(item):
+				p.blank[ip] = true
+			case !p.decode(item, items.Index(i), ip):
 				p.dropped[ip] = true
 			}
 		}
-		return true
+		ptr := reflect.New(ft.Elem())
+		ptr.Elem().Set(items)
+		out.Set(ptr)
+	default:
+		panic("configs: no decode for field type " + ft.String())
 	}
-	panic("configs: no walk for field type " + ft.String())
 }
 
 func orTop(path string) string {
