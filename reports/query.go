@@ -38,10 +38,16 @@ func (b *builder) queryText(name string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("read query %s: %w", name, err)
 	}
+	paid, err := fs.ReadFile(tallysql.Reports, "reports/month_paid.sql")
+	if err != nil {
+		return "", fmt.Errorf("read query %s: %w", name, err)
+	}
 	// Besides tables, the sheet queries read month_usage, the report
-	// month's rows, and views. Both are put in front of the query, so the
-	// workbook uses this Tally's definitions even when built from an
-	// analysts' copy an older Tally published (tallysql.Inline).
+	// month's rows, month_paid, its value split by how it is paid (a
+	// query that does not read it leaves it unplanned), and views. All
+	// are put in front of the query, so the workbook uses this Tally's
+	// definitions even when built from an analysts' copy an older Tally
+	// published (tallysql.Inline).
 	// The budget and anomaly figures read usage_day_cost for the days they
 	// need only (store.DayRange): the month, its baseline and the latest
 	// days, not the history kept.
@@ -67,7 +73,7 @@ func (b *builder) queryText(name string) (string, error) {
 	if b.p.Organization != "" {
 		where = orgWhere(where)
 	}
-	q, err := tallysql.InlineDefined(tallysql.With(string(text), tallysql.CTE{Name: "month_usage", Query: string(month)}), where, defs)
+	q, err := tallysql.InlineDefined(tallysql.With(string(text), tallysql.CTE{Name: "month_usage", Query: string(month)}, tallysql.CTE{Name: "month_paid", Query: string(paid)}), where, defs)
 	if err != nil {
 		return "", fmt.Errorf("read query %s: %w", name, err)
 	}

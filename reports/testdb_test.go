@@ -15,7 +15,9 @@ import (
 // OpenTestDB creates a DuckDB file, named name in a temp dir, with the
 // schema applied but none of the views: the workbook reads tables and
 // inlines the views it needs, so it must work on an analysts' copy that an
-// older Tally published. Exported for the external tests of this package.
+// older Tally published. The macros the views and queries call are there,
+// as on every connection the store opens (which defines them itself).
+// Exported for the external tests of this package.
 func OpenTestDB(t testing.TB, name string) *sql.DB {
 	t.Helper()
 	db, err := sql.Open("duckdb", filepath.Join(t.TempDir(), name))
@@ -39,6 +41,19 @@ func OpenTestDB(t testing.TB, name string) *sql.DB {
 		}
 		if _, err := db.Exec(tallysql.SchemaText(string(text), "default", "")); err != nil {
 			t.Fatalf("apply %s: %v", n, err)
+		}
+	}
+	macros, err := fs.Glob(tallysql.Macros, "macros/*.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range macros {
+		text, err := fs.ReadFile(tallysql.Macros, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.Exec(string(text)); err != nil {
+			t.Fatalf("create %s: %v", n, err)
 		}
 	}
 	return db

@@ -19,8 +19,10 @@ var Schema embed.FS
 //go:embed views/*.sql
 var Views embed.FS
 
-// Macros holds DuckDB macros the views call, one a file, created (or
-// replaced) before the views.
+// Macros holds DuckDB macros the views and queries call, one a file,
+// created (or replaced) before the views, and defined anew on every
+// connection the store opens (TEMP), so that a copy an older Tally
+// published calls this Tally's.
 //
 //go:embed macros/*.sql
 var Macros embed.FS
@@ -39,8 +41,9 @@ var Queries embed.FS
 // Reports holds the queries behind the workbook's sheets, one file per
 // sheet (the Summary has three; the Chargeback sheets' is package
 // allocation's), named after the sheet they fill, and month_usage.sql,
-// the report month's rows, which they all read, and month_rows.sql,
-// which counts them.
+// the report month's rows, which they all read, month_paid.sql, their
+// value split by how it is paid, which the sheets of totals read, and
+// month_rows.sql, which counts them.
 //
 //go:embed reports/*.sql
 var Reports embed.FS

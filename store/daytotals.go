@@ -124,18 +124,10 @@ WHERE organization = $5 AND granularity = $1 AND basis = $2 AND day >= CAST($3 A
 // seconds) and of its memory beyond the insert. Its columns and sums are
 // usage_day_totals' (sql/views/usage_day_totals.sql): a sum of sums is the
 // same exact DECIMAL sum, NULL only where every row's is; the least name
-// of the least names is the least; paid_as is usage_rows' rule applied to
-// each key's texts (a key has no dates, so the view sees NULL ones).
+// of the least names is the least; paid_as is usage_rows' rule, the macro
+// paid_as_of, applied to each key's texts.
 // TestDayTotalsKeptByTheLoad compares the two after every kind of write.
-var dayTotalsByKey = func() string {
-	rows, err := tallysql.View("usage_rows")
-	if err != nil {
-		panic(err)
-	}
-	keys := tallysql.With(`SELECT * FROM usage_rows`,
-		tallysql.CTE{Name: "usage", Query: `SELECT *, CAST(NULL AS TIMESTAMP) AS date, CAST(NULL AS TIMESTAMP) AS date_processed FROM usage_keys`},
-		rows)
-	return `INSERT INTO daily_usage_totals (` + dayTotalsColumns + `)
+const dayTotalsByKey = `INSERT INTO daily_usage_totals (` + dayTotalsColumns + `)
 SELECT k.organization, k.basis, k.granularity,
        CAST(date_trunc('month', g.day) AS DATE) AS month,
        CAST(date_trunc('month', g.day) + INTERVAL 1 MONTH AS DATE) AS next_month,
@@ -163,10 +155,9 @@ FROM (SELECT key_id,
       FROM usage_rows
       WHERE period_at IS NOT NULL
       GROUP BY ALL) g
-JOIN (` + keys + `) k ON k.id = g.key_id
+JOIN (SELECT *, paid_as_of(entitlement_type, entitlement) AS paid_as FROM usage_keys) k ON k.id = g.key_id
 GROUP BY ALL
 ORDER BY day`
-}()
 
 // totalsHoursStep is how many days of hourly usage one statement sums
 // into daily_usage_totals.

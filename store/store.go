@@ -22,7 +22,7 @@ import (
 	"syscall"
 	"time"
 
-	_ "github.com/duckdb/duckdb-go/v2" // registers the "duckdb" driver
+	duckdb "github.com/duckdb/duckdb-go/v2"
 
 	tallysql "github.com/tally-dev/tally/sql"
 )
@@ -443,10 +443,13 @@ func connect(ctx context.Context, path, mode string, settings ...string) (*sql.D
 	for _, s := range settings {
 		dsn += "&" + s
 	}
-	db, err := sql.Open("duckdb", dsn)
+	// Every connection of the pool defines the macros for itself
+	// (defineMacros), when the pool opens it: long after ctx, maybe.
+	c, err := duckdb.NewConnector(dsn, func(conn driver.ExecerContext) error { return defineMacros(context.Background(), conn) })
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
+	db := sql.OpenDB(c)
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)

@@ -1,14 +1,14 @@
 -- by_organization: the report month's usage value per organization and
--- currency, split by how it is paid (see by_project). A group workbook's
+-- currency, split by how it is paid (month_paid). A group workbook's
 -- sheet: each row equals that organization's own workbook's total.
 SELECT organization,
        currency,
-       count(*) AS rows,
-       CAST(coalesce(sum(cost) FILTER (WHERE paid_as = 'direct'), 0) AS VARCHAR) AS direct,
-       CAST(coalesce(sum(cost) FILTER (WHERE paid_as = 'balance'), 0) AS VARCHAR) AS balance,
-       CAST(coalesce(sum(cost) FILTER (WHERE paid_as = 'license'), 0) AS VARCHAR) AS license,
-       CAST(coalesce(sum(cost) FILTER (WHERE paid_as = 'other'), 0) AS VARCHAR) AS other,
-       CAST(sum(cost) AS VARCHAR) AS total
-FROM month_usage
+       CAST(sum(rows) AS BIGINT) AS rows,
+       CAST(sum(direct) AS VARCHAR) AS direct,
+       CAST(sum(balance) AS VARCHAR) AS balance,
+       CAST(sum(license) AS VARCHAR) AS license,
+       CAST(sum(other) AS VARCHAR) AS other,
+       CAST(sum(total) AS VARCHAR) AS total
+FROM month_paid
 GROUP BY organization, currency
 ORDER BY organization, currency;

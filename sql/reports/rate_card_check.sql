@@ -9,7 +9,9 @@
 -- with no matching price are rows with status 'no price', never dropped.
 --
 -- The price in force and how a meter matches it are the rate_card_matches
--- view's.
+-- view's; what keeps a meter from being valued at it and the expected
+-- value are the macros rate_card_problem and rate_card_expected, as
+-- rate_card_variance's.
 --
 -- Money math is DECIMAL: quantities are summed as DECIMAL(38,12) and the
 -- expected cost is rounded to 12 decimals (so it must stay below 10^14 in
@@ -53,11 +55,7 @@ checked AS (
            r.card_snapshot_at,
            h.payment_method_id IS NOT NULL AS has_card,
            r.price AS card_price,
-           CASE
-               WHEN r.rule IS NULL THEN 'no price'
-               WHEN r.price IS NULL THEN 'several prices'
-               WHEN r.currency IS NOT NULL AND r.currency <> b.currency THEN 'currency differs'
-           END AS problem
+           rate_card_problem(r.rule, r.price, r.currency, b.currency) AS problem
     FROM billed b
     LEFT JOIN rate_card_matches r
            ON r.organization = b.organization
@@ -69,7 +67,7 @@ checked AS (
 ),
 expected AS (
     SELECT *,
-           CASE WHEN problem IS NULL THEN CAST(quantity * card_price AS DECIMAL(38, 12)) END AS expected_cost
+           rate_card_expected(quantity, card_price, problem) AS expected_cost
     FROM checked
 )
 SELECT meter_name,

@@ -5,16 +5,16 @@
 -- a total across currencies. Money is summed as DECIMAL and returned as text
 -- so no float ever touches it.
 --
--- How a row is paid is usage_rows' paid_as.
+-- How a row is paid is usage_rows' paid_as, split in month_paid.
 --
 -- Parameters: $basis, $granularity, $month_start, $month_end (exclusive).
 SELECT currency,
-       count(*) AS rows,
-       CAST(coalesce(sum(cost) FILTER (WHERE paid_as = 'direct'), 0) AS VARCHAR) AS direct,
-       CAST(coalesce(sum(cost) FILTER (WHERE paid_as = 'balance'), 0) AS VARCHAR) AS balance,
-       CAST(coalesce(sum(cost) FILTER (WHERE paid_as = 'license'), 0) AS VARCHAR) AS license,
-       CAST(coalesce(sum(cost) FILTER (WHERE paid_as = 'other'), 0) AS VARCHAR) AS other,
-       CAST(sum(cost) AS VARCHAR) AS total
-FROM month_usage
+       CAST(sum(rows) AS BIGINT) AS rows,
+       CAST(sum(direct) AS VARCHAR) AS direct,
+       CAST(sum(balance) AS VARCHAR) AS balance,
+       CAST(sum(license) AS VARCHAR) AS license,
+       CAST(sum(other) AS VARCHAR) AS other,
+       CAST(sum(total) AS VARCHAR) AS total
+FROM month_paid
 GROUP BY currency
 ORDER BY currency;

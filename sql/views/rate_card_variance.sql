@@ -7,7 +7,9 @@
 -- matches prices that differ), 'currency differs'. Meters without a price
 -- are rows, never dropped.
 --
--- The price in force and how a meter matches it are rate_card_matches'.
+-- The price in force and how a meter matches it are rate_card_matches';
+-- what keeps a meter from being valued at it (status) and the expected
+-- cost are the macros rate_card_problem and rate_card_expected.
 -- Rows are usage_finest's: the finest granularity loaded for each basis,
 -- summed from their daily totals (usage_finest_days), whose month is
 -- stored: WHERE month = … reads that month's usage only (the prices are
@@ -33,11 +35,7 @@ WITH billed AS (
 checked AS (
     SELECT b.*,
            r.matched_by,
-           CASE
-               WHEN r.rule IS NULL THEN 'no price'
-               WHEN r.price IS NULL THEN 'several prices'
-               WHEN r.currency IS NOT NULL AND r.currency <> b.currency THEN 'currency differs'
-           END AS problem,
+           rate_card_problem(r.rule, r.price, r.currency, b.currency) AS problem,
            r.price AS card_price
     FROM billed b
     LEFT JOIN rate_card_matches r
@@ -49,7 +47,7 @@ checked AS (
 ),
 expected AS (
     SELECT *,
-           CASE WHEN problem IS NULL THEN CAST(quantity * card_price AS DECIMAL(38, 12)) END AS expected_cost
+           rate_card_expected(quantity, card_price, problem) AS expected_cost
     FROM checked
 )
 SELECT organization, -- the organization (organizations.name)

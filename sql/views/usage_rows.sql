@@ -14,30 +14,10 @@
 -- usage_validity marks it (streaming_auto_purchase), the workbook lists it
 -- on Flags and By payment method.
 --
--- This is the one place these rules live: the workbook, focus and the
--- other views read them here. Entitlement types are compared lowercased
--- with non-letters dropped, so "PreCommitment", "pre-commitment" and
--- "Pre Commitment" are one type.
+-- This is where the workbook, focus and the other views read these rules;
+-- paid_as is the macro paid_as_of's.
 CREATE OR REPLACE VIEW usage_rows AS
 SELECT *,
        CASE WHEN basis = 'reported' THEN date_processed ELSE date END AS period_at,
-       CASE
-           -- the types as the interface spells them first: trim and lower
-           -- cost more than the rest of the row (a trim of 24M rows, 1.5 s)
-           WHEN entitlement_type = 'license' THEN 'license'
-           WHEN entitlement_type IN ('cash', 'quantity', 'preCommitment', 'pre-commitment') THEN 'balance'
-           WHEN entitlement_type IS NULL AND entitlement IS NULL THEN 'direct'
-           WHEN nullif(trim(entitlement_type), '') IS NULL THEN
-               CASE WHEN nullif(trim(entitlement), '') IS NULL THEN 'direct' ELSE 'other' END
-           -- the type as most rows send it, without the regular expression
-           WHEN lower(entitlement_type) = 'license' THEN 'license'
-           WHEN lower(entitlement_type) IN ('cash', 'quantity', 'precommitment') THEN 'balance'
-           ELSE CASE regexp_replace(lower(entitlement_type), '[^a-z]', '', 'g')
-                    WHEN 'license' THEN 'license'
-                    WHEN 'cash' THEN 'balance'
-                    WHEN 'quantity' THEN 'balance'
-                    WHEN 'precommitment' THEN 'balance'
-                    ELSE 'other'
-                END
-       END AS paid_as
+       paid_as_of(entitlement_type, entitlement) AS paid_as
 FROM usage;
