@@ -26,6 +26,7 @@ import (
 	"github.com/tally-dev/tally/ingest"
 	"github.com/tally-dev/tally/internal/secret"
 	"github.com/tally-dev/tally/internal/testkit/prooftest"
+	"github.com/tally-dev/tally/job"
 	"github.com/tally-dev/tally/reports"
 	"github.com/tally-dev/tally/schedules"
 	"github.com/tally-dev/tally/store"
@@ -206,6 +207,19 @@ func Unavailable(w http.ResponseWriter) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusServiceUnavailable)
 	io.WriteString(w, `{"error":{"code":"ServiceUnavailable","detail":"the service is temporarily Unavailable; retry later"}}`)
+}
+
+// Published runs f with the harness runner's job.Env on the analysts'
+// published copy, opened as `tally export` opens it, and closes the copy
+// when f returns. (Export's own tests use runtest, so runtest imports no
+// export: a test hands its export.Run in f.)
+func (h *Harness) Published(ctx context.Context, f func(env *job.Env) error) error {
+	st, err := schedules.OpenPublished(ctx, h.Runner.Config, h.Runner.Log)
+	if err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
+	defer st.Close()
+	return f(&job.Env{Config: h.Runner.Config, Store: st, Log: h.Runner.Log, Clock: h.Runner.Now})
 }
 
 // query is the usage query of [from, to) in the harness's granularity and
