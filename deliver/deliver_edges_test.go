@@ -38,7 +38,7 @@ func deliverHarness(t *testing.T, ms *prooftest.MailServer, timeout time.Duratio
 	h.Runner.Config.Reports.Deliver = configs.DeliverConfig{Dir: share}
 	if ms != nil {
 		deliver.RootCAs = ms.Pool
-		h.Runner.Config.Reports.Deliver.SMTP = smtpConfig(t, ms.Addr, timeout)
+		h.Runner.Config.Reports.Deliver.SMTP = runtest.SMTPConfig(t, ms.Addr, timeout)
 	}
 	return h, share, configs.Job{Name: "nightly", Cron: "@daily", Run: []string{"fetch", "report", "deliver"}}
 }
@@ -224,7 +224,7 @@ func TestDeliverHungMailServerIsBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	h.Runner.Config.Reports.Deliver.SMTP = smtpConfig(t, ln.Addr().String(), 300*time.Millisecond)
+	h.Runner.Config.Reports.Deliver.SMTP = runtest.SMTPConfig(t, ln.Addr().String(), 300*time.Millisecond)
 
 	t.Run("never greets", func(t *testing.T) {
 		began := time.Now()
@@ -245,7 +245,7 @@ func TestDeliverHungMailServerIsBounded(t *testing.T) {
 		ms := newMailServer(t)
 		ms.Stall(time.Hour)
 		deliver.RootCAs = ms.Pool
-		h.Runner.Config.Reports.Deliver.SMTP = smtpConfig(t, ms.Addr, 300*time.Millisecond)
+		h.Runner.Config.Reports.Deliver.SMTP = runtest.SMTPConfig(t, ms.Addr, 300*time.Millisecond)
 		_, err := h.Runner.RunJob(ctx, "run", nightly)
 		var pe *job.Partial
 		if !errors.As(err, &pe) || !strings.Contains(err.Error(), "smtp:127.0.0.1") {
@@ -257,7 +257,7 @@ func TestDeliverHungMailServerIsBounded(t *testing.T) {
 	})
 
 	t.Run("cancelled", func(t *testing.T) {
-		h.Runner.Config.Reports.Deliver.SMTP = smtpConfig(t, ln.Addr().String(), time.Hour)
+		h.Runner.Config.Reports.Deliver.SMTP = runtest.SMTPConfig(t, ln.Addr().String(), time.Hour)
 		ctx, cancel := context.WithCancel(context.Background())
 		go func() {
 			time.Sleep(2 * time.Second)

@@ -8,7 +8,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -23,20 +22,6 @@ import (
 
 // newMailServer is a real SMTP server in-process (prooftest.MailServer).
 func newMailServer(t *testing.T) *prooftest.MailServer { return prooftest.NewMailServer(t) }
-
-// smtpConfig points reports.deliver.smtp at a test mail server.
-func smtpConfig(t *testing.T, addr string, timeout time.Duration) *configs.SMTPConfig {
-	t.Helper()
-	host, port, _ := net.SplitHostPort(addr)
-	n, err := strconv.Atoi(port)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &configs.SMTPConfig{
-		Host: host, Port: n, Security: "starttls", Username: "tally", PasswordEnv: "TALLY_TEST_SMTP_PASSWORD",
-		From: "tally@example.com", To: []string{"finance@example.com"}, Subject: "Tally cost workbook {month}", Timeout: timeout,
-	}
-}
 
 // The deliver step sends the finished month's workbook by mail (STARTTLS,
 // AUTH, the workbook attached intact, the totals in the text) and to a

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -339,4 +340,18 @@ func (h *Harness) Workbook(month time.Time, name string) (*excelize.File, string
 	}
 	h.T.Cleanup(func() { f.Close() })
 	return f, path
+}
+
+// SMTPConfig points reports.deliver.smtp at a test mail server.
+func SMTPConfig(t *testing.T, addr string, timeout time.Duration) *configs.SMTPConfig {
+	t.Helper()
+	host, port, _ := net.SplitHostPort(addr)
+	n, err := strconv.Atoi(port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &configs.SMTPConfig{
+		Host: host, Port: n, Security: "starttls", Username: "tally", PasswordEnv: "TALLY_TEST_SMTP_PASSWORD",
+		From: "tally@example.com", To: []string{"finance@example.com"}, Subject: "Tally cost workbook {month}", Timeout: timeout,
+	}
 }
