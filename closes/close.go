@@ -13,6 +13,10 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/tally-dev/tally"
+	// A close with a chargeback freezes it through the writer package
+	// allocation sets (store.FreezeAllocation); every build that closes a
+	// month has it.
+	_ "github.com/tally-dev/tally/allocation"
 	"github.com/tally-dev/tally/configs"
 	"github.com/tally-dev/tally/internal/atomicfile"
 	"github.com/tally-dev/tally/job"

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tally-dev/tally"
+	"github.com/tally-dev/tally/allocation"
 	"github.com/tally-dev/tally/fetch/sim"
 	"github.com/tally-dev/tally/store"
 )
@@ -107,7 +108,7 @@ func BenchmarkExportFOCUSAllocation(b *testing.B) {
 		name := "without"
 		if alloc {
 			name = "with"
-			if err := s.SetAllocation(context.Background(), a); err != nil {
+			if err := allocation.Set(context.Background(), s, a); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/tally-dev/tally"
+	"github.com/tally-dev/tally/allocation"
 	"github.com/tally-dev/tally/internal/testkit/focuscheck"
 	"github.com/tally-dev/tally/store"
 )
@@ -354,7 +355,7 @@ func TestExportFOCUS13SplitCostAllocation(t *testing.T) {
 	o := Options{Format: FormatFOCUS, Granularity: tally.Day, Basis: tally.BasisUsage}
 	o.Dir = t.TempDir()
 	before := parquetOf(exportTo(t, f.s, o).Dir, "focus")
-	if err := f.s.SetAllocation(ctx, chargebackRules(t)); err != nil {
+	if err := allocation.Set(ctx, f.s, chargebackRules(t)); err != nil {
 		t.Fatal(err)
 	}
 	o.Dir = t.TempDir()

@@ -18,7 +18,7 @@ import (
 
 // The export's tests build their stores through the store's own API, as
 // the store's tests do (store/helpers_test.go, store/fixture_test.go,
-// store/allocation_test.go): a test file cannot be imported, so the few
+// allocation/allocation_test.go): a test file cannot be imported, so the few
 // helpers both need are written for each.
 
 func openTemp(t *testing.T) *store.Store {

@@ -9,8 +9,8 @@ import (
 	"strings"
 
 	"github.com/tally-dev/tally"
+	"github.com/tally-dev/tally/allocation"
 	tallysql "github.com/tally-dev/tally/sql"
-	"github.com/tally-dev/tally/store"
 )
 
 const (
@@ -18,14 +18,8 @@ const (
 	sheetChargebackLines = "Chargeback lines"
 )
 
-// chargeLine is one line of the month's chargeback (chargeback.sql).
-type chargeLine struct {
-	centre, currency, project, meter, paidAs, method, version, note string
-	ratio, amount                                                   money
-}
-
-// shared reports whether the line is a part of a shared charge.
-func (l chargeLine) shared() bool { return l.version != "" }
+// chargeLine is one line of the month's chargeback (allocation.Lines).
+type chargeLine = allocation.Line
 
 // chargeback reads the month's chargeback lines, once per workbook: none
 // when no cost centre is configured for the month.
@@ -47,59 +41,13 @@ func (b *builder) chargeback() ([]chargeLine, error) {
 		b.charges = &[]chargeLine{}
 		return nil, nil
 	}
-	text, err := fs.ReadFile(tallysql.Reports, "reports/chargeback.sql")
-	if err != nil {
-		return nil, err
-	}
 	month, err := fs.ReadFile(tallysql.Reports, "reports/month_usage.sql")
 	if err != nil {
 		return nil, err
 	}
-	// The views of chargeback read usage_finest: here the report month's
-	// rows, so the sheet ties out to the Summary to the last digit.
-	ctes := []tallysql.CTE{{Name: "month_usage", Query: string(month)}, {Name: "usage_finest", Query: "SELECT * FROM month_usage"}}
-	var args []any
-	if b.opts.Allocation != nil {
-		// The config's allocation for open months, rather than what the
-		// last run wrote to the analysts' copy; closed months keep theirs.
-		centres, rules := store.AllocationJSON(*b.opts.Allocation)
-		for _, t := range []struct{ table, param, rows string }{
-			{"allocation_cost_centres", "$allocation_centres", centres},
-			{"allocation_rules", "$allocation_rules", rules},
-		} {
-			ctes = append(ctes, tallysql.CTE{Name: t.table, Query: "SELECT * FROM main." + t.table + " WHERE close_id IS NOT NULL UNION ALL " +
-				store.AllocationFromJSON(t.table, "NULL", t.param)})
-			args = append(args, sql.Named(t.param[1:], t.rows))
-		}
-	}
-	views := []string{"allocation_charges", "cost_allocation"}
-	for _, v := range views {
-		c, err := tallysql.View(v)
-		if err != nil {
-			return nil, err
-		}
-		ctes = append(ctes, c)
-	}
-	q, err := tallysql.InlineProvided(tallysql.With(string(text), ctes...), append(views, "usage_finest")...)
+	lines, err := allocation.Lines(b.ctx, b.src, string(month), b.args(), b.opts.Allocation)
 	if err != nil {
 		return nil, err
-	}
-	rows, err := b.src.QueryContext(b.ctx, q, append(b.args(), args...)...)
-	if err != nil {
-		return nil, fmt.Errorf("query chargeback: %w", err)
-	}
-	defer rows.Close()
-	lines := []chargeLine{}
-	for rows.Next() {
-		var l chargeLine
-		var unallocated bool
-		if err := rows.Scan(&l.centre, &l.currency, &unallocated, &l.project, &l.meter, &l.paidAs, &l.method, &l.version, &l.ratio, &l.amount, &l.note); err != nil {
-			return nil, fmt.Errorf("query chargeback: read row: %w", err)
-		}
-		lines = append(lines, l)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("query chargeback: %w", err)
 	}
 	b.charges = &lines
 	return lines, nil
@@ -109,11 +57,10 @@ func (b *builder) chargeback() ([]chargeLine, error) {
 // chargeback tables (migration 0012).
 func (b *builder) chargebackTables() (bool, error) {
 	if b.hasAllocation == nil {
-		var n int
-		if err := b.scalar(`SELECT count(*) FROM duckdb_tables() WHERE table_name IN ('allocation_rules', 'allocation_cost_centres')`, &n); err != nil {
+		has, err := allocation.HasRecords(b.ctx, b.src)
+		if err != nil {
 			return false, err
 		}
-		has := n == 2
 		b.hasAllocation = &has
 	}
 	return *b.hasAllocation, nil
@@ -123,42 +70,8 @@ func (b *builder) chargebackTables() (bool, error) {
 // the budget scopes of cost centres are then empty.
 const noCostCentres = `SELECT CAST(NULL AS UUID) AS close_id, 0 AS position, '' AS cost_centre, '' AS owner, '' AS project WHERE false`
 
-// scalar reads the one value a query returns into dest.
-func (b *builder) scalar(q string, dest any) error {
-	return store.ScanOne(b.ctx, b.src, q, nil, dest)
-}
-
-// centreTotal is one cost centre's month in one currency.
-type centreTotal struct {
-	centre, currency              string
-	direct, shared, total, billed tally.Decimal
-	methods                       []string // rule@from (method), as received
-}
-
-// centreTotals sums the lines per cost centre and currency, in the lines'
-// order (cost centres by name, Unallocated last).
-func centreTotals(lines []chargeLine) []*centreTotal {
-	var out []*centreTotal
-	for _, l := range lines {
-		if len(out) == 0 || out[len(out)-1].centre != l.centre || out[len(out)-1].currency != l.currency {
-			out = append(out, &centreTotal{centre: l.centre, currency: l.currency})
-		}
-		t := out[len(out)-1]
-		t.total = t.total.Add(l.amount.dec)
-		if l.paidAs == "direct" || l.paidAs == "other" {
-			t.billed = t.billed.Add(l.amount.dec)
-		}
-		if !l.shared() {
-			t.direct = t.direct.Add(l.amount.dec)
-			continue
-		}
-		t.shared = t.shared.Add(l.amount.dec)
-		if m := l.version + " (" + l.method + ")"; !slices.Contains(t.methods, m) {
-			t.methods = append(t.methods, m)
-		}
-	}
-	return out
-}
+// lineMoney is a line's figure as the sheets write money.
+func lineMoney(d sql.Null[tally.Decimal]) money { return money{dec: d.V, valid: d.Valid} }
 
 // chargebackSheet fills the Chargeback sheet: per cost centre and
 // currency the direct cost, the shared cost received and by which rules
@@ -173,19 +86,19 @@ func (b *builder) chargebackSheet(lines []chargeLine, totals []totalRow) error {
 		return err
 	}
 	sums := map[string]tally.Decimal{}
-	for _, c := range centreTotals(lines) {
-		cells := []cell{b.wrapped(c.centre), b.txt(c.currency)}
-		for _, d := range []tally.Decimal{c.direct, c.shared, c.total, c.billed} {
-			v, err := b.amount(money{dec: d, valid: true}, c.currency)
+	for _, c := range allocation.Totals(lines) {
+		cells := []cell{b.wrapped(c.CostCentre), b.txt(c.Currency)}
+		for _, d := range []tally.Decimal{c.Direct, c.Shared, c.Total, c.Billed} {
+			v, err := b.amount(money{dec: d, valid: true}, c.Currency)
 			if err != nil {
 				return err
 			}
 			cells = append(cells, v)
 		}
-		if err := t.add(append(cells, b.wrapped(strings.Join(c.methods, "; ")))...); err != nil {
+		if err := t.add(append(cells, b.wrapped(strings.Join(c.Methods, "; ")))...); err != nil {
 			return err
 		}
-		sums[c.currency] = sums[c.currency].Add(c.total)
+		sums[c.Currency] = sums[c.Currency].Add(c.Total)
 	}
 	if err := t.finish(""); err != nil {
 		return err
@@ -213,7 +126,7 @@ func (b *builder) chargebackSheet(lines []chargeLine, totals []totalRow) error {
 	}
 	var notes []string
 	for _, l := range lines {
-		if n := l.version + ": " + l.note; l.note != "" && !slices.Contains(notes, n) {
+		if n := l.Version + ": " + l.Note; l.Note != "" && !slices.Contains(notes, n) {
 			notes = append(notes, n)
 		}
 	}
@@ -243,14 +156,14 @@ func (b *builder) chargebackLines(lines []chargeLine) error {
 		return err
 	}
 	for _, l := range lines {
-		if !l.shared() {
+		if !l.Shared() {
 			continue
 		}
-		v, err := b.amount(l.amount, l.currency)
+		v, err := b.amount(lineMoney(l.Amount), l.Currency)
 		if err != nil {
 			return err
 		}
-		if err := lt.add(b.wrapped(l.centre), b.txt(l.currency), v, b.ratio(l.ratio), b.txt(l.method), b.txt(l.paidAs), b.wrapped(l.origin())); err != nil {
+		if err := lt.add(b.wrapped(l.CostCentre), b.txt(l.Currency), v, b.ratio(lineMoney(l.Ratio)), b.txt(l.Method), b.txt(l.PaidAs), b.wrapped(origin(l))); err != nil {
 			return err
 		}
 	}
@@ -259,14 +172,14 @@ func (b *builder) chargebackLines(lines []chargeLine) error {
 
 // origin says where a shared line comes from and, when the rule's method
 // fell back, why.
-func (l chargeLine) origin() string {
-	project := l.project
+func origin(l chargeLine) string {
+	project := l.Project
 	if project == "" {
 		project = "(no project)"
 	}
-	s := l.version + "; " + project + ", " + l.meter
-	if l.note != "" {
-		s += " (" + l.note + ")"
+	s := l.Version + "; " + project + ", " + l.Meter
+	if l.Note != "" {
+		s += " (" + l.Note + ")"
 	}
 	return s
 }

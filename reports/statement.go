@@ -14,6 +14,7 @@ import (
 	"github.com/xuri/excelize/v2"
 
 	"github.com/tally-dev/tally"
+	"github.com/tally-dev/tally/allocation"
 	"github.com/tally-dev/tally/internal/atomicfile"
 )
 
@@ -101,8 +102,8 @@ func writeStatements(ctx context.Context, src Source, p Period, opts Options, pa
 	owners := map[string]string{}
 	var centres []string
 	for _, l := range lines {
-		if l.centre != tally.Unallocated && !slices.Contains(centres, l.centre) {
-			centres = append(centres, l.centre)
+		if l.CostCentre != tally.Unallocated && !slices.Contains(centres, l.CostCentre) {
+			centres = append(centres, l.CostCentre)
 		}
 	}
 	if opts.Allocation != nil {
@@ -184,7 +185,7 @@ func (b *builder) statement(st Statement, lines []chargeLine) error {
 	}
 	var mine []chargeLine
 	for _, l := range lines {
-		if l.centre == st.CostCentre {
+		if l.CostCentre == st.CostCentre {
 			mine = append(mine, l)
 		}
 	}
@@ -192,13 +193,13 @@ func (b *builder) statement(st Statement, lines []chargeLine) error {
 	if err := b.putRow(s, row, cell{"Totals", b.st.section}); err != nil {
 		return err
 	}
-	for _, t := range centreTotals(mine) {
+	for _, t := range allocation.Totals(mine) {
 		for _, r := range []struct {
 			label string
 			d     tally.Decimal
 			bold  bool
-		}{{"Direct: its own projects", t.direct, false}, {"Shared costs received", t.shared, false}, {"Total", t.total, true}, {"of which billed", t.billed, false}} {
-			v, err := b.amount(money{dec: r.d, valid: true}, t.currency)
+		}{{"Direct: its own projects", t.Direct, false}, {"Shared costs received", t.Shared, false}, {"Total", t.Total, true}, {"of which billed", t.Billed, false}} {
+			v, err := b.amount(money{dec: r.d, valid: true}, t.Currency)
 			if err != nil {
 				return err
 			}
@@ -207,7 +208,7 @@ func (b *builder) statement(st Statement, lines []chargeLine) error {
 				label = cell{r.label, b.st.label}
 			}
 			row++
-			if err := b.putRow(s, row, label, cell{nil, 0}, b.txt(t.currency), cell{nil, 0}, cell{nil, 0}, cell{nil, 0}, v); err != nil {
+			if err := b.putRow(s, row, label, cell{nil, 0}, b.txt(t.Currency), cell{nil, 0}, cell{nil, 0}, cell{nil, 0}, v); err != nil {
 				return err
 			}
 		}
@@ -221,14 +222,14 @@ func (b *builder) statement(st Statement, lines []chargeLine) error {
 		return err
 	}
 	for _, l := range mine {
-		if l.shared() {
+		if l.Shared() {
 			continue
 		}
-		v, err := b.amount(l.amount, l.currency)
+		v, err := b.amount(lineMoney(l.Amount), l.Currency)
 		if err != nil {
 			return err
 		}
-		if err := own.add(b.wrapped(l.project), b.wrapped(l.meter), b.txt(l.currency), b.txt(l.paidAs), b.txt(l.method), b.ratio(l.ratio), v, b.wrapped("its project")); err != nil {
+		if err := own.add(b.wrapped(l.Project), b.wrapped(l.Meter), b.txt(l.Currency), b.txt(l.PaidAs), b.txt(l.Method), b.ratio(lineMoney(l.Ratio)), v, b.wrapped("its project")); err != nil {
 			return err
 		}
 	}
@@ -251,22 +252,22 @@ func (b *builder) statement(st Statement, lines []chargeLine) error {
 		return err
 	}
 	for _, l := range mine {
-		if !l.shared() {
+		if !l.Shared() {
 			continue
 		}
-		v, err := b.amount(l.amount, l.currency)
+		v, err := b.amount(lineMoney(l.Amount), l.Currency)
 		if err != nil {
 			return err
 		}
-		project := l.project
+		project := l.Project
 		if project == "" {
 			project = "(no project)"
 		}
-		why := "rule " + l.version + ": " + l.method + " split"
-		if l.note != "" {
-			why += "; " + l.note
+		why := "rule " + l.Version + ": " + l.Method + " split"
+		if l.Note != "" {
+			why += "; " + l.Note
 		}
-		if err := sh.add(b.wrapped(l.version), b.wrapped(project+", "+l.meter), b.txt(l.currency), b.txt(l.paidAs), b.txt(l.method), b.ratio(l.ratio), v, b.wrapped(why)); err != nil {
+		if err := sh.add(b.wrapped(l.Version), b.wrapped(project+", "+l.Meter), b.txt(l.Currency), b.txt(l.PaidAs), b.txt(l.Method), b.ratio(lineMoney(l.Ratio)), v, b.wrapped(why)); err != nil {
 			return err
 		}
 	}

@@ -270,15 +270,18 @@ func (r *Runner) Record(ctx context.Context, command, jobName string, fn job.Ste
 	}
 	defer st.Close()
 	r.tidyRuns(ctx, st)
-	// The analysts' chargeback views follow the config of the latest run
-	// that wrote; closed months keep what their close froze.
-	if err := st.SetAllocation(ctx, r.Config.Allocation); err != nil {
-		return out, err
-	}
 
 	runCtx, stop := graceful(ctx, r.Config.Schedule.Grace)
 	defer stop()
 	env := &job.Env{Config: r.Config, Client: client, Orgs: orgs, Store: st, Log: r.Log, Clock: r.Now, AsOf: r.AsOf, Stop: ctx.Done(), Version: r.Version, Observe: r.observe}
+	// What capabilities do first in every run that writes (the analysts'
+	// chargeback views follow the config of the latest run that wrote;
+	// closed months keep what their close froze).
+	for _, start := range job.Starts() {
+		if err := start(ctx, env); err != nil {
+			return out, err
+		}
+	}
 	runID := store.NewRunID()
 	out.ID = runID
 	out.AsOf = asOfPtr(r.AsOf)

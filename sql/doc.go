@@ -37,9 +37,10 @@ var Close embed.FS
 var Queries embed.FS
 
 // Reports holds the queries behind the workbook's sheets, one file per
-// sheet (the Summary has three), named after the sheet they fill, and
-// month_usage.sql, the report month's rows, which they all read, and
-// month_rows.sql, which counts them.
+// sheet (the Summary has three; the Chargeback sheets' is package
+// allocation's), named after the sheet they fill, and month_usage.sql,
+// the report month's rows, which they all read, and month_rows.sql,
+// which counts them.
 //
 //go:embed reports/*.sql
 var Reports embed.FS

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"time"
 
@@ -189,6 +190,13 @@ func (s *Store) RecordCloses(ctx context.Context, cs []CloseRecord) error {
 	})
 }
 
+// FreezeAllocation writes, on conn in a close's transaction, the
+// chargeback the close freezes (a's cost centres and rules, under the
+// close's id). Package allocation, which owns those records
+// (allocation_cost_centres, allocation_rules), sets it; a close with an
+// allocation is refused when it is not set.
+var FreezeAllocation func(ctx context.Context, conn *sql.Conn, closeID uuid.UUID, a tally.Allocation) error
+
 func recordClose(ctx context.Context, conn *sql.Conn, c MonthClose, figs []tally.CloseFigure) error {
 	for _, f := range figs {
 		if _, err := conn.ExecContext(ctx, `INSERT INTO month_close_figures
@@ -206,8 +214,11 @@ VALUES (?, ?, ?, ?, ?, ?, ?, CAST(? AS DECIMAL(38, 12)), CAST(? AS DECIMAL(38, 1
 	}
 	var allocationHash any
 	if !c.Allocation.Empty() {
+		if FreezeAllocation == nil {
+			return errors.New("record close: no writer for the chargeback it freezes (package allocation is not in the build)")
+		}
 		frozen := tally.Allocation{CostCentres: c.Allocation.CostCentres, Rules: c.Allocation.InForce(c.Month)}
-		if err := insertAllocation(ctx, conn, &c.ID, frozen); err != nil {
+		if err := FreezeAllocation(ctx, conn, c.ID, frozen); err != nil {
 			return err
 		}
 		allocationHash = c.Allocation.Hash(c.Month)

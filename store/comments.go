@@ -12,9 +12,9 @@ import (
 // comment writes the descriptions the SQL files carry into DuckDB's
 // catalog (COMMENT ON), so the DuckDB CLI, DBeaver and Python show what
 // each table, view and column holds; the published copy carries them too.
-// They are checked at every open, like the views, so they follow the files;
-// only those the catalog does not already hold are written (rewriting them
-// all took about half of every open). A column a comment names that the
+// They are checked whenever an open makes the views (makeViews), so they
+// follow the files; only those the catalog does not already hold are
+// written (rewriting them all took about half of every open). A column a comment names that the
 // database does not have (a later migration dropped it) is passed over.
 func (s *Store) comment(ctx context.Context, fsyss ...fs.FS) error {
 	var all []tallysql.Comment
@@ -31,6 +31,7 @@ func (s *Store) comment(ctx context.Context, fsyss ...fs.FS) error {
 			all = append(all, tallysql.Comments(string(b))...)
 		}
 	}
+	all = append(all, machineryComments()...)
 	// What the catalog holds: every column of main with its comment, and
 	// every table's and view's; "" where there is none.
 	cols := map[[2]string]string{}
@@ -61,8 +62,19 @@ UNION ALL SELECT view_name, NULL, coalesce(comment, '') FROM duckdb_views() WHER
 		c    tallysql.Comment
 		stmt string
 	}
+	// One object or column the files describe more than once (a later
+	// migration adds a column again, with its own words) takes the last
+	// description: written in turn, each open would write both and leave
+	// them alternating.
+	last := map[[2]string]int{}
+	for i, c := range all {
+		last[[2]string{c.Object, c.Column}] = i
+	}
 	var writes []write
-	for _, c := range all {
+	for i, c := range all {
+		if last[[2]string{c.Object, c.Column}] != i {
+			continue
+		}
 		if c.Column == "" {
 			if have, ok := objs[c.Object]; ok && have != c.Text {
 				writes = append(writes, write{c, fmt.Sprintf("COMMENT ON %s %s IS %s", c.Kind, quoteIdent(c.Object), quoteString(c.Text))})

@@ -59,8 +59,8 @@ func TestCatalogComments(t *testing.T) {
 }
 
 // A reopen writes only the comments the catalog does not hold as the SQL
-// files say: one changed since comes back, and the views (which every open
-// defines again) keep theirs.
+// files say: one changed since comes back, and the views (defined again
+// with it, as the catalog changed) keep theirs.
 func TestCatalogCommentsFollowTheFilesOnReopen(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "tally.duckdb")

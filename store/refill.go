@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tally-dev/tally"
+	tallysql "github.com/tally-dev/tally/sql"
 )
 
 // A table the load keeps (daily_usage_cost, daily_usage_totals,
@@ -26,10 +27,10 @@ const createRefillsTable = `CREATE TABLE IF NOT EXISTS kept_refills (
     done_before DATE
 )`
 
-var refillsComments = []string{
-	`COMMENT ON TABLE kept_refills IS 'Tables the load keeps that a migration emptied and Tally is filling again from usage, a month at a time; empty once every fill is done'`,
-	`COMMENT ON COLUMN kept_refills.kept IS 'the table: daily_usage_cost, daily_usage_totals or daily_baselines'`,
-	`COMMENT ON COLUMN kept_refills.done_before IS 'the months before this one are filled; NULL when none is yet'`,
+var refillsComments = []tallysql.Comment{
+	{Kind: "TABLE", Object: "kept_refills", Text: "Tables the load keeps that a migration emptied and Tally is filling again from usage, a month at a time; empty once every fill is done"},
+	{Kind: "TABLE", Object: "kept_refills", Column: "kept", Text: "the table: daily_usage_cost, daily_usage_totals or daily_baselines"},
+	{Kind: "TABLE", Object: "kept_refills", Column: "done_before", Text: "the months before this one are filled; NULL when none is yet"},
 }
 
 // The kept tables, in the order they are filled: the baselines read the

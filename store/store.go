@@ -136,7 +136,8 @@ func mustSub(fsys fs.FS, dir string) fs.FS {
 
 // Open opens the database at path. With no option it opens it read-write
 // as the one writer, creating it when it does not exist, applies the
-// migrations it lacks and (re)creates the views; ReadOnly, Query and
+// migrations it lacks and (re)creates the views when what they are made
+// from changed (makeViews); ReadOnly, Query and
 // Shared open it for readers instead.
 //
 // A new database is created whole or not at all (see create), with mode
@@ -194,11 +195,7 @@ func openWith(ctx context.Context, path string, o options) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
-	if err := s.createViews(ctx, o.views); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("open store %s: %w", path, err)
-	}
-	if err := s.comment(ctx, o.migrations, o.views); err != nil {
+	if err := s.makeViews(ctx, o); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
@@ -511,10 +508,14 @@ func (s *Store) migrate(ctx context.Context, fsys fs.FS) error {
 	if _, err := s.db.ExecContext(ctx, createMigrationsTable); err != nil {
 		return fmt.Errorf("create schema_migrations: %w", err)
 	}
-	for _, q := range append([]string{createRefillsTable}, refillsComments...) {
-		if _, err := s.db.ExecContext(ctx, q); err != nil {
-			return fmt.Errorf("create kept_refills: %w", err)
-		}
+	// Their comments are written with the SQL files' (comment), only when
+	// the catalog lacks them: an open that writes nothing leaves nothing to
+	// checkpoint at close.
+	if _, err := s.db.ExecContext(ctx, createRefillsTable); err != nil {
+		return fmt.Errorf("create kept_refills: %w", err)
+	}
+	if _, err := s.db.ExecContext(ctx, createViewsMadeTable); err != nil {
+		return fmt.Errorf("create views_made: %w", err)
 	}
 	applied := map[int]bool{}
 	maxApplied := 0

@@ -1,6 +1,6 @@
 -- chargeback: the report month's chargeback, line by line, for the
 -- Chargeback sheet and the cost centres' statements: cost_allocation over
--- the report month's rows (reports/chargeback.go puts month_usage in place
+-- the report month's rows (allocation/lines.go puts month_usage in place
 -- of usage_finest, and the config's allocation in place of the one the
 -- store holds for open months). Charges of one project, meter, paid-as and
 -- rule entry are one line (their families and payment methods together).

@@ -1,4 +1,4 @@
-package store
+package allocation
 
 import (
 	"context"
@@ -9,34 +9,49 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/tally-dev/tally"
+	"github.com/tally-dev/tally/job"
+	"github.com/tally-dev/tally/store"
 )
 
-// SetAllocation replaces, in one transaction, the allocation open months
-// are charged back by (the rows of allocation_cost_centres and
+// Every run that writes starts by putting its config's allocation in
+// place for the open months. A close records its month's chargeback (the
+// cost centres and the rules in force) in its own transaction, through
+// the store; the rows are this package's, so it is what writes them.
+func init() {
+	job.RegisterStart("allocation", func(ctx context.Context, env *job.Env) error {
+		return Set(ctx, env.Store, env.Config.Allocation)
+	})
+	store.FreezeAllocation = func(ctx context.Context, conn *sql.Conn, closeID uuid.UUID, a tally.Allocation) error {
+		return insert(ctx, conn, &closeID, a)
+	}
+}
+
+// Set replaces, in one transaction, the allocation open months are
+// charged back by (the rows of allocation_cost_centres and
 // allocation_rules whose close_id is NULL) with a: every run that writes
 // calls it with its config's, so the analysts' views follow the config.
 // The rows closes froze are left as they are.
-func (s *Store) SetAllocation(ctx context.Context, a tally.Allocation) error {
-	return s.inTx(ctx, func(conn *sql.Conn) error {
+func Set(ctx context.Context, st *store.Store, a tally.Allocation) error {
+	return st.InTx(ctx, "set the chargeback allocation", func(conn *sql.Conn) error {
 		for _, t := range []string{"allocation_cost_centres", "allocation_rules"} {
 			if _, err := conn.ExecContext(ctx, `DELETE FROM `+t+` WHERE close_id IS NULL`); err != nil {
 				return fmt.Errorf("replace %s: %w", t, err)
 			}
 		}
-		return insertAllocation(ctx, conn, nil, a)
+		return insert(ctx, conn, nil, a)
 	})
 }
 
-// insertAllocation writes a's cost centres and rules under closeID (nil:
-// the open months' allocation).
-func insertAllocation(ctx context.Context, conn *sql.Conn, closeID *uuid.UUID, a tally.Allocation) error {
+// insert writes a's cost centres and rules under closeID (nil: the open
+// months' allocation).
+func insert(ctx context.Context, conn *sql.Conn, closeID *uuid.UUID, a tally.Allocation) error {
 	var id any
 	if closeID != nil {
 		id = closeID.String()
 	}
-	centres, rules := AllocationJSON(a)
+	centres, rules := rowsJSON(a)
 	for _, t := range []struct{ table, rows string }{{"allocation_cost_centres", centres}, {"allocation_rules", rules}} {
-		if _, err := conn.ExecContext(ctx, `INSERT INTO `+t.table+` `+AllocationFromJSON(t.table, "$1", "$2"), id, t.rows); err != nil {
+		if _, err := conn.ExecContext(ctx, `INSERT INTO `+t.table+` `+fromJSON(t.table, "$1", "$2"), id, t.rows); err != nil {
 			return fmt.Errorf("record %s: %w", t.table, err)
 		}
 	}
@@ -65,12 +80,12 @@ type ruleRow struct {
 	Percent       *string  `json:"percent"`
 }
 
-// AllocationJSON renders a as the rows of allocation_cost_centres and of
-// allocation_rules (close_id aside), each a JSON array, for
-// AllocationFromJSON: the store writes them so, and a workbook built from
-// the analysts' copy reads its config's allocation so, in place of the
-// one the copy holds.
-func AllocationJSON(a tally.Allocation) (centres, rules string) {
+// rowsJSON renders a as the rows of allocation_cost_centres and of
+// allocation_rules (close_id aside), each a JSON array, for fromJSON:
+// Set and a close write them so, and a month's chargeback read from the
+// analysts' copy (Lines) reads its config's allocation so, in place of
+// the one the copy holds.
+func rowsJSON(a tally.Allocation) (centres, rules string) {
 	opt := func(s string) *string {
 		if s == "" {
 			return nil
@@ -103,10 +118,10 @@ func AllocationJSON(a tally.Allocation) (centres, rules string) {
 	return string(b1), string(b2)
 }
 
-// AllocationFromJSON is a SELECT of table's columns (allocation_cost_centres
-// or allocation_rules) from the JSON rows of AllocationJSON in the
-// parameter rowsParam, with close_id the parameter (or SQL) closeID.
-func AllocationFromJSON(table, closeID, rowsParam string) string {
+// fromJSON is a SELECT of table's columns (allocation_cost_centres or
+// allocation_rules) from the JSON rows of rowsJSON in the parameter
+// rowsParam, with close_id the parameter (or SQL) closeID.
+func fromJSON(table, closeID, rowsParam string) string {
 	if table == "allocation_cost_centres" {
 		return `SELECT CAST(` + closeID + ` AS UUID) AS close_id, r.position, r.cost_centre, r.owner, r.project
 FROM (SELECT unnest(from_json(CAST(` + rowsParam + ` AS VARCHAR), '[{"position":"INTEGER","cost_centre":"VARCHAR","owner":"VARCHAR","project":"VARCHAR"}]')) AS r)`

@@ -1,4 +1,4 @@
-package store
+package allocation
 
 import (
 	"context"
@@ -7,25 +7,26 @@ import (
 	"time"
 
 	"github.com/tally-dev/tally"
+	"github.com/tally-dev/tally/store"
 )
 
 // BenchmarkCostAllocation reads a month's chargeback from the views over
-// 200,000 hourly rows of 224 projects (benchRows): 20 cost centres of 10
+// 200,000 hourly rows of 224 projects (benchRows, as store's load benchmark): 20 cost centres of 10
 // projects each; the other 24 projects shared among all 20 in proportion
 // to their own usage, and one meter of every project by a driver. It
 // reports the month's lines and its cost centres' totals, per read.
 //
-//	go test ./store -run '^$' -bench CostAllocation -benchtime 5x
+//	go test ./allocation -run '^$' -bench CostAllocation -benchtime 5x
 func BenchmarkCostAllocation(b *testing.B) {
 	ctx := context.Background()
-	s, err := Open(ctx, b.TempDir()+"/tally.duckdb")
+	s, err := store.Open(ctx, b.TempDir()+"/tally.duckdb")
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer s.Close()
 	q := tally.UsageQuery{Window: tally.Window{Start: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), End: time.Date(2026, 2, 1, 0, 0, 0, 0, time.UTC), Granularity: tally.Hour}}
 	rows := benchRows(b, 200_000)
-	if _, err := s.LoadWindow(ctx, q, NewRunID(), rowsOf(rows...)); err != nil {
+	if _, err := s.LoadWindow(ctx, q, store.NewRunID(), rowsOf(rows...)); err != nil {
 		b.Fatal(err)
 	}
 	var a tally.Allocation
@@ -46,7 +47,7 @@ func BenchmarkCostAllocation(b *testing.B) {
 		{Name: "platform", From: q.Window.Start, Projects: shared, Receivers: all, Method: tally.AllocateProportional},
 		{Name: "egress", From: q.Window.Start, Meters: []string{"streaming_egress_gb"}, Receivers: all, Method: tally.AllocateDriver, Driver: "video_encoding_ondemand"},
 	}
-	if err := s.SetAllocation(ctx, a); err != nil {
+	if err := Set(ctx, s, a); err != nil {
 		b.Fatal(err)
 	}
 	b.ResetTimer()

@@ -1,4 +1,4 @@
-package store
+package allocation
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/fetch/sim"
 	"github.com/tally-dev/tally/internal/testkit/chargebackcheck"
+	"github.com/tally-dev/tally/store"
 )
 
 // chargebackMonths are the months of the chargeback proofs: the sim's
@@ -52,7 +53,7 @@ func chargebackRules(t *testing.T) tally.Allocation {
 }
 
 type chargebackFixture struct {
-	s    *Store
+	s    *store.Store
 	srv  *sim.Server
 	rows map[string][]tally.MeterData // month (YYYY-MM) → the sim's rows
 }
@@ -97,7 +98,7 @@ func TestCostAllocationMatchesTheSplitOfTheTruth(t *testing.T) {
 	ctx := context.Background()
 	f := newChargebackFixture(t)
 	a := chargebackRules(t)
-	if err := f.s.SetAllocation(ctx, a); err != nil {
+	if err := Set(ctx, f.s, a); err != nil {
 		t.Fatal(err)
 	}
 	for _, m := range chargebackMonths {
@@ -154,7 +155,7 @@ func cutBar(k string) (string, string, bool) {
 	return k, "", false
 }
 
-func distinctText(t *testing.T, s *Store, q string) []string {
+func distinctText(t *testing.T, s *store.Store, q string) []string {
 	var out []string
 	rows, err := s.DB().QueryContext(context.Background(), q)
 	if err != nil {
@@ -178,7 +179,7 @@ func TestRuleChangesLeaveThePastAndClosedMonths(t *testing.T) {
 	ctx := context.Background()
 	f := newChargebackFixture(t)
 	a := chargebackRules(t)
-	if err := f.s.SetAllocation(ctx, a); err != nil {
+	if err := Set(ctx, f.s, a); err != nil {
 		t.Fatal(err)
 	}
 	lines := func(month string) []string {
@@ -190,7 +191,7 @@ func TestRuleChangesLeaveThePastAndClosedMonths(t *testing.T) {
 	later := a
 	later.Rules = append(slices.Clone(a.Rules), tally.AllocationRule{Name: "training storage", From: monthOf(t, "2026-10"), Projects: []string{"training"},
 		Meters: []string{"storage_gb_hours"}, Receivers: []string{"Sport"}, Method: tally.AllocateFixed, Percent: []tally.Decimal{tally.MustDecimal("100")}})
-	if err := f.s.SetAllocation(ctx, later); err != nil {
+	if err := Set(ctx, f.s, later); err != nil {
 		t.Fatal(err)
 	}
 	equalLines(t, "August after a change from October", lines("2026-08"), aug)
@@ -205,7 +206,7 @@ func TestRuleChangesLeaveThePastAndClosedMonths(t *testing.T) {
 
 	// September is closed under these rules; then the rules change from
 	// August: August follows, September does not.
-	sepClose := MonthClose{ID: uuid.Must(uuid.NewV7()), Month: monthOf(t, "2026-09"), Basis: tally.BasisUsage, Granularity: tally.Day,
+	sepClose := store.MonthClose{ID: uuid.Must(uuid.NewV7()), Month: monthOf(t, "2026-09"), Basis: tally.BasisUsage, Granularity: tally.Day,
 		At: time.Date(2026, 10, 5, 0, 0, 0, 0, time.UTC), Who: "finance", ContentHash: "h", FinalWorkbook: "/x/final.xlsx", Allocation: later}
 	if err := f.s.RecordClose(ctx, sepClose, nil); err != nil {
 		t.Fatal(err)
@@ -220,7 +221,7 @@ func TestRuleChangesLeaveThePastAndClosedMonths(t *testing.T) {
 	rewritten.Rules[0].Method, rewritten.Rules[0].Receivers = tally.AllocateFixed, []string{"News"}
 	rewritten.Rules[0].Percent = []tally.Decimal{tally.MustDecimal("100")}
 	rewritten.CostCentres = append(slices.Clone(later.CostCentres), tally.CostCentre{Name: "Learning", Projects: []string{"training"}})
-	if err := f.s.SetAllocation(ctx, rewritten); err != nil {
+	if err := Set(ctx, f.s, rewritten); err != nil {
 		t.Fatal(err)
 	}
 	equalLines(t, "closed September after the rules changed", lines("2026-09"), sep)
@@ -232,7 +233,7 @@ func TestRuleChangesLeaveThePastAndClosedMonths(t *testing.T) {
 		t.Errorf("August under the rewritten rules: %s", d)
 	}
 	// Reopened, September follows the config again.
-	if err := f.s.RecordReopen(ctx, MonthClose{ID: uuid.Must(uuid.NewV7()), Month: sepClose.Month, Basis: tally.BasisUsage, Granularity: tally.Day,
+	if err := f.s.RecordReopen(ctx, store.MonthClose{ID: uuid.Must(uuid.NewV7()), Month: sepClose.Month, Basis: tally.BasisUsage, Granularity: tally.Day,
 		At: sepClose.At.Add(time.Hour), Who: "finance", Reason: "late credit"}); err != nil {
 		t.Fatal(err)
 	}
@@ -264,7 +265,7 @@ func sameTotals(got, want map[string]tally.Decimal) string {
 func TestCostCentreBudgetScope(t *testing.T) {
 	ctx := context.Background()
 	f := newChargebackFixture(t)
-	if err := f.s.SetAllocation(ctx, chargebackRules(t)); err != nil {
+	if err := Set(ctx, f.s, chargebackRules(t)); err != nil {
 		t.Fatal(err)
 	}
 	equalLines(t, "News's days",
