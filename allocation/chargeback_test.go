@@ -1,4 +1,4 @@
-package schedules_test
+package allocation_test
 
 import (
 	"bytes"
