@@ -22,6 +22,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/tally-dev/tally/configs"
+	_ "github.com/tally-dev/tally/ingest" // registers the step fetch, which these jobs name
 	"github.com/tally-dev/tally/internal/secret"
 	"github.com/tally-dev/tally/job"
 	"github.com/tally-dev/tally/store"

@@ -14,6 +14,7 @@ import (
 	"github.com/robfig/cron/v3"
 
 	"github.com/tally-dev/tally/configs"
+	_ "github.com/tally-dev/tally/ingest" // registers the step fetch, which these jobs name
 	"github.com/tally-dev/tally/job"
 	"github.com/tally-dev/tally/store"
 )

@@ -3,7 +3,6 @@ package schedules
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -23,6 +22,8 @@ import (
 	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/alerts"
 	"github.com/tally-dev/tally/configs"
+	_ "github.com/tally-dev/tally/ingest"  // registers the step fetch, which these jobs name
+	_ "github.com/tally-dev/tally/reports" // registers the step report
 	"github.com/tally-dev/tally/store"
 )
 
@@ -313,27 +314,6 @@ func TestMetricsLintAndEndpoint(t *testing.T) {
 	} {
 		if v, ok := has(c.name, c.labels...); !ok || v != c.want {
 			t.Errorf("%s%q = %v (present %v), want %v", c.name, c.labels, v, ok, c.want)
-		}
-	}
-}
-
-// A scheduler's jobs count their clients' requests in its metrics, by
-// resource and status, references included.
-func TestSchedulerCountsAPIRequests(t *testing.T) {
-	h := newHarness(t, setup{granularity: "day", start: "2026-09-01", now: "2026-10-20T12:00:00Z"})
-	job := configs.Job{Name: "nightly", Cron: "@daily", Run: []string{"fetch"}}
-	h.runner.Config.Schedule.Jobs = []configs.Job{job}
-	s, err := NewScheduler(h.runner, ScheduleOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := h.runner.RunJob(context.Background(), "schedule", job); err != nil {
-		t.Fatal(err)
-	}
-	text := string(s.mon.metrics())
-	for _, want := range []string{`tally_api_requests_total{resource="usage",status="200"}`, `tally_api_requests_total{resource="payment_methods",status="200"}`, `tally_api_requests_total{resource="rate_card",status="200"}`} {
-		if !strings.Contains(text, want) {
-			t.Errorf("metrics have no %s:\n%s", want, text)
 		}
 	}
 }

@@ -7,6 +7,8 @@
 // Harness is the end-to-end tests'; ProofEnv the reliability and security
 // proofs', which record every retry wait. RunFetch runs ingest's step as
 // `tally fetch` does, RunNightly the fetch and report steps as `tally run`
-// does. The package schedules' own tests keep theirs, since they cannot
-// import a package that imports schedules.
+// does; Published opens the analysts' copy as `tally export` does, for a
+// test's export.Run (runtest imports no export, so export's own tests may
+// use it). The package schedules' tests that run on it are external
+// (package schedules_test), since runtest imports schedules.
 package runtest

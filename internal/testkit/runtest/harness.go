@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -26,6 +27,7 @@ import (
 	"github.com/tally-dev/tally/ingest"
 	"github.com/tally-dev/tally/internal/secret"
 	"github.com/tally-dev/tally/internal/testkit/prooftest"
+	"github.com/tally-dev/tally/job"
 	"github.com/tally-dev/tally/reports"
 	"github.com/tally-dev/tally/schedules"
 	"github.com/tally-dev/tally/store"
@@ -208,6 +210,19 @@ func Unavailable(w http.ResponseWriter) {
 	io.WriteString(w, `{"error":{"code":"ServiceUnavailable","detail":"the service is temporarily Unavailable; retry later"}}`)
 }
 
+// Published runs f with the harness runner's job.Env on the analysts'
+// published copy, opened as `tally export` opens it, and closes the copy
+// when f returns. (Export's own tests use runtest, so runtest imports no
+// export: a test hands its export.Run in f.)
+func (h *Harness) Published(ctx context.Context, f func(env *job.Env) error) error {
+	st, err := schedules.OpenPublished(ctx, h.Runner.Config, h.Runner.Log)
+	if err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
+	defer st.Close()
+	return f(&job.Env{Config: h.Runner.Config, Store: st, Log: h.Runner.Log, Clock: h.Runner.Now})
+}
+
 // query is the usage query of [from, to) in the harness's granularity and
 // basis.
 func (h *Harness) Query(from, to time.Time) tally.UsageQuery {
@@ -325,4 +340,18 @@ func (h *Harness) Workbook(month time.Time, name string) (*excelize.File, string
 	}
 	h.T.Cleanup(func() { f.Close() })
 	return f, path
+}
+
+// SMTPConfig points reports.deliver.smtp at a test mail server.
+func SMTPConfig(t *testing.T, addr string, timeout time.Duration) *configs.SMTPConfig {
+	t.Helper()
+	host, port, _ := net.SplitHostPort(addr)
+	n, err := strconv.Atoi(port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &configs.SMTPConfig{
+		Host: host, Port: n, Security: "starttls", Username: "tally", PasswordEnv: "TALLY_TEST_SMTP_PASSWORD",
+		From: "tally@example.com", To: []string{"finance@example.com"}, Subject: "Tally cost workbook {month}", Timeout: timeout,
+	}
 }

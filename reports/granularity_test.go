@@ -1,10 +1,9 @@
-package schedules
+package reports_test
 
 import (
 	"context"
 	"database/sql"
 	"errors"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,31 +13,30 @@ import (
 	"github.com/xuri/excelize/v2"
 
 	"github.com/tally-dev/tally"
-	"github.com/tally-dev/tally/configs"
-	"github.com/tally-dev/tally/export"
 	"github.com/tally-dev/tally/ingest"
 	"github.com/tally-dev/tally/internal/testkit/prooftest"
+	"github.com/tally-dev/tally/internal/testkit/runtest"
 	"github.com/tally-dev/tally/job"
 	"github.com/tally-dev/tally/reports"
 )
 
 // fetchAt runs one recorded fetch of [from, to) at granularity g through
 // the real fetch path.
-func (h *harness) fetchAt(g tally.Granularity, from, to time.Time) {
-	h.t.Helper()
-	sum, err := runFetch(context.Background(), h.runner, ingest.FetchOptions{From: from, To: to, Granularity: g})
+func fetchAt(h *runtest.Harness, g tally.Granularity, from, to time.Time) {
+	h.T.Helper()
+	sum, err := runtest.RunFetch(context.Background(), h.Runner, ingest.FetchOptions{From: from, To: to, Granularity: g})
 	if err != nil {
-		h.t.Fatalf("fetch %s %s..%s: %v", g, from.Format(time.DateOnly), to.Format(time.DateOnly), err)
+		h.T.Fatalf("fetch %s %s..%s: %v", g, from.Format(time.DateOnly), to.Format(time.DateOnly), err)
 	}
 	if sum.Loaded != sum.Planned || sum.Planned == 0 {
-		h.t.Fatalf("fetch %s loaded %d of %d windows", g, sum.Loaded, sum.Planned)
+		h.T.Fatalf("fetch %s loaded %d of %d windows", g, sum.Loaded, sum.Planned)
 	}
 }
 
 // monthTruth is the sim's exact cost per currency of month m on the
 // harness's basis.
-func (h *harness) monthTruth(m time.Time) map[string]tally.Decimal {
-	return h.sim.Truth(h.query(m, m.AddDate(0, 1, 0))).Cost
+func monthTruth(h *runtest.Harness, m time.Time) map[string]tally.Decimal {
+	return h.Sim.Truth(h.Query(m, m.AddDate(0, 1, 0))).Cost
 }
 
 // finestTotals sums usage_finest of a basis in month m per currency.
@@ -81,22 +79,22 @@ func TestUsageFinestMixedLoadsMatchTruth(t *testing.T) {
 }
 
 func testUsageFinestMixedLoads(t *testing.T, reported bool) {
-	h := newHarness(t, setup{granularity: tally.Day, window: "1y", start: "2025-01-01", now: "2026-01-10T12:00:00Z", reported: reported})
+	h := runtest.NewHarness(t, runtest.Setup{Granularity: tally.Day, Window: "1y", Start: "2025-01-01", Now: "2026-01-10T12:00:00Z", Reported: reported})
 	// usage.window left out: the largest window each granularity allows (a
 	// set window must suit every granularity fetched with it).
-	h.runner.Config.Usage.Window = tally.WindowSize{}
+	h.Runner.Config.Usage.Window = tally.WindowSize{}
 	jan, jul := prooftest.Day(t, "2025-01-01"), prooftest.Day(t, "2025-07-01")
-	h.fetchAt(tally.Day, jan, jul)
-	h.fetchAt(tally.Hour, prooftest.Day(t, "2025-06-01"), prooftest.Day(t, "2025-06-03"))
-	h.fetchAt(tally.Month, jan, prooftest.Day(t, "2026-01-01"))
+	fetchAt(h, tally.Day, jan, jul)
+	fetchAt(h, tally.Hour, prooftest.Day(t, "2025-06-01"), prooftest.Day(t, "2025-06-03"))
+	fetchAt(h, tally.Month, jan, prooftest.Day(t, "2026-01-01"))
 
-	prooftest.WithDB(t, h.db, func(db *sql.DB) {
+	prooftest.WithDB(t, h.DB, func(db *sql.DB) {
 		for m := jan; m.Year() == 2025; m = m.AddDate(0, 1, 0) {
-			want := h.monthTruth(m)
+			want := monthTruth(h, m)
 			if len(want) < 2 {
 				t.Fatalf("%s: truth in %d currencies; the test wants two", m.Format("2006-01"), len(want))
 			}
-			if d := prooftest.SameTotals(finestTotals(t, db, h.basis(), m), want); d != "" {
+			if d := prooftest.SameTotals(finestTotals(t, db, h.Basis(), m), want); d != "" {
 				t.Errorf("usage_finest %s differs from the truth: %s", m.Format("2006-01"), d)
 			}
 		}
@@ -104,7 +102,7 @@ func testUsageFinestMixedLoads(t *testing.T, reported bool) {
 		// June) up to June, month after.
 		got := map[string][]string{}
 		rows, err := db.Query(`SELECT strftime(date_trunc('month', day), '%Y-%m'), list_sort(list(DISTINCT granularity))::VARCHAR
-FROM usage_coverage WHERE basis = ? AND day < DATE '2026-01-01' GROUP BY ALL ORDER BY ALL`, h.basis())
+FROM usage_coverage WHERE basis = ? AND day < DATE '2026-01-01' GROUP BY ALL ORDER BY ALL`, h.Basis())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -130,7 +128,7 @@ FROM usage_coverage WHERE basis = ? AND day < DATE '2026-01-01' GROUP BY ALL ORD
 			t.Errorf("coverage by month %v, want %v", got, want)
 		}
 		var hourDays int
-		if err := db.QueryRow(`SELECT count(*) FROM usage_coverage WHERE basis = ? AND granularity = 'hour'`, h.basis()).Scan(&hourDays); err != nil {
+		if err := db.QueryRow(`SELECT count(*) FROM usage_coverage WHERE basis = ? AND granularity = 'hour'`, h.Basis()).Scan(&hourDays); err != nil {
 			t.Fatal(err)
 		}
 		if hourDays != 2 {
@@ -177,13 +175,13 @@ func summaryTotals(t *testing.T, path string) (string, map[string]float64) {
 // months are the workbooks the report tests write.
 var months = []string{"2025-01", "2025-02"}
 
-func checkWorkbook(t *testing.T, h *harness, path string, m time.Time, wantGranularity tally.Granularity) {
+func checkWorkbook(t *testing.T, h *runtest.Harness, path string, m time.Time, wantGranularity tally.Granularity) {
 	t.Helper()
 	g, got := summaryTotals(t, path)
 	if g != string(wantGranularity) {
 		t.Errorf("%s: workbook granularity %q, want %s", m.Format("2006-01"), g, wantGranularity)
 	}
-	want := h.monthTruth(m)
+	want := monthTruth(h, m)
 	if len(got) != len(want) {
 		t.Errorf("%s: workbook totals %v, truth %v", m.Format("2006-01"), got, want)
 	}
@@ -209,8 +207,8 @@ func TestMonthlyReportAtWeekAndYear(t *testing.T) {
 		{tally.Year, "1y", tally.Month},
 	} {
 		t.Run(string(tt.g), func(t *testing.T) {
-			h := newHarness(t, setup{granularity: tt.g, window: tt.window, start: "2025-01-01", now: "2025-03-10T12:00:00Z"})
-			_, err := runNightly(context.Background(), h.runner, months)
+			h := runtest.NewHarness(t, runtest.Setup{Granularity: tt.g, Window: tt.window, Start: "2025-01-01", Now: "2025-03-10T12:00:00Z"})
+			_, err := runtest.RunNightly(context.Background(), h.Runner, months)
 			var pe *job.Partial
 			var ge *reports.GranularityError
 			if !errors.As(err, &pe) || len(pe.Of(job.KindStep)) != 1 || !errors.As(pe.Of(job.KindStep)[0].Err, &ge) {
@@ -225,8 +223,8 @@ func TestMonthlyReportAtWeekAndYear(t *testing.T) {
 				}
 			}
 
-			h.fetchAt(tt.fetch, prooftest.Day(t, "2025-01-01"), prooftest.Day(t, "2025-03-01"))
-			sum, err := runNightly(context.Background(), h.runner, months)
+			fetchAt(h, tt.fetch, prooftest.Day(t, "2025-01-01"), prooftest.Day(t, "2025-03-01"))
+			sum, err := runtest.RunNightly(context.Background(), h.Runner, months)
 			if err != nil {
 				t.Fatalf("nightly after fetching %s: %v", tt.fetch, err)
 			}
@@ -236,7 +234,7 @@ func TestMonthlyReportAtWeekAndYear(t *testing.T) {
 			for _, r := range sum.Reports {
 				checkWorkbook(t, h, r.Path, r.Month, tt.fetch)
 			}
-			if !strings.Contains(h.logs.String(), "cannot serve a monthly report") {
+			if !strings.Contains(h.Logs.String(), "cannot serve a monthly report") {
 				t.Error("the run logged no warning that it read another granularity")
 			}
 		})
@@ -245,33 +243,12 @@ func TestMonthlyReportAtWeekAndYear(t *testing.T) {
 
 // At month granularity the workbook equals the truth as it is.
 func TestMonthlyReportAtMonth(t *testing.T) {
-	h := newHarness(t, setup{granularity: tally.Month, window: "1m", start: "2025-01-01", now: "2025-03-10T12:00:00Z"})
-	sum, err := runNightly(context.Background(), h.runner, months)
+	h := runtest.NewHarness(t, runtest.Setup{Granularity: tally.Month, Window: "1m", Start: "2025-01-01", Now: "2025-03-10T12:00:00Z"})
+	sum, err := runtest.RunNightly(context.Background(), h.Runner, months)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range sum.Reports {
 		checkWorkbook(t, h, r.Path, r.Month, tally.Month)
-	}
-}
-
-// The FOCUS export bills every row in a month: at week granularity it is
-// refused as a usage error naming usage.granularity, and nothing is written.
-func TestFOCUSExportRefusesWeek(t *testing.T) {
-	h := newHarness(t, setup{granularity: tally.Week, window: "4w", start: "2025-01-01", now: "2025-02-10T12:00:00Z"})
-	h.mustFetch()
-	dir := t.TempDir()
-	_, err := h.export(context.Background(), export.Request{Dir: dir, Format: configs.ExportFOCUS})
-	var ge *reports.GranularityError
-	if !errors.As(err, &ge) {
-		t.Fatalf("FOCUS export at week: %v, want a *reports.GranularityError", err)
-	}
-	for _, s := range []string{`usage.granularity "week"`, "the FOCUS export", "hour, day, month"} {
-		if !strings.Contains(err.Error(), s) {
-			t.Errorf("error %q does not say %q", err, s)
-		}
-	}
-	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
-		t.Errorf("the refused export wrote %d entries", len(entries))
 	}
 }

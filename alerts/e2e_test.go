@@ -1,4 +1,4 @@
-package schedules
+package alerts_test
 
 import (
 	"archive/zip"
@@ -27,6 +27,7 @@ import (
 	"github.com/tally-dev/tally/fetch/sim"
 	"github.com/tally-dev/tally/ingest"
 	"github.com/tally-dev/tally/internal/testkit/prooftest"
+	"github.com/tally-dev/tally/internal/testkit/runtest"
 	"github.com/tally-dev/tally/job"
 )
 
@@ -38,13 +39,13 @@ func TestForecastOnDay20(t *testing.T) {
 	for _, month := range []string{"2026-03", "2026-06"} {
 		t.Run(month, func(t *testing.T) {
 			first := prooftest.Day(t, month+"-01")
-			h := newHarness(t, setup{granularity: tally.Day, start: "2026-01-01",
-				now: first.AddDate(0, 0, 19).Add(7 * time.Hour).Format(time.RFC3339), faults: faults(11)})
-			h.mustFetch()
+			h := runtest.NewHarness(t, runtest.Setup{Granularity: tally.Day, Start: "2026-01-01",
+				Now: first.AddDate(0, 0, 19).Add(7 * time.Hour).Format(time.RFC3339), Faults: runtest.Faults(11)})
+			h.MustFetch()
 			type key struct{ project, currency string }
 			forecast := map[key]*big.Rat{}
 			cv := map[key]float64{}
-			prooftest.WithDB(t, h.db, func(db *sql.DB) {
+			prooftest.WithDB(t, h.DB, func(db *sql.DB) {
 				rows, err := db.Query(`SELECT scope, currency, CAST(forecast_cost AS VARCHAR), CAST(as_of AS VARCHAR) FROM forecasts
 WHERE scope_kind = 'project' AND month = ?`, first)
 				if err != nil {
@@ -82,11 +83,11 @@ SELECT scope, currency, max(coalesce(cv, 1)) FROM w GROUP BY ALL`, first.AddDate
 					cv[k] = v
 				}
 			})
-			h.clock.Set(first.AddDate(0, 1, 3))
+			h.Clock.Set(first.AddDate(0, 1, 3))
 			steady := 0
 			for k, f := range forecast {
 				q := tally.UsageQuery{Window: tally.Window{Start: first, End: first.AddDate(0, 1, 0), Granularity: tally.Day}, ProjectNames: []string{k.project}}
-				final := h.sim.Truth(q).Cost[k.currency]
+				final := h.Sim.Truth(q).Cost[k.currency]
 				if final.Sign() == 0 {
 					continue
 				}
@@ -118,10 +119,10 @@ func TestAnomalyFindsTheSpikeAndNothingElse(t *testing.T) {
 				start = "2026-04-01" // hourly rows of three months keep the test quick; the day case covers six
 			}
 			spike := prooftest.Day(t, "2026-06-10")
-			h := newHarness(t, setup{granularity: g, start: start, now: "2026-07-01T06:00:00Z", window: "31d", faults: faults(5),
-				spike: sim.Spike{Project: "newsroom", Meter: "streaming_egress_gb", Day: spike, Factor: 3}})
-			h.mustFetch()
-			prooftest.WithDB(t, h.db, func(db *sql.DB) {
+			h := runtest.NewHarness(t, runtest.Setup{Granularity: g, Start: start, Now: "2026-07-01T06:00:00Z", Window: "31d", Faults: runtest.Faults(5),
+				Spike: sim.Spike{Project: "newsroom", Meter: "streaming_egress_gb", Day: spike, Factor: 3}})
+			h.MustFetch()
+			prooftest.WithDB(t, h.DB, func(db *sql.DB) {
 				got := prooftest.QueryStrings(t, db, `SELECT day || ' ' || project || ' ' || meter_name || ' ' || currency FROM anomalies ORDER BY ALL`)
 				want := []string{"2026-06-10 newsroom streaming_egress_gb USD"}
 				if strings.Join(got, "\n") != strings.Join(want, "\n") {
@@ -201,9 +202,9 @@ func TestAlertsSentOnceSignedAndRetried(t *testing.T) {
 	if err := os.WriteFile(secretFile, append(sink.secret, '\n'), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	h := newHarness(t, setup{granularity: tally.Day, start: "2026-04-01", now: "2026-06-12T06:00:00Z", window: "31d",
-		spike: sim.Spike{Project: "newsroom", Meter: "streaming_egress_gb", Day: prooftest.Day(t, "2026-06-10"), Factor: 4},
-		extra: fmt.Sprintf(`budgets:
+	h := runtest.NewHarness(t, runtest.Setup{Granularity: tally.Day, Start: "2026-04-01", Now: "2026-06-12T06:00:00Z", Window: "31d",
+		Spike: sim.Spike{Project: "newsroom", Meter: "streaming_egress_gb", Day: prooftest.Day(t, "2026-06-10"), Factor: 4},
+		Extra: fmt.Sprintf(`budgets:
   - name: org
     currency: EUR
     amount: 100
@@ -217,7 +218,7 @@ alerts:
     secret_file: %s
 `, hook.URL, secretFile)})
 
-	_, err := runFetch(context.Background(), h.runner, ingest.FetchOptions{})
+	_, err := runtest.RunFetch(context.Background(), h.Runner, ingest.FetchOptions{})
 	var pe *job.Partial
 	if !errors.As(err, &pe) || !strings.Contains(err.Error(), "webhook:"+hook.URL) || strings.Contains(err.Error(), "secretpath") {
 		t.Fatalf("first run: %v; want partial naming the sink by host only", err)
@@ -229,8 +230,8 @@ alerts:
 	sink.failN = 0
 	sink.mu.Unlock()
 
-	h.clock.Set(h.clock.Now().Add(24 * time.Hour))
-	if _, err := runFetch(context.Background(), h.runner, ingest.FetchOptions{}); err != nil {
+	h.Clock.Set(h.Clock.Now().Add(24 * time.Hour))
+	if _, err := runtest.RunFetch(context.Background(), h.Runner, ingest.FetchOptions{}); err != nil {
 		t.Fatalf("second run: %v", err)
 	}
 	want := []string{"budget org actual 80% 2026-06", "budget org actual 100% 2026-06", "budget org forecast 100% 2026-06",
@@ -253,33 +254,33 @@ alerts:
 		}
 	}
 
-	h.clock.Set(h.clock.Now().Add(24 * time.Hour))
+	h.Clock.Set(h.Clock.Now().Add(24 * time.Hour))
 	before := len(sink.keys())
-	if _, err := runFetch(context.Background(), h.runner, ingest.FetchOptions{}); err != nil {
+	if _, err := runtest.RunFetch(context.Background(), h.Runner, ingest.FetchOptions{}); err != nil {
 		t.Fatalf("third run: %v", err)
 	}
 	if after := len(sink.keys()); after != before {
 		t.Errorf("third run sent %d more alerts; each is sent once", after-before)
 	}
-	prooftest.WithDB(t, h.db, func(db *sql.DB) {
+	prooftest.WithDB(t, h.DB, func(db *sql.DB) {
 		got := prooftest.QueryStrings(t, db, `SELECT status || ' ' || attempts FROM alerts ORDER BY key`)
 		if strings.Join(got, ",") != "sent 2,sent 2,sent 2,sent 2" {
 			t.Errorf("alerts table: %v; want all sent, at the second of two runs", got)
 		}
 	})
-	if strings.Contains(h.logs.String(), string(sink.secret)) || strings.Contains(h.logs.String(), "secretpath") {
+	if strings.Contains(h.Logs.String(), string(sink.secret)) || strings.Contains(h.Logs.String(), "secretpath") {
 		t.Error("the webhook secret or its address's path appears in the logs")
 	}
-	prooftest.NoTokenInFiles(t, h.dir, string(sink.secret))
+	prooftest.NoTokenInFiles(t, h.Dir, string(sink.secret))
 }
 
 // The workbook of a month with budgets has a Budgets and forecast sheet
 // whose figures are the forecasts view's, with a chart per budget, and the
 // Flags sheet lists the month's anomaly in its Anomalies section.
 func TestWorkbookBudgetsAndAnomalies(t *testing.T) {
-	h := newHarness(t, setup{granularity: tally.Hour, start: "2026-05-01", now: "2026-06-20T06:00:00Z", window: "31d",
-		spike: sim.Spike{Project: "newsroom", Meter: "streaming_egress_gb", Day: prooftest.Day(t, "2026-06-10"), Factor: 4},
-		extra: `budgets:
+	h := runtest.NewHarness(t, runtest.Setup{Granularity: tally.Hour, Start: "2026-05-01", Now: "2026-06-20T06:00:00Z", Window: "31d",
+		Spike: sim.Spike{Project: "newsroom", Meter: "streaming_egress_gb", Day: prooftest.Day(t, "2026-06-10"), Factor: 4},
+		Extra: `budgets:
   - name: news
     scope: project:newsroom
     currency: USD
@@ -289,11 +290,11 @@ func TestWorkbookBudgetsAndAnomalies(t *testing.T) {
     currency: USD
     amount: 10
 `})
-	h.mustFetch()
+	h.MustFetch()
 	june := prooftest.Day(t, "2026-06-01")
-	f, path := h.workbook(june, "june.xlsx")
+	f, path := h.Workbook(june, "june.xlsx")
 	var actual, forecast string
-	prooftest.WithDB(t, h.db, func(db *sql.DB) {
+	prooftest.WithDB(t, h.DB, func(db *sql.DB) {
 		got := prooftest.QueryStrings(t, db, `SELECT CAST(actual_cost AS VARCHAR) || ' ' || CAST(forecast_cost AS VARCHAR) FROM forecasts
 WHERE month = DATE '2026-06-01' AND scope_kind = 'project' AND scope = 'newsroom' AND currency = 'USD'`)
 		if len(got) != 1 {
@@ -368,16 +369,16 @@ func ratFloat(r *big.Rat) float64 {
 // partial, and says so; a month that is over says "Actual", through its
 // last day, and its figure is what the month cost.
 func TestBudgetLabelsSayThroughWhichDay(t *testing.T) {
-	h := newHarness(t, setup{granularity: tally.Day, start: "2026-05-01", now: "2026-06-20T06:00:00Z", window: "31d",
-		extra: `budgets:
+	h := runtest.NewHarness(t, runtest.Setup{Granularity: tally.Day, Start: "2026-05-01", Now: "2026-06-20T06:00:00Z", Window: "31d",
+		Extra: `budgets:
   - name: org
     scope: all
     currency: USD
     amount: 1000
 `})
-	h.mustFetch()
+	h.MustFetch()
 	var asOf, mayActual string
-	prooftest.WithDB(t, h.db, func(db *sql.DB) {
+	prooftest.WithDB(t, h.DB, func(db *sql.DB) {
 		asOf = prooftest.QueryStrings(t, db, `SELECT CAST(as_of AS VARCHAR) FROM forecasts WHERE month = DATE '2026-06-01' AND scope_kind = 'all' AND currency = 'USD'`)[0]
 		mayActual = prooftest.QueryStrings(t, db, `SELECT CAST(actual_cost AS VARCHAR) FROM forecasts WHERE month = DATE '2026-05-01' AND scope_kind = 'all' AND currency = 'USD'`)[0]
 	})
@@ -392,7 +393,7 @@ func TestBudgetLabelsSayThroughWhichDay(t *testing.T) {
 		{"2026-06-01", "Actual so far", "Data through (last day partial)", "2026-06-20"},
 		{"2026-05-01", "Actual", "Data through", "2026-05-31"},
 	} {
-		f, _ := h.workbook(prooftest.Day(t, c.month), c.month+".xlsx")
+		f, _ := h.Workbook(prooftest.Day(t, c.month), c.month+".xlsx")
 		rows, err := f.GetRows("Budgets and forecast")
 		if err != nil {
 			t.Fatal(err)
@@ -404,7 +405,7 @@ func TestBudgetLabelsSayThroughWhichDay(t *testing.T) {
 			t.Errorf("%s: headers %q / %q, through %q; want %q / %q, %q", c.month, rows[0][4], rows[0][8], rows[1][8], c.actualHead, c.throughHead, c.through)
 		}
 	}
-	f, _ := h.workbook(prooftest.Day(t, "2026-05-01"), "may-raw.xlsx")
+	f, _ := h.Workbook(prooftest.Day(t, "2026-05-01"), "may-raw.xlsx")
 	raw, err := f.GetRows("Budgets and forecast", excelize.Options{RawCellValue: true})
 	if err != nil {
 		t.Fatal(err)
@@ -436,13 +437,13 @@ func TestOldAnomaliesAsTheDocsSay(t *testing.T) {
 			hook := httptest.NewServer(sink)
 			t.Cleanup(hook.Close)
 			t.Setenv("TALLY_TEST_OLD_ANOMALY_SECRET", string(sink.secret))
-			h := newHarness(t, setup{granularity: tally.Day, start: "2026-04-01", now: c.now, window: "31d",
-				spike: sim.Spike{Project: "newsroom", Meter: "streaming_egress_gb", Day: prooftest.Day(t, "2026-06-10"), Factor: 4},
-				extra: fmt.Sprintf("alerts:\n  webhook:\n    url: %s/hook\n    secret_env: TALLY_TEST_OLD_ANOMALY_SECRET\n", hook.URL)})
-			if _, err := runFetch(context.Background(), h.runner, ingest.FetchOptions{}); err != nil {
+			h := runtest.NewHarness(t, runtest.Setup{Granularity: tally.Day, Start: "2026-04-01", Now: c.now, Window: "31d",
+				Spike: sim.Spike{Project: "newsroom", Meter: "streaming_egress_gb", Day: prooftest.Day(t, "2026-06-10"), Factor: 4},
+				Extra: fmt.Sprintf("alerts:\n  webhook:\n    url: %s/hook\n    secret_env: TALLY_TEST_OLD_ANOMALY_SECRET\n", hook.URL)})
+			if _, err := runtest.RunFetch(context.Background(), h.Runner, ingest.FetchOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			prooftest.WithDB(t, h.db, func(db *sql.DB) {
+			prooftest.WithDB(t, h.DB, func(db *sql.DB) {
 				found := prooftest.QueryStrings(t, db, `SELECT day || ' ' || project FROM anomalies`)
 				if strings.Join(found, ",") != "2026-06-10 newsroom" {
 					t.Errorf("anomalies view: %q, want the spike", found)

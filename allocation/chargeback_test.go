@@ -1,4 +1,4 @@
-package schedules
+package allocation_test
 
 import (
 	"bytes"
@@ -24,6 +24,8 @@ import (
 	"github.com/tally-dev/tally/internal/testkit/chargebackcheck"
 	"github.com/tally-dev/tally/internal/testkit/focuscheck"
 	"github.com/tally-dev/tally/internal/testkit/prooftest"
+	"github.com/tally-dev/tally/internal/testkit/runtest"
+	"github.com/tally-dev/tally/job"
 	"github.com/tally-dev/tally/reports"
 	"github.com/tally-dev/tally/store"
 )
@@ -70,18 +72,18 @@ const chargebackYAML = `allocation:
 // freezes the rules, so a later change of them leaves the closed month
 // and changes the open one.
 func TestChargebackWorkbookStatementsAndClose(t *testing.T) {
-	h := newHarness(t, setup{granularity: tally.Day, start: "2026-09-01", now: "2026-11-02T03:00:00Z", lookback: "2d", extra: chargebackYAML})
+	h := runtest.NewHarness(t, runtest.Setup{Granularity: tally.Day, Start: "2026-09-01", Now: "2026-11-02T03:00:00Z", Lookback: "2d", Extra: chargebackYAML})
 	ctx := context.Background()
 	sep, oct, nov := prooftest.Day(t, "2026-09-01"), prooftest.Day(t, "2026-10-01"), prooftest.Day(t, "2026-11-01")
-	h.mustFetch()
-	cfg := h.runner.Config
-	rows := h.sim.Rows(h.query(oct, nov))
+	h.MustFetch()
+	cfg := h.Runner.Config
+	rows := h.Sim.Rows(h.Query(oct, nov))
 	want := chargebackcheck.Totals(chargebackcheck.Split(rows, cfg.Allocation, oct))
 	if _, ok := want["USD|"+tally.Unallocated]; !ok || len(want) < 5 {
 		t.Fatalf("the fixture does not cover every case: %v", want)
 	}
 
-	f, _ := h.workbook(oct, "october.xlsx")
+	f, _ := h.Workbook(oct, "october.xlsx")
 	got := map[string]float64{}
 	table, err := f.GetRows("Chargeback", excelize.Options{RawCellValue: true})
 	if err != nil {
@@ -114,7 +116,7 @@ func TestChargebackWorkbookStatementsAndClose(t *testing.T) {
 		}
 	}
 	// The tie-out says a difference of 0 in every currency.
-	truth := h.sim.Truth(h.query(oct, nov)).Cost
+	truth := h.Sim.Truth(h.Query(oct, nov)).Cost
 	diffs := 0
 	for _, r := range table {
 		if len(r) >= 5 && r[0] == "Difference" {
@@ -132,11 +134,11 @@ func TestChargebackWorkbookStatementsAndClose(t *testing.T) {
 	}
 
 	// One statement per cost centre, whose totals are its split.
-	st, err := store.Open(ctx, h.db, store.ReadOnly())
+	st, err := store.Open(ctx, h.DB, store.ReadOnly())
 	if err != nil {
 		t.Fatal(err)
 	}
-	sts, err := reports.Statements(ctx, cfg, st.DB(), reports.Period{Month: oct, Basis: tally.BasisUsage, Granularity: tally.Day}, h.clock.Now, h.runner.Log)
+	sts, err := reports.Statements(ctx, cfg, st.DB(), reports.Period{Month: oct, Basis: tally.BasisUsage, Granularity: tally.Day}, h.Clock.Now, h.Runner.Log)
 	st.Close()
 	if err != nil {
 		t.Fatal(err)
@@ -188,7 +190,7 @@ func TestChargebackWorkbookStatementsAndClose(t *testing.T) {
 	// follows, the closed October keeps the rules it closed under.
 	centres := func() []string {
 		var out []string
-		prooftest.WithDB(t, store.PublishedPath(h.db), func(db *sql.DB) {
+		prooftest.WithDB(t, store.PublishedPath(h.DB), func(db *sql.DB) {
 			r, err := db.Query(`SELECT strftime(month, '%Y-%m') || ' ' || currency || ' ' || cost_centre || ' ' || CAST(total AS VARCHAR) FROM cost_centre_monthly_cost ORDER BY ALL`)
 			if err != nil {
 				t.Fatal(err)
@@ -204,19 +206,19 @@ func TestChargebackWorkbookStatementsAndClose(t *testing.T) {
 		})
 		return out
 	}
-	if _, err := closes.Close(ctx, h.runner, h.runner.Config, closes.CloseOptions{Month: oct, Who: "finance", Reason: "signed off"}); err != nil {
+	if _, err := closes.Close(ctx, h.Runner, h.Runner.Config, closes.CloseOptions{Month: oct, Who: "finance", Reason: "signed off"}); err != nil {
 		t.Fatal(err)
 	}
 	before := centres()
-	prooftest.WithDB(t, h.db, func(db *sql.DB) {
+	prooftest.WithDB(t, h.DB, func(db *sql.DB) {
 		var hash string
 		if err := db.QueryRow(`SELECT allocation_hash FROM month_closes`).Scan(&hash); err != nil || hash != cfg.Allocation.Hash(oct) {
 			t.Errorf("the close's allocation_hash %q (%v), want %q", hash, err, cfg.Allocation.Hash(oct))
 		}
 	})
 	cfg.Allocation.Rules[0].Percent = []tally.Decimal{tally.MustDecimal("50"), tally.MustDecimal("50")}
-	h.clock.Set(time.Date(2026, 11, 3, 3, 0, 0, 0, time.UTC))
-	h.mustFetch()
+	h.Clock.Set(time.Date(2026, 11, 3, 3, 0, 0, 0, time.UTC))
+	h.MustFetch()
 	after := centres()
 	of := func(lines []string, month string) []string {
 		var out []string
@@ -233,7 +235,7 @@ func TestChargebackWorkbookStatementsAndClose(t *testing.T) {
 	if slices.Equal(of(after, "2026-09"), of(before, "2026-09")) {
 		t.Error("open September did not follow the changed rules")
 	}
-	wantSep := chargebackcheck.Totals(chargebackcheck.Split(h.sim.Rows(h.query(sep, oct)), cfg.Allocation, sep))
+	wantSep := chargebackcheck.Totals(chargebackcheck.Split(h.Sim.Rows(h.Query(sep, oct)), cfg.Allocation, sep))
 	for k, w := range wantSep {
 		cur, centre, _ := cut(k)
 		if line := fmt.Sprintf("2026-09 %s %s %s", cur, centre, w); !slices.Contains(after, line) {
@@ -243,11 +245,14 @@ func TestChargebackWorkbookStatementsAndClose(t *testing.T) {
 
 	// FOCUS 1.3 exports the open months' shares as split cost allocation
 	// and conforms (closed October's frozen rows stay whole).
-	lake := filepath.Join(h.dir, "focus13")
-	if _, err := h.export(ctx, export.Request{Dir: lake, Format: configs.ExportFOCUS}); err != nil {
+	lake := filepath.Join(h.Dir, "focus13")
+	if err := h.Published(ctx, func(env *job.Env) error {
+		_, err := export.Run(ctx, env, export.Request{Dir: lake, Format: configs.ExportFOCUS})
+		return err
+	}); err != nil {
 		t.Fatal(err)
 	}
-	prooftest.WithDB(t, h.db, func(db *sql.DB) {
+	prooftest.WithDB(t, h.DB, func(db *sql.DB) {
 		v, err := focuscheck.ExportViolations(ctx, db, lake)
 		if err != nil {
 			t.Fatal(err)
@@ -302,19 +307,19 @@ func TestFinalStatementsMailedToOwners(t *testing.T) {
 	oldPause, oldRoots := deliver.Pause, deliver.RootCAs
 	t.Cleanup(func() { deliver.Pause, deliver.RootCAs = oldPause, oldRoots })
 	deliver.Pause = time.Millisecond
-	ms := newMailServer(t)
+	ms := prooftest.NewMailServer(t)
 	deliver.RootCAs = ms.Pool
-	h := newHarness(t, setup{granularity: tally.Day, start: "2026-10-01", now: "2026-11-02T03:00:00Z", lookback: "2d", extra: chargebackYAML})
+	h := runtest.NewHarness(t, runtest.Setup{Granularity: tally.Day, Start: "2026-10-01", Now: "2026-11-02T03:00:00Z", Lookback: "2d", Extra: chargebackYAML})
 	ctx := context.Background()
 	oct, nov := prooftest.Day(t, "2026-10-01"), prooftest.Day(t, "2026-11-01")
-	h.mustFetch()
-	cfg := h.runner.Config
-	cfg.Reports.Deliver = configs.DeliverConfig{SMTP: smtpConfig(t, ms.Addr, time.Minute)}
-	if _, err := closes.Close(ctx, h.runner, h.runner.Config, closes.CloseOptions{Month: oct, Who: "finance", Reason: "signed off"}); err != nil {
+	h.MustFetch()
+	cfg := h.Runner.Config
+	cfg.Reports.Deliver = configs.DeliverConfig{SMTP: runtest.SMTPConfig(t, ms.Addr, time.Minute)}
+	if _, err := closes.Close(ctx, h.Runner, h.Runner.Config, closes.CloseOptions{Month: oct, Who: "finance", Reason: "signed off"}); err != nil {
 		t.Fatal(err)
 	}
 	files := map[string][]byte{}
-	prooftest.WithDB(t, h.db, func(db *sql.DB) {
+	prooftest.WithDB(t, h.DB, func(db *sql.DB) {
 		r, err := db.Query(`SELECT cost_centre, owner, path, sha256 FROM month_close_statements ORDER BY cost_centre`)
 		if err != nil {
 			t.Fatal(err)
@@ -342,7 +347,7 @@ func TestFinalStatementsMailedToOwners(t *testing.T) {
 		t.Fatalf("final statements for %d owners, want 2", len(files))
 	}
 	// The final statement's totals are the split of the truth.
-	want := chargebackcheck.Totals(chargebackcheck.Split(h.sim.Rows(h.query(oct, nov)), cfg.Allocation, oct))
+	want := chargebackcheck.Totals(chargebackcheck.Split(h.Sim.Rows(h.Query(oct, nov)), cfg.Allocation, oct))
 	sf, err := excelize.OpenFile(filepath.Join(cfg.Reports.Dir, "2026-10", "tally-chargeback-2026-10-final-Sport.xlsx"))
 	if err != nil {
 		t.Fatal(err)
@@ -365,7 +370,7 @@ func TestFinalStatementsMailedToOwners(t *testing.T) {
 	}
 	job := configs.Job{Name: "nightly", Cron: "@daily", Run: []string{"deliver"}}
 	for run := 1; run <= 2; run++ {
-		if _, err := h.runner.RunJob(ctx, "run", job); err != nil {
+		if _, err := h.Runner.RunJob(ctx, "run", job); err != nil {
 			t.Fatalf("deliver run %d: %v", run, err)
 		}
 		if n := len(ms.Received()); n != 3 {

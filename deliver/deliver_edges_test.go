@@ -1,4 +1,4 @@
-package schedules
+package deliver_test
 
 import (
 	"bytes"
@@ -17,27 +17,28 @@ import (
 	"github.com/tally-dev/tally/deliver"
 	"github.com/tally-dev/tally/internal/atomicfile"
 	"github.com/tally-dev/tally/internal/testkit/prooftest"
+	"github.com/tally-dev/tally/internal/testkit/runtest"
 	"github.com/tally-dev/tally/job"
 	"github.com/tally-dev/tally/reports"
 )
 
 // deliverHarness is a harness whose October is over, delivering to a
 // shared folder and, when ms is given, by mail.
-func deliverHarness(t *testing.T, ms *prooftest.MailServer, timeout time.Duration) (*harness, string, configs.Job) {
+func deliverHarness(t *testing.T, ms *prooftest.MailServer, timeout time.Duration) (*runtest.Harness, string, configs.Job) {
 	t.Helper()
 	t.Setenv("TALLY_TEST_SMTP_PASSWORD", "smtp-S3CRET-7c1e")
 	oldPause, oldRoots := deliver.Pause, deliver.RootCAs
 	t.Cleanup(func() { deliver.Pause, deliver.RootCAs = oldPause, oldRoots })
 	deliver.Pause = time.Millisecond
-	h := newHarness(t, setup{granularity: "day", start: "2026-10-01", now: "2026-11-03T03:00:00Z", months: []string{"previous"}})
+	h := runtest.NewHarness(t, runtest.Setup{Granularity: "day", Start: "2026-10-01", Now: "2026-11-03T03:00:00Z", Months: []string{"previous"}})
 	share := filepath.Join(t.TempDir(), "finance")
 	if err := os.Mkdir(share, 0o750); err != nil {
 		t.Fatal(err)
 	}
-	h.runner.Config.Reports.Deliver = configs.DeliverConfig{Dir: share}
+	h.Runner.Config.Reports.Deliver = configs.DeliverConfig{Dir: share}
 	if ms != nil {
 		deliver.RootCAs = ms.Pool
-		h.runner.Config.Reports.Deliver.SMTP = smtpConfig(t, ms.Addr, timeout)
+		h.Runner.Config.Reports.Deliver.SMTP = runtest.SMTPConfig(t, ms.Addr, timeout)
 	}
 	return h, share, configs.Job{Name: "nightly", Cron: "@daily", Run: []string{"fetch", "report", "deliver"}}
 }
@@ -52,28 +53,28 @@ func TestDeliverReclosedFinalAndMailMatchesAttachment(t *testing.T) {
 	h, share, nightly := deliverHarness(t, ms, 10*time.Second)
 	ctx := context.Background()
 	oct := prooftest.Day(t, "2026-10-01")
-	if _, err := h.runner.RunJob(ctx, "run", nightly); err != nil {
+	if _, err := h.Runner.RunJob(ctx, "run", nightly); err != nil {
 		t.Fatalf("run 1: %v", err)
 	}
 	if n := len(ms.Received()); n != 1 {
 		t.Fatalf("%d mails after the month ended, want the month's workbook", n)
 	}
-	if _, err := closes.Close(ctx, h.runner, h.runner.Config, closes.CloseOptions{Month: oct, Who: "alice", Reason: "signed off"}); err != nil {
+	if _, err := closes.Close(ctx, h.Runner, h.Runner.Config, closes.CloseOptions{Month: oct, Who: "alice", Reason: "signed off"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.runner.RunJob(ctx, "run", nightly); err != nil {
+	if _, err := h.Runner.RunJob(ctx, "run", nightly); err != nil {
 		t.Fatalf("run 2: %v", err)
 	}
-	h.clock.Set(time.Date(2026, 11, 3, 5, 0, 0, 0, time.UTC))
-	if _, err := closes.Close(ctx, h.runner, h.runner.Config, closes.CloseOptions{Month: oct, Who: "bob", Reopen: true, Reason: "credit note"}); err != nil {
+	h.Clock.Set(time.Date(2026, 11, 3, 5, 0, 0, 0, time.UTC))
+	if _, err := closes.Close(ctx, h.Runner, h.Runner.Config, closes.CloseOptions{Month: oct, Who: "bob", Reopen: true, Reason: "credit note"}); err != nil {
 		t.Fatal(err)
 	}
-	h.clock.Set(time.Date(2026, 11, 3, 6, 0, 0, 0, time.UTC))
-	if _, err := closes.Close(ctx, h.runner, h.runner.Config, closes.CloseOptions{Month: oct, Who: "carol", Reason: "credit note booked"}); err != nil {
+	h.Clock.Set(time.Date(2026, 11, 3, 6, 0, 0, 0, time.UTC))
+	if _, err := closes.Close(ctx, h.Runner, h.Runner.Config, closes.CloseOptions{Month: oct, Who: "carol", Reason: "credit note booked"}); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 2 {
-		if _, err := h.runner.RunJob(ctx, "run", nightly); err != nil {
+		if _, err := h.Runner.RunJob(ctx, "run", nightly); err != nil {
 			t.Fatalf("run %d: %v", 3+i, err)
 		}
 	}
@@ -88,7 +89,7 @@ func TestDeliverReclosedFinalAndMailMatchesAttachment(t *testing.T) {
 		if name != want || !strings.HasSuffix(hdr.Get("Subject"), "(final)") {
 			t.Fatalf("mail %d carries %q (%q), want %s", 2+i, name, hdr.Get("Subject"), want)
 		}
-		onDisk, err := os.ReadFile(filepath.Join(h.runner.Config.Reports.Dir, "2026-10", want))
+		onDisk, err := os.ReadFile(filepath.Join(h.Runner.Config.Reports.Dir, "2026-10", want))
 		if err != nil || !bytes.Equal(onDisk, attached) {
 			t.Fatalf("mail %d's attachment is not %s (%v)", 2+i, want, err)
 		}
@@ -122,7 +123,7 @@ func TestDeliverReclosedFinalAndMailMatchesAttachment(t *testing.T) {
 			t.Errorf("mail %d Message-ID %q is not derived from the attachment's sha256 %s", 2+i, id, sum)
 		}
 	}
-	prooftest.WithDB(t, h.db, func(db *sql.DB) {
+	prooftest.WithDB(t, h.DB, func(db *sql.DB) {
 		var n int
 		if err := db.QueryRow(`SELECT count(*) FROM deliveries WHERE status = 'sent' AND kind = 'final'`).Scan(&n); err != nil || n != 4 {
 			t.Errorf("%d final deliveries sent (%v), want 4: two finals, each to the folder and by mail", n, err)
@@ -153,12 +154,12 @@ func TestDeliverResendAfterLostAnswerKeepsMessageID(t *testing.T) {
 	deliver.Attempts = 1
 	ms.Hold(true)
 	ctx := context.Background()
-	_, err := h.runner.RunJob(ctx, "run", nightly)
+	_, err := h.Runner.RunJob(ctx, "run", nightly)
 	var pe *job.Partial
 	if !errors.As(err, &pe) {
 		t.Fatalf("run 1: %v, want partial: the server never answered DATA", err)
 	}
-	prooftest.WithDB(t, h.db, func(db *sql.DB) {
+	prooftest.WithDB(t, h.DB, func(db *sql.DB) {
 		var status, id string
 		if err := db.QueryRow(`SELECT status, message_id FROM deliveries WHERE target LIKE 'smtp:%'`).Scan(&status, &id); err != nil || status != deliver.StatusPending || id == "" {
 			t.Fatalf("delivery %q %q (%v), want pending with its Message-ID recorded before sending", status, id, err)
@@ -167,10 +168,10 @@ func TestDeliverResendAfterLostAnswerKeepsMessageID(t *testing.T) {
 	ms.Hold(false)
 	// Deliver only: the workbook is not written again.
 	nightly.Run = []string{"deliver"}
-	if _, err := h.runner.RunJob(ctx, "run", nightly); err != nil {
+	if _, err := h.Runner.RunJob(ctx, "run", nightly); err != nil {
 		t.Fatalf("run 2: %v", err)
 	}
-	if _, err := h.runner.RunJob(ctx, "run", nightly); err != nil {
+	if _, err := h.Runner.RunJob(ctx, "run", nightly); err != nil {
 		t.Fatalf("run 3: %v", err)
 	}
 	mails := ms.Received()
@@ -181,7 +182,7 @@ func TestDeliverResendAfterLostAnswerKeepsMessageID(t *testing.T) {
 	if h1.Get("Message-Id") == "" || h1.Get("Message-Id") != h2.Get("Message-Id") {
 		t.Fatalf("Message-IDs %q and %q: a resend must carry the same", h1.Get("Message-Id"), h2.Get("Message-Id"))
 	}
-	prooftest.WithDB(t, h.db, func(db *sql.DB) {
+	prooftest.WithDB(t, h.DB, func(db *sql.DB) {
 		var n int
 		if err := db.QueryRow(`SELECT count(*) FROM deliveries WHERE target LIKE 'smtp:%' AND status = 'sent'`).Scan(&n); err != nil || n != 1 {
 			t.Fatalf("%d mail deliveries sent (%v), want 1", n, err)
@@ -223,11 +224,11 @@ func TestDeliverHungMailServerIsBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	h.runner.Config.Reports.Deliver.SMTP = smtpConfig(t, ln.Addr().String(), 300*time.Millisecond)
+	h.Runner.Config.Reports.Deliver.SMTP = runtest.SMTPConfig(t, ln.Addr().String(), 300*time.Millisecond)
 
 	t.Run("never greets", func(t *testing.T) {
 		began := time.Now()
-		_, err := h.runner.RunJob(ctx, "run", nightly)
+		_, err := h.Runner.RunJob(ctx, "run", nightly)
 		var pe *job.Partial
 		if !errors.As(err, &pe) || !strings.Contains(err.Error(), "smtp:127.0.0.1") || !strings.Contains(err.Error(), "timeout") {
 			t.Fatalf("run: %v, want partial naming the mail server and its timeout", err)
@@ -244,8 +245,8 @@ func TestDeliverHungMailServerIsBounded(t *testing.T) {
 		ms := newMailServer(t)
 		ms.Stall(time.Hour)
 		deliver.RootCAs = ms.Pool
-		h.runner.Config.Reports.Deliver.SMTP = smtpConfig(t, ms.Addr, 300*time.Millisecond)
-		_, err := h.runner.RunJob(ctx, "run", nightly)
+		h.Runner.Config.Reports.Deliver.SMTP = runtest.SMTPConfig(t, ms.Addr, 300*time.Millisecond)
+		_, err := h.Runner.RunJob(ctx, "run", nightly)
 		var pe *job.Partial
 		if !errors.As(err, &pe) || !strings.Contains(err.Error(), "smtp:127.0.0.1") {
 			t.Fatalf("run: %v, want partial naming the mail server", err)
@@ -256,22 +257,22 @@ func TestDeliverHungMailServerIsBounded(t *testing.T) {
 	})
 
 	t.Run("cancelled", func(t *testing.T) {
-		h.runner.Config.Reports.Deliver.SMTP = smtpConfig(t, ln.Addr().String(), time.Hour)
+		h.Runner.Config.Reports.Deliver.SMTP = runtest.SMTPConfig(t, ln.Addr().String(), time.Hour)
 		ctx, cancel := context.WithCancel(context.Background())
 		go func() {
 			time.Sleep(2 * time.Second)
 			cancel()
 		}()
 		began := time.Now()
-		_, err := h.runner.RunJob(ctx, "run", nightly)
+		_, err := h.Runner.RunJob(ctx, "run", nightly)
 		if err == nil {
 			t.Fatal("a cancelled run reported success")
 		}
 		if took := time.Since(began); took > 10*time.Second {
 			t.Fatalf("the cancelled run took %s to stop", took)
 		}
-		h.runner.Config.Reports.Deliver.SMTP = nil
-		if _, err := h.runner.RunJob(context.Background(), "run", nightly); err != nil {
+		h.Runner.Config.Reports.Deliver.SMTP = nil
+		if _, err := h.Runner.RunJob(context.Background(), "run", nightly); err != nil {
 			t.Fatalf("the next run: %v (the lock must be free)", err)
 		}
 	})
@@ -284,23 +285,23 @@ func TestDeliverRefusesAlteredFinal(t *testing.T) {
 	h, share, nightly := deliverHarness(t, nil, 0)
 	ctx := context.Background()
 	oct := prooftest.Day(t, "2026-10-01")
-	if _, err := h.runner.RunJob(ctx, "run", configs.Job{Name: "books", Run: []string{"fetch", "report"}}); err != nil {
+	if _, err := h.Runner.RunJob(ctx, "run", configs.Job{Name: "books", Run: []string{"fetch", "report"}}); err != nil {
 		t.Fatal(err)
 	}
-	sum, err := closes.Close(ctx, h.runner, h.runner.Config, closes.CloseOptions{Month: oct, Who: "alice", Reason: "signed off"})
+	sum, err := closes.Close(ctx, h.Runner, h.Runner.Config, closes.CloseOptions{Month: oct, Who: "alice", Reason: "signed off"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Another workbook put in its place: a whole workbook, not the one
 	// signed.
-	other, err := os.ReadFile(filepath.Join(h.runner.Config.Reports.Dir, "2026-10", "tally-cost-2026-10.xlsx"))
+	other, err := os.ReadFile(filepath.Join(h.Runner.Config.Reports.Dir, "2026-10", "tally-cost-2026-10.xlsx"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(sum.Close.FinalWorkbook, other, 0o640); err != nil {
 		t.Fatal(err)
 	}
-	_, err = h.runner.RunJob(ctx, "run", nightly)
+	_, err = h.Runner.RunJob(ctx, "run", nightly)
 	var pe *job.Partial
 	if !errors.As(err, &pe) || !strings.Contains(err.Error(), "differs from the final workbook its close recorded") {
 		t.Fatalf("run: %v, want partial naming the altered final", err)

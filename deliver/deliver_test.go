@@ -1,4 +1,4 @@
-package schedules
+package deliver_test
 
 import (
 	"bytes"
@@ -8,7 +8,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -16,26 +15,13 @@ import (
 	"github.com/tally-dev/tally/configs"
 	"github.com/tally-dev/tally/deliver"
 	"github.com/tally-dev/tally/internal/testkit/prooftest"
+	"github.com/tally-dev/tally/internal/testkit/runtest"
 	"github.com/tally-dev/tally/job"
 	"github.com/tally-dev/tally/store"
 )
 
 // newMailServer is a real SMTP server in-process (prooftest.MailServer).
 func newMailServer(t *testing.T) *prooftest.MailServer { return prooftest.NewMailServer(t) }
-
-// smtpConfig points reports.deliver.smtp at a test mail server.
-func smtpConfig(t *testing.T, addr string, timeout time.Duration) *configs.SMTPConfig {
-	t.Helper()
-	host, port, _ := net.SplitHostPort(addr)
-	n, err := strconv.Atoi(port)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &configs.SMTPConfig{
-		Host: host, Port: n, Security: "starttls", Username: "tally", PasswordEnv: "TALLY_TEST_SMTP_PASSWORD",
-		From: "tally@example.com", To: []string{"finance@example.com"}, Subject: "Tally cost workbook {month}", Timeout: timeout,
-	}
-}
 
 // The deliver step sends the finished month's workbook by mail (STARTTLS,
 // AUTH, the workbook attached intact, the totals in the text) and to a
@@ -56,21 +42,21 @@ func TestDeliverWorkbooks(t *testing.T) {
 		portN = portN*10 + int(c-'0')
 	}
 
-	h := newHarness(t, setup{granularity: "day", start: "2026-10-01", now: "2026-11-03T03:00:00Z", months: []string{"previous"}})
+	h := runtest.NewHarness(t, runtest.Setup{Granularity: "day", Start: "2026-10-01", Now: "2026-11-03T03:00:00Z", Months: []string{"previous"}})
 	share := filepath.Join(t.TempDir(), "finance")
 	if err := os.Mkdir(share, 0o750); err != nil {
 		t.Fatal(err)
 	}
-	h.runner.Config.Reports.Deliver = configs.DeliverConfig{Dir: share, SMTP: &configs.SMTPConfig{
+	h.Runner.Config.Reports.Deliver = configs.DeliverConfig{Dir: share, SMTP: &configs.SMTPConfig{
 		Host: host, Port: portN, Security: "starttls", Username: "tally", PasswordEnv: "TALLY_TEST_SMTP_PASSWORD",
 		From: "tally@example.com", To: []string{"finance@example.com"}, Subject: "Tally cost workbook {month}",
 	}}
 	nightly := configs.Job{Name: "nightly", Cron: "@daily", Run: []string{"fetch", "report", "deliver"}}
-	book := filepath.Join(h.runner.Config.Reports.Dir, "2026-10", "tally-cost-2026-10.xlsx")
+	book := filepath.Join(h.Runner.Config.Reports.Dir, "2026-10", "tally-cost-2026-10.xlsx")
 
 	// Run 1: the mail server refuses; the folder gets its copy.
 	ms.Refuse(true)
-	sum, err := h.runner.RunJob(context.Background(), "run", nightly)
+	sum, err := h.Runner.RunJob(context.Background(), "run", nightly)
 	var pe *job.Partial
 	if !errors.As(err, &pe) || sum.Run.Status != store.RunPartial || !strings.Contains(err.Error(), "smtp:"+host) || !strings.Contains(err.Error(), "tally-cost-2026-10.xlsx") {
 		t.Fatalf("run 1: %v (%s); want partial naming the mail delivery of October's workbook", err, sum.Run.Status)
@@ -85,7 +71,7 @@ func TestDeliverWorkbooks(t *testing.T) {
 
 	// Run 2: the server takes it: delivered once, intact.
 	ms.Refuse(false)
-	if _, err := h.runner.RunJob(context.Background(), "run", nightly); err != nil {
+	if _, err := h.Runner.RunJob(context.Background(), "run", nightly); err != nil {
 		t.Fatalf("run 2: %v", err)
 	}
 	wb, _ := os.ReadFile(book)
@@ -111,22 +97,22 @@ func TestDeliverWorkbooks(t *testing.T) {
 	}
 
 	// Run 3: nothing new to deliver.
-	if _, err := h.runner.RunJob(context.Background(), "run", nightly); err != nil {
+	if _, err := h.Runner.RunJob(context.Background(), "run", nightly); err != nil {
 		t.Fatalf("run 3: %v", err)
 	}
 	if len(ms.Received()) != 1 {
 		t.Errorf("%d messages after a third run, want the one: a workbook is delivered once", len(ms.Received()))
 	}
-	prooftest.WithDB(t, h.db, func(db *sql.DB) {
+	prooftest.WithDB(t, h.DB, func(db *sql.DB) {
 		var n int
 		if err := db.QueryRow(`SELECT count(*) FROM deliveries WHERE path LIKE '%tally-cost-2026-10.xlsx'`).Scan(&n); err != nil || n != 2 {
 			t.Errorf("%d deliveries recorded (%v), want 2: the folder and the mail, once each", n, err)
 		}
 	})
-	if strings.Contains(h.logs.String(), password) {
+	if strings.Contains(h.Logs.String(), password) {
 		t.Error("the password is in the log")
 	}
-	if b, _ := os.ReadFile(h.db); bytes.Contains(b, []byte(password)) {
+	if b, _ := os.ReadFile(h.DB); bytes.Contains(b, []byte(password)) {
 		t.Error("the password is in the database")
 	}
 }

@@ -1,4 +1,4 @@
-package schedules
+package reports_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/internal/testkit/prooftest"
+	"github.com/tally-dev/tally/internal/testkit/runtest"
 	"github.com/tally-dev/tally/reports"
 )
 
@@ -21,11 +22,11 @@ import (
 // share one run id, recorded once; the previous month's workbook shows that
 // run and totals per currency equal to the database's and the sim's.
 func TestNightlyOneRunID(t *testing.T) {
-	h := newHarness(t, setup{
-		granularity: tally.Day, start: "2025-02-01", now: "2025-03-04T09:00:00Z",
-		faults: faults(51), months: []string{"previous", "current"},
+	h := runtest.NewHarness(t, runtest.Setup{
+		Granularity: tally.Day, Start: "2025-02-01", Now: "2025-03-04T09:00:00Z",
+		Faults: runtest.Faults(51), Months: []string{"previous", "current"},
 	})
-	sum, err := runNightly(context.Background(), h.runner, nil)
+	sum, err := runtest.RunNightly(context.Background(), h.Runner, nil)
 	if err != nil {
 		t.Fatalf("nightly: %v", err)
 	}
@@ -43,14 +44,14 @@ func TestNightlyOneRunID(t *testing.T) {
 	if !slices.EqualFunc(months, []time.Time{feb, mar}, time.Time.Equal) {
 		t.Fatalf("reports for %v, want February and March", months)
 	}
-	wantPath := filepath.Join(h.dir, "reports", "2025-02", "tally-cost-2025-02.xlsx")
+	wantPath := filepath.Join(h.Dir, "reports", "2025-02", "tally-cost-2025-02.xlsx")
 	if sum.Reports[0].Path != wantPath {
 		t.Errorf("previous month's workbook at %s, want %s", sum.Reports[0].Path, wantPath)
 	}
 	run := sum.RunID.String()
 
 	var dbTotals map[string]tally.Decimal
-	prooftest.WithDB(t, h.db, func(db *sql.DB) {
+	prooftest.WithDB(t, h.DB, func(db *sql.DB) {
 		var n int
 		var id, status string
 		if err := db.QueryRow(`SELECT count(*), any_value(id::VARCHAR), any_value(status) FROM runs`).Scan(&n, &id, &status); err != nil {
@@ -79,7 +80,7 @@ func TestNightlyOneRunID(t *testing.T) {
 		}
 		dbTotals, _ = prooftest.Totals(t, db, tally.Day, "usage", feb, mar)
 	})
-	h.wantExact(h.db, "February", h.query(feb, mar))
+	h.WantExact(h.DB, "February", h.Query(feb, mar))
 	if len(dbTotals) < 2 {
 		t.Fatalf("February has totals in %d currencies; the test wants two", len(dbTotals))
 	}
@@ -128,7 +129,7 @@ func TestNightlyOneRunID(t *testing.T) {
 	if len(seen) != len(dbTotals) {
 		t.Errorf("Summary lists %v, the database has %d currencies", seen, len(dbTotals))
 	}
-	if p := reports.DefaultPath(h.runner.Config.Reports.Dir, mar); sum.Reports[1].Path != p {
+	if p := reports.DefaultPath(h.Runner.Config.Reports.Dir, mar); sum.Reports[1].Path != p {
 		t.Errorf("current month's workbook at %s, want %s", sum.Reports[1].Path, p)
 	}
 }
