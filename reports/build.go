@@ -35,6 +35,9 @@ type Options struct {
 	Now func() time.Time
 	// Budgets, when any, get a Budgets and forecast sheet.
 	Budgets []Budget
+	// Commitments, when any (the config's commitments), get a
+	// Commitments sheet; without, the workbook has none.
+	Commitments []tally.CommitmentTerms
 	// Close, when set, makes this the month's final workbook, stamped
 	// with the close that writes it (tally close). Other workbooks read
 	// the month's close from month_closes.
@@ -143,6 +146,8 @@ type builder struct {
 	detailIn     *detailReader // the Detail rows, read ahead
 	currencies   []string      // every currency of the month, sorted
 
+	commitmentFlags []flagRow // commitments drawn faster than they last, for Flags
+
 	printWidths map[string]float64 // each sheet's printed width, in characters, for printSetup
 
 	charges       *[]chargeLine // the month's chargeback, once read
@@ -219,9 +224,17 @@ func (b *builder) build() error {
 		{sheetMeter, b.byMeter},
 		{sheetPayment, b.byPaymentMethod},
 		{sheetRateCard, b.rateCardCheck},
-		{sheetFlags, b.flags},
-		{sheetDaily, b.daily},
 	}
+	if len(b.opts.Commitments) > 0 {
+		steps = append(steps, struct {
+			name string
+			fill func() error
+		}{sheetCommitments, b.commitments})
+	}
+	steps = append(steps, []struct {
+		name string
+		fill func() error
+	}{{sheetFlags, b.flags}, {sheetDaily, b.daily}}...)
 	if b.group {
 		steps = append([]struct {
 			name string

@@ -307,6 +307,11 @@ func (s *summaryWriter) flagCounts() error {
 		switch k {
 		case flagRateVariance, flagNoPrice, flagSeveralPrices, flagCurrencyDiffers:
 			where = sheetFlags + ", " + sheetRateCard
+		case flagCommitmentRunsOut:
+			if len(b.opts.Commitments) == 0 {
+				continue // no commitments configured: nothing to count
+			}
+			where = sheetFlags + ", " + sheetCommitments
 		}
 		if err := s.put(b.txt(k.label()), b.count(int64(b.flagCounts[k])), b.txt(where)); err != nil {
 			return err
