@@ -49,9 +49,8 @@ func (p *parser) fx(r *rawReports, c *ReportsConfig) {
 		p.bad(k, "rates without reports.reporting_currency; set it to the currency they convert into, e.g. EUR")
 		return
 	}
-	c.FXRates = map[string]map[string]FXRate{}
 	if file != "" {
-		c.FXRatesFile = p.path(file)
+		c.FXRatesPath = p.path(file)
 		p.fxFile(r.FXRatesFile.key, c)
 		return
 	}
@@ -76,6 +75,9 @@ func (p *parser) fxRate(c *ReportsConfig, n *yaml.Node, where, monthText, curren
 	if err != nil || d.Sign() <= 0 || d.Cmp(maxAmount) > 0 || !whole(d, fxDecimals) {
 		p.addf(n, where, "%q is not a rate above 0 with at most %d decimal places: how many %s one %s is worth, e.g. 0.9215", rateText, fxDecimals, c.ReportingCurrency, currency)
 		return
+	}
+	if c.FXRates == nil {
+		c.FXRates = map[string]map[string]FXRate{}
 	}
 	m := c.FXRates[monthText]
 	if m == nil {
@@ -121,7 +123,7 @@ func (p *parser) fxMapping(m mapping, c *ReportsConfig) {
 // fxFile reads the CSV reports.fx_rates_file names: a header month,
 // currency, rate, then one rate a line.
 func (p *parser) fxFile(k key, c *ReportsConfig) {
-	f, err := os.Open(c.FXRatesFile)
+	f, err := os.Open(c.FXRatesPath)
 	if err != nil {
 		p.bad(k, "%v; give a CSV of month,currency,rate (a header line, then e.g. 2026-10,USD,0.9215)", err)
 		return
@@ -130,7 +132,7 @@ func (p *parser) fxFile(k key, c *ReportsConfig) {
 	r := csv.NewReader(io.LimitReader(f, maxConfigSize))
 	r.FieldsPerRecord = 3
 	r.TrimLeadingSpace = true
-	base := c.FXRatesFile
+	base := c.FXRatesPath
 	for line := 1; ; line++ {
 		rec, err := r.Read()
 		if errors.Is(err, io.EOF) {

@@ -79,6 +79,9 @@ func (b *builder) summary(totals []totalRow) error {
 	if err := s.totals(totals); err != nil {
 		return err
 	}
+	if err := s.converted(totals); err != nil {
+		return err
+	}
 	if err := s.adjustments(); err != nil {
 		return err
 	}
