@@ -10,13 +10,11 @@ import (
 
 const sheetCommitments = "Commitments"
 
-// Commitments sheet columns (0-based), for its totals.
+// Commitments sheet columns (0-based), for its totals: the currency or
+// unit, then committed, drawn this month, drawn to date and remaining.
 const (
-	cmOfCol        = 4 // the currency or unit
+	cmOfCol        = 4
 	cmCommittedCol = 5
-	cmMonthCol     = 6
-	cmToDateCol    = 7
-	cmRemainingCol = 8
 )
 
 // commitments fills the Commitments sheet: per commitment of the config
@@ -113,9 +111,12 @@ func (b *builder) runsOut(d store.CommitmentDraw) cell {
 func (b *builder) commitmentBasis(d store.CommitmentDraw) string {
 	c := d.Terms
 	days := int(d.PaceUntil.Sub(d.PaceFrom).Hours() / 24)
+	what := "quantity"
+	if c.Category == tally.CommitmentCategorySpend {
+		what = "cost"
+	}
 	s := fmt.Sprintf("Drawn: the %s of the entitlement's rows in %s (basis %s, granularity %s), from %s.",
-		map[bool]string{true: "cost", false: "quantity"}[c.Category == tally.CommitmentCategorySpend], c.Of(),
-		b.p.Basis, b.p.Granularity, c.Start.Format(tally.DateLayout))
+		what, c.Of(), b.p.Basis, b.p.Granularity, c.Start.Format(tally.DateLayout))
 	if days > 0 {
 		s += fmt.Sprintf(" Pace: %s over %d days, %s to %s (the month's last day holding usage).",
 			b.figure(d.Month, c), days, d.PaceFrom.Format(tally.DateLayout), d.PaceUntil.AddDate(0, 0, -1).Format(tally.DateLayout))
