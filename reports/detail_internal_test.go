@@ -82,9 +82,12 @@ FROM range(300) t(i)`, basis); err != nil {
 				}
 				want = append(want, fmt.Sprint(vals[7]))
 			}
-			ranges, err := b.detailRanges()
+			ranges, total, err := b.detailRanges()
 			if err != nil {
 				t.Fatal(err)
+			}
+			if total != int64(len(want)) {
+				t.Errorf("the ranges count %d rows, the sheet has %d", total, len(want))
 			}
 			if len(want) != 300 || len(ranges) < 5 {
 				t.Fatalf("%d rows in %d ranges: the test reads too little", len(want), len(ranges))

@@ -2,8 +2,12 @@ package reports_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/xuri/excelize/v2"
 
 	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/internal/testkit/printcheck"
@@ -15,7 +19,7 @@ import (
 // to a closed month prints legibly
 // (printcheck.Legible): LibreOffice prints it to PDF, and no word overprints
 // another, none is under 7 pt, and every sheet's header is on its first
-// pages. The demo workbook's proof is TestWorkbookPrintsAsPDF in
+// pages. It prints as a binder (binder): a page or so a sheet. The demo workbook's proof is TestWorkbookPrintsAsPDF in
 // cmd/tally.
 func TestWorkbookPrintsLegibly(t *testing.T) {
 	tools, err := printcheck.Find()
@@ -69,6 +73,7 @@ FROM range(1240) t(i)`, pm1, runID, now.Add(-48*time.Hour))
 		}
 	}
 	printcheck.Legible(t, path, pages)
+	binder(t, f, path, pages)
 
 	if pages, err = tools.Pages(ctx, pdfs[1]); err != nil {
 		t.Fatal(err)
@@ -90,5 +95,66 @@ func printAllocation(t *testing.T) *tally.Allocation {
 			{Name: "shared platform", From: oct, Projects: []string{"project-0", "project-4"}, Receivers: []string{"Video production and encoding", "Storage, archive and platform"}, Method: tally.AllocateProportional},
 			{Name: "gamma by storage", From: oct, Projects: []string{"gamma", "=1+1"}, Receivers: []string{"Video production and encoding", "Storage, archive and platform"}, Method: tally.AllocateDriver, Driver: "transcode_minutes_that_nobody_uses"},
 		},
+	}
+}
+
+// binder checks the printed workbook is a binder, not the month's rows:
+// at most 15 pages; every sheet but the Summary and Notes on one page;
+// Detail's page says how many rows the sheet holds and that they are on
+// screen, not on paper, under the header of the columns that name a row;
+// and a sheet that takes more than one page repeats its header on each.
+func binder(t *testing.T, f *excelize.File, path string, pages []printcheck.Page) {
+	t.Helper()
+	by := printcheck.BySheet(pages)
+	if len(pages) > 15 {
+		var per []string
+		for _, sheet := range f.GetSheetList() {
+			per = append(per, fmt.Sprintf("%s %d", sheet, len(by[sheet])))
+		}
+		t.Errorf("the workbook prints on %d pages, want 15 at most: %s", len(pages), strings.Join(per, ", "))
+	}
+	for _, sheet := range f.GetSheetList() {
+		if n := len(by[sheet]); n != 1 && sheet != "Summary" && sheet != "Notes" {
+			t.Errorf("%s prints on %d pages, want 1: %.300s", sheet, n, by[sheet][1].Text())
+		}
+	}
+	detail, err := f.GetRows("Detail")
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := len(detail) - 1
+	if held < 1000 {
+		t.Fatalf("Detail holds %d rows: the test prints too few", held)
+	}
+	if len(by["Detail"]) != 1 {
+		return
+	}
+	page := by["Detail"][0].Text()
+	want := fmt.Sprintf("Detail holds %d,%03d rows, all on screen, not on paper: this page prints the first", held/1000, held%1000)
+	if !strings.Contains(page, want) {
+		t.Errorf("Detail's page does not say %q:\n%.600s", want, page)
+	}
+	cols, rows := printcheck.PrintArea(t, path, "Detail")
+	if rows > 60 || cols > len(detail[0]) {
+		t.Errorf("Detail's print area is %d columns by %d rows", cols, rows)
+	}
+	for _, h := range []string{"Date", "Project", "Meter"} {
+		if !strings.Contains(page, h) {
+			t.Errorf("Detail's page lacks the header %q:\n%.600s", h, page)
+		}
+	}
+	for sheet, printed := range by {
+		if len(printed) < 2 || sheet == "Summary" {
+			continue
+		}
+		header, err := f.GetRows(sheet)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range printed {
+			if !strings.Contains(p.Text(), header[0][0]) {
+				t.Errorf("page %d of %s does not repeat its header %q", p.Number, sheet, header[0][0])
+			}
+		}
 	}
 }
