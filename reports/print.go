@@ -59,9 +59,9 @@ func printScale(width float64) (scale uint, across bool) {
 	return minPrintScale, true
 }
 
-// printSetup gives a sheet read on paper whole (the Summary, Notes, a
-// statement) the page setup a controller prints it with: landscape, at the
-// scale printScale chooses (never fitted smaller than legible), the header
+// printSetup gives a sheet read on paper whole (the Summary, a statement)
+// the page setup a controller prints it with: landscape, at the scale
+// printScale chooses (never fitted smaller than legible), the header
 // row repeated on every page when the sheet's table starts at row 1, and
 // the footer. A sheet too wide for one page runs across pages, over then
 // down, so a band of rows reads left to right before the next, and repeats
@@ -136,7 +136,7 @@ func (b *builder) printTitles(sheet string, titles []string) error {
 
 func quoteSheet(sheet string) string { return "'" + strings.ReplaceAll(sheet, "'", "''") + "'!" }
 
-// A sheet of rows (every workbook sheet but the Summary and Notes) is read
+// A sheet of rows (every workbook sheet but the Summary) is read
 // on screen, where its filters and frozen header serve; on paper, in the
 // month's binder, it prints one page at most, one page wide: its columns
 // from A as far as fit legibly, its rows from 1 as far as fit the page,

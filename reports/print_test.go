@@ -99,7 +99,7 @@ func printAllocation(t *testing.T) *tally.Allocation {
 }
 
 // binder checks the printed workbook is a binder, not the month's rows:
-// at most 15 pages; every sheet but the Summary and Notes on one page;
+// at most 15 pages; every sheet but the Summary on one page;
 // Detail's page says how many rows the sheet holds and that they are on
 // screen, not on paper, under the header of the columns that name a row;
 // and a sheet that takes more than one page repeats its header on each.
@@ -114,7 +114,7 @@ func binder(t *testing.T, f *excelize.File, path string, pages []printcheck.Page
 		t.Errorf("the workbook prints on %d pages, want 15 at most: %s", len(pages), strings.Join(per, ", "))
 	}
 	for _, sheet := range f.GetSheetList() {
-		if n := len(by[sheet]); n != 1 && sheet != "Summary" && sheet != "Notes" {
+		if n := len(by[sheet]); n != 1 && sheet != "Summary" {
 			t.Errorf("%s prints on %d pages, want 1: %.300s", sheet, n, by[sheet][1].Text())
 		}
 	}
