@@ -9,35 +9,25 @@
 -- are stored: WHERE month = … reads that month and the one before only.
 -- The latest month may be partial: compare it only with care.
 CREATE OR REPLACE VIEW cost_month_over_month AS
-WITH monthly AS NOT MATERIALIZED (
-    -- read three times, each under its own conditions (a month asked
-    -- for reaches the table's scan), not one copy of every month shared
-    SELECT organization,
-           basis,
-           month,
-           next_month,
-           coalesce(project, '') AS project,
-           meter_name,
-           currency,
-           sum(cost) AS cost
-    FROM usage_finest_days
-    GROUP BY organization, basis, month, next_month, coalesce(project, ''), meter_name, currency
+-- No CTE is read twice: DuckDB keeps NOT MATERIALIZED only in the session
+-- that created the view (a database reopened, or the analysts' published
+-- copy, reads it back materialized, and a condition on month no longer
+-- reaches the scan), so each part reads usage_finest_days itself.
+WITH last AS (
+    SELECT basis, max(month) AS month FROM usage_finest_days GROUP BY basis
 ),
-last AS (
-    SELECT basis, max(month) AS month FROM monthly GROUP BY basis
-),
--- Each pair's month counts as its own cost and as the next month's
--- previous cost (up to the basis's latest month): one sum per month
--- rather than a join of the months with themselves, so a condition on
--- month reaches the stored month and next_month of both.
+-- Each pair's day counts toward its month's cost and toward the next
+-- month's previous cost (up to the basis's latest month): one sum per
+-- month rather than a join of the months with themselves, so a condition
+-- on month reaches the stored month and next_month of both.
 parts AS (
-    SELECT organization, basis, month, project, meter_name, currency, cost, NULL AS previous_cost
-    FROM monthly
+    SELECT organization, basis, month, coalesce(project, '') AS project, meter_name, currency, cost, NULL AS previous_cost
+    FROM usage_finest_days
     UNION ALL
-    SELECT m.organization, m.basis, m.next_month, m.project, m.meter_name, m.currency, NULL, m.cost
-    FROM monthly m
-    JOIN last l ON l.basis = m.basis
-    WHERE m.month < l.month
+    SELECT d.organization, d.basis, d.next_month, coalesce(d.project, ''), d.meter_name, d.currency, NULL, d.cost
+    FROM usage_finest_days d
+    JOIN last l ON l.basis = d.basis
+    WHERE d.month < l.month
 ),
 pair AS (
     SELECT organization,
