@@ -27,6 +27,9 @@ type Config struct {
 	Export        ExportConfig
 	// Budgets are the monthly budgets the alerts step checks (budgets).
 	Budgets []Budget
+	// Commitments are what was bought under entitlements (commitments):
+	// the FOCUS export's Contract Commitment amounts and periods.
+	Commitments []Commitment
 	// Anomalies are the thresholds of a cost anomaly (anomalies).
 	Anomalies AnomalyConfig
 	// Alerts are where budget crossings and anomalies are sent (alerts).

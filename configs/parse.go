@@ -13,9 +13,9 @@ import (
 // The file's shape. Leaves are typed (at[T], list, mapping): each is read
 // as its type when decoded and keeps its text, line and path, so its
 // section's check (api.go, usage.go, reports.go, schedule.go, orgs.go,
-// alerts.go, allocation.go) names the key, the value as written and its
-// line, and a wrong type in one field does not hide the problems of the
-// others. The yaml tags are the only list of keys: the decode that refuses
+// alerts.go, commitments.go, allocation.go) names the key, the value as
+// written and its line, and a wrong type in one field does not hide the
+// problems of the others. The yaml tags are the only list of keys: the decode that refuses
 // unknown keys and names every key reads them.
 type rawConfig struct {
 	API rawAPI `yaml:"api"`
@@ -27,6 +27,7 @@ type rawConfig struct {
 	Schedule      rawSchedule        `yaml:"schedule"`
 	Export        rawExport          `yaml:"export"`
 	Budgets       *[]rawBudget       `yaml:"budgets"`
+	Commitments   *[]rawCommitment   `yaml:"commitments"`
 	Anomalies     rawAnomalies       `yaml:"anomalies"`
 	Alerts        rawAlerts          `yaml:"alerts"`
 	Allocation    rawAllocation      `yaml:"allocation"`
@@ -127,6 +128,7 @@ func (p *parser) parse(data []byte) *Config {
 	p.schedule(&raw.Schedule, &cfg.Schedule)
 	p.export(&raw.Export, &cfg.Export)
 	p.budgets(raw.Budgets, &cfg.Budgets)
+	p.commitments(raw.Commitments, &cfg.Commitments)
 	p.anomalies(&raw.Anomalies, &cfg.Anomalies)
 	p.alerts(&raw.Alerts, &cfg.Alerts)
 	p.allocation(&raw.Allocation, &cfg.Usage, &cfg.Allocation)

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/tally-dev/tally"
+	"github.com/tally-dev/tally/configs"
 	"github.com/tally-dev/tally/internal/atomicfile"
 	tallysql "github.com/tally-dev/tally/sql"
 	"github.com/tally-dev/tally/store"
@@ -65,7 +66,12 @@ type Options struct {
 	// FOCUSVersion is FOCUS13 (also when empty) or FOCUS12, which writes
 	// the focus view's rows exactly as before 1.3.
 	FOCUSVersion string
-	Now          func() time.Time // the manifest's written_at; nil = time.Now
+	// Commitments are the config's commitments (FOCUS 1.3 only): the
+	// amounts and periods of the Contract Commitment rows whose
+	// entitlement they name. None: every amount null, as the interface
+	// gives none.
+	Commitments []configs.Commitment
+	Now         func() time.Time // the manifest's written_at; nil = time.Now
 }
 
 // Result says what one Export did.
@@ -118,6 +124,9 @@ type focusManifest struct {
 	Version  string            `json:"version"`
 	Metadata string            `json:"metadata,omitempty"` // FOCUSMetadataName
 	Nulls    map[string]string `json:"nulls,omitempty"`
+	// Commitments: where each Contract Commitment amount comes from, or
+	// why it is null.
+	Commitments *commitmentNotes `json:"commitments,omitempty"`
 }
 
 // monthManifest is a month's fingerprint and files. Rows, CostSum and

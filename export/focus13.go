@@ -9,9 +9,12 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/tally-dev/tally"
+	"github.com/tally-dev/tally/configs"
+	"github.com/tally-dev/tally/store"
 )
 
 // FOCUS versions the export writes.
@@ -35,11 +38,11 @@ const focusCommitmentsCSVDataset = focusCommitmentsDataset + "_csv"
 // focus13Nulls say, for the export's manifest, why a column FOCUS 1.3
 // defines is null (or not what a reader might expect) in Tally's export.
 var focus13Nulls = map[string]string{
-	"ContractCommitmentCost":        "null: the interface gives no entitlement amount (what was bought); x_AppliedCost holds what the usage drew from it so far",
-	"ContractCommitmentQuantity":    "null: the interface gives no entitlement quantity; x_AppliedQuantity holds what the usage drew from it so far",
-	"ContractCommitmentUnit":        "null because ContractCommitmentQuantity is",
-	"ContractCommitmentPeriodStart": "the entitlement's own dates are not in the interface: its payment method's period (ContractPeriodStart)",
-	"ContractCommitmentPeriodEnd":   "the entitlement's own dates are not in the interface: its payment method's period (ContractPeriodEnd)",
+	"ContractCommitmentCost":        "the amount of the config's spend commitment (commitments:) naming the entitlement, in the row's currency, for the day of its last charge; else null, as the interface gives no entitlement amount (what was bought): x_CommitmentSource says, per commitment, which entry or why none (so does this manifest's commitments section); x_AppliedCost holds what the usage drew from it so far",
+	"ContractCommitmentQuantity":    "the quantity of the config's usage commitment (commitments:) naming the entitlement for the day of its last charge; else null, as the interface gives no entitlement quantity (x_CommitmentSource says why); x_AppliedQuantity holds what the usage drew from it so far",
+	"ContractCommitmentUnit":        "the config's unit with ContractCommitmentQuantity; null when it is",
+	"ContractCommitmentPeriodStart": "the config's start where it names the commitment; else, the entitlement's own dates not being in the interface, its payment method's period (ContractPeriodStart)",
+	"ContractCommitmentPeriodEnd":   "the day after the config's end where it names the commitment; else, the entitlement's own dates not being in the interface, its payment method's period (ContractPeriodEnd)",
 	"ContractPeriodStart":           "the payment method's startDate; when it has none (no lower bound), the day it was created, else the first charge under it (x_ContractPeriodOpenStart true)",
 	"ContractPeriodEnd":             "the payment method's endDate (exclusive); when it has none (it never expires), the end of the last billing period with a charge under it (x_ContractPeriodOpenEnd true)",
 	"AllocatedMethodId":             "the rule's entry (rule@YYYY-MM) and the method applied (even, fixed, proportional, driver); null on a charge no rule shares (x_AllocationOriginId null too)",
@@ -72,10 +75,14 @@ var focus13Lookups = []struct {
 }
 
 // setFOCUS13Lookups creates the FOCUS 1.3 queries' macros
-// (focus13_macros.sql) on conn and sets focus13Lookups there.
+// (focus13_macros.sql) on conn and sets focus13Lookups and the config's
+// commitments there.
 func setFOCUS13Lookups(ctx context.Context, conn *sql.Conn, o Options) error {
 	if _, err := conn.ExecContext(ctx, sqlText("focus13_macros.sql")); err != nil {
 		return fmt.Errorf("FOCUS 1.3 macros: %w", err)
+	}
+	if err := setFOCUS13Commitments(ctx, conn, o.Commitments); err != nil {
+		return err
 	}
 	for _, l := range focus13Lookups {
 		var args []any
@@ -84,6 +91,32 @@ func setFOCUS13Lookups(ctx context.Context, conn *sql.Conn, o Options) error {
 		}
 		if _, err := conn.ExecContext(ctx, sqlText(l.file), args...); err != nil {
 			return fmt.Errorf("FOCUS 1.3 lookups: %w", err)
+		}
+	}
+	return nil
+}
+
+// setFOCUS13Commitments puts the config's commitments in the temporary
+// table the Contract Commitment query reads (focus13_configured.sql).
+func setFOCUS13Commitments(ctx context.Context, conn *sql.Conn, cs []configs.Commitment) error {
+	if _, err := conn.ExecContext(ctx, sqlText("focus13_configured.sql")); err != nil {
+		return fmt.Errorf("FOCUS 1.3 commitments: %w", err)
+	}
+	orNull := func(s string) any {
+		if s == "" {
+			return nil
+		}
+		return s
+	}
+	for _, c := range cs {
+		category, amount, quantity := "Spend", any(c.Amount.String()), any(nil)
+		if c.Type == configs.CommitmentUsage {
+			category, amount, quantity = "Usage", nil, c.Quantity.String()
+		}
+		if _, err := conn.ExecContext(ctx, `INSERT INTO tally_focus_configured VALUES (?, ?, ?, ?, CAST(? AS DECIMAL(38, 12)), ?, CAST(? AS DECIMAL(38, 12)), ?, CAST(? AS DATE), CAST(? AS DATE))`,
+			c.Entitlement, c.Path, orNull(c.Name), category, amount, orNull(c.Currency), quantity, orNull(c.Unit),
+			c.Start.Format(tally.DateLayout), c.End.Format(tally.DateLayout)); err != nil {
+			return fmt.Errorf("FOCUS 1.3 commitments: %s: %w", c.Path, err)
 		}
 	}
 	return nil
@@ -116,6 +149,69 @@ type focusMetadata struct {
 	// are null (the manifest's focus section says the same).
 	BillingPeriods []focusBillingPeriod `json:"x_BillingPeriods"`
 	Notes          map[string]string    `json:"x_Notes"`
+	// x_Commitments: where each commitment's amount comes from, as the
+	// manifest's commitments section.
+	Commitments *commitmentNotes `json:"x_Commitments,omitempty"`
+}
+
+// commitmentNotes say where the Contract Commitment amounts come from: the
+// config names what was bought, the interface never does.
+type commitmentNotes struct {
+	// Sources are, per ContractCommitmentId, its x_CommitmentSource: the
+	// config's entry its amount comes from ("config: commitments[0] …"),
+	// or why it has none ("none: config names no commitment for
+	// entitlement …").
+	Sources map[string]string `json:"sources"`
+	// Unmatched are the config's commitments whose entitlement no
+	// commitment of the export draws on: a typo, or an entitlement not
+	// (yet) in the loaded usage of the export's granularity and basis.
+	Unmatched []string `json:"config_unmatched,omitempty"`
+}
+
+// readCommitmentNotes reads, after the Contract Commitment dataset is
+// written, each commitment's source from its files (held, the months the
+// manifest records for it) and the config's commitments no commitment of
+// the export draws on.
+func readCommitmentNotes(ctx context.Context, conn *sql.Conn, dir string, held map[string]monthManifest, o Options) (*commitmentNotes, error) {
+	notes := &commitmentNotes{Sources: map[string]string{}}
+	var files []string
+	for _, m := range sortedKeys(held) {
+		for _, f := range held[m].Files {
+			files = append(files, store.QuoteString(filepath.Join(dir, focusCommitmentsDataset, "start_month="+m, f)))
+		}
+	}
+	if len(files) > 0 {
+		rows, err := conn.QueryContext(ctx, `SELECT ContractCommitmentId, x_CommitmentSource FROM read_parquet([`+strings.Join(files, ", ")+`])`)
+		if err != nil {
+			return nil, fmt.Errorf("read the commitments' sources: %w", err)
+		}
+		for rows.Next() {
+			var id, src string
+			if err := rows.Scan(&id, &src); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("read the commitments' sources: %w", err)
+			}
+			notes.Sources[id] = src
+		}
+		if err := rows.Close(); err != nil {
+			return nil, fmt.Errorf("read the commitments' sources: %w", err)
+		}
+	}
+	rows, err := conn.QueryContext(ctx, `SELECT path, entitlement FROM tally_focus_configured
+WHERE map_extract_value(getvariable('tally_focus_contracts'), entitlement) IS NULL ORDER BY path`)
+	if err != nil {
+		return nil, fmt.Errorf("read the config's commitments: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var path, ent string
+		if err := rows.Scan(&path, &ent); err != nil {
+			return nil, fmt.Errorf("read the config's commitments: %w", err)
+		}
+		notes.Unmatched = append(notes.Unmatched, fmt.Sprintf("%s: entitlement %q is on no charge of a known entitlement type in the loaded usage (granularity %s, basis %s): no Contract Commitment takes its amount",
+			path, ent, o.Granularity, o.Basis))
+	}
+	return notes, rows.Err()
 }
 
 type focusDataGenerator struct {
@@ -355,9 +451,14 @@ func finishFOCUS(ctx context.Context, conn *sql.Conn, dir string, o Options, man
 	if err != nil {
 		return err
 	}
+	notes, err := readCommitmentNotes(ctx, conn, dir, man.Datasets[focusCommitmentsDataset], o)
+	if err != nil {
+		return err
+	}
+	md.Commitments = notes
 	if err := writeJSON(dir, FOCUSMetadataName, "FOCUS metadata", md); err != nil {
 		return err
 	}
-	man.FOCUS = &focusManifest{Version: FOCUS13, Metadata: FOCUSMetadataName, Nulls: focus13Nulls}
+	man.FOCUS = &focusManifest{Version: FOCUS13, Metadata: FOCUSMetadataName, Nulls: focus13Nulls, Commitments: notes}
 	return writeJSON(dir, ManifestName, "manifest", man)
 }

@@ -82,6 +82,7 @@ func Run(ctx context.Context, env *job.Env, opts Request) (Summary, error) {
 		}
 		o.Granularity = cfg.Usage.Granularity
 		o.Basis = cfg.DefaultBasis()
+		o.Commitments = cfg.Commitments
 	}
 	res, err := Write(ctx, env.Store, o)
 	sum := Summary{Result: res, Source: env.Store.Path()}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -45,6 +46,8 @@ store:
   path: tally.duckdb
 schedule:
   lock_wait: 200ms
+commitments:
+  - {entitlement: ent-not-loaded, type: usage, quantity: 1000, unit: Minutes, start: 2026-09-01, end: 2027-08-31}
 `, ts.URL)), dir, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -86,6 +89,16 @@ schedule:
 	}
 	for _, line := range v {
 		t.Errorf("FOCUS 1.3 on the simulated interface's data: %s", line)
+	}
+	// The step hands the export the config's commitments: one naming an
+	// entitlement the usage does not hold is listed as such.
+	man, err := readManifest(cfg.Export.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if man.FOCUS == nil || man.FOCUS.Commitments == nil || len(man.FOCUS.Commitments.Unmatched) != 1 ||
+		!strings.HasPrefix(man.FOCUS.Commitments.Unmatched[0], `commitments[0]: entitlement "ent-not-loaded" is on no charge`) {
+		t.Errorf("manifest focus section %+v: want the config's commitment listed as matching no charge", man.FOCUS)
 	}
 	for _, dataset := range []string{"focus", "focus_csv"} {
 		ext := map[string]string{"focus": "parquet", "focus_csv": "csv"}[dataset]

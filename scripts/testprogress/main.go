@@ -112,6 +112,22 @@ func run(in io.Reader, out io.Writer, verbose bool, every time.Duration) int {
 			p.mu.Unlock()
 			if e.Action == "fail" {
 				failed = true
+				// A test binary that died mid-test (a timeout's panic, a
+				// kill, a crash) ends its running tests with no event of
+				// their own: their output, the stack dump included, is
+				// what says where it hung, so it is printed, not dropped.
+				prefix := e.Package + "\x00"
+				var open []string
+				for k := range held {
+					if strings.HasPrefix(k, prefix) {
+						open = append(open, k)
+					}
+				}
+				sort.Strings(open)
+				for _, k := range open {
+					p.printf("%s", strings.Join(held[k], ""))
+					delete(held, k)
+				}
 			}
 		case e.Action == "output":
 			if verbose {

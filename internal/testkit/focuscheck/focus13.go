@@ -188,13 +188,48 @@ var CommitmentRules = []Rule{
 }
 
 // InterfaceGaps are the Contract Commitment rules Tally's export cannot
-// meet: the interface gives an entitlement's type but not its amount (what
-// was bought), and FOCUS 1.3 allows no null amount on a Spend or Usage
-// commitment. The export leaves the amount null rather than invent one,
-// and its manifest says why; Violations still reports these.
+// meet from the interface alone: it gives an entitlement's type but not
+// its amount (what was bought), and FOCUS 1.3 allows no null amount on a
+// Spend or Usage commitment. The config's commitments name the amounts;
+// where they name none the export leaves the amount null rather than
+// invent one, and x_CommitmentSource and its manifest say why;
+// CommitmentViolations still reports these. A commitment the config
+// names must meet them (ConfiguredViolations).
 var InterfaceGaps = []string{
 	"ContractCommitmentCost is set on a Spend commitment",
 	"ContractCommitmentQuantity is set on a Usage commitment",
+}
+
+// configured selects the Contract Commitment rows whose amount the
+// config names (x_CommitmentSource "config: …").
+const configured = `starts_with(x_CommitmentSource, 'config: ')`
+
+// ConfiguredViolations checks the InterfaceGaps rules on the Contract
+// Commitment rows whose amount the config names: there Tally's export has
+// the amount and must state it. It also checks that every row says where
+// its amount comes from.
+func ConfiguredViolations(ctx context.Context, db *sql.DB, from string) ([]string, error) {
+	var out []string
+	for _, r := range CommitmentRules {
+		if !slices.Contains(InterfaceGaps, r.Name) {
+			continue
+		}
+		var n int64
+		if err := db.QueryRowContext(ctx, `SELECT count(*) FROM `+from+` WHERE `+configured+` AND (`+r.Bad+`)`).Scan(&n); err != nil {
+			return nil, fmt.Errorf("check %q where the config names the commitment: %w", r.Name, err)
+		}
+		if n > 0 {
+			out = append(out, fmt.Sprintf("%s where the config names the commitment: broken in %d rows", r.Name, n))
+		}
+	}
+	var n int64
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM `+from+` WHERE NOT coalesce(`+configured+` OR starts_with(x_CommitmentSource, 'none: '), false)`).Scan(&n); err != nil {
+		return nil, fmt.Errorf("check x_CommitmentSource: %w", err)
+	}
+	if n > 0 {
+		out = append(out, fmt.Sprintf("x_CommitmentSource says config: or none: on every commitment: broken in %d rows", n))
+	}
+	return out, nil
 }
 
 // WithoutGaps returns the violations that are not InterfaceGaps.
@@ -455,7 +490,8 @@ func MetadataViolations(b []byte, version string) []string {
 
 // ExportViolations checks a FOCUS 1.3 export folder as Tally writes it:
 // Cost and Usage (focus/), Contract Commitment
-// (focus_contract_commitment/; the InterfaceGaps left out), every
+// (focus_contract_commitment/; the InterfaceGaps left out where the config
+// names no commitment, see ConfiguredViolations), every
 // ContractApplied element against the commitments, and the metadata
 // (_focus_metadata.json).
 func ExportViolations(ctx context.Context, db *sql.DB, dir string) ([]string, error) {
@@ -474,6 +510,10 @@ func ExportViolations(ctx context.Context, db *sql.DB, dir string) ([]string, er
 			return nil, err
 		}
 		out = append(out, WithoutGaps(v)...)
+		if v, err = ConfiguredViolations(ctx, db, cc); err != nil {
+			return nil, err
+		}
+		out = append(out, v...)
 		if v, err = ContractAppliedJoin(ctx, db, cu, cc); err != nil {
 			return nil, err
 		}
