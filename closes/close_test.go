@@ -347,6 +347,9 @@ func TestCloseOctoberThenLateChargesAreAdjustments(t *testing.T) {
 	}
 	lines := map[string]float64{}
 	for _, row := range sheet[1:] {
+		if len(row) == 0 {
+			break // the total rows follow the lines, below a blank row
+		}
 		v, err := strconv.ParseFloat(row[8], 64)
 		if err != nil {
 			t.Fatalf("adjustment line %v: %v", row, err)

@@ -77,7 +77,13 @@ func (b *builder) adjustmentsSheet() error {
 	if err != nil {
 		return err
 	}
+	// A total row per closed month and currency, as the Summary lists
+	// them: the month in its column, "Total USD" in the wide Project
+	// column (column A is too narrow for a label).
+	totals := b.newFoot(9)
+	totals.labelCol = 2
 	for _, a := range b.adjustments {
+		l := totals.line(a.month+" "+a.currency, a.currency, map[int]cell{0: b.txt(a.month), 5: b.txt(a.currency)})
 		cells := []cell{b.txt(a.month), b.txt(a.closedAt), b.txt(orNone(sql.NullString{String: a.project, Valid: a.project != ""})),
 			b.txt(a.meter), b.txt(a.paymentMethod), b.txt(a.currency)}
 		for _, m := range []money{a.closed, a.today, a.diff} {
@@ -85,13 +91,18 @@ func (b *builder) adjustmentsSheet() error {
 			if err != nil {
 				return err
 			}
+			l.amount(len(cells), a.currency, m)
 			cells = append(cells, c)
 		}
 		if err := t.add(cells...); err != nil {
 			return err
 		}
 	}
-	return t.finish("")
+	if err := t.finish(""); err != nil {
+		return err
+	}
+	_, err = totals.write(t)
+	return err
 }
 
 // adjustments adds the Summary's block on closed months' adjustments, when

@@ -55,11 +55,11 @@ func (c *categorySplit) dests() []any {
 const NotPriced = "not priced"
 
 // splitCells are a currency's four payment categories and their total,
-// shown with the decimals it takes for the parts to add up to the total
-// as shown (footDecimals). With no total, nothing was priced: an estimate
-// whose meters no rate card price matches; every cell says so.
+// each shown in the currency's minor unit (moneyStyle). With no total,
+// nothing was priced: an estimate whose meters no rate card price
+// matches; every cell says so.
 func (b *builder) splitCells(c categorySplit, currency string) ([]cell, error) {
-	all := []money{c.direct, c.balance, c.license, c.other, c.total}
+	all := c.all()
 	if !c.total.valid {
 		out := make([]cell, len(all))
 		for i := range out {
@@ -67,19 +67,36 @@ func (b *builder) splitCells(c categorySplit, currency string) ([]cell, error) {
 		}
 		return out, nil
 	}
-	style, err := b.st.moneyStyleDecimals(currency, footDecimals(all[:4], c.total))
-	if err != nil {
-		return nil, err
-	}
 	var out []cell
 	for _, m := range all {
-		if !m.valid {
-			out = append(out, cell{nil, style})
-			continue
+		x, err := b.amount(m, currency)
+		if err != nil {
+			return nil, err
 		}
-		out = append(out, cell{m.float(), style})
+		out = append(out, x)
 	}
 	return out, nil
+}
+
+func (c categorySplit) all() []money {
+	return []money{c.direct, c.balance, c.license, c.other, c.total}
+}
+
+// split adds a line's split to its currency's total row, whose split
+// starts at column first: a part no line has is blank, a total no line
+// priced is "not priced", as on the lines.
+func (l *footLine) split(first int, c categorySplit, currency string) {
+	all := c.all()
+	for i, m := range all[:4] {
+		l.amount(first+i, currency, m)
+	}
+	l.value(first+4, currency, c.total)
+}
+
+// currencyLine is a table's total row of currency, which shows it in
+// column currencyCol.
+func (b *builder) currencyLine(f *foot, currency string, currencyCol int) *footLine {
+	return f.line(currency, currency, map[int]cell{currencyCol: b.txt(currency)})
 }
 
 var splitColumns = []column{
@@ -113,6 +130,7 @@ func (b *builder) bySplit(sheet, table, key, query string) error {
 	if err != nil {
 		return err
 	}
+	totals := b.newFoot(len(cols))
 	err = b.each(query, func(r *sql.Rows) error {
 		var (
 			name     sql.NullString
@@ -127,15 +145,23 @@ func (b *builder) bySplit(sheet, table, key, query string) error {
 		if err != nil {
 			return err
 		}
+		l := b.currencyLine(totals, currency, 1)
+		l.count(2, rows)
+		l.split(3, split, currency)
 		return t.add(append([]cell{b.txt(orNone(name)), b.txt(currency), b.count(rows)}, cells...)...)
 	})
 	if err != nil {
 		return err
 	}
-	return t.finish(emptyPeriod)
+	if err := t.finish(emptyPeriod); err != nil {
+		return err
+	}
+	_, err = totals.write(t)
+	return err
 }
 
 func (b *builder) byMeter() error {
+	totals := b.newFoot(9)
 	t, err := b.newTable(sheetMeter, "ByMeter", 1, []column{
 		{"Family", 16},
 		{"Solution", 18},
@@ -165,16 +191,24 @@ func (b *builder) byMeter() error {
 		if err != nil {
 			return err
 		}
+		l := b.currencyLine(totals, currency, 4)
+		l.count(7, rows)
+		l.value(8, currency, cost)
 		return t.add(b.nstr(family), b.nstr(solution), b.txt(meter), b.nstr(sku), b.txt(currency),
 			b.qty(quantity), b.nstr(unit), b.count(rows), c)
 	})
 	if err != nil {
 		return err
 	}
-	return t.finish(emptyPeriod)
+	if err := t.finish(emptyPeriod); err != nil {
+		return err
+	}
+	_, err = totals.write(t)
+	return err
 }
 
 func (b *builder) byPaymentMethod() error {
+	totals := b.newFoot(16)
 	t, err := b.newTable(sheetPayment, "ByPaymentMethod", 1, []column{
 		{"Payment method id", 38},
 		{"Name", 24},
@@ -213,6 +247,9 @@ func (b *builder) byPaymentMethod() error {
 		if err != nil {
 			return err
 		}
+		l := b.currencyLine(totals, currency, 13)
+		l.count(14, rows)
+		l.value(15, currency, cost)
 		flag := func(v sql.NullBool) cell {
 			if !v.Valid {
 				return cell{nil, b.st.text}
@@ -226,7 +263,11 @@ func (b *builder) byPaymentMethod() error {
 	if err != nil {
 		return err
 	}
-	return t.finish(emptyPeriod)
+	if err := t.finish(emptyPeriod); err != nil {
+		return err
+	}
+	_, err = totals.write(t)
+	return err
 }
 
 func yesNo(v bool) string {

@@ -253,7 +253,7 @@ func (b *builder) budgetChart(i int, bu Budget, days []budgetDay, row int) (int,
 		Legend:    excelize.ChartLegend{Position: "bottom", Font: &excelize.Font{Size: chartFontSize, Color: chartTextColor}},
 		Dimension: excelize.ChartDimension{Width: chartWidth, Height: chartHeight},
 		XAxis:     dayAxis(days[0].at, days[len(days)-1].at),
-		YAxis:     moneyAxis(&zero),
+		YAxis:     moneyAxis(bu.Currency, &zero),
 	})
 	if err != nil {
 		return 0, fmt.Errorf("chart %s: %w", bu.Name, err)

@@ -86,13 +86,17 @@ func (b *builder) chargebackSheet(lines []chargeLine, totals []totalRow) error {
 		return err
 	}
 	sums := map[string]tally.Decimal{}
+	foot := b.newFoot(7)
 	for _, c := range allocation.Totals(lines) {
 		cells := []cell{b.wrapped(c.CostCentre), b.txt(c.Currency)}
+		l := b.currencyLine(foot, c.Currency, 1)
 		for _, d := range []tally.Decimal{c.Direct, c.Shared, c.Total, c.Billed} {
-			v, err := b.amount(money{dec: d, valid: true}, c.Currency)
+			m := money{dec: d, valid: true}
+			v, err := b.amount(m, c.Currency)
 			if err != nil {
 				return err
 			}
+			l.amount(len(cells), c.Currency, m)
 			cells = append(cells, v)
 		}
 		if err := t.add(append(cells, b.wrapped(strings.Join(c.Methods, "; ")))...); err != nil {
@@ -103,7 +107,11 @@ func (b *builder) chargebackSheet(lines []chargeLine, totals []totalRow) error {
 	if err := t.finish(""); err != nil {
 		return err
 	}
-	row := t.row + 2
+	last, err := foot.write(t)
+	if err != nil {
+		return err
+	}
+	row := last + 2
 	if err := b.putRow(s, row, cell{"Tie-out: cost centres plus Unallocated against the month's total (Summary), per currency", b.st.sectionWrap}); err != nil {
 		return err
 	}

@@ -46,6 +46,9 @@ func (b *builder) daily() error {
 		return err
 	}
 	zero := money{valid: true}
+	// One total row: each currency's column totals in its own currency.
+	totals := b.newFoot(len(cols))
+	total := totals.line("", "", nil)
 	for _, d := range days {
 		cells := []cell{{d.at, b.st.date}}
 		for _, c := range b.currencies {
@@ -57,6 +60,7 @@ func (b *builder) daily() error {
 			if err != nil {
 				return err
 			}
+			total.amount(len(cells), c, m)
 			cells = append(cells, x)
 		}
 		if err := t.add(cells...); err != nil {
@@ -68,6 +72,9 @@ func (b *builder) daily() error {
 	}
 	if len(days) == 0 {
 		return nil
+	}
+	if _, err := totals.write(t); err != nil {
+		return err
 	}
 	chartCol, err := excelize.ColumnNumberToName(len(cols) + 2)
 	if err != nil {
@@ -110,7 +117,7 @@ func (b *builder) daily() error {
 			Legend:    excelize.ChartLegend{Position: "none"},
 			Dimension: excelize.ChartDimension{Width: chartWidth, Height: chartHeight},
 			XAxis:     dayAxis(days[0].at, days[len(days)-1].at),
-			YAxis:     moneyAxis(yMin),
+			YAxis:     moneyAxis(c, yMin),
 		})
 		if err != nil {
 			return fmt.Errorf("chart %s: %w", c, err)
@@ -160,10 +167,11 @@ func excelDay(t time.Time) float64 {
 	return t.Sub(time.Date(1899, 12, 30, 0, 0, 0, 0, time.UTC)).Hours() / 24
 }
 
-// moneyAxis is a chart's value axis: amounts, gridlines, from min when set.
-// Its 0 is not labelled: it would print over the first day's label in the
-// corner the axes share.
-func moneyAxis(min *float64) excelize.ChartAxis {
-	return excelize.ChartAxis{MajorGridLines: true, NumFmt: excelize.ChartNumFmt{CustomNumFmt: fmtMoney + ";-" + fmtMoney + ";"},
+// moneyAxis is a chart's value axis: amounts in currency, shown as its
+// cells show them, gridlines, from min when set. Its 0 is not labelled: it
+// would print over the first day's label in the corner the axes share.
+func moneyAxis(currency string, min *float64) excelize.ChartAxis {
+	f := moneyFormat(minorUnit(currency))
+	return excelize.ChartAxis{MajorGridLines: true, NumFmt: excelize.ChartNumFmt{CustomNumFmt: f + ";-" + f + ";"},
 		Minimum: min, Font: excelize.Font{Size: chartFontSize, Color: chartTextColor}}
 }

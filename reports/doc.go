@@ -9,10 +9,11 @@
 // limit) and Notes. WriteFile does the same into a file, atomically.
 //
 // Money never passes through a float on its way to a total: every amount is
-// summed as DECIMAL in SQL, handed over as text, and only the finished value
-// is converted to the nearest float64 for its cell (Excel holds only
-// doubles); cells keep full precision and round only in display. Totals are
-// per currency, never across currencies. The package reads rows only through
+// summed as DECIMAL in SQL, handed over as text (a breakdown's total rows
+// add those exactly, foot.go), and only the finished value is converted to
+// the nearest float64 for its cell (Excel holds only doubles); cells keep
+// full precision and show the currency's minor unit. Totals are per
+// currency, never across currencies. The package reads rows only through
 // SQL and knows nothing of HTTP.
 //
 // It also owns writing a month's workbook from a config (Report, ReportOrg,

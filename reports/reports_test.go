@@ -451,7 +451,7 @@ func TestTotalsMatchSQL(t *testing.T) {
 	}
 
 	// Per project and currency.
-	byProject := rows(t, f, "By project")
+	byProject := dataRows(t, f, "By project")
 	check = querySQL(t, db, `
 		SELECT project, currency, CAST(count(*) AS VARCHAR),
 		       CAST(coalesce(sum(cost) FILTER (WHERE entitlement IS NULL), 0) AS VARCHAR),
@@ -478,7 +478,7 @@ func TestTotalsMatchSQL(t *testing.T) {
 	}
 
 	// Daily columns add up to the currency totals, to the cent.
-	daily := rows(t, f, "Daily")
+	daily := dataRows(t, f, "Daily")
 	for _, c := range querySQL(t, db, `SELECT currency, CAST(sum(cost) AS VARCHAR) FROM usage WHERE `+monthFilter+` GROUP BY ALL`) {
 		col := colOf(t, daily[0], c[0])
 		sum := new(big.Rat)
@@ -494,7 +494,7 @@ func TestTotalsMatchSQL(t *testing.T) {
 
 	// By meter and by payment method add up per currency too.
 	for _, s := range []struct{ sheet, col string }{{"By meter", "Usage value"}, {"By payment method", "Usage value"}} {
-		tab := rows(t, f, s.sheet)
+		tab := dataRows(t, f, s.sheet)
 		for _, c := range querySQL(t, db, `SELECT currency, CAST(sum(cost) AS VARCHAR) FROM usage WHERE `+monthFilter+` GROUP BY ALL`) {
 			sum := new(big.Rat)
 			for _, r := range find(t, tab, map[string]string{"Currency": c[0]}) {
@@ -914,7 +914,7 @@ func TestBasisAndGranularityChooseRows(t *testing.T) {
 				t.Fatalf("totals %q, want USD only", totals)
 			}
 			sameAmount(t, c.name+" total", at(totals[1], colOf(t, totals[0], "Total usage value")), c.total)
-			daily := rows(t, f, "Daily")
+			daily := dataRows(t, f, "Daily")
 			if len(daily) != 2 || at(daily[1], 0) != strconv.Itoa(excelDate(c.day)) {
 				t.Errorf("Daily %q, want one row on %s", daily, c.day.Format("2006-01-02"))
 			}
@@ -1225,12 +1225,13 @@ func TestSummaryLeadsWithTheMoney(t *testing.T) {
 	}
 }
 
-// Where a total is shown beside its parts (the Summary's usage value per
-// currency, By project's rows), the parts as shown add up to the total as
-// shown. Project delta's CHF is half a cent billed and half a cent from a
-// balance: rounded to the cent, 0.01 + 0.01 beside a total of 0.01; the
-// row shows the decimals it takes (0.005 + 0.005 = 0.010).
-func TestFiguresFoot(t *testing.T) {
+// Every amount shows its currency's minor unit, whatever its parts: project
+// delta's CHF is half a cent billed and half a cent from a balance, shown
+// 0.01 + 0.01 beside a total of 0.01 (each figure rounded on its own, as
+// the Notes say), never with more decimals; the cells keep the exact
+// 0.005, 0.005 and 0.01. (Before one money format, such a row showed the
+// decimals it took to foot across.)
+func TestFiguresShowTheMinorUnit(t *testing.T) {
 	db := openDB(t)
 	seed(t, db)
 	for _, typ := range []string{"", "Cash"} {
@@ -1238,40 +1239,17 @@ func TestFiguresFoot(t *testing.T) {
 			entType: typ, pm: pm1, pmName: "Direct USD", project: "delta"})
 	}
 	f, _ := build(t, db, reports.Options{})
-	shown := func(sheet string, col, row int) *big.Rat {
-		t.Helper()
-		ref, _ := excelize.CoordinatesToCellName(col, row)
-		raw, err := f.GetCellValue(sheet, ref, excelize.Options{RawCellValue: true})
-		if err != nil || raw == "" {
-			return new(big.Rat)
-		}
-		id, err := f.GetCellStyle(sheet, ref)
-		if err != nil {
-			t.Fatal(err)
-		}
-		st, err := f.GetStyle(id)
-		if err != nil || st.CustomNumFmt == nil {
-			t.Fatalf("%s!%s has no number format", sheet, ref)
-		}
-		format := strings.SplitN(*st.CustomNumFmt, " ", 2)[0]
-		decimals := len(format) - strings.Index(format, ".") - 1
-		v, _ := new(big.Rat).SetString(strconv.FormatFloat(mustFloat(t, raw), 'g', 15, 64))
-		scale := new(big.Rat).SetInt(new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(decimals)), nil))
-		x := new(big.Rat).Mul(v, scale)
-		q, rem := new(big.Int).QuoRem(x.Num(), x.Denom(), new(big.Int))
-		if new(big.Int).Mul(new(big.Int).Abs(rem), big.NewInt(2)).Cmp(x.Denom()) >= 0 {
-			q.Add(q, big.NewInt(int64(x.Sign())))
-		}
-		return new(big.Rat).Quo(new(big.Rat).SetInt(q), scale)
-	}
+	names := []string{"Billed directly", "Drawn from a balance", "Covered by a license", "Other entitlement types", "Total usage value"}
 	check := func(sheet string, header []string, row int) {
 		t.Helper()
-		parts := new(big.Rat)
-		for _, name := range []string{"Billed directly", "Drawn from a balance", "Covered by a license", "Other entitlement types"} {
-			parts.Add(parts, shown(sheet, colOf(t, header, name)+1, row))
-		}
-		if total := shown(sheet, colOf(t, header, "Total usage value")+1, row); parts.Cmp(total) != 0 {
-			t.Errorf("%s row %d: parts as shown add up to %s, the total shows %s", sheet, row, parts.FloatString(12), total.FloatString(12))
+		for _, name := range names {
+			col := colOf(t, header, name) + 1
+			format, _ := cellFormat(t, f, sheet, col, row)
+			_, code, _ := strings.Cut(format, " ")
+			currency := strings.Trim(code, `"`)
+			if format != moneyFormat(currency) {
+				t.Errorf("%s row %d %s: format %q", sheet, row, name, format)
+			}
 		}
 	}
 	all := rows(t, f, "Summary")
@@ -1285,12 +1263,23 @@ func TestFiguresFoot(t *testing.T) {
 			checked++
 		}
 	}
-	byProject := rows(t, f, "By project")
+	byProject := dataRows(t, f, "By project")
 	for i := range byProject[1:] {
 		check("By project", byProject[0], i+2)
 		checked++
 	}
 	if checked < 4 {
 		t.Fatalf("checked %d rows", checked)
+	}
+	delta := one(t, byProject, map[string]string{"Project": "delta", "Currency": "CHF"})
+	row := slices.IndexFunc(byProject, func(r []string) bool { return at(r, 0) == "delta" }) + 1
+	for name, want := range map[string]string{"Billed directly": "0.005", "Drawn from a balance": "0.005", "Total usage value": "0.01"} {
+		col := colOf(t, byProject[0], name)
+		if got := at(delta, col); got != want {
+			t.Errorf("delta CHF %s holds %s, want the exact %s", name, got, want)
+		}
+		if got := shownAs(t, f, "By project", col+1, row); got.Cmp(big.NewRat(1, 100)) != 0 {
+			t.Errorf("delta CHF %s shows %s, want 0.01", name, got.FloatString(4))
+		}
 	}
 }

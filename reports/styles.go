@@ -2,6 +2,7 @@ package reports
 
 import (
 	"regexp"
+	"strings"
 
 	"github.com/xuri/excelize/v2"
 )
@@ -15,9 +16,34 @@ const (
 	fmtDate     = "yyyy-mm-dd"
 	fmtDateTime = "yyyy-mm-dd hh:mm:ss"
 	fmtHour     = "yyyy-mm-dd hh:mm"
-	fmtMoney    = "#,##0.00"
 	fmtPrice    = "#,##0.00####"
 )
+
+// minorUnits are the decimals of the ISO 4217 currencies whose minor unit
+// is not the cent; every other currency's amounts show two.
+var minorUnits = map[string]int{
+	"BIF": 0, "CLP": 0, "DJF": 0, "GNF": 0, "ISK": 0, "JPY": 0, "KMF": 0, "KRW": 0, "PYG": 0,
+	"RWF": 0, "UGX": 0, "UYI": 0, "VND": 0, "VUV": 0, "XAF": 0, "XOF": 0, "XPF": 0,
+	"BHD": 3, "IQD": 3, "JOD": 3, "KWD": 3, "LYD": 3, "OMR": 3, "TND": 3,
+	"CLF": 4, "UYW": 4,
+}
+
+// minorUnit is how many decimals currency's amounts show.
+func minorUnit(currency string) int {
+	if d, ok := minorUnits[strings.ToUpper(currency)]; ok {
+		return d
+	}
+	return 2
+}
+
+// moneyFormat is the number format of an amount shown with decimals
+// decimals.
+func moneyFormat(decimals int) string {
+	if decimals <= 0 {
+		return "#,##0"
+	}
+	return "#,##0." + strings.Repeat("0", decimals)
+}
 
 // plainCurrency is a currency code that can go inside a quoted literal of a
 // number format. Anything else is shown without a code in the format (the
@@ -35,13 +61,15 @@ type styles struct {
 	integer, quantity, percent                int
 	date, dateTime, hour                      int
 
-	money         map[string]int
-	moneyDecimals map[int]map[string]int // amounts shown with more decimals, to foot
-	price         map[string]int
+	money      map[string]int
+	moneyTotal map[string]int // an amount on a total row: bold
+	price      map[string]int
+	// A total row's cells: bold, a rule above.
+	totalLabel, integerTotal, notPricedTotal int
 }
 
 func newStyles(f *excelize.File) (*styles, error) {
-	s := &styles{f: f, money: map[string]int{}, price: map[string]int{}}
+	s := &styles{f: f, money: map[string]int{}, moneyTotal: map[string]int{}, price: map[string]int{}}
 	var err error
 	mk := func(st *excelize.Style) int {
 		if err != nil {
@@ -65,6 +93,11 @@ func newStyles(f *excelize.File) (*styles, error) {
 	})
 	s.label = mk(&excelize.Style{Font: &excelize.Font{Bold: true}, Alignment: &excelize.Alignment{Vertical: "top"}})
 	s.text = mk(&excelize.Style{Alignment: &excelize.Alignment{Vertical: "top"}})
+	totalRule := []excelize.Border{{Type: "top", Color: "8EA0B8", Style: 1}}
+	s.totalLabel = mk(&excelize.Style{Font: &excelize.Font{Bold: true}, Alignment: &excelize.Alignment{Vertical: "top"}, Border: totalRule})
+	s.notPricedTotal = mk(&excelize.Style{Font: &excelize.Font{Bold: true}, Alignment: &excelize.Alignment{Horizontal: "right", Vertical: "top"}, Border: totalRule})
+	intFmt := fmtInt
+	s.integerTotal = mk(&excelize.Style{CustomNumFmt: &intFmt, Font: &excelize.Font{Bold: true}, Alignment: &excelize.Alignment{Vertical: "top"}, Border: totalRule})
 	s.notPriced = mk(&excelize.Style{Alignment: &excelize.Alignment{Horizontal: "right", Vertical: "top"}})
 	s.wrap = mk(&excelize.Style{Alignment: &excelize.Alignment{WrapText: true, Vertical: "top"}})
 	s.integer = mk(num(fmtInt))
@@ -76,34 +109,26 @@ func newStyles(f *excelize.File) (*styles, error) {
 	return s, err
 }
 
-// moneyStyle is the style of an amount in currency: two decimals shown,
-// the currency code beside them.
+// moneyStyle is the style of an amount in currency: the currency's minor
+// unit of decimals shown (two but for the currencies of minorUnits), with
+// thousands separators and the currency code beside them. The cell keeps
+// the exact amount; only what is shown is rounded.
 func (s *styles) moneyStyle(currency string) (int, error) {
-	return s.currencyStyle(s.money, fmtMoney, currency)
+	return s.currencyStyle(s.money, moneyFormat(minorUnit(currency)), currency, false)
 }
 
-// moneyStyleDecimals is the style of an amount in currency shown with
-// decimals decimals (2: moneyStyle).
-func (s *styles) moneyStyleDecimals(currency string, decimals int) (int, error) {
-	if decimals == 2 {
-		return s.moneyStyle(currency)
-	}
-	if s.moneyDecimals == nil {
-		s.moneyDecimals = map[int]map[string]int{}
-	}
-	if s.moneyDecimals[decimals] == nil {
-		s.moneyDecimals[decimals] = map[string]int{}
-	}
-	return s.currencyStyle(s.moneyDecimals[decimals], moneyFormat(decimals), currency)
+// moneyTotalStyle is moneyStyle on a total row: bold.
+func (s *styles) moneyTotalStyle(currency string) (int, error) {
+	return s.currencyStyle(s.moneyTotal, moneyFormat(minorUnit(currency)), currency, true)
 }
 
 // priceStyle is the style of a unit price in currency: at least two and up
 // to six decimals shown.
 func (s *styles) priceStyle(currency string) (int, error) {
-	return s.currencyStyle(s.price, fmtPrice, currency)
+	return s.currencyStyle(s.price, fmtPrice, currency, false)
 }
 
-func (s *styles) currencyStyle(cache map[string]int, base, currency string) (int, error) {
+func (s *styles) currencyStyle(cache map[string]int, base, currency string, bold bool) (int, error) {
 	if id, ok := cache[currency]; ok {
 		return id, nil
 	}
@@ -111,7 +136,12 @@ func (s *styles) currencyStyle(cache map[string]int, base, currency string) (int
 	if plainCurrency.MatchString(currency) {
 		format = base + ` "` + currency + `"`
 	}
-	id, err := s.f.NewStyle(&excelize.Style{CustomNumFmt: &format, Alignment: &excelize.Alignment{Vertical: "top"}})
+	st := &excelize.Style{CustomNumFmt: &format, Alignment: &excelize.Alignment{Vertical: "top"}}
+	if bold {
+		st.Font = &excelize.Font{Bold: true}
+		st.Border = []excelize.Border{{Type: "top", Color: "8EA0B8", Style: 1}}
+	}
+	id, err := s.f.NewStyle(st)
 	if err != nil {
 		return 0, err
 	}

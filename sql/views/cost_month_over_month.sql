@@ -8,11 +8,12 @@
 -- from their daily totals (usage_finest_days), whose month and next month
 -- are stored: WHERE month = … reads that month and the one before only.
 -- The latest month may be partial: compare it only with care.
-CREATE OR REPLACE VIEW cost_month_over_month AS
+--
 -- No CTE is read twice: DuckDB keeps NOT MATERIALIZED only in the session
 -- that created the view (a database reopened, or the analysts' published
 -- copy, reads it back materialized, and a condition on month no longer
 -- reaches the scan), so each part reads usage_finest_days itself.
+CREATE OR REPLACE VIEW cost_month_over_month AS
 WITH last AS (
     SELECT basis, max(month) AS month FROM usage_finest_days GROUP BY basis
 ),
