@@ -15,26 +15,28 @@ import (
 )
 
 // detailColumns: as narrow as their values allow (a UUID takes 37; an
-// hour's date and time 17, a space to spare beside the next column), so a
-// printed band of rows is three pages wide.
+// hour's date and time 17, a space to spare beside the next column). What
+// a row is and costs comes first: on paper the sheet prints its leftmost
+// columns, as far as fit the page's width (printDetail), the usage value
+// among them.
 var detailColumns = []column{
 	{"Date", 17},
-	{"Date processed", 17},
 	{"Project", 20},
-	{"Family", 20}, // "Content Protection"
-	{"Solution", 16},
 	{"Meter", 30},
-	{"Meter SKU", 18},
 	{"Quantity", 14},
 	{"Unit", 12},
-	{"Unit price (as sent)", 14},
 	{"Usage value", 16},
 	{"Currency", 10},
-	{"Entitlement type", 16},
 	{"Paid as", 20},
+	{"Payment method name", 22},
+	{"Date processed", 17},
+	{"Family", 20}, // "Content Protection"
+	{"Solution", 16},
+	{"Meter SKU", 18},
+	{"Unit price (as sent)", 14},
+	{"Entitlement type", 16},
 	{"Entitlement id", 37},
 	{"Payment method id", 37},
-	{"Payment method name", 22},
 	{"Run id", 37},
 	{"Fetched at (UTC)", 20},
 }
@@ -42,8 +44,8 @@ var detailColumns = []column{
 // Positions in detailColumns of the cells whose style depends on the
 // row's currency.
 const (
-	detailUnitPrice = 9
-	detailAmount    = 10
+	detailAmount    = 5
+	detailUnitPrice = 13
 )
 
 // detailSheet is one Detail sheet being streamed.
@@ -199,22 +201,22 @@ func (r *detailReader) read(b *builder, st detailStyles, ranges []dateRange) {
 		}
 		cur.cells = append(cur.cells,
 			excelize.Cell{StyleID: st.date, Value: date.UTC()},
-			excelize.Cell{StyleID: st.date, Value: dp},
 			excelize.Cell{StyleID: st.text, Value: ntext(project)},
-			excelize.Cell{StyleID: st.text, Value: ntext(family)},
-			excelize.Cell{StyleID: st.text, Value: ntext(solution)},
 			excelize.Cell{StyleID: st.text, Value: text(meter)},
-			excelize.Cell{StyleID: st.text, Value: ntext(sku)},
 			excelize.Cell{StyleID: st.quantity, Value: finite(quantity)},
 			excelize.Cell{StyleID: st.text, Value: ntext(unit)},
-			excelize.Cell{StyleID: priceStyle, Value: pv},
 			excelize.Cell{StyleID: moneyStyle, Value: av},
 			excelize.Cell{StyleID: st.text, Value: text(currency)},
-			excelize.Cell{StyleID: st.text, Value: ntext(entType)},
 			excelize.Cell{StyleID: st.text, Value: text(categoryLabel(category))},
+			excelize.Cell{StyleID: st.text, Value: ntext(pmName)},
+			excelize.Cell{StyleID: st.date, Value: dp},
+			excelize.Cell{StyleID: st.text, Value: ntext(family)},
+			excelize.Cell{StyleID: st.text, Value: ntext(solution)},
+			excelize.Cell{StyleID: st.text, Value: ntext(sku)},
+			excelize.Cell{StyleID: priceStyle, Value: pv},
+			excelize.Cell{StyleID: st.text, Value: ntext(entType)},
 			excelize.Cell{StyleID: st.text, Value: ntext(entitlement)},
 			excelize.Cell{StyleID: st.text, Value: ntext(pm)},
-			excelize.Cell{StyleID: st.text, Value: ntext(pmName)},
 			excelize.Cell{StyleID: st.text, Value: text(runID)},
 			excelize.Cell{StyleID: st.stamp, Value: fetched.UTC()},
 		)

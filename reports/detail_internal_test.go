@@ -59,7 +59,7 @@ FROM range(300) t(i)`, basis); err != nil {
 			}
 			var got []string
 			for _, r := range sheet[1:] {
-				got = append(got, r[7]) // Quantity: the row's number
+				got = append(got, r[3]) // Quantity: the row's number
 			}
 			// The whole month in one read, as the Detail order has it.
 			b := &builder{ctx: context.Background(), src: db, p: p}

@@ -67,8 +67,13 @@ func TestPrintPlanPrintsOnePage(t *testing.T) {
 	}
 	cols, rows, scale := printPlan(detail)
 	width := columnsWidth(detailColumns[:cols])
-	if cols < 2 || cols >= len(detailColumns) || scale != minPrintScale || width*pointsPerChar*float64(scale)/100 > printableWidth {
+	// As many columns as fit at 66 %, the usage value among them, and
+	// the page as large as they allow.
+	if cols < 2 || cols >= len(detailColumns) || scale < minPrintScale || width*pointsPerChar*float64(scale)/100 > printableWidth {
 		t.Errorf("Detail: %d columns (%v characters) at %d %%", cols, width, scale)
+	}
+	if _, across := printScale(width + detailColumns[cols].width); !across || cols <= detailAmount {
+		t.Errorf("Detail: %d columns, the next would fit too, or the usage value (column %d) is not among them", cols, detailAmount+1)
 	}
 	if float64(rows)*15*float64(scale)/100 > printableHeight || float64(rows+3)*15*float64(scale)/100 < printableHeight {
 		t.Errorf("Detail: %d rows at %d %% do not fill the page", rows, scale)

@@ -3,6 +3,7 @@ package reports_test
 import (
 	"context"
 	"fmt"
+	"math/big"
 	"strings"
 	"testing"
 	"time"
@@ -74,6 +75,7 @@ FROM range(1240) t(i)`, pm1, runID, now.Add(-48*time.Hour))
 	}
 	printcheck.Legible(t, path, pages)
 	binder(t, f, path, pages)
+	amountsOnPaper(t, f, path, by)
 
 	if pages, err = tools.Pages(ctx, pdfs[1]); err != nil {
 		t.Fatal(err)
@@ -157,4 +159,105 @@ func binder(t *testing.T, f *excelize.File, path string, pages []printcheck.Page
 			}
 		}
 	}
+}
+
+// amountsOnPaper checks that the wide sheets print their amounts: each
+// prints one page wide, and every page of it carries the header of each
+// amount column and, under it, the figures of the rows its print area
+// holds, as the cells show them. A sheet wider than the page used to
+// print its leftmost columns only, the names without the figures.
+func amountsOnPaper(t *testing.T, f *excelize.File, path string, by map[string][]printcheck.Page) {
+	t.Helper()
+	for sheet, heads := range map[string][]string{
+		"By payment method":            {"Usage value"},
+		"Rate card check":              {"Usage value", "Invoiced", "Expected cost", "Variance"},
+		"Flags":                        {"Amount"},
+		"Adjustments to closed months": {"As closed", "Today", "Adjustment"},
+		"By project":                   {"Total usage value"},
+		"Chargeback":                   {"Direct", "Shared received", "Total"},
+		"Detail":                       {"Usage value"},
+	} {
+		printed := by[sheet]
+		if len(printed) == 0 {
+			t.Errorf("%s is not printed", sheet)
+			continue
+		}
+		if across := printcheck.FirstBand(printed); len(across) > 1 {
+			t.Errorf("%s prints %d pages wide, want one", sheet, len(across))
+		}
+		rows, err := f.GetRows(sheet)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, last := printcheck.PrintArea(t, path, sheet)
+		for _, head := range heads {
+			col := -1
+			for i, h := range rows[0] {
+				if h == head {
+					col = i
+				}
+			}
+			if col < 0 {
+				t.Fatalf("%s has no column %q: %q", sheet, head, rows[0])
+			}
+			var figures []string
+			for r := 1; r < min(len(rows), last); r++ {
+				ref, err := excelize.CoordinatesToCellName(col+1, r+1)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if typ, _ := f.GetCellType(sheet, ref); typ != excelize.CellTypeNumber && typ != excelize.CellTypeUnset {
+					continue // "not priced", or a blank
+				}
+				if v, err := f.GetCellValue(sheet, ref, excelize.Options{RawCellValue: true}); err == nil && v != "" {
+					figures = append(figures, shownCents(t, v))
+				}
+			}
+			if len(figures) == 0 {
+				t.Errorf("%s prints no figure of %q: the test checks nothing", sheet, head)
+			}
+			for _, p := range printed {
+				words := map[string]int{}
+				for _, w := range p.Words {
+					words[w.Text]++
+				}
+				for _, w := range strings.Fields(head) {
+					if words[w] == 0 {
+						t.Errorf("page %d (%s) lacks the amount column's header %q", p.Number, sheet, head)
+					}
+				}
+				for _, fig := range figures {
+					if words[fig] == 0 {
+						t.Errorf("page %d (%s) lacks the figure %s of column %q: %.300s", p.Number, sheet, fig, head, p.Text())
+						break
+					}
+				}
+			}
+		}
+	}
+}
+
+// shownCents is an amount as the workbook shows a currency of two
+// decimals: rounded half away from zero, thousands separated. (Excelize's
+// own formatting rounds the cell's binary float, a cent off LibreOffice's
+// on a half cent.)
+func shownCents(t *testing.T, raw string) string {
+	t.Helper()
+	r, ok := new(big.Rat).SetString(raw)
+	if !ok {
+		t.Fatalf("amount %q is not a number", raw)
+	}
+	neg := r.Sign() < 0
+	r.Abs(r)
+	cents := new(big.Int).Quo(new(big.Rat).Add(new(big.Rat).Mul(r, big.NewRat(100, 1)), big.NewRat(1, 2)).Num(),
+		new(big.Rat).Add(new(big.Rat).Mul(r, big.NewRat(100, 1)), big.NewRat(1, 2)).Denom())
+	s := fmt.Sprintf("%03d", cents)
+	whole, frac := s[:len(s)-2], s[len(s)-2:]
+	for i := len(whole) - 3; i > 0; i -= 3 {
+		whole = whole[:i] + "," + whole[i:]
+	}
+	if neg && cents.Sign() != 0 {
+		whole = "-" + whole
+	}
+	return whole + "." + frac
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/xml"
 	"fmt"
 	"math"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -98,8 +99,33 @@ func (t Tools) ToPDFs(ctx context.Context, dir string, xlsx ...string) ([]string
 	pdfs := make([]string, len(xlsx))
 	for i, x := range xlsx {
 		pdfs[i] = filepath.Join(out, strings.TrimSuffix(filepath.Base(x), filepath.Ext(x))+".pdf")
+		if err := keep(x, pdfs[i]); err != nil {
+			return nil, err
+		}
 	}
 	return pdfs, nil
+}
+
+// KeepEnv names a directory the printed workbooks and their PDFs are
+// copied to, to be looked at after the test's temporary directory is gone:
+// a proof checks words' boxes, a person sees the page.
+const KeepEnv = "PRINTCHECK_KEEP"
+
+func keep(files ...string) error {
+	dir := os.Getenv(KeepEnv)
+	if dir == "" {
+		return nil
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, filepath.Base(f)), b, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // footerSheet finds the sheet's name in the footer the workbook prints:
