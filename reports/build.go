@@ -293,7 +293,7 @@ func (b *builder) build() error {
 	if err := b.printTable(sheetNotes); err != nil {
 		return err
 	}
-	return b.printSetup(sheetSummary, false)
+	return b.printSetup(sheetSummary, 0)
 }
 
 // EstimatedWarning is what every workbook of basis estimated says of its

@@ -30,6 +30,10 @@ const (
 	// row; bold text, wider, is counted boldWidth as wide.
 	lineHeight = 15.0
 	boldWidth  = 1.2
+	// reasonIndent is the characters the reason style's indent takes
+	// from its column's width: one indent level, a character or two as
+	// Excel and LibreOffice set it, with one to spare.
+	reasonIndent = 3
 )
 
 // printWidth notes that sheet's printed content reaches width characters
@@ -61,12 +65,12 @@ func printScale(width float64) (scale uint, across bool) {
 
 // printSetup gives a sheet read on paper whole (the Summary, a statement)
 // the page setup a controller prints it with: landscape, at the scale
-// printScale chooses (never fitted smaller than legible), the header
-// row repeated on every page when the sheet's table starts at row 1, and
+// printScale chooses (never fitted smaller than legible), row headerRow
+// (0 for none), its table's header, repeated on every page after it, and
 // the footer. A sheet too wide for one page runs across pages, over then
 // down, so a band of rows reads left to right before the next, and repeats
 // its first column, the row's key, on every page.
-func (b *builder) printSetup(sheet string, headerRow bool) error {
+func (b *builder) printSetup(sheet string, headerRow int) error {
 	scale, across := printScale(b.printWidths[sheet])
 	if err := b.pageSetup(sheet, scale, ""); err != nil {
 		return err
@@ -76,8 +80,8 @@ func (b *builder) printSetup(sheet string, headerRow bool) error {
 	if across {
 		titles = append(titles, quoted+"$A:$A")
 	}
-	if headerRow {
-		titles = append(titles, quoted+"$1:$1")
+	if headerRow > 0 {
+		titles = append(titles, fmt.Sprintf("%s$%d:$%d", quoted, headerRow, headerRow))
 	}
 	return b.printTitles(sheet, titles)
 }
@@ -363,7 +367,7 @@ func (b *builder) fitRowHeight(sheet string, row int, cells []cell) error {
 	most, perLine := 1, lineHeight
 	for i, c := range cells {
 		s, ok := c.v.(string)
-		if !ok || s == "" || (c.style != b.st.header && c.style != b.st.wrap && c.style != b.st.sectionWrap) {
+		if !ok || s == "" || (c.style != b.st.header && c.style != b.st.wrap && c.style != b.st.sectionWrap && c.style != b.st.reason) {
 			continue
 		}
 		name, err := excelize.ColumnNumberToName(i + 1)
@@ -374,12 +378,15 @@ func (b *builder) fitRowHeight(sheet string, row int, cells []cell) error {
 		if err != nil {
 			return err
 		}
+		if c.style == b.st.reason {
+			width -= reasonIndent
+		}
 		if c.style == b.st.sectionWrap {
 			// 12 pt, bold.
 			width /= 12.0 / 11
 			perLine = lineHeight * 16 / 15
 		}
-		most = max(most, wrappedLines(s, width, c.style != b.st.wrap))
+		most = max(most, wrappedLines(s, width, c.style == b.st.header || c.style == b.st.sectionWrap))
 	}
 	if most == 1 {
 		return nil
