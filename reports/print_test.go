@@ -2,6 +2,7 @@ package reports_test
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"math/big"
 	"strings"
@@ -29,13 +30,7 @@ func TestWorkbookPrintsLegibly(t *testing.T) {
 	}
 	db := openDB(t)
 	seed(t, db)
-	// 1,240 more day rows: 40 a day over the month's 31 days.
-	execSQL(t, db, `INSERT INTO usage (granularity, basis, date, date_processed, meter_name, meter_sku, family, solution, unit, quantity, price, cost, currency, entitlement, entitlement_type, payment_method, payment_method_name, project, run_id, fetched_at)
-SELECT 'day', 'usage', DATE '2026-10-01' + (i // 40)::INTEGER, DATE '2026-10-02' + (i // 40)::INTEGER,
-       'meter_' || (i % 5), 'SKU-' || (i % 5), 'video', 'encoding', 'minutes',
-       10 + i % 7, 0.015, (0.015 * (10 + i % 7))::DECIMAL(38, 12), CASE WHEN i % 3 = 0 THEN 'EUR' ELSE 'USD' END,
-       NULL, NULL, ?, 'Direct USD', 'project-' || (i % 9), CAST(? AS UUID), ?
-FROM range(1240) t(i)`, pm1, runID, now.Add(-48*time.Hour))
+	manyRows(t, db)
 	// September was closed at 90 USD; a late charge made it 100 since:
 	// the Adjustments to closed months sheet prints too.
 	execSQL(t, db, `INSERT INTO month_closes (id, month, basis, granularity, action, acted_at, who, rows, cost, content_hash, final_workbook)
@@ -260,4 +255,17 @@ func shownCents(t *testing.T, raw string) string {
 		whole = "-" + whole
 	}
 	return whole + "." + frac
+}
+
+// manyRows adds 1,240 day rows to the seed: 40 a day over the month's 31
+// days, over nine projects, five meters and two currencies, so that Detail
+// and a cost centre's statement run past a page.
+func manyRows(t *testing.T, db *sql.DB) {
+	t.Helper()
+	execSQL(t, db, `INSERT INTO usage (granularity, basis, date, date_processed, meter_name, meter_sku, family, solution, unit, quantity, price, cost, currency, entitlement, entitlement_type, payment_method, payment_method_name, project, run_id, fetched_at)
+SELECT 'day', 'usage', DATE '2026-10-01' + (i // 40)::INTEGER, DATE '2026-10-02' + (i // 40)::INTEGER,
+       'meter_' || (i % 5), 'SKU-' || (i % 5), 'video', 'encoding', 'minutes',
+       10 + i % 7, 0.015, (0.015 * (10 + i % 7))::DECIMAL(38, 12), CASE WHEN i % 3 = 0 THEN 'EUR' ELSE 'USD' END,
+       NULL, NULL, ?, 'Direct USD', 'project-' || (i % 9), CAST(? AS UUID), ?
+FROM range(1240) t(i)`, pm1, runID, now.Add(-48*time.Hour))
 }

@@ -32,14 +32,7 @@ func TestStatementReadsToItsOwner(t *testing.T) {
 	}
 	db := openDB(t)
 	seed(t, db)
-	// 1,240 more day rows, as the print proof's, so the statement runs
-	// past a page.
-	execSQL(t, db, `INSERT INTO usage (granularity, basis, date, date_processed, meter_name, meter_sku, family, solution, unit, quantity, price, cost, currency, entitlement, entitlement_type, payment_method, payment_method_name, project, run_id, fetched_at)
-SELECT 'day', 'usage', DATE '2026-10-01' + (i // 40)::INTEGER, DATE '2026-10-02' + (i // 40)::INTEGER,
-       'meter_' || (i % 5), 'SKU-' || (i % 5), 'video', 'encoding', 'minutes',
-       10 + i % 7, 0.015, (0.015 * (10 + i % 7))::DECIMAL(38, 12), CASE WHEN i % 3 = 0 THEN 'EUR' ELSE 'USD' END,
-       NULL, NULL, ?, 'Direct USD', 'project-' || (i % 9), CAST(? AS UUID), ?
-FROM range(1240) t(i)`, pm1, runID, now.Add(-48*time.Hour))
+	manyRows(t, db)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	sts, err := reports.WriteStatements(ctx, db, period, t.TempDir(), reports.Options{Now: func() time.Time { return now }, Allocation: printAllocation(t)})
