@@ -9,7 +9,7 @@ import (
 // convertedTitle heads the converted total: beside the figures per
 // currency, never instead.
 func (b *builder) convertedTitle() string {
-	return fmt.Sprintf("In %s, the reporting currency (each currency's total converted at the month's rate, beside the figures per currency, never instead)", b.opts.ReportingCurrency)
+	return fmt.Sprintf("In %s, the reporting currency: converted beside the figures per currency, never instead", b.opts.ReportingCurrency)
 }
 
 // convertedRows are the month's total per currency converted into the
@@ -116,6 +116,11 @@ func (b *builder) byProjectConverted() error {
 	if err := b.putRow(sheetProject, row, cell{b.convertedTitle(), b.st.section}); err != nil {
 		return err
 	}
+	// A printed page never ends on the block's title, nor on its header.
+	if b.printKeep == nil {
+		b.printKeep = map[string][]int{}
+	}
+	b.printKeep[sheetProject] = append(b.printKeep[sheetProject], row, row+1)
 	for _, r := range rows {
 		row++
 		if err := b.putRow(sheetProject, row, r...); err != nil {
