@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tally-dev/tally"
+	"github.com/tally-dev/tally/internal/testkit/storetest"
 	"github.com/tally-dev/tally/store"
 )
 
@@ -26,7 +27,7 @@ func BenchmarkCostAllocation(b *testing.B) {
 	defer s.Close()
 	q := tally.UsageQuery{Window: tally.Window{Start: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), End: time.Date(2026, 2, 1, 0, 0, 0, 0, time.UTC), Granularity: tally.Hour}}
 	rows := benchRows(b, 200_000)
-	if _, err := s.LoadWindow(ctx, q, store.NewRunID(), rowsOf(rows...)); err != nil {
+	if _, err := s.LoadWindow(ctx, q, store.NewRunID(), storetest.Rows(rows...)); err != nil {
 		b.Fatal(err)
 	}
 	var a tally.Allocation
