@@ -100,10 +100,10 @@ HAVING sum(amount) <> any_value(origin_cost) OR count(DISTINCT origin_cost) <> 1
 		t.Errorf("charges whose parts do not add up: %v", bad)
 	}
 	// Every method was applied, and the driver nobody used says how it fell back.
-	if got := distinctText(t, f.s, `SELECT DISTINCT method FROM cost_allocation ORDER BY 1`); !slices.Equal(got, []string{"direct", "driver", "even", "fixed", "proportional", "unallocated"}) {
+	if got := storetest.Strings(t, f.s, `SELECT DISTINCT method FROM cost_allocation ORDER BY 1`); !slices.Equal(got, []string{"direct", "driver", "even", "fixed", "proportional", "unallocated"}) {
 		t.Errorf("methods applied: %v", got)
 	}
-	notes := distinctText(t, f.s, `SELECT DISTINCT rule_version || ': ' || note FROM cost_allocation WHERE note IS NOT NULL ORDER BY 1`)
+	notes := storetest.Strings(t, f.s, `SELECT DISTINCT rule_version || ': ' || note FROM cost_allocation WHERE note IS NOT NULL ORDER BY 1`)
 	var wantNotes []string
 	for _, m := range chargebackcheck.Months {
 		wantNotes = append(wantNotes, "uhd@2026-08: no receiver used driver meter transcode_minutes in "+m[0][:7]+"; split proportional to own usage value instead")
@@ -125,23 +125,6 @@ func cutBar(k string) (string, string, bool) {
 		}
 	}
 	return k, "", false
-}
-
-func distinctText(t *testing.T, s *store.Store, q string) []string {
-	var out []string
-	rows, err := s.DB().QueryContext(context.Background(), q)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var v string
-		if err := rows.Scan(&v); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, v)
-	}
-	return out
 }
 
 // A rule changed from a later month leaves the earlier months as they

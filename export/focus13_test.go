@@ -371,7 +371,7 @@ func TestExportFOCUS13SplitCostAllocation(t *testing.T) {
 		t.Errorf("FOCUS 1.3 with split cost allocation: %s", l)
 	}
 	// Every method was exported, the driver with its usage.
-	methods := distinctText(t, f.s, `SELECT DISTINCT json_extract_string(AllocatedMethodDetails, '$.Elements[0].x_Method') FROM `+after+` WHERE AllocatedMethodId IS NOT NULL ORDER BY 1`)
+	methods := storetest.Strings(t, f.s, `SELECT DISTINCT json_extract_string(AllocatedMethodDetails, '$.Elements[0].x_Method') FROM `+after+` WHERE AllocatedMethodId IS NOT NULL ORDER BY 1`)
 	if !slices.Equal(methods, []string{"driver", "even", "fixed", "proportional"}) {
 		t.Errorf("methods exported %v, want driver, even, fixed, proportional", methods)
 	}

@@ -111,23 +111,6 @@ func distinct(t *testing.T, s *store.Store, col, from string) []string {
 	return storetest.RowsText(t, s, `SELECT DISTINCT `+col+` FROM `+from+` ORDER BY 1`)
 }
 
-func distinctText(t *testing.T, s *store.Store, q string) []string {
-	var out []string
-	rows, err := s.DB().QueryContext(context.Background(), q)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var v string
-		if err := rows.Scan(&v); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, v)
-	}
-	return out
-}
-
 // chargebackFixture is the sim's usage of chargebackcheck.Months in a store.
 type chargebackFixture struct {
 	s *store.Store

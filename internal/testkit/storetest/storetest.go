@@ -2,8 +2,10 @@ package storetest
 
 import (
 	"context"
+	"fmt"
 	"iter"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -112,4 +114,54 @@ func EqualLines(t testing.TB, what string, got, want []string) {
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("%s differ:\ngot:\n%s\nwant:\n%s", what, strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
+}
+
+// Strings runs q on the store's database and gives its one column, a
+// string, of every row, in the query's order.
+func Strings(t testing.TB, s *store.Store, q string) []string {
+	t.Helper()
+	var out []string
+	rows, err := s.DB().QueryContext(context.Background(), q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var v string
+		if err := rows.Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// BenchRows is the load benchmarks' usage (store's, allocation's): n
+// hourly rows of January 2026 over 224 projects and six meters, built up
+// front so that a benchmark measures the load alone.
+func BenchRows(b testing.TB, n int) []tally.MeterData {
+	b.Helper()
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	meters := []string{"video_encoding_ondemand", "video_encoding_uhd", "live_channel_minutes", "streaming_egress_gb", "storage_gb_hours", "drm_license_requests"}
+	projects := make([]string, 224)
+	for i := range projects {
+		projects[i] = "project-" + strconv.Itoa(1000+i)
+	}
+	perHour := (n + 743) / 744
+	rows := make([]tally.MeterData, n)
+	price := 0.0125
+	for i := range rows {
+		d := start.Add(time.Duration(i/perHour) * time.Hour)
+		dp := d.Add(2 * time.Hour)
+		q4 := int64(uint64(i)*0x9e3779b97f4a7c15>>20) % 100_000_000
+		rows[i] = tally.MeterData{
+			Date: d, DateProcessed: &dp, MeterName: meters[i%len(meters)], MeterSku: "SKU-" + strconv.Itoa(i%len(meters)),
+			Family: "Media Services", Solution: "Encoding", Unit: "minutes", Quantity: float64(q4) / 1e4, Price: &price,
+			Cost:     tally.MustDecimal(fmt.Sprintf("%d.%010d", q4*12500/10_000_000_000, q4*12500%10_000_000_000)),
+			Currency: "USD", EntitlementType: "license", Entitlement: "0f6c2a52-8d1e-4c55-9a43-1b7e2f0a9c01",
+			PaymentMethod: "2439471b-5002-49b6-84d1-8fb30e639959", PaymentMethodName: "Marketplace B private offer",
+			Project: projects[i/len(meters)%len(projects)],
+		}
+	}
+	return rows
 }
