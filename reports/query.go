@@ -73,6 +73,11 @@ func (b *builder) queryText(name string) (string, error) {
 	if b.p.Organization != "" {
 		where = orgWhere(where)
 	}
+	// Composed by the inliner rather than read from views and macros:
+	// which definition of a view counts is known only once the database
+	// is open (kept tables, the report month's meters), and the day
+	// figures' condition must reach the usage table's scan under every
+	// view above it (see tallysql.Inline).
 	q, err := tallysql.InlineDefined(tallysql.With(string(text), tallysql.CTE{Name: "month_usage", Query: string(month)}, tallysql.CTE{Name: "month_paid", Query: string(paid)}), where, defs)
 	if err != nil {
 		return "", fmt.Errorf("read query %s: %w", name, err)
