@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/configs"
+	"github.com/tally-dev/tally/internal/testkit/storetest"
 	"github.com/tally-dev/tally/store"
 )
 
@@ -26,24 +26,10 @@ import (
 // usage commitment, drawn slowly, raises none.
 func TestCommitmentAlertSentOnce(t *testing.T) {
 	ctx := context.Background()
-	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "tally.duckdb"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := storetest.Open(t)
 	load := func(from, to time.Time, rows []tally.MeterData) {
 		t.Helper()
-		w := tally.Window{Start: from, End: to, Granularity: tally.Day}
-		seq := func(yield func(tally.MeterData, error) bool) {
-			for _, r := range rows {
-				if !yield(r, nil) {
-					return
-				}
-			}
-		}
-		if _, err := st.LoadWindow(ctx, tally.UsageQuery{Window: w}, store.NewRunID(), seq); err != nil {
-			t.Fatal(err)
-		}
+		storetest.Load(t, st, tally.UsageQuery{Window: tally.Window{Start: from, End: to, Granularity: tally.Day}}, rows...)
 	}
 	date := func(m time.Month, d int) time.Time { return time.Date(2026, m, d, 0, 0, 0, 0, time.UTC) }
 	row := func(at time.Time, cost string, ent, typ, unit string, qty float64) tally.MeterData {
