@@ -14,6 +14,7 @@ const (
 	fmtQuantity = "#,##0.00####"
 	fmtPercent  = "0.00%"
 	fmtDate     = "yyyy-mm-dd"
+	fmtMonth    = "yyyy-mm"
 	fmtDateTime = "yyyy-mm-dd hh:mm:ss"
 	fmtHour     = "yyyy-mm-dd hh:mm"
 	fmtPrice    = "#,##0.00####"
@@ -60,6 +61,7 @@ type styles struct {
 	notPriced                                 int // "not priced" where an amount would be, aligned as one
 	integer, quantity, percent                int
 	date, dateTime, hour                      int
+	month                                     int // a month, as its first day
 
 	money      map[string]int
 	moneyTotal map[string]int // an amount on a total row: bold
@@ -104,6 +106,7 @@ func newStyles(f *excelize.File) (*styles, error) {
 	s.quantity = mk(num(fmtQuantity))
 	s.percent = mk(num(fmtPercent))
 	s.date = mk(num(fmtDate))
+	s.month = mk(num(fmtMonth))
 	s.dateTime = mk(num(fmtDateTime))
 	s.hour = mk(num(fmtHour))
 	return s, err
