@@ -151,11 +151,11 @@ func (s *summaryWriter) story() error {
 	return nil
 }
 
-// A chart band is chartBandRows rows: a chart of chartHeight pixels, 20 a
-// row, and a row to spare. The trend chart spans columns A to C, the
+// A chart band is chartBandRows rows: a chart of chartHeight pixels, at
+// 17 a row as LibreOffice draws the default row, and a row to spare. The trend chart spans columns A to C, the
 // project chart D to G (summaryColumns), seven pixels to a character.
 const (
-	chartBandRows      = 16
+	chartBandRows      = 19
 	trendChartWidth    = 600
 	projectChartWidth  = 410
 	projectChartColumn = "D"
@@ -368,6 +368,7 @@ func (st budgetStatus) standing() string {
 type trendRows struct {
 	first, last int
 	column      map[string]string
+	negative    map[string]bool // a month of the currency is below zero
 	from, to    time.Time
 }
 
@@ -375,7 +376,7 @@ type trendRows struct {
 // trend chart's figures, with how each month was loaded.
 func (s *summaryWriter) monthsTable(months []*storyMonth) (trendRows, error) {
 	b := s.b
-	t := trendRows{column: map[string]string{}, from: months[0].at, to: months[len(months)-1].at}
+	t := trendRows{column: map[string]string{}, negative: map[string]bool{}, from: months[0].at, to: months[len(months)-1].at}
 	if err := s.section(fmt.Sprintf("Usage value by month, the last 13 months (basis %s, granularity %s, as loaded)", b.p.Basis, b.p.Granularity)); err != nil {
 		return t, err
 	}
@@ -411,6 +412,9 @@ func (s *summaryWriter) monthsTable(months []*storyMonth) (trendRows, error) {
 				return t, err
 			}
 			cells = append(cells, x)
+			if v.valid && v.dec.Sign() < 0 {
+				t.negative[c] = true
+			}
 		}
 		if err := s.put(append(cells, b.txt(m.howLoaded()))...); err != nil {
 			return t, err
@@ -495,10 +499,10 @@ func (s *summaryWriter) projects() (map[string]projectRows, error) {
 	return out, nil
 }
 
-// trendChart draws currency's last 13 months at row, as the Daily sheet
-// draws days: a scatter chart of lines whose months are dates on a value
-// axis, which LibreOffice and Excel label at an interval that keeps the
-// labels apart.
+// trendChart draws currency's last 13 months at row: a line chart whose
+// categories are the months table's months, each labelled by its month's
+// short name under its point (13 fit the chart's width, unlike Daily's 31
+// days), the value axis from zero unless a month is below it.
 func (s *summaryWriter) trendChart(row int, currency string, t trendRows) error {
 	b := s.b
 	col, ok := t.column[currency]
@@ -508,9 +512,12 @@ func (s *summaryWriter) trendChart(row int, currency string, t trendRows) error 
 	ref := func(c string) string {
 		return fmt.Sprintf("'%s'!$%s$%d:$%s$%d", sheetSummary, c, t.first, c, t.last)
 	}
-	lo, hi := excelDay(t.from), excelDay(t.to)
+	var yMin *float64
+	if !t.negative[currency] {
+		yMin = new(float64)
+	}
 	return b.f.AddChart(sheetSummary, fmt.Sprintf("A%d", row), &excelize.Chart{
-		Type: dayChart,
+		Type: excelize.Line,
 		Series: []excelize.ChartSeries{{
 			Name:       fmt.Sprintf("'%s'!$%s$%d", sheetSummary, col, t.first-1),
 			Categories: ref("A"),
@@ -521,8 +528,8 @@ func (s *summaryWriter) trendChart(row int, currency string, t trendRows) error 
 		Title:  chartTitle(fmt.Sprintf("Usage value by month, %s, %s to %s", currency, t.from.Format(monthLayout), t.to.Format(monthLayout))),
 		Legend: excelize.ChartLegend{Position: "none"},
 		XAxis: excelize.ChartAxis{Font: excelize.Font{Size: chartFontSize, Color: chartTextColor},
-			NumFmt: excelize.ChartNumFmt{CustomNumFmt: "mmm yy"}, Minimum: &lo, Maximum: &hi},
-		YAxis:     moneyAxis(currency, new(float64)),
+			NumFmt: excelize.ChartNumFmt{CustomNumFmt: "mmm"}},
+		YAxis:     moneyAxis(currency, yMin),
 		Dimension: excelize.ChartDimension{Width: trendChartWidth, Height: chartHeight},
 	})
 }

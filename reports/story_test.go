@@ -272,8 +272,8 @@ func summaryCharts(t *testing.T, path string) []chartRef {
 		}
 		c := chartRef{kind: "other"}
 		switch {
-		case strings.Contains(x, "<scatterChart>"):
-			c.kind = "scatter"
+		case strings.Contains(x, "<lineChart>"):
+			c.kind = "line"
 		case strings.Contains(x, "<barChart>"):
 			c.kind = "bar"
 		}
@@ -346,7 +346,7 @@ func TestStoryChartsPointAtTheirRanges(t *testing.T) {
 	for _, c := range charts {
 		kinds[c.kind]++
 		switch c.kind {
-		case "scatter":
+		case "line":
 			cur := c.title[len("Usage value by month, "):][:3]
 			col, _ := excelize.ColumnNumberToName(colOf(t, months[0], "Usage value, "+cur) + 1)
 			if want := fmt.Sprintf("'Summary'!$A$%d:$A$%d", monthsAt+1, monthsAt+13); c.cat != want {
@@ -377,7 +377,7 @@ func TestStoryChartsPointAtTheirRanges(t *testing.T) {
 			t.Errorf("Summary chart %q of an unexpected kind", c.title)
 		}
 	}
-	if kinds["scatter"] != 2 || kinds["bar"] != 2 {
+	if kinds["line"] != 2 || kinds["bar"] != 2 {
 		t.Errorf("Summary charts %+v, want a trend and a bar chart per currency", charts)
 	}
 }
