@@ -137,6 +137,9 @@ func (s *summaryWriter) story() error {
 	if err != nil {
 		return err
 	}
+	if err := s.bandBreaks(band); err != nil {
+		return err
+	}
 	for i, c := range b.currencies {
 		row := band + i*chartBandRows
 		if err := s.trendChart(row, c, trend); err != nil {
@@ -159,6 +162,51 @@ const (
 	trendChartWidth    = 600
 	projectChartWidth  = 410
 	projectChartColumn = "D"
+)
+
+// bandBreaks starts a chart band on a new page where the band, from row
+// on, would not fit under what precedes it: LibreOffice prints a chart
+// that crosses a page's end over the footer and cuts it in two. Rows are
+// counted as Excel draws them (the default 15 points, or the height set),
+// higher than LibreOffice draws a default row, and a band as its rows, so
+// that a band counted to fit fits.
+func (s *summaryWriter) bandBreaks(band int) error {
+	b := s.b
+	scale, _ := printScale(b.printWidths[sheetSummary])
+	page := summaryPageHeight * 100 / float64(scale)
+	used := 0.0
+	for r := 1; r < band; r++ {
+		h, err := b.f.GetRowHeight(sheetSummary, r)
+		if err != nil {
+			return err
+		}
+		if used+h > page {
+			used = 0
+		}
+		used += h
+	}
+	for i := range b.currencies {
+		if used+chartBandHeight > page {
+			// The new page starts a row above the band, as on the Budgets
+			// sheet: a break right above a chart leaves LibreOffice
+			// drawing it on the page before too.
+			if err := b.f.InsertPageBreak(sheetSummary, fmt.Sprintf("A%d", band+i*chartBandRows-1)); err != nil {
+				return err
+			}
+			used = 15 // the row above the band
+		}
+		used += chartBandHeight
+	}
+	return nil
+}
+
+// summaryPageHeight is the points a page prints at 100 %: A4 landscape,
+// shorter than Letter's, less printSetup's top and bottom margins (0.5
+// and 0.6 inches). chartBandHeight is a band's rows at Excel's default
+// height.
+const (
+	summaryPageHeight = 595 - (0.5+0.6)*72
+	chartBandHeight   = chartBandRows * 15
 )
 
 // glance writes the month at a glance: one row a currency, the month, the
@@ -424,8 +472,13 @@ func (s *summaryWriter) monthsTable(months []*storyMonth) (trendRows, error) {
 	return t, nil
 }
 
-// projectRows is where a currency's projects table is.
-type projectRows struct{ first, last int }
+// projectRows is where a currency's projects table is, and its chart's
+// value axis minimum: zero, so bars compare by length, unless a project's
+// value is below it.
+type projectRows struct {
+	first, last int
+	min         *float64
+}
 
 // projects writes, per currency, the month's largest projects (the
 // project chart's figures) and returns where each currency's are.
@@ -481,7 +534,11 @@ func (s *summaryWriter) projects() (map[string]projectRows, error) {
 			return nil, err
 		}
 		first := s.row
+		min := new(float64)
 		for _, l := range ls {
+			if l.cost.valid && l.cost.dec.Sign() < 0 {
+				min = nil
+			}
 			v, err := b.value(l.cost, c)
 			if err != nil {
 				return nil, err
@@ -494,7 +551,7 @@ func (s *summaryWriter) projects() (map[string]projectRows, error) {
 				return nil, err
 			}
 		}
-		out[c] = projectRows{first: first, last: s.row - 1}
+		out[c] = projectRows{first: first, last: s.row - 1, min: min}
 	}
 	return out, nil
 }
@@ -551,7 +608,7 @@ func (s *summaryWriter) projectChart(row int, currency string, p projectRows) er
 		Title:     chartTitle(fmt.Sprintf("Usage value by project, %s, %s", currency, b.p.Month.Format(monthLayout))),
 		Legend:    excelize.ChartLegend{Position: "none"},
 		XAxis:     excelize.ChartAxis{Font: excelize.Font{Size: chartFontSize, Color: chartTextColor}, ReverseOrder: true},
-		YAxis:     moneyAxis(currency, nil),
+		YAxis:     moneyAxis(currency, p.min),
 		Dimension: excelize.ChartDimension{Width: projectChartWidth, Height: chartHeight},
 	})
 }

@@ -106,7 +106,8 @@ func newStyles(f *excelize.File) (*styles, error) {
 	s.quantity = mk(num(fmtQuantity))
 	s.percent = mk(num(fmtPercent))
 	s.date = mk(num(fmtDate))
-	s.month = mk(num(fmtMonth))
+	month := fmtMonth
+	s.month = mk(&excelize.Style{CustomNumFmt: &month, Alignment: &excelize.Alignment{Horizontal: "left", Vertical: "top"}})
 	s.dateTime = mk(num(fmtDateTime))
 	s.hour = mk(num(fmtHour))
 	return s, err
