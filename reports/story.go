@@ -486,9 +486,8 @@ func (s *summaryWriter) projects() (map[string]projectRows, error) {
 	b := s.b
 	out := map[string]projectRows{}
 	type line struct {
-		name  string
-		cost  money
-		share cell
+		name string
+		cost money
 	}
 	lines := map[string][]line{}
 	totals := map[string]money{}
