@@ -155,8 +155,9 @@ func (s *summaryWriter) story() error {
 }
 
 // A chart band is chartBandRows rows: a chart of chartHeight pixels, at
-// 17 a row as LibreOffice draws the default row, and a row to spare. The trend chart spans columns A to C, the
-// project chart D to G (summaryColumns), seven pixels to a character.
+// 17 a row as LibreOffice draws the default row, and a row to spare. The
+// trend chart spans columns A to C, the project chart D to G
+// (summaryColumns), seven pixels to a character.
 const (
 	chartBandRows      = 19
 	trendChartWidth    = 600
