@@ -154,12 +154,15 @@ func (s *summaryWriter) story() error {
 	return nil
 }
 
-// A chart band is chartBandRows rows: a chart of chartHeight pixels, at
-// 17 a row as LibreOffice draws the default row, and a row to spare. The
-// trend chart spans columns A to C, the project chart D to G
-// (summaryColumns), seven pixels to a character.
+// A chart band is chartBandRows rows: a chart of storyChartHeight pixels,
+// at 17 a row as LibreOffice draws the default row, and a row to spare;
+// lower than Daily's charts, so that two bands fit page one under the
+// glance and the whole Summary stays a few pages of the binder. The trend
+// chart spans columns A to C, the project chart D to G (summaryColumns),
+// seven pixels to a character.
 const (
-	chartBandRows      = 19
+	storyChartHeight   = 195
+	chartBandRows      = 12
 	trendChartWidth    = 600
 	projectChartWidth  = 410
 	projectChartColumn = "D"
@@ -219,8 +222,10 @@ func (s *summaryWriter) glance(this, prev, yearAgo *storyMonth) error {
 		return err
 	}
 	m := func(x *storyMonth) string { return x.at.Format(monthLayout) }
+	// Headers of one line each (the basis lines name the months): the
+	// Summary is a few pages of the binder.
 	if err := s.header("Usage value in", "This month, "+m(this), "Previous month, "+m(prev), "Change", "Change %",
-		"A year ago, "+m(yearAgo), "Change % on a year ago"); err != nil {
+		"A year ago", "Change % y/y"); err != nil {
 		return err
 	}
 	var currencies []string
@@ -265,7 +270,6 @@ func (s *summaryWriter) glance(this, prev, yearAgo *storyMonth) error {
 			return err
 		}
 	}
-	s.row++
 	basis := fmt.Sprintf("basis %s, granularity %s", b.p.Basis, b.p.Granularity)
 	return s.lines([][]cell{
 		{b.label("This month's figures"), b.txt(fmt.Sprintf("%s, %s, %s", m(this), basis, this.howLoaded()))},
@@ -323,8 +327,8 @@ func (s *summaryWriter) movers(prev *storyMonth) error {
 		return s.put(b.txt(fmt.Sprintf("None: the previous month, %s, is not loaded (basis %s, granularity %s).",
 			prev.at.Format(monthLayout), b.p.Basis, b.p.Granularity)))
 	}
-	if err := s.header("Project", "Meter", "Currency", "Previous month, "+prev.at.Format(monthLayout),
-		"This month, "+b.p.Month.Format(monthLayout), "Change", "Change %"); err != nil {
+	if err := s.header("Project", "Meter", "Currency", "In "+prev.at.Format(monthLayout),
+		"In "+b.p.Month.Format(monthLayout), "Change", "Change %"); err != nil {
 		return err
 	}
 	n := 0
@@ -367,13 +371,13 @@ func (s *summaryWriter) movers(prev *storyMonth) error {
 // the amount) or over (the actual does).
 func (s *summaryWriter) budgetStanding() error {
 	b := s.b
-	if err := s.section("Budgets (basis usage, as on the Budgets and forecast sheet)"); err != nil {
+	if err := s.section("Budgets, basis usage (over: the actual passes the amount; at risk: the month-end forecast does)"); err != nil {
 		return err
 	}
 	if len(b.opts.Budgets) == 0 {
 		return s.put(b.txt("No budget is configured (config budgets)."))
 	}
-	if err := s.header("Budget", "Scope", "Currency", "Budget amount", b.budgetActualHead, "Forecast month end", "Status"); err != nil {
+	if err := s.header("Budget", "Scope", "Currency", "Budget amount", b.budgetActualHead, "Forecast", "Status"); err != nil {
 		return err
 	}
 	for _, st := range b.budgetStatus {
@@ -389,8 +393,7 @@ func (s *summaryWriter) budgetStanding() error {
 			return err
 		}
 	}
-	s.row++
-	return s.put(b.txt("Over: the actual passes the budget amount. At risk: the forecast for the month's end does. On track: neither."))
+	return nil
 }
 
 // budgetStatus is one budget's figures as the Budgets and forecast sheet
@@ -522,16 +525,20 @@ func (s *summaryWriter) projects() (map[string]projectRows, error) {
 	if err != nil {
 		return nil, err
 	}
+	if len(lines) == 0 {
+		return out, nil
+	}
+	// One table, a currency's lines together (each chart reads its own).
+	if err := s.section(fmt.Sprintf("Usage value by project, %s (the five largest per currency, then the rest; share of the currency's month)", b.p.Month.Format(monthLayout))); err != nil {
+		return nil, err
+	}
+	if err := s.header("Project", "Currency", "Usage value", "Share"); err != nil {
+		return nil, err
+	}
 	for _, c := range b.currencies {
 		ls := lines[c]
 		if len(ls) == 0 {
 			continue
-		}
-		if err := s.section(fmt.Sprintf("Usage value by project, %s, %s (largest first)", c, b.p.Month.Format(monthLayout))); err != nil {
-			return nil, err
-		}
-		if err := s.header("Project", "Usage value, "+c, "Share of the month's "+c); err != nil {
-			return nil, err
 		}
 		first := s.row
 		min := new(float64)
@@ -547,7 +554,7 @@ func (s *summaryWriter) projects() (map[string]projectRows, error) {
 			if t, ok := totals[c]; ok {
 				share = b.share(l.cost, t.dec)
 			}
-			if err := s.put(b.txt(l.name), v, share); err != nil {
+			if err := s.put(b.txt(l.name), b.txt(c), v, share); err != nil {
 				return nil, err
 			}
 		}
@@ -587,7 +594,7 @@ func (s *summaryWriter) trendChart(row int, currency string, t trendRows) error 
 		XAxis: excelize.ChartAxis{Font: excelize.Font{Size: chartFontSize, Color: chartTextColor},
 			NumFmt: excelize.ChartNumFmt{CustomNumFmt: "mmm"}},
 		YAxis:     moneyAxis(currency, yMin),
-		Dimension: excelize.ChartDimension{Width: trendChartWidth, Height: chartHeight},
+		Dimension: excelize.ChartDimension{Width: trendChartWidth, Height: storyChartHeight},
 	})
 }
 
@@ -601,14 +608,14 @@ func (s *summaryWriter) projectChart(row int, currency string, p projectRows) er
 	return b.f.AddChart(sheetSummary, fmt.Sprintf("%s%d", projectChartColumn, row), &excelize.Chart{
 		Type: excelize.Bar,
 		Series: []excelize.ChartSeries{{
-			Name:       fmt.Sprintf("'%s'!$B$%d", sheetSummary, p.first-1),
+			Name:       fmt.Sprintf("'%s'!$B$%d", sheetSummary, p.first),
 			Categories: ref("A"),
-			Values:     ref("B"),
+			Values:     ref("C"),
 		}},
 		Title:     chartTitle(fmt.Sprintf("Usage value by project, %s, %s", currency, b.p.Month.Format(monthLayout))),
 		Legend:    excelize.ChartLegend{Position: "none"},
 		XAxis:     excelize.ChartAxis{Font: excelize.Font{Size: chartFontSize, Color: chartTextColor}, ReverseOrder: true},
 		YAxis:     moneyAxis(currency, p.min),
-		Dimension: excelize.ChartDimension{Width: projectChartWidth, Height: chartHeight},
+		Dimension: excelize.ChartDimension{Width: projectChartWidth, Height: storyChartHeight},
 	})
 }

@@ -1,6 +1,6 @@
 -- summary_projects: the report month's usage value per currency of its
 -- largest projects (month_paid's totals, as By project shows them), most
--- first, the eighth and later summed into one line saying how many
+-- first, the sixth and later summed into one line saying how many
 -- projects it holds: the Summary's bar chart by project. Exact, never
 -- across currencies; the lines of a currency add up to its total.
 --
@@ -20,10 +20,10 @@ ranked AS (
 )
 SELECT currency, rank, false AS others, project, 1 AS projects, CAST(cost AS VARCHAR) AS cost
 FROM ranked
-WHERE rank < 8
+WHERE rank < 6
 UNION ALL
-SELECT currency, 8, true, NULL, count(*), CAST(sum(cost) AS VARCHAR)
+SELECT currency, 6, true, NULL, count(*), CAST(sum(cost) AS VARCHAR)
 FROM ranked
-WHERE rank >= 8
+WHERE rank >= 6
 GROUP BY currency
 ORDER BY currency, rank;
