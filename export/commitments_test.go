@@ -13,6 +13,7 @@ import (
 	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/configs"
 	"github.com/tally-dev/tally/internal/testkit/focuscheck"
+	"github.com/tally-dev/tally/internal/testkit/storetest"
 )
 
 // The config's commitments give the FOCUS 1.3 Contract Commitment rows
@@ -27,7 +28,7 @@ func TestExportFOCUS13ConfiguredCommitments(t *testing.T) {
 	// The fixture's commitments, by category: id, currency, unit.
 	of := func(category string) [][]string {
 		var out [][]string
-		for _, l := range rowsText(t, s, `SELECT CommitmentDiscountId, any_value(BillingCurrency), min(ConsumedUnit) FROM focus
+		for _, l := range storetest.RowsText(t, s, `SELECT CommitmentDiscountId, any_value(BillingCurrency), min(ConsumedUnit) FROM focus
 WHERE x_Granularity = 'day' AND x_Basis = 'usage' AND CommitmentDiscountCategory = ? GROUP BY ALL ORDER BY ALL`, category) {
 			out = append(out, strings.Split(l, "|"))
 		}
@@ -96,7 +97,7 @@ commitments:
 
 	row := func(id string) string {
 		t.Helper()
-		got := rowsText(t, s, `SELECT BillingCurrency, ContractCommitmentCategory, ContractCommitmentCost, ContractCommitmentQuantity, ContractCommitmentUnit,
+		got := storetest.RowsText(t, s, `SELECT BillingCurrency, ContractCommitmentCategory, ContractCommitmentCost, ContractCommitmentQuantity, ContractCommitmentUnit,
        strftime(timezone('UTC', ContractCommitmentPeriodStart), '%Y-%m-%d %H:%M'), strftime(timezone('UTC', ContractCommitmentPeriodEnd), '%Y-%m-%d %H:%M'),
        x_CommitmentName, x_CommitmentSource
 FROM `+cc+` WHERE ContractCommitmentId = ?`, id)
@@ -120,7 +121,7 @@ FROM `+cc+` WHERE ContractCommitmentId = ?`, id)
 			t.Errorf("commitment %s has an amount the config does not give it: %s", id, got)
 		}
 	}
-	if n := count(t, s, `SELECT count(*) FROM `+cc+` WHERE ContractCommitmentPeriodStart <> ContractPeriodStart AND NOT starts_with(x_CommitmentSource, 'config: ')`); n > 0 {
+	if n := storetest.Count(t, s, `SELECT count(*) FROM `+cc+` WHERE ContractCommitmentPeriodStart <> ContractPeriodStart AND NOT starts_with(x_CommitmentSource, 'config: ')`); n > 0 {
 		t.Errorf("%d commitments the config does not name have a period other than their contract's", n)
 	}
 
@@ -144,7 +145,7 @@ FROM `+cc+` WHERE ContractCommitmentId = ?`, id)
 			t.Errorf("manifest: commitment %s: %q, want %q…", id, got, w)
 		}
 	}
-	if n := count(t, s, `SELECT count(*) FROM `+cc); int(n) != len(notes.Sources) {
+	if n := storetest.Count(t, s, `SELECT count(*) FROM `+cc); int(n) != len(notes.Sources) {
 		t.Errorf("manifest names %d commitments, the dataset has %d", len(notes.Sources), n)
 	}
 	wantUnmatched := []string{`commitments[2]: entitlement "ent-not-loaded" is on no charge of a known entitlement type in the loaded usage (granularity day, basis usage): no Contract Commitment takes its amount`}
@@ -164,7 +165,7 @@ FROM `+cc+` WHERE ContractCommitmentId = ?`, id)
 	}
 	// The CSV carries the same.
 	csv := `read_csv(` + quoted(filepath.Join(dir, focusCommitmentsCSVDataset, "*", "*.csv")) + `, hive_partitioning = true, all_varchar = true)`
-	if got := rowsText(t, s, `SELECT ContractCommitmentCost, x_CommitmentSource FROM `+csv+` WHERE ContractCommitmentId = ?`, spend[0]); len(got) != 1 ||
+	if got := storetest.RowsText(t, s, `SELECT ContractCommitmentCost, x_CommitmentSource FROM `+csv+` WHERE ContractCommitmentId = ?`, spend[0]); len(got) != 1 ||
 		!strings.HasPrefix(got[0], "120000.5") || !strings.HasSuffix(got[0], "|config: commitments[0] (Encoding pool), 2026-01-01 to 2026-12-31") {
 		t.Errorf("CSV spend commitment %q", got)
 	}
@@ -174,7 +175,7 @@ FROM `+cc+` WHERE ContractCommitmentId = ?`, id)
 	dir = t.TempDir()
 	exportTo(t, s, Options{Dir: dir, Format: FormatFOCUS, Granularity: tally.Day, Basis: tally.BasisUsage})
 	cc = parquetOf(dir, focusCommitmentsDataset)
-	if n := count(t, s, `SELECT count(*) FROM `+cc+` WHERE ContractCommitmentCost IS NOT NULL OR ContractCommitmentQuantity IS NOT NULL
+	if n := storetest.Count(t, s, `SELECT count(*) FROM `+cc+` WHERE ContractCommitmentCost IS NOT NULL OR ContractCommitmentQuantity IS NOT NULL
     OR x_CommitmentSource <> 'none: config names no commitment for entitlement ' || split_part(ContractCommitmentId, '/', 1)`); n > 0 {
 		t.Errorf("%d commitments with an amount or another source without config", n)
 	}
