@@ -1,17 +1,15 @@
 -- summary_projects: the report month's usage value per currency of its
--- largest projects (month_paid's totals, as By project shows them), most
--- first, the sixth and later summed into one line saying how many
--- projects it holds: the Summary's bar chart by project. Exact, never
+-- largest projects (month_paid_by's project totals, as By project shows
+-- them), most first, the sixth and later summed into one line saying how
+-- many projects it holds: the Summary's bar chart by project. Exact, never
 -- across currencies; the lines of a currency add up to its total.
 --
 -- Parameters: $basis, $granularity, $month_start, $month_end (exclusive),
 -- $org, $group.
 WITH p AS (
-    SELECT nullif(CASE WHEN $group THEN organization || '/' || coalesce(project, '') ELSE project END, '') AS project,
-           currency,
-           sum(total) AS cost
-    FROM month_paid
-    GROUP BY 1, currency
+    SELECT project, currency, CAST(total AS DECIMAL(38, 12)) AS cost
+    FROM month_paid_by
+    WHERE level = 'project'
 ),
 ranked AS (
     SELECT *,
