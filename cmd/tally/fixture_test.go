@@ -92,3 +92,29 @@ func placeFixture(t *testing.T, made func() (fixture, error)) string {
 	}
 	return dir
 }
+
+// sharedDirs are folders that live as long as the test binary, for a run
+// several tests read: TestMain removes them once every test ran.
+var sharedDirs struct {
+	sync.Mutex
+	paths []string
+}
+
+func sharedDir(pattern string) (string, error) {
+	dir, err := os.MkdirTemp("", pattern)
+	if err != nil {
+		return "", err
+	}
+	sharedDirs.Lock()
+	defer sharedDirs.Unlock()
+	sharedDirs.paths = append(sharedDirs.paths, dir)
+	return dir, nil
+}
+
+func removeSharedDirs() {
+	sharedDirs.Lock()
+	defer sharedDirs.Unlock()
+	for _, dir := range sharedDirs.paths {
+		os.RemoveAll(dir)
+	}
+}

@@ -25,6 +25,11 @@ import (
 // its input, and returns what it printed.
 func execCLI(t *testing.T, stdin string, args ...string) (string, error) {
 	t.Helper()
+	return runCLI(stdin, args...)
+}
+
+// runCLI is execCLI for a fixture made outside any one test.
+func runCLI(stdin string, args ...string) (string, error) {
 	var out bytes.Buffer
 	err := execute(context.Background(), func(root *cobra.Command) {
 		root.SetIn(strings.NewReader(stdin))
