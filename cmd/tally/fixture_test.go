@@ -93,28 +93,34 @@ func placeFixture(t *testing.T, made func() (fixture, error)) string {
 	return dir
 }
 
-// sharedDirs are folders that live as long as the test binary, for a run
-// several tests read: TestMain removes them once every test ran.
-var sharedDirs struct {
+// atBinaryEnd holds what must be undone once every test ran (TestMain
+// calls endBinary): folders and servers that several tests read.
+var atBinaryEnd struct {
 	sync.Mutex
-	paths []string
+	fns []func()
 }
 
+func onBinaryEnd(fn func()) {
+	atBinaryEnd.Lock()
+	defer atBinaryEnd.Unlock()
+	atBinaryEnd.fns = append(atBinaryEnd.fns, fn)
+}
+
+func endBinary() {
+	atBinaryEnd.Lock()
+	defer atBinaryEnd.Unlock()
+	for _, fn := range atBinaryEnd.fns {
+		fn()
+	}
+}
+
+// sharedDir is a folder that lives as long as the test binary, for a run
+// several tests read.
 func sharedDir(pattern string) (string, error) {
 	dir, err := os.MkdirTemp("", pattern)
 	if err != nil {
 		return "", err
 	}
-	sharedDirs.Lock()
-	defer sharedDirs.Unlock()
-	sharedDirs.paths = append(sharedDirs.paths, dir)
+	onBinaryEnd(func() { os.RemoveAll(dir) })
 	return dir, nil
-}
-
-func removeSharedDirs() {
-	sharedDirs.Lock()
-	defer sharedDirs.Unlock()
-	for _, dir := range sharedDirs.paths {
-		os.RemoveAll(dir)
-	}
 }

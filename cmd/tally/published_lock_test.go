@@ -47,7 +47,7 @@ func TestMain(m *testing.M) {
 		os.Exit(0)
 	}
 	code := m.Run()
-	removeSharedDirs()
+	endBinary()
 	os.Exit(code)
 }
 
