@@ -11,7 +11,7 @@ import (
 	"github.com/tally-dev/tally/job"
 )
 
-// The demo month's workbook prints legibly, as a controller saves it as
+// The demo month's workbook (sharedDemo's) prints legibly, as a controller saves it as
 // PDF for the month's binder: LibreOffice prints it, and on every page no
 // word overprints another or is cut off, none is under 7 pt, the footer
 // names the month, sheet and page of how many, and every sheet's header
@@ -23,19 +23,19 @@ func TestWorkbookPrintsAsPDF(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	if out, code, stderr := cli(t, "demo", "--dir", dir, "--log-level", "warn"); code != job.ExitOK {
-		t.Fatalf("demo: exit %d\n%s\n%s", code, out, stderr)
+	demo := sharedDemo(t)
+	if demo.code != job.ExitOK {
+		t.Fatalf("demo: exit %d\n%s\n%s", demo.code, demo.out, demo.stderr)
 	}
 	// The month's workbook; the demo's close writes the final beside it.
-	books, _ := filepath.Glob(filepath.Join(dir, "reports", "*", "tally-cost-????-??.xlsx"))
+	books, _ := filepath.Glob(filepath.Join(demo.dir, "reports", "*", "tally-cost-????-??.xlsx"))
 	if len(books) != 1 {
 		t.Fatalf("workbooks: %v", books)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	start := time.Now()
-	pdf, err := tools.ToPDF(ctx, books[0], dir)
+	pdf, err := tools.ToPDF(ctx, books[0], t.TempDir())
 	t.Logf("converted in %v", time.Since(start))
 	if err != nil {
 		t.Fatal(err)
