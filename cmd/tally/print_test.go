@@ -17,7 +17,7 @@ import (
 // names the month, sheet and page of how many, and every sheet's header
 // is on its first pages (printcheck.Legible). The demo month is hourly:
 // its Detail sheet holds 10,000+ rows, on screen; on paper it is one page
-// that says so. The Summary and By project take a page or two.
+// that says so. The Summary takes three pages at most, By project one or two.
 func TestWorkbookPrintsAsPDF(t *testing.T) {
 	tools, err := printcheck.Find()
 	if err != nil {
@@ -48,9 +48,11 @@ func TestWorkbookPrintsAsPDF(t *testing.T) {
 	printcheck.Legible(t, books[0], pages)
 	t.Logf("checked in %v", time.Since(start))
 	by := printcheck.BySheet(pages)
-	for _, sheet := range []string{"Summary", "By project"} {
-		if n := len(by[sheet]); n == 0 || n > 2 {
-			t.Errorf("%s prints on %d pages, want 1 or 2", sheet, n)
+	// The Summary opens with the month's story (its charts, movers and
+	// budgets): three pages at most.
+	for sheet, most := range map[string]int{"Summary": 3, "By project": 2} {
+		if n := len(by[sheet]); n == 0 || n > most {
+			t.Errorf("%s prints on %d pages, want 1 to %d", sheet, n, most)
 		}
 	}
 	// The demo month's 10,000+ rows are on screen; on paper Detail is one
