@@ -168,6 +168,9 @@ type builder struct {
 	adjustments      []adjustmentRow   // closed months' differences, for their sheet
 	group            bool              // the month's rows belong to several organizations: a group workbook
 	adjustmentTotals []adjustmentTotal // and per closed month and currency, for the Summary
+
+	budgetStatus     []budgetStatus // each budget's figures, as the Budgets sheet shows them, for the Summary
+	budgetActualHead string         // and the Budgets sheet's word for the actual
 }
 
 func newBuilder(ctx context.Context, src Source, p Period, opts Options) (*builder, error) {

@@ -73,9 +73,13 @@ func (b *builder) summary(totals []totalRow) error {
 	if err := s.lines(lines); err != nil {
 		return err
 	}
-	// The money first, as a controller reads it: totals and how they are
-	// paid, then what needs a look; then how fresh the data is; the run
-	// that wrote the workbook last, for whoever supports it.
+	// The month's story first (story.go), then the money as a controller
+	// reads it: totals and how they are paid, then what needs a look; then
+	// how fresh the data is; the run that wrote the workbook last, for
+	// whoever supports it.
+	if err := s.story(); err != nil {
+		return err
+	}
 	if err := s.totals(totals); err != nil {
 		return err
 	}
