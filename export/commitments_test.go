@@ -9,11 +9,13 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/configs"
 	"github.com/tally-dev/tally/internal/testkit/focuscheck"
 	"github.com/tally-dev/tally/internal/testkit/storetest"
+	"github.com/tally-dev/tally/store"
 )
 
 // The config's commitments give the FOCUS 1.3 Contract Commitment rows
@@ -123,6 +125,39 @@ FROM `+cc+` WHERE ContractCommitmentId = ?`, id)
 	}
 	if n := storetest.Count(t, s, `SELECT count(*) FROM `+cc+` WHERE ContractCommitmentPeriodStart <> ContractPeriodStart AND NOT starts_with(x_CommitmentSource, 'config: ')`); n > 0 {
 		t.Errorf("%d commitments the config does not name have a period other than their contract's", n)
+	}
+
+	// What the workbook's Commitments sheet says was drawn
+	// (store.CommitmentDraws) is what the Contract Commitment says was
+	// applied, by the same macros: for terms spanning every loaded day,
+	// drawn to date through the last month is the export's applied cost
+	// (spend) or quantity (usage).
+	last := storetest.RowsText(t, s, `SELECT strftime(max(ChargePeriodStart), '%Y-%m-01') FROM focus WHERE x_Granularity = 'day' AND x_Basis = 'usage'`)
+	lastMonth, err := time.Parse(tally.DateLayout, last[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	ever := func(cat, entitlement, currency, unit string) tally.CommitmentTerms {
+		return tally.CommitmentTerms{Entitlement: entitlement, Category: cat, Size: tally.MustDecimal("1"), Currency: currency, Unit: unit,
+			Start: time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC), End: time.Date(2099, 12, 31, 0, 0, 0, 0, time.UTC)}
+	}
+	draws, err := store.CommitmentDraws(ctx, s.DB(), store.CommitmentWindow{Basis: tally.BasisUsage, Granularity: tally.Day, Month: lastMonth},
+		[]tally.CommitmentTerms{ever(tally.CommitmentCategorySpend, spend[0], spend[1], ""), ever(tally.CommitmentCategoryUsage, usage[0], "", usage[2])})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, q := range []string{
+		`SELECT CAST(x_AppliedCost AS VARCHAR) FROM ` + cc + ` WHERE ContractCommitmentId = ?`,
+		`SELECT CAST(x_AppliedQuantity AS VARCHAR) FROM ` + cc + ` WHERE ContractCommitmentId = ?`,
+	} {
+		id := draws[i].Terms.Entitlement
+		applied := storetest.RowsText(t, s, q, id)
+		if len(applied) != 1 || draws[i].ToDate.IsZero() {
+			t.Fatalf("commitment %s: applied %q, drawn %s", id, applied, draws[i].ToDate)
+		}
+		if want := tally.MustDecimal(applied[0]); draws[i].ToDate.Cmp(want) != 0 {
+			t.Errorf("commitment %s: the workbook's drawn to date %s, FOCUS 1.3's applied %s", id, draws[i].ToDate, want)
+		}
 	}
 
 	// The manifest and the metadata say where each amount comes from.

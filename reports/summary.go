@@ -83,6 +83,9 @@ func (b *builder) summary(totals []totalRow) error {
 	if err := s.totals(totals); err != nil {
 		return err
 	}
+	if err := s.converted(totals); err != nil {
+		return err
+	}
 	if err := s.adjustments(); err != nil {
 		return err
 	}
@@ -311,6 +314,11 @@ func (s *summaryWriter) flagCounts() error {
 		switch k {
 		case flagRateVariance, flagNoPrice, flagSeveralPrices, flagCurrencyDiffers:
 			where = sheetFlags + ", " + sheetRateCard
+		case flagCommitmentRunsOut:
+			if len(b.opts.Commitments) == 0 {
+				continue // no commitments configured: nothing to count
+			}
+			where = sheetFlags + ", " + sheetCommitments
 		}
 		if err := s.put(b.txt(k.label()), b.count(int64(b.flagCounts[k])), b.txt(where)); err != nil {
 			return err

@@ -45,6 +45,9 @@ var Queries embed.FS
 // value split by how it is paid, month_paid_by.sql, that split summed as
 // the sheets of totals show it, month_rows.sql, which counts them, and
 // statement_months.sql, a cost centre's months for its statement's chart.
+// commitments.sql, the Commitments sheet's, reads the rows from each
+// commitment's start instead, and is run by store.CommitmentDraws, for the
+// commitment alert as well.
 //
 //go:embed reports/*.sql
 var Reports embed.FS
