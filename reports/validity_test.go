@@ -145,3 +145,47 @@ FROM payment_method_violations ORDER BY payment_method, problem`)
 		t.Errorf("%s rows outside the validity at day granularity, want 14 (1-14 October)", got)
 	}
 }
+
+// A workbook of basis estimated flags its rows' payment methods as the
+// usage basis does: the Flags sheet takes the month's rows by the same
+// rule as every other sheet (in_report_month), by the day used. (Its
+// validity flags once took rows for basis usage and reported only, and an
+// estimated month's inactive method went unflagged.)
+func TestValidityFlagsOnEveryBasis(t *testing.T) {
+	const state = "aaaaaaaa-0000-4000-8000-000000000005" // inactive, terms not accepted
+	for _, basis := range []tally.Basis{tally.BasisUsage, tally.BasisEstimated, tally.BasisReported} {
+		t.Run(string(basis), func(t *testing.T) {
+			db := openDB(t)
+			execSQL(t, db, `INSERT INTO payment_method_snapshots (snapshot_at, run_id, id, display_name, type, start_date, end_date,
+			is_active, terms_and_conditions_accepted, auto_purchase_stream_licenses)
+			VALUES (?, CAST(? AS UUID), ?, 'pm 5', 'direct', NULL, NULL, false, false, false)`,
+				time.Date(2026, 9, 1, 0, 0, 0, 0, time.UTC), runID, state)
+			processed := day(20)
+			addUsage(t, db, use{basis: string(basis), granularity: "day", date: day(3), processed: &processed, meter: "encode",
+				qty: 1, cost: "12.5", currency: "USD", pm: state, project: "alpha"})
+			// A row of the month before, charged in it: no flag of this month.
+			addUsage(t, db, use{basis: string(basis), granularity: "day", date: day(3).AddDate(0, -1, 0), meter: "encode",
+				qty: 1, cost: "99", currency: "USD", pm: state, project: "alpha"})
+			path := reports.DefaultPath(t.TempDir(), october)
+			p := reports.Period{Month: october, Basis: basis, Granularity: tally.Day}
+			if err := reports.WriteFile(context.Background(), db, p, path, reports.Options{Now: func() time.Time { return now }}); err != nil {
+				t.Fatal(err)
+			}
+			f, err := excelize.OpenFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			fl := flagRows(t, f)
+			got := find(t, fl, map[string]string{"Kind": "Payment method not in a billable state", "Subject": state})
+			if len(got) != 2 { // inactive, terms not accepted
+				t.Fatalf("basis %s: %d flags of the inactive method, want 2:\n%q", basis, len(got), fl)
+			}
+			for _, r := range got {
+				if a := at(r, colOf(t, fl[0], "Amount")); a != "12.5" {
+					t.Errorf("basis %s: flag amount %q, want 12.5 (this month's row only)", basis, a)
+				}
+			}
+		})
+	}
+}

@@ -1,8 +1,7 @@
 -- summary_months: the usage value per currency of each of the 13 months
 -- that end with the report month (the same month a year ago is the
--- first), on the report's basis and granularity and under month_usage's
--- rule of what a month holds (by date for basis usage and estimated, by
--- date_processed for basis reported), for the Summary's month at a glance
+-- first), on the report's basis and granularity and under the rule of
+-- what a month holds (in_report_month), for the Summary's month at a glance
 -- and its trend chart. With each month, how it was loaded: the fetch
 -- windows of that basis and granularity that overlap it and how far they
 -- reach. A month with neither rows nor a window was never loaded: it comes
@@ -11,9 +10,8 @@
 -- currencies.
 --
 -- Parameters: $basis, $granularity, $month_start, $org.
--- The rows are matched on date or date_processed themselves, against
--- bounds cast to TIMESTAMP, as month_usage does, so DuckDB skips the row
--- groups of other months.
+-- The rows are matched on date or date_processed themselves, so DuckDB
+-- skips the row groups of other months.
 WITH months AS (
     SELECT CAST(m AS DATE) AS month
     FROM generate_series(CAST($month_start AS TIMESTAMP) - INTERVAL 12 MONTH,
@@ -28,10 +26,8 @@ cost AS (
     WHERE ($org IS NULL OR organization = $org)
       AND basis = $basis
       AND granularity = $granularity
-      AND (($basis <> 'reported' AND date >= CAST($month_start AS TIMESTAMP) - INTERVAL 12 MONTH
-                                 AND date < CAST($month_start AS TIMESTAMP) + INTERVAL 1 MONTH)
-        OR ($basis = 'reported' AND date_processed >= CAST($month_start AS TIMESTAMP) - INTERVAL 12 MONTH
-                                AND date_processed < CAST($month_start AS TIMESTAMP) + INTERVAL 1 MONTH))
+      AND in_report_month($basis, date, date_processed,
+                          CAST($month_start AS TIMESTAMP) - INTERVAL 12 MONTH, CAST($month_start AS TIMESTAMP) + INTERVAL 1 MONTH)
     GROUP BY ALL
 ),
 windows AS (

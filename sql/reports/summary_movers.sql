@@ -1,7 +1,7 @@
 -- summary_movers: the five project and meter pairs per currency whose
 -- usage value changed most from the month before the report month to the
--- report month, on the report's basis and granularity (month_usage's rule
--- of what a month holds), largest change first: each month's value and the
+-- report month, on the report's basis and granularity (in_report_month's
+-- rule of what a month holds), largest change first: each month's value and the
 -- change, exact. A pair absent from a month counts 0 there; a pair that did
 -- not change is no mover. Backs the Summary's largest movers; the Summary
 -- shows none when the previous month was not loaded (summary_months says).
@@ -19,10 +19,8 @@ WITH pairs AS (
     WHERE ($org IS NULL OR organization = $org)
       AND basis = $basis
       AND granularity = $granularity
-      AND (($basis <> 'reported' AND date >= CAST($month_start AS TIMESTAMP) - INTERVAL 1 MONTH
-                                 AND date < CAST($month_start AS TIMESTAMP) + INTERVAL 1 MONTH)
-        OR ($basis = 'reported' AND date_processed >= CAST($month_start AS TIMESTAMP) - INTERVAL 1 MONTH
-                                AND date_processed < CAST($month_start AS TIMESTAMP) + INTERVAL 1 MONTH))
+      AND in_report_month($basis, date, date_processed,
+                          CAST($month_start AS TIMESTAMP) - INTERVAL 1 MONTH, CAST($month_start AS TIMESTAMP) + INTERVAL 1 MONTH)
     GROUP BY ALL
 ),
 ranked AS (
