@@ -17,7 +17,9 @@ import (
 // Open opens a new store in a temp folder, closed when the test ends.
 func Open(t testing.TB) *store.Store {
 	t.Helper()
-	s, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "tally.duckdb"))
+	path := filepath.Join(t.TempDir(), "tally.duckdb")
+	Place(t, path)
+	s, err := store.Open(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
 	}
