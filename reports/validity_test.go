@@ -2,6 +2,7 @@ package reports_test
 
 import (
 	"context"
+	"database/sql"
 	"testing"
 	"time"
 
@@ -35,12 +36,8 @@ func TestValidityJudgedOnTheBucket(t *testing.T) {
 		{inverted, "2026-11-01", "2026-10-01", true, true, false},
 		{state, "", "", false, false, true},
 	}
-	snap := time.Date(2026, 9, 1, 0, 0, 0, 0, time.UTC)
 	for _, p := range pms {
-		execSQL(t, db, `INSERT INTO payment_method_snapshots (snapshot_at, run_id, id, display_name, type, start_date, end_date,
-			is_active, terms_and_conditions_accepted, auto_purchase_stream_licenses)
-			VALUES (?, CAST(? AS UUID), ?, ?, 'direct', CAST(? AS DATE), CAST(? AS DATE), ?, ?, ?)`,
-			snap, runID, p.id, "pm "+p.id[len(p.id)-1:], nullable(p.from), nullable(p.until), p.active, p.terms, p.stream)
+		addMethod(t, db, p.id, p.from, p.until, p.active, p.terms, p.stream)
 		addUsage(t, db, use{granularity: "month", date: october, meter: "encode", solution: "Encoding", qty: 1, cost: "10",
 			currency: "USD", pm: p.id, project: "alpha"})
 	}
@@ -156,10 +153,7 @@ func TestValidityFlagsOnEveryBasis(t *testing.T) {
 	for _, basis := range []tally.Basis{tally.BasisUsage, tally.BasisEstimated, tally.BasisReported} {
 		t.Run(string(basis), func(t *testing.T) {
 			db := openDB(t)
-			execSQL(t, db, `INSERT INTO payment_method_snapshots (snapshot_at, run_id, id, display_name, type, start_date, end_date,
-			is_active, terms_and_conditions_accepted, auto_purchase_stream_licenses)
-			VALUES (?, CAST(? AS UUID), ?, 'pm 5', 'direct', NULL, NULL, false, false, false)`,
-				time.Date(2026, 9, 1, 0, 0, 0, 0, time.UTC), runID, state)
+			addMethod(t, db, state, "", "", false, false, false)
 			processed := day(20)
 			addUsage(t, db, use{basis: string(basis), granularity: "day", date: day(3), processed: &processed, meter: "encode",
 				qty: 1, cost: "12.5", currency: "USD", pm: state, project: "alpha"})
@@ -188,4 +182,14 @@ func TestValidityFlagsOnEveryBasis(t *testing.T) {
 			}
 		})
 	}
+}
+
+// addMethod stores a direct payment method, valid from..until ("" for
+// open), in a snapshot of 2026-09-01.
+func addMethod(t *testing.T, db *sql.DB, id, from, until string, active, terms, stream bool) {
+	t.Helper()
+	execSQL(t, db, `INSERT INTO payment_method_snapshots (snapshot_at, run_id, id, display_name, type, start_date, end_date,
+		is_active, terms_and_conditions_accepted, auto_purchase_stream_licenses)
+		VALUES (?, CAST(? AS UUID), ?, ?, 'direct', CAST(? AS DATE), CAST(? AS DATE), ?, ?, ?)`,
+		time.Date(2026, 9, 1, 0, 0, 0, 0, time.UTC), runID, id, "pm "+id[len(id)-1:], nullable(from), nullable(until), active, terms, stream)
 }
