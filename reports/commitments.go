@@ -13,8 +13,8 @@ const sheetCommitments = "Commitments"
 // Commitments sheet columns (0-based), for its totals: the currency or
 // unit, then committed, drawn this month, drawn to date and remaining.
 const (
-	cmOfCol        = 4
-	cmCommittedCol = 5
+	cmOfCol        = 3
+	cmCommittedCol = 4
 )
 
 // commitments fills the Commitments sheet: per commitment of the config
@@ -32,8 +32,10 @@ func (b *builder) commitments() error {
 		return err
 	}
 	cols := []column{
+		// What a page holds (about 154 characters): the commitment, its
+		// figures and the day it runs out. The entitlement (in the name of
+		// one without a name) and how it is measured follow, on screen.
 		{"Commitment", 24},
-		{"Entitlement", 16},
 		{"Type", 8},
 		{"Period", 24},
 		{"Currency or unit", 12},
@@ -42,6 +44,7 @@ func (b *builder) commitments() error {
 		{"Drawn to date", 16},
 		{"Remaining", 16},
 		{"Runs out at the month's pace", 18},
+		{"Entitlement", 16},
 		{"How it is measured", 50},
 	}
 	t, err := b.newTable(sheetCommitments, "Commitments", 1, cols)
@@ -72,10 +75,10 @@ func (b *builder) commitments() error {
 				l.amount(cmCommittedCol+i, c.Currency, money{dec: v, valid: true})
 			}
 		}
-		row := append([]cell{b.wrapped(c.Label()), b.txt(c.Entitlement), b.txt(kind),
+		row := append([]cell{b.wrapped(c.Label()), b.txt(kind),
 			b.txt(c.Start.Format(tally.DateLayout) + " to " + c.End.Format(tally.DateLayout)), b.txt(c.Of())},
 			cells...)
-		row = append(row, b.runsOut(d), b.wrapped(b.commitmentBasis(d)))
+		row = append(row, b.runsOut(d), b.txt(c.Entitlement), b.wrapped(b.commitmentBasis(d)))
 		if err := t.add(row...); err != nil {
 			return err
 		}

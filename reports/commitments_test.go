@@ -1,6 +1,7 @@
 package reports_test
 
 import (
+	"database/sql"
 	"slices"
 	"strconv"
 	"strings"
@@ -25,34 +26,7 @@ import (
 func TestCommitmentsSheet(t *testing.T) {
 	db := openDB(t)
 	seed(t, db)
-	pool := func(date time.Time, cost, currency string) {
-		addUsage(t, db, use{date: date, meter: "video_encoding_ondemand", unit: "minutes", qty: 10, cost: cost, currency: currency,
-			entType: "cash", ent: "ent-pool", pm: pm1, pmName: "Direct USD", project: "alpha"})
-	}
-	pool(time.Date(2026, 8, 31, 0, 0, 0, 0, time.UTC), "500", "USD") // before its start
-	pool(time.Date(2026, 9, 10, 0, 0, 0, 0, time.UTC), "45.5", "USD")
-	pool(time.Date(2026, 9, 20, 0, 0, 0, 0, time.UTC), "44.5", "USD")
-	for d := 1; d <= 31; d++ {
-		pool(day(d), "10", "USD")
-	}
-	pool(day(12), "7", "EUR") // another currency: apart
-	for d := 1; d <= 5; d++ {
-		addUsage(t, db, use{date: day(d * 3), meter: "live_streaming_minutes", unit: "minutes", qty: 100, cost: "0.1", currency: "EUR",
-			entType: "quantity", ent: "ent-min", pm: pm2, pmName: "Marketplace EUR", project: "beta"})
-	}
-	dayOf := func(s string) time.Time {
-		d, err := time.Parse(tally.DateLayout, s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return d
-	}
-	terms := []tally.CommitmentTerms{
-		{Entitlement: "ent-pool", Name: "Encoding pool 2026", Path: "commitments[0]", Category: tally.CommitmentCategorySpend,
-			Size: tally.MustDecimal("1000"), Currency: "USD", Start: dayOf("2026-09-01"), End: dayOf("2026-12-31")},
-		{Entitlement: "ent-min", Path: "commitments[1]", Category: tally.CommitmentCategoryUsage,
-			Size: tally.MustDecimal("100000"), Unit: "Minutes", Start: dayOf("2026-10-01"), End: dayOf("2027-09-30")},
-	}
+	terms := commitmentsFixture(t, db)
 	f, _ := build(t, db, reports.Options{Commitments: terms})
 
 	sheets := f.GetSheetList()
@@ -145,4 +119,41 @@ func TestCommitmentsSheet(t *testing.T) {
 			t.Errorf("Summary counts commitments without any configured: %q", r)
 		}
 	}
+}
+
+// commitmentsFixture loads TestCommitmentsSheet's rows (a spend pool of
+// 1000 USD drawn 90 in September and 10 a day in October, with a row
+// before its start and one in EUR; a usage commitment of 100000 minutes)
+// and returns the config's terms for them.
+func commitmentsFixture(t *testing.T, db *sql.DB) []tally.CommitmentTerms {
+	t.Helper()
+	pool := func(date time.Time, cost, currency string) {
+		addUsage(t, db, use{date: date, meter: "video_encoding_ondemand", unit: "minutes", qty: 10, cost: cost, currency: currency,
+			entType: "cash", ent: "ent-pool", pm: pm1, pmName: "Direct USD", project: "alpha"})
+	}
+	pool(time.Date(2026, 8, 31, 0, 0, 0, 0, time.UTC), "500", "USD") // before its start
+	pool(time.Date(2026, 9, 10, 0, 0, 0, 0, time.UTC), "45.5", "USD")
+	pool(time.Date(2026, 9, 20, 0, 0, 0, 0, time.UTC), "44.5", "USD")
+	for d := 1; d <= 31; d++ {
+		pool(day(d), "10", "USD")
+	}
+	pool(day(12), "7", "EUR") // another currency: apart
+	for d := 1; d <= 5; d++ {
+		addUsage(t, db, use{date: day(d * 3), meter: "live_streaming_minutes", unit: "minutes", qty: 100, cost: "0.1", currency: "EUR",
+			entType: "quantity", ent: "ent-min", pm: pm2, pmName: "Marketplace EUR", project: "beta"})
+	}
+	dayOf := func(s string) time.Time {
+		d, err := time.Parse(tally.DateLayout, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	terms := []tally.CommitmentTerms{
+		{Entitlement: "ent-pool", Name: "Encoding pool 2026", Path: "commitments[0]", Category: tally.CommitmentCategorySpend,
+			Size: tally.MustDecimal("1000"), Currency: "USD", Start: dayOf("2026-09-01"), End: dayOf("2026-12-31")},
+		{Entitlement: "ent-min", Path: "commitments[1]", Category: tally.CommitmentCategoryUsage,
+			Size: tally.MustDecimal("100000"), Unit: "Minutes", Start: dayOf("2026-10-01"), End: dayOf("2027-09-30")},
+	}
+	return terms
 }

@@ -15,7 +15,7 @@ func (b *builder) convertedTitle() string {
 // convertedRows are the month's total per currency converted into the
 // reporting currency (Options.ReportingCurrency), each with its rate and
 // where the config gives it, then their sum: a header row, a row per
-// currency and a Total row, five columns. A currency without a rate for
+// currency and a Total row, five columns, the rate's source last. A currency without a rate for
 // the month shows "no rate for USD in 2026-10" and the Total says so
 // rather than add the others: never a guess. Nil without a reporting
 // currency. The products are exact (rate × amount); only the cell is a
@@ -26,8 +26,11 @@ func (b *builder) convertedRows(totals []totalRow) ([][]cell, error) {
 		return nil, nil
 	}
 	month := b.p.Month.Format(monthLayout)
-	header := []cell{{"Currency", b.st.header}, {"Total usage value", b.st.header}, {"Rate source", b.st.header},
-		{"Rate (" + to + " per unit)", b.st.header}, {"In " + to, b.st.header}}
+	// The source last, unwrapped: a column of another table's width
+	// (By project's) cut "reports.fx_rates" in two; last, it runs on over
+	// the empty cells to its right, on screen and on paper.
+	header := []cell{{"Currency", b.st.header}, {"Total usage value", b.st.header},
+		{"Rate (" + to + " per unit)", b.st.header}, {"In " + to, b.st.header}, {"Rate source", b.st.header}}
 	out := [][]cell{header}
 	sum, missing := tally.MustDecimal("0"), ""
 	for _, t := range totals {
@@ -43,7 +46,7 @@ func (b *builder) convertedRows(totals []totalRow) ([][]cell, error) {
 				if missing == "" {
 					missing = why
 				}
-				out = append(out, []cell{b.txt(t.currency), value, b.txt(why), {nil, b.st.text}, b.txt(why)})
+				out = append(out, []cell{b.txt(t.currency), value, {nil, b.st.text}, b.txt(why), {nil, b.st.text}})
 				continue
 			}
 			rate, source = r.Rate, r.Source
@@ -52,7 +55,7 @@ func (b *builder) convertedRows(totals []totalRow) ([][]cell, error) {
 			if missing == "" {
 				missing = fmt.Sprintf("%s %s", t.currency, NotPriced)
 			}
-			out = append(out, []cell{b.txt(t.currency), value, b.wrapped(source), {rate.Float64(), b.st.quantity}, {NotPriced, b.st.notPriced}})
+			out = append(out, []cell{b.txt(t.currency), value, {rate.Float64(), b.st.quantity}, {NotPriced, b.st.notPriced}, b.txt(source)})
 			continue
 		}
 		in := mulDecimal(t.split.total.dec, rate)
@@ -61,9 +64,9 @@ func (b *builder) convertedRows(totals []totalRow) ([][]cell, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, []cell{b.txt(t.currency), value, b.wrapped(source), {rate.Float64(), b.st.quantity}, conv})
+		out = append(out, []cell{b.txt(t.currency), value, {rate.Float64(), b.st.quantity}, conv, b.txt(source)})
 	}
-	total := []cell{{"Total in " + to, b.st.totalLabel}, {nil, b.st.totalLabel}, {nil, b.st.totalLabel}, {nil, b.st.totalLabel}}
+	total := []cell{{"Total in " + to, b.st.totalLabel}, {nil, b.st.totalLabel}, {nil, b.st.totalLabel}}
 	if missing != "" {
 		total = append(total, cell{"no total: " + missing, b.st.totalLabel})
 	} else {
@@ -73,7 +76,7 @@ func (b *builder) convertedRows(totals []totalRow) ([][]cell, error) {
 		}
 		total = append(total, cell{sum.Float64(), style})
 	}
-	return append(out, total), nil
+	return append(out, append(total, cell{nil, b.st.totalLabel})), nil
 }
 
 // mulDecimal is a × b, exactly.

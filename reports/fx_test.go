@@ -29,7 +29,7 @@ func TestReportingCurrency(t *testing.T) {
 		out := map[string][]string{}
 		in := false
 		for _, r := range rowsOf {
-			if at(r, 0) == "Currency" && at(r, 2) == "Rate source" {
+			if at(r, 0) == "Currency" && at(r, 4) == "Rate source" {
 				in = true
 				continue
 			}
@@ -49,17 +49,17 @@ func TestReportingCurrency(t *testing.T) {
 		if len(got) != 3 {
 			t.Fatalf("%s: converted rows %q, want EUR, USD and the total", sheet, got)
 		}
-		if r := got["USD"]; at(r, 2) != "reports.fx_rates" || at(r, 3) != strconv.FormatFloat(rate.Float64(), 'g', -1, 64) {
+		if r := got["USD"]; at(r, 4) != "reports.fx_rates" || at(r, 2) != strconv.FormatFloat(rate.Float64(), 'g', -1, 64) {
 			t.Errorf("%s: USD %q", sheet, r)
 		}
 		usd, _ := new(big.Rat).Mul(sums["USD"], rate.Rat()).Float64()
-		if v := mustFloat(t, at(got["USD"], 4)); v != usd {
+		if v := mustFloat(t, at(got["USD"], 3)); v != usd {
 			t.Errorf("%s: USD in EUR %v, want %v", sheet, v, usd)
 		}
-		if r := got["EUR"]; at(r, 2) != "the reporting currency" || at(r, 3) != "1" {
+		if r := got["EUR"]; at(r, 4) != "the reporting currency" || at(r, 2) != "1" {
 			t.Errorf("%s: EUR %q", sheet, r)
 		}
-		if v := mustFloat(t, at(got["Total in EUR"], 4)); v != wantF {
+		if v := mustFloat(t, at(got["Total in EUR"], 3)); v != wantF {
 			t.Errorf("%s: total in EUR %v, want %v (%s)", sheet, v, wantF, want.FloatString(12))
 		}
 	}
@@ -72,7 +72,7 @@ func TestReportingCurrency(t *testing.T) {
 		FXRates: map[string]map[string]configs.FXRate{"2026-09": {"USD": {Rate: rate, Source: "reports.fx_rates"}}}})
 	for _, sheet := range []string{"Summary", "By project"} {
 		got := converted(rows(t, f, sheet))
-		if at(got["USD"], 4) != "no rate for USD in 2026-10" || at(got["Total in EUR"], 4) != "no total: no rate for USD in 2026-10" {
+		if at(got["USD"], 3) != "no rate for USD in 2026-10" || at(got["Total in EUR"], 3) != "no total: no rate for USD in 2026-10" {
 			t.Errorf("%s without a rate: %q", sheet, got)
 		}
 	}

@@ -212,11 +212,17 @@ func seed(t *testing.T, db *sql.DB) {
 // build writes the fixture's workbook to a file and opens it for reading.
 func build(t *testing.T, db *sql.DB, opts reports.Options) (*excelize.File, string) {
 	t.Helper()
+	return buildPeriod(t, db, period, opts)
+}
+
+// buildPeriod is build for the period p.
+func buildPeriod(t *testing.T, db *sql.DB, p reports.Period, opts reports.Options) (*excelize.File, string) {
+	t.Helper()
 	if opts.Now == nil {
 		opts.Now = func() time.Time { return now }
 	}
-	path := reports.DefaultPath(t.TempDir(), october)
-	if err := reports.WriteFile(context.Background(), db, period, path, opts); err != nil {
+	path := reports.DefaultPath(t.TempDir(), p.Month)
+	if err := reports.WriteFile(context.Background(), db, p, path, opts); err != nil {
 		t.Fatal(err)
 	}
 	f, err := excelize.OpenFile(path)

@@ -46,16 +46,8 @@ func TestValidityJudgedOnTheBucket(t *testing.T) {
 	execSQL(t, db, `INSERT INTO fetch_windows (granularity, basis, scope, start, "end", rows, run_id, fetched_at)
 		VALUES ('month', 'usage', 'all', DATE '2026-10-01', DATE '2026-11-01', 6, CAST(? AS UUID), ?)`, runID, now)
 
-	path := reports.DefaultPath(t.TempDir(), october)
 	p := reports.Period{Month: october, Basis: tally.BasisUsage, Granularity: tally.Month}
-	if err := reports.WriteFile(context.Background(), db, p, path, reports.Options{Now: func() time.Time { return now }}); err != nil {
-		t.Fatal(err)
-	}
-	f, err := excelize.OpenFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f, path := buildPeriod(t, db, p, reports.Options{})
 	fl := flagRows(t, f)
 	type key struct{ kind, subject string }
 	got := map[key]string{}
@@ -160,16 +152,7 @@ func TestValidityFlagsOnEveryBasis(t *testing.T) {
 			// A row of the month before, charged in it: no flag of this month.
 			addUsage(t, db, use{basis: string(basis), granularity: "day", date: day(3).AddDate(0, -1, 0), meter: "encode",
 				qty: 1, cost: "99", currency: "USD", pm: state, project: "alpha"})
-			path := reports.DefaultPath(t.TempDir(), october)
-			p := reports.Period{Month: october, Basis: basis, Granularity: tally.Day}
-			if err := reports.WriteFile(context.Background(), db, p, path, reports.Options{Now: func() time.Time { return now }}); err != nil {
-				t.Fatal(err)
-			}
-			f, err := excelize.OpenFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer f.Close()
+			f, _ := buildPeriod(t, db, reports.Period{Month: october, Basis: basis, Granularity: tally.Day}, reports.Options{})
 			fl := flagRows(t, f)
 			got := find(t, fl, map[string]string{"Kind": "Payment method not in a billable state", "Subject": state})
 			if len(got) != 2 { // inactive, terms not accepted
