@@ -78,7 +78,10 @@ func (b *builder) commitments() error {
 		row := append([]cell{b.wrapped(c.Label()), b.txt(kind),
 			b.txt(c.Start.Format(tally.DateLayout) + " to " + c.End.Format(tally.DateLayout)), b.txt(c.Of())},
 			cells...)
-		row = append(row, b.runsOut(d), b.txt(c.Entitlement), b.wrapped(b.commitmentBasis(d)))
+		// How it is measured is the last column and runs on to its right,
+		// unwrapped: wrapped, it made every row several lines high, on
+		// paper too, where the column is not printed.
+		row = append(row, b.runsOut(d), b.txt(c.Entitlement), b.txt(b.commitmentBasis(d)))
 		if err := t.add(row...); err != nil {
 			return err
 		}

@@ -315,6 +315,23 @@ func TestCommitmentsAndConvertedTotalsPrint(t *testing.T) {
 			t.Errorf("the Commitments page lacks %q:\n%.800s", want, page)
 		}
 	}
+	// One line a commitment: the rows follow each other on paper, not
+	// lines apart for text that is not printed.
+	var first, second *printcheck.Word
+	for i, w := range by["Commitments"][0].Words {
+		switch w.Text {
+		case "Encoding":
+			first = &by["Commitments"][0].Words[i]
+		case "entitlement":
+			second = &by["Commitments"][0].Words[i]
+		}
+	}
+	if first == nil || second == nil {
+		t.Fatalf("the Commitments page lacks its rows' names:\n%.800s", page)
+	}
+	if gap, line := second.YMin-first.YMin, first.YMax-first.YMin; gap > 3*line {
+		t.Errorf("the Commitments rows are %.0f points apart, %.1f lines of text: a row is taller than its printed cells", gap, gap/line)
+	}
 	for _, sheet := range []string{"Summary", "By project"} {
 		var text strings.Builder
 		for _, p := range by[sheet] {
