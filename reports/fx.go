@@ -15,10 +15,10 @@ func (b *builder) convertedTitle() string {
 // convertedRows are the month's total per currency converted into the
 // reporting currency (Options.ReportingCurrency), each with its rate and
 // where the config gives it, then their sum: a header row, a row per
-// currency and a Total row, five columns, the rate's source last. A currency without a rate for
-// the month shows "no rate for USD in 2026-10" and the Total says so
-// rather than add the others: never a guess. Nil without a reporting
-// currency. The products are exact (rate × amount); only the cell is a
+// currency and a Total row, five columns, the rate's source last. A
+// currency without a rate for the month shows "no rate for USD in
+// 2026-10" and the Total says so rather than add the others: never a
+// guess. Nil without a reporting currency. The products are exact (rate × amount); only the cell is a
 // double.
 func (b *builder) convertedRows(totals []totalRow) ([][]cell, error) {
 	to := b.opts.ReportingCurrency
