@@ -112,6 +112,13 @@ func (s *Store) LoadWindow(ctx context.Context, q tally.UsageQuery, runID uuid.U
 	defer s.loads.end(s.db)
 	var res LoadResult
 	err = s.inTx(ctx, func(conn *sql.Conn) error {
+		// The partitions (months of date) the window changes: those of the
+		// rows it replaces and of those it writes. For basis reported the
+		// window is on date_processed, so they may be any months.
+		changed := map[time.Time]bool{}
+		if err := scopeMonths(ctx, conn, q, changed); err != nil {
+			return err
+		}
 		del, args := scopeDelete(q)
 		r, err := conn.ExecContext(ctx, del, args...)
 		if err != nil {
@@ -159,6 +166,12 @@ VALUES (?, ?, ?, ?, ?::DATE, ?::DATE, ?, ?::UUID, ?, ?, ?, ?, ?)`,
 			q.Organization, g, basis, scope, w.Start, w.End, res.Rows, runID.String(), fetchedAt,
 			requests, retries, bytes, res.Duration.Milliseconds()); err != nil {
 			return fmt.Errorf("update ledger: %w", err)
+		}
+		if err := scopeMonths(ctx, conn, q, changed); err != nil {
+			return err
+		}
+		if err := noteChanges(ctx, conn, q.Organization, changed); err != nil {
+			return err
 		}
 		if err := refreshDayTotals(ctx, conn, q.Organization, w.Granularity, basis, w.Start.UTC(), w.End.UTC(), keys != nil); err != nil {
 			return err
@@ -405,4 +418,78 @@ ORDER BY start, "end"`, org, string(g), string(basis), scope)
 		return nil, fmt.Errorf("read ledger: %w", err)
 	}
 	return out, nil
+}
+
+// UsageChange is one partition of the usage table, an organization's
+// month, that a load changed.
+type UsageChange struct {
+	Organization string
+	Month        time.Time // its first day, UTC
+	ChangedAt    time.Time // UTC
+}
+
+// scopeMonths returns the months (of date) of the usage rows q's window
+// and scope own: before a load replaces them, and after, the partitions it
+// changes.
+func scopeMonths(ctx context.Context, conn *sql.Conn, q tally.UsageQuery, into map[time.Time]bool) error {
+	where, args := scopeWhere(q)
+	rows, err := conn.QueryContext(ctx, "SELECT DISTINCT CAST(date_trunc('month', date) AS DATE) FROM usage WHERE "+where, args...)
+	if err != nil {
+		return fmt.Errorf("read the months changed: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var m time.Time
+		if err := rows.Scan(&m); err != nil {
+			return fmt.Errorf("read the months changed: %w", err)
+		}
+		into[m.UTC()] = true
+	}
+	return rows.Err()
+}
+
+// noteChanges records that org's usage rows changed in months
+// (usage_changes), at the end of the transaction that changed them, so
+// the time orders the changes as they commit.
+func noteChanges(ctx context.Context, conn *sql.Conn, org string, months map[time.Time]bool) error {
+	at := time.Now().UTC().Truncate(time.Microsecond)
+	for m := range months {
+		if _, err := conn.ExecContext(ctx, `INSERT INTO usage_changes (organization, month, changed_at) VALUES (?, ?::DATE, ?)`, org, m, at); err != nil {
+			return fmt.Errorf("note the months changed: %w", err)
+		}
+	}
+	return nil
+}
+
+// UsageChanges returns, from q's database, the partitions of the usage
+// table changed after after (every one recorded when after is zero), each
+// once with its latest change, ordered by organization and month, and the
+// latest change time among them. Loads in one process commit one after
+// another in the order of their times as far as an export can tell: the
+// export step runs once the run's loads are done, tally export reads the
+// copy a finished run published.
+func UsageChanges(ctx context.Context, q Querier, after time.Time) ([]UsageChange, time.Time, error) {
+	rows, err := q.QueryContext(ctx, `SELECT organization, month, max(changed_at) FROM usage_changes
+WHERE changed_at > ? GROUP BY organization, month ORDER BY organization, month`, after.UTC())
+	if err != nil {
+		return nil, time.Time{}, fmt.Errorf("read usage changes: %w", err)
+	}
+	defer rows.Close()
+	var out []UsageChange
+	var latest time.Time
+	for rows.Next() {
+		var c UsageChange
+		if err := rows.Scan(&c.Organization, &c.Month, &c.ChangedAt); err != nil {
+			return nil, time.Time{}, fmt.Errorf("read usage changes: %w", err)
+		}
+		c.Month, c.ChangedAt = c.Month.UTC(), c.ChangedAt.UTC()
+		if c.ChangedAt.After(latest) {
+			latest = c.ChangedAt
+		}
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, time.Time{}, fmt.Errorf("read usage changes: %w", err)
+	}
+	return out, latest, nil
 }

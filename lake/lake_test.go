@@ -1,0 +1,565 @@
+package lake
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"iter"
+	"math/big"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+	"github.com/rs/zerolog"
+
+	"github.com/tally-dev/tally"
+	"github.com/tally-dev/tally/store"
+)
+
+func openStore(t *testing.T) *store.Store {
+	t.Helper()
+	s, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "tally.duckdb"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func lakeConfig(t *testing.T) Config {
+	dir := t.TempDir()
+	return Config{SQLite: filepath.Join(dir, "catalog.db"), Warehouse: filepath.Join(dir, "warehouse")}
+}
+
+func seq(rows []tally.MeterData) iter.Seq2[tally.MeterData, error] {
+	return func(yield func(tally.MeterData, error) bool) {
+		for _, r := range rows {
+			if !yield(r, nil) {
+				return
+			}
+		}
+	}
+}
+
+// loadMonth loads org's days of the month starting at month: two meters a
+// day, one in EUR, with costs that carry all 12 decimals and grow with
+// bump, so a reload with another bump changes every figure.
+func loadMonth(t *testing.T, s *store.Store, org string, month time.Time, bump int) {
+	t.Helper()
+	next := month.AddDate(0, 1, 0)
+	var rows []tally.MeterData
+	for d := month; d.Before(next); d = d.AddDate(0, 0, 1) {
+		price := 0.5
+		rows = append(rows,
+			tally.MeterData{Date: d, MeterName: "streaming", Unit: "minutes", Quantity: float64(d.Day()), Price: &price,
+				Cost: tally.MustDecimal(fmt.Sprintf("%d.%012d", d.Day()+bump, 123456789012+bump)), Currency: "USD", Project: "web"},
+			tally.MeterData{Date: d, MeterName: "storage", Unit: "gigabytes", Quantity: 2, Family: "store",
+				Cost: tally.MustDecimal(fmt.Sprintf("0.%012d", 7+bump)), Currency: "EUR", Project: "archive", PaymentMethod: "pm-1"},
+		)
+	}
+	q := tally.UsageQuery{Window: tally.Window{Start: month, End: next, Granularity: tally.Day}, Organization: org}
+	if _, err := s.LoadWindow(context.Background(), q, store.NewRunID(), seq(rows)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+var (
+	aug = time.Date(2026, 8, 1, 0, 0, 0, 0, time.UTC)
+	sep = time.Date(2026, 9, 1, 0, 0, 0, 0, time.UTC)
+	oct = time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC)
+)
+
+func export(t *testing.T, s *store.Store, c Config, run string) ExportResult {
+	t.Helper()
+	res, err := Export(context.Background(), s, ExportOptions{Config: c, Source: s.Path(), RunID: run, Version: "v-test"}, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func loadUsage(t *testing.T, c Config) *table.Table {
+	t.Helper()
+	l, err := Open(context.Background(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	tb, err := l.LoadTable(context.Background(), UsageTable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tb
+}
+
+// duckRows are the usage rows as the lake should hold them, one line each
+// (usageColumns in order), sorted.
+func duckRows(t *testing.T, dbs ...*store.Store) []string {
+	t.Helper()
+	var out []string
+	for _, s := range dbs {
+		rows, err := s.DB().QueryContext(context.Background(), "SELECT "+usageSelect()+" FROM usage")
+		if err != nil {
+			t.Fatal(err)
+		}
+		vals := make([]any, len(usageColumns))
+		ptrs := make([]any, len(usageColumns))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		for rows.Next() {
+			if err := rows.Scan(ptrs...); err != nil {
+				t.Fatal(err)
+			}
+			cells := make([]string, len(usageColumns))
+			for i, c := range usageColumns {
+				switch v := vals[i].(type) {
+				case nil:
+					cells[i] = "NULL"
+				case time.Time:
+					cells[i] = strconv.FormatInt(v.UTC().UnixMicro(), 10)
+				case float64:
+					cells[i] = strconv.FormatFloat(v, 'g', -1, 64)
+				case string:
+					cells[i] = v
+					if _, ok := c.typ.(iceberg.DecimalType); ok {
+						d, err := tally.ParseDecimal(v)
+						if err != nil {
+							t.Fatal(err)
+						}
+						n, err := d.Scaled(costScale)
+						if err != nil {
+							t.Fatal(err)
+						}
+						cells[i] = n.String()
+					}
+				default:
+					t.Fatalf("column %s: unexpected %T", c.name, v)
+				}
+			}
+			out = append(out, strings.Join(cells, "|"))
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		rows.Close()
+	}
+	slices.Sort(out)
+	return out
+}
+
+// lakeRows are the usage table's rows in its current snapshot, read
+// through iceberg-go's scan, as duckRows writes them.
+func lakeRows(t *testing.T, tb *table.Table) []string {
+	t.Helper()
+	if tb.CurrentSnapshot() == nil {
+		return nil
+	}
+	at, err := tb.Scan().ToArrowTable(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer at.Release()
+	tr := array.NewTableReader(at, 4096)
+	defer tr.Release()
+	var out []string
+	for tr.Next() {
+		rec := tr.RecordBatch()
+		for r := 0; r < int(rec.NumRows()); r++ {
+			cells := make([]string, len(usageColumns))
+			for i, c := range usageColumns {
+				idx := rec.Schema().FieldIndices(c.name)
+				if len(idx) != 1 {
+					t.Fatalf("the lake's rows have no column %s", c.name)
+				}
+				col := rec.Column(idx[0])
+				if col.IsNull(r) {
+					cells[i] = "NULL"
+					continue
+				}
+				switch a := col.(type) {
+				case *array.String:
+					cells[i] = a.Value(r)
+				case *array.Timestamp:
+					cells[i] = strconv.FormatInt(int64(a.Value(r)), 10)
+				case *array.Float64:
+					cells[i] = strconv.FormatFloat(a.Value(r), 'g', -1, 64)
+				case *array.Decimal128:
+					cells[i] = a.Value(r).BigInt().String()
+				default:
+					t.Fatalf("column %s: unexpected %T", c.name, col)
+				}
+			}
+			out = append(out, strings.Join(cells, "|"))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// sameRows checks the lake holds exactly the stores' usage rows: per
+// organization, month and currency the same count and exact cost sum, no
+// row twice, and row for row the same values.
+func sameRows(t *testing.T, tb *table.Table, dbs ...*store.Store) {
+	t.Helper()
+	want, got := duckRows(t, dbs...), lakeRows(t, tb)
+	if len(want) == 0 {
+		t.Fatal("the stores hold no usage: nothing to compare")
+	}
+	totals := func(rows []string) map[string]string {
+		type tot struct {
+			n   int
+			sum *big.Int
+		}
+		m := map[string]*tot{}
+		org, date, cost, cur := colIndex(t, "organization"), colIndex(t, "date"), colIndex(t, "cost"), colIndex(t, "currency")
+		for _, r := range rows {
+			f := strings.Split(r, "|")
+			us, _ := strconv.ParseInt(f[date], 10, 64)
+			k := f[org] + " " + time.UnixMicro(us).UTC().Format("2006-01") + " " + f[cur]
+			if m[k] == nil {
+				m[k] = &tot{sum: new(big.Int)}
+			}
+			v, _ := new(big.Int).SetString(f[cost], 10)
+			m[k].n++
+			m[k].sum.Add(m[k].sum, v)
+		}
+		out := map[string]string{}
+		for k, v := range m {
+			out[k] = fmt.Sprintf("%d rows, cost %s e-12", v.n, v.sum)
+		}
+		return out
+	}
+	wt, gt := totals(want), totals(got)
+	for k, v := range wt {
+		if gt[k] != v {
+			t.Errorf("%s: lake %q, DuckDB %q", k, gt[k], v)
+		}
+	}
+	for k, v := range gt {
+		if _, ok := wt[k]; !ok {
+			t.Errorf("%s: lake %q, not in DuckDB", k, v)
+		}
+	}
+	for i := 1; i < len(got); i++ {
+		if got[i] == got[i-1] {
+			t.Fatalf("the lake holds a row twice: %s", got[i])
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("the lake's %d rows differ from DuckDB's %d", len(got), len(want))
+	}
+}
+
+func colIndex(t *testing.T, name string) int {
+	i := slices.Index(UsageColumns(), name)
+	if i < 0 {
+		t.Fatalf("no column %s", name)
+	}
+	return i
+}
+
+// dataFiles are the data files of the table's current snapshot, by
+// partition ("org 2026-09").
+func dataFiles(t *testing.T, tb *table.Table) map[string][]string {
+	t.Helper()
+	tasks, err := tb.Scan().PlanFiles(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]string{}
+	for _, task := range tasks {
+		p := task.File.Partition()
+		var org string
+		var month int32
+		for id, v := range p {
+			switch id {
+			case 1000:
+				org = v.(string)
+			case 1001:
+				month = v.(int32)
+			}
+		}
+		k := fmt.Sprintf("%s %s", org, time.Date(1970, time.Month(1+month), 1, 0, 0, 0, 0, time.UTC).Format("2006-01"))
+		out[k] = append(out[k], task.File.FilePath())
+	}
+	for _, fs := range out {
+		slices.Sort(fs)
+	}
+	return out
+}
+
+func TestUsageColumnsAreTheTables(t *testing.T) {
+	s := openStore(t)
+	rows, err := s.DB().Query(`SELECT column_name, is_nullable FROM information_schema.columns
+WHERE table_name = 'usage' AND column_name <> 'key_id' ORDER BY column_name`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var want []string
+	for rows.Next() {
+		var name, nullable string
+		if err := rows.Scan(&name, &nullable); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, fmt.Sprintf("%s required=%v", name, nullable == "NO"))
+	}
+	var got []string
+	for _, c := range usageColumns {
+		got = append(got, fmt.Sprintf("%s required=%v", c.name, c.required))
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		t.Fatalf("the lake's usage columns\n%s\ndiffer from DuckDB's usage table (but key_id)\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+func TestExportCommitsOnlyWhatChanged(t *testing.T) {
+	s := openStore(t)
+	for _, org := range []string{"acme", "globex"} {
+		loadMonth(t, s, org, aug, 0)
+		loadMonth(t, s, org, sep, 0)
+	}
+	c := lakeConfig(t)
+
+	first := export(t, s, c, "run-1")
+	if !first.Full || len(first.Partitions) != 4 {
+		t.Fatalf("first export: full %v, partitions %v; want full, 4", first.Full, first.Partitions)
+	}
+	tb := loadUsage(t, c)
+	snap := tb.CurrentSnapshot()
+	if snap == nil || snap.SnapshotID != first.Commit.SnapshotID {
+		t.Fatalf("current snapshot %v, want the export's %d", snap, first.Commit.SnapshotID)
+	}
+	for k, want := range map[string]string{SummaryRunID: "run-1", SummaryVersion: "v-test", SummarySource: s.Path()} {
+		if got := snap.Summary.Properties[k]; got != want {
+			t.Errorf("snapshot summary %s = %q, want %q", k, got, want)
+		}
+	}
+	if got := tb.Metadata().Version(); got != 2 {
+		t.Errorf("format version %d, want 2", got)
+	}
+	if got := tb.Spec().String(); !strings.Contains(got, "identity") || !strings.Contains(got, "month") {
+		t.Errorf("partition spec %s, want identity(organization) and month(date)", got)
+	}
+	cost, _ := tb.Schema().FindFieldByName("cost")
+	if cost.Type.String() != "decimal(38, 12)" {
+		t.Errorf("cost is %s, want decimal(38, 12)", cost.Type)
+	}
+	sameRows(t, tb, s)
+	before := dataFiles(t, tb)
+	if len(before) != 4 {
+		t.Fatalf("data files by partition %v, want 4 partitions", before)
+	}
+
+	// Every data file carries the Iceberg field ids: a reader that maps
+	// columns by id (after a rename, or without a name mapping) finds
+	// them.
+	for _, fs := range before {
+		for _, f := range fs {
+			checkFieldIDs(t, tb, f)
+		}
+	}
+
+	// Nothing changed: nothing committed.
+	again := export(t, s, c, "run-2")
+	if len(again.Partitions) != 0 || again.Commit.SnapshotID != 0 {
+		t.Fatalf("second export committed %v (snapshot %d); want nothing", again.Partitions, again.Commit.SnapshotID)
+	}
+	if tb2 := loadUsage(t, c); tb2.CurrentSnapshot().SnapshotID != snap.SnapshotID || len(tb2.Metadata().Snapshots()) != 1 {
+		t.Fatalf("an export with nothing changed made a snapshot: %d snapshots", len(tb2.Metadata().Snapshots()))
+	}
+
+	// acme's September fetched again with new figures: exactly its
+	// partition is replaced, the others keep their files.
+	loadMonth(t, s, "acme", sep, 5)
+	third := export(t, s, c, "run-3")
+	if third.Full || len(third.Partitions) != 1 || third.Partitions[0] != (Partition{"acme", sep}) {
+		t.Fatalf("third export: full %v, partitions %v; want acme's September only", third.Full, third.Partitions)
+	}
+	tb = loadUsage(t, c)
+	if got := len(tb.Metadata().Snapshots()); got != 2 {
+		t.Fatalf("%d snapshots, want 2", got)
+	}
+	if s3 := tb.CurrentSnapshot(); s3.Summary.Operation != table.OpOverwrite || s3.Summary.Properties[SummaryRunID] != "run-3" {
+		t.Fatalf("third snapshot: %s %v; want an overwrite naming run-3", s3.Summary.Operation, s3.Summary.Properties)
+	}
+	after := dataFiles(t, tb)
+	for k, fs := range before {
+		same := slices.Equal(after[k], fs)
+		if k == "acme 2026-09" && same {
+			t.Errorf("%s kept its files %v; want them replaced", k, fs)
+		}
+		if k != "acme 2026-09" && !same {
+			t.Errorf("%s: files %v became %v; want them untouched", k, fs, after[k])
+		}
+	}
+	sameRows(t, tb, s)
+
+	// A new month is a new partition; the table's old ones stay.
+	loadMonth(t, s, "globex", oct, 1)
+	fourth := export(t, s, c, "run-4")
+	if len(fourth.Partitions) != 1 || fourth.Partitions[0] != (Partition{"globex", oct}) {
+		t.Fatalf("fourth export: partitions %v; want globex's October", fourth.Partitions)
+	}
+	sameRows(t, loadUsage(t, c), s)
+}
+
+// checkFieldIDs checks that every top-level column of the Parquet file at
+// path carries the table's field id for its name.
+func checkFieldIDs(t *testing.T, tb *table.Table, path string) {
+	t.Helper()
+	r, err := file.OpenParquetFile(strings.TrimPrefix(path, "file://"), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	root := r.MetaData().Schema.Root()
+	if root.NumFields() != len(usageColumns) {
+		t.Fatalf("%s has %d columns, want %d", path, root.NumFields(), len(usageColumns))
+	}
+	for i := 0; i < root.NumFields(); i++ {
+		f := root.Field(i)
+		want, ok := tb.Schema().FindFieldByName(f.Name())
+		if !ok {
+			t.Fatalf("%s: column %s is not in the table", path, f.Name())
+		}
+		if int(f.FieldID()) != want.ID {
+			t.Fatalf("%s: column %s has field id %d, want %d", path, f.Name(), f.FieldID(), want.ID)
+		}
+	}
+}
+
+func TestConflictRecognisesTheSQLCatalogsRequirementError(t *testing.T) {
+	for _, err := range []error{
+		errors.New(`requirement failed: branch "main" has changed: expected id 1, found 2`),
+		errors.New(`requirement failed: branch "main" was created concurrently`),
+		fmt.Errorf("x: %w", table.ErrCommitFailed),
+	} {
+		if !errors.Is(conflict(err), ErrConflict) {
+			t.Errorf("%v: not taken for a conflict", err)
+		}
+	}
+	for _, err := range []error{errors.New("disk full"), errors.New("requirement failed: last assigned partition id is missing")} {
+		if errors.Is(conflict(err), ErrConflict) {
+			t.Errorf("%v: taken for a conflict", err)
+		}
+	}
+}
+
+// TestStaleCommitIsAConflict commits from a table handle another writer
+// made stale: the SQL catalog refuses it with its plain requirement
+// error, which conflict takes for a lost race (ReplaceUsage redoes it on
+// the reloaded table), and the table is as the other writer left it.
+func TestStaleCommitIsAConflict(t *testing.T) {
+	ctx := context.Background()
+	a, b := openStore(t), openStore(t)
+	loadMonth(t, a, "acme", aug, 0)
+	loadMonth(t, b, "globex", aug, 0)
+	c := lakeConfig(t)
+	export(t, a, c, "a-1")
+	stale := loadUsage(t, c)
+	export(t, b, c, "b-1")
+
+	// The raw error, as iceberg-go gives it.
+	asc, err := arrowSchema(stale.Schema())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdr, err := array.NewRecordReader(asc, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx := stale.NewTransaction()
+	if err := tx.Overwrite(ctx, rdr, nil, table.WithOverwriteFilter(partitionsFilter([]Partition{{"acme", sep}}))); err != nil {
+		t.Fatal(err)
+	}
+	_, err = tx.Commit(ctx)
+	if err == nil || !strings.Contains(err.Error(), "requirement failed") || errors.Is(err, table.ErrCommitFailed) {
+		t.Fatalf("a stale commit gave %v; want iceberg-go's plain requirement error (the trap this package wraps)", err)
+	}
+	if !errors.Is(conflict(err), ErrConflict) {
+		t.Fatalf("%v: not taken for a conflict", err)
+	}
+	sameRows(t, loadUsage(t, c), a, b)
+}
+
+// TestTwoWritersAtOnce has two writers, each its own catalog connection
+// and database (as two shards' processes), replace disjoint
+// organizations' partitions behind a barrier: both load the table before
+// either commits, so one of them must lose the race and redo; both land,
+// none twice.
+func TestTwoWritersAtOnce(t *testing.T) {
+	ctx := context.Background()
+	c := lakeConfig(t)
+	dbs := []*store.Store{openStore(t), openStore(t)}
+	orgs := []string{"acme", "globex"}
+	for round, month := range []time.Time{aug, sep} {
+		for i, s := range dbs {
+			loadMonth(t, s, orgs[i], month, round)
+		}
+		var barrier sync.WaitGroup
+		barrier.Add(len(dbs))
+		var mu sync.Mutex
+		var redone []error
+		var wg sync.WaitGroup
+		errs := make([]error, len(dbs))
+		for i, s := range dbs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				l, err := Open(ctx, c)
+				if err != nil {
+					errs[i] = err
+					barrier.Done()
+					return
+				}
+				defer l.Close()
+				first := true
+				read := func(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+					if first {
+						// Both writers hold the table as it was before
+						// either commits.
+						first = false
+						barrier.Done()
+						barrier.Wait()
+					}
+					return s.DB().QueryContext(ctx, q, args...)
+				}
+				props := iceberg.Properties{SummaryRunID: fmt.Sprintf("%s-%d", orgs[i], round)}
+				_, errs[i] = l.ReplaceUsage(ctx, []Partition{{orgs[i], month}}, read, props, func(attempt int, err error) {
+					mu.Lock()
+					redone = append(redone, err)
+					mu.Unlock()
+				})
+			}()
+		}
+		wg.Wait()
+		for i, err := range errs {
+			if err != nil {
+				t.Fatalf("round %d, writer %s: %v", round, orgs[i], err)
+			}
+		}
+		if len(redone) == 0 {
+			t.Fatalf("round %d: no writer had to redo its commit; the barrier should have made one lose", round)
+		}
+		for _, err := range redone {
+			if !errors.Is(err, ErrConflict) {
+				t.Fatalf("round %d: redone after %v, not a conflict", round, err)
+			}
+		}
+		t.Logf("round %d: redone after %v", round, redone)
+		tb := loadUsage(t, c)
+		sameRows(t, tb, dbs...)
+	}
+}
