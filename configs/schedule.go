@@ -91,8 +91,7 @@ func (p *parser) lake(r *rawLake, c *LakeConfig) {
 	path, ok := strings.CutPrefix(cat, CatalogSQLite)
 	switch {
 	case !ok:
-		scheme, _, _ := strings.Cut(cat, ":")
-		p.bad(r.Catalog.key, "catalog %q (scheme %q) is not one this version accepts: only sqlite:PATH, an embedded SQLite catalog file", cat, scheme)
+		p.bad(r.Catalog.key, "%q is not a catalog this version accepts: only sqlite:PATH, an embedded SQLite catalog file (no PostgreSQL or REST catalog yet)", cat)
 	case strings.TrimSpace(path) == "":
 		p.bad(r.Catalog.key, "sqlite: needs the catalog file's path, e.g. sqlite:/var/lib/tally/lake/catalog.db")
 	default:
