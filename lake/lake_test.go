@@ -468,7 +468,15 @@ func TestStaleCommitIsAConflict(t *testing.T) {
 	loadMonth(t, b, "globex", aug, 0)
 	c := lakeConfig(t)
 	export(t, a, c, "a-1")
-	stale := loadUsage(t, c)
+	l, err := Open(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	stale, err := l.LoadTable(ctx, UsageTable)
+	if err != nil {
+		t.Fatal(err)
+	}
 	export(t, b, c, "b-1")
 
 	// The raw error, as iceberg-go gives it.
