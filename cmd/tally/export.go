@@ -168,6 +168,9 @@ func runExport(cmd *cobra.Command, g *globalFlags, o *exportOptions) error {
 	if format == "" {
 		format = cfg.Export.Format
 	}
+	if format == configs.ExportIceberg && (o.from != "" || o.until != "") {
+		return usageErr("--from and --until do not apply to --format iceberg: it commits the usage partitions the loads changed")
+	}
 	if o.focus != "" && format != configs.ExportFOCUS {
 		return usageErr("--focus-version %s applies to FOCUS rows: use it with --format focus", o.focus)
 	}

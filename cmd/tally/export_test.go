@@ -179,6 +179,8 @@ func TestExportUsageErrors(t *testing.T) {
 		{"csv-raw with parquet", []string{"--config", cfg, "--csv-raw"}, "--csv-raw applies to the FOCUS CSV: use it with --format focus"},
 		{"focus version", []string{"--config", cfg, "--format", "focus", "--focus-version", "1.1"}, `--focus-version "1.1" is not one of 1.3, 1.2`},
 		{"focus version with parquet", []string{"--config", cfg, "--focus-version", "1.2"}, "--focus-version 1.2 applies to FOCUS rows: use it with --format focus"},
+		{"iceberg with from", []string{"--config", cfg, "--format", "iceberg", "--from", "2026-10-01"}, "--from and --until do not apply to --format iceberg"},
+		{"iceberg with csv", []string{"--config", cfg, "--format", "iceberg", "--csv"}, "--csv writes FOCUS rows as CSV: use it with --format focus"},
 		{"no config", nil, "--config is required"},
 		{"argument", []string{"--config", cfg, "extra"}, "unknown command"},
 	}
