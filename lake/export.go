@@ -3,6 +3,7 @@ package lake
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -82,7 +83,9 @@ func Export(ctx context.Context, st *store.Store, o ExportOptions, log zerolog.L
 	defer store.Rollback(conn, nil)
 
 	changes, latest, err := store.UsageChanges(ctx, conn, through)
-	if err != nil {
+	// A copy from before the changes were recorded can still be written
+	// whole; only what changed after a commit needs them.
+	if err != nil && !(res.Full && errors.Is(err, store.ErrNoUsageChanges)) {
 		return res, fmt.Errorf("lake: %w", err)
 	}
 	parts := make([]Partition, 0, len(changes))

@@ -571,3 +571,24 @@ func TestTwoWritersAtOnce(t *testing.T) {
 		sameRows(t, tb, dbs...)
 	}
 }
+
+// TestExportFromAnOlderCopy: a database from before the loads recorded
+// their changes (no usage_changes) is written whole into a new table;
+// once the table holds a commit from it, only the changes can say what
+// to write next, and their absence is an error that says so.
+func TestExportFromAnOlderCopy(t *testing.T) {
+	s := openStore(t)
+	loadMonth(t, s, "acme", aug, 0)
+	if _, err := s.DB().Exec(`DROP TABLE usage_changes`); err != nil {
+		t.Fatal(err)
+	}
+	c := lakeConfig(t)
+	if res := export(t, s, c, "old-1"); !res.Full || len(res.Partitions) != 1 {
+		t.Fatalf("export of an older copy: %+v; want its one partition written whole", res)
+	}
+	sameRows(t, loadUsage(t, c), s)
+	_, err := Export(context.Background(), s, ExportOptions{Config: c, Source: s.Path(), RunID: "old-2", Version: "v-test"}, zerolog.Nop())
+	if !errors.Is(err, store.ErrNoUsageChanges) {
+		t.Fatalf("second export of an older copy: %v; want store.ErrNoUsageChanges", err)
+	}
+}

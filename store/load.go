@@ -461,6 +461,11 @@ func noteChanges(ctx context.Context, conn *sql.Conn, org string, months map[tim
 	return nil
 }
 
+// ErrNoUsageChanges says a database was written by a Tally older than
+// migration 0019 and has no record of the partitions its loads changed:
+// a read-only copy not yet published by this version.
+var ErrNoUsageChanges = errors.New("the database records no usage changes (usage_changes): it was last written by an older Tally; a run of this version records them")
+
 // UsageChanges returns, from q's database, the partitions of the usage
 // table changed after after (every one recorded when after is zero), each
 // once with its latest change, ordered by organization and month, and the
@@ -469,6 +474,13 @@ func noteChanges(ctx context.Context, conn *sql.Conn, org string, months map[tim
 // export step runs once the run's loads are done, tally export reads the
 // copy a finished run published.
 func UsageChanges(ctx context.Context, q Querier, after time.Time) ([]UsageChange, time.Time, error) {
+	var n int64
+	if err := ScanOne(ctx, q, `SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database() AND schema_name = 'main' AND table_name = 'usage_changes'`, nil, &n); err != nil {
+		return nil, time.Time{}, fmt.Errorf("read usage changes: %w", err)
+	}
+	if n == 0 {
+		return nil, time.Time{}, ErrNoUsageChanges
+	}
 	rows, err := q.QueryContext(ctx, `SELECT organization, month, max(changed_at) FROM usage_changes
 WHERE changed_at > ? GROUP BY organization, month ORDER BY organization, month`, after.UTC())
 	if err != nil {
