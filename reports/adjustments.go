@@ -64,15 +64,17 @@ func (b *builder) readAdjustments() error {
 // close.
 func (b *builder) adjustmentsSheet() error {
 	t, err := b.newTable(sheetAdjustments, "Adjustments", 1, []column{
-		{"Closed month", 12},
-		{"Closed at (UTC)", 18},
-		{"Project", 24},
-		{"Meter", 32},
-		{"Payment method", 38},
-		{"Currency", 10},
-		{"As closed", 16},
-		{"Today", 16},
-		{"Adjustment", 16},
+		// As narrow as their values allow, so that every column, the
+		// amounts too, prints one page wide at a legible size.
+		{"Closed month", 9},
+		{"Closed at (UTC)", 17},
+		{"Project", 16},
+		{"Meter", 24},
+		{"Payment method", 37},
+		{"Currency", 9},
+		{"As closed", 14},
+		{"Today", 14},
+		{"Adjustment", 14},
 	})
 	if err != nil {
 		return err
@@ -84,8 +86,8 @@ func (b *builder) adjustmentsSheet() error {
 	totals.labelCol = 2
 	for _, a := range b.adjustments {
 		l := totals.line(a.month+" "+a.currency, a.currency, map[int]cell{0: b.txt(a.month), 5: b.txt(a.currency)})
-		cells := []cell{b.txt(a.month), b.txt(a.closedAt), b.txt(orNone(sql.NullString{String: a.project, Valid: a.project != ""})),
-			b.txt(a.meter), b.txt(a.paymentMethod), b.txt(a.currency)}
+		cells := []cell{b.txt(a.month), b.txt(a.closedAt), b.wrapped(orNone(sql.NullString{String: a.project, Valid: a.project != ""})),
+			b.wrapped(a.meter), b.txt(a.paymentMethod), b.txt(a.currency)}
 		for _, m := range []money{a.closed, a.today, a.diff} {
 			c, err := b.amount(m, a.currency)
 			if err != nil {

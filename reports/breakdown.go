@@ -209,23 +209,27 @@ func (b *builder) byMeter() error {
 
 func (b *builder) byPaymentMethod() error {
 	totals := b.newFoot(16)
+	// The method, its currency and usage value and whether it may be
+	// charged come first, one page wide on paper (printPlan prints the
+	// leftmost columns that fit); the purchase references follow, read on
+	// screen.
 	t, err := b.newTable(sheetPayment, "ByPaymentMethod", 1, []column{
-		{"Payment method id", 38},
-		{"Name", 24},
+		{"Name", 22},
 		{"Type", 14},
-		{"Sales order number", 18},
-		{"Marketplace ids", 40},
-		{"Valid from (first day)", 14},
-		{"Valid until (first invalid day)", 14},
+		{"Currency", 10},
+		{"Rows", 8},
+		{"Usage value", 16},
 		{"Active", 8},
 		{"Terms accepted", 10},
+		{"Projects with usage", 28},
+		{"Valid from (first day)", 12},
+		{"Valid until (first invalid day)", 12},
+		{"Payment method id", 38},
+		{"Sales order number", 18},
+		{"Marketplace ids", 40},
 		{"Streaming billed monthly (autoPurchaseStreamLicenses)", 30}, // the name the interface gives it does not break
 		{"Projects of the payment method", 28},
-		{"Projects with usage", 28},
 		{"Snapshot taken (UTC)", 20},
-		{"Currency", 10},
-		{"Rows", 10},
-		{"Usage value", 18},
 	})
 	if err != nil {
 		return err
@@ -247,18 +251,18 @@ func (b *builder) byPaymentMethod() error {
 		if err != nil {
 			return err
 		}
-		l := b.currencyLine(totals, currency, 13)
-		l.count(14, rows)
-		l.value(15, currency, cost)
+		l := b.currencyLine(totals, currency, 2)
+		l.count(3, rows)
+		l.value(4, currency, cost)
 		flag := func(v sql.NullBool) cell {
 			if !v.Valid {
 				return cell{nil, b.st.text}
 			}
-			return b.txt(yesNo(v.Bool))
+			return cell{yesNo(v.Bool), b.st.yesNo}
 		}
-		return t.add(b.txt(orNone(id)), b.nstr(name), b.nstr(typ), b.nstr(order), b.wrapped(ids.String),
-			b.day(from), b.day(until), flag(active), flag(terms), flag(autoStream), b.wrapped(projects.String), b.wrapped(used.String),
-			b.stamp(snapshot), b.txt(currency), b.count(rows), c)
+		return t.add(b.wrappedNull(name), b.nstr(typ), b.txt(currency), b.count(rows), c, flag(active), flag(terms),
+			b.wrapped(used.String), b.day(from), b.day(until), b.txt(orNone(id)), b.nstr(order), b.wrapped(ids.String),
+			flag(autoStream), b.wrapped(projects.String), b.stamp(snapshot))
 	})
 	if err != nil {
 		return err

@@ -245,6 +245,7 @@ func (b *builder) budgetChart(i int, bu Budget, days []budgetDay, row int) (int,
 		left += w
 	}
 	b.printWidth(sheetBudgets, left+chartWidthChars)
+	b.printChart(sheetBudgets, row)
 	err = b.f.AddChart(sheetBudgets, fmt.Sprintf("E%d", row), &excelize.Chart{
 		Type:      dayChart,
 		Series:    series,

@@ -140,10 +140,14 @@ type builder struct {
 	flagCounts   map[flagKind]int
 	detailSheets []string
 	detailRows   int64
+	detailTotal  int64         // the month's Detail rows, counted before they are written
 	detailIn     *detailReader // the Detail rows, read ahead
 	currencies   []string      // every currency of the month, sorted
 
-	printWidths map[string]float64 // each sheet's printed width, in characters, for printSetup
+	printWidths map[string]float64  // each sheet's printed width, in characters, for printSetup
+	printCharts map[string][][2]int // the rows each chart of a sheet spans, for printTable
+	printKeep   map[string][]int    // rows that must not end a printed page: headers, tables' titles
+	printHeld   map[string]int      // data rows a sheet's tables hold, for its printed note
 
 	charges       *[]chargeLine // the month's chargeback, once read
 	hasAllocation *bool         // whether the source has the chargeback tables, once asked
@@ -263,7 +267,7 @@ func (b *builder) build() error {
 		if err := s.fill(); err != nil {
 			return fmt.Errorf("sheet %s: %w", s.name, err)
 		}
-		if err := b.printSetup(s.name, true); err != nil {
+		if err := b.printTable(s.name); err != nil {
 			return err
 		}
 	}
@@ -286,10 +290,10 @@ func (b *builder) build() error {
 	if err := b.summary(totals); err != nil {
 		return fmt.Errorf("sheet %s: %w", sheetSummary, err)
 	}
-	if err := b.printSetup(sheetNotes, true); err != nil {
+	if err := b.printTable(sheetNotes); err != nil {
 		return err
 	}
-	return b.printSetup(sheetSummary, false)
+	return b.printSetup(sheetSummary, 0)
 }
 
 // EstimatedWarning is what every workbook of basis estimated says of its

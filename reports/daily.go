@@ -103,6 +103,7 @@ func (b *builder) daily() error {
 		ref := func(from, to int) string {
 			return fmt.Sprintf("'%s'!$%s$%d:$%s$%d", sheetDaily, col, from, col, to)
 		}
+		b.printChart(sheetDaily, 2+i*17)
 		err = b.f.AddChart(sheetDaily, fmt.Sprintf("%s%d", chartCol, 2+i*17), &excelize.Chart{
 			Type: dayChart,
 			Series: []excelize.ChartSeries{{

@@ -15,26 +15,28 @@ import (
 )
 
 // detailColumns: as narrow as their values allow (a UUID takes 37; an
-// hour's date and time 17, a space to spare beside the next column), so a
-// printed band of rows is three pages wide.
+// hour's date and time 17, a space to spare beside the next column). What
+// a row is and costs comes first: on paper the sheet prints its leftmost
+// columns, as far as fit the page's width (printDetail), the usage value
+// among them.
 var detailColumns = []column{
 	{"Date", 17},
-	{"Date processed", 17},
 	{"Project", 20},
-	{"Family", 20}, // "Content Protection"
-	{"Solution", 16},
 	{"Meter", 30},
-	{"Meter SKU", 18},
 	{"Quantity", 14},
 	{"Unit", 12},
-	{"Unit price (as sent)", 14},
 	{"Usage value", 16},
 	{"Currency", 10},
-	{"Entitlement type", 16},
 	{"Paid as", 20},
+	{"Payment method name", 22},
+	{"Date processed", 17},
+	{"Family", 20}, // "Content Protection"
+	{"Solution", 16},
+	{"Meter SKU", 18},
+	{"Unit price (as sent)", 14},
+	{"Entitlement type", 16},
 	{"Entitlement id", 37},
 	{"Payment method id", 37},
-	{"Payment method name", 22},
 	{"Run id", 37},
 	{"Fetched at (UTC)", 20},
 }
@@ -42,8 +44,8 @@ var detailColumns = []column{
 // Positions in detailColumns of the cells whose style depends on the
 // row's currency.
 const (
-	detailUnitPrice = 9
-	detailAmount    = 10
+	detailAmount    = 5
+	detailUnitPrice = 13
 )
 
 // detailSheet is one Detail sheet being streamed.
@@ -107,13 +109,21 @@ func (b *builder) startDetail() error {
 		free:    make(chan detailBatch, detailBatchesAhead+2),
 		stop:    make(chan struct{}),
 	}
+	// The ranges are read first, on this goroutine: their counts tell
+	// each Detail sheet's printed page how many rows it holds before its
+	// stream starts.
+	ranges, total, err := b.detailRanges()
+	if err != nil {
+		return err
+	}
+	b.detailTotal = total
 	b.detailIn = r
 	styles := detailStyles{date: dateStyle, text: b.st.text, quantity: b.st.quantity, stamp: b.st.dateTime, money: money, price: price}
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
 		defer close(r.batches)
-		r.read(b, styles)
+		r.read(b, styles, ranges)
 	}()
 	return nil
 }
@@ -126,7 +136,7 @@ type detailStyles struct {
 }
 
 // read runs the detail query and sends its rows as cells.
-func (r *detailReader) read(b *builder, st detailStyles) {
+func (r *detailReader) read(b *builder, st detailStyles, ranges []dateRange) {
 	var cur detailBatch
 	send := func() bool {
 		select {
@@ -191,22 +201,22 @@ func (r *detailReader) read(b *builder, st detailStyles) {
 		}
 		cur.cells = append(cur.cells,
 			excelize.Cell{StyleID: st.date, Value: date.UTC()},
-			excelize.Cell{StyleID: st.date, Value: dp},
 			excelize.Cell{StyleID: st.text, Value: ntext(project)},
-			excelize.Cell{StyleID: st.text, Value: ntext(family)},
-			excelize.Cell{StyleID: st.text, Value: ntext(solution)},
 			excelize.Cell{StyleID: st.text, Value: text(meter)},
-			excelize.Cell{StyleID: st.text, Value: ntext(sku)},
 			excelize.Cell{StyleID: st.quantity, Value: finite(quantity)},
 			excelize.Cell{StyleID: st.text, Value: ntext(unit)},
-			excelize.Cell{StyleID: priceStyle, Value: pv},
 			excelize.Cell{StyleID: moneyStyle, Value: av},
 			excelize.Cell{StyleID: st.text, Value: text(currency)},
-			excelize.Cell{StyleID: st.text, Value: ntext(entType)},
 			excelize.Cell{StyleID: st.text, Value: text(categoryLabel(category))},
+			excelize.Cell{StyleID: st.text, Value: ntext(pmName)},
+			excelize.Cell{StyleID: st.date, Value: dp},
+			excelize.Cell{StyleID: st.text, Value: ntext(family)},
+			excelize.Cell{StyleID: st.text, Value: ntext(solution)},
+			excelize.Cell{StyleID: st.text, Value: ntext(sku)},
+			excelize.Cell{StyleID: priceStyle, Value: pv},
+			excelize.Cell{StyleID: st.text, Value: ntext(entType)},
 			excelize.Cell{StyleID: st.text, Value: ntext(entitlement)},
 			excelize.Cell{StyleID: st.text, Value: ntext(pm)},
-			excelize.Cell{StyleID: st.text, Value: ntext(pmName)},
 			excelize.Cell{StyleID: st.text, Value: text(runID)},
 			excelize.Cell{StyleID: st.stamp, Value: fetched.UTC()},
 		)
@@ -216,7 +226,7 @@ func (r *detailReader) read(b *builder, st detailStyles) {
 		}
 		return nil
 	}
-	ranges, err := b.detailRanges()
+	var err error
 	for _, rg := range ranges {
 		if err != nil {
 			break
@@ -244,10 +254,10 @@ type dateRange struct{ from, to time.Time }
 
 // detailRanges splits the month's Detail rows into ranges of whole days of
 // their date, in order, of about detailRangeRows rows each (a day with
-// more is a range of its own).
-func (b *builder) detailRanges() ([]dateRange, error) {
+// more is a range of its own), and counts the rows.
+func (b *builder) detailRanges() ([]dateRange, int64, error) {
 	var out []dateRange
-	var n int64
+	var n, total int64
 	err := b.each("detail_days", func(rows *sql.Rows) error {
 		var day time.Time
 		var count int64
@@ -255,6 +265,7 @@ func (b *builder) detailRanges() ([]dateRange, error) {
 			return err
 		}
 		day = day.UTC()
+		total += count
 		next := day.AddDate(0, 0, 1)
 		if len(out) > 0 && n+count <= detailRangeRows {
 			out[len(out)-1].to = next
@@ -265,7 +276,7 @@ func (b *builder) detailRanges() ([]dateRange, error) {
 		n = count
 		return nil
 	})
-	return out, err
+	return out, total, err
 }
 
 // finite is v as a cell value: NaN and infinities are no number Excel
@@ -307,8 +318,7 @@ func (b *builder) detail() error {
 		if _, err := b.f.NewSheet(name); err != nil {
 			return err
 		}
-		b.printWidth(name, columnsWidth(detailColumns))
-		if err := b.printSetup(name, true); err != nil {
+		if err := b.printDetail(name); err != nil {
 			return err
 		}
 		sw, err := b.f.NewStreamWriter(name)
@@ -385,6 +395,30 @@ func (b *builder) detail() error {
 		}
 	}
 	return b.closeDetail(cur)
+}
+
+// printDetail gives the Detail sheet about to be streamed its printed
+// page (printRows): the rows it will hold, of the month's count, and the
+// first of them as far as a page holds.
+func (b *builder) printDetail(name string) error {
+	limit := int64(b.opts.DetailRowLimit)
+	held := min(limit, max(b.detailTotal-int64(len(b.detailSheets))*limit, 0))
+	r := rowsPrint{held: int(held), keep: map[int]bool{1: true}}
+	header := 1
+	for _, c := range detailColumns {
+		r.widths, r.names = append(r.widths, c.width), append(r.names, c.header)
+		header = max(header, wrappedLines(c.header, c.width, true))
+	}
+	r.heights = append(r.heights, float64(header)*lineHeight)
+	// Past a page's rows at any scale: more would print no differently.
+	most := int64(math.Floor(printableHeight / (lineHeight * minPrintScale / 100)))
+	for range min(held, most+1) {
+		r.heights = append(r.heights, lineHeight)
+	}
+	if held == 0 { // the sheet's note, in row 4
+		r.heights = append(r.heights, lineHeight, lineHeight, lineHeight)
+	}
+	return b.printRows(name, r)
 }
 
 // styleCurrency gives a row's price and amount the styles of a currency

@@ -160,8 +160,10 @@ func (b *builder) flags() error {
 		{"Last day", 12},
 		{"Rows", 8},
 		{"Amount", 16},
-		{"Detail", 60},
-		{"What to do", 60},
+		// Wide: read on screen, as the page is full before them, and
+		// wrapped narrower they would make each printed row taller.
+		{"Detail", 80},
+		{"What to do", 80},
 	})
 	if err != nil {
 		return err

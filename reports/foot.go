@@ -22,8 +22,9 @@ import (
 // foot gathers a table's total rows as its rows are added.
 type foot struct {
 	b        *builder
-	width    int // the table's columns
-	labelCol int // where "Total" goes: column A unless it holds a key of the rows
+	width    int    // the table's columns
+	labelCol int    // where "Total" goes: column A unless it holds a key of the rows
+	word     string // the label's first word: "Total" unless set ("Subtotal")
 	lines    map[string]*footLine
 }
 
@@ -93,14 +94,17 @@ func (l *footLine) sum(col int, currency string) *footSum {
 // order of their keys: each line's Rounding row when its figures as shown
 // do not add up, then its Total row. It returns the last row written
 // (t's last row when there is no total).
-func (f *foot) write(t *table) (int, error) {
+func (f *foot) write(t *table) (int, error) { return f.writeBelow(t, t.row+1) }
+
+// writeBelow is write with the rows below row: directly under t's last
+// row for a subtotal (row t.row), one blank row below it for a total.
+func (f *foot) writeBelow(t *table, row int) (int, error) {
 	keys := make([]string, 0, len(f.lines))
 	for k := range f.lines {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
 	b := f.b
-	row := t.row + 1
 	if len(keys) == 0 {
 		return t.row, nil
 	}
@@ -116,7 +120,11 @@ func (f *foot) write(t *table) (int, error) {
 			}
 		}
 		rounding[f.labelCol] = b.txt(joinLabel("Rounding", l.suffix))
-		total[f.labelCol] = cell{joinLabel("Total", l.suffix), b.st.totalLabel}
+		word := f.word
+		if word == "" {
+			word = "Total"
+		}
+		total[f.labelCol] = cell{joinLabel(word, l.suffix), b.st.totalLabel}
 		for col, n := range l.counts {
 			total[col] = cell{n, b.st.integerTotal}
 		}

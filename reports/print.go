@@ -2,6 +2,7 @@ package reports
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -29,6 +30,10 @@ const (
 	// row; bold text, wider, is counted boldWidth as wide.
 	lineHeight = 15.0
 	boldWidth  = 1.2
+	// reasonIndent is the characters the reason style's indent takes
+	// from its column's width: one indent level, a character or two as
+	// Excel and LibreOffice set it, with one to spare.
+	reasonIndent = 3
 )
 
 // printWidth notes that sheet's printed content reaches width characters
@@ -58,18 +63,35 @@ func printScale(width float64) (scale uint, across bool) {
 	return minPrintScale, true
 }
 
-// printSetup gives a sheet the page setup a controller prints it with:
-// landscape, at the scale printScale chooses (never fitted smaller than
-// legible), the header row repeated on every page when the sheet's table
-// starts at row 1 (every sheet but the Summary), and a footer naming the
-// month, the sheet, the page of how many, and when the workbook was
-// generated. A sheet too wide for one page runs across pages, over then
+// printSetup gives a sheet read on paper whole (the Summary, a statement)
+// the page setup a controller prints it with: landscape, at the scale
+// printScale chooses (never fitted smaller than legible), row headerRow
+// (0 for none), its table's header, repeated on every page after it, and
+// the footer. A sheet too wide for one page runs across pages, over then
 // down, so a band of rows reads left to right before the next, and repeats
-// its first column, the row's key, on every page. Streamed sheets (Detail)
-// take it before their stream starts: excelize writes a streamed sheet's
-// page setup when it flushes.
-func (b *builder) printSetup(sheet string, headerRow bool) error {
+// its first column, the row's key, on every page.
+func (b *builder) printSetup(sheet string, headerRow int) error {
 	scale, across := printScale(b.printWidths[sheet])
+	if err := b.pageSetup(sheet, scale, ""); err != nil {
+		return err
+	}
+	quoted := quoteSheet(sheet)
+	var titles []string
+	if across {
+		titles = append(titles, quoted+"$A:$A")
+	}
+	if headerRow > 0 {
+		titles = append(titles, fmt.Sprintf("%s$%d:$%d", quoted, headerRow, headerRow))
+	}
+	return b.printTitles(sheet, titles)
+}
+
+// pageSetup gives sheet its page: landscape at scale, over then down, the
+// margins, a footer naming the month, the sheet, the page of how many, and
+// when the workbook was generated, and a header saying note when there is
+// one. Streamed sheets (Detail) take it before their stream starts:
+// excelize writes a streamed sheet's page setup when it flushes.
+func (b *builder) pageSetup(sheet string, scale uint, note string) error {
 	landscape, order := "landscape", "overThenDown"
 	if err := b.f.SetPageLayout(sheet, &excelize.PageLayoutOptions{
 		Orientation: &landscape,
@@ -78,7 +100,7 @@ func (b *builder) printSetup(sheet string, headerRow bool) error {
 	}); err != nil {
 		return fmt.Errorf("page layout of %s: %w", sheet, err)
 	}
-	side, top, bottom, header, footer := marginSide, 0.5, 0.6, 0.2, 0.25
+	side, top, bottom, header, footer := marginSide, marginTop, marginBottom, 0.2, 0.25
 	if err := b.f.SetPageMargins(sheet, &excelize.PageLayoutMarginsOptions{
 		Left: &side, Right: &side, Top: &top, Bottom: &bottom, Header: &header, Footer: &footer,
 	}); err != nil {
@@ -88,29 +110,218 @@ func (b *builder) printSetup(sheet string, headerRow bool) error {
 	if err := b.f.SetSheetProps(sheet, &excelize.SheetPropsOptions{FitToPage: &fit}); err != nil {
 		return fmt.Errorf("scale %s: %w", sheet, err)
 	}
-	text := "&L" + footerText(b.p.Month.Format(monthLayout)+" · basis "+string(b.p.Basis)) +
-		"&C&A&R" + "Page &P of &N · generated " + footerText(b.now.Format("2006-01-02 15:04 UTC"))
-	if err := b.f.SetHeaderFooter(sheet, &excelize.HeaderFooterOptions{OddFooter: text}); err != nil {
-		return fmt.Errorf("footer of %s: %w", sheet, err)
+	hf := &excelize.HeaderFooterOptions{
+		OddFooter: "&L" + footerText(b.p.Month.Format(monthLayout)+" · basis "+string(b.p.Basis)) +
+			"&C&A&R" + "Page &P of &N · generated " + footerText(b.now.Format("2006-01-02 15:04 UTC")),
 	}
-	quoted := "'" + strings.ReplaceAll(sheet, "'", "''") + "'!"
-	var titles []string
-	if across {
-		titles = append(titles, quoted+"$A:$A")
+	if note != "" {
+		hf.OddHeader = "&L" + footerText(note)
 	}
-	if headerRow {
-		titles = append(titles, quoted+"$1:$1")
-	}
-	if len(titles) > 0 {
-		if err := b.f.SetDefinedName(&excelize.DefinedName{
-			Name:     "_xlnm.Print_Titles",
-			RefersTo: strings.Join(titles, ","),
-			Scope:    sheet,
-		}); err != nil {
-			return fmt.Errorf("print titles of %s: %w", sheet, err)
-		}
+	if err := b.f.SetHeaderFooter(sheet, hf); err != nil {
+		return fmt.Errorf("header and footer of %s: %w", sheet, err)
 	}
 	return nil
+}
+
+// printTitles names the rows and columns sheet repeats on every page.
+func (b *builder) printTitles(sheet string, titles []string) error {
+	if len(titles) == 0 {
+		return nil
+	}
+	if err := b.f.SetDefinedName(&excelize.DefinedName{
+		Name:     "_xlnm.Print_Titles",
+		RefersTo: strings.Join(titles, ","),
+		Scope:    sheet,
+	}); err != nil {
+		return fmt.Errorf("print titles of %s: %w", sheet, err)
+	}
+	return nil
+}
+
+func quoteSheet(sheet string) string { return "'" + strings.ReplaceAll(sheet, "'", "''") + "'!" }
+
+// A sheet of rows (every workbook sheet but the Summary) is read
+// on screen, where its filters and frozen header serve; on paper, in the
+// month's binder, it prints one page at most, one page wide: its columns
+// from A as far as fit legibly, its rows from 1 as far as fit the page,
+// and a page header saying how many rows the sheet holds and that the rest
+// is on screen, not on paper. Row 1, the header, repeats on every page.
+
+// printableHeight is the height of a landscape page less the top and
+// bottom margins, in points: A4's (8.27 in), shorter than Letter's.
+const (
+	marginTop       = 0.5 // inches
+	marginBottom    = 0.6
+	printableHeight = 8.27*72 - (marginTop+marginBottom)*72
+)
+
+// rowsPrint is a sheet of rows as printPlan reads it.
+type rowsPrint struct {
+	widths  []float64    // columns from A as far as its content (a chart too) reaches, in characters
+	names   []string     // each column's header
+	heights []float64    // rows from 1 as far as its content reaches, in points; enough to fill a page will do
+	held    int          // data rows the sheet holds
+	keep    map[int]bool // rows that must not end a page: a header, a table's title
+	charts  [][2]int     // the first and last rows each chart spans
+}
+
+// printPlan is how many of the sheet's columns and rows its one page
+// prints, at which scale. All of it prints when it fits one page at
+// minPrintScale or larger; the page is then as large as fits.
+func printPlan(r rowsPrint) (cols, rows int, scale uint) {
+	cols = len(r.widths)
+	width := 0.0
+	for _, w := range r.widths {
+		width += w
+	}
+	for cols > 1 {
+		if _, across := printScale(width); !across {
+			break
+		}
+		cols--
+		width -= r.widths[cols]
+	}
+	scale, _ = printScale(width)
+	height := 0.0
+	for _, h := range r.heights {
+		height += h
+	}
+	// 3 % to spare, as for the width.
+	page := 0.97 * printableHeight
+	if height*float64(scale)/100 <= page {
+		return cols, len(r.heights), scale
+	}
+	if fit := uint(page / height * 100); fit >= minPrintScale {
+		return cols, len(r.heights), fit
+	}
+	room, rows := page*100/float64(scale), 0
+	for rows < len(r.heights) && room >= r.heights[rows] {
+		room -= r.heights[rows]
+		rows++
+	}
+	// Nor through a chart, nor on the row above one: LibreOffice prints
+	// a chart the print area cuts, or one it ends just above, on a page
+	// of its own.
+	for moved := true; moved; {
+		moved = false
+		for rows > 2 && r.keep[rows] {
+			rows--
+		}
+		for _, c := range r.charts {
+			if c[0]-1 <= rows && rows < c[1] && c[0] > 3 {
+				rows, moved = c[0]-2, true
+			}
+		}
+	}
+	return cols, max(rows, 1), scale
+}
+
+// printRows gives a sheet of rows its one page (printPlan): its print
+// area, its header row repeated, and the page header's note when it
+// prints less than it holds.
+func (b *builder) printRows(sheet string, r rowsPrint) error {
+	cols, rows, scale := printPlan(r)
+	var note string
+	cutRows, cutCols := rows < len(r.heights), cols < len(r.widths)
+	if cutCols && cols > 0 && len(r.names) >= len(r.widths) {
+		// Blank-headed columns (a chart's) are not named.
+		last := len(r.widths) - 1
+		for last > cols && r.names[last] == "" {
+			last--
+		}
+		if r.names[cols] != "" {
+			note = fmt.Sprintf("columns %s to %s", r.names[cols], r.names[last])
+		}
+	}
+	switch {
+	case cutRows && note != "":
+		note = fmt.Sprintf("%s holds %s rows, all on screen, not on paper: this page prints the first %s, without %s.",
+			sheet, thousands(r.held), thousands(max(rows-1, 0)), note)
+	case cutRows:
+		note = fmt.Sprintf("%s holds %s rows, all on screen, not on paper: this page prints the first %s.",
+			sheet, thousands(r.held), thousands(max(rows-1, 0)))
+	case note != "":
+		note = fmt.Sprintf("%s: %s are on screen, not on paper.", sheet, note)
+	}
+	if err := b.pageSetup(sheet, scale, note); err != nil {
+		return err
+	}
+	quoted := quoteSheet(sheet)
+	if cutRows || cutCols {
+		last, err := excelize.CoordinatesToCellName(cols, rows, true)
+		if err != nil {
+			return err
+		}
+		if err := b.f.SetDefinedName(&excelize.DefinedName{
+			Name:     "_xlnm.Print_Area",
+			RefersTo: quoted + "$A$1:" + last,
+			Scope:    sheet,
+		}); err != nil {
+			return fmt.Errorf("print area of %s: %w", sheet, err)
+		}
+	}
+	return b.printTitles(sheet, []string{quoted + "$1:$1"})
+}
+
+// printTable reads a built sheet of rows for printRows.
+func (b *builder) printTable(sheet string) error {
+	r := rowsPrint{held: b.printHeld[sheet], keep: map[int]bool{}}
+	for _, k := range b.printKeep[sheet] {
+		r.keep[k] = true
+	}
+	for reach := 0.0; reach < b.printWidths[sheet]-0.5; {
+		name, err := excelize.ColumnNumberToName(len(r.widths) + 1)
+		if err != nil {
+			return err
+		}
+		w, err := b.f.GetColWidth(sheet, name)
+		if err != nil {
+			return err
+		}
+		header, err := b.f.GetCellValue(sheet, name+"1")
+		if err != nil {
+			return err
+		}
+		r.widths, r.names = append(r.widths, w), append(r.names, header)
+		reach += w
+	}
+	rows, err := b.f.GetRows(sheet)
+	if err != nil {
+		return err
+	}
+	r.charts = b.printCharts[sheet]
+	bottom := len(rows)
+	for _, c := range r.charts {
+		bottom = max(bottom, c[1])
+	}
+	for row := 1; row <= bottom; row++ {
+		h, err := b.f.GetRowHeight(sheet, row)
+		if err != nil {
+			return err
+		}
+		r.heights = append(r.heights, h)
+	}
+	return b.printRows(sheet, r)
+}
+
+// printChart notes that a chart of sheet's spans chartRows rows from row.
+func (b *builder) printChart(sheet string, row int) {
+	if b.printCharts == nil {
+		b.printCharts = map[string][][2]int{}
+	}
+	b.printCharts[sheet] = append(b.printCharts[sheet], [2]int{row, row + chartRows})
+}
+
+// chartRows is how many rows of the default height a chart spans.
+const chartRows = int(chartHeight*0.75/15) + 1
+
+// thousands writes n with a comma between thousands, as finance reads it.
+func thousands(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0 && s[i-1] != '-'; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }
 
 // footerText escapes & in text for a header or footer, where it starts a
@@ -156,7 +367,7 @@ func (b *builder) fitRowHeight(sheet string, row int, cells []cell) error {
 	most, perLine := 1, lineHeight
 	for i, c := range cells {
 		s, ok := c.v.(string)
-		if !ok || s == "" || (c.style != b.st.header && c.style != b.st.wrap && c.style != b.st.sectionWrap) {
+		if !ok || s == "" || (c.style != b.st.header && c.style != b.st.wrap && c.style != b.st.sectionWrap && c.style != b.st.reason) {
 			continue
 		}
 		name, err := excelize.ColumnNumberToName(i + 1)
@@ -167,12 +378,15 @@ func (b *builder) fitRowHeight(sheet string, row int, cells []cell) error {
 		if err != nil {
 			return err
 		}
+		if c.style == b.st.reason {
+			width -= reasonIndent
+		}
 		if c.style == b.st.sectionWrap {
 			// 12 pt, bold.
 			width /= 12.0 / 11
 			perLine = lineHeight * 16 / 15
 		}
-		most = max(most, wrappedLines(s, width, c.style != b.st.wrap))
+		most = max(most, wrappedLines(s, width, c.style == b.st.header || c.style == b.st.sectionWrap))
 	}
 	if most == 1 {
 		return nil

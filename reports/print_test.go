@@ -2,8 +2,14 @@ package reports_test
 
 import (
 	"context"
+	"database/sql"
+	"fmt"
+	"math/big"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/xuri/excelize/v2"
 
 	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/internal/testkit/printcheck"
@@ -15,7 +21,7 @@ import (
 // to a closed month prints legibly
 // (printcheck.Legible): LibreOffice prints it to PDF, and no word overprints
 // another, none is under 7 pt, and every sheet's header is on its first
-// pages. The demo workbook's proof is TestWorkbookPrintsAsPDF in
+// pages. It prints as a binder (binder): a page or so a sheet. The demo workbook's proof is TestWorkbookPrintsAsPDF in
 // cmd/tally.
 func TestWorkbookPrintsLegibly(t *testing.T) {
 	tools, err := printcheck.Find()
@@ -24,13 +30,7 @@ func TestWorkbookPrintsLegibly(t *testing.T) {
 	}
 	db := openDB(t)
 	seed(t, db)
-	// 1,240 more day rows: 40 a day over the month's 31 days.
-	execSQL(t, db, `INSERT INTO usage (granularity, basis, date, date_processed, meter_name, meter_sku, family, solution, unit, quantity, price, cost, currency, entitlement, entitlement_type, payment_method, payment_method_name, project, run_id, fetched_at)
-SELECT 'day', 'usage', DATE '2026-10-01' + (i // 40)::INTEGER, DATE '2026-10-02' + (i // 40)::INTEGER,
-       'meter_' || (i % 5), 'SKU-' || (i % 5), 'video', 'encoding', 'minutes',
-       10 + i % 7, 0.015, (0.015 * (10 + i % 7))::DECIMAL(38, 12), CASE WHEN i % 3 = 0 THEN 'EUR' ELSE 'USD' END,
-       NULL, NULL, ?, 'Direct USD', 'project-' || (i % 9), CAST(? AS UUID), ?
-FROM range(1240) t(i)`, pm1, runID, now.Add(-48*time.Hour))
+	manyRows(t, db)
 	// September was closed at 90 USD; a late charge made it 100 since:
 	// the Adjustments to closed months sheet prints too.
 	execSQL(t, db, `INSERT INTO month_closes (id, month, basis, granularity, action, acted_at, who, rows, cost, content_hash, final_workbook)
@@ -69,6 +69,8 @@ FROM range(1240) t(i)`, pm1, runID, now.Add(-48*time.Hour))
 		}
 	}
 	printcheck.Legible(t, path, pages)
+	binder(t, f, path, pages)
+	amountsOnPaper(t, f, path, by)
 
 	if pages, err = tools.Pages(ctx, pdfs[1]); err != nil {
 		t.Fatal(err)
@@ -91,4 +93,179 @@ func printAllocation(t *testing.T) *tally.Allocation {
 			{Name: "gamma by storage", From: oct, Projects: []string{"gamma", "=1+1"}, Receivers: []string{"Video production and encoding", "Storage, archive and platform"}, Method: tally.AllocateDriver, Driver: "transcode_minutes_that_nobody_uses"},
 		},
 	}
+}
+
+// binder checks the printed workbook is a binder, not the month's rows:
+// at most 15 pages; every sheet but the Summary on one page;
+// Detail's page says how many rows the sheet holds and that they are on
+// screen, not on paper, under the header of the columns that name a row;
+// and a sheet that takes more than one page repeats its header on each.
+func binder(t *testing.T, f *excelize.File, path string, pages []printcheck.Page) {
+	t.Helper()
+	by := printcheck.BySheet(pages)
+	if len(pages) > 15 {
+		var per []string
+		for _, sheet := range f.GetSheetList() {
+			per = append(per, fmt.Sprintf("%s %d", sheet, len(by[sheet])))
+		}
+		t.Errorf("the workbook prints on %d pages, want 15 at most: %s", len(pages), strings.Join(per, ", "))
+	}
+	for _, sheet := range f.GetSheetList() {
+		if n := len(by[sheet]); n != 1 && sheet != "Summary" {
+			t.Errorf("%s prints on %d pages, want 1: %.300s", sheet, n, by[sheet][1].Text())
+		}
+	}
+	detail, err := f.GetRows("Detail")
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := len(detail) - 1
+	if held < 1000 {
+		t.Fatalf("Detail holds %d rows: the test prints too few", held)
+	}
+	if len(by["Detail"]) != 1 {
+		return
+	}
+	page := by["Detail"][0].Text()
+	want := fmt.Sprintf("Detail holds %d,%03d rows, all on screen, not on paper: this page prints the first", held/1000, held%1000)
+	if !strings.Contains(page, want) {
+		t.Errorf("Detail's page does not say %q:\n%.600s", want, page)
+	}
+	cols, rows := printcheck.PrintArea(t, path, "Detail")
+	if rows > 60 || cols > len(detail[0]) {
+		t.Errorf("Detail's print area is %d columns by %d rows", cols, rows)
+	}
+	for _, h := range []string{"Date", "Project", "Meter"} {
+		if !strings.Contains(page, h) {
+			t.Errorf("Detail's page lacks the header %q:\n%.600s", h, page)
+		}
+	}
+	for sheet, printed := range by {
+		if len(printed) < 2 || sheet == "Summary" {
+			continue
+		}
+		header, err := f.GetRows(sheet)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range printed {
+			if !strings.Contains(p.Text(), header[0][0]) {
+				t.Errorf("page %d of %s does not repeat its header %q", p.Number, sheet, header[0][0])
+			}
+		}
+	}
+}
+
+// amountsOnPaper checks that the wide sheets print their amounts: each
+// prints one page wide, and every page of it carries the header of each
+// amount column and, under it, the figures of the rows its print area
+// holds, as the cells show them. A sheet wider than the page used to
+// print its leftmost columns only, the names without the figures.
+func amountsOnPaper(t *testing.T, f *excelize.File, path string, by map[string][]printcheck.Page) {
+	t.Helper()
+	for sheet, heads := range map[string][]string{
+		"By payment method":            {"Usage value"},
+		"Rate card check":              {"Usage value", "Invoiced", "Expected cost", "Variance"},
+		"Flags":                        {"Amount"},
+		"Adjustments to closed months": {"As closed", "Today", "Adjustment"},
+		"By project":                   {"Total usage value"},
+		"Chargeback":                   {"Direct", "Shared received", "Total"},
+		"Detail":                       {"Usage value"},
+	} {
+		printed := by[sheet]
+		if len(printed) == 0 {
+			t.Errorf("%s is not printed", sheet)
+			continue
+		}
+		if across := printcheck.FirstBand(printed); len(across) > 1 {
+			t.Errorf("%s prints %d pages wide, want one", sheet, len(across))
+		}
+		rows, err := f.GetRows(sheet)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, last := printcheck.PrintArea(t, path, sheet)
+		for _, head := range heads {
+			col := -1
+			for i, h := range rows[0] {
+				if h == head {
+					col = i
+				}
+			}
+			if col < 0 {
+				t.Fatalf("%s has no column %q: %q", sheet, head, rows[0])
+			}
+			var figures []string
+			for r := 1; r < min(len(rows), last); r++ {
+				ref, err := excelize.CoordinatesToCellName(col+1, r+1)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if typ, _ := f.GetCellType(sheet, ref); typ != excelize.CellTypeNumber && typ != excelize.CellTypeUnset {
+					continue // "not priced", or a blank
+				}
+				if v, err := f.GetCellValue(sheet, ref, excelize.Options{RawCellValue: true}); err == nil && v != "" {
+					figures = append(figures, shownCents(t, v))
+				}
+			}
+			if len(figures) == 0 {
+				t.Errorf("%s prints no figure of %q: the test checks nothing", sheet, head)
+			}
+			for _, p := range printed {
+				words := map[string]int{}
+				for _, w := range p.Words {
+					words[w.Text]++
+				}
+				for _, w := range strings.Fields(head) {
+					if words[w] == 0 {
+						t.Errorf("page %d (%s) lacks the amount column's header %q", p.Number, sheet, head)
+					}
+				}
+				for _, fig := range figures {
+					if words[fig] == 0 {
+						t.Errorf("page %d (%s) lacks the figure %s of column %q: %.300s", p.Number, sheet, fig, head, p.Text())
+						break
+					}
+				}
+			}
+		}
+	}
+}
+
+// shownCents is an amount as the workbook shows a currency of two
+// decimals: rounded half away from zero, thousands separated. (Excelize's
+// own formatting rounds the cell's binary float, a cent off LibreOffice's
+// on a half cent.)
+func shownCents(t *testing.T, raw string) string {
+	t.Helper()
+	r, ok := new(big.Rat).SetString(raw)
+	if !ok {
+		t.Fatalf("amount %q is not a number", raw)
+	}
+	neg := r.Sign() < 0
+	r.Abs(r)
+	cents := new(big.Int).Quo(new(big.Rat).Add(new(big.Rat).Mul(r, big.NewRat(100, 1)), big.NewRat(1, 2)).Num(),
+		new(big.Rat).Add(new(big.Rat).Mul(r, big.NewRat(100, 1)), big.NewRat(1, 2)).Denom())
+	s := fmt.Sprintf("%03d", cents)
+	whole, frac := s[:len(s)-2], s[len(s)-2:]
+	for i := len(whole) - 3; i > 0; i -= 3 {
+		whole = whole[:i] + "," + whole[i:]
+	}
+	if neg && cents.Sign() != 0 {
+		whole = "-" + whole
+	}
+	return whole + "." + frac
+}
+
+// manyRows adds 1,240 day rows to the seed: 40 a day over the month's 31
+// days, over nine projects, five meters and two currencies, so that Detail
+// and a cost centre's statement run past a page.
+func manyRows(t *testing.T, db *sql.DB) {
+	t.Helper()
+	execSQL(t, db, `INSERT INTO usage (granularity, basis, date, date_processed, meter_name, meter_sku, family, solution, unit, quantity, price, cost, currency, entitlement, entitlement_type, payment_method, payment_method_name, project, run_id, fetched_at)
+SELECT 'day', 'usage', DATE '2026-10-01' + (i // 40)::INTEGER, DATE '2026-10-02' + (i // 40)::INTEGER,
+       'meter_' || (i % 5), 'SKU-' || (i % 5), 'video', 'encoding', 'minutes',
+       10 + i % 7, 0.015, (0.015 * (10 + i % 7))::DECIMAL(38, 12), CASE WHEN i % 3 = 0 THEN 'EUR' ELSE 'USD' END,
+       NULL, NULL, ?, 'Direct USD', 'project-' || (i % 9), CAST(? AS UUID), ?
+FROM range(1240) t(i)`, pm1, runID, now.Add(-48*time.Hour))
 }

@@ -15,31 +15,36 @@ const (
 )
 
 func (b *builder) rateCardCheck() error {
+	// What the check found comes first, one page wide on paper (printPlan
+	// prints the leftmost columns that fit): the meter and payment method
+	// the line is, its value, the expected cost, the variance and the
+	// status. The workings (quantity, prices, how the price was matched)
+	// and the references follow, read on screen.
 	t, err := b.newTable(sheetRateCard, "RateCardCheck", 1, []column{
-		{"Meter", 30},
-		{"Meter SKU", 18},
-		{"Family", 20}, // "Content Protection"
-		{"Solution", 16},
-		{"Payment method id", 38},
-		{"Payment method name", 22},
+		{"Meter", 24},
+		{"Payment method name", 18},
 		{"Currency", 10},
-		{"Rows", 8},
-		{"Quantity", 16},
-		{"Unit", 12},
 		{"Usage value", 16},
 		{"Invoiced", 16},
-		{"Unit price", 16},
-		{"Rate card price", 16},
-		{"Rate card unit", 12},
-		{"Rate card price name", 38},
-		{"Matched by", 16},
-		{"Rate card snapshot (UTC)", 20},
 		{"Expected cost", 16},
 		{"Variance", 16},
 		{"Variance %", 11},
 		{"Flagged", 9},
 		{"Status", 16},
 		{"Why", 50},
+		{"Quantity", 16},
+		{"Unit", 12},
+		{"Rows", 8},
+		{"Unit price", 16},
+		{"Rate card price", 16},
+		{"Rate card unit", 12},
+		{"Rate card price name", 38},
+		{"Matched by", 16},
+		{"Rate card snapshot (UTC)", 20},
+		{"Payment method id", 38},
+		{"Meter SKU", 18},
+		{"Family", 20}, // "Content Protection"
+		{"Solution", 16},
 	})
 	if err != nil {
 		return err
@@ -96,10 +101,10 @@ func (b *builder) rateCardCheck() error {
 		if pct.Valid {
 			pc.v = pct.Float64
 		}
-		if err := t.add(b.txt(meter), b.nstr(sku), b.nstr(family), b.nstr(solution), b.txt(orNone(pm)),
-			b.nstr(pmName), b.txt(currency), b.count(rows), b.qty(quantity), b.nstr(unit),
-			valueCell, invoicedCell, unitCell, priceCell, b.nstr(priceUnit), b.wrappedNull(priceName), b.wrappedNull(matchedBy), b.stamp(snapshot),
-			exp, vr, pc, b.txt(yesNo(status != rcOK)), b.txt(status), b.wrapped(why)); err != nil {
+		if err := t.add(b.wrapped(meter), b.wrappedNull(pmName), b.txt(currency),
+			valueCell, invoicedCell, exp, vr, pc, cell{yesNo(status != rcOK), b.st.yesNo}, b.wrapped(status), b.wrapped(why),
+			b.qty(quantity), b.nstr(unit), b.count(rows), unitCell, priceCell, b.nstr(priceUnit), b.wrappedNull(priceName),
+			b.wrappedNull(matchedBy), b.stamp(snapshot), b.txt(orNone(pm)), b.nstr(sku), b.nstr(family), b.nstr(solution)); err != nil {
 			return err
 		}
 		if status != rcOK {

@@ -183,6 +183,11 @@ func (b *builder) newTable(sheet, name string, first int, cols []column) (*table
 	if err := b.putRow(sheet, first, header...); err != nil {
 		return nil, err
 	}
+	// A printed page never ends on a header, nor on the title above it.
+	if b.printKeep == nil {
+		b.printKeep = map[string][]int{}
+	}
+	b.printKeep[sheet] = append(b.printKeep[sheet], first, first-1)
 	if first == 1 {
 		if err := b.f.SetPanes(sheet, frozenHeader()); err != nil {
 			return nil, err
@@ -239,6 +244,10 @@ func (t *table) rows() int { return t.row - t.first }
 // with no data rows keeps one empty row, as Excel tables need one, and
 // empty says why below it.
 func (t *table) finish(empty string) error {
+	if t.b.printHeld == nil {
+		t.b.printHeld = map[string]int{}
+	}
+	t.b.printHeld[t.sheet] += t.rows()
 	// Wrapped in column A: a sheet that prints across pages repeats
 	// column A on each, and cuts off what runs past it.
 	if t.rows() == 0 && empty != "" {

@@ -3,6 +3,7 @@ package reports
 import (
 	"archive/zip"
 	"context"
+	"database/sql"
 	"fmt"
 	"io"
 	"os"
@@ -213,44 +214,207 @@ func (b *builder) statement(st Statement, lines []chargeLine) error {
 			}
 		}
 	}
+	row, err := b.statementClose(s, row)
+	if err != nil {
+		return err
+	}
+	if row, err = b.statementMonths(s, st, row+2, mine); err != nil {
+		return err
+	}
+	return b.statementLines(s, row+2, mine)
+}
+
+// statementClose adds a closed month's close stamp below row, as the
+// Summary shows it: when, by whom, why, the fingerprint and the final
+// workbook. It returns the last row written (row when the month is not
+// closed).
+func (b *builder) statementClose(s string, row int) (int, error) {
+	stamp := b.closeLines()
+	if len(stamp) == 0 {
+		return row, nil
+	}
 	row += 2
-	if err := b.putRow(s, row, cell{"Its own projects and meters", b.st.section}); err != nil {
-		return err
+	if err := b.putRow(s, row, cell{"Close stamp", b.st.section}); err != nil {
+		return 0, err
 	}
-	own, err := b.newTable(s, "Own", row+1, []column{{"Project", 0}, {"Meter", 0}, {"Currency", 0}, {"Paid as", 0}, {"Method", 0}, {"Ratio", 0}, {"Amount", 0}, {"Why", 0}})
-	if err != nil {
-		return err
-	}
-	for _, l := range mine {
-		if l.Shared() {
-			continue
+	for _, l := range stamp {
+		row++
+		if err := b.putRow(s, row, l...); err != nil {
+			return 0, err
 		}
-		v, err := b.amount(lineMoney(l.Amount), l.Currency)
+	}
+	return row, nil
+}
+
+// statementChart is a statement's chart of its months: a bar a month,
+// months down the side, so thirteen labels never crowd.
+const (
+	statementChartWidth = 560
+	statementChartBase  = 90 // its title and axis, in pixels
+	statementChartBar   = 18 // a month's bar
+	statementChartMin   = 200
+)
+
+// statementMonths adds, from row, the cost centre's total per month and
+// currency over the last thirteen months (this one from its lines, the
+// earlier ones as the chargeback records them) and a bar chart of each
+// currency's beside its months. It returns the last row used.
+func (b *builder) statementMonths(s string, st Statement, row int, mine []chargeLine) (int, error) {
+	type month struct {
+		month string
+		total money
+	}
+	by := map[string][]month{}
+	var currencies []string
+	err := b.each("statement_months", func(r *sql.Rows) error {
+		var m month
+		var currency string
+		if err := r.Scan(&m.month, &currency, &m.total); err != nil {
+			return err
+		}
+		if _, ok := by[currency]; !ok {
+			currencies = append(currencies, currency)
+		}
+		by[currency] = append(by[currency], m)
+		return nil
+	}, sql.Named("centre", st.CostCentre))
+	if err != nil {
+		return 0, err
+	}
+	this := b.p.Month.Format(monthLayout)
+	for _, t := range allocation.Totals(mine) {
+		if _, ok := by[t.Currency]; !ok {
+			currencies = append(currencies, t.Currency)
+		}
+		by[t.Currency] = append(by[t.Currency], month{this, money{dec: t.Total, valid: true}})
+	}
+	if len(currencies) == 0 {
+		return row, nil
+	}
+	slices.Sort(currencies)
+	if err := b.putRow(s, row, cell{"Its months: total per month, the last 13", b.st.section}); err != nil {
+		return 0, err
+	}
+	row++
+	for _, c := range currencies {
+		months := by[c]
+		first := row + 1
+		if err := b.putRow(s, row, cell{"Month", b.st.header}, cell{"Total, " + c, b.st.header}); err != nil {
+			return 0, err
+		}
+		negative := false
+		for i, m := range months {
+			v, err := b.amount(m.total, c)
+			if err != nil {
+				return 0, err
+			}
+			if err := b.putRow(s, first+i, b.txt(m.month), v); err != nil {
+				return 0, err
+			}
+			negative = negative || m.total.dec.Sign() < 0
+		}
+		last := first + len(months) - 1
+		height := max(statementChartMin, statementChartBase+statementChartBar*len(months))
+		var zero *float64
+		if !negative {
+			zero = new(float64)
+		}
+		ref := func(col string) string { return fmt.Sprintf("'%s'!$%s$%d:$%s$%d", s, col, first, col, last) }
+		err := b.f.AddChart(s, fmt.Sprintf("C%d", row), &excelize.Chart{
+			Type: excelize.Bar,
+			Series: []excelize.ChartSeries{{
+				Name:       fmt.Sprintf("'%s'!$B$%d", s, row),
+				Categories: ref("A"),
+				Values:     ref("B"),
+			}},
+			Title:     chartTitle(st.CostCentre + ": total per month, " + c),
+			Legend:    excelize.ChartLegend{Position: "none"},
+			Dimension: excelize.ChartDimension{Width: statementChartWidth, Height: uint(height)},
+			XAxis:     excelize.ChartAxis{ReverseOrder: true, Font: excelize.Font{Size: chartFontSize, Color: chartTextColor}},
+			YAxis:     moneyAxis(c, zero),
+		})
 		if err != nil {
-			return err
+			return 0, fmt.Errorf("chart %s: %w", c, err)
 		}
-		if err := own.add(b.wrapped(l.Project), b.wrapped(l.Meter), b.txt(l.Currency), b.txt(l.PaidAs), b.txt(l.Method), b.ratio(lineMoney(l.Ratio)), v, b.wrapped("its project")); err != nil {
-			return err
-		}
+		// The next currency's months start below both its table and its
+		// chart (pixels are three quarters of a point; a row is 15).
+		row = max(last, row+int(float64(height)*0.75/lineHeight)+1) + 2
 	}
-	none := "None: no project of this cost centre had usage this month."
-	if b.state.close != nil && len(mine) == 0 {
-		none = "None: the month as closed charges nothing to this cost centre."
-	}
-	if err := own.finish(none); err != nil {
-		return err
-	}
-	row = max(own.row, own.first+1) + 3
-	if own.rows() == 0 {
-		row += 2
-	}
-	if err := b.putRow(s, row, cell{"Shared costs received", b.st.section}); err != nil {
-		return err
-	}
-	sh, err := b.newTable(s, "Received", row+1, []column{{"Rule", 0}, {"Origin project, meter", 0}, {"Currency", 0}, {"Paid as", 0}, {"Method", 0}, {"Ratio", 0}, {"Amount", 0}, {"Why", 0}})
+	return row - 2, nil
+}
+
+// statementLines adds the cost centre's lines from row under one header,
+// which repeats on every printed page: its own projects and meters, each
+// project's subtotal per currency and their total per currency (the
+// statement's "Direct: its own projects", footing as shown), then the
+// shared costs it received, each with its rule, method, ratio and why.
+func (b *builder) statementLines(s string, row int, mine []chargeLine) error {
+	t, err := b.newTable(s, "", row, []column{{"Project or rule", 0}, {"Meter or origin", 0}, {"Currency", 0}, {"Paid as", 0}, {"Method", 0}, {"Ratio", 0}, {"Amount", 0}, {"Why", 0}})
 	if err != nil {
 		return err
 	}
+	section := func(text string) error {
+		t.row++
+		return b.putRow(s, t.row, cell{text, b.st.section})
+	}
+	if err := section("Its own projects and meters, each charged whole to it"); err != nil {
+		return err
+	}
+	var own []chargeLine
+	for _, l := range mine {
+		if !l.Shared() {
+			own = append(own, l)
+		}
+	}
+	if len(own) == 0 {
+		none := "None: no project of this cost centre had usage this month."
+		if b.state.close != nil && len(mine) == 0 {
+			none = "None: the month as closed charges nothing to this cost centre."
+		}
+		t.row++
+		if err := b.putRow(s, t.row, cell{none, b.st.wrap}); err != nil {
+			return err
+		}
+	}
+	// Lines come by currency, then project: a project's lines of a
+	// currency are together, and end with its subtotal.
+	total := b.newFoot(len(t.cols))
+	for i := 0; i < len(own); {
+		l := own[i]
+		sub := b.newFoot(len(t.cols))
+		sub.word = "Subtotal"
+		project := l.Project
+		if project == "" {
+			project = noneLabel
+		}
+		line := sub.line(project, project, map[int]cell{2: b.txt(l.Currency)})
+		j := i
+		for ; j < len(own) && own[j].Currency == l.Currency && own[j].Project == l.Project; j++ {
+			o := own[j]
+			v, err := b.amount(lineMoney(o.Amount), o.Currency)
+			if err != nil {
+				return err
+			}
+			line.amount(6, o.Currency, lineMoney(o.Amount))
+			if err := t.add(b.wrapped(project), b.wrapped(o.Meter), b.txt(o.Currency), b.txt(o.PaidAs), b.txt(o.Method), b.ratio(lineMoney(o.Ratio)), v, cell{nil, b.st.reason}); err != nil {
+				return err
+			}
+		}
+		// The total adds the subtotals as shown, so that they foot to it.
+		b.currencyLine(total, l.Currency, 2).amount(6, l.Currency, money{dec: line.amounts[6].exact, valid: line.amounts[6].priced})
+		if t.row, err = sub.writeBelow(t, t.row); err != nil {
+			return err
+		}
+		i = j
+	}
+	if t.row, err = total.write(t); err != nil {
+		return err
+	}
+	t.row++
+	if err := section("Shared costs received"); err != nil {
+		return err
+	}
+	received := 0
 	for _, l := range mine {
 		if !l.Shared() {
 			continue
@@ -267,14 +431,35 @@ func (b *builder) statement(st Statement, lines []chargeLine) error {
 		if l.Note != "" {
 			why += "; " + l.Note
 		}
-		if err := sh.add(b.wrapped(l.Version), b.wrapped(project+", "+l.Meter), b.txt(l.Currency), b.txt(l.PaidAs), b.txt(l.Method), b.ratio(lineMoney(l.Ratio)), v, b.wrapped(why)); err != nil {
+		if err := t.add(b.wrapped(l.Version), b.wrapped(project+", "+l.Meter), b.txt(l.Currency), b.txt(l.PaidAs), b.txt(l.Method), b.ratio(lineMoney(l.Ratio)), v, cell{why, b.st.reason}); err != nil {
+			return err
+		}
+		received++
+	}
+	if received == 0 {
+		t.row++
+		if err := b.putRow(s, t.row, cell{"None: this cost centre received no shared cost this month.", b.st.wrap}); err != nil {
 			return err
 		}
 	}
-	if err := sh.finish("None: this cost centre received no shared cost this month."); err != nil {
-		return err
+	// A statement longer than a page starts its lines on a page of their
+	// own, after the totals, the close stamp and the months: the header
+	// never ends a page alone, and repeats on every page after.
+	scale, _ := printScale(b.printWidths[s])
+	height := 0.0
+	for r := 1; r <= t.row; r++ {
+		h, err := b.f.GetRowHeight(s, r)
+		if err != nil {
+			return err
+		}
+		height += h
 	}
-	return b.printSetup(s, false)
+	if height*float64(scale)/100 > 0.97*printableHeight {
+		if err := b.f.InsertPageBreak(s, fmt.Sprintf("A%d", row)); err != nil {
+			return err
+		}
+	}
+	return b.printSetup(s, row)
 }
 
 // asClosed says, on a statement of a closed month that is not the close's

@@ -56,10 +56,16 @@ type styles struct {
 	f *excelize.File
 
 	title, section, header, label, text, wrap int
-	sectionWrap                               int // a section title in column A of a sheet that prints across pages
-	notPriced                                 int // "not priced" where an amount would be, aligned as one
-	integer, quantity, percent                int
-	date, dateTime, hour                      int
+	// yesNo is a Yes or No, centred: printed beside a right-aligned
+	// figure, it would read as the figure's word ("81.69 EUR Yes").
+	yesNo int
+	// reason is a wrapped sentence beside an amount, set in from its
+	// left edge so the two never read as one ("5.38 USD rule …").
+	reason                     int
+	sectionWrap                int // a section title in column A of a sheet that prints across pages
+	notPriced                  int // "not priced" where an amount would be, aligned as one
+	integer, quantity, percent int
+	date, dateTime, hour       int
 
 	money      map[string]int
 	moneyTotal map[string]int // an amount on a total row: bold
@@ -93,6 +99,8 @@ func newStyles(f *excelize.File) (*styles, error) {
 	})
 	s.label = mk(&excelize.Style{Font: &excelize.Font{Bold: true}, Alignment: &excelize.Alignment{Vertical: "top"}})
 	s.text = mk(&excelize.Style{Alignment: &excelize.Alignment{Vertical: "top"}})
+	s.yesNo = mk(&excelize.Style{Alignment: &excelize.Alignment{Horizontal: "center", Vertical: "top"}})
+	s.reason = mk(&excelize.Style{Alignment: &excelize.Alignment{WrapText: true, Vertical: "top", Horizontal: "left", Indent: 1}})
 	totalRule := []excelize.Border{{Type: "top", Color: "8EA0B8", Style: 1}}
 	s.totalLabel = mk(&excelize.Style{Font: &excelize.Font{Bold: true}, Alignment: &excelize.Alignment{Vertical: "top"}, Border: totalRule})
 	s.notPricedTotal = mk(&excelize.Style{Font: &excelize.Font{Bold: true}, Alignment: &excelize.Alignment{Horizontal: "right", Vertical: "top"}, Border: totalRule})

@@ -42,8 +42,9 @@ var Queries embed.FS
 // sheet (the Summary has three; the Chargeback sheets' is package
 // allocation's), named after the sheet they fill, and month_usage.sql,
 // the report month's rows, which they all read, month_paid.sql, their
-// value split by how it is paid, which the sheets of totals read, and
-// month_rows.sql, which counts them.
+// value split by how it is paid, which the sheets of totals read,
+// month_rows.sql, which counts them, and statement_months.sql, a cost
+// centre's months for its statement's chart.
 //
 //go:embed reports/*.sql
 var Reports embed.FS

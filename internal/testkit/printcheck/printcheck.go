@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/xml"
 	"fmt"
+	"math"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -97,8 +99,33 @@ func (t Tools) ToPDFs(ctx context.Context, dir string, xlsx ...string) ([]string
 	pdfs := make([]string, len(xlsx))
 	for i, x := range xlsx {
 		pdfs[i] = filepath.Join(out, strings.TrimSuffix(filepath.Base(x), filepath.Ext(x))+".pdf")
+		if err := keep(x, pdfs[i]); err != nil {
+			return nil, err
+		}
 	}
 	return pdfs, nil
+}
+
+// KeepEnv names a directory the printed workbooks and their PDFs are
+// copied to, to be looked at after the test's temporary directory is gone:
+// a proof checks words' boxes, a person sees the page.
+const KeepEnv = "PRINTCHECK_KEEP"
+
+func keep(files ...string) error {
+	dir := os.Getenv(KeepEnv)
+	if dir == "" {
+		return nil
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, filepath.Base(f)), b, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // footerSheet finds the sheet's name in the footer the workbook prints:
@@ -280,8 +307,11 @@ func firstLine(p Page) string {
 // Legible fails t unless the PDF's pages print the workbook at xlsx
 // legibly: every page's footer names its sheet and the page count, every
 // sheet prints, no word on a page overprints another, none is under
-// MinPoints, and the words of every sheet's first row (its header, or the
-// Summary's title) are on the pages that print its first rows.
+// MinPoints, the words of every sheet's first row (its header, or the
+// Summary's title) are on the pages that print its first rows, and on
+// every page of a sheet that repeats its first row (print titles). A sheet
+// with a print area is held to the cells inside it: the rest is on screen,
+// not on paper.
 func Legible(t testing.TB, xlsx string, pages []Page) {
 	t.Helper()
 	f, err := excelize.OpenFile(xlsx)
@@ -315,6 +345,10 @@ func Legible(t testing.TB, xlsx string, pages []Page) {
 			}
 		}
 		rows.Close()
+		area := printArea(f, sheet)
+		if len(first) > area.cols {
+			first = first[:area.cols]
+		}
 		on, anywhere := map[string]bool{}, map[string]bool{}
 		for _, p := range FirstBand(printed) {
 			for _, w := range p.Words {
@@ -326,7 +360,11 @@ func Legible(t testing.TB, xlsx string, pages []Page) {
 				anywhere[w.Text] = true
 			}
 		}
-		problems = append(problems, cutOff(t, f, sheet, anywhere)...)
+		problems = append(problems, cutOff(t, f, sheet, area, anywhere)...)
+		// One page wide: each page carries the whole header row.
+		if repeatsFirstRow(f, sheet) && len(FirstBand(printed)) == 1 {
+			problems = append(problems, headerOnEveryPage(printed, first)...)
+		}
 		if len(first) > 1 {
 			problems = append(problems, repeatedColumn(printed, first[1])...)
 		}
@@ -349,7 +387,7 @@ func Legible(t testing.TB, xlsx string, pages []Page) {
 // cutOff lists the words of the sheet's text cells that are printed
 // nowhere on its pages: cut off by the next cell or the page's edge, or
 // broken inside the word because its column is narrower than it.
-func cutOff(t testing.TB, f *excelize.File, sheet string, printed map[string]bool) []string {
+func cutOff(t testing.TB, f *excelize.File, sheet string, area Area, printed map[string]bool) []string {
 	t.Helper()
 	rows, err := f.Rows(sheet)
 	if err != nil {
@@ -358,12 +396,12 @@ func cutOff(t testing.TB, f *excelize.File, sheet string, printed map[string]boo
 	defer rows.Close()
 	var out []string
 	cut := 0
-	for r := 1; rows.Next(); r++ {
+	for r := 1; r <= area.rows && rows.Next(); r++ {
 		cols, err := rows.Columns(excelize.Options{RawCellValue: true})
 		if err != nil {
 			t.Fatal(err)
 		}
-		for c, v := range cols {
+		for c, v := range cols[:min(len(cols), area.cols)] {
 			if v == "" || !strings.ContainsAny(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ") {
 				continue
 			}
@@ -383,6 +421,72 @@ func cutOff(t testing.TB, f *excelize.File, sheet string, printed map[string]boo
 	}
 	if cut > 5 {
 		out = append(out, fmt.Sprintf("sheet %s: %d more cells cut off", sheet, cut-5))
+	}
+	return out
+}
+
+// Area is the part of a sheet that prints: columns 1 to cols, rows 1 to
+// rows; the whole sheet when it names no print area.
+type Area struct{ cols, rows int }
+
+// printArea reads the sheet's print area (_xlnm.Print_Area), which starts
+// at A1 where the workbook sets one.
+func printArea(f *excelize.File, sheet string) Area {
+	for _, d := range f.GetDefinedName() {
+		if d.Name != "_xlnm.Print_Area" || d.Scope != sheet {
+			continue
+		}
+		ref := d.RefersTo[strings.LastIndex(d.RefersTo, "!")+1:]
+		ref = strings.ReplaceAll(ref[strings.Index(ref, ":")+1:], "$", "")
+		if c, r, err := excelize.CellNameToCoordinates(ref); err == nil {
+			return Area{c, r}
+		}
+	}
+	return Area{math.MaxInt, math.MaxInt}
+}
+
+// PrintArea is the sheet's print area in the workbook at xlsx: how many
+// columns and rows from A1 print, math.MaxInt for all.
+func PrintArea(t testing.TB, xlsx, sheet string) (cols, rows int) {
+	t.Helper()
+	f, err := excelize.OpenFile(xlsx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	a := printArea(f, sheet)
+	return a.cols, a.rows
+}
+
+// repeatsFirstRow is whether the sheet's print titles repeat row 1.
+func repeatsFirstRow(f *excelize.File, sheet string) bool {
+	for _, d := range f.GetDefinedName() {
+		if d.Name == "_xlnm.Print_Titles" && d.Scope == sheet && strings.Contains(d.RefersTo, "$1:$1") {
+			return true
+		}
+	}
+	return false
+}
+
+// headerOnEveryPage lists the pages of a sheet that repeats its header row
+// and lack a word of it: a page of rows no header names.
+func headerOnEveryPage(printed []Page, header []string) []string {
+	if len(header) < 2 {
+		return nil
+	}
+	var out []string
+	for _, p := range printed {
+		on := map[string]bool{}
+		for _, w := range p.Words {
+			on[w.Text] = true
+		}
+		for _, h := range header {
+			for _, w := range strings.Fields(h) {
+				if !on[w] {
+					out = append(out, fmt.Sprintf("page %d (%s): %q of the header %q is not repeated on it", p.Number, p.Sheet, w, h))
+				}
+			}
+		}
 	}
 	return out
 }
