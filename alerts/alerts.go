@@ -77,7 +77,9 @@ func (c Check) BudgetRatios() map[string][2]float64 {
 func (c Check) NewAnomalies() int { return c.Anomalies }
 
 // Evaluate checks every budget against the current month's forecasts,
-// judges how recent the usage is (one alert per stale episode) and
+// every commitment against the current month's pace (one alert per
+// commitment drawn faster than it lasts), judges how recent the usage is
+// (one alert per stale episode) and
 // looks for anomalies, as the store's views compute them with cfg's
 // thresholds. With record, new alerts are added to the alerts table
 // (pending, or stale for an anomaly too old to be news); without, nothing
@@ -127,6 +129,11 @@ func Evaluate(ctx context.Context, st *store.Store, cfg *configs.Config, runID u
 			}
 		}
 	}
+	commitments, err := commitmentAlerts(ctx, st, cfg, runID, now, asOf)
+	if err != nil {
+		return c, err
+	}
+	found = append(found, commitments...)
 	anomalies, err := st.Anomalies(ctx, now.Add(-anomalyLookback).Truncate(24*time.Hour))
 	if err != nil {
 		return c, err

@@ -1,6 +1,8 @@
 // Package alerts owns what Tally tells people between month ends: which
 // budget thresholds the month's actual and forecast cost cross, which days
-// are cost anomalies, whose usage has stopped arriving (stale), the one
+// are cost anomalies, whose usage has stopped arriving (stale), which
+// commitments are drawn faster than they last (as the workbook's
+// Commitments sheet measures them, store.CommitmentDraws), the one
 // line and the JSON body each alert is sent as, and sending it to a
 // webhook, signed. CheckAndSend is the alerts step, the one path by which
 // alerts go out; the runner follows every fetch with it. Its records are

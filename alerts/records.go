@@ -26,7 +26,7 @@ type Alert struct {
 	// Organization is whose cost it is about; "" when every
 	// organization's (a budget) or the store has one.
 	Organization string
-	Kind         string // budget, anomaly or stale (usage older than usage.stale_after)
+	Kind         string // budget, anomaly, stale (usage older than usage.stale_after) or commitment (drawn faster than it lasts)
 	FoundAt      time.Time
 	RunID        uuid.UUID
 	Month        time.Time

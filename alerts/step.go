@@ -31,11 +31,11 @@ func step(ctx context.Context, env *job.Env, runID uuid.UUID) (job.Result, error
 // (/metrics) and sends every pending alert: to the log, and to
 // alerts.webhook when set. A send that fails after its tries is a
 // *SendError, the alerts staying pending for the next run. Nothing is
-// checked when the config has neither budgets nor a webhook, so a config
-// without them costs no query.
+// checked when the config has neither budgets, commitments nor a webhook,
+// so a config without them costs no query.
 func CheckAndSend(ctx context.Context, env *job.Env, runID uuid.UUID) (Check, error) {
 	cfg := env.Config
-	if len(cfg.Budgets) == 0 && cfg.Alerts.Webhook == nil {
+	if len(cfg.Budgets) == 0 && len(cfg.Commitments) == 0 && cfg.Alerts.Webhook == nil {
 		return Check{}, nil
 	}
 	check, err := Evaluate(ctx, env.Store, cfg, runID, env.Today(), env.AsOf, true)

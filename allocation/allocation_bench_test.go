@@ -7,11 +7,12 @@ import (
 	"time"
 
 	"github.com/tally-dev/tally"
+	"github.com/tally-dev/tally/internal/testkit/storetest"
 	"github.com/tally-dev/tally/store"
 )
 
 // BenchmarkCostAllocation reads a month's chargeback from the views over
-// 200,000 hourly rows of 224 projects (benchRows, as store's load benchmark): 20 cost centres of 10
+// 200,000 hourly rows of 224 projects (storetest.BenchRows, as store's load benchmark): 20 cost centres of 10
 // projects each; the other 24 projects shared among all 20 in proportion
 // to their own usage, and one meter of every project by a driver. It
 // reports the month's lines and its cost centres' totals, per read.
@@ -25,8 +26,8 @@ func BenchmarkCostAllocation(b *testing.B) {
 	}
 	defer s.Close()
 	q := tally.UsageQuery{Window: tally.Window{Start: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), End: time.Date(2026, 2, 1, 0, 0, 0, 0, time.UTC), Granularity: tally.Hour}}
-	rows := benchRows(b, 200_000)
-	if _, err := s.LoadWindow(ctx, q, store.NewRunID(), rowsOf(rows...)); err != nil {
+	rows := storetest.BenchRows(b, 200_000)
+	if _, err := s.LoadWindow(ctx, q, store.NewRunID(), storetest.Rows(rows...)); err != nil {
 		b.Fatal(err)
 	}
 	var a tally.Allocation

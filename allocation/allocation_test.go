@@ -12,12 +12,9 @@ import (
 	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/fetch/sim"
 	"github.com/tally-dev/tally/internal/testkit/chargebackcheck"
+	"github.com/tally-dev/tally/internal/testkit/storetest"
 	"github.com/tally-dev/tally/store"
 )
-
-// chargebackMonths are the months of the chargeback proofs: the sim's
-// usage of August to October 2026 at day granularity.
-var chargebackMonths = [][2]string{{"2026-08-01", "2026-09-01"}, {"2026-09-01", "2026-10-01"}, {"2026-10-01", "2026-11-01"}}
 
 func monthOf(t *testing.T, s string) time.Time {
 	m, err := time.Parse("2006-01", s)
@@ -25,31 +22,6 @@ func monthOf(t *testing.T, s string) time.Time {
 		t.Fatal(err)
 	}
 	return m
-}
-
-// chargebackRules uses every method on the sim's projects: newsroom and
-// archive are News's, sports-live Sport's, training nobody's (what no rule
-// shares of it is Unallocated).
-func chargebackRules(t *testing.T) tally.Allocation {
-	return tally.Allocation{
-		CostCentres: []tally.CostCentre{
-			{Name: "News", Owner: "news@example.com", Projects: []string{"newsroom", "archive"}},
-			{Name: "Sport", Projects: []string{"sports-live"}},
-		},
-		Rules: []tally.AllocationRule{
-			{Name: "training storage", From: monthOf(t, "2026-08"), Projects: []string{"training"}, Meters: []string{"storage_gb_hours"},
-				Receivers: []string{"News", "Sport"}, Method: tally.AllocateFixed, Percent: []tally.Decimal{tally.MustDecimal("33.333333"), tally.MustDecimal("66.666667")}},
-			{Name: "archive egress", From: monthOf(t, "2026-08"), Projects: []string{"archive"}, Meters: []string{"streaming_egress_gb"},
-				Receivers: []string{"News", "Sport"}, Method: tally.AllocateEven},
-			{Name: "drm", From: monthOf(t, "2026-08"), Families: []string{"Content Protection"},
-				Receivers: []string{"Sport", "News"}, Method: tally.AllocateProportional},
-			{Name: "egress", From: monthOf(t, "2026-08"), Projects: []string{"sports-live"}, Meters: []string{"streaming_egress_gb"},
-				Receivers: []string{"News", "Sport"}, Method: tally.AllocateDriver, Driver: "video_encoding_ondemand"},
-			// Nobody uses this driver: the split falls back to proportional.
-			{Name: "uhd", From: monthOf(t, "2026-08"), Meters: []string{"video_encoding_uhd"},
-				Receivers: []string{"News", "Sport"}, Method: tally.AllocateDriver, Driver: "transcode_minutes"},
-		},
-	}
 }
 
 type chargebackFixture struct {
@@ -60,11 +32,11 @@ type chargebackFixture struct {
 
 func newChargebackFixture(t *testing.T) *chargebackFixture {
 	now := time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC)
-	f := &chargebackFixture{s: openTemp(t), srv: sim.New(sim.Options{Seed: 7, Start: date(t, "2026-08-01"), Now: func() time.Time { return now }}), rows: map[string][]tally.MeterData{}}
-	for _, m := range chargebackMonths {
-		q := tally.UsageQuery{Window: window(t, tally.Day, m[0], m[1])}
+	f := &chargebackFixture{s: storetest.Open(t), srv: sim.New(sim.Options{Seed: 7, Start: storetest.Date(t, "2026-08-01"), Now: func() time.Time { return now }}), rows: map[string][]tally.MeterData{}}
+	for _, m := range chargebackcheck.Months {
+		q := tally.UsageQuery{Window: storetest.Window(t, tally.Day, m[0], m[1])}
 		rows := f.srv.Rows(q)
-		load(t, f.s, q, rows...)
+		storetest.Load(t, f.s, q, rows...)
 		f.rows[m[0][:7]] = rows
 	}
 	return f
@@ -73,7 +45,7 @@ func newChargebackFixture(t *testing.T) *chargebackFixture {
 // centreTotals reads cost_centre_monthly_cost for a month: "USD|News" → total.
 func (f *chargebackFixture) centreTotals(t *testing.T, month string) map[string]tally.Decimal {
 	out := map[string]tally.Decimal{}
-	for _, r := range rowsText(t, f.s, fmt.Sprintf(`SELECT currency || '|' || cost_centre, CAST(total AS VARCHAR) FROM cost_centre_monthly_cost
+	for _, r := range storetest.RowsText(t, f.s, fmt.Sprintf(`SELECT currency || '|' || cost_centre, CAST(total AS VARCHAR) FROM cost_centre_monthly_cost
 WHERE basis = 'usage' AND month = DATE '%s-01' ORDER BY ALL`, month)) {
 		k, v := splitBar(r)
 		out[k] = tally.MustDecimal(v)
@@ -97,18 +69,18 @@ func splitBar(r string) (string, string) {
 func TestCostAllocationMatchesTheSplitOfTheTruth(t *testing.T) {
 	ctx := context.Background()
 	f := newChargebackFixture(t)
-	a := chargebackRules(t)
+	a := chargebackcheck.Rules()
 	if err := Set(ctx, f.s, a); err != nil {
 		t.Fatal(err)
 	}
-	for _, m := range chargebackMonths {
+	for _, m := range chargebackcheck.Months {
 		month := m[0][:7]
 		want := chargebackcheck.Totals(chargebackcheck.Split(f.rows[month], a, monthOf(t, month)))
 		got := f.centreTotals(t, month)
 		if d := sameTotals(got, want); d != "" {
 			t.Errorf("%s: cost centres differ from the split of the truth: %s", month, d)
 		}
-		truth := f.srv.Truth(tally.UsageQuery{Window: window(t, tally.Day, m[0], m[1])}).Cost
+		truth := f.srv.Truth(tally.UsageQuery{Window: storetest.Window(t, tally.Day, m[0], m[1])}).Cost
 		perCurrency := map[string]tally.Decimal{}
 		for k, v := range got {
 			cur, _, _ := cutBar(k)
@@ -122,18 +94,18 @@ func TestCostAllocationMatchesTheSplitOfTheTruth(t *testing.T) {
 		}
 	}
 	// The parts of every charge add up to it, exactly.
-	if bad := rowsText(t, f.s, `SELECT month, currency, origin_project, origin_meter, paid_as, any_value(origin_cost), sum(amount)
+	if bad := storetest.RowsText(t, f.s, `SELECT month, currency, origin_project, origin_meter, paid_as, any_value(origin_cost), sum(amount)
 FROM cost_allocation GROUP BY month, currency, origin_project, origin_meter, origin_family, origin_payment_method, paid_as
 HAVING sum(amount) <> any_value(origin_cost) OR count(DISTINCT origin_cost) <> 1`); len(bad) > 0 {
 		t.Errorf("charges whose parts do not add up: %v", bad)
 	}
 	// Every method was applied, and the driver nobody used says how it fell back.
-	if got := distinctText(t, f.s, `SELECT DISTINCT method FROM cost_allocation ORDER BY 1`); !slices.Equal(got, []string{"direct", "driver", "even", "fixed", "proportional", "unallocated"}) {
+	if got := storetest.Strings(t, f.s, `SELECT DISTINCT method FROM cost_allocation ORDER BY 1`); !slices.Equal(got, []string{"direct", "driver", "even", "fixed", "proportional", "unallocated"}) {
 		t.Errorf("methods applied: %v", got)
 	}
-	notes := distinctText(t, f.s, `SELECT DISTINCT rule_version || ': ' || note FROM cost_allocation WHERE note IS NOT NULL ORDER BY 1`)
+	notes := storetest.Strings(t, f.s, `SELECT DISTINCT rule_version || ': ' || note FROM cost_allocation WHERE note IS NOT NULL ORDER BY 1`)
 	var wantNotes []string
-	for _, m := range chargebackMonths {
+	for _, m := range chargebackcheck.Months {
 		wantNotes = append(wantNotes, "uhd@2026-08: no receiver used driver meter transcode_minutes in "+m[0][:7]+"; split proportional to own usage value instead")
 	}
 	if !slices.Equal(notes, wantNotes) {
@@ -141,9 +113,9 @@ HAVING sum(amount) <> any_value(origin_cost) OR count(DISTINCT origin_cost) <> 1
 	}
 	// The paid-as split is kept on every line: per paid-as, the lines add
 	// up to the month's rows of that paid-as.
-	equalLines(t, "paid-as kept",
-		rowsText(t, f.s, `SELECT month, currency, paid_as, sum(amount) FROM cost_allocation GROUP BY ALL ORDER BY ALL`),
-		rowsText(t, f.s, `SELECT CAST(date_trunc('month', date) AS DATE), currency, paid_as, sum(cost) FROM usage_rows GROUP BY ALL ORDER BY ALL`))
+	storetest.EqualLines(t, "paid-as kept",
+		storetest.RowsText(t, f.s, `SELECT month, currency, paid_as, sum(amount) FROM cost_allocation GROUP BY ALL ORDER BY ALL`),
+		storetest.RowsText(t, f.s, `SELECT CAST(date_trunc('month', date) AS DATE), currency, paid_as, sum(cost) FROM usage_rows GROUP BY ALL ORDER BY ALL`))
 }
 
 func cutBar(k string) (string, string, bool) {
@@ -155,35 +127,18 @@ func cutBar(k string) (string, string, bool) {
 	return k, "", false
 }
 
-func distinctText(t *testing.T, s *store.Store, q string) []string {
-	var out []string
-	rows, err := s.DB().QueryContext(context.Background(), q)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var v string
-		if err := rows.Scan(&v); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, v)
-	}
-	return out
-}
-
 // A rule changed from a later month leaves the earlier months as they
 // were; a closed month keeps the rules it closed under, whatever the
 // config says later, and its fingerprint holds their hash.
 func TestRuleChangesLeaveThePastAndClosedMonths(t *testing.T) {
 	ctx := context.Background()
 	f := newChargebackFixture(t)
-	a := chargebackRules(t)
+	a := chargebackcheck.Rules()
 	if err := Set(ctx, f.s, a); err != nil {
 		t.Fatal(err)
 	}
 	lines := func(month string) []string {
-		return rowsText(t, f.s, fmt.Sprintf(`SELECT * EXCLUDE (month) FROM cost_allocation WHERE month = DATE '%s-01' ORDER BY ALL`, month))
+		return storetest.RowsText(t, f.s, fmt.Sprintf(`SELECT * EXCLUDE (month) FROM cost_allocation WHERE month = DATE '%s-01' ORDER BY ALL`, month))
 	}
 	aug, sep, oct := lines("2026-08"), lines("2026-09"), lines("2026-10")
 
@@ -194,8 +149,8 @@ func TestRuleChangesLeaveThePastAndClosedMonths(t *testing.T) {
 	if err := Set(ctx, f.s, later); err != nil {
 		t.Fatal(err)
 	}
-	equalLines(t, "August after a change from October", lines("2026-08"), aug)
-	equalLines(t, "September after a change from October", lines("2026-09"), sep)
+	storetest.EqualLines(t, "August after a change from October", lines("2026-08"), aug)
+	storetest.EqualLines(t, "September after a change from October", lines("2026-09"), sep)
 	if slices.Equal(lines("2026-10"), oct) {
 		t.Fatal("October did not change with a rule from October")
 	}
@@ -224,7 +179,7 @@ func TestRuleChangesLeaveThePastAndClosedMonths(t *testing.T) {
 	if err := Set(ctx, f.s, rewritten); err != nil {
 		t.Fatal(err)
 	}
-	equalLines(t, "closed September after the rules changed", lines("2026-09"), sep)
+	storetest.EqualLines(t, "closed September after the rules changed", lines("2026-09"), sep)
 	if slices.Equal(lines("2026-08"), aug) {
 		t.Fatal("open August did not follow the changed rules")
 	}
@@ -265,16 +220,16 @@ func sameTotals(got, want map[string]tally.Decimal) string {
 func TestCostCentreBudgetScope(t *testing.T) {
 	ctx := context.Background()
 	f := newChargebackFixture(t)
-	if err := Set(ctx, f.s, chargebackRules(t)); err != nil {
+	if err := Set(ctx, f.s, chargebackcheck.Rules()); err != nil {
 		t.Fatal(err)
 	}
-	equalLines(t, "News's days",
-		rowsText(t, f.s, `SELECT day, currency, cost FROM scope_daily_cost WHERE scope_kind = 'cost_centre' AND scope = 'News' ORDER BY ALL`),
-		rowsText(t, f.s, `SELECT day, currency, sum(cost) FROM scope_daily_cost WHERE scope_kind = 'project' AND scope IN ('newsroom', 'archive') GROUP BY ALL ORDER BY ALL`))
-	equalLines(t, "Sport's forecast",
-		rowsText(t, f.s, `SELECT month, currency, actual_cost, forecast_cost FROM forecasts WHERE scope_kind = 'cost_centre' AND scope = 'Sport' ORDER BY ALL`),
-		rowsText(t, f.s, `SELECT month, currency, actual_cost, forecast_cost FROM forecasts WHERE scope_kind = 'project' AND scope = 'sports-live' ORDER BY ALL`))
-	if n := count(t, f.s, `SELECT count(*) FROM forecasts WHERE scope_kind = 'cost_centre'`); n == 0 {
+	storetest.EqualLines(t, "News's days",
+		storetest.RowsText(t, f.s, `SELECT day, currency, cost FROM scope_daily_cost WHERE scope_kind = 'cost_centre' AND scope = 'News' ORDER BY ALL`),
+		storetest.RowsText(t, f.s, `SELECT day, currency, sum(cost) FROM scope_daily_cost WHERE scope_kind = 'project' AND scope IN ('newsroom', 'archive') GROUP BY ALL ORDER BY ALL`))
+	storetest.EqualLines(t, "Sport's forecast",
+		storetest.RowsText(t, f.s, `SELECT month, currency, actual_cost, forecast_cost FROM forecasts WHERE scope_kind = 'cost_centre' AND scope = 'Sport' ORDER BY ALL`),
+		storetest.RowsText(t, f.s, `SELECT month, currency, actual_cost, forecast_cost FROM forecasts WHERE scope_kind = 'project' AND scope = 'sports-live' ORDER BY ALL`))
+	if n := storetest.Count(t, f.s, `SELECT count(*) FROM forecasts WHERE scope_kind = 'cost_centre'`); n == 0 {
 		t.Fatal("no cost centre forecasts")
 	}
 }

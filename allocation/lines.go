@@ -72,6 +72,9 @@ func Lines(ctx context.Context, src store.Querier, month string, args []any, a *
 		}
 		ctes = append(ctes, c)
 	}
+	// Composed by the inliner: the chargeback views are read over the
+	// report month's rows in place of usage_finest, which neither a view
+	// nor a table macro can be handed (see tallysql.Inline).
 	q, err := tallysql.InlineProvided(tallysql.With(chargebackSQL, ctes...), append(views, "usage_finest")...)
 	if err != nil {
 		return nil, err

@@ -186,3 +186,24 @@ func (p *parser) commitmentDay(a at[date], what string) time.Time {
 // scalarOrNone reports whether k is left out or a single value: a key of
 // another shape is reported as such, not as missing too.
 func scalarOrNone(k key) bool { return !k.given() || k.n.Kind == yaml.ScalarNode }
+
+// Terms are the commitment as the workbook's Commitments sheet and the
+// commitment alert measure it (store.CommitmentDraws).
+func (c Commitment) Terms() tally.CommitmentTerms {
+	t := tally.CommitmentTerms{Entitlement: c.Entitlement, Name: c.Name, Path: c.Path, Start: c.Start, End: c.End}
+	if c.Type == CommitmentUsage {
+		t.Category, t.Size, t.Unit = tally.CommitmentCategoryUsage, c.Quantity, c.Unit
+	} else {
+		t.Category, t.Size, t.Currency = tally.CommitmentCategorySpend, c.Amount, c.Currency
+	}
+	return t
+}
+
+// CommitmentTerms are every commitment's Terms, in the config's order.
+func (c *Config) CommitmentTerms() []tally.CommitmentTerms {
+	out := make([]tally.CommitmentTerms, 0, len(c.Commitments))
+	for _, cm := range c.Commitments {
+		out = append(out, cm.Terms())
+	}
+	return out
+}

@@ -112,6 +112,14 @@ type ReportsConfig struct {
 	CloseAfter time.Duration
 	// Deliver is where the deliver step sends workbooks (reports.deliver).
 	Deliver DeliverConfig
+	// ReportingCurrency, when set, is the currency the Summary and By
+	// project add a converted total in, beside the figures per currency;
+	// FXRates its rates by month (YYYY-MM) and currency, from
+	// reports.fx_rates or the CSV FXRatesPath names (a path, not a secret). A month or currency
+	// without a rate has none: never guessed.
+	ReportingCurrency string
+	FXRates           map[string]map[string]FXRate
+	FXRatesPath       string
 }
 
 // DeliverConfig is reports.deliver: a shared folder and/or a mail server

@@ -19,6 +19,10 @@ type rawReports struct {
 	// CloseAfter: "" (never) or <n>d / <n>h after the month's end.
 	CloseAfter at[span]   `yaml:"close_after"`
 	Deliver    rawDeliver `yaml:"deliver"`
+	// ReportingCurrency and its rates (fx.go).
+	ReportingCurrency at[string] `yaml:"reporting_currency"`
+	FXRates           mapping    `yaml:"fx_rates"`
+	FXRatesFile       at[string] `yaml:"fx_rates_file"`
 }
 
 type rawDeliver struct {
@@ -59,6 +63,7 @@ func (p *parser) reports(r *rawReports, c *ReportsConfig) {
 	}
 	c.CloseAfter = p.closeAfter(r.CloseAfter)
 	p.deliver(&r.Deliver, &c.Deliver)
+	p.fx(r, c)
 	if !r.Months.given() {
 		c.Months = slices.Clone(DefaultMonths)
 		return

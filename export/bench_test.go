@@ -9,6 +9,7 @@ import (
 	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/allocation"
 	"github.com/tally-dev/tally/fetch/sim"
+	"github.com/tally-dev/tally/internal/testkit/storetest"
 	"github.com/tally-dev/tally/store"
 )
 
@@ -26,7 +27,7 @@ func benchStore(b *testing.B) (*store.Store, int64) {
 	var rows int64
 	for m := start; m.Before(start.AddDate(1, 0, 0)); m = m.AddDate(0, 1, 0) {
 		q := tally.UsageQuery{Window: tally.Window{Start: m, End: m.AddDate(0, 1, 0), Granularity: tally.Hour}}
-		res, err := s.LoadWindow(context.Background(), q, store.NewRunID(), rowsOf(srv.Rows(q)...))
+		res, err := s.LoadWindow(context.Background(), q, store.NewRunID(), storetest.Rows(srv.Rows(q)...))
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -9,10 +9,13 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/configs"
 	"github.com/tally-dev/tally/internal/testkit/focuscheck"
+	"github.com/tally-dev/tally/internal/testkit/storetest"
+	"github.com/tally-dev/tally/store"
 )
 
 // The config's commitments give the FOCUS 1.3 Contract Commitment rows
@@ -27,7 +30,7 @@ func TestExportFOCUS13ConfiguredCommitments(t *testing.T) {
 	// The fixture's commitments, by category: id, currency, unit.
 	of := func(category string) [][]string {
 		var out [][]string
-		for _, l := range rowsText(t, s, `SELECT CommitmentDiscountId, any_value(BillingCurrency), min(ConsumedUnit) FROM focus
+		for _, l := range storetest.RowsText(t, s, `SELECT CommitmentDiscountId, any_value(BillingCurrency), min(ConsumedUnit) FROM focus
 WHERE x_Granularity = 'day' AND x_Basis = 'usage' AND CommitmentDiscountCategory = ? GROUP BY ALL ORDER BY ALL`, category) {
 			out = append(out, strings.Split(l, "|"))
 		}
@@ -96,7 +99,7 @@ commitments:
 
 	row := func(id string) string {
 		t.Helper()
-		got := rowsText(t, s, `SELECT BillingCurrency, ContractCommitmentCategory, ContractCommitmentCost, ContractCommitmentQuantity, ContractCommitmentUnit,
+		got := storetest.RowsText(t, s, `SELECT BillingCurrency, ContractCommitmentCategory, ContractCommitmentCost, ContractCommitmentQuantity, ContractCommitmentUnit,
        strftime(timezone('UTC', ContractCommitmentPeriodStart), '%Y-%m-%d %H:%M'), strftime(timezone('UTC', ContractCommitmentPeriodEnd), '%Y-%m-%d %H:%M'),
        x_CommitmentName, x_CommitmentSource
 FROM `+cc+` WHERE ContractCommitmentId = ?`, id)
@@ -120,8 +123,41 @@ FROM `+cc+` WHERE ContractCommitmentId = ?`, id)
 			t.Errorf("commitment %s has an amount the config does not give it: %s", id, got)
 		}
 	}
-	if n := count(t, s, `SELECT count(*) FROM `+cc+` WHERE ContractCommitmentPeriodStart <> ContractPeriodStart AND NOT starts_with(x_CommitmentSource, 'config: ')`); n > 0 {
+	if n := storetest.Count(t, s, `SELECT count(*) FROM `+cc+` WHERE ContractCommitmentPeriodStart <> ContractPeriodStart AND NOT starts_with(x_CommitmentSource, 'config: ')`); n > 0 {
 		t.Errorf("%d commitments the config does not name have a period other than their contract's", n)
+	}
+
+	// What the workbook's Commitments sheet says was drawn
+	// (store.CommitmentDraws) is what the Contract Commitment says was
+	// applied, by the same macros: for terms spanning every loaded day,
+	// drawn to date through the last month is the export's applied cost
+	// (spend) or quantity (usage).
+	last := storetest.RowsText(t, s, `SELECT strftime(max(ChargePeriodStart), '%Y-%m-01') FROM focus WHERE x_Granularity = 'day' AND x_Basis = 'usage'`)
+	lastMonth, err := time.Parse(tally.DateLayout, last[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	ever := func(cat, entitlement, currency, unit string) tally.CommitmentTerms {
+		return tally.CommitmentTerms{Entitlement: entitlement, Category: cat, Size: tally.MustDecimal("1"), Currency: currency, Unit: unit,
+			Start: time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC), End: time.Date(2099, 12, 31, 0, 0, 0, 0, time.UTC)}
+	}
+	draws, err := store.CommitmentDraws(ctx, s.DB(), store.CommitmentWindow{Basis: tally.BasisUsage, Granularity: tally.Day, Month: lastMonth},
+		[]tally.CommitmentTerms{ever(tally.CommitmentCategorySpend, spend[0], spend[1], ""), ever(tally.CommitmentCategoryUsage, usage[0], "", usage[2])})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, q := range []string{
+		`SELECT CAST(x_AppliedCost AS VARCHAR) FROM ` + cc + ` WHERE ContractCommitmentId = ?`,
+		`SELECT CAST(x_AppliedQuantity AS VARCHAR) FROM ` + cc + ` WHERE ContractCommitmentId = ?`,
+	} {
+		id := draws[i].Terms.Entitlement
+		applied := storetest.RowsText(t, s, q, id)
+		if len(applied) != 1 || draws[i].ToDate.IsZero() {
+			t.Fatalf("commitment %s: applied %q, drawn %s", id, applied, draws[i].ToDate)
+		}
+		if want := tally.MustDecimal(applied[0]); draws[i].ToDate.Cmp(want) != 0 {
+			t.Errorf("commitment %s: the workbook's drawn to date %s, FOCUS 1.3's applied %s", id, draws[i].ToDate, want)
+		}
 	}
 
 	// The manifest and the metadata say where each amount comes from.
@@ -144,7 +180,7 @@ FROM `+cc+` WHERE ContractCommitmentId = ?`, id)
 			t.Errorf("manifest: commitment %s: %q, want %q…", id, got, w)
 		}
 	}
-	if n := count(t, s, `SELECT count(*) FROM `+cc); int(n) != len(notes.Sources) {
+	if n := storetest.Count(t, s, `SELECT count(*) FROM `+cc); int(n) != len(notes.Sources) {
 		t.Errorf("manifest names %d commitments, the dataset has %d", len(notes.Sources), n)
 	}
 	wantUnmatched := []string{`commitments[2]: entitlement "ent-not-loaded" is on no charge of a known entitlement type in the loaded usage (granularity day, basis usage): no Contract Commitment takes its amount`}
@@ -164,7 +200,7 @@ FROM `+cc+` WHERE ContractCommitmentId = ?`, id)
 	}
 	// The CSV carries the same.
 	csv := `read_csv(` + quoted(filepath.Join(dir, focusCommitmentsCSVDataset, "*", "*.csv")) + `, hive_partitioning = true, all_varchar = true)`
-	if got := rowsText(t, s, `SELECT ContractCommitmentCost, x_CommitmentSource FROM `+csv+` WHERE ContractCommitmentId = ?`, spend[0]); len(got) != 1 ||
+	if got := storetest.RowsText(t, s, `SELECT ContractCommitmentCost, x_CommitmentSource FROM `+csv+` WHERE ContractCommitmentId = ?`, spend[0]); len(got) != 1 ||
 		!strings.HasPrefix(got[0], "120000.5") || !strings.HasSuffix(got[0], "|config: commitments[0] (Encoding pool), 2026-01-01 to 2026-12-31") {
 		t.Errorf("CSV spend commitment %q", got)
 	}
@@ -174,7 +210,7 @@ FROM `+cc+` WHERE ContractCommitmentId = ?`, id)
 	dir = t.TempDir()
 	exportTo(t, s, Options{Dir: dir, Format: FormatFOCUS, Granularity: tally.Day, Basis: tally.BasisUsage})
 	cc = parquetOf(dir, focusCommitmentsDataset)
-	if n := count(t, s, `SELECT count(*) FROM `+cc+` WHERE ContractCommitmentCost IS NOT NULL OR ContractCommitmentQuantity IS NOT NULL
+	if n := storetest.Count(t, s, `SELECT count(*) FROM `+cc+` WHERE ContractCommitmentCost IS NOT NULL OR ContractCommitmentQuantity IS NOT NULL
     OR x_CommitmentSource <> 'none: config names no commitment for entitlement ' || split_part(ContractCommitmentId, '/', 1)`); n > 0 {
 		t.Errorf("%d commitments with an amount or another source without config", n)
 	}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"testing"
 
+	"github.com/tally-dev/tally/internal/testkit/storetest"
 	"github.com/tally-dev/tally/store"
 )
 
@@ -13,7 +14,7 @@ import (
 // holds one later; only text is guarded, and csvGuarded leaves every
 // column that is not VARCHAR as it is, a negative DECIMAL included.
 func TestCSVGuardSQLAgreesWithGo(t *testing.T) {
-	s := openTemp(t)
+	s := storetest.Open(t)
 	ctx := context.Background()
 	for _, v := range []string{"=SUM(1,1) Marketplace A", "+1", "-5.00", "@cmd", "\tx", "\rx", "a=b", "'=x", "", "Marketplace A", "ÿ=x"} {
 		want := store.CSVGuard(v)

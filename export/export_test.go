@@ -17,6 +17,7 @@ import (
 
 	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/internal/testkit/focuscheck"
+	"github.com/tally-dev/tally/internal/testkit/storetest"
 	tallysql "github.com/tally-dev/tally/sql"
 	"github.com/tally-dev/tally/store"
 )
@@ -50,23 +51,23 @@ func TestExportParquetReadsBackExactly(t *testing.T) {
 	if want := []string{"2026-08", "2026-09", "2026-10"}; !slices.Equal(usage.Written, want) || len(usage.Unchanged) != 0 {
 		t.Fatalf("usage written %v unchanged %v, want %v", usage.Written, usage.Unchanged, want)
 	}
-	if n := count(t, s, `SELECT count(*) FROM usage`); usage.Rows != n {
+	if n := storetest.Count(t, s, `SELECT count(*) FROM usage`); usage.Rows != n {
 		t.Errorf("usage rows written %d, table has %d", usage.Rows, n)
 	}
 	glob := quoted(filepath.Join(dir, "usage", "*", "*.parquet"))
 	// Per month and currency, row counts and exact DECIMAL sums agree.
-	want := rowsText(t, s, `SELECT strftime(date, '%Y-%m'), currency, count(*), sum(cost) FROM usage GROUP BY ALL ORDER BY ALL`)
-	got := rowsText(t, s, `SELECT month, currency, count(*), sum(cost) FROM read_parquet(`+glob+`, hive_partitioning = true) GROUP BY ALL ORDER BY ALL`)
-	equalLines(t, "totals per month and currency", got, want)
+	want := storetest.RowsText(t, s, `SELECT strftime(date, '%Y-%m'), currency, count(*), sum(cost) FROM usage GROUP BY ALL ORDER BY ALL`)
+	got := storetest.RowsText(t, s, `SELECT month, currency, count(*), sum(cost) FROM read_parquet(`+glob+`, hive_partitioning = true) GROUP BY ALL ORDER BY ALL`)
+	storetest.EqualLines(t, "totals per month and currency", got, want)
 	// Every row and column comes back, the cost still DECIMAL(38,12).
-	if n := count(t, s, `SELECT count(*) FROM (
+	if n := storetest.Count(t, s, `SELECT count(*) FROM (
     SELECT * EXCLUDE (key_id) REPLACE (CAST(run_id AS VARCHAR) AS run_id) FROM usage
     EXCEPT ALL
     SELECT * EXCLUDE (month) FROM read_parquet(`+glob+`, hive_partitioning = true)
 )`); n != 0 {
 		t.Errorf("%d usage rows differ after the round trip", n)
 	}
-	if typ := scalar(t, s, `SELECT typeof(cost) FROM read_parquet(`+glob+`) LIMIT 1`); typ != "DECIMAL(38,12)" {
+	if typ := storetest.Scalar(t, s, `SELECT typeof(cost) FROM read_parquet(`+glob+`) LIMIT 1`); typ != "DECIMAL(38,12)" {
 		t.Errorf("cost reads back as %v", typ)
 	}
 	for _, table := range []string{"payment_method_snapshots", "rate_card_price_snapshots", "project_snapshots", "location_snapshots", "organization_snapshots"} {
@@ -75,7 +76,7 @@ func TestExportParquetReadsBackExactly(t *testing.T) {
 			t.Errorf("%s: months written %v, want the two snapshot months", table, d.Written)
 		}
 		g := quoted(filepath.Join(dir, table, "*", "*.parquet"))
-		if got, want := count(t, s, `SELECT count(*) FROM read_parquet(`+g+`)`), count(t, s, `SELECT count(*) FROM `+table); got != want || want == 0 {
+		if got, want := storetest.Count(t, s, `SELECT count(*) FROM read_parquet(`+g+`)`), storetest.Count(t, s, `SELECT count(*) FROM `+table); got != want || want == 0 {
 			t.Errorf("%s: %d rows read back, %d in the table", table, got, want)
 		}
 	}
@@ -121,7 +122,7 @@ func TestExportParquetReadsBackExactly(t *testing.T) {
 		t.Fatal(err)
 	}
 	sep := man.Datasets["usage"]["2026-09"]
-	if want := count(t, s, `SELECT count(*) FROM usage WHERE date >= '2026-09-01' AND date < '2026-10-01'`); sep.Rows != want || sep.Content == "" || sep.Latest == "" || sep.CostSum == "" {
+	if want := storetest.Count(t, s, `SELECT count(*) FROM usage WHERE date >= '2026-09-01' AND date < '2026-10-01'`); sep.Rows != want || sep.Content == "" || sep.Latest == "" || sep.CostSum == "" {
 		t.Errorf("manifest for 2026-09: %+v, want %d rows and every fingerprint", sep, want)
 	}
 }
@@ -182,10 +183,10 @@ func TestExportRewritesOnlyChangedMonths(t *testing.T) {
 
 	// September is fetched again and one cost changed: only September of
 	// usage is written again.
-	q := tally.UsageQuery{Window: window(t, tally.Day, "2026-09-01", "2026-10-01")}
+	q := tally.UsageQuery{Window: storetest.Window(t, tally.Day, "2026-09-01", "2026-10-01")}
 	rows := srv.Rows(q)
 	rows[0].Cost = rows[0].Cost.Add(tally.MustDecimal("0.000000000001"))
-	load(t, s, q, rows...)
+	storetest.Load(t, s, q, rows...)
 	res = exportTo(t, s, o)
 	if u := datasetOf(t, res, "usage"); !slices.Equal(u.Written, []string{"2026-09"}) || !slices.Equal(u.Unchanged, []string{"2026-08", "2026-10"}) {
 		t.Fatalf("after reloading September: written %v, unchanged %v", u.Written, u.Unchanged)
@@ -195,7 +196,7 @@ func TestExportRewritesOnlyChangedMonths(t *testing.T) {
 		t.Fatalf("files changed %v, gone %v; want only September's usage", changed, gone)
 	}
 	glob := quoted(filepath.Join(dir, "usage", "*", "*.parquet"))
-	if got, want := scalar(t, s, `SELECT sum(cost) FROM read_parquet(`+glob+`)`), scalar(t, s, `SELECT sum(cost) FROM usage`); fmt.Sprint(got) != fmt.Sprint(want) {
+	if got, want := storetest.Scalar(t, s, `SELECT sum(cost) FROM read_parquet(`+glob+`)`), storetest.Scalar(t, s, `SELECT sum(cost) FROM usage`); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("sum after the rewrite %v, table %v", got, want)
 	}
 
@@ -204,10 +205,10 @@ func TestExportRewritesOnlyChangedMonths(t *testing.T) {
 	// --from/--until only.
 	before = fileIDs(t, dir)
 	for _, m := range exportMonths {
-		q := tally.UsageQuery{Window: window(t, tally.Day, m[0], m[1])}
-		load(t, s, q, srv.Rows(q)...)
+		q := tally.UsageQuery{Window: storetest.Window(t, tally.Day, m[0], m[1])}
+		storetest.Load(t, s, q, srv.Rows(q)...)
 	}
-	res = exportTo(t, s, Options{Dir: dir, Format: FormatParquet, From: date(t, "2026-09-15"), Until: date(t, "2026-10-01")})
+	res = exportTo(t, s, Options{Dir: dir, Format: FormatParquet, From: storetest.Date(t, "2026-09-15"), Until: storetest.Date(t, "2026-10-01")})
 	if u := datasetOf(t, res, "usage"); !slices.Equal(u.Written, []string{"2026-09"}) || len(u.Unchanged) != 0 {
 		t.Fatalf("range export wrote %v, left %v; want September only", u.Written, u.Unchanged)
 	}
@@ -217,8 +218,8 @@ func TestExportRewritesOnlyChangedMonths(t *testing.T) {
 	}
 
 	// October's rows are all gone (fetched again, empty): its folder goes.
-	q = tally.UsageQuery{Window: window(t, tally.Day, "2026-10-01", "2026-10-21")}
-	load(t, s, q)
+	q = tally.UsageQuery{Window: storetest.Window(t, tally.Day, "2026-10-01", "2026-10-21")}
+	storetest.Load(t, s, q)
 	res = exportTo(t, s, o)
 	if u := datasetOf(t, res, "usage"); !slices.Equal(u.Removed, []string{"2026-10"}) || !slices.Equal(u.Written, []string{"2026-08"}) {
 		t.Fatalf("written %v removed %v, want August (reloaded) written and October removed", u.Written, u.Removed)
@@ -226,7 +227,7 @@ func TestExportRewritesOnlyChangedMonths(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "usage", "month=2026-10")); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("October's folder is still there: %v", err)
 	}
-	if got, want := count(t, s, `SELECT count(*) FROM read_parquet(`+glob+`)`), count(t, s, `SELECT count(*) FROM usage`); got != want {
+	if got, want := storetest.Count(t, s, `SELECT count(*) FROM read_parquet(`+glob+`)`), storetest.Count(t, s, `SELECT count(*) FROM usage`); got != want {
 		t.Errorf("%d rows in the export, %d in the table", got, want)
 	}
 
@@ -272,21 +273,21 @@ func TestExportFOCUSFollowsTheRules(t *testing.T) {
 		"consumed and pricing quantity are the usage":   `ConsumedQuantity <> PricingQuantity`,
 	}
 	for name, bad := range rules {
-		if n := count(t, s, `SELECT count(*) FROM `+from+` WHERE `+bad); n > 0 {
+		if n := storetest.Count(t, s, `SELECT count(*) FROM `+from+` WHERE `+bad); n > 0 {
 			t.Errorf("%s: broken in %d rows (%s)", name, n, bad)
 		}
 	}
 
 	// Every usage row once, and money exact per currency.
-	want := rowsText(t, s, `SELECT currency, count(*), sum(cost) FROM usage WHERE granularity = 'day' AND basis = 'usage' GROUP BY ALL ORDER BY ALL`)
-	got := rowsText(t, s, `SELECT BillingCurrency, count(*), sum(x_Cost) FROM `+from+` GROUP BY ALL ORDER BY ALL`)
-	equalLines(t, "rows and cost per currency", got, want)
+	want := storetest.RowsText(t, s, `SELECT currency, count(*), sum(cost) FROM usage WHERE granularity = 'day' AND basis = 'usage' GROUP BY ALL ORDER BY ALL`)
+	got := storetest.RowsText(t, s, `SELECT BillingCurrency, count(*), sum(x_Cost) FROM `+from+` GROUP BY ALL ORDER BY ALL`)
+	storetest.EqualLines(t, "rows and cost per currency", got, want)
 	// The platform bills what it invoices itself; a marketplace's share
 	// is in its own invoice, and the fixture has some.
-	want = rowsText(t, s, `SELECT BillingCurrency, sum(x_Cost) FILTER (WHERE x_PaidAs IN ('direct', 'other') AND InvoiceIssuerName = ProviderName) FROM `+from+` GROUP BY ALL ORDER BY ALL`)
-	got = rowsText(t, s, `SELECT BillingCurrency, sum(BilledCost) FROM `+from+` GROUP BY ALL ORDER BY ALL`)
-	equalLines(t, "billed cost per currency", got, want)
-	if n := count(t, s, `SELECT count(*) FROM `+from+` WHERE InvoiceIssuerName <> ProviderName AND x_PaidAs = 'direct'`); n == 0 {
+	want = storetest.RowsText(t, s, `SELECT BillingCurrency, sum(x_Cost) FILTER (WHERE x_PaidAs IN ('direct', 'other') AND InvoiceIssuerName = ProviderName) FROM `+from+` GROUP BY ALL ORDER BY ALL`)
+	got = storetest.RowsText(t, s, `SELECT BillingCurrency, sum(BilledCost) FROM `+from+` GROUP BY ALL ORDER BY ALL`)
+	storetest.EqualLines(t, "billed cost per currency", got, want)
+	if n := storetest.Count(t, s, `SELECT count(*) FROM `+from+` WHERE InvoiceIssuerName <> ProviderName AND x_PaidAs = 'direct'`); n == 0 {
 		t.Error("the fixture has no marketplace rows billed directly: the marketplace rule is untested")
 	}
 
@@ -306,9 +307,9 @@ func TestExportFOCUSFollowsTheRules(t *testing.T) {
 	}
 	// The rate card in force: September's rows use the first snapshot,
 	// October's the second (every price raised by priceBump).
-	prices := rowsText(t, s, `SELECT DISTINCT strftime(timezone('UTC', ChargePeriodStart), '%Y-%m'), ListUnitPrice, x_RateCardSnapshotAt
+	prices := storetest.RowsText(t, s, `SELECT DISTINCT strftime(timezone('UTC', ChargePeriodStart), '%Y-%m'), ListUnitPrice, x_RateCardSnapshotAt
 FROM `+from+` WHERE SkuMeter = 'video_encoding_uhd' AND BillingCurrency = 'USD' ORDER BY 1`)
-	card := rowsText(t, s, `SELECT DISTINCT price FROM rate_card_price_snapshots WHERE name = 'premium_uhd(video_encoding_uhd)' AND currency = 'USD' AND snapshot_at = ?`, firstSnapshot)
+	card := storetest.RowsText(t, s, `SELECT DISTINCT price FROM rate_card_price_snapshots WHERE name = 'premium_uhd(video_encoding_uhd)' AND currency = 'USD' AND snapshot_at = ?`, firstSnapshot)
 	if len(card) != 1 {
 		t.Fatalf("rate card prices %v", card)
 	}
@@ -319,26 +320,26 @@ FROM `+from+` WHERE SkuMeter = 'video_encoding_uhd' AND BillingCurrency = 'USD' 
 		"2026-09|" + first.String() + "|" + firstSnapshot.Format(time.RFC3339),
 		"2026-10|" + second.String() + "|" + secondSnapshot.Format(time.RFC3339),
 	}
-	equalLines(t, "list price in force per month", prices, wantPrices)
+	storetest.EqualLines(t, "list price in force per month", prices, wantPrices)
 	// A meter no card prices (the DRM meter: no sku, no unit) keeps its
 	// cost as list cost, its name as SKU, and counts in Units.
-	if got := rowsText(t, s, `SELECT DISTINCT SkuId, SkuPriceId, PricingUnit, ConsumedUnit FROM `+from+` WHERE SkuMeter = 'drm_license_requests'`); !slices.Equal(got, []string{"drm_license_requests|drm_license_requests|Units|Units"}) {
+	if got := storetest.RowsText(t, s, `SELECT DISTINCT SkuId, SkuPriceId, PricingUnit, ConsumedUnit FROM `+from+` WHERE SkuMeter = 'drm_license_requests'`); !slices.Equal(got, []string{"drm_license_requests|drm_license_requests|Units|Units"}) {
 		t.Errorf("unpriced meter: %v", got)
 	}
 
 	// The CSV holds the same rows, times in FOCUS's format.
 	csvFrom := `read_csv(` + quoted(filepath.Join(dir, "focus_csv", "*", "*.csv")) + `, hive_partitioning = true, all_varchar = true)`
-	if got, want := count(t, s, `SELECT count(*) FROM `+csvFrom), count(t, s, `SELECT count(*) FROM `+from); got != want {
+	if got, want := storetest.Count(t, s, `SELECT count(*) FROM `+csvFrom), storetest.Count(t, s, `SELECT count(*) FROM `+from); got != want {
 		t.Errorf("CSV has %d rows, Parquet %d", got, want)
 	}
-	if n := count(t, s, `SELECT count(*) FROM `+csvFrom+` WHERE NOT regexp_full_match(ChargePeriodStart, '\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z')`); n > 0 {
+	if n := storetest.Count(t, s, `SELECT count(*) FROM `+csvFrom+` WHERE NOT regexp_full_match(ChargePeriodStart, '\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z')`); n > 0 {
 		t.Errorf("%d CSV rows have a ChargePeriodStart not in YYYY-MM-DDTHH:mm:ssZ", n)
 	}
-	if got := rowsText(t, s, `SELECT sum(CAST(BilledCost AS DECIMAL(38, 12))) FROM `+csvFrom); !slices.Equal(got, rowsText(t, s, `SELECT sum(BilledCost) FROM `+from)) {
+	if got := storetest.RowsText(t, s, `SELECT sum(CAST(BilledCost AS DECIMAL(38, 12))) FROM `+csvFrom); !slices.Equal(got, storetest.RowsText(t, s, `SELECT sum(BilledCost) FROM `+from)) {
 		t.Errorf("CSV billed cost %v differs from the Parquet's", got)
 	}
 	// The view in the database maps the same rows.
-	if got, want := count(t, s, `SELECT count(*) FROM focus WHERE x_Granularity = 'day' AND x_Basis = 'usage'`), count(t, s, `SELECT count(*) FROM `+from); got != want {
+	if got, want := storetest.Count(t, s, `SELECT count(*) FROM focus WHERE x_Granularity = 'day' AND x_Basis = 'usage'`), storetest.Count(t, s, `SELECT count(*) FROM `+from); got != want {
 		t.Errorf("the focus view has %d rows, the export %d", got, want)
 	}
 }
@@ -352,13 +353,13 @@ func TestExportFromReadOnlyCopy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f := datasetOf(t, res, "focus"); f.Rows != count(t, s, `SELECT count(*) FROM usage`) {
+	if f := datasetOf(t, res, "focus"); f.Rows != storetest.Count(t, s, `SELECT count(*) FROM usage`) {
 		t.Errorf("exported %d FOCUS rows from the copy", f.Rows)
 	}
 }
 
 func TestExportRefusesBadOptions(t *testing.T) {
-	s := openTemp(t)
+	s := storetest.Open(t)
 	ctx := context.Background()
 	dir := t.TempDir()
 	tests := []struct {
@@ -371,7 +372,7 @@ func TestExportRefusesBadOptions(t *testing.T) {
 		{"csv with parquet", Options{Dir: dir, Format: FormatParquet, CSV: true}, "CSV is written for format focus only"},
 		{"focus without granularity", Options{Dir: dir, Format: FormatFOCUS, Basis: tally.BasisUsage}, `granularity "" is not one of`},
 		{"focus without basis", Options{Dir: dir, Format: FormatFOCUS, Granularity: tally.Day}, `basis "" is not one of usage, reported`},
-		{"until before from", Options{Dir: dir, Format: FormatParquet, From: date(t, "2026-10-01"), Until: date(t, "2026-10-01")}, "until 2026-10-01 must be after from 2026-10-01"},
+		{"until before from", Options{Dir: dir, Format: FormatParquet, From: storetest.Date(t, "2026-10-01"), Until: storetest.Date(t, "2026-10-01")}, "until 2026-10-01 must be after from 2026-10-01"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -398,7 +399,7 @@ func TestExportRefusesBadOptions(t *testing.T) {
 }
 
 func TestExportEmptyStoreAndCancel(t *testing.T) {
-	s := openTemp(t)
+	s := storetest.Open(t)
 	dir := t.TempDir()
 	res := exportTo(t, s, Options{Dir: dir, Format: FormatParquet})
 	for _, d := range res.Datasets {
@@ -454,8 +455,8 @@ func TestFOCUSQueryRunsOnAnOlderCopy(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := rowsText(t, s, fmt.Sprintf(fingerprint, files))
-			equalLines(t, "the focus view", rowsText(t, s, fmt.Sprintf(fingerprint, "SELECT * FROM focus")), want)
+			want := storetest.RowsText(t, s, fmt.Sprintf(fingerprint, files))
+			storetest.EqualLines(t, "the focus view", storetest.RowsText(t, s, fmt.Sprintf(fingerprint, "SELECT * FROM focus")), want)
 			for _, v := range []string{"focus", "rate_card_matches", "payment_methods_by_month", "snapshots_in_force", "usage_rows", "meter_months", "meter_skus"} {
 				if _, err := s.DB().ExecContext(ctx, "DROP VIEW "+v); err != nil {
 					t.Fatal(err)
@@ -475,8 +476,8 @@ func TestFOCUSQueryRunsOnAnOlderCopy(t *testing.T) {
 				t.Errorf("the query reads daily_usage_totals: %v, usage_meter_days: %v; want daily_usage_totals %v",
 					reads, strings.Contains(body, "usage_meter_days"), c.kept)
 			}
-			got := rowsText(t, ro, fmt.Sprintf(fingerprint, body))
-			equalLines(t, "FOCUS rows on an older copy", got, want)
+			got := storetest.RowsText(t, ro, fmt.Sprintf(fingerprint, body))
+			storetest.EqualLines(t, "FOCUS rows on an older copy", got, want)
 			if f := strings.Split(want[0], "|"); f[2] == "0" || f[2] == f[0] {
 				t.Fatalf("rows, hash, rows priced from a rate card = %v: the fixture should price some rows from a card and not others", f)
 			}
@@ -573,7 +574,7 @@ VALUES (uuid(), DATE '2026-10-01', 'usage', 'day', 'close', TIMESTAMP '2026-10-2
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
-	from, until := date(t, "2026-09-10"), date(t, "2026-10-05") // September and October, whole
+	from, until := storetest.Date(t, "2026-09-10"), storetest.Date(t, "2026-10-05") // September and October, whole
 	inRangeMonths := map[string]bool{"2026-09": true, "2026-10": true}
 	lines := func(dir, name, part string, csv bool) []string {
 		t.Helper()
@@ -582,7 +583,7 @@ VALUES (uuid(), DATE '2026-10-01', 'usage', 'day', 'close', TIMESTAMP '2026-10-2
 		if csv {
 			read = `read_csv(` + glob + `, all_varchar = true, hive_partitioning = true)`
 		}
-		return rowsText(t, s, `SELECT CAST(t AS VARCHAR) FROM `+read+` t ORDER BY 1`)
+		return storetest.RowsText(t, s, `SELECT CAST(t AS VARCHAR) FROM `+read+` t ORDER BY 1`)
 	}
 	for _, c := range []struct {
 		name     string
@@ -630,10 +631,10 @@ VALUES (uuid(), DATE '2026-10-01', 'usage', 'day', 'close', TIMESTAMP '2026-10-2
 			}
 			// The range's rows include rows billed late and rows not billed yet.
 			focusRows := `read_parquet(` + quoted(filepath.Join(whole.Dir, "focus", "billing_period=2026-09", "*")) + `)`
-			if n := count(t, s, `SELECT count(*) FROM `+focusRows+` WHERE SkuMeter LIKE 'late %' AND ChargePeriodStart < TIMESTAMPTZ '2026-09-01 00:00:00+00'`); n == 0 {
+			if n := storetest.Count(t, s, `SELECT count(*) FROM `+focusRows+` WHERE SkuMeter LIKE 'late %' AND ChargePeriodStart < TIMESTAMPTZ '2026-09-01 00:00:00+00'`); n == 0 {
 				t.Error("no row of September is billed late: the fixture tests nothing")
 			}
-			if n := count(t, s, `SELECT count(*) FROM `+focusRows+` WHERE x_DateProcessed IS NULL AND SkuMeter LIKE 'unbilled %'`); n == 0 {
+			if n := storetest.Count(t, s, `SELECT count(*) FROM `+focusRows+` WHERE x_DateProcessed IS NULL AND SkuMeter LIKE 'unbilled %'`); n == 0 {
 				t.Error("no row of September is unbilled: the fixture tests nothing")
 			}
 		})

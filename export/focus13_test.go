@@ -14,7 +14,9 @@ import (
 
 	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/allocation"
+	"github.com/tally-dev/tally/internal/testkit/chargebackcheck"
 	"github.com/tally-dev/tally/internal/testkit/focuscheck"
+	"github.com/tally-dev/tally/internal/testkit/storetest"
 	"github.com/tally-dev/tally/store"
 )
 
@@ -97,7 +99,7 @@ func TestExportFOCUS13(t *testing.T) {
 	}
 
 	// Tally's mapping.
-	org := rowsText(t, s, `SELECT id, name FROM organization`)
+	org := storetest.RowsText(t, s, `SELECT id, name FROM organization`)
 	rules := map[string]string{
 		"the billing account is the organization":          `BillingAccountId || '|' || BillingAccountName <> '` + strings.ReplaceAll(org[0], "'", "''") + `' OR BillingAccountType <> 'Organization'`,
 		"one provider for service, host, and the old name": `ServiceProviderName <> 'Media cloud' OR HostProviderName <> 'Media cloud' OR ProviderName <> 'Media cloud' OR PublisherName <> 'Media cloud'`,
@@ -107,19 +109,19 @@ func TestExportFOCUS13(t *testing.T) {
 		"nothing allocated yet":                            `coalesce(AllocatedMethodId, AllocatedMethodDetails, AllocatedResourceId, AllocatedResourceName, AllocatedTags, x_AllocationOriginId) IS NOT NULL`,
 	}
 	for name, bad := range rules {
-		if n := count(t, s, `SELECT count(*) FROM `+cu+` WHERE `+bad); n > 0 {
+		if n := storetest.Count(t, s, `SELECT count(*) FROM `+cu+` WHERE `+bad); n > 0 {
 			t.Errorf("%s: broken in %d rows (%s)", name, n, bad)
 		}
 	}
 	// The 1.3 rows are the 1.2 rows, the payment method moved to x_.
-	want := rowsText(t, s, `SELECT BillingCurrency, count(*), sum(BilledCost), sum(EffectiveCost), sum(x_Cost), count(DISTINCT BillingAccountId), count(CommitmentDiscountId) FROM focus WHERE x_Granularity = 'day' AND x_Basis = 'usage' GROUP BY ALL ORDER BY ALL`)
-	got := rowsText(t, s, `SELECT BillingCurrency, count(*), sum(BilledCost), sum(EffectiveCost), sum(x_Cost), count(DISTINCT coalesce(x_PaymentMethodId, 'unassigned')), count(CommitmentDiscountId) FROM `+cu+` GROUP BY ALL ORDER BY ALL`)
-	equalLines(t, "1.3 rows against 1.2 rows per currency", got, want)
+	want := storetest.RowsText(t, s, `SELECT BillingCurrency, count(*), sum(BilledCost), sum(EffectiveCost), sum(x_Cost), count(DISTINCT BillingAccountId), count(CommitmentDiscountId) FROM focus WHERE x_Granularity = 'day' AND x_Basis = 'usage' GROUP BY ALL ORDER BY ALL`)
+	got := storetest.RowsText(t, s, `SELECT BillingCurrency, count(*), sum(BilledCost), sum(EffectiveCost), sum(x_Cost), count(DISTINCT coalesce(x_PaymentMethodId, 'unassigned')), count(CommitmentDiscountId) FROM `+cu+` GROUP BY ALL ORDER BY ALL`)
+	storetest.EqualLines(t, "1.3 rows against 1.2 rows per currency", got, want)
 	// Every entitlement of a known type is a commitment, with what its
 	// rows drew from it.
-	want = rowsText(t, s, `SELECT CommitmentDiscountId, sum(x_Cost) FROM focus WHERE x_Granularity = 'day' AND x_Basis = 'usage' AND CommitmentDiscountId IS NOT NULL GROUP BY ALL ORDER BY ALL`)
-	got = rowsText(t, s, `SELECT ContractCommitmentId, x_AppliedCost FROM `+cc+` ORDER BY ALL`)
-	equalLines(t, "commitments and what was drawn", got, want)
+	want = storetest.RowsText(t, s, `SELECT CommitmentDiscountId, sum(x_Cost) FROM focus WHERE x_Granularity = 'day' AND x_Basis = 'usage' AND CommitmentDiscountId IS NOT NULL GROUP BY ALL ORDER BY ALL`)
+	got = storetest.RowsText(t, s, `SELECT ContractCommitmentId, x_AppliedCost FROM `+cc+` ORDER BY ALL`)
+	storetest.EqualLines(t, "commitments and what was drawn", got, want)
 	if got := strings.Join(distinct(t, s, "ContractCommitmentCategory", cc), "|"); got != "Spend|Usage" {
 		t.Errorf("commitment categories %q", got)
 	}
@@ -318,7 +320,7 @@ SELECT o.* REPLACE (
         'origin-1' AS x_AllocationOriginId,
         o.BilledCost AS x_AllocationOriginBilledCost, o.EffectiveCost AS x_AllocationOriginEffectiveCost)
 FROM ` + origin + ` o, (VALUES (0.25, 'Marketing', false), (0.75, 'Sales', true)) a(r, cc, last))`
-	if n := count(t, s, `SELECT count(*) FROM `+split+` WHERE x_AllocationOriginId IS NOT NULL`); n != 2 {
+	if n := storetest.Count(t, s, `SELECT count(*) FROM `+split+` WHERE x_AllocationOriginId IS NOT NULL`); n != 2 {
 		t.Fatalf("the split has %d allocated charges, want 2", n)
 	}
 	if v, err := focuscheck.Violations13(ctx, s.DB(), split); err != nil || len(v) > 0 {
@@ -355,7 +357,7 @@ func TestExportFOCUS13SplitCostAllocation(t *testing.T) {
 	o := Options{Format: FormatFOCUS, Granularity: tally.Day, Basis: tally.BasisUsage}
 	o.Dir = t.TempDir()
 	before := parquetOf(exportTo(t, f.s, o).Dir, "focus")
-	if err := allocation.Set(ctx, f.s, chargebackRules(t)); err != nil {
+	if err := allocation.Set(ctx, f.s, chargebackcheck.Rules()); err != nil {
 		t.Fatal(err)
 	}
 	o.Dir = t.TempDir()
@@ -369,20 +371,20 @@ func TestExportFOCUS13SplitCostAllocation(t *testing.T) {
 		t.Errorf("FOCUS 1.3 with split cost allocation: %s", l)
 	}
 	// Every method was exported, the driver with its usage.
-	methods := distinctText(t, f.s, `SELECT DISTINCT json_extract_string(AllocatedMethodDetails, '$.Elements[0].x_Method') FROM `+after+` WHERE AllocatedMethodId IS NOT NULL ORDER BY 1`)
+	methods := storetest.Strings(t, f.s, `SELECT DISTINCT json_extract_string(AllocatedMethodDetails, '$.Elements[0].x_Method') FROM `+after+` WHERE AllocatedMethodId IS NOT NULL ORDER BY 1`)
 	if !slices.Equal(methods, []string{"driver", "even", "fixed", "proportional"}) {
 		t.Errorf("methods exported %v, want driver, even, fixed, proportional", methods)
 	}
-	if n := count(t, f.s, `SELECT count(*) FROM `+after+` WHERE AllocatedMethodId LIKE 'egress@2026-08 driver'
+	if n := storetest.Count(t, f.s, `SELECT count(*) FROM `+after+` WHERE AllocatedMethodId LIKE 'egress@2026-08 driver'
   AND (json_extract_string(AllocatedMethodDetails, '$.Elements[0].UsageUnit') IS NULL OR CAST(json_extract_string(AllocatedMethodDetails, '$.Elements[0].UsageQuantity') AS DECIMAL(38, 12)) <= 0)`); n > 0 {
 		t.Errorf("%d driver rows without the receiver's driver usage", n)
 	}
-	if n := count(t, f.s, `SELECT count(*) FROM `+after+` WHERE json_extract_string(AllocatedMethodDetails, '$.Elements[0].UsageQuantity') IS NOT NULL`); n == 0 {
+	if n := storetest.Count(t, f.s, `SELECT count(*) FROM `+after+` WHERE json_extract_string(AllocatedMethodDetails, '$.Elements[0].UsageQuantity') IS NOT NULL`); n == 0 {
 		t.Error("no driver row carries UsageQuantity")
 	}
 	// Exactly: ratios as decimals sum to 1; every cost and quantity of the
 	// parts sums to the origin's.
-	if bad := rowsText(t, f.s, `SELECT x_AllocationOriginId, sum(CAST(json_extract_string(AllocatedMethodDetails, '$.Elements[0].AllocatedRatio') AS DECIMAL(38, 12))) AS ratios,
+	if bad := storetest.RowsText(t, f.s, `SELECT x_AllocationOriginId, sum(CAST(json_extract_string(AllocatedMethodDetails, '$.Elements[0].AllocatedRatio') AS DECIMAL(38, 12))) AS ratios,
        sum(BilledCost), any_value(x_AllocationOriginBilledCost), sum(EffectiveCost), any_value(x_AllocationOriginEffectiveCost)
 FROM `+after+` WHERE x_AllocationOriginId IS NOT NULL GROUP BY 1
 HAVING ratios <> 1 OR sum(BilledCost) <> any_value(x_AllocationOriginBilledCost) OR sum(EffectiveCost) <> any_value(x_AllocationOriginEffectiveCost) LIMIT 5`); len(bad) > 0 {
@@ -397,7 +399,7 @@ HAVING ratios <> 1 OR sum(BilledCost) <> any_value(x_AllocationOriginBilledCost)
 	for i, c := range focusSplit {
 		sums[i] = "sum(" + c + ") AS " + c
 	}
-	missing := count(t, f.s, `SELECT count(*) FROM (
+	missing := storetest.Count(t, f.s, `SELECT count(*) FROM (
     (SELECT x_Organization, ChargePeriodStart, SubAccountId, SkuId, BillingAccountId, x_PaidAs, x_EntitlementId, x_Family, BillingCurrency, `+cols+` FROM `+before+`)
     EXCEPT ALL
     (SELECT x_Organization, ChargePeriodStart, SubAccountId, SkuId, BillingAccountId, x_PaidAs, x_EntitlementId, x_Family, BillingCurrency, `+cols+` FROM `+after+` WHERE x_AllocationOriginId IS NULL
@@ -408,21 +410,21 @@ HAVING ratios <> 1 OR sum(BilledCost) <> any_value(x_AllocationOriginBilledCost)
 		t.Errorf("%d rows of the export without allocation are neither kept nor the sum of their parts", missing)
 	}
 	total := `SELECT BillingCurrency, ` + strings.Join(sums, ", ") + ` FROM %s GROUP BY 1 ORDER BY 1`
-	b, a := rowsText(t, f.s, fmt.Sprintf(total, before)), rowsText(t, f.s, fmt.Sprintf(total, after))
+	b, a := storetest.RowsText(t, f.s, fmt.Sprintf(total, before)), storetest.RowsText(t, f.s, fmt.Sprintf(total, after))
 	if !slices.Equal(a, b) {
 		t.Errorf("totals per currency changed by allocation:\nwithout %v\nwith    %v", b, a)
 	}
 	// List and contracted cost: within the rounding of 12 decimals, a
 	// 10^-12 per part at most.
 	drift := `SELECT BillingCurrency, sum(ListCost) AS l, sum(ContractedCost) AS c, count(*) AS n FROM %s GROUP BY 1`
-	if bad := rowsText(t, f.s, `SELECT a.BillingCurrency, a.l - b.l, a.c - b.c FROM (`+fmt.Sprintf(drift, after)+`) a JOIN (`+fmt.Sprintf(drift, before)+`) b USING (BillingCurrency)
+	if bad := storetest.RowsText(t, f.s, `SELECT a.BillingCurrency, a.l - b.l, a.c - b.c FROM (`+fmt.Sprintf(drift, after)+`) a JOIN (`+fmt.Sprintf(drift, before)+`) b USING (BillingCurrency)
 WHERE abs(a.l - b.l) > a.n * 0.000000000001 OR abs(a.c - b.c) > a.n * 0.000000000001`); len(bad) > 0 {
 		t.Errorf("list or contracted cost moved by more than rounding: %v", bad)
 	}
-	t.Logf("list and contracted cost, with minus without allocation: %v", rowsText(t, f.s, `SELECT a.BillingCurrency, a.l - b.l, a.c - b.c FROM (`+fmt.Sprintf(drift, after)+`) a JOIN (`+fmt.Sprintf(drift, before)+`) b USING (BillingCurrency)`))
-	split := count(t, f.s, `SELECT count(DISTINCT x_AllocationOriginId) FROM `+after)
-	rows := count(t, f.s, `SELECT count(*) FROM `+after)
-	t.Logf("%d rows without allocation; %d with, %d origin rows split", count(t, f.s, `SELECT count(*) FROM `+before), rows, split)
+	t.Logf("list and contracted cost, with minus without allocation: %v", storetest.RowsText(t, f.s, `SELECT a.BillingCurrency, a.l - b.l, a.c - b.c FROM (`+fmt.Sprintf(drift, after)+`) a JOIN (`+fmt.Sprintf(drift, before)+`) b USING (BillingCurrency)`))
+	split := storetest.Count(t, f.s, `SELECT count(DISTINCT x_AllocationOriginId) FROM `+after)
+	rows := storetest.Count(t, f.s, `SELECT count(*) FROM `+after)
+	t.Logf("%d rows without allocation; %d with, %d origin rows split", storetest.Count(t, f.s, `SELECT count(*) FROM `+before), rows, split)
 	if split == 0 {
 		t.Error("nothing split")
 	}
@@ -437,7 +439,7 @@ func TestFOCUS13CommitmentPerCurrency(t *testing.T) {
 	ctx := context.Background()
 	// Twenty of a license entitlement's charges again in EUR, as an
 	// interface that bills one entitlement in two currencies sends them.
-	ent := rowsText(t, s, `SELECT min(entitlement) FROM usage WHERE entitlement_type = 'license' AND currency = 'USD' AND granularity = 'day' AND basis = 'usage' AND cost > 0`)[0]
+	ent := storetest.RowsText(t, s, `SELECT min(entitlement) FROM usage WHERE entitlement_type = 'license' AND currency = 'USD' AND granularity = 'day' AND basis = 'usage' AND cost > 0`)[0]
 	if _, err := s.DB().ExecContext(ctx, `INSERT INTO usage SELECT u.* REPLACE ('EUR' AS currency, NULL AS key_id)
 FROM usage u WHERE entitlement = ? AND granularity = 'day' AND basis = 'usage' AND cost > 0
 QUALIFY row_number() OVER (ORDER BY date DESC, project, meter_name) <= 20`, ent); err != nil {
@@ -456,16 +458,16 @@ QUALIFY row_number() OVER (ORDER BY date DESC, project, meter_name) <= 20`, ent)
 		t.Errorf("FOCUS 1.3 with an entitlement in two currencies: %s", l)
 	}
 	cu, cc := parquetOf(dir, "focus"), parquetOf(dir, focusCommitmentsDataset)
-	got := rowsText(t, s, `SELECT ContractCommitmentId, BillingCurrency, x_AppliedCost, ContractCommitmentDescription FROM `+cc+` WHERE ContractCommitmentId LIKE ? ORDER BY ALL`, ent+"%")
-	want := rowsText(t, s, `SELECT CommitmentDiscountId || '/' || BillingCurrency, BillingCurrency, sum(x_Cost), 'license entitlement ' || CommitmentDiscountId || ' on payment method ' || any_value(x_PaymentMethodName) || ', drawn in ' || BillingCurrency
+	got := storetest.RowsText(t, s, `SELECT ContractCommitmentId, BillingCurrency, x_AppliedCost, ContractCommitmentDescription FROM `+cc+` WHERE ContractCommitmentId LIKE ? ORDER BY ALL`, ent+"%")
+	want := storetest.RowsText(t, s, `SELECT CommitmentDiscountId || '/' || BillingCurrency, BillingCurrency, sum(x_Cost), 'license entitlement ' || CommitmentDiscountId || ' on payment method ' || any_value(x_PaymentMethodName) || ', drawn in ' || BillingCurrency
 FROM `+cu+` WHERE CommitmentDiscountId = ? GROUP BY CommitmentDiscountId, BillingCurrency ORDER BY ALL`, ent)
 	if len(want) != 2 || !strings.HasPrefix(want[0], ent+"/EUR|EUR|") || strings.Contains(want[0], "|EUR|0.000000000000|") {
 		t.Fatalf("the entitlement's charges are not in two currencies with some cost in EUR: %v", want)
 	}
-	equalLines(t, "the entitlement's commitments, one per currency", got, want)
+	storetest.EqualLines(t, "the entitlement's commitments, one per currency", got, want)
 	// Every commitment's amount is the sum of the charges that name it,
 	// all in its currency.
-	if n := count(t, s, `WITH applied AS (
+	if n := storetest.Count(t, s, `WITH applied AS (
     SELECT json_extract_string(ContractApplied, '$.Elements[0].ContractCommitmentID') AS id, BillingCurrency, x_Cost FROM `+cu+` WHERE ContractApplied IS NOT NULL
 )
 SELECT count(*) FROM `+cc+` c
@@ -474,7 +476,7 @@ WHERE c.x_AppliedCost IS DISTINCT FROM (SELECT sum(x_Cost) FROM applied a WHERE 
 		t.Errorf("%d commitments state an amount other than the sum of their charges in their currency", n)
 	}
 	// An entitlement in one currency keeps its own id.
-	if n := count(t, s, `SELECT count(*) FROM `+cc+` WHERE ContractCommitmentId NOT LIKE '%/%'`); n == 0 {
+	if n := storetest.Count(t, s, `SELECT count(*) FROM `+cc+` WHERE ContractCommitmentId NOT LIKE '%/%'`); n == 0 {
 		t.Error("no commitment kept the entitlement's id")
 	}
 }

@@ -19,6 +19,7 @@ import (
 	_ "github.com/tally-dev/tally/ingest"
 	"github.com/tally-dev/tally/internal/secret"
 	"github.com/tally-dev/tally/internal/testkit/focuscheck"
+	"github.com/tally-dev/tally/internal/testkit/storetest"
 	"github.com/tally-dev/tally/job"
 	"github.com/tally-dev/tally/schedules"
 	"github.com/tally-dev/tally/store"
@@ -30,7 +31,7 @@ func TestExportStepAndCommand(t *testing.T) {
 	dir := t.TempDir()
 	db := filepath.Join(dir, "tally.duckdb")
 	now := func() time.Time { return time.Date(2026, 10, 20, 12, 0, 0, 0, time.UTC) }
-	srv := sim.New(sim.Options{Seed: 3, Start: date(t, "2026-09-01"), Now: now, PageSize: 500})
+	srv := sim.New(sim.Options{Seed: 3, Start: storetest.Date(t, "2026-09-01"), Now: now, PageSize: 500})
 	ts := httptest.NewServer(srv)
 	t.Cleanup(ts.Close)
 	cfg, err := configs.Parse([]byte(fmt.Sprintf(`api:

@@ -14,7 +14,7 @@ import (
 // or half-made file under it; the next run creates the database and
 // removes the leftover.
 func TestCrashWhileCreatingTheDatabase(t *testing.T) {
-	e := runtest.ProofStart(t, runtest.ProofSetup{})
+	e := runtest.ProofStart(t, runtest.ProofSetup{NoStore: true})
 	leftover := e.DB + ".creating-0123456789abcdef"
 	if err := os.WriteFile(leftover, nil, 0o600); err != nil {
 		t.Fatal(err)

@@ -108,7 +108,10 @@ var splitColumns = []column{
 }
 
 func (b *builder) byProject() error {
-	return b.bySplit(sheetProject, "ByProject", "Project", "by_project")
+	if err := b.bySplit(sheetProject, "ByProject", "Project", "by_project"); err != nil {
+		return err
+	}
+	return b.byProjectConverted()
 }
 
 // byOrganization is a group workbook's sheet: the month per organization

@@ -99,6 +99,7 @@ func (b *builder) budgets() error {
 			throughHead, through.Time = "Data through", b.p.end().AddDate(0, 0, -1)
 		}
 	}
+	b.budgetActualHead = actualHead
 	t, err := b.newTable(sheetBudgets, "Budgets", 1, []column{
 		{"Budget", 18}, {"Scope", 24}, {"Currency", 16}, {"Budget amount", 16}, {actualHead, 16},
 		{"Actual %", 10}, {"Forecast month end", 18}, {"Forecast %", 11}, {throughHead, 12},
@@ -135,6 +136,7 @@ func (b *builder) budgets() error {
 			return err
 		}
 		cells = append(cells, c, b.share(forecast, bu.Amount), b.day(dataThrough))
+		b.budgetStatus = append(b.budgetStatus, budgetStatus{budget: bu, actual: actual, forecast: forecast})
 		if err := t.add(cells...); err != nil {
 			return err
 		}

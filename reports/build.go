@@ -12,6 +12,7 @@ import (
 	"github.com/xuri/excelize/v2"
 
 	"github.com/tally-dev/tally"
+	"github.com/tally-dev/tally/configs"
 	"github.com/tally-dev/tally/store"
 )
 
@@ -35,6 +36,14 @@ type Options struct {
 	Now func() time.Time
 	// Budgets, when any, get a Budgets and forecast sheet.
 	Budgets []Budget
+	// Commitments, when any (the config's commitments), get a
+	// Commitments sheet; without, the workbook has none.
+	Commitments []tally.CommitmentTerms
+	// ReportingCurrency, when set, gets the Summary and By project a
+	// total converted into it at FXRates (by month YYYY-MM and currency),
+	// beside the figures per currency (config reports.reporting_currency).
+	ReportingCurrency string
+	FXRates           map[string]map[string]configs.FXRate
 	// Close, when set, makes this the month's final workbook, stamped
 	// with the close that writes it (tally close). Other workbooks read
 	// the month's close from month_closes.
@@ -144,6 +153,9 @@ type builder struct {
 	detailIn     *detailReader // the Detail rows, read ahead
 	currencies   []string      // every currency of the month, sorted
 
+	commitmentFlags []flagRow  // commitments drawn faster than they last, for Flags
+	totals          []totalRow // the month's per currency, for the converted totals
+
 	printWidths map[string]float64  // each sheet's printed width, in characters, for printSetup
 	printCharts map[string][][2]int // the rows each chart of a sheet spans, for printTable
 	printKeep   map[string][]int    // rows that must not end a printed page: headers, tables' titles
@@ -156,6 +168,9 @@ type builder struct {
 	adjustments      []adjustmentRow   // closed months' differences, for their sheet
 	group            bool              // the month's rows belong to several organizations: a group workbook
 	adjustmentTotals []adjustmentTotal // and per closed month and currency, for the Summary
+
+	budgetStatus     []budgetStatus // each budget's figures, as the Budgets sheet shows them, for the Summary
+	budgetActualHead string         // and the Budgets sheet's word for the actual
 }
 
 func newBuilder(ctx context.Context, src Source, p Period, opts Options) (*builder, error) {
@@ -204,6 +219,7 @@ func (b *builder) build() error {
 	if err != nil {
 		return err
 	}
+	b.totals = totals
 	for _, t := range totals {
 		b.currencies = append(b.currencies, t.currency)
 	}
@@ -223,9 +239,17 @@ func (b *builder) build() error {
 		{sheetMeter, b.byMeter},
 		{sheetPayment, b.byPaymentMethod},
 		{sheetRateCard, b.rateCardCheck},
-		{sheetFlags, b.flags},
-		{sheetDaily, b.daily},
 	}
+	if len(b.opts.Commitments) > 0 {
+		steps = append(steps, struct {
+			name string
+			fill func() error
+		}{sheetCommitments, b.commitments})
+	}
+	steps = append(steps, []struct {
+		name string
+		fill func() error
+	}{{sheetFlags, b.flags}, {sheetDaily, b.daily}}...)
 	if b.group {
 		steps = append([]struct {
 			name string

@@ -4,8 +4,8 @@
 //
 // Build runs the queries embedded from sql/reports/ (one per sheet) against
 // any Source (a *sql.DB on the store's DuckDB file) and writes the sheets:
-// Summary, By project, By meter, By payment method, Rate card check, Flags,
-// Daily, Detail (streamed, continued on Detail 2, Detail 3… past the row
+// Summary, By project, By meter, By payment method, Rate card check,
+// Commitments (with the config's commitments), Flags, Daily, Detail (streamed, continued on Detail 2, Detail 3… past the row
 // limit) and Notes. WriteFile does the same into a file, atomically.
 //
 // Money never passes through a float on its way to a total: every amount is

@@ -9,8 +9,8 @@ import (
 // flagKind is one kind of item the Flags sheet lists.
 type flagKind string
 
-// Flag kinds. The first six come from flags.sql, the rest from the rate
-// card check.
+// Flag kinds. The first six come from flags.sql, then the rate card
+// check's, and last the Commitments sheet's.
 const (
 	flagOutsideValidity    flagKind = "outside_validity"
 	flagValidityUnknown    flagKind = "validity_unknown"
@@ -23,6 +23,7 @@ const (
 	flagNoPrice            flagKind = "no_price"
 	flagSeveralPrices      flagKind = "several_prices"
 	flagCurrencyDiffers    flagKind = "currency_differs"
+	flagCommitmentRunsOut  flagKind = "commitment_runs_out"
 )
 
 // flagKinds lists every kind in the order the Summary counts them.
@@ -30,6 +31,7 @@ var flagKinds = []flagKind{
 	flagOutsideValidity, flagValidityUnknown, flagMethodState, flagStreamLicenses,
 	flagUnknownEntitlement, flagNotCharged, flagEstimateCorrection,
 	flagRateVariance, flagNoPrice, flagSeveralPrices, flagCurrencyDiffers,
+	flagCommitmentRunsOut,
 }
 
 // label is the kind as finance reads it.
@@ -57,6 +59,8 @@ func (k flagKind) label() string {
 		return "Several rate card prices"
 	case flagCurrencyDiffers:
 		return "Rate card in another currency"
+	case flagCommitmentRunsOut:
+		return "Commitment runs out before its end"
 	}
 	return string(k)
 }
@@ -86,6 +90,8 @@ func (k flagKind) action() string {
 		return "Decide which rate card price applies to this meter and confirm it with the provider; the check cannot pick one."
 	case flagCurrencyDiffers:
 		return "Confirm with the provider which currency this payment method is billed in."
+	case flagCommitmentRunsOut:
+		return "At this pace the commitment will not last its term. Decide with the usage's owners whether to slow the usage or buy more, and check the contract for what usage after it runs out is billed at."
 	}
 	return ""
 }
@@ -228,7 +234,7 @@ func (b *builder) flags() error {
 	if err != nil {
 		return err
 	}
-	for _, f := range append(found, b.rateFlags...) {
+	for _, f := range append(append(found, b.rateFlags...), b.commitmentFlags...) {
 		cost, err := b.amount(f.cost, f.currency)
 		if err != nil {
 			return err

@@ -12,6 +12,7 @@ import (
 	"github.com/xuri/excelize/v2"
 
 	"github.com/tally-dev/tally"
+	"github.com/tally-dev/tally/configs"
 	"github.com/tally-dev/tally/internal/testkit/printcheck"
 	"github.com/tally-dev/tally/reports"
 )
@@ -268,4 +269,62 @@ SELECT 'day', 'usage', DATE '2026-10-01' + (i // 40)::INTEGER, DATE '2026-10-02'
        10 + i % 7, 0.015, (0.015 * (10 + i % 7))::DECIMAL(38, 12), CASE WHEN i % 3 = 0 THEN 'EUR' ELSE 'USD' END,
        NULL, NULL, ?, 'Direct USD', 'project-' || (i % 9), CAST(? AS UUID), ?
 FROM range(1240) t(i)`, pm1, runID, now.Add(-48*time.Hour))
+}
+
+// The sheets and blocks that config adds print legibly too: the
+// Commitments sheet (one page, one page wide, its amounts on paper) and the
+// totals converted into a reporting currency on the Summary and By
+// project, whose total is on paper.
+func TestCommitmentsAndConvertedTotalsPrint(t *testing.T) {
+	tools, err := printcheck.Find()
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := openDB(t)
+	seed(t, db)
+	terms := commitmentsFixture(t, db)
+	rate := tally.MustDecimal("0.9215")
+	f, path := build(t, db, reports.Options{Commitments: terms, ReportingCurrency: "EUR",
+		FXRates: map[string]map[string]configs.FXRate{"2026-10": {"USD": {Rate: rate, Source: "reports.fx_rates"}}}})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	pdfs, err := tools.ToPDFs(ctx, t.TempDir(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages, err := tools.Pages(ctx, pdfs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	printcheck.Legible(t, path, pages)
+	by := printcheck.BySheet(pages)
+	if n := len(by["Commitments"]); n != 1 {
+		t.Fatalf("Commitments prints on %d pages, want 1", n)
+	}
+	if across := printcheck.FirstBand(by["Commitments"]); len(across) > 1 {
+		t.Errorf("Commitments prints %d pages wide, want one", len(across))
+	}
+	page := by["Commitments"][0].Text()
+	// The pool's figures as the sheet shows them: committed, drawn this
+	// month and to date, remaining; and the name that tells the rows apart.
+	// The pool runs out on 2026-12-30 at October's pace: the day the sheet
+	// is for is on paper.
+	for _, want := range []string{"Encoding pool 2026", "entitlement ent-min", "Committed", "Drawn this month", "Drawn to date", "Remaining",
+		"1,000.00", "310.00", "400.00", "600.00", "Runs out at the month's pace", "2026-12-30", "lasts past its end"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the Commitments page lacks %q:\n%.800s", want, page)
+		}
+	}
+	for _, sheet := range []string{"Summary", "By project"} {
+		var text strings.Builder
+		for _, p := range by[sheet] {
+			text.WriteString(p.Text())
+		}
+		if !strings.Contains(text.String(), "Total in EUR") || !strings.Contains(text.String(), "reports.fx_rates") {
+			t.Errorf("%s's pages lack the converted total and its rate's source:\n%.1200s", sheet, text.String())
+		}
+	}
+	if _, err := f.GetSheetIndex("Commitments"); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -65,7 +65,7 @@ VALUES ('default', 'hour', 'usage', 'all', DATE '2026-09-01', DATE '2026-11-03',
 				p: Period{Month: time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC), Basis: basis, Granularity: tally.Hour}}
 			for _, name := range []string{"month_rows", "month_organizations", "summary_totals", "summary_entitlements", "by_project",
 				"by_organization", "by_meter", "by_payment_method", "rate_card_check", "flags", "daily", "detail_days", "detail",
-				"budget", "anomalies", "adjustments", "close_fingerprint", "close_figures"} {
+				"budget", "anomalies", "adjustments", "close_fingerprint", "close_figures", "summary_projects"} {
 				q, err := b.queryText(name)
 				if err != nil {
 					t.Fatal(err)

@@ -42,9 +42,14 @@ func (b *builder) queryText(name string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("read query %s: %w", name, err)
 	}
+	paidBy, err := fs.ReadFile(tallysql.Reports, "reports/month_paid_by.sql")
+	if err != nil {
+		return "", fmt.Errorf("read query %s: %w", name, err)
+	}
 	// Besides tables, the sheet queries read month_usage, the report
-	// month's rows, month_paid, its value split by how it is paid (a
-	// query that does not read it leaves it unplanned), and views. All
+	// month's rows, month_paid, its value split by how it is paid,
+	// month_paid_by, that split summed for the sheets of totals (a query
+	// that does not read them leaves them unplanned), and views. All
 	// are put in front of the query, so the workbook uses this Tally's
 	// definitions even when built from an analysts' copy an older Tally
 	// published (tallysql.Inline).
@@ -73,7 +78,12 @@ func (b *builder) queryText(name string) (string, error) {
 	if b.p.Organization != "" {
 		where = orgWhere(where)
 	}
-	q, err := tallysql.InlineDefined(tallysql.With(string(text), tallysql.CTE{Name: "month_usage", Query: string(month)}, tallysql.CTE{Name: "month_paid", Query: string(paid)}), where, defs)
+	// Composed by the inliner rather than read from views and macros:
+	// which definition of a view counts is known only once the database
+	// is open (kept tables, the report month's meters), and the day
+	// figures' condition must reach the usage table's scan under every
+	// view above it (see tallysql.Inline).
+	q, err := tallysql.InlineDefined(tallysql.With(string(text), tallysql.CTE{Name: "month_usage", Query: string(month)}, tallysql.CTE{Name: "month_paid", Query: string(paid)}, tallysql.CTE{Name: "month_paid_by", Query: string(paidBy)}), where, defs)
 	if err != nil {
 		return "", fmt.Errorf("read query %s: %w", name, err)
 	}

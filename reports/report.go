@@ -148,10 +148,11 @@ func ReportOrg(ctx context.Context, cfg *configs.Config, src Source, month time.
 	return p, nil
 }
 
-// OptionsOf are the workbook options of cfg: tolerance, budgets and
-// chargeback.
+// OptionsOf are the workbook options of cfg: tolerance, budgets,
+// commitments, the reporting currency and chargeback.
 func OptionsOf(cfg *configs.Config, now func() time.Time) Options {
-	return Options{Tolerance: cfg.Reports.Tolerance, Now: now, Budgets: BudgetsOf(cfg), Allocation: &cfg.Allocation}
+	return Options{Tolerance: cfg.Reports.Tolerance, Now: now, Budgets: BudgetsOf(cfg), Commitments: cfg.CommitmentTerms(),
+		ReportingCurrency: cfg.Reports.ReportingCurrency, FXRates: cfg.Reports.FXRates, Allocation: &cfg.Allocation}
 }
 
 // Statements writes the chargeback statement of every cost centre of p's

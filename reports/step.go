@@ -12,16 +12,24 @@ import (
 	"github.com/tally-dev/tally/job"
 )
 
-func init() { job.Register("report", step) }
+func init() { job.Register("report", Step(nil, nil)) }
 
-// step writes the workbooks of reports.months, as `tally run` does.
-func step(ctx context.Context, env *job.Env, _ uuid.UUID) (job.Result, error) {
-	written, err := WriteMonths(ctx, env, nil)
-	var res job.Result
-	for _, w := range written {
-		res.Outputs = append(res.Outputs, w.Path)
+// Step is the report step: it writes the workbooks of months (nil: the
+// config's reports.months), as `tally run` does, lists them as the run's
+// outputs and, with written, hands them to the caller (`tally run` prints
+// them).
+func Step(months []string, written *[]Written) job.Step {
+	return func(ctx context.Context, env *job.Env, _ uuid.UUID) (job.Result, error) {
+		w, err := WriteMonths(ctx, env, months)
+		if written != nil {
+			*written = w
+		}
+		var res job.Result
+		for _, x := range w {
+			res.Outputs = append(res.Outputs, x.Path)
+		}
+		return res, err
 	}
-	return res, err
 }
 
 // ResolveMonths resolves reports.months ("previous", "current" or YYYY-MM)

@@ -14,6 +14,7 @@ const (
 	fmtQuantity = "#,##0.00####"
 	fmtPercent  = "0.00%"
 	fmtDate     = "yyyy-mm-dd"
+	fmtMonth    = "yyyy-mm"
 	fmtDateTime = "yyyy-mm-dd hh:mm:ss"
 	fmtHour     = "yyyy-mm-dd hh:mm"
 	fmtPrice    = "#,##0.00####"
@@ -66,6 +67,7 @@ type styles struct {
 	notPriced                  int // "not priced" where an amount would be, aligned as one
 	integer, quantity, percent int
 	date, dateTime, hour       int
+	month                      int // a month, as its first day
 
 	money      map[string]int
 	moneyTotal map[string]int // an amount on a total row: bold
@@ -112,6 +114,8 @@ func newStyles(f *excelize.File) (*styles, error) {
 	s.quantity = mk(num(fmtQuantity))
 	s.percent = mk(num(fmtPercent))
 	s.date = mk(num(fmtDate))
+	month := fmtMonth
+	s.month = mk(&excelize.Style{CustomNumFmt: &month, Alignment: &excelize.Alignment{Horizontal: "left", Vertical: "top"}})
 	s.dateTime = mk(num(fmtDateTime))
 	s.hour = mk(num(fmtHour))
 	return s, err

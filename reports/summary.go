@@ -73,10 +73,17 @@ func (b *builder) summary(totals []totalRow) error {
 	if err := s.lines(lines); err != nil {
 		return err
 	}
-	// The money first, as a controller reads it: totals and how they are
-	// paid, then what needs a look; then how fresh the data is; the run
-	// that wrote the workbook last, for whoever supports it.
+	// The month's story first (story.go), then the money as a controller
+	// reads it: totals and how they are paid, then what needs a look; then
+	// how fresh the data is; the run that wrote the workbook last, for
+	// whoever supports it.
+	if err := s.story(); err != nil {
+		return err
+	}
 	if err := s.totals(totals); err != nil {
+		return err
+	}
+	if err := s.converted(totals); err != nil {
 		return err
 	}
 	if err := s.adjustments(); err != nil {
@@ -307,6 +314,11 @@ func (s *summaryWriter) flagCounts() error {
 		switch k {
 		case flagRateVariance, flagNoPrice, flagSeveralPrices, flagCurrencyDiffers:
 			where = sheetFlags + ", " + sheetRateCard
+		case flagCommitmentRunsOut:
+			if len(b.opts.Commitments) == 0 {
+				continue // no commitments configured: nothing to count
+			}
+			where = sheetFlags + ", " + sheetCommitments
 		}
 		if err := s.put(b.txt(k.label()), b.count(int64(b.flagCounts[k])), b.txt(where)); err != nil {
 			return err

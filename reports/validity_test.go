@@ -2,6 +2,7 @@ package reports_test
 
 import (
 	"context"
+	"database/sql"
 	"testing"
 	"time"
 
@@ -35,12 +36,8 @@ func TestValidityJudgedOnTheBucket(t *testing.T) {
 		{inverted, "2026-11-01", "2026-10-01", true, true, false},
 		{state, "", "", false, false, true},
 	}
-	snap := time.Date(2026, 9, 1, 0, 0, 0, 0, time.UTC)
 	for _, p := range pms {
-		execSQL(t, db, `INSERT INTO payment_method_snapshots (snapshot_at, run_id, id, display_name, type, start_date, end_date,
-			is_active, terms_and_conditions_accepted, auto_purchase_stream_licenses)
-			VALUES (?, CAST(? AS UUID), ?, ?, 'direct', CAST(? AS DATE), CAST(? AS DATE), ?, ?, ?)`,
-			snap, runID, p.id, "pm "+p.id[len(p.id)-1:], nullable(p.from), nullable(p.until), p.active, p.terms, p.stream)
+		addMethod(t, db, p.id, p.from, p.until, p.active, p.terms, p.stream)
 		addUsage(t, db, use{granularity: "month", date: october, meter: "encode", solution: "Encoding", qty: 1, cost: "10",
 			currency: "USD", pm: p.id, project: "alpha"})
 	}
@@ -49,16 +46,8 @@ func TestValidityJudgedOnTheBucket(t *testing.T) {
 	execSQL(t, db, `INSERT INTO fetch_windows (granularity, basis, scope, start, "end", rows, run_id, fetched_at)
 		VALUES ('month', 'usage', 'all', DATE '2026-10-01', DATE '2026-11-01', 6, CAST(? AS UUID), ?)`, runID, now)
 
-	path := reports.DefaultPath(t.TempDir(), october)
 	p := reports.Period{Month: october, Basis: tally.BasisUsage, Granularity: tally.Month}
-	if err := reports.WriteFile(context.Background(), db, p, path, reports.Options{Now: func() time.Time { return now }}); err != nil {
-		t.Fatal(err)
-	}
-	f, err := excelize.OpenFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f, path := buildPeriod(t, db, p, reports.Options{})
 	fl := flagRows(t, f)
 	type key struct{ kind, subject string }
 	got := map[key]string{}
@@ -144,4 +133,46 @@ FROM payment_method_violations ORDER BY payment_method, problem`)
 	if got := at(r, colOf(t, fl[0], "Rows")); got != "14" {
 		t.Errorf("%s rows outside the validity at day granularity, want 14 (1-14 October)", got)
 	}
+}
+
+// A workbook of basis estimated flags its rows' payment methods as the
+// usage basis does: the Flags sheet takes the month's rows by the same
+// rule as every other sheet (in_report_month), by the day used. (Its
+// validity flags once took rows for basis usage and reported only, and an
+// estimated month's inactive method went unflagged.)
+func TestValidityFlagsOnEveryBasis(t *testing.T) {
+	const state = "aaaaaaaa-0000-4000-8000-000000000005" // inactive, terms not accepted
+	for _, basis := range []tally.Basis{tally.BasisUsage, tally.BasisEstimated, tally.BasisReported} {
+		t.Run(string(basis), func(t *testing.T) {
+			db := openDB(t)
+			addMethod(t, db, state, "", "", false, false, false)
+			processed := day(20)
+			addUsage(t, db, use{basis: string(basis), granularity: "day", date: day(3), processed: &processed, meter: "encode",
+				qty: 1, cost: "12.5", currency: "USD", pm: state, project: "alpha"})
+			// A row of the month before, charged in it: no flag of this month.
+			addUsage(t, db, use{basis: string(basis), granularity: "day", date: day(3).AddDate(0, -1, 0), meter: "encode",
+				qty: 1, cost: "99", currency: "USD", pm: state, project: "alpha"})
+			f, _ := buildPeriod(t, db, reports.Period{Month: october, Basis: basis, Granularity: tally.Day}, reports.Options{})
+			fl := flagRows(t, f)
+			got := find(t, fl, map[string]string{"Kind": "Payment method not in a billable state", "Subject": state})
+			if len(got) != 2 { // inactive, terms not accepted
+				t.Fatalf("basis %s: %d flags of the inactive method, want 2:\n%q", basis, len(got), fl)
+			}
+			for _, r := range got {
+				if a := at(r, colOf(t, fl[0], "Amount")); a != "12.5" {
+					t.Errorf("basis %s: flag amount %q, want 12.5 (this month's row only)", basis, a)
+				}
+			}
+		})
+	}
+}
+
+// addMethod stores a direct payment method, valid from..until ("" for
+// open), in a snapshot of 2026-09-01.
+func addMethod(t *testing.T, db *sql.DB, id, from, until string, active, terms, stream bool) {
+	t.Helper()
+	execSQL(t, db, `INSERT INTO payment_method_snapshots (snapshot_at, run_id, id, display_name, type, start_date, end_date,
+		is_active, terms_and_conditions_accepted, auto_purchase_stream_licenses)
+		VALUES (?, CAST(? AS UUID), ?, ?, 'direct', CAST(? AS DATE), CAST(? AS DATE), ?, ?, ?)`,
+		time.Date(2026, 9, 1, 0, 0, 0, 0, time.UTC), runID, id, "pm "+id[len(id)-1:], nullable(from), nullable(until), active, terms, stream)
 }

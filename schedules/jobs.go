@@ -52,6 +52,18 @@ func (r *Runner) Run(ctx context.Context, command, jobName string, steps ...job.
 	return sum, err
 }
 
+// Nightly is `tally run`: steps under one run id, on the path every job's
+// steps take (Run). With one job configured (the default nightly, or one
+// whose steps are these), the run is that job's: recorded under its name,
+// so tally status does not say the job never ran.
+func (r *Runner) Nightly(ctx context.Context, steps ...job.Named) (JobSummary, error) {
+	name := ""
+	if jobs := r.Config.Schedule.Jobs; len(jobs) == 1 {
+		name = jobs[0].Name
+	}
+	return r.Run(ctx, "run", name, steps...)
+}
+
 // runSteps is the one path every run's steps take, a scheduled job's and
 // `tally run`'s alike. A partial step does not stop the job, and the run
 // is then partial. Nor does a step that refuses its part (a close whose

@@ -42,9 +42,12 @@ var Queries embed.FS
 // sheet (the Summary has three; the Chargeback sheets' is package
 // allocation's), named after the sheet they fill, and month_usage.sql,
 // the report month's rows, which they all read, month_paid.sql, their
-// value split by how it is paid, which the sheets of totals read,
-// month_rows.sql, which counts them, and statement_months.sql, a cost
-// centre's months for its statement's chart.
+// value split by how it is paid, month_paid_by.sql, that split summed as
+// the sheets of totals show it, month_rows.sql, which counts them, and
+// statement_months.sql, a cost centre's months for its statement's chart.
+// commitments.sql, the Commitments sheet's, reads the rows from each
+// commitment's start instead, and is run by store.CommitmentDraws, for the
+// commitment alert as well.
 //
 //go:embed reports/*.sql
 var Reports embed.FS

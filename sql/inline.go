@@ -64,6 +64,18 @@ func With(query string, ctes ...CTE) string {
 // analysts' published copy, which an older Tally may have written without
 // these views or with other definitions; inlined, this Tally's definition
 // is the one that counts.
+//
+// A rule that needs no more than that is a macro (macros/, which every
+// connection defines for itself, TEMP, so this Tally's counts on any
+// copy), and a view whose rows a caller narrows by arguments a table macro
+// the view reads with NULLs (usage_coverage_of). What still comes through
+// here needs what neither gives: a view's definition chosen per database
+// once it is open (the kept tables that stand in for usage_day_cost,
+// anomaly_baselines and the meters' months, InlineDefined), a condition on
+// a table that every view above it must read under so that DuckDB takes it
+// to the table's scan (InlineWhere), or a view read over rows the query
+// provides in place of another view (InlineProvided). A view takes no
+// parameters, and a table macro takes none that is a relation.
 func Inline(query string) (string, error) {
 	return InlineWhere(query, nil)
 }
@@ -239,6 +251,8 @@ func order(texts map[string]string, roots []string) ([]string, error) {
 // {{organization}} and {{organization_id}}: the store fills them in with
 // the organization its rows belong to. SchemaText fills them with org and
 // id (id "" for NULL) as SQL literals; a fresh database may give any.
+// Literals, not bound parameters: they are the DEFAULT of the columns the
+// migration adds, which DDL takes as a constant.
 func SchemaText(text, org, id string) string {
 	lit := func(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 	idText := "NULL"

@@ -83,6 +83,9 @@ func refreshBaselines(ctx context.Context, conn *sql.Conn, org string, from, to 
 		orgArg, from, hi); err != nil {
 		return fmt.Errorf("refresh daily_baselines: %w", err)
 	}
+	// anomaly_baselines as its file defines it, over the days being
+	// rewritten (baselineDays for usage_day_cost): the database's own is
+	// the table being rewritten. The view's SQL stays in its file.
 	q, err := tallysql.InlineDefined(`SELECT organization, day, project, meter_name, currency, cost, baseline, baseline_days FROM anomaly_baselines
 WHERE day >= CAST($4 AS DATE) AND day < CAST($3 AS DATE)`, nil, map[string]string{"usage_day_cost": baselineDays})
 	if err != nil {

@@ -27,14 +27,10 @@ const dayCostView = `SELECT organization, day, project, payment_method, family, 
 // the same days side by side, and each rewrites its own. It reads
 // daily_usage_totals, which the caller has brought up to date first.
 func refreshDayCost(ctx context.Context, conn *sql.Conn, org string, from, to time.Time) error {
-	q, err := tallysql.InlineWhere(dayCostFromTotals, orgDaysWhere)
-	if err != nil {
-		return err
-	}
 	if _, err := conn.ExecContext(ctx, `DELETE FROM daily_usage_cost WHERE organization = $1 AND day >= CAST($2 AS DATE) AND day < CAST($3 AS DATE)`, org, from, to); err != nil {
 		return fmt.Errorf("refresh daily_usage_cost: %w", err)
 	}
-	if _, err := conn.ExecContext(ctx, q, sql.Named("days_from", from), sql.Named("days_to", to), sql.Named("days_org", org)); err != nil {
+	if _, err := conn.ExecContext(ctx, dayCostFromTotals, sql.Named("days_from", from), sql.Named("days_to", to), sql.Named("days_org", org)); err != nil {
 		return fmt.Errorf("refresh daily_usage_cost: %w", err)
 	}
 	// The baselines are the store's to rewrite after the commit
@@ -53,11 +49,17 @@ func refreshDayCost(ctx context.Context, conn *sql.Conn, org string, from, to ti
 // columns, so their costs summed per usage_day_cost's columns are the same
 // exact sums, NULL where every row's is. A load reads its window's daily
 // sums, not its rows a second time (at 5,000,000 rows, 1.2 of the
-// fetch's CPU seconds).
+// fetch's CPU seconds). Which of a day's hour and day rows count depends
+// on the ledger's windows of its month alone (a whole month's coverage at
+// most), so the coverage (usage_coverage_of) reads the organization's
+// windows of the days' months only: neither the other organizations'
+// ledgers nor the years before.
 const dayCostFromTotals = `INSERT INTO daily_usage_cost (organization, day, project, payment_method, family, meter_name, currency, cost)
 SELECT u.organization, u.date_day AS day, u.project, u.payment_method, u.family, u.meter_name, u.currency, sum(u.cost) AS cost
 FROM daily_usage_totals u
-SEMI JOIN usage_coverage c
+SEMI JOIN usage_coverage_of($days_org,
+                            CAST(date_trunc('month', CAST($days_from AS TIMESTAMP)) AS DATE),
+                            CAST(date_trunc('month', CAST($days_to AS TIMESTAMP) - INTERVAL 1 DAY) + INTERVAL 1 MONTH AS DATE)) c
     ON c.organization = u.organization AND c.basis = u.basis AND c.granularity = u.granularity AND c.day = u.date_day
 WHERE u.basis = 'usage' AND u.granularity IN ('hour', 'day') AND u.organization = $days_org
   AND u.date_day >= CAST($days_from AS DATE) AND u.date_day < CAST($days_to AS DATE)
@@ -67,6 +69,9 @@ GROUP BY ALL`
 // organization, on conn: when the table is made, and for usage written by
 // other means.
 func refreshAllDayCost(ctx context.Context, conn *sql.Conn, from, to time.Time) error {
+	// usage_day_cost as its file defines it, from the usage rows of the
+	// days (DaysWhere, which must reach usage's scan under every view
+	// between): the database's own is the table being rebuilt.
 	q, err := tallysql.InlineWhere(`INSERT INTO daily_usage_cost (organization, day, project, payment_method, family, meter_name, currency, cost)
 SELECT organization, day, project, payment_method, family, meter_name, currency, cost FROM usage_day_cost`, DaysWhere)
 	if err != nil {
@@ -79,18 +84,6 @@ SELECT organization, day, project, payment_method, family, meter_name, currency,
 		return fmt.Errorf("refresh daily_usage_cost: %w", err)
 	}
 	return nil
-}
-
-// orgDaysWhere is DaysWhere narrowed to one organization ($days_org),
-// and the ledger to its windows of the months the days are in: which of a
-// day's hour and day rows count depends on those alone (a whole month's
-// coverage at most), so a load's refresh reads neither the other
-// organizations' ledgers nor the years before.
-var orgDaysWhere = map[string]string{
-	"usage": DaysWhere["usage"] + " AND organization = $days_org",
-	"fetch_windows": `organization = $days_org
-    AND "end" > CAST(date_trunc('month', CAST($days_from AS TIMESTAMP)) AS DATE)
-    AND start < CAST(date_trunc('month', CAST($days_to AS TIMESTAMP) - INTERVAL 1 DAY) + INTERVAL 1 MONTH AS DATE)`,
 }
 
 // dayCostSpan is the days [from, to) loading q's window can change in

@@ -60,8 +60,9 @@ var DaysWhere = map[string]string{"usage": "date >= CAST($days_from AS TIMESTAMP
 // On a replay's connection (AsOfConn) the latest day is at most the day
 // before the replay's: the forecasts learn from the 28 days before it.
 //
-// It reads views inlined (tallysql.Inline), so it works on an analysts'
-// copy an older Tally published. Finding the latest day reads the last
+// It reads this Tally's coverage rule (the macro usage_coverage_of, which
+// every connection defines) and usage_day_cost inlined (DaysRead), so it
+// works on an analysts' copy an older Tally published. Finding the latest day reads the last
 // weeks the ledger covers, not the history.
 func DayRange(ctx context.Context, q Querier, from, to time.Time) (lo, hi time.Time, err error) {
 	r, err := ReadDays(ctx, q, false)
@@ -98,12 +99,8 @@ func dayRange(ctx context.Context, q Querier, r DaysRead, from, to time.Time) (l
 // days before that one are read first; only when they hold no usage is
 // the whole table read.
 func latestUsageDay(ctx context.Context, q Querier, r DaysRead) (time.Time, error) {
-	covered, err := tallysql.Inline(`SELECT max(day) FROM usage_coverage WHERE basis = 'usage' AND granularity IN ('hour', 'day')`)
-	if err != nil {
-		return time.Time{}, err
-	}
 	var last sql.NullTime
-	if err := ScanOne(ctx, q, covered, nil, &last); err != nil || !last.Valid {
+	if err := ScanOne(ctx, q, `SELECT max(day) FROM usage_coverage_of(NULL, NULL, NULL) WHERE basis = 'usage' AND granularity IN ('hour', 'day')`, nil, &last); err != nil || !last.Valid {
 		return time.Time{}, err
 	}
 	latest, err := r.Inline(`SELECT max(day) FROM usage_day_cost`)
@@ -167,7 +164,8 @@ WHERE database_name = current_database() AND schema_name = 'main' AND table_name
 // DaysRead is how the figures about some days ([$days_from, $days_to))
 // read what they read: usage_day_cost, and through it the anomalies'
 // days, under Where (tallysql.InlineWhere) and with Defs standing in for
-// views (tallysql.InlineDefined).
+// views (tallysql.InlineDefined). The inliner, because which definition
+// counts depends on the database (ReadDays), known only once it is open.
 type DaysRead struct {
 	Where, Defs map[string]string
 }

@@ -90,6 +90,9 @@ SELECT ` + dayTotalsColumns + ` FROM usage_day_totals ORDER BY day`
 	if byKey {
 		query = dayTotalsByKey
 	}
+	// usage_day_totals as its file defines it, from the usage rows under
+	// dayTotalsWhere, which must reach usage's scan under the views
+	// between: the database's own is the table being rewritten.
 	q, err := tallysql.InlineWhere(query, dayTotalsWhere(basis))
 	if err != nil {
 		return err

@@ -4,7 +4,10 @@
 // windows, the (organization, month) partitions each load changed
 // (usage_changes, which the Iceberg export commits), run records, dated reference snapshots, the read-only copy
 // published for analysts, the one-writer lock beside the database, and
-// read-only querying for `tally query` and `tally status`.
+// read-only querying for `tally query` and `tally status`, and the figures
+// two capabilities read alike, such as what each configured commitment
+// drew (CommitmentDraws: the workbook's Commitments sheet and the
+// commitment alert).
 //
 // Money is DECIMAL(38,12) in the database and fetch.Decimal in Go; it never
 // passes through a float.

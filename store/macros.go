@@ -46,10 +46,47 @@ func defineMacros(ctx context.Context, conn driver.ExecerContext) error {
 	if err != nil {
 		return err
 	}
+	tables := -1 // not counted yet
 	for _, s := range stmts {
+		if strings.Contains(s, ") AS TABLE") {
+			// A table macro's tables are looked up when it is made: on a
+			// database being made (create), before its migrations, there
+			// are none, and its own macros (createMacros, made after the
+			// migrations) serve it.
+			if tables < 0 {
+				if tables, err = countTables(ctx, conn); err != nil {
+					return fmt.Errorf("define the macros: %w", err)
+				}
+			}
+			if tables == 0 {
+				continue
+			}
+		}
 		if _, err := conn.ExecContext(ctx, s, nil); err != nil {
 			return fmt.Errorf("define the macros: %w", err)
 		}
 	}
 	return nil
+}
+
+// countTables is how many tables the database conn is on holds.
+func countTables(ctx context.Context, conn driver.ExecerContext) (int, error) {
+	q, ok := conn.(driver.QueryerContext)
+	if !ok {
+		return 0, fmt.Errorf("the connection %T cannot query", conn)
+	}
+	rows, err := q.QueryContext(ctx, `SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database()`, nil)
+	if err != nil {
+		return 0, err
+	}
+	defer rows.Close()
+	v := make([]driver.Value, 1)
+	if err := rows.Next(v); err != nil {
+		return 0, err
+	}
+	n, ok := v[0].(int64)
+	if !ok {
+		return 0, fmt.Errorf("count the tables: got %T", v[0])
+	}
+	return int(n), nil
 }

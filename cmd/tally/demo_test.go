@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 	"unicode"
@@ -28,13 +29,13 @@ import (
 	"github.com/tally-dev/tally/store"
 )
 
-// TestDemoPrintsWorkingQueries runs `tally demo --dir DIR` through the
+// TestDemoPrintsWorkingQueries: `tally demo --dir DIR` (sharedDemo) through the
 // cobra root into a folder whose name has a space and a quote: it writes a database, the
 // analysts' copy and a workbook, prints where, and prints three queries that
 // each run as printed.
 func TestDemoPrintsWorkingQueries(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "analyst's demo")
-	out, code, stderr := cli(t, "demo", "--dir", dir, "--log-format", "json", "--log-level", "warn")
+	demo := sharedDemo(t)
+	dir, out, code, stderr := demo.dir, demo.out, demo.code, demo.stderr
 	if code != job.ExitOK {
 		t.Fatalf("demo: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, stderr)
 	}
@@ -89,6 +90,41 @@ func TestDemoPrintsWorkingQueries(t *testing.T) {
 		}
 	}
 }
+
+// demoRun is one `tally demo --dir DIR` and what it printed.
+type demoRun struct {
+	dir, out, stderr string
+	code             int
+}
+
+// sharedDemo is the run of `tally demo` through the cobra root into a
+// folder whose name has a space and a quote, made once per test binary: a
+// demo fetches, reports and closes an hourly month, and the tests that
+// read its output (TestDemoPrintsWorkingQueries) and print its workbook
+// (TestWorkbookPrintsAsPDF) read the same run. Neither writes into its
+// folder.
+func sharedDemo(t *testing.T) demoRun {
+	t.Helper()
+	d, err := demoOnce()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+var demoOnce = sync.OnceValues(func() (demoRun, error) {
+	parent, err := sharedDir("tally-cli-demo-")
+	if err != nil {
+		return demoRun{}, err
+	}
+	d := demoRun{dir: filepath.Join(parent, "analyst's demo")}
+	d.stderr, err = captureStderr(func() {
+		var err error
+		d.out, err = runCLI("", "demo", "--dir", d.dir, "--log-format", "json", "--log-level", "warn")
+		d.code = exitCode(err)
+	})
+	return d, err
+})
 
 var rawUsageSum = regexp.MustCompile(`(?i)sum\(.*\bFROM\s+usage(\s|$)`)
 

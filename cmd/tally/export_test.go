@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -15,6 +17,7 @@ import (
 	"time"
 
 	"github.com/tally-dev/tally"
+	"github.com/tally-dev/tally/fetch/sim"
 	"github.com/tally-dev/tally/internal/testkit/focuscheck"
 	"github.com/tally-dev/tally/job"
 	"github.com/tally-dev/tally/store"
@@ -25,17 +28,39 @@ import (
 // fetch, and returns the config and the published copy. Two whole months,
 // whatever today is, so the legacy payment method (which expires 40 days
 // after the sim's start) has been used past its end, and the latest
-// complete month has one before it.
+// complete month has one before it. The fetch runs once per test binary
+// (exportFixture); each test gets a copy of its folder, and the token in
+// the environment as cliConfig exports it (the interface itself is gone).
 func exportSetup(t *testing.T) (cfg, pub string) {
 	t.Helper()
-	start := tally.Month.Truncate(time.Now().UTC()).AddDate(0, -2, 0)
-	s := newCLISim(t, start)
-	cfg, db := cliConfig(t, s, start, "")
-	if out, code, stderr := cli(t, "fetch", "--config", cfg); code != 0 {
-		t.Fatalf("tally fetch: exit %d\n%s\n%s", code, out, stderr)
-	}
-	return cfg, store.PublishedPath(db)
+	setCLIEnv(t, cliSimToken)
+	dir := placeFixture(t, exportFixture)
+	return filepath.Join(dir, "tally.yaml"), store.PublishedPath(filepath.Join(dir, "tally.duckdb"))
 }
+
+// exportFixture is the folder of cliConfig's config against newCLISim's
+// interface (its clock at the last whole hour) after tally fetch; the
+// caller has exported the token.
+var exportFixture = onceFixture(func(dir string) error {
+	start := tally.Month.Truncate(time.Now().UTC()).AddDate(0, -2, 0)
+	now := time.Now().UTC().Truncate(time.Hour)
+	srv := httptest.NewServer(sim.New(sim.Options{Token: cliSimToken, Seed: 9, Start: start, Now: func() time.Time { return now }}))
+	defer srv.Close()
+	cfg := filepath.Join(dir, "tally.yaml")
+	if err := os.WriteFile(cfg, []byte(cliConfigText(srv.URL, start, "")), 0o600); err != nil {
+		return err
+	}
+	var out string
+	var err error
+	stderr, cerr := captureStderr(func() { out, err = runCLI("", "fetch", "--config", cfg) })
+	if cerr != nil {
+		return cerr
+	}
+	if code := exitCode(err); code != 0 {
+		return fmt.Errorf("tally fetch: exit %d\n%s\n%s", code, out, stderr)
+	}
+	return nil
+})
 
 // openCopy opens the published copy read-only for the test's checks.
 func openCopy(t *testing.T, pub string) *store.Store {

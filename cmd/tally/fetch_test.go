@@ -27,6 +27,9 @@ import (
 // cliTokenEnv is the environment variable the CLI tests' configs name.
 const cliTokenEnv = "TALLY_CLI_TEST_TOKEN"
 
+// cliSimToken is the token of newCLISim's interface.
+const cliSimToken = "cli-token-0f3a9c2e71b84d56"
+
 // cliSim is a simulated interface with usage from start, its clock stopped
 // at the last whole hour so its truth holds still while the test runs,
 // behind a switch that answers 503 to every usage request for the window
@@ -49,7 +52,7 @@ func newCLISim(t *testing.T, start time.Time) *cliSim {
 	t.Helper()
 	s := &cliSim{}
 	s.now.Store(time.Now().UTC().Truncate(time.Hour).UnixNano())
-	s.sim = sim.New(sim.Options{Token: "cli-token-0f3a9c2e71b84d56", Seed: 9, Start: start, Now: func() time.Time { return time.Unix(0, s.now.Load()).UTC() }})
+	s.sim = sim.New(sim.Options{Token: cliSimToken, Seed: 9, Start: start, Now: func() time.Time { return time.Unix(0, s.now.Load()).UTC() }})
 	s.failDay.Store("")
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if day := s.failDay.Load().(string); day != "" && r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/reports/usage") {
@@ -80,7 +83,25 @@ func cliConfig(t *testing.T, s *cliSim, start time.Time, extra string) (cfg, db 
 	t.Helper()
 	dir := t.TempDir()
 	cfg = filepath.Join(dir, "tally.yaml")
-	text := fmt.Sprintf(`api:
+	if err := os.WriteFile(cfg, []byte(cliConfigText(s.url, start, extra)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	setCLIEnv(t, s.sim.Token())
+	return cfg, filepath.Join(dir, "tally.duckdb")
+}
+
+// setCLIEnv exports token in cliTokenEnv, and no base URL or database
+// that would override a config's, for the test.
+func setCLIEnv(t *testing.T, token string) {
+	t.Helper()
+	t.Setenv(cliTokenEnv, token)
+	t.Setenv("TALLY_BASE_URL", "")
+	t.Setenv("TALLY_DB", "")
+}
+
+// cliConfigText is cliConfig's config against the interface at url.
+func cliConfigText(url string, start time.Time, extra string) string {
+	return fmt.Sprintf(`api:
   base_url: %s
   token_env: %s
   max_retries: 0
@@ -97,23 +118,25 @@ reports:
   months: [previous]
 schedule:
   lock_wait: 100ms
-%s`, s.url, cliTokenEnv, start.Format(tally.DateLayout), extra)
-	if err := os.WriteFile(cfg, []byte(text), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv(cliTokenEnv, s.sim.Token())
-	t.Setenv("TALLY_BASE_URL", "")
-	t.Setenv("TALLY_DB", "")
-	return cfg, filepath.Join(dir, "tally.duckdb")
+%s`, url, cliTokenEnv, start.Format(tally.DateLayout), extra)
 }
 
 // stderrOf runs fn with os.Stderr redirected and returns what was written
 // there: the runner's logs and the error exitCode prints.
 func stderrOf(t *testing.T, fn func()) string {
 	t.Helper()
-	r, w, err := os.Pipe()
+	stderr, err := captureStderr(fn)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return stderr
+}
+
+// captureStderr is stderrOf for a fixture made outside any one test.
+func captureStderr(fn func()) (string, error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return "", err
 	}
 	old := os.Stderr
 	os.Stderr = w
@@ -128,7 +151,7 @@ func stderrOf(t *testing.T, fn func()) string {
 	fn()
 	w.Close()
 	os.Stderr = old
-	return string(<-done)
+	return string(<-done), nil
 }
 
 // cli runs the command line in-process and returns its output, its error

@@ -32,15 +32,10 @@ import (
 // FOCUS Correction; us reopened and closed again gets its next final, and
 // delivery sends the finals in force, each organization's to its folder.
 func TestOrganizationsCloseApartAndTogether(t *testing.T) {
-	g := newOrgGroup(t)
-	g.extra = ""
-	cfg := g.config(t, t.TempDir(), "emea", "us")
+	g, cfg := fetchedOrgGroup(t)
 	dir := filepath.Dir(cfg)
 	db, rep := filepath.Join(dir, "tally.duckdb"), filepath.Join(dir, "reports")
 	t.Setenv("USER", "controller")
-	if _, code, stderr := cli(t, "fetch", "--config", cfg, "--log-format", "json"); code != job.ExitOK {
-		t.Fatalf("fetch: exit %d\n%s", code, stderr)
-	}
 	m := g.month.Format("2006-01")
 	closed := func() string {
 		t.Helper()
@@ -205,15 +200,11 @@ func sameSummary(t *testing.T, a, b string) {
 // recorded, each final in place or staged with the recorded bytes. A
 // rerun completes it, leaving every final in place and nothing staged.
 func TestGroupCloseKilledAtAnyMoment(t *testing.T) {
-	g := newOrgGroup(t)
-	cfg := g.config(t, t.TempDir(), "emea", "us")
+	g, cfg := fetchedOrgGroup(t)
 	dir := filepath.Dir(cfg)
 	db, monthDir := filepath.Join(dir, "tally.duckdb"), filepath.Join(dir, "reports", g.month.Format("2006-01"))
 	t.Setenv("USER", "closer")
 	bin := tallyBinary(t)
-	if _, code, stderr := cli(t, "fetch", "--config", cfg); code != job.ExitOK {
-		t.Fatalf("fetch: exit %d\n%s", code, stderr)
-	}
 	m := g.month.Format("2006-01")
 	closeArgs := []string{"close", "--month", m, "--reason", "group signed off", "--config", cfg, "--log-format", "json"}
 	do := func(args ...string) ([]byte, error) {

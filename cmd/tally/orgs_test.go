@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -283,6 +284,16 @@ func newOrgGroup(t *testing.T) *orgGroup {
 // (JWTs, to tell of their expiry).
 func newOrgGroupTokens(t *testing.T, emeaToken, usToken string) *orgGroup {
 	t.Helper()
+	g, srv, err := makeOrgGroup(emeaToken, usToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	g.setEnv(t)
+	return g
+}
+
+func makeOrgGroup(emeaToken, usToken string) (*orgGroup, *httptest.Server, error) {
 	now := time.Now().UTC().Truncate(time.Hour)
 	clock := func() time.Time { return now }
 	g := &orgGroup{month: tally.Month.Truncate(now).AddDate(0, -1, 0)}
@@ -291,21 +302,34 @@ func newOrgGroupTokens(t *testing.T, emeaToken, usToken string) *orgGroup {
 	g.us = sim.New(sim.Options{Token: usToken, Seed: 22, Start: g.start, Now: clock, OrgName: "US Media", Currency: "USD"})
 	group, err := sim.NewGroup(g.emea, g.us)
 	if err != nil {
-		t.Fatal(err)
+		return nil, nil, err
 	}
 	srv := httptest.NewServer(group)
-	t.Cleanup(srv.Close)
 	g.url = srv.URL
+	return g, srv, nil
+}
+
+// setEnv exports the organizations' tokens, and no base URL or database
+// that would override a config's, for the test.
+func (g *orgGroup) setEnv(t *testing.T) {
+	t.Helper()
 	t.Setenv("TALLY_TEST_TOKEN_EMEA", g.emea.Token())
 	t.Setenv("TALLY_TEST_TOKEN_US", g.us.Token())
 	t.Setenv("TALLY_BASE_URL", "")
 	t.Setenv("TALLY_DB", "")
-	return g
 }
 
 // config writes a config in dir listing the organizations named.
 func (g *orgGroup) config(t *testing.T, dir string, orgs ...string) string {
 	t.Helper()
+	cfg, err := g.writeConfig(dir, orgs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+func (g *orgGroup) writeConfig(dir string, orgs ...string) (string, error) {
 	var list strings.Builder
 	for _, o := range orgs {
 		fmt.Fprintf(&list, "  - name: %s\n    token_env: TALLY_TEST_TOKEN_%s\n", o, strings.ToUpper(o))
@@ -334,13 +358,58 @@ schedule:
       cron: "@daily"
       run: [report, deliver]
 %s`, g.url, list.String(), g.start.Format(tally.DateLayout), g.extra)), 0o600); err != nil {
-		t.Fatal(err)
+		return "", err
 	}
-	if err := os.MkdirAll(filepath.Join(dir, "deliver"), 0o750); err != nil {
-		t.Fatal(err)
-	}
-	return cfg
+	return cfg, os.MkdirAll(filepath.Join(dir, "deliver"), 0o750)
 }
+
+// fetchedOrgGroup is newOrgGroup with both organizations in one config
+// (config of emea and us) after tally fetch. The group and its fetch are
+// made once per test binary, the group's interface serving until the
+// binary ends; each test gets a copy of the fetched folder and the tokens
+// in its environment.
+func fetchedOrgGroup(t *testing.T) (g *orgGroup, cfg string) {
+	t.Helper()
+	g, err := sharedOrgGroup()
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.setEnv(t)
+	dir := placeFixture(t, orgGroupFetched)
+	return g, filepath.Join(dir, "tally.yaml")
+}
+
+var sharedOrgGroup = sync.OnceValues(func() (*orgGroup, error) {
+	g, srv, err := makeOrgGroup("tok-emea-7c1d9e04b2a36f58", "tok-us-5a8f2c6e9d0b1734")
+	if err != nil {
+		return nil, err
+	}
+	onBinaryEnd(srv.Close)
+	return g, nil
+})
+
+// orgGroupFetched is the folder fetchedOrgGroup copies; the caller has
+// exported the tokens.
+var orgGroupFetched = onceFixture(func(dir string) error {
+	g, err := sharedOrgGroup()
+	if err != nil {
+		return err
+	}
+	cfg, err := g.writeConfig(dir, "emea", "us")
+	if err != nil {
+		return err
+	}
+	var out string
+	var fetchErr error
+	stderr, err := captureStderr(func() { out, fetchErr = runCLI("", "fetch", "--config", cfg) })
+	if err != nil {
+		return err
+	}
+	if code := exitCode(fetchErr); code != 0 {
+		return fmt.Errorf("tally fetch: exit %d\n%s\n%s", code, out, stderr)
+	}
+	return nil
+})
 
 // Organizations sharded across two deployments, one database each, each
 // exporting to its own folder of one Parquet lake: DuckDB reads the lake

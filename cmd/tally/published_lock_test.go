@@ -46,7 +46,9 @@ func TestMain(m *testing.M) {
 		db.Close()
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	endBinary()
+	os.Exit(code)
 }
 
 // holdForWriting opens path read-write in another process and returns its

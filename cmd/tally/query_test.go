@@ -25,6 +25,11 @@ import (
 // its input, and returns what it printed.
 func execCLI(t *testing.T, stdin string, args ...string) (string, error) {
 	t.Helper()
+	return runCLI(stdin, args...)
+}
+
+// runCLI is execCLI for a fixture made outside any one test.
+func runCLI(stdin string, args ...string) (string, error) {
 	var out bytes.Buffer
 	err := execute(context.Background(), func(root *cobra.Command) {
 		root.SetIn(strings.NewReader(stdin))
@@ -41,24 +46,33 @@ func isUsageError(err error) bool {
 }
 
 // queryFixture is a config whose database holds two days of usage, and,
-// when publish is set, its published copy.
+// when publish is set, its published copy: a copy, in a folder of the
+// test's own, of the files makeQueryFixture left.
 func queryFixture(t *testing.T, publish bool) (cfgPath, dbPath string) {
 	t.Helper()
+	dir := placeFixture(t, queryFixtures[publish])
+	return filepath.Join(dir, "tally.yaml"), filepath.Join(dir, "tally.duckdb")
+}
+
+var queryFixtures = map[bool]func() (fixture, error){
+	false: onceFixture(func(dir string) error { return makeQueryFixture(dir, false) }),
+	true:  onceFixture(func(dir string) error { return makeQueryFixture(dir, true) }),
+}
+
+func makeQueryFixture(dir string, publish bool) error {
 	ctx := context.Background()
-	dir := t.TempDir()
-	dbPath = filepath.Join(dir, "tally.duckdb")
-	cfgPath = filepath.Join(dir, "tally.yaml")
-	if err := os.WriteFile(cfgPath, []byte("usage:\n  start: 2026-01-01\nstore:\n  path: tally.duckdb\n"), 0o600); err != nil {
-		t.Fatal(err)
+	dbPath := filepath.Join(dir, "tally.duckdb")
+	if err := os.WriteFile(filepath.Join(dir, "tally.yaml"), []byte("usage:\n  start: 2026-01-01\nstore:\n  path: tally.duckdb\n"), 0o600); err != nil {
+		return err
 	}
 	s, err := store.Open(ctx, dbPath)
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	defer s.Close()
 	run := store.NewRunID()
 	if err := s.BeginRun(ctx, run, "fetch", "nightly"); err != nil {
-		t.Fatal(err)
+		return err
 	}
 	d := time.Date(2026, 1, 30, 0, 0, 0, 0, time.UTC)
 	rows := []tally.MeterData{
@@ -74,17 +88,17 @@ func queryFixture(t *testing.T, publish bool) (cfgPath, dbPath string) {
 			}
 		}
 	}); err != nil {
-		t.Fatal(err)
+		return err
 	}
 	if err := s.FinishRun(ctx, run, store.RunResult{Status: store.RunOK, Rows: 3, Windows: 1}); err != nil {
-		t.Fatal(err)
+		return err
 	}
 	if publish {
 		if _, err := s.Publish(ctx); err != nil {
-			t.Fatal(err)
+			return err
 		}
 	}
-	return cfgPath, dbPath
+	return s.Close()
 }
 
 func TestQueryReadsThePublishedCopy(t *testing.T) {

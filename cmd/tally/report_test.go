@@ -18,21 +18,28 @@ import (
 
 // reportSetup writes a config and a published database holding a few
 // October usage rows: 1.25 + 2.5 USD by usage date, 7 USD by reported date.
+// The files are a copy, in a folder of the test's own, of those
+// makeReportFixture left.
 func reportSetup(t *testing.T) (cfg, dir string) {
 	t.Helper()
-	dir = t.TempDir()
+	dir = placeFixture(t, reportFixture)
+	return filepath.Join(dir, "tally.yaml"), dir
+}
+
+var reportFixture = onceFixture(makeReportFixture)
+
+func makeReportFixture(dir string) error {
 	if err := os.MkdirAll(filepath.Join(dir, "data"), 0o700); err != nil {
-		t.Fatal(err)
+		return err
 	}
-	cfg = filepath.Join(dir, "tally.yaml")
 	yml := "usage:\n  granularity: day\n  start: 2026-01-01\nstore:\n  path: data/tally.duckdb\nreports:\n  dir: out\n"
-	if err := os.WriteFile(cfg, []byte(yml), 0o600); err != nil {
-		t.Fatal(err)
+	if err := os.WriteFile(filepath.Join(dir, "tally.yaml"), []byte(yml), 0o600); err != nil {
+		return err
 	}
 	ctx := context.Background()
 	st, err := store.Open(ctx, filepath.Join(dir, "data", "tally.duckdb"))
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	defer st.Close()
 	for _, r := range []struct {
@@ -43,13 +50,13 @@ func reportSetup(t *testing.T) (cfg, dir string) {
 		if _, err := st.DB().ExecContext(ctx, `INSERT INTO usage (granularity, basis, date, date_processed, meter_name, quantity, cost, currency, project, run_id, fetched_at)
 			VALUES ('day', ?, ?, ?, 'encoding', 1, CAST(? AS DECIMAL(38,12)), 'USD', 'alpha', CAST('0194c3a0-0000-7000-8000-000000000001' AS UUID), ?)`,
 			r.basis, date, date.AddDate(0, 0, 1), r.cost, date); err != nil {
-			t.Fatal(err)
+			return err
 		}
 	}
 	if _, err := st.Publish(ctx); err != nil {
-		t.Fatal(err)
+		return err
 	}
-	return cfg, dir
+	return st.Close()
 }
 
 // usdTotal reads the USD total off a workbook's Summary.

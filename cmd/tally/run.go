@@ -124,25 +124,13 @@ type nightlySummary struct {
 	Reports []reports.Written
 }
 
-// nightly is `tally run`: the steps fetch and report under one run id, on
-// the path every job's steps take (Runner.Run). Reports are written even
-// when some windows failed (the workbook's Summary shows how fresh the
-// data is), and the run is then partial. months nil: reports.months.
+// nightly is `tally run`: the steps fetch and report under one run id
+// (Runner.Nightly). Reports are written even when some windows failed
+// (the workbook's Summary shows how fresh the data is), and the run is
+// then partial. months nil: reports.months.
 func nightly(ctx context.Context, r *schedules.Runner, months []string) (nightlySummary, error) {
 	var sum nightlySummary
-	// With one job configured (the default nightly, or one whose steps are
-	// these), this run is that job's: recorded under its name, so tally
-	// status does not say the job never ran.
-	name := ""
-	if jobs := r.Config.Schedule.Jobs; len(jobs) == 1 {
-		name = jobs[0].Name
-	}
-	report := func(ctx context.Context, env *job.Env, _ uuid.UUID) (job.Result, error) {
-		var err error
-		sum.Reports, err = reports.WriteMonths(ctx, env, months)
-		return job.Result{}, err
-	}
-	run, err := r.Run(ctx, "run", name, job.Named{Name: "fetch", Step: ingest.Step(ingest.FetchOptions{}, &sum.Fetch)}, job.Named{Name: "report", Step: report})
+	run, err := r.Nightly(ctx, job.Named{Name: "fetch", Step: ingest.Step(ingest.FetchOptions{}, &sum.Fetch)}, job.Named{Name: "report", Step: reports.Step(months, &sum.Reports)})
 	sum.RunID, sum.Fetch.Published = run.Run.ID, run.Run.Published
 	return sum, err
 }

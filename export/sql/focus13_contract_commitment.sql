@@ -24,7 +24,10 @@ commitments AS (
            max(ChargePeriodEnd) AS last_charge,
            max(BillingPeriodEnd) AS last_period_end,
            sum(x_Cost) AS applied_cost,
-           CASE WHEN any_value(CommitmentDiscountCategory) = 'Usage' THEN sum(ConsumedQuantity) END AS applied_quantity,
+           -- what the rows drew, by the macro commitment_draw (focus's
+           -- CommitmentDiscountQuantity), as the workbook's Commitments sheet
+           -- sums it: never a second rule
+           CASE WHEN any_value(CommitmentDiscountCategory) = 'Usage' THEN sum(CommitmentDiscountQuantity) END AS applied_quantity,
            CASE WHEN any_value(CommitmentDiscountCategory) = 'Usage' THEN min(ConsumedUnit) END AS applied_unit,
            count(DISTINCT ConsumedUnit) AS units
     FROM f

@@ -13,8 +13,8 @@ SELECT organization,
        currency,
        count(*) AS rows,
        CAST(sum(cost) AS VARCHAR) AS cost,
-       CAST(sum(CASE WHEN paid_as IN ('license', 'balance') THEN 0 ELSE cost END) AS VARCHAR) AS billed,
-       CAST(sum(CASE WHEN paid_as = 'license' THEN 0 ELSE cost END) AS VARCHAR) AS effective,
+       CAST(sum(CASE WHEN is_billed(paid_as) THEN cost ELSE 0 END) AS VARCHAR) AS billed,
+       CAST(sum(CASE WHEN is_effective(paid_as) THEN cost ELSE 0 END) AS VARCHAR) AS effective,
        CAST(sum(CAST(quantity AS DECIMAL(38, 12))) AS VARCHAR) AS quantity,
        min(nullif(unit, '')) AS unit
 FROM month_usage

@@ -46,8 +46,7 @@ v AS NOT MATERIALIZED (
     WHERE ($org IS NULL OR organization = $org)
       AND basis = $basis
       AND granularity = $granularity
-      AND (($basis = 'usage' AND date >= CAST($month_start AS TIMESTAMP) AND date < CAST($month_end AS TIMESTAMP))
-        OR ($basis = 'reported' AND date_processed >= CAST($month_start AS TIMESTAMP) AND date_processed < CAST($month_end AS TIMESTAMP)))
+      AND in_report_month($basis, date, date_processed, $month_start, $month_end)
 ),
 problems AS (
     SELECT *,

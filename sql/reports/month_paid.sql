@@ -2,9 +2,10 @@
 -- organization, project and currency, split by how it is paid (usage_rows'
 -- paid_as): billed directly (no entitlement), drawn from a balance (cash,
 -- quantity or pre-commitment entitlements), covered by a license, or under
--- an entitlement type Tally does not know. Not a sheet: summary_totals,
--- by_organization and by_project sum it further (reports puts it in front
--- of every query, as month_usage), so the split is written once. Sums of
+-- an entitlement type Tally does not know. Not a sheet: month_paid_by
+-- sums it further for summary_totals, by_organization and by_project
+-- (reports puts both in front of every query, as month_usage), so the
+-- split is written once. Sums of
 -- DECIMAL sums are exact; never a total across currencies.
 SELECT organization,
        project,

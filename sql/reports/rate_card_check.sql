@@ -33,7 +33,7 @@ WITH billed AS (
            count(*) AS rows,
            sum(CAST(quantity AS DECIMAL(38, 12))) AS quantity,
            sum(cost) AS cost,
-           coalesce(sum(cost) FILTER (WHERE paid_as IN ('direct', 'other')), 0) AS invoiced,
+           coalesce(sum(cost) FILTER (WHERE is_billed(paid_as)), 0) AS invoiced,
            coalesce(sum(cost) FILTER (WHERE paid_as = 'balance'), 0) AS from_balance
     FROM month_usage
     GROUP BY organization, meter_name, nullif(meter_sku, ''), nullif(payment_method, ''), currency

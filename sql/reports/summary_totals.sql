@@ -5,16 +5,11 @@
 -- a total across currencies. Money is summed as DECIMAL and returned as text
 -- so no float ever touches it.
 --
--- How a row is paid is usage_rows' paid_as, split in month_paid.
+-- How a row is paid is usage_rows' paid_as, split in month_paid and
+-- summed in month_paid_by.
 --
 -- Parameters: $basis, $granularity, $month_start, $month_end (exclusive).
-SELECT currency,
-       CAST(sum(rows) AS BIGINT) AS rows,
-       CAST(sum(direct) AS VARCHAR) AS direct,
-       CAST(sum(balance) AS VARCHAR) AS balance,
-       CAST(sum(license) AS VARCHAR) AS license,
-       CAST(sum(other) AS VARCHAR) AS other,
-       CAST(sum(total) AS VARCHAR) AS total
-FROM month_paid
-GROUP BY currency
+SELECT currency, * EXCLUDE (level, organization, project, currency)
+FROM month_paid_by
+WHERE level = 'currency'
 ORDER BY currency;

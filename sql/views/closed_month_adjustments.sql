@@ -29,8 +29,8 @@ today AS (
            u.currency,
            count(*) AS rows,
            sum(u.cost) AS cost,
-           sum(CASE WHEN u.paid_as IN ('license', 'balance') THEN 0 ELSE u.cost END) AS billed,
-           sum(CASE WHEN u.paid_as = 'license' THEN 0 ELSE u.cost END) AS effective,
+           sum(CASE WHEN is_billed(u.paid_as) THEN u.cost ELSE 0 END) AS billed,
+           sum(CASE WHEN is_effective(u.paid_as) THEN u.cost ELSE 0 END) AS effective,
            max(u.fetched_at) AS last_fetched
     FROM closed c
     JOIN usage_rows u

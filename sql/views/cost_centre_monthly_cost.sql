@@ -12,6 +12,6 @@ SELECT organization, -- the organization (organizations.name)
        coalesce(sum(amount) FILTER (WHERE rule IS NULL), 0) AS direct, -- its own projects' charges that no rule shares
        coalesce(sum(amount) FILTER (WHERE rule IS NOT NULL), 0) AS shared_received, -- its parts of shared charges
        sum(amount) AS total, -- direct + shared_received
-       coalesce(sum(amount) FILTER (WHERE paid_as IN ('direct', 'other')), 0) AS billed -- of the total, what the invoice charges (not covered by a license nor drawn from a balance)
+       coalesce(sum(amount) FILTER (WHERE is_billed(paid_as)), 0) AS billed -- of the total, what the invoice charges (not covered by a license nor drawn from a balance)
 FROM cost_allocation
 GROUP BY ALL;

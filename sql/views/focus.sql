@@ -161,14 +161,12 @@ r AS (
            kd.location_name,
            kd.location_display_name,
            coalesce(kd.marketplace, false) AS marketplace,
-           -- the entitlement type as usage_rows compares it; spelled as
-           -- the interface sends it, without the regular expression. (An
-           -- IN list of five or more DuckDB makes a join of every row.)
-           CASE WHEN u.entitlement_type IS NULL THEN ''
-                WHEN u.entitlement_type IN ('license', 'cash', 'quantity') THEN u.entitlement_type
-                WHEN u.entitlement_type IN ('preCommitment', 'pre-commitment') THEN 'precommitment'
-                ELSE regexp_replace(lower(u.entitlement_type), '[^a-z]', '', 'g')
-           END AS ent_kind,
+           -- the commitment category the row draws on (Usage, Spend or
+           -- NULL): the macro the workbook's Commitments sheet reads too
+           commitment_category(u.entitlement_type, u.entitlement) AS commitment_kind,
+           -- the type spelled as the interface sends it, untrimmed where
+           -- it can be. (An IN list of five or more DuckDB makes a join of
+           -- every row.)
            CASE WHEN u.entitlement_type IN ('license', 'cash', 'quantity') OR u.entitlement_type IN ('preCommitment', 'pre-commitment') THEN u.entitlement_type
                 ELSE trim(u.entitlement_type)
            END AS ent_type_trimmed
@@ -181,7 +179,7 @@ r AS (
 ),
 c AS (
     SELECT r.*,
-           nullif(entitlement, '') IS NOT NULL AND ent_kind IN ('license', 'quantity', 'cash', 'precommitment') AS commitment,
+           commitment_kind IS NOT NULL AS commitment,
            CASE WHEN card_price IS NOT NULL THEN matched_by
                 WHEN price IS NOT NULL AND price >= 0 THEN 'interface price'
                 WHEN qty <> 0 AND CAST(cost AS DOUBLE) / CAST(qty AS DOUBLE) >= 0 THEN 'cost / quantity'
@@ -258,18 +256,19 @@ SELECT
             END)) AS ChargePeriodEnd,
     -- CommitmentDiscountCategory: Usage for license and quantity
     -- entitlements, Spend for cash and pre-commitment (see the header).
-    CASE WHEN commitment THEN CASE WHEN ent_kind IN ('license', 'quantity') THEN 'Usage' ELSE 'Spend' END END AS CommitmentDiscountCategory,
+    commitment_kind AS CommitmentDiscountCategory,
     -- CommitmentDiscountId: the entitlement that applied, of a known type.
     CASE WHEN commitment THEN entitlement END AS CommitmentDiscountId,
     -- CommitmentDiscountName: null: the interface gives no display name.
     CAST(NULL AS VARCHAR) AS CommitmentDiscountName,
     -- CommitmentDiscountQuantity: what the row consumed of the commitment:
-    -- the metered quantity (Usage), or the usage value (Spend).
-    CASE WHEN commitment THEN CASE WHEN ent_kind IN ('license', 'quantity') THEN qty ELSE cost END END AS CommitmentDiscountQuantity,
+    -- the metered quantity (Usage), or the usage value (Spend), as the
+    -- macro commitment_draw says (the workbook's Commitments sheet sums it).
+    commitment_draw(commitment_kind, cost, qty) AS CommitmentDiscountQuantity,
     -- CommitmentDiscountUnit: the unit of CommitmentDiscountQuantity: the
     -- usage unit (Usage), the billing currency (Spend), as FOCUS's own
     -- spend-based examples do.
-    CASE WHEN commitment THEN CASE WHEN ent_kind IN ('license', 'quantity') THEN consumed_unit ELSE currency END END AS CommitmentDiscountUnit,
+    CASE commitment_kind WHEN 'Usage' THEN consumed_unit WHEN 'Spend' THEN currency END AS CommitmentDiscountUnit,
     -- CommitmentDiscountStatus: 'Used' where a commitment applied.
     CASE WHEN commitment THEN 'Used' END AS CommitmentDiscountStatus,
     -- CommitmentDiscountType: the entitlement type exactly as sent.

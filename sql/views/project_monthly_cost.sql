@@ -19,6 +19,6 @@ SELECT organization,
        currency,
        CAST(sum(rows) AS BIGINT) AS rows,
        sum(cost) AS cost,
-       coalesce(sum(cost) FILTER (WHERE paid_as IN ('direct', 'other')), 0) AS billed_cost
+       coalesce(sum(cost) FILTER (WHERE is_billed(paid_as)), 0) AS billed_cost
 FROM usage_finest_days
 GROUP BY organization, basis, granularity, month, project, currency;

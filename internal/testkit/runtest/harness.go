@@ -27,6 +27,7 @@ import (
 	"github.com/tally-dev/tally/ingest"
 	"github.com/tally-dev/tally/internal/secret"
 	"github.com/tally-dev/tally/internal/testkit/prooftest"
+	"github.com/tally-dev/tally/internal/testkit/storetest"
 	"github.com/tally-dev/tally/job"
 	"github.com/tally-dev/tally/reports"
 	"github.com/tally-dev/tally/schedules"
@@ -123,6 +124,7 @@ func NewHarness(t *testing.T, s Setup) *Harness {
 	}
 	h := &Harness{T: t, S: s, Dir: t.TempDir(), Clock: &Clock{t: now}, Logs: &bytes.Buffer{}}
 	h.DB = filepath.Join(h.Dir, "tally.duckdb")
+	storetest.Place(t, h.DB)
 	h.Sim = sim.New(sim.Options{
 		Token: Token, Seed: 3, Start: prooftest.Day(t, s.Start), Now: h.Clock.Now,
 		PageSize: 500, UsagePaging: s.Paging, Faults: s.Faults, Deny: s.Deny, Spike: s.Spike,

@@ -26,6 +26,7 @@ import (
 	"github.com/tally-dev/tally/ingest"
 	"github.com/tally-dev/tally/internal/secret"
 	"github.com/tally-dev/tally/internal/testkit/prooftest"
+	"github.com/tally-dev/tally/internal/testkit/storetest"
 	"github.com/tally-dev/tally/schedules"
 )
 
@@ -106,6 +107,9 @@ type ProofSetup struct {
 	Months      []string          // reports.months: none
 	Tls         bool              // serve over TLS with a certificate nobody trusts
 	Manual      bool              // serve on a listener the test opens and closes (ProofEnv.listen)
+	// NoStore leaves the database to the first run to create; otherwise
+	// one is placed as a first run would leave it (storetest.Place).
+	NoStore bool
 }
 
 // ProofEnv is a simulated interface behind a fault injector, a config in a
@@ -164,6 +168,9 @@ func ProofStart(t *testing.T, s ProofSetup) *ProofEnv {
 	}
 	e := &ProofEnv{T: t, S: s, Dir: t.TempDir(), Clock: &Clock{t: now}, Logs: &ProofBuffer{}, Sleeps: &ProofSleeps{}}
 	e.DB = filepath.Join(e.Dir, "tally.duckdb")
+	if !s.NoStore {
+		storetest.Place(t, e.DB)
+	}
 	e.Sim = sim.New(sim.Options{
 		Token: ProofToken, Seed: 11, Start: prooftest.Day(t, s.Start), Now: e.Clock.Now,
 		PageSize: 200, UsagePaging: s.Paging, Faults: s.Faults,

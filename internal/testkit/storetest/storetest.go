@@ -1,4 +1,4 @@
-package allocation
+package storetest
 
 import (
 	"context"
@@ -14,14 +14,12 @@ import (
 	"github.com/tally-dev/tally/store"
 )
 
-// The chargeback's tests build their stores through the store's own API,
-// as the store's tests do (store/helpers_test.go, store/fixture_test.go,
-// store/load_bench_test.go): a test file cannot be imported, so the few
-// helpers both need are written for each, as export's are.
-
-func openTemp(t *testing.T) *store.Store {
+// Open opens a new store in a temp folder, closed when the test ends.
+func Open(t testing.TB) *store.Store {
 	t.Helper()
-	s, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "tally.duckdb"))
+	path := filepath.Join(t.TempDir(), "tally.duckdb")
+	Place(t, path)
+	s, err := store.Open(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,7 +27,8 @@ func openTemp(t *testing.T) *store.Store {
 	return s
 }
 
-func date(t testing.TB, s string) time.Time {
+// Date is the day s (YYYY-MM-DD) at midnight UTC.
+func Date(t testing.TB, s string) time.Time {
 	t.Helper()
 	d, err := tally.ParseDate(s)
 	if err != nil {
@@ -38,11 +37,13 @@ func date(t testing.TB, s string) time.Time {
 	return d
 }
 
-func window(t testing.TB, g tally.Granularity, start, end string) tally.Window {
-	return tally.Window{Start: date(t, start), End: date(t, end), Granularity: g}
+// Window is the window of granularity g over the days [start, end).
+func Window(t testing.TB, g tally.Granularity, start, end string) tally.Window {
+	return tally.Window{Start: Date(t, start), End: Date(t, end), Granularity: g}
 }
 
-func rowsOf(rows ...tally.MeterData) iter.Seq2[tally.MeterData, error] {
+// Rows yields rows, as a fetch's page reader does.
+func Rows(rows ...tally.MeterData) iter.Seq2[tally.MeterData, error] {
 	return func(yield func(tally.MeterData, error) bool) {
 		for _, r := range rows {
 			if !yield(r, nil) {
@@ -52,17 +53,19 @@ func rowsOf(rows ...tally.MeterData) iter.Seq2[tally.MeterData, error] {
 	}
 }
 
-func load(t *testing.T, s *store.Store, q tally.UsageQuery, rows ...tally.MeterData) store.LoadResult {
+// Load loads rows as q's window, in a run of its own.
+func Load(t testing.TB, s *store.Store, q tally.UsageQuery, rows ...tally.MeterData) store.LoadResult {
 	t.Helper()
-	res, err := s.LoadWindow(context.Background(), q, store.NewRunID(), rowsOf(rows...))
+	res, err := s.LoadWindow(context.Background(), q, store.NewRunID(), Rows(rows...))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return res
 }
 
-// rowsText runs query and renders every row, in the query's order.
-func rowsText(t *testing.T, s *store.Store, query string, args ...any) []string {
+// RowsText runs query and renders every row, in the query's order, its
+// cells as `tally query` shows them joined by |.
+func RowsText(t testing.TB, s *store.Store, query string, args ...any) []string {
 	t.Helper()
 	res, err := s.Query(context.Background(), query, args...)
 	if err != nil {
@@ -83,7 +86,8 @@ func rowsText(t *testing.T, s *store.Store, query string, args ...any) []string 
 	return out
 }
 
-func count(t *testing.T, s *store.Store, query string, args ...any) int64 {
+// Scalar runs a one-value query.
+func Scalar(t testing.TB, s *store.Store, query string, args ...any) any {
 	t.Helper()
 	res, err := s.Query(context.Background(), query, args...)
 	if err != nil {
@@ -92,23 +96,52 @@ func count(t *testing.T, s *store.Store, query string, args ...any) int64 {
 	if len(res.Rows) != 1 || len(res.Rows[0]) != 1 {
 		t.Fatalf("%s: got %d rows, want one value", query, len(res.Rows))
 	}
-	n, ok := res.Rows[0][0].(int64)
+	return res.Rows[0][0]
+}
+
+// Count runs a one-value query whose value is a count.
+func Count(t testing.TB, s *store.Store, query string, args ...any) int64 {
+	t.Helper()
+	v := Scalar(t, s, query, args...)
+	n, ok := v.(int64)
 	if !ok {
-		t.Fatalf("%s: got %T, want int64", query, res.Rows[0][0])
+		t.Fatalf("%s: got %T, want int64", query, v)
 	}
 	return n
 }
 
-func equalLines(t *testing.T, what string, got, want []string) {
+// EqualLines fails the test when got and want differ, showing both.
+func EqualLines(t testing.TB, what string, got, want []string) {
 	t.Helper()
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("%s differ:\ngot:\n%s\nwant:\n%s", what, strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
 
-// benchRows is store's load benchmark's usage: n hourly rows of January
-// 2026 over 224 projects and six meters.
-func benchRows(b *testing.B, n int) []tally.MeterData {
+// Strings runs q on the store's database and gives its one column, a
+// string, of every row, in the query's order.
+func Strings(t testing.TB, s *store.Store, q string) []string {
+	t.Helper()
+	var out []string
+	rows, err := s.DB().QueryContext(context.Background(), q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var v string
+		if err := rows.Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// BenchRows is the load benchmarks' usage (store's, allocation's): n
+// hourly rows of January 2026 over 224 projects and six meters, built up
+// front so that a benchmark measures the load alone.
+func BenchRows(b testing.TB, n int) []tally.MeterData {
 	b.Helper()
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	meters := []string{"video_encoding_ondemand", "video_encoding_uhd", "live_channel_minutes", "streaming_egress_gb", "storage_gb_hours", "drm_license_requests"}
