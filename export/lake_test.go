@@ -14,6 +14,7 @@ import (
 	"github.com/tally-dev/tally/configs"
 	"github.com/tally-dev/tally/fetch/sim"
 	"github.com/tally-dev/tally/internal/secret"
+	"github.com/tally-dev/tally/internal/testkit/storetest"
 	"github.com/tally-dev/tally/job"
 	"github.com/tally-dev/tally/lake"
 	"github.com/tally-dev/tally/schedules"
@@ -27,7 +28,7 @@ func TestIcebergExportStepAndCommand(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	now := func() time.Time { return time.Date(2026, 10, 20, 12, 0, 0, 0, time.UTC) }
-	srv := sim.New(sim.Options{Seed: 5, Start: date(t, "2026-09-01"), Now: now, PageSize: 500})
+	srv := sim.New(sim.Options{Seed: 5, Start: storetest.Date(t, "2026-09-01"), Now: now, PageSize: 500})
 	ts := httptest.NewServer(srv)
 	t.Cleanup(ts.Close)
 	cfg, err := configs.Parse([]byte(fmt.Sprintf(`api:
@@ -92,7 +93,7 @@ lake:
 		t.Fatal(err)
 	}
 	defer pub.Close()
-	if rows := count(t, pub, `SELECT count(*) FROM usage`); rows == 0 || rows != lakeRows {
+	if rows := storetest.Count(t, pub, `SELECT count(*) FROM usage`); rows == 0 || rows != lakeRows {
 		t.Fatalf("the lake holds %d rows, the run loaded %d", lakeRows, rows)
 	}
 	env := &job.Env{Config: cfg, Store: pub, Log: log, Clock: now, Version: "v-cmd"}
@@ -110,7 +111,7 @@ lake:
 		t.Fatalf("tally export with nothing changed committed snapshot %d", got)
 	}
 
-	_, err = Run(ctx, env, Request{Format: configs.ExportIceberg, From: date(t, "2026-10-01")})
+	_, err = Run(ctx, env, Request{Format: configs.ExportIceberg, From: storetest.Date(t, "2026-10-01")})
 	if err == nil || !strings.Contains(err.Error(), "--from, --until, --csv and --focus-version do not apply") {
 		t.Fatalf("format iceberg with --from: %v", err)
 	}

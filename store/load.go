@@ -111,6 +111,12 @@ func (s *Store) LoadWindow(ctx context.Context, q tally.UsageQuery, runID uuid.U
 	}
 	defer s.loads.end(s.db)
 	var res LoadResult
+	noted := false
+	defer func() {
+		if noted {
+			s.changesMu.Unlock()
+		}
+	}()
 	err = s.inTx(ctx, func(conn *sql.Conn) error {
 		// The partitions (months of date) the window changes: those of the
 		// rows it replaces and of those it writes. For basis reported the
@@ -170,14 +176,23 @@ VALUES (?, ?, ?, ?, ?::DATE, ?::DATE, ?, ?::UUID, ?, ?, ?, ?, ?)`,
 		if err := scopeMonths(ctx, conn, q, changed); err != nil {
 			return err
 		}
-		if err := noteChanges(ctx, conn, q.Organization, changed); err != nil {
-			return err
-		}
 		if err := refreshDayTotals(ctx, conn, q.Organization, w.Granularity, basis, w.Start.UTC(), w.End.UTC(), keys != nil); err != nil {
 			return err
 		}
 		if costTo.After(costFrom) {
-			return refreshDayCost(ctx, conn, q.Organization, costFrom, costTo)
+			if err := refreshDayCost(ctx, conn, q.Organization, costFrom, costTo); err != nil {
+				return err
+			}
+		}
+		// Last, and held through the commit (released above, once inTx
+		// returns): see noteChanges.
+		s.changesMu.Lock()
+		noted = true
+		if err := noteChanges(ctx, conn, q.Organization, changed); err != nil {
+			return err
+		}
+		if s.beforeCommit != nil {
+			s.beforeCommit()
 		}
 		return nil
 	})
@@ -449,10 +464,25 @@ func scopeMonths(ctx context.Context, conn *sql.Conn, q tally.UsageQuery, into m
 }
 
 // noteChanges records that org's usage rows changed in months
-// (usage_changes), at the end of the transaction that changed them, so
-// the time orders the changes as they commit.
+// (usage_changes), at the end of the transaction that changed them. The
+// export commits the changes after the time its last commit holds, so the
+// times must follow the order in which the changes become visible: the
+// load holds Store.changesMu from here through its commit (a load that
+// took its time first and committed after another's later time would be
+// skipped by an export that read between the two commits), and a time is
+// never before one already recorded (a clock set back, or two loads in
+// the same microsecond).
 func noteChanges(ctx context.Context, conn *sql.Conn, org string, months map[time.Time]bool) error {
-	at := time.Now().UTC().Truncate(time.Microsecond)
+	if len(months) == 0 {
+		return nil
+	}
+	var at time.Time
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	if err := conn.QueryRowContext(ctx, `SELECT greatest(CAST(? AS TIMESTAMP), coalesce(max(changed_at) + INTERVAL 1 MICROSECOND, CAST(? AS TIMESTAMP))) FROM usage_changes`,
+		now, now).Scan(&at); err != nil {
+		return fmt.Errorf("note the months changed: %w", err)
+	}
+	at = at.UTC()
 	for m := range months {
 		if _, err := conn.ExecContext(ctx, `INSERT INTO usage_changes (organization, month, changed_at) VALUES (?, ?::DATE, ?)`, org, m, at); err != nil {
 			return fmt.Errorf("note the months changed: %w", err)

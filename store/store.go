@@ -56,6 +56,12 @@ type Store struct {
 	// closeKeysMu: loads that may rewrite its rows run one at a time.
 	closeKeyed  bool
 	closeKeysMu sync.Mutex
+	// changesMu: a load notes its changes (usage_changes) and commits
+	// holding it, so the changes' times follow the order the loads commit
+	// in (noteChanges); beforeCommit, a test's seam, runs just before
+	// that commit.
+	changesMu    sync.Mutex
+	beforeCommit func()
 }
 
 // options are the seams tests use to open a database as an older Tally
