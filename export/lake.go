@@ -52,14 +52,19 @@ func runLake(ctx context.Context, env *job.Env, dir string, opts Request) (Summa
 		return sum, err
 	}
 	sum.Dir = filepath.Dir(lc.Warehouse)
-	res, err := lake.Export(ctx, env.Store, lake.ExportOptions{
+	res, err := CommitLake(ctx, env.Store, LakeOptions{
 		Config: lc, Source: env.Config.Store.Path, RunID: opts.RunID.String(), Version: env.Version,
 	}, env.Log)
-	d := DatasetResult{Name: res.Table, Partition: "organization, month", Rows: res.Commit.Rows}
+	if err != nil {
+		// Only the error: a failed export committed nothing it could
+		// name.
+		return sum, err
+	}
+	d := DatasetResult{Name: res.Table, Partition: "organization, month", Rows: res.Rows, Snapshot: res.Commit.SnapshotID}
 	for _, p := range res.Partitions {
 		d.Written = append(d.Written, p.Organization+"/"+p.Month.Format("2006-01"))
 	}
 	sum.Datasets = []DatasetResult{d}
 	sum.Duration = res.Duration
-	return sum, err
+	return sum, nil
 }

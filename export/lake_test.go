@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,9 +15,11 @@ import (
 	"github.com/tally-dev/tally/configs"
 	"github.com/tally-dev/tally/fetch/sim"
 	"github.com/tally-dev/tally/internal/secret"
+	"github.com/tally-dev/tally/internal/testkit/laketest"
 	"github.com/tally-dev/tally/internal/testkit/storetest"
 	"github.com/tally-dev/tally/job"
 	"github.com/tally-dev/tally/lake"
+	"github.com/tally-dev/tally/lake/ice"
 	"github.com/tally-dev/tally/schedules"
 	"github.com/tally-dev/tally/store"
 )
@@ -26,6 +29,7 @@ import (
 // the run published then finds nothing changed and commits nothing.
 func TestIcebergExportStepAndCommand(t *testing.T) {
 	ctx := context.Background()
+	laketest.OnPath(t)
 	dir := t.TempDir()
 	now := func() time.Time { return time.Date(2026, 10, 20, 12, 0, 0, 0, time.UTC) }
 	srv := sim.New(sim.Options{Seed: 5, Start: storetest.Date(t, "2026-09-01"), Now: now, PageSize: 500})
@@ -65,7 +69,7 @@ lake:
 	if lc.SQLite != filepath.Join(dir, "exports", "lake", "catalog.db") || lc.Warehouse != filepath.Join(dir, "exports", "lake", "warehouse") {
 		t.Fatalf("default lake %+v: want the catalog and warehouse in exports/lake", lc)
 	}
-	l, err := lake.Open(ctx, lc)
+	l, err := ice.Open(ctx, lc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,4 +119,10 @@ lake:
 	if err == nil || !strings.Contains(err.Error(), "--from, --until, --csv and --focus-version do not apply") {
 		t.Fatalf("format iceberg with --from: %v", err)
 	}
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	laketest.Remove()
+	os.Exit(code)
 }

@@ -220,6 +220,15 @@ func printExportSummary(w io.Writer, s export.Summary) {
 	}
 	fmt.Fprintf(w, "export %s (format %s) from %s\n", s.Dir, s.Format, s.Source)
 	for _, d := range s.Datasets {
+		if s.Format == configs.ExportIceberg {
+			line := fmt.Sprintf("  %-27s nothing changed since the last commit; nothing committed", d.Name)
+			if d.Snapshot != 0 {
+				line = fmt.Sprintf("  %-27s %d partition(s) replaced in snapshot %d; %d rows (%s)",
+					d.Name, len(d.Written), d.Snapshot, d.Rows, strings.Join(d.Written, ", "))
+			}
+			fmt.Fprintln(w, line)
+			continue
+		}
 		line := fmt.Sprintf("  %-27s %d month(s) written, %d unchanged, %d removed; %d rows, %d bytes written",
 			d.Name, len(d.Written), len(d.Unchanged), len(d.Removed), d.Rows, d.Bytes)
 		if len(d.Written) > 0 {

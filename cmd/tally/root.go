@@ -211,8 +211,7 @@ func newLogger(g *globalFlags, w io.Writer) (zerolog.Logger, error) {
 	// bare count of milliseconds a reader has to guess.
 	zerolog.DurationFieldFormat = zerolog.DurationFormatString
 	log := zerolog.New(w).Level(level).With().Timestamp().Logger()
-	// Libraries that log through log/slog (iceberg-go's warnings) log
-	// through this logger: in its format, at its level, redacted; not as
+	// Libraries that log through log/slog log through this logger: in its format, at its level, redacted; not as
 	// plain text on stderr beside it.
 	slog.SetDefault(slog.New(zerolog.NewSlogHandler(log)))
 	return log, nil

@@ -45,7 +45,7 @@ func TestLogDurationsCarryTheirUnit(t *testing.T) {
 	}
 }
 
-// What a library logs through log/slog (iceberg-go warns so) comes out of
+// What a library logs through log/slog comes out of
 // the run's logger: JSON when the run logs JSON, at its level, with the
 // record's attributes.
 func TestSlogGoesThroughTheRunsLogger(t *testing.T) {

@@ -1,29 +1,92 @@
-package lake
+package export_test
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"iter"
 	"math/big"
+	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/parquet/file"
-	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 	"github.com/rs/zerolog"
 
 	"github.com/tally-dev/tally"
+	"github.com/tally-dev/tally/export"
+	"github.com/tally-dev/tally/internal/testkit/laketest"
+	"github.com/tally-dev/tally/lake"
+	"github.com/tally-dev/tally/lake/ice"
 	"github.com/tally-dev/tally/store"
 )
+
+// Config, Partition and the summary's keys as the tests name them.
+type (
+	Config    = lake.Config
+	Partition = lake.Partition
+)
+
+const (
+	SummaryRunID   = lake.SummaryRunID
+	SummaryVersion = lake.SummaryVersion
+	SummarySource  = lake.SummarySource
+	UsageTable     = lake.UsageTable
+)
+
+// usageSelect reads lake.UsageColumns from DuckDB's usage table, the
+// cost as text.
+func usageSelect() string {
+	parts := make([]string, len(lake.UsageColumns))
+	for i, c := range lake.UsageColumns {
+		parts[i] = c.Name
+		switch {
+		case c.Type == lake.CostType:
+			// As text: exact, whatever the driver makes of a DECIMAL.
+			parts[i] = "CAST(cost AS VARCHAR) AS cost"
+		case c.SQL != "":
+			parts[i] = c.SQL + " AS " + c.Name
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+func TestUsageColumnsAreTheTables(t *testing.T) {
+	s := openStore(t)
+	rows, err := s.DB().Query(`SELECT column_name FROM information_schema.columns
+WHERE table_name = 'usage' AND column_name <> 'key_id' ORDER BY column_name`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var want []string
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, name)
+	}
+	var got []string
+	for i, c := range lake.UsageColumns {
+		got = append(got, c.Name)
+		if c.ID != i+1 {
+			t.Errorf("column %s has field id %d, want %d (its position)", c.Name, c.ID, i+1)
+		}
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		t.Fatalf("the lake's usage columns\n%s\ndiffer from DuckDB's usage table (but key_id)\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
 
 func openStore(t *testing.T) *store.Store {
 	t.Helper()
@@ -78,9 +141,9 @@ var (
 	oct = time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC)
 )
 
-func export(t *testing.T, s *store.Store, c Config, run string) ExportResult {
+func commit(t *testing.T, s *store.Store, c Config, run string) export.LakeResult {
 	t.Helper()
-	res, err := Export(context.Background(), s, ExportOptions{Config: c, Source: s.Path(), RunID: run, Version: "v-test"}, zerolog.Nop())
+	res, err := export.CommitLake(context.Background(), s, export.LakeOptions{Config: c, Source: s.Path(), RunID: run, Version: "v-test", Helper: laketest.Helper(t)}, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +152,7 @@ func export(t *testing.T, s *store.Store, c Config, run string) ExportResult {
 
 func loadUsage(t *testing.T, c Config) *table.Table {
 	t.Helper()
-	l, err := Open(context.Background(), c)
+	l, err := ice.Open(context.Background(), c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +165,7 @@ func loadUsage(t *testing.T, c Config) *table.Table {
 }
 
 // duckRows are the usage rows as the lake should hold them, one line each
-// (usageColumns in order), sorted.
+// (lake.UsageColumns in order), sorted.
 func duckRows(t *testing.T, dbs ...*store.Store) []string {
 	t.Helper()
 	var out []string
@@ -111,8 +174,8 @@ func duckRows(t *testing.T, dbs ...*store.Store) []string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		vals := make([]any, len(usageColumns))
-		ptrs := make([]any, len(usageColumns))
+		vals := make([]any, len(lake.UsageColumns))
+		ptrs := make([]any, len(lake.UsageColumns))
 		for i := range vals {
 			ptrs[i] = &vals[i]
 		}
@@ -120,8 +183,8 @@ func duckRows(t *testing.T, dbs ...*store.Store) []string {
 			if err := rows.Scan(ptrs...); err != nil {
 				t.Fatal(err)
 			}
-			cells := make([]string, len(usageColumns))
-			for i, c := range usageColumns {
+			cells := make([]string, len(lake.UsageColumns))
+			for i, c := range lake.UsageColumns {
 				switch v := vals[i].(type) {
 				case nil:
 					cells[i] = "NULL"
@@ -131,19 +194,19 @@ func duckRows(t *testing.T, dbs ...*store.Store) []string {
 					cells[i] = strconv.FormatFloat(v, 'g', -1, 64)
 				case string:
 					cells[i] = v
-					if _, ok := c.typ.(iceberg.DecimalType); ok {
+					if c.Type == lake.CostType {
 						d, err := tally.ParseDecimal(v)
 						if err != nil {
 							t.Fatal(err)
 						}
-						n, err := d.Scaled(costScale)
+						n, err := d.Scaled(12)
 						if err != nil {
 							t.Fatal(err)
 						}
 						cells[i] = n.String()
 					}
 				default:
-					t.Fatalf("column %s: unexpected %T", c.name, v)
+					t.Fatalf("column %s: unexpected %T", c.Name, v)
 				}
 			}
 			out = append(out, strings.Join(cells, "|"))
@@ -175,11 +238,11 @@ func lakeRows(t *testing.T, tb *table.Table) []string {
 	for tr.Next() {
 		rec := tr.RecordBatch()
 		for r := 0; r < int(rec.NumRows()); r++ {
-			cells := make([]string, len(usageColumns))
-			for i, c := range usageColumns {
-				idx := rec.Schema().FieldIndices(c.name)
+			cells := make([]string, len(lake.UsageColumns))
+			for i, c := range lake.UsageColumns {
+				idx := rec.Schema().FieldIndices(c.Name)
 				if len(idx) != 1 {
-					t.Fatalf("the lake's rows have no column %s", c.name)
+					t.Fatalf("the lake's rows have no column %s", c.Name)
 				}
 				col := rec.Column(idx[0])
 				if col.IsNull(r) {
@@ -196,7 +259,7 @@ func lakeRows(t *testing.T, tb *table.Table) []string {
 				case *array.Decimal128:
 					cells[i] = a.Value(r).BigInt().String()
 				default:
-					t.Fatalf("column %s: unexpected %T", c.name, col)
+					t.Fatalf("column %s: unexpected %T", c.Name, col)
 				}
 			}
 			out = append(out, strings.Join(cells, "|"))
@@ -261,7 +324,7 @@ func sameRows(t *testing.T, tb *table.Table, dbs ...*store.Store) {
 }
 
 func colIndex(t *testing.T, name string) int {
-	i := slices.Index(UsageColumns(), name)
+	i := slices.IndexFunc(lake.UsageColumns, func(c lake.Column) bool { return c.Name == name })
 	if i < 0 {
 		t.Fatalf("no column %s", name)
 	}
@@ -298,32 +361,6 @@ func dataFiles(t *testing.T, tb *table.Table) map[string][]string {
 	return out
 }
 
-func TestUsageColumnsAreTheTables(t *testing.T) {
-	s := openStore(t)
-	rows, err := s.DB().Query(`SELECT column_name, is_nullable FROM information_schema.columns
-WHERE table_name = 'usage' AND column_name <> 'key_id' ORDER BY column_name`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var want []string
-	for rows.Next() {
-		var name, nullable string
-		if err := rows.Scan(&name, &nullable); err != nil {
-			t.Fatal(err)
-		}
-		want = append(want, fmt.Sprintf("%s required=%v", name, nullable == "NO"))
-	}
-	var got []string
-	for _, c := range usageColumns {
-		got = append(got, fmt.Sprintf("%s required=%v", c.name, c.required))
-	}
-	slices.Sort(got)
-	if !slices.Equal(got, want) {
-		t.Fatalf("the lake's usage columns\n%s\ndiffer from DuckDB's usage table (but key_id)\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
-	}
-}
-
 func TestExportCommitsOnlyWhatChanged(t *testing.T) {
 	s := openStore(t)
 	for _, org := range []string{"acme", "globex"} {
@@ -332,7 +369,7 @@ func TestExportCommitsOnlyWhatChanged(t *testing.T) {
 	}
 	c := lakeConfig(t)
 
-	first := export(t, s, c, "run-1")
+	first := commit(t, s, c, "run-1")
 	if !first.Full || len(first.Partitions) != 4 {
 		t.Fatalf("first export: full %v, partitions %v; want full, 4", first.Full, first.Partitions)
 	}
@@ -372,7 +409,7 @@ func TestExportCommitsOnlyWhatChanged(t *testing.T) {
 	}
 
 	// Nothing changed: nothing committed.
-	again := export(t, s, c, "run-2")
+	again := commit(t, s, c, "run-2")
 	if len(again.Partitions) != 0 || again.Commit.SnapshotID != 0 {
 		t.Fatalf("second export committed %v (snapshot %d); want nothing", again.Partitions, again.Commit.SnapshotID)
 	}
@@ -383,8 +420,8 @@ func TestExportCommitsOnlyWhatChanged(t *testing.T) {
 	// acme's September fetched again with new figures: exactly its
 	// partition is replaced, the others keep their files.
 	loadMonth(t, s, "acme", sep, 5)
-	third := export(t, s, c, "run-3")
-	if third.Full || len(third.Partitions) != 1 || third.Partitions[0] != (Partition{"acme", sep}) {
+	third := commit(t, s, c, "run-3")
+	if third.Full || len(third.Partitions) != 1 || third.Partitions[0] != (Partition{Organization: "acme", Month: sep}) {
 		t.Fatalf("third export: full %v, partitions %v; want acme's September only", third.Full, third.Partitions)
 	}
 	tb = loadUsage(t, c)
@@ -408,8 +445,8 @@ func TestExportCommitsOnlyWhatChanged(t *testing.T) {
 
 	// A new month is a new partition; the table's old ones stay.
 	loadMonth(t, s, "globex", oct, 1)
-	fourth := export(t, s, c, "run-4")
-	if len(fourth.Partitions) != 1 || fourth.Partitions[0] != (Partition{"globex", oct}) {
+	fourth := commit(t, s, c, "run-4")
+	if len(fourth.Partitions) != 1 || fourth.Partitions[0] != (Partition{Organization: "globex", Month: oct}) {
 		t.Fatalf("fourth export: partitions %v; want globex's October", fourth.Partitions)
 	}
 	sameRows(t, loadUsage(t, c), s)
@@ -425,8 +462,8 @@ func checkFieldIDs(t *testing.T, tb *table.Table, path string) {
 	}
 	defer r.Close()
 	root := r.MetaData().Schema.Root()
-	if root.NumFields() != len(usageColumns) {
-		t.Fatalf("%s has %d columns, want %d", path, root.NumFields(), len(usageColumns))
+	if root.NumFields() != len(lake.UsageColumns) {
+		t.Fatalf("%s has %d columns, want %d", path, root.NumFields(), len(lake.UsageColumns))
 	}
 	for i := 0; i < root.NumFields(); i++ {
 		f := root.Field(i)
@@ -437,138 +474,6 @@ func checkFieldIDs(t *testing.T, tb *table.Table, path string) {
 		if int(f.FieldID()) != want.ID {
 			t.Fatalf("%s: column %s has field id %d, want %d", path, f.Name(), f.FieldID(), want.ID)
 		}
-	}
-}
-
-func TestConflictRecognisesTheSQLCatalogsRequirementError(t *testing.T) {
-	for _, err := range []error{
-		errors.New(`requirement failed: branch "main" has changed: expected id 1, found 2`),
-		errors.New(`requirement failed: branch "main" was created concurrently`),
-		fmt.Errorf("x: %w", table.ErrCommitFailed),
-	} {
-		if !errors.Is(conflict(err), ErrConflict) {
-			t.Errorf("%v: not taken for a conflict", err)
-		}
-	}
-	for _, err := range []error{errors.New("disk full"), errors.New("requirement failed: last assigned partition id is missing")} {
-		if errors.Is(conflict(err), ErrConflict) {
-			t.Errorf("%v: taken for a conflict", err)
-		}
-	}
-}
-
-// TestStaleCommitIsAConflict commits from a table handle another writer
-// made stale: the SQL catalog refuses it with its plain requirement
-// error, which conflict takes for a lost race (ReplaceUsage redoes it on
-// the reloaded table), and the table is as the other writer left it.
-func TestStaleCommitIsAConflict(t *testing.T) {
-	ctx := context.Background()
-	a, b := openStore(t), openStore(t)
-	loadMonth(t, a, "acme", aug, 0)
-	loadMonth(t, b, "globex", aug, 0)
-	c := lakeConfig(t)
-	export(t, a, c, "a-1")
-	l, err := Open(ctx, c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	stale, err := l.LoadTable(ctx, UsageTable)
-	if err != nil {
-		t.Fatal(err)
-	}
-	export(t, b, c, "b-1")
-
-	// The raw error, as iceberg-go gives it.
-	asc, err := arrowSchema(stale.Schema())
-	if err != nil {
-		t.Fatal(err)
-	}
-	rdr, err := array.NewRecordReader(asc, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tx := stale.NewTransaction()
-	if err := tx.Overwrite(ctx, rdr, nil, table.WithOverwriteFilter(partitionsFilter([]Partition{{"acme", sep}}))); err != nil {
-		t.Fatal(err)
-	}
-	_, err = tx.Commit(ctx)
-	if err == nil || !strings.Contains(err.Error(), "requirement failed") || errors.Is(err, table.ErrCommitFailed) {
-		t.Fatalf("a stale commit gave %v; want iceberg-go's plain requirement error (the trap this package wraps)", err)
-	}
-	if !errors.Is(conflict(err), ErrConflict) {
-		t.Fatalf("%v: not taken for a conflict", err)
-	}
-	sameRows(t, loadUsage(t, c), a, b)
-}
-
-// TestTwoWritersAtOnce has two writers, each its own catalog connection
-// and database (as two shards' processes), replace disjoint
-// organizations' partitions behind a barrier: both load the table before
-// either commits, so one of them must lose the race and redo; both land,
-// none twice.
-func TestTwoWritersAtOnce(t *testing.T) {
-	ctx := context.Background()
-	c := lakeConfig(t)
-	dbs := []*store.Store{openStore(t), openStore(t)}
-	orgs := []string{"acme", "globex"}
-	for round, month := range []time.Time{aug, sep} {
-		for i, s := range dbs {
-			loadMonth(t, s, orgs[i], month, round)
-		}
-		var barrier sync.WaitGroup
-		barrier.Add(len(dbs))
-		var mu sync.Mutex
-		var redone []error
-		var wg sync.WaitGroup
-		errs := make([]error, len(dbs))
-		for i, s := range dbs {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				l, err := Open(ctx, c)
-				if err != nil {
-					errs[i] = err
-					barrier.Done()
-					return
-				}
-				defer l.Close()
-				first := true
-				read := func(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
-					if first {
-						// Both writers hold the table as it was before
-						// either commits.
-						first = false
-						barrier.Done()
-						barrier.Wait()
-					}
-					return s.DB().QueryContext(ctx, q, args...)
-				}
-				props := iceberg.Properties{SummaryRunID: fmt.Sprintf("%s-%d", orgs[i], round)}
-				_, errs[i] = l.ReplaceUsage(ctx, []Partition{{orgs[i], month}}, read, props, func(attempt int, err error) {
-					mu.Lock()
-					redone = append(redone, err)
-					mu.Unlock()
-				})
-			}()
-		}
-		wg.Wait()
-		for i, err := range errs {
-			if err != nil {
-				t.Fatalf("round %d, writer %s: %v", round, orgs[i], err)
-			}
-		}
-		if len(redone) == 0 {
-			t.Fatalf("round %d: no writer had to redo its commit; the barrier should have made one lose", round)
-		}
-		for _, err := range redone {
-			if !errors.Is(err, ErrConflict) {
-				t.Fatalf("round %d: redone after %v, not a conflict", round, err)
-			}
-		}
-		t.Logf("round %d: redone after %v", round, redone)
-		tb := loadUsage(t, c)
-		sameRows(t, tb, dbs...)
 	}
 }
 
@@ -583,12 +488,85 @@ func TestExportFromAnOlderCopy(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := lakeConfig(t)
-	if res := export(t, s, c, "old-1"); !res.Full || len(res.Partitions) != 1 {
+	if res := commit(t, s, c, "old-1"); !res.Full || len(res.Partitions) != 1 {
 		t.Fatalf("export of an older copy: %+v; want its one partition written whole", res)
 	}
 	sameRows(t, loadUsage(t, c), s)
-	_, err := Export(context.Background(), s, ExportOptions{Config: c, Source: s.Path(), RunID: "old-2", Version: "v-test"}, zerolog.Nop())
+	_, err := export.CommitLake(context.Background(), s, export.LakeOptions{Config: c, Source: s.Path(), RunID: "old-2", Version: "v-test", Helper: laketest.Helper(t)}, zerolog.Nop())
 	if !errors.Is(err, store.ErrNoUsageChanges) {
 		t.Fatalf("second export of an older copy: %v; want store.ErrNoUsageChanges", err)
 	}
+}
+
+// TestLakeCommitKilledAtAnyMoment kills tally-lake (kill -9) at random
+// moments of an export to the lake, while it reads the table's state or
+// commits: after each kill the table is at a committed snapshot, the one
+// before the export or the one it was making, never a mix; the next
+// export commits what is missing, and the lake then holds the database's
+// rows exactly.
+func TestLakeCommitKilledAtAnyMoment(t *testing.T) {
+	s := openStore(t)
+	for _, org := range []string{"acme", "globex"} {
+		loadMonth(t, s, org, aug, 0)
+		loadMonth(t, s, org, sep, 0)
+	}
+	c := lakeConfig(t)
+	real := laketest.Helper(t)
+	pids := filepath.Join(t.TempDir(), "pids")
+	wrapper := filepath.Join(t.TempDir(), "tally-lake")
+	script := fmt.Sprintf("#!/bin/sh\necho $$ >> '%s'\nexec '%s' \"$@\"\n", pids, real)
+	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	opts := export.LakeOptions{Config: c, Source: s.Path(), Version: "v-test", Helper: wrapper}
+	began := time.Now()
+	opts.RunID = "whole"
+	if _, err := export.CommitLake(context.Background(), s, opts, zerolog.Nop()); err != nil {
+		t.Fatal(err)
+	}
+	full := time.Since(began)
+
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 41))
+	kills, trials := 0, 0
+	for i := 1; kills < 30 && i <= 60; i++ {
+		trials++
+		org := []string{"acme", "globex"}[rng.IntN(2)]
+		month := []time.Time{aug, sep}[rng.IntN(2)]
+		before := lakeRows(t, loadUsage(t, c))
+		loadMonth(t, s, org, month, i)
+		os.Remove(pids)
+		opts.RunID = fmt.Sprintf("trial-%d", i)
+		done := make(chan error, 1)
+		go func() {
+			_, err := export.CommitLake(context.Background(), s, opts, zerolog.Nop())
+			done <- err
+		}()
+		time.Sleep(time.Duration(rng.Int64N(int64(full))))
+		if b, err := os.ReadFile(pids); err == nil {
+			lines := strings.Fields(string(b))
+			if pid, err := strconv.Atoi(lines[len(lines)-1]); err == nil {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+		err := <-done
+		if err != nil {
+			if !strings.Contains(err.Error(), "signal: killed") {
+				t.Fatalf("trial %d: the export failed for another reason than the kill: %v", i, err)
+			}
+			kills++
+		}
+		got := lakeRows(t, loadUsage(t, c))
+		if want := duckRows(t, s); !slices.Equal(got, before) && !slices.Equal(got, want) {
+			t.Fatalf("trial %d (killed: %v): the lake's %d rows are neither the snapshot before the export (%d rows) nor the one it made (%d rows)", i, err != nil, len(got), len(before), len(want))
+		}
+		opts.RunID = fmt.Sprintf("trial-%d-again", i)
+		if _, err := export.CommitLake(context.Background(), s, opts, zerolog.Nop()); err != nil {
+			t.Fatalf("trial %d: the export after the kill: %v", i, err)
+		}
+		sameRows(t, loadUsage(t, c), s)
+	}
+	if kills < 30 {
+		t.Fatalf("only %d of %d trials killed tally-lake while it ran (a whole export takes %s)", kills, trials, full)
+	}
+	t.Logf("%d of %d trials killed tally-lake (a whole export takes %s)", kills, trials, full.Round(time.Millisecond))
 }
