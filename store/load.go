@@ -111,19 +111,21 @@ func (s *Store) LoadWindow(ctx context.Context, q tally.UsageQuery, runID uuid.U
 	}
 	defer s.loads.end(s.db)
 	var res LoadResult
-	noted := false
-	defer func() {
-		if noted {
-			s.changesMu.Unlock()
-		}
-	}()
 	err = s.inTx(ctx, func(conn *sql.Conn) error {
 		// The partitions (months of date) the window changes: those of the
-		// rows it replaces and of those it writes. For basis reported the
-		// window is on date_processed, so they may be any months.
-		changed := map[time.Time]bool{}
-		if err := scopeMonths(ctx, conn, q, changed); err != nil {
-			return err
+		// rows it replaces and of those it writes. Every row's date is in
+		// the window (checkRow), so they are the months the window
+		// overlaps, found without reading the rows; a month with none is
+		// noted too, and the export writes it again as it is. For basis
+		// reported the window is on date_processed, and the rows' dates
+		// may be in any month: the rows are read, before and after.
+		reported := q.Basis() == tally.BasisReported
+		changed := windowMonths(w)
+		if reported {
+			clear(changed)
+			if err := scopeMonths(ctx, conn, q, changed); err != nil {
+				return err
+			}
 		}
 		del, args := scopeDelete(q)
 		r, err := conn.ExecContext(ctx, del, args...)
@@ -173,8 +175,10 @@ VALUES (?, ?, ?, ?, ?::DATE, ?::DATE, ?, ?::UUID, ?, ?, ?, ?, ?)`,
 			requests, retries, bytes, res.Duration.Milliseconds()); err != nil {
 			return fmt.Errorf("update ledger: %w", err)
 		}
-		if err := scopeMonths(ctx, conn, q, changed); err != nil {
-			return err
+		if reported {
+			if err := scopeMonths(ctx, conn, q, changed); err != nil {
+				return err
+			}
 		}
 		if err := refreshDayTotals(ctx, conn, q.Organization, w.Granularity, basis, w.Start.UTC(), w.End.UTC(), keys != nil); err != nil {
 			return err
@@ -184,21 +188,12 @@ VALUES (?, ?, ?, ?, ?::DATE, ?::DATE, ?, ?::UUID, ?, ?, ?, ?, ?)`,
 				return err
 			}
 		}
-		// Last, and held through the commit (released above, once inTx
-		// returns): see noteChanges.
-		s.changesMu.Lock()
-		noted = true
-		if err := noteChanges(ctx, conn, q.Organization, changed); err != nil {
-			return err
-		}
-		if s.beforeCommit != nil {
-			s.beforeCommit()
-		}
-		return nil
+		return noteChanges(ctx, conn, q.Organization, changed)
 	})
 	if err != nil {
 		return LoadResult{}, fmt.Errorf("%s: %w", label, err)
 	}
+	s.stampChanges(ctx)
 	if costTo.After(costFrom) {
 		// The load is committed: it succeeded, whatever happens next. Its
 		// days stay listed in baseline_dirty until a rewrite succeeds, so
@@ -443,6 +438,15 @@ type UsageChange struct {
 	ChangedAt    time.Time // UTC
 }
 
+// windowMonths are the months w overlaps, each its first day, UTC.
+func windowMonths(w tally.Window) map[time.Time]bool {
+	out := map[time.Time]bool{}
+	for m := tally.Month.Truncate(w.Start.UTC()); m.Before(w.End.UTC()); m = m.AddDate(0, 1, 0) {
+		out[m] = true
+	}
+	return out
+}
+
 // scopeMonths returns the months (of date) of the usage rows q's window
 // and scope own: before a load replaces them, and after, the partitions it
 // changes.
@@ -463,32 +467,39 @@ func scopeMonths(ctx context.Context, conn *sql.Conn, q tally.UsageQuery, into m
 	return rows.Err()
 }
 
-// noteChanges records that org's usage rows changed in months
-// (usage_changes), at the end of the transaction that changed them. The
-// export commits the changes after the time its last commit holds, so the
-// times must follow the order in which the changes become visible: the
-// load holds Store.changesMu from here through its commit (a load that
-// took its time first and committed after another's later time would be
-// skipped by an export that read between the two commits), and a time is
-// never before one already recorded (a clock set back, or two loads in
-// the same microsecond).
+// noteChanges records, in the transaction that changed them, that org's
+// usage rows changed in months (usage_changes), with no time yet: the
+// load stamps it once committed (stampChanges). The export commits the
+// changes after the time its last commit holds, so a time must never be
+// taken before the change it stamps is visible: a load that took its time
+// and then committed after another load's later time would be skipped for
+// good by an export that read between the two commits. An unstamped
+// change is taken by every export, so one a kill left unstamped, or one
+// committed but not yet stamped when an export reads, is never skipped.
 func noteChanges(ctx context.Context, conn *sql.Conn, org string, months map[time.Time]bool) error {
-	if len(months) == 0 {
-		return nil
-	}
-	var at time.Time
-	now := time.Now().UTC().Truncate(time.Microsecond)
-	if err := conn.QueryRowContext(ctx, `SELECT greatest(CAST(? AS TIMESTAMP), coalesce(max(changed_at) + INTERVAL 1 MICROSECOND, CAST(? AS TIMESTAMP))) FROM usage_changes`,
-		now, now).Scan(&at); err != nil {
-		return fmt.Errorf("note the months changed: %w", err)
-	}
-	at = at.UTC()
 	for m := range months {
-		if _, err := conn.ExecContext(ctx, `INSERT INTO usage_changes (organization, month, changed_at) VALUES (?, ?::DATE, ?)`, org, m, at); err != nil {
+		if _, err := conn.ExecContext(ctx, `INSERT INTO usage_changes (organization, month, changed_at) VALUES (?, ?::DATE, NULL)`, org, m); err != nil {
 			return fmt.Errorf("note the months changed: %w", err)
 		}
 	}
 	return nil
+}
+
+// stampChanges gives every committed change without a time one, after
+// every time recorded (a clock set back, or two loads in the same
+// microsecond, never gives an earlier one): loads call it once they
+// committed, opening the store does for a load a kill cut short. Stamps
+// are taken one at a time, so a stamp is after every stamp any reader
+// has seen. It fails quietly: an unstamped change is exported by every
+// export until a later stamp, which costs a partition written again, not
+// a change lost.
+func (s *Store) stampChanges(ctx context.Context) {
+	s.changesMu.Lock()
+	defer s.changesMu.Unlock()
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	_, _ = s.db.ExecContext(context.WithoutCancel(ctx), `UPDATE usage_changes
+SET changed_at = (SELECT greatest(CAST(? AS TIMESTAMP), coalesce(max(changed_at) + INTERVAL 1 MICROSECOND, CAST(? AS TIMESTAMP))) FROM usage_changes)
+WHERE changed_at IS NULL`, now, now)
 }
 
 // ErrNoUsageChanges says a database was written by a Tally older than
@@ -511,8 +522,10 @@ func UsageChanges(ctx context.Context, q Querier, after time.Time) ([]UsageChang
 	if n == 0 {
 		return nil, time.Time{}, ErrNoUsageChanges
 	}
-	rows, err := q.QueryContext(ctx, `SELECT organization, month, max(changed_at) FROM usage_changes
-WHERE changed_at > ? GROUP BY organization, month ORDER BY organization, month`, after.UTC())
+	// Unstamped changes (changed_at NULL) are taken whatever after is:
+	// see noteChanges.
+	rows, err := q.QueryContext(ctx, `SELECT organization, month, coalesce(max(changed_at), TIMESTAMP '0001-01-01') FROM usage_changes
+WHERE changed_at > ? OR changed_at IS NULL GROUP BY organization, month ORDER BY organization, month`, after.UTC())
 	if err != nil {
 		return nil, time.Time{}, fmt.Errorf("read usage changes: %w", err)
 	}

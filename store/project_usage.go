@@ -92,6 +92,9 @@ VALUES (?, 'day', 'estimated', ?, ?::DATE, ?::DATE, ?, ?::UUID, ?)`, org, scope,
 		}
 		return nil
 	})
+	if err == nil {
+		s.stampChanges(ctx)
+	}
 	return rows, err
 }
 

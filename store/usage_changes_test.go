@@ -12,7 +12,7 @@ import (
 // TestLoadNotesChangedMonths: a load records the months of date of the
 // rows it replaced and of those it wrote, under its organization; for
 // basis reported the window is on date_processed, so the months are the
-// rows', not the window's. UsageChanges gives each partition once, after
+// rows', not the window's; for basis usage they are the window's. UsageChanges gives each partition once, after
 // a time.
 func TestLoadNotesChangedMonths(t *testing.T) {
 	ctx := context.Background()
@@ -47,6 +47,17 @@ func TestLoadNotesChangedMonths(t *testing.T) {
 	if changes, _, err = UsageChanges(ctx, s.DB(), latest); err != nil || len(changes) != 0 {
 		t.Fatalf("changes after the latest: %v, %v; want none", changesText(changes), err)
 	}
+
+	// Basis usage: every row's date is in the window, so the load notes
+	// the months the window overlaps, those without rows too, without
+	// reading the rows.
+	time.Sleep(time.Millisecond)
+	uq := tally.UsageQuery{Window: window(t, tally.Day, "2026-10-20", "2026-12-05"), Organization: "globex"}
+	load(t, s, uq, row(date(t, "2026-11-10"), "streaming", "web", "2.5"))
+	if changes, _, err = UsageChanges(ctx, s.DB(), latest); err != nil {
+		t.Fatal(err)
+	}
+	equalLines(t, "changes of a usage window", changesText(changes), []string{"globex 2026-10", "globex 2026-11", "globex 2026-12"})
 }
 
 func changesText(cs []UsageChange) []string {
@@ -57,53 +68,53 @@ func changesText(cs []UsageChange) []string {
 	return out
 }
 
-// TestChangesAreNotedInCommitOrder: an export commits the changes after
-// the time its last commit holds, so a change must never become visible
-// after one with a later time. Load A notes its change and is held just
-// before its commit; load B, started then, must not commit a change (with
-// a later time) while A's is still unseen. Once A commits, B does, and
-// its time is after A's.
-func TestChangesAreNotedInCommitOrder(t *testing.T) {
+// TestUnstampedChangesAreNeverSkipped: a load stamps its changes only
+// once it has committed, so no change becomes visible with a time before
+// one an export has already seen. A change committed but not stamped (a
+// kill between the commit and the stamp, or an export reading between
+// them) is taken by every export, and opening the store stamps it after
+// every recorded time.
+func TestUnstampedChangesAreNeverSkipped(t *testing.T) {
 	ctx := context.Background()
 	s := openTemp(t)
-	qa := tally.UsageQuery{Window: window(t, tally.Day, "2026-10-01", "2026-10-02"), Organization: "acme"}
-	qb := tally.UsageQuery{Window: window(t, tally.Day, "2026-11-01", "2026-11-02"), Organization: "acme"}
-	held, release := make(chan struct{}), make(chan struct{})
-	s.beforeCommit = func() {
-		s.beforeCommit = nil // B passes straight through
-		close(held)
-		<-release
-	}
-	aDone, bDone := make(chan error, 1), make(chan error, 1)
-	go func() {
-		_, err := s.LoadWindow(ctx, qa, NewRunID(), rowsOf(row(date(t, "2026-10-01"), "encoding", "web", "1")))
-		aDone <- err
-	}()
-	<-held
-	go func() {
-		_, err := s.LoadWindow(ctx, qb, NewRunID(), rowsOf(row(date(t, "2026-11-01"), "encoding", "web", "2")))
-		bDone <- err
-	}()
-	select {
-	case err := <-bDone:
-		changes, _, _ := UsageChanges(ctx, s.DB(), time.Time{})
-		t.Fatalf("load B committed (%v) while A's noted change was not yet committed: visible %v; an export now would skip A's change for good",
-			err, changesText(changes))
-	case <-time.After(300 * time.Millisecond):
-	}
-	close(release)
-	if err := <-aDone; err != nil {
+	load(t, s, tally.UsageQuery{Window: window(t, tally.Day, "2026-10-01", "2026-10-02"), Organization: "acme"},
+		row(date(t, "2026-10-01"), "encoding", "web", "1"))
+	changes, seen, err := UsageChanges(ctx, s.DB(), time.Time{})
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := <-bDone; err != nil {
+	equalLines(t, "changes of the load", changesText(changes), []string{"acme 2026-10"})
+	var unstamped int64
+	if err := s.DB().QueryRow(`SELECT count(*) FROM usage_changes WHERE changed_at IS NULL`).Scan(&unstamped); err != nil || unstamped != 0 {
+		t.Fatalf("%d changes unstamped after the load (%v); want it stamped once committed", unstamped, err)
+	}
+
+	// A load whose stamp a kill cut short.
+	if _, err := s.DB().Exec(`INSERT INTO usage_changes VALUES ('acme', DATE '2026-11-01', NULL)`); err != nil {
 		t.Fatal(err)
 	}
-	var a, b time.Time
-	if err := s.DB().QueryRow(`SELECT max(changed_at) FILTER (WHERE month = DATE '2026-10-01'), max(changed_at) FILTER (WHERE month = DATE '2026-11-01') FROM usage_changes`).Scan(&a, &b); err != nil {
+	changes, _, err = UsageChanges(ctx, s.DB(), seen)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if !b.After(a) {
-		t.Errorf("B's change at %s is not after A's at %s, though B committed after A", b, a)
+	equalLines(t, "changes after the seen time, one unstamped", changesText(changes), []string{"acme 2026-11"})
+
+	path := s.Path()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err = Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	changes, latest, err := UsageChanges(ctx, s.DB(), seen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	equalLines(t, "changes after the seen time, once reopened", changesText(changes), []string{"acme 2026-11"})
+	if !latest.After(seen) {
+		t.Fatalf("the reopened store stamped the change at %s, not after %s", latest, seen)
 	}
 }
 
