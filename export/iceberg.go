@@ -129,7 +129,13 @@ func CommitLake(ctx context.Context, st *store.Store, o LakeOptions, log zerolog
 		if err != nil {
 			return res, fmt.Errorf("lake: write partition %s: %w", p, err)
 		}
-		files, res.Rows = append(files, f), res.Rows+n
+		if n == 0 {
+			// The partition holds no rows now: its old files are
+			// dropped and none added.
+			os.Remove(f)
+		} else {
+			files, res.Rows = append(files, f), res.Rows+n
+		}
 		log.Debug().Str("table", res.Table).Str("partition", p.String()).Int64("rows", n).
 			Int("written", i+1).Int("of", len(parts)).Msg("lake: partition written")
 	}

@@ -450,6 +450,26 @@ func TestExportCommitsOnlyWhatChanged(t *testing.T) {
 		t.Fatalf("fourth export: partitions %v; want globex's October", fourth.Partitions)
 	}
 	sameRows(t, loadUsage(t, c), s)
+
+	// acme's September fetched again with no rows: its partition is
+	// emptied, its files dropped and none written; acme's October, in
+	// the same window and empty before and after, gets no file either.
+	q := tally.UsageQuery{Window: tally.Window{Start: sep, End: oct.AddDate(0, 1, 0), Granularity: tally.Day}, Organization: "acme"}
+	if _, err := s.LoadWindow(context.Background(), q, store.NewRunID(), seq(nil)); err != nil {
+		t.Fatal(err)
+	}
+	fifth := commit(t, s, c, "run-5")
+	if len(fifth.Partitions) != 2 || fifth.Rows != 0 || fifth.Commit.Dropped != 1 {
+		t.Fatalf("fifth export: %+v; want acme's September and October, no rows, September's file dropped", fifth)
+	}
+	files := dataFiles(t, loadUsage(t, c))
+	if _, ok := files["acme 2026-09"]; ok {
+		t.Fatalf("acme's emptied September keeps files %v", files["acme 2026-09"])
+	}
+	if _, ok := files["acme 2026-10"]; ok {
+		t.Fatalf("acme's empty October got files %v", files["acme 2026-10"])
+	}
+	sameRows(t, loadUsage(t, c), s)
 }
 
 // checkFieldIDs checks that every top-level column of the Parquet file at

@@ -111,6 +111,11 @@ func (l *Lake) replaceOnce(ctx context.Context, r Replacement, attempt int) (lak
 	if r.Loaded != nil {
 		r.Loaded(attempt)
 	}
+	if len(old) == 0 && len(r.Files) == 0 && t.CurrentSnapshot() == nil {
+		// Empty partitions of a table that holds nothing: nothing to
+		// commit (Iceberg has no overwrite without a snapshot).
+		return lake.Commit{}, nil
+	}
 	tx := t.NewTransaction()
 	if err := tx.ReplaceDataFiles(ctx, old, r.Files, r.Properties); err != nil {
 		return lake.Commit{}, fmt.Errorf("replace the partitions' files: %w", err)
