@@ -21,7 +21,8 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/* \
  && groupadd --system --gid 65532 tally \
  && useradd --system --uid 65532 --gid 65532 --home-dir /var/lib/tally --create-home tally
-COPY --from=build /out/tally /usr/local/bin/tally
+# tally-lake beside tally, where tally finds it (export format iceberg).
+COPY --from=build /out/tally /out/tally-lake /usr/local/bin/
 # The uid the manifests' securityContext names; /var/lib/tally is their data
 # volume and the working folder, so relative store and report paths land there.
 USER 65532:65532

@@ -25,6 +25,8 @@ type Config struct {
 	Reports       ReportsConfig
 	Schedule      ScheduleConfig
 	Export        ExportConfig
+	// Lake is where format iceberg writes its tables (lake).
+	Lake LakeConfig
 	// Budgets are the monthly budgets the alerts step checks (budgets).
 	Budgets []Budget
 	// Commitments are what was bought under entitlements (commitments):
@@ -167,13 +169,35 @@ type Job struct {
 // what.
 type ExportConfig struct {
 	Dir      string // the export folder, absolute
-	Format   string // ExportParquet or ExportFOCUS
+	Format   string // ExportParquet, ExportFOCUS or ExportIceberg
 	FOCUSCSV bool   // with format focus, also write every FOCUS dataset as CSV
 	// CSVRaw writes the CSV's text as it is, without the quote that
 	// keeps a spreadsheet from running a value as a formula: for
 	// programs that read the files, never for people's spreadsheets.
 	CSVRaw bool
 }
+
+// LakeConfig is lake: the Iceberg catalog the iceberg export commits to
+// and the namespace of its tables. This version has one catalog, an
+// embedded SQLite one, beside a local warehouse folder under the export
+// folder.
+type LakeConfig struct {
+	Namespace string // lake.namespace; DefaultLakeNamespace
+	// SQLite is the SQLite catalog's file (lake.catalog sqlite:PATH),
+	// absolute; "" for the default, catalog.db in the lake folder of the
+	// export folder (LakeDir).
+	SQLite string
+}
+
+// LakeDir is the folder under an export folder that holds the lake: the
+// default catalog (catalog.db) and the warehouse (warehouse/).
+const LakeDir = "lake"
+
+// CatalogSQLite starts lake.catalog's one form in this version.
+const CatalogSQLite = "sqlite:"
+
+// DefaultLakeNamespace is lake.namespace's default.
+const DefaultLakeNamespace = "tally"
 
 // Budget is one entry of budgets: a monthly amount for a scope in one
 // currency, and the percentages of it that alert on actual and on
@@ -229,6 +253,9 @@ type WebhookConfig struct {
 const (
 	ExportParquet = "parquet" // usage and the reference tables, Hive-partitioned by month
 	ExportFOCUS   = "focus"   // usage as FinOps FOCUS (1.3, or 1.2 on request)
+	// ExportIceberg commits the usage table to an Apache Iceberg table in
+	// the lake (lake.catalog): only the partitions that changed.
+	ExportIceberg = "iceberg"
 )
 
 // Defaults that INTERFACE.md documents.

@@ -54,6 +54,7 @@ func TestDefaults(t *testing.T) {
 			LockWait: 10 * time.Minute, Grace: 30 * time.Second,
 		},
 		Export:    ExportConfig{Dir: "/etc/tally/exports", Format: "parquet"},
+		Lake:      LakeConfig{Namespace: DefaultLakeNamespace},
 		Anomalies: AnomalyConfig{MADs: tally.MustDecimal("4"), MinAmount: tally.MustDecimal("1"), MinPercent: tally.MustDecimal("50")},
 	}
 	if !reflect.DeepEqual(cfg, want) {
@@ -124,6 +125,7 @@ schedule:
 			LockWait: 0, Grace: time.Hour,
 		},
 		Export:    ExportConfig{Dir: "/etc/tally/exports", Format: "parquet"},
+		Lake:      LakeConfig{Namespace: DefaultLakeNamespace},
 		Anomalies: AnomalyConfig{MADs: tally.MustDecimal("4"), MinAmount: tally.MustDecimal("1"), MinPercent: tally.MustDecimal("50")},
 	}
 	if !reflect.DeepEqual(cfg, want) {
@@ -158,13 +160,13 @@ func TestValidation(t *testing.T) {
 		name, yml string
 		want      []string // one fragment a problem
 	}{
-		{"unknown section", minimal + "apii:\n  x: 1\n", []string{"apii: unknown key; known keys in the top level: api, organizations, usage, store, reports, schedule, export, budgets, commitments, anomalies, alerts, allocation; did you mean api? (line 3)"}},
+		{"unknown section", minimal + "apii:\n  x: 1\n", []string{"apii: unknown key; known keys in the top level: api, organizations, usage, store, reports, schedule, export, lake, budgets, commitments, anomalies, alerts, allocation; did you mean api? (line 3)"}},
 		{"unknown key", "api:\n  tokn_env: X\n" + minimal, []string{"api.tokn_env: unknown key; known keys in api: base_url, token_env, token_file, timeout, answer_timeout, concurrency, total_concurrency, max_retries, connect_retries, token_warn_before, paths; did you mean token_env? (line 2)"}},
 		{"unknown job key", minimal + "schedule:\n  jobs:\n    - name: a\n      cron: \"@daily\"\n      run: [fetch]\n      when: now\n", []string{"schedule.jobs[0].when: unknown key; known keys in schedule.jobs[0]: name, cron, run (line 8)"}},
 		{"key twice", minimal + "api:\n  timeout: 1s\n  timeout: 2s\n", []string{"api.timeout: given twice (first on line 4) (line 5)"}},
 		{"section not a mapping", minimal + "api: 5\n", []string{`api: must be a mapping with keys base_url, token_env, token_file, timeout, answer_timeout, concurrency, total_concurrency, max_retries, connect_retries, token_warn_before, paths, not "5" (line 3)`}},
 		{"section an alias of a scalar", "usage:\n  start: &s 2026-01-01\napi: *s\n", []string{`api: must be a mapping with keys base_url, token_env, token_file, timeout, answer_timeout, concurrency, total_concurrency, max_retries, connect_retries, token_warn_before, paths, not "2026-01-01" (line 2)`}},
-		{"top level not a mapping", "- a\n- b\n", []string{"config: must be a mapping with keys api, organizations, usage, store, reports, schedule, export, budgets, commitments, anomalies, alerts, allocation, not a list (line 1)", "usage.start: missing"}},
+		{"top level not a mapping", "- a\n- b\n", []string{"config: must be a mapping with keys api, organizations, usage, store, reports, schedule, export, lake, budgets, commitments, anomalies, alerts, allocation, not a list (line 1)", "usage.start: missing"}},
 		{"merge key", minimal + "x: &x\n  timeout: 1s\n", []string{"x: unknown key"}},
 		{"budget problems", minimal + "budgets:\n  - name: a\n    scope: team:x\n    currency: usd\n    amount: -5\n    actual: [80, 0]\n  - name: a\n    currency: EUR\n    amount: 10\n", []string{
 			`budgets[0].scope: "team:x" is not all, project:NAME, payment_method:ID, family:NAME, organization:NAME or cost_centre:NAME`,

@@ -19,10 +19,44 @@ func TestExportSection(t *testing.T) {
 
 func TestExportValidation(t *testing.T) {
 	tests := []struct{ name, yml, want string }{
-		{"format", "export:\n  format: csv\n", `export.format: "csv" is not one of parquet, focus (line 4)`},
+		{"format", "export:\n  format: csv\n", `export.format: "csv" is not one of parquet, focus, iceberg (line 4)`},
 		{"focus_csv", "export:\n  focus_csv: sometimes\n", `export.focus_csv: "sometimes" is not true or false (line 4)`},
 		{"dir a list", "export:\n  dir: [a, b]\n", "export.dir: must be a single value, not a list"},
 		{"unknown key", "export:\n  folder: x\n", "export.folder: unknown key; known keys in export: dir, format, focus_csv"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse([]byte(minimal+tc.yml), "/etc/tally", noEnv)
+			var ce *Error
+			if !errors.As(err, &ce) {
+				t.Fatalf("got %v, want a *Error", err)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %q does not contain %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestLakeSection(t *testing.T) {
+	cfg := mustParse(t, minimal+"export:\n  format: iceberg\n", noEnv)
+	if cfg.Export.Format != ExportIceberg || cfg.Lake != (LakeConfig{Namespace: DefaultLakeNamespace}) {
+		t.Errorf("defaults: export %+v, lake %+v", cfg.Export, cfg.Lake)
+	}
+	cfg = mustParse(t, minimal+"lake:\n  namespace: billing_lake\n  catalog: sqlite:../lake/catalog.db\n", noEnv)
+	if want := (LakeConfig{Namespace: "billing_lake", SQLite: "/etc/lake/catalog.db"}); cfg.Lake != want {
+		t.Errorf("lake = %+v, want %+v (a relative path beside the config)", cfg.Lake, want)
+	}
+}
+
+func TestLakeValidation(t *testing.T) {
+	tests := []struct{ name, yml, want string }{
+		{"postgres", "lake:\n  catalog: postgres://db/lake\n", `lake.catalog: "postgres://db/lake" is not a catalog this version accepts: only sqlite:PATH`},
+		{"rest", "lake:\n  catalog: rest+https://cat.example\n", `lake.catalog: "rest+https://cat.example" is not a catalog this version accepts`},
+		{"bare path", "lake:\n  catalog: /srv/catalog.db\n", `lake.catalog: "/srv/catalog.db" is not a catalog this version accepts: only sqlite:PATH`},
+		{"no path", "lake:\n  catalog: 'sqlite:'\n", "lake.catalog: sqlite: needs the catalog file's path"},
+		{"namespace", "lake:\n  namespace: Billing-Lake\n", `lake.namespace: "Billing-Lake" is not a namespace`},
+		{"unknown key", "lake:\n  warehouse: s3://b/p\n", "lake.warehouse: unknown key; known keys in lake: namespace, catalog"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

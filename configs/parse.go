@@ -26,6 +26,7 @@ type rawConfig struct {
 	Reports       rawReports         `yaml:"reports"`
 	Schedule      rawSchedule        `yaml:"schedule"`
 	Export        rawExport          `yaml:"export"`
+	Lake          rawLake            `yaml:"lake"`
 	Budgets       *[]rawBudget       `yaml:"budgets"`
 	Commitments   *[]rawCommitment   `yaml:"commitments"`
 	Anomalies     rawAnomalies       `yaml:"anomalies"`
@@ -127,6 +128,7 @@ func (p *parser) parse(data []byte) *Config {
 	p.reports(&raw.Reports, &cfg.Reports)
 	p.schedule(&raw.Schedule, &cfg.Schedule)
 	p.export(&raw.Export, &cfg.Export)
+	p.lake(&raw.Lake, &cfg.Lake)
 	p.budgets(raw.Budgets, &cfg.Budgets)
 	p.commitments(raw.Commitments, &cfg.Commitments)
 	p.anomalies(&raw.Anomalies, &cfg.Anomalies)

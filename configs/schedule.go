@@ -1,6 +1,7 @@
 package configs
 
 import (
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -69,9 +70,38 @@ type rawExport struct {
 	CSVRaw   at[bool]   `yaml:"csv_raw"`
 }
 
+type rawLake struct {
+	Namespace at[string] `yaml:"namespace"`
+	Catalog   at[string] `yaml:"catalog"`
+}
+
+// lakeNameRE is a namespace every engine reads without quoting.
+var lakeNameRE = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,63}$`)
+
+func (p *parser) lake(r *rawLake, c *LakeConfig) {
+	c.Namespace = p.text(r.Namespace, DefaultLakeNamespace)
+	if !lakeNameRE.MatchString(c.Namespace) {
+		p.bad(r.Namespace.key, "%q is not a namespace: lower-case letters, digits and _, at most 64, not starting with a digit", c.Namespace)
+		c.Namespace = DefaultLakeNamespace
+	}
+	cat := p.text(r.Catalog, "")
+	if cat == "" {
+		return
+	}
+	path, ok := strings.CutPrefix(cat, CatalogSQLite)
+	switch {
+	case !ok:
+		p.bad(r.Catalog.key, "%q is not a catalog this version accepts: only sqlite:PATH, an embedded SQLite catalog file (no PostgreSQL or REST catalog yet)", cat)
+	case strings.TrimSpace(path) == "":
+		p.bad(r.Catalog.key, "sqlite: needs the catalog file's path, e.g. sqlite:/var/lib/tally/lake/catalog.db")
+	default:
+		c.SQLite = p.path(path)
+	}
+}
+
 func (p *parser) export(r *rawExport, c *ExportConfig) {
 	c.Dir = p.path(p.text(r.Dir, DefaultExportDir))
-	c.Format = oneOf(p, r.Format, ExportParquet, ExportParquet, ExportFOCUS)
+	c.Format = oneOf(p, r.Format, ExportParquet, ExportParquet, ExportFOCUS, ExportIceberg)
 	c.FOCUSCSV = p.boolean(r.FOCUSCSV)
 	c.CSVRaw = p.boolean(r.CSVRaw)
 }

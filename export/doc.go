@@ -9,5 +9,7 @@
 // mapping over the focus view of the top-level sql/views).
 //
 // Write exports a store; Run is the export of a job or of tally export,
-// the config's export section over the command's options.
+// the config's export section over the command's options. Format iceberg
+// is handed to package lake, with the lake's catalog and warehouse as the
+// config and the export folder give them (LakeConfig).
 package export

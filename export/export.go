@@ -92,6 +92,10 @@ type DatasetResult struct {
 	Removed   []string // months no longer in the data: their folder removed
 	Rows      int64    // rows in the months written
 	Bytes     int64    // bytes of the files written
+	// Snapshot is the Iceberg snapshot format iceberg committed, 0 when
+	// it committed none; Written then names organization/YYYY-MM
+	// partitions.
+	Snapshot int64
 }
 
 // ManifestName is the manifest file at the top of an export folder. Its

@@ -16,8 +16,8 @@ func init() { job.Register("export", step) }
 // step is the export step of a scheduled job (run: [fetch, report,
 // export]): the config's export section, from the database the job's run
 // holds, so the export shows what the run just loaded.
-func step(ctx context.Context, env *job.Env, _ uuid.UUID) (job.Result, error) {
-	sum, err := Run(ctx, env, Request{})
+func step(ctx context.Context, env *job.Env, runID uuid.UUID) (job.Result, error) {
+	sum, err := Run(ctx, env, Request{RunID: runID})
 	var res job.Result
 	if sum.Dir != "" {
 		res.Outputs = []string{sum.Dir}
@@ -30,7 +30,7 @@ func step(ctx context.Context, env *job.Env, _ uuid.UUID) (job.Result, error) {
 // CSVRaw nil export.csv_raw.
 type Request struct {
 	Dir    string
-	Format string // configs.ExportParquet or configs.ExportFOCUS
+	Format string // configs.ExportParquet, configs.ExportFOCUS or configs.ExportIceberg
 	CSV    *bool  // format focus: also write every FOCUS dataset as CSV
 	// CSVRaw, when set, overrides export.csv_raw: the CSV's text as it
 	// is, without the formula guard.
@@ -40,6 +40,8 @@ type Request struct {
 	// From and Until (exclusive) limit the usage months written: every
 	// month overlapping [From, Until), whole. Zero is unbounded.
 	From, Until time.Time
+	// RunID is the run exporting, which format iceberg's snapshots name.
+	RunID uuid.UUID
 }
 
 // Summary is what one export did.
@@ -72,6 +74,9 @@ func Run(ctx context.Context, env *job.Env, opts Request) (Summary, error) {
 	o.CSVRaw = cfg.Export.CSVRaw
 	if opts.CSVRaw != nil {
 		o.CSVRaw = *opts.CSVRaw
+	}
+	if o.Format == configs.ExportIceberg {
+		return runLake(ctx, env, o.Dir, opts)
 	}
 	if o.Format == configs.ExportFOCUS {
 		// FOCUS billing periods are months: a week or year bucket would be

@@ -30,7 +30,8 @@ type Env struct {
 	// or step starts, while the work in flight may finish until its
 	// context is cancelled. nil: never.
 	Stop <-chan struct{}
-	// Version is the build's, for the User-Agent of webhook posts.
+	// Version is the build's, for the User-Agent of webhook posts and
+	// the lake's snapshot summaries.
 	Version string
 	// Observe, when set (tally schedule), receives what steps report for
 	// health and metrics, by type: the alert checks' figures, each

@@ -1,7 +1,8 @@
 // Package store owns Tally's DuckDB file: opening it and applying the
 // migrations of sql/schema, loading usage windows (one transaction a
 // window, streamed through DuckDB's appender), the ledger of loaded
-// windows, run records, dated reference snapshots, the read-only copy
+// windows, the (organization, month) partitions each load changed
+// (usage_changes, which the Iceberg export commits), run records, dated reference snapshots, the read-only copy
 // published for analysts, the one-writer lock beside the database, and
 // read-only querying for `tally query` and `tally status`, and the figures
 // two capabilities read alike, such as what each configured commitment

@@ -112,6 +112,21 @@ func (s *Store) LoadWindow(ctx context.Context, q tally.UsageQuery, runID uuid.U
 	defer s.loads.end(s.db)
 	var res LoadResult
 	err = s.inTx(ctx, func(conn *sql.Conn) error {
+		// The partitions (months of date) the window changes: those of the
+		// rows it replaces and of those it writes. Every row's date is in
+		// the window (checkRow), so they are the months the window
+		// overlaps, found without reading the rows; a month with none is
+		// noted too, and the export writes it again as it is. For basis
+		// reported the window is on date_processed, and the rows' dates
+		// may be in any month: the rows are read, before and after.
+		reported := q.Basis() == tally.BasisReported
+		changed := windowMonths(w)
+		if reported {
+			clear(changed)
+			if err := scopeMonths(ctx, conn, q, changed); err != nil {
+				return err
+			}
+		}
 		del, args := scopeDelete(q)
 		r, err := conn.ExecContext(ctx, del, args...)
 		if err != nil {
@@ -160,17 +175,25 @@ VALUES (?, ?, ?, ?, ?::DATE, ?::DATE, ?, ?::UUID, ?, ?, ?, ?, ?)`,
 			requests, retries, bytes, res.Duration.Milliseconds()); err != nil {
 			return fmt.Errorf("update ledger: %w", err)
 		}
+		if reported {
+			if err := scopeMonths(ctx, conn, q, changed); err != nil {
+				return err
+			}
+		}
 		if err := refreshDayTotals(ctx, conn, q.Organization, w.Granularity, basis, w.Start.UTC(), w.End.UTC(), keys != nil); err != nil {
 			return err
 		}
 		if costTo.After(costFrom) {
-			return refreshDayCost(ctx, conn, q.Organization, costFrom, costTo)
+			if err := refreshDayCost(ctx, conn, q.Organization, costFrom, costTo); err != nil {
+				return err
+			}
 		}
-		return nil
+		return noteChanges(ctx, conn, q.Organization, changed)
 	})
 	if err != nil {
 		return LoadResult{}, fmt.Errorf("%s: %w", label, err)
 	}
+	s.stampChanges(ctx)
 	if costTo.After(costFrom) {
 		// The load is committed: it succeeded, whatever happens next. Its
 		// days stay listed in baseline_dirty until a rewrite succeeds, so
@@ -405,4 +428,123 @@ ORDER BY start, "end"`, org, string(g), string(basis), scope)
 		return nil, fmt.Errorf("read ledger: %w", err)
 	}
 	return out, nil
+}
+
+// UsageChange is one partition of the usage table, an organization's
+// month, that a load changed.
+type UsageChange struct {
+	Organization string
+	Month        time.Time // its first day, UTC
+	ChangedAt    time.Time // UTC
+}
+
+// windowMonths are the months w overlaps, each its first day, UTC.
+func windowMonths(w tally.Window) map[time.Time]bool {
+	out := map[time.Time]bool{}
+	for m := tally.Month.Truncate(w.Start.UTC()); m.Before(w.End.UTC()); m = m.AddDate(0, 1, 0) {
+		out[m] = true
+	}
+	return out
+}
+
+// scopeMonths returns the months (of date) of the usage rows q's window
+// and scope own: before a load replaces them, and after, the partitions it
+// changes.
+func scopeMonths(ctx context.Context, conn *sql.Conn, q tally.UsageQuery, into map[time.Time]bool) error {
+	where, args := scopeWhere(q)
+	rows, err := conn.QueryContext(ctx, "SELECT DISTINCT CAST(date_trunc('month', date) AS DATE) FROM usage WHERE "+where, args...)
+	if err != nil {
+		return fmt.Errorf("read the months changed: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var m time.Time
+		if err := rows.Scan(&m); err != nil {
+			return fmt.Errorf("read the months changed: %w", err)
+		}
+		into[m.UTC()] = true
+	}
+	return rows.Err()
+}
+
+// noteChanges records, in the transaction that changed them, that org's
+// usage rows changed in months (usage_changes), with no time yet: the
+// load stamps it once committed (stampChanges). The export commits the
+// changes after the time its last commit holds, so a time must never be
+// taken before the change it stamps is visible: a load that took its time
+// and then committed after another load's later time would be skipped for
+// good by an export that read between the two commits. An unstamped
+// change is taken by every export, so one a kill left unstamped, or one
+// committed but not yet stamped when an export reads, is never skipped.
+func noteChanges(ctx context.Context, conn *sql.Conn, org string, months map[time.Time]bool) error {
+	for m := range months {
+		if _, err := conn.ExecContext(ctx, `INSERT INTO usage_changes (organization, month, changed_at) VALUES (?, ?::DATE, NULL)`, org, m); err != nil {
+			return fmt.Errorf("note the months changed: %w", err)
+		}
+	}
+	return nil
+}
+
+// stampChanges gives every committed change without a time one, after
+// every time recorded (a clock set back, or two loads in the same
+// microsecond, never gives an earlier one): loads call it once they
+// committed, opening the store does for a load a kill cut short. Stamps
+// are taken one at a time, so a stamp is after every stamp any reader
+// has seen. It fails quietly: an unstamped change is exported by every
+// export until a later stamp, which costs a partition written again, not
+// a change lost.
+func (s *Store) stampChanges(ctx context.Context) {
+	s.changesMu.Lock()
+	defer s.changesMu.Unlock()
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	_, _ = s.db.ExecContext(context.WithoutCancel(ctx), `UPDATE usage_changes
+SET changed_at = (SELECT greatest(CAST(? AS TIMESTAMP), coalesce(max(changed_at) + INTERVAL 1 MICROSECOND, CAST(? AS TIMESTAMP))) FROM usage_changes)
+WHERE changed_at IS NULL`, now, now)
+}
+
+// ErrNoUsageChanges says a database was written by a Tally older than
+// migration 0019 and has no record of the partitions its loads changed:
+// a read-only copy not yet published by this version.
+var ErrNoUsageChanges = errors.New("the database records no usage changes (usage_changes): it was last written by an older Tally; a run of this version records them")
+
+// UsageChanges returns, from q's database, the partitions of the usage
+// table changed after after (every one recorded when after is zero), each
+// once with its latest change, ordered by organization and month, and the
+// latest change time among them. Loads in one process commit one after
+// another in the order of their times as far as an export can tell: the
+// export step runs once the run's loads are done, tally export reads the
+// copy a finished run published.
+func UsageChanges(ctx context.Context, q Querier, after time.Time) ([]UsageChange, time.Time, error) {
+	var n int64
+	if err := ScanOne(ctx, q, `SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database() AND schema_name = 'main' AND table_name = 'usage_changes'`, nil, &n); err != nil {
+		return nil, time.Time{}, fmt.Errorf("read usage changes: %w", err)
+	}
+	if n == 0 {
+		return nil, time.Time{}, ErrNoUsageChanges
+	}
+	// Unstamped changes (changed_at NULL) are taken whatever after is:
+	// see noteChanges.
+	rows, err := q.QueryContext(ctx, `SELECT organization, month, coalesce(max(changed_at), TIMESTAMP '0001-01-01') FROM usage_changes
+WHERE changed_at > ? OR changed_at IS NULL GROUP BY organization, month ORDER BY organization, month`, after.UTC())
+	if err != nil {
+		return nil, time.Time{}, fmt.Errorf("read usage changes: %w", err)
+	}
+	defer rows.Close()
+	var out []UsageChange
+	var latest time.Time
+	for rows.Next() {
+		var c UsageChange
+		if err := rows.Scan(&c.Organization, &c.Month, &c.ChangedAt); err != nil {
+			return nil, time.Time{}, fmt.Errorf("read usage changes: %w", err)
+		}
+		c.Month, c.ChangedAt = c.Month.UTC(), c.ChangedAt.UTC()
+		if c.ChangedAt.After(latest) {
+			latest = c.ChangedAt
+		}
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, time.Time{}, fmt.Errorf("read usage changes: %w", err)
+	}
+	return out, latest, nil
 }

@@ -77,6 +77,9 @@ VALUES (?, 'day', 'estimated', ?, ?::DATE, ?::DATE, ?, ?::UUID, ?)`, org, scope,
 		// The rows' usage keys, as a load numbers its rows, and the totals
 		// kept from the rows (summed per key, as a load's), once a month
 		// for every project read.
+		if err := noteChanges(ctx, conn, org, months); err != nil {
+			return err
+		}
 		for month := range months {
 			if s.keyed {
 				if err := s.keyMonth(ctx, conn, org, month); err != nil {
@@ -89,6 +92,9 @@ VALUES (?, 'day', 'estimated', ?, ?::DATE, ?::DATE, ?, ?::UUID, ?)`, org, scope,
 		}
 		return nil
 	})
+	if err == nil {
+		s.stampChanges(ctx)
+	}
 	return rows, err
 }
 

@@ -56,6 +56,8 @@ type Store struct {
 	// closeKeysMu: loads that may rewrite its rows run one at a time.
 	closeKeyed  bool
 	closeKeysMu sync.Mutex
+	// changesMu: changes are stamped one at a time (stampChanges).
+	changesMu sync.Mutex
 }
 
 // options are the seams tests use to open a database as an older Tally
@@ -229,6 +231,8 @@ func openWith(ctx context.Context, path string, o options) (*Store, error) {
 			db.Close()
 			return nil, fmt.Errorf("open store %s: %w", path, err)
 		}
+		// Changes a kill left unstamped after their load committed.
+		s.stampChanges(ctx)
 	}
 	return s, nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/tally-dev/tally/export"
 	"github.com/tally-dev/tally/job"
 	"github.com/tally-dev/tally/schedules"
+	"github.com/tally-dev/tally/store"
 )
 
 func init() { commands = append(commands, newExportCmd) }
@@ -33,8 +34,8 @@ type exportOptions struct {
 func newExportCmd(g *globalFlags) *cobra.Command {
 	o := &exportOptions{}
 	cmd := &cobra.Command{
-		Use:   "export --config FILE [--to DIR] [--format parquet|focus] [--focus-version 1.3|1.2] [--csv] [--csv-raw] [--from DATE] [--until DATE]",
-		Short: "Write the data as Parquet (Hive-partitioned by month) or as FinOps FOCUS rows",
+		Use:   "export --config FILE [--to DIR] [--format parquet|focus|iceberg] [--focus-version 1.3|1.2] [--csv] [--csv-raw] [--from DATE] [--until DATE]",
+		Short: "Write the data as Parquet (Hive-partitioned by month), as FinOps FOCUS rows, or to an Iceberg table",
 		Long: `Write the analysts' published copy of the config's database to a folder
 other tools read as it is (DuckDB, Spark, Trino, BigQuery external tables):
 
@@ -49,6 +50,14 @@ other tools read as it is (DuckDB, Spark, Trino, BigQuery external tables):
                     focus_contract_commitment_csv/.
                     --focus-version 1.2 writes the 1.2 rows of the focus
                     view instead, as before 1.3.
+  --format iceberg  the usage table committed to the Apache Iceberg table
+                    usage in namespace lake.namespace (default tally) of
+                    the lake's catalog (lake.catalog; by default an
+                    embedded SQLite catalog, DIR/lake/catalog.db, beside
+                    the warehouse DIR/lake/warehouse), partitioned by
+                    organization and month: only the partitions the loads
+                    changed since the last commit are replaced, and
+                    nothing is committed when none changed.
 
 In the CSV, a text value that begins with =, +, -, @, tab or carriage return
 is written with a single quote ahead, so a spreadsheet shows it as text
@@ -80,7 +89,7 @@ for nor held up.`,
 	f := cmd.Flags()
 	f.StringVar(&o.config, "config", "", "config file (YAML)")
 	f.StringArrayVar(&o.to, "to", nil, "output folder (default export.dir); beside a --to DIR, a second --to holding a YYYY-MM-DD date is the end date, like --until")
-	f.StringVar(&o.format, "format", "", "parquet or focus (default export.format)")
+	f.StringVar(&o.format, "format", "", "parquet, focus or iceberg (default export.format)")
 	f.BoolVar(&o.csv, "csv", false, "format focus: also write every FOCUS dataset as CSV (default export.focus_csv)")
 	f.BoolVar(&o.csvRaw, "csv-raw", false, "the CSV's text as it is, without the quote that keeps a spreadsheet from running =, +, -, @ as a formula (default export.csv_raw)")
 	f.StringVar(&o.focus, "focus-version", "", "format focus: the FOCUS version, 1.3 or 1.2 (default 1.3)")
@@ -127,10 +136,10 @@ func runExport(cmd *cobra.Command, g *globalFlags, o *exportOptions) error {
 	}
 	var opts export.Request
 	switch o.format {
-	case "", configs.ExportParquet, configs.ExportFOCUS:
+	case "", configs.ExportParquet, configs.ExportFOCUS, configs.ExportIceberg:
 		opts.Format = o.format
 	default:
-		return usageErr("--format %q is not one of parquet, focus", o.format)
+		return usageErr("--format %q is not one of parquet, focus, iceberg", o.format)
 	}
 	if o.from != "" {
 		if opts.From, err = tally.ParseDate(o.from); err != nil {
@@ -158,6 +167,9 @@ func runExport(cmd *cobra.Command, g *globalFlags, o *exportOptions) error {
 	format := opts.Format
 	if format == "" {
 		format = cfg.Export.Format
+	}
+	if format == configs.ExportIceberg && (o.from != "" || o.until != "") {
+		return usageErr("--from and --until do not apply to --format iceberg: it commits the usage partitions the loads changed")
 	}
 	if o.focus != "" && format != configs.ExportFOCUS {
 		return usageErr("--focus-version %s applies to FOCUS rows: use it with --format focus", o.focus)
@@ -194,7 +206,10 @@ func runExport(cmd *cobra.Command, g *globalFlags, o *exportOptions) error {
 		return fmt.Errorf("export: %w", err)
 	}
 	defer st.Close()
-	sum, err := export.Run(cmd.Context(), &job.Env{Config: cfg, Store: st, Log: log}, opts)
+	// The export's own run id, which an iceberg snapshot names: tally
+	// export reads the published copy and records no run in it.
+	opts.RunID = store.NewRunID()
+	sum, err := export.Run(cmd.Context(), &job.Env{Config: cfg, Store: st, Log: log, Version: version}, opts)
 	printExportSummary(cmd.OutOrStdout(), sum)
 	return err
 }
@@ -205,6 +220,15 @@ func printExportSummary(w io.Writer, s export.Summary) {
 	}
 	fmt.Fprintf(w, "export %s (format %s) from %s\n", s.Dir, s.Format, s.Source)
 	for _, d := range s.Datasets {
+		if s.Format == configs.ExportIceberg {
+			line := fmt.Sprintf("  %-27s nothing changed since the last commit; nothing committed", d.Name)
+			if d.Snapshot != 0 {
+				line = fmt.Sprintf("  %-27s %d partition(s) replaced in snapshot %d; %d rows (%s)",
+					d.Name, len(d.Written), d.Snapshot, d.Rows, strings.Join(d.Written, ", "))
+			}
+			fmt.Fprintln(w, line)
+			continue
+		}
 		line := fmt.Sprintf("  %-27s %d month(s) written, %d unchanged, %d removed; %d rows, %d bytes written",
 			d.Name, len(d.Written), len(d.Unchanged), len(d.Removed), d.Rows, d.Bytes)
 		if len(d.Written) > 0 {

@@ -19,6 +19,7 @@ import (
 	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/fetch/sim"
 	"github.com/tally-dev/tally/internal/testkit/focuscheck"
+	"github.com/tally-dev/tally/internal/testkit/laketest"
 	"github.com/tally-dev/tally/job"
 	"github.com/tally-dev/tally/store"
 )
@@ -204,6 +205,8 @@ func TestExportUsageErrors(t *testing.T) {
 		{"csv-raw with parquet", []string{"--config", cfg, "--csv-raw"}, "--csv-raw applies to the FOCUS CSV: use it with --format focus"},
 		{"focus version", []string{"--config", cfg, "--format", "focus", "--focus-version", "1.1"}, `--focus-version "1.1" is not one of 1.3, 1.2`},
 		{"focus version with parquet", []string{"--config", cfg, "--focus-version", "1.2"}, "--focus-version 1.2 applies to FOCUS rows: use it with --format focus"},
+		{"iceberg with from", []string{"--config", cfg, "--format", "iceberg", "--from", "2026-10-01"}, "--from and --until do not apply to --format iceberg"},
+		{"iceberg with csv", []string{"--config", cfg, "--format", "iceberg", "--csv"}, "--csv writes FOCUS rows as CSV: use it with --format focus"},
 		{"no config", nil, "--config is required"},
 		{"argument", []string{"--config", cfg, "extra"}, "unknown command"},
 	}
@@ -293,5 +296,48 @@ func TestREADMEAnalystExamples(t *testing.T) {
 		if _, err := st.Query(context.Background(), "SELECT * FROM "+m[1]+" LIMIT 1"); err != nil {
 			t.Errorf("README lists view %s: %v", m[1], err)
 		}
+	}
+}
+
+// tally export --format iceberg commits the published copy's usage to the
+// lake through tally-lake, says what it committed, and commits nothing
+// when nothing changed; without tally-lake it says where to get it.
+func TestExportIcebergCommand(t *testing.T) {
+	cfg, pub := exportSetup(t)
+	dir := filepath.Dir(cfg)
+	t.Setenv(cliTokenEnv, "")
+	onBinaryEnd(laketest.Remove)
+	helper := laketest.Helper(t)
+
+	path := os.Getenv("PATH")
+	t.Setenv("PATH", t.TempDir())
+	_, code, stderr := cli(t, "export", "--config", cfg, "--format", "iceberg")
+	if code == job.ExitOK || !strings.Contains(stderr, "tally-lake") || !strings.Contains(stderr, "scripts/build") {
+		t.Fatalf("without tally-lake: exit %d, stderr %q; want a failure naming tally-lake and how to build it", code, stderr)
+	}
+
+	t.Setenv("PATH", filepath.Dir(helper)+string(os.PathListSeparator)+path)
+	out, code, stderr := cli(t, "export", "--config", cfg, "--format", "iceberg")
+	if code != job.ExitOK {
+		t.Fatalf("tally export --format iceberg: exit %d\n%s\n%s", code, out, stderr)
+	}
+	st := openCopy(t, pub)
+	parts := lines(t, st, `SELECT count(DISTINCT (organization, date_trunc('month', date))) FROM usage`)[1]
+	rows := lines(t, st, `SELECT count(*) FROM usage`)[1]
+	summary := regexp.MustCompile(`(?m)^  tally\.usage\s+` + parts + ` partition\(s\) replaced in snapshot [0-9]+; ` + rows + ` rows \(`)
+	if !summary.MatchString(out) {
+		t.Fatalf("summary:\n%s\nwant %s partition(s) and %s rows committed to tally.usage", out, parts, rows)
+	}
+	// The files committed hold the copy's usage to the cent, cost exact.
+	glob := sqlString(filepath.Join(dir, "exports", "lake", "warehouse", "tally.db", "usage", "data", "*", "*", "*.parquet"))
+	got := lines(t, st, `SELECT organization, currency, count(*), sum(cost) FROM read_parquet(`+glob+`) GROUP BY ALL ORDER BY ALL`)
+	want := lines(t, st, `SELECT organization, currency, count(*), sum(CAST(cost AS DECIMAL(38, 12))) FROM usage GROUP BY ALL ORDER BY ALL`)
+	if !slices.Equal(got[1:], want[1:]) {
+		t.Errorf("the lake's files:\n%v\nwant the copy's usage:\n%v", got, want)
+	}
+
+	out, code, _ = cli(t, "export", "--config", cfg, "--format", "iceberg")
+	if code != job.ExitOK || !strings.Contains(out, "tally.usage") || !strings.Contains(out, "nothing changed since the last commit; nothing committed") {
+		t.Fatalf("a second export: exit %d\n%s; want nothing committed", code, out)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"strings"
 	"time"
@@ -209,5 +210,9 @@ func newLogger(g *globalFlags, w io.Writer) (zerolog.Logger, error) {
 	// Durations carry their unit ("delay=1.5s", "delay":"1.5s"), never a
 	// bare count of milliseconds a reader has to guess.
 	zerolog.DurationFieldFormat = zerolog.DurationFormatString
-	return zerolog.New(w).Level(level).With().Timestamp().Logger(), nil
+	log := zerolog.New(w).Level(level).With().Timestamp().Logger()
+	// Libraries that log through log/slog log through this logger: in its format, at its level, redacted; not as
+	// plain text on stderr beside it.
+	slog.SetDefault(slog.New(zerolog.NewSlogHandler(log)))
+	return log, nil
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"encoding/json"
+	"log/slog"
 	"regexp"
 	"strings"
 	"testing"
@@ -40,5 +42,29 @@ func TestLogDurationsCarryTheirUnit(t *testing.T) {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("%s log %q; want %s", format, b.String(), want)
 		}
+	}
+}
+
+// What a library logs through log/slog comes out of
+// the run's logger: JSON when the run logs JSON, at its level, with the
+// record's attributes.
+func TestSlogGoesThroughTheRunsLogger(t *testing.T) {
+	defer slog.SetDefault(slog.Default())
+	var b strings.Builder
+	if _, err := newLogger(&globalFlags{logFormat: "json", logLevel: "warn"}, &b); err != nil {
+		t.Fatal(err)
+	}
+	slog.Info("below the run's level")
+	slog.Warn("Overwrite produced fewer rows than deleted", "deleted", 3)
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	if len(lines) != 1 {
+		t.Fatalf("logged %q; want the one warning", b.String())
+	}
+	var got map[string]any
+	if err := json.Unmarshal([]byte(lines[0]), &got); err != nil {
+		t.Fatalf("%q is not a JSON log line: %v", lines[0], err)
+	}
+	if got["level"] != "warn" || got["message"] != "Overwrite produced fewer rows than deleted" || got["deleted"] != float64(3) || got["time"] == nil {
+		t.Errorf("logged %v", got)
 	}
 }

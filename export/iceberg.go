@@ -1,0 +1,238 @@
+package export
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/rs/zerolog"
+
+	"github.com/tally-dev/tally/lake"
+	"github.com/tally-dev/tally/store"
+)
+
+// LakeOptions say which lake CommitLake writes and who writes it.
+type LakeOptions struct {
+	lake.Config
+	// Source names the database the changes come from (the store's path):
+	// the export commits the changes after those its last commit from the
+	// same source holds.
+	Source  string
+	RunID   string
+	Version string
+	// Helper is the tally-lake program; "" finds it (lake.FindHelper).
+	Helper string
+}
+
+// LakeResult is what one CommitLake did.
+type LakeResult struct {
+	Table      string           // namespace.table
+	Full       bool             // no earlier commit from the source was found: every partition was written
+	Partitions []lake.Partition // the partitions committed; none when nothing changed
+	Rows       int64            // the rows of the partitions committed
+	Commit     lake.Commit
+	Duration   time.Duration
+}
+
+// CommitLake commits to the lake's usage table the partitions of st's usage
+// that changed since the table's last commit from o.Source: each an
+// overwrite of the whole partition by the rows st holds, all in one
+// snapshot; nothing when none changed. With no such commit (a new table,
+// another catalog) it writes every partition st has. It reads one
+// consistent state of the database, and works on a read-only store.
+//
+// A kill leaves the table at its last snapshot: files written and not
+// committed are in no snapshot (tally lake maintenance's orphans), and the
+// next export, finding the same commit last, writes the same partitions
+// again.
+func CommitLake(ctx context.Context, st *store.Store, o LakeOptions, log zerolog.Logger) (LakeResult, error) {
+	began := time.Now()
+	var res LakeResult
+	helper := o.Helper
+	if helper == "" {
+		var err error
+		if helper, err = lake.FindHelper(); err != nil {
+			return res, err
+		}
+	}
+	var state lake.State
+	if err := lake.Call(ctx, helper, lake.Request{Op: "state", Catalog: o.Config, Table: lake.UsageTable, Columns: lake.UsageColumns, Source: o.Source}, &state, log); err != nil {
+		return res, err
+	}
+	res.Table, res.Full = state.Table, !state.Found
+	through := state.ChangesThrough
+
+	conn, err := st.DB().Conn(ctx)
+	if err != nil {
+		return res, fmt.Errorf("lake: %w", err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "BEGIN TRANSACTION"); err != nil {
+		return res, fmt.Errorf("lake: %w", err)
+	}
+	reading := true
+	defer func() {
+		if reading {
+			store.Rollback(conn, nil)
+		}
+	}()
+
+	changes, latest, err := store.UsageChanges(ctx, conn, through)
+	// A copy from before the changes were recorded can still be written
+	// whole; only what changed after a commit needs them.
+	if err != nil && !(res.Full && errors.Is(err, store.ErrNoUsageChanges)) {
+		return res, fmt.Errorf("lake: %w", err)
+	}
+	parts := make([]lake.Partition, 0, len(changes))
+	seen := map[lake.Partition]bool{}
+	for _, c := range changes {
+		p := lake.Partition{Organization: c.Organization, Month: c.Month}
+		parts, seen[p] = append(parts, p), true
+	}
+	if res.Full {
+		// Rows loaded before the load recorded its changes are in no
+		// change: every partition the table holds is written.
+		all, err := allPartitions(ctx, conn)
+		if err != nil {
+			return res, fmt.Errorf("lake: %w", err)
+		}
+		for _, p := range all {
+			if !seen[p] {
+				parts = append(parts, p)
+			}
+		}
+	}
+	if len(parts) == 0 {
+		log.Info().Str("table", res.Table).Msg("lake: no usage changed since the last commit; nothing committed")
+		res.Duration = time.Since(began)
+		return res, nil
+	}
+	if latest.Before(through) {
+		latest = through
+	}
+	dataDir, err := localFolder(state.Location)
+	if err != nil {
+		return res, err
+	}
+	dataDir = filepath.Join(dataDir, "data")
+	files := make([]string, 0, len(parts))
+	for i, p := range parts {
+		f, n, err := writePartition(ctx, conn, dataDir, p, o.RunID)
+		if err != nil {
+			return res, fmt.Errorf("lake: write partition %s: %w", p, err)
+		}
+		if n == 0 {
+			// The partition holds no rows now: its old files are
+			// dropped and none added.
+			os.Remove(f)
+		} else {
+			files, res.Rows = append(files, f), res.Rows+n
+		}
+		log.Debug().Str("table", res.Table).Str("partition", p.String()).Int64("rows", n).
+			Int("written", i+1).Int("of", len(parts)).Msg("lake: partition written")
+	}
+	// The read ends here: the commit must not keep the database's
+	// transaction open while it waits on the catalog.
+	reading = false
+	store.Rollback(conn, nil)
+	req := lake.Request{
+		Op: "replace", Catalog: o.Config, Table: lake.UsageTable, Columns: lake.UsageColumns, Source: o.Source,
+		Partitions: parts, Files: files,
+		Properties: map[string]string{
+			lake.SummaryRunID:          o.RunID,
+			lake.SummaryVersion:        o.Version,
+			lake.SummarySource:         o.Source,
+			lake.SummaryChangesThrough: latest.UTC().Format(time.RFC3339Nano),
+			lake.SummaryPartitions:     strconv.Itoa(len(parts)),
+		},
+	}
+	if err := lake.Call(ctx, helper, req, &res.Commit, log); err != nil {
+		return res, fmt.Errorf("lake: commit %d partition(s) to %s: %w", len(parts), res.Table, err)
+	}
+	res.Partitions = parts
+	res.Duration = time.Since(began)
+	log.Info().Str("table", res.Table).Int("partitions", len(parts)).Bool("full", res.Full).Int64("rows", res.Rows).
+		Int64("snapshot", res.Commit.SnapshotID).Int("attempts", res.Commit.Attempts).Dur("duration", res.Duration.Round(time.Millisecond)).
+		Msg("lake: committed")
+	return res, nil
+}
+
+// localFolder is the folder of a file:// location.
+func localFolder(location string) (string, error) {
+	u, err := url.Parse(location)
+	if err != nil || (u.Scheme != "file" && u.Scheme != "") || u.Path == "" {
+		return "", fmt.Errorf("lake: the table's location %q is not a local folder, the only warehouse this version writes", location)
+	}
+	return u.Path, nil
+}
+
+// writePartition writes p's usage rows as one Parquet file, with the
+// table's field ids, under dir's Hive-style folder for p, named for the
+// run and unique: a file is never overwritten, so one a snapshot holds
+// stays as it is. It returns the file and its rows.
+func writePartition(ctx context.Context, conn *sql.Conn, dir string, p lake.Partition, runID string) (string, int64, error) {
+	folder := filepath.Join(dir, "organization="+url.PathEscape(p.Organization), "date_month="+p.Month.Format("2006-01"))
+	if err := os.MkdirAll(folder, 0o750); err != nil {
+		return "", 0, err
+	}
+	name := filepath.Join(folder, fmt.Sprintf("%s-%s.parquet", strings.ReplaceAll(runID, "/", "_"), uuid.NewString()))
+	q := fmt.Sprintf(`COPY (SELECT %s FROM usage WHERE organization = ? AND date >= ? AND date < ? ORDER BY date, meter_name)
+TO %s (FORMAT parquet, COMPRESSION zstd, FIELD_IDS %s)`, lakeSelect(), store.QuoteString(name), fieldIDs())
+	var n int64
+	if err := conn.QueryRowContext(ctx, q, p.Organization, p.Month, p.Month.AddDate(0, 1, 0)).Scan(&n); err != nil {
+		os.Remove(name)
+		return "", 0, err
+	}
+	return name, n, nil
+}
+
+// allPartitions are the partitions of every usage row.
+func allPartitions(ctx context.Context, conn *sql.Conn) ([]lake.Partition, error) {
+	rows, err := conn.QueryContext(ctx, `SELECT DISTINCT organization, CAST(date_trunc('month', date) AS DATE) AS month FROM usage ORDER BY 1, 2`)
+	if err != nil {
+		return nil, fmt.Errorf("read usage partitions: %w", err)
+	}
+	defer rows.Close()
+	var out []lake.Partition
+	for rows.Next() {
+		var p lake.Partition
+		if err := rows.Scan(&p.Organization, &p.Month); err != nil {
+			return nil, fmt.Errorf("read usage partitions: %w", err)
+		}
+		p.Month = p.Month.UTC()
+		out = append(out, p)
+	}
+	return out, rows.Err()
+}
+
+// lakeSelect is the SELECT list reading lake.UsageColumns from DuckDB's
+// usage table.
+func lakeSelect() string {
+	parts := make([]string, len(lake.UsageColumns))
+	for i, c := range lake.UsageColumns {
+		parts[i] = c.Name
+		if c.SQL != "" {
+			parts[i] = c.SQL + " AS " + c.Name
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// fieldIDs is COPY's FIELD_IDS option for lake.UsageColumns: every
+// Parquet column carries its Iceberg field id, so that a reader maps
+// columns by id (after a rename, or without a name mapping).
+func fieldIDs() string {
+	parts := make([]string, len(lake.UsageColumns))
+	for i, c := range lake.UsageColumns {
+		parts[i] = fmt.Sprintf("%s: %d", c.Name, c.ID)
+	}
+	return "{" + strings.Join(parts, ", ") + "}"
+}

@@ -1,0 +1,70 @@
+package export
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+
+	"github.com/tally-dev/tally/configs"
+	"github.com/tally-dev/tally/job"
+	"github.com/tally-dev/tally/lake"
+)
+
+// FormatIceberg commits the usage table to the lake's Iceberg table
+// (lake/): only the (organization, month) partitions that changed.
+const FormatIceberg = configs.ExportIceberg
+
+// LakeConfig is where format iceberg writes, for the export folder dir:
+// the config's lake.catalog, or the default SQLite catalog in dir's lake
+// folder, and the warehouse beside it.
+func LakeConfig(cfg *configs.Config, dir string) (lake.Config, error) {
+	if dir == "" {
+		return lake.Config{}, errors.New("export: the export folder is empty; give --to DIR or set export.dir")
+	}
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return lake.Config{}, fmt.Errorf("export: %w", err)
+	}
+	c := lake.Config{
+		SQLite:    cfg.Lake.SQLite,
+		Warehouse: filepath.Join(dir, configs.LakeDir, "warehouse"),
+		Namespace: cfg.Lake.Namespace,
+	}
+	if c.SQLite == "" {
+		c.SQLite = filepath.Join(dir, configs.LakeDir, "catalog.db")
+	}
+	return c, nil
+}
+
+// runLake is Run for format iceberg. Its snapshots name the run (the
+// job's, or tally export's own) and this Tally's version; the changes it
+// commits are those of the database at the config's store.path, whose
+// published copy tally export reads.
+func runLake(ctx context.Context, env *job.Env, dir string, opts Request) (Summary, error) {
+	sum := Summary{Source: env.Store.Path()}
+	sum.Format = FormatIceberg
+	if !opts.From.IsZero() || !opts.Until.IsZero() || opts.CSV != nil && *opts.CSV || opts.FOCUSVersion != "" {
+		return sum, errors.New("export: format iceberg commits the usage partitions that changed; --from, --until, --csv and --focus-version do not apply")
+	}
+	lc, err := LakeConfig(env.Config, dir)
+	if err != nil {
+		return sum, err
+	}
+	sum.Dir = filepath.Dir(lc.Warehouse)
+	res, err := CommitLake(ctx, env.Store, LakeOptions{
+		Config: lc, Source: env.Config.Store.Path, RunID: opts.RunID.String(), Version: env.Version,
+	}, env.Log)
+	if err != nil {
+		// Only the error: a failed export committed nothing it could
+		// name.
+		return sum, err
+	}
+	d := DatasetResult{Name: res.Table, Partition: "organization, month", Rows: res.Rows, Snapshot: res.Commit.SnapshotID}
+	for _, p := range res.Partitions {
+		d.Written = append(d.Written, p.Organization+"/"+p.Month.Format("2006-01"))
+	}
+	sum.Datasets = []DatasetResult{d}
+	sum.Duration = res.Duration
+	return sum, nil
+}

@@ -1,0 +1,195 @@
+package ice
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog"
+	sqlcat "github.com/apache/iceberg-go/catalog/sql"
+	"github.com/apache/iceberg-go/table"
+	_ "modernc.org/sqlite" // the "sqlite" database/sql driver, pure Go
+
+	"github.com/tally-dev/tally/configs"
+	"github.com/tally-dev/tally/lake"
+)
+
+// DefaultNamespace is the namespace of Tally's tables (lake.namespace).
+const DefaultNamespace = configs.DefaultLakeNamespace
+
+// catalogName is the catalog's name as the SQL catalog records it in its
+// tables: every Tally sharing a catalog database must use the same.
+const catalogName = "tally"
+
+// Lake is an open catalog. Close it when done.
+type Lake struct {
+	cat       catalog.Catalog
+	db        *sql.DB
+	namespace string
+	warehouse string
+}
+
+// Open opens (and creates when missing) the catalog and the warehouse
+// folder, and makes sure the namespace exists.
+func Open(ctx context.Context, c lake.Config) (*Lake, error) {
+	path := c.SQLite
+	if !filepath.IsAbs(path) || !filepath.IsAbs(c.Warehouse) {
+		return nil, fmt.Errorf("lake: the catalog file %q and the warehouse %q must be absolute paths", path, c.Warehouse)
+	}
+	for _, dir := range []string{filepath.Dir(path), c.Warehouse} {
+		if err := os.MkdirAll(dir, 0o750); err != nil {
+			return nil, fmt.Errorf("lake: %w", err)
+		}
+	}
+	// Every pooled connection waits for another process's write rather
+	// than failing at once, and takes its write lock when its
+	// transaction begins, so two writers never deadlock upgrading a read
+	// lock. WAL lets readers go on beside a writer.
+	dsn := (&url.URL{Scheme: "file", Path: path, RawQuery: "_pragma=busy_timeout(30000)&_pragma=journal_mode(WAL)&_txlock=immediate"}).String()
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("lake: open catalog %s: %w", path, err)
+	}
+	cat, err := sqlcat.NewCatalog(catalogName, db, sqlcat.SQLite, iceberg.Properties{
+		"warehouse": (&url.URL{Scheme: "file", Path: c.Warehouse}).String(),
+	})
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("lake: open catalog %s: %w", path, err)
+	}
+	ns := c.Namespace
+	if ns == "" {
+		ns = DefaultNamespace
+	}
+	l := &Lake{cat: cat, db: db, namespace: ns, warehouse: c.Warehouse}
+	if err := cat.CreateNamespace(ctx, table.Identifier{ns}, nil); err != nil && !errors.Is(err, catalog.ErrNamespaceAlreadyExists) {
+		l.Close()
+		return nil, fmt.Errorf("lake: create namespace %s: %w", ns, err)
+	}
+	return l, nil
+}
+
+// Close closes the catalog's database.
+func (l *Lake) Close() error { return l.db.Close() }
+
+// Namespace is the namespace the lake's tables are in.
+func (l *Lake) Namespace() string { return l.namespace }
+
+func (l *Lake) ident(name string) table.Identifier { return table.Identifier{l.namespace, name} }
+
+// LoadTable loads one of the lake's tables as the catalog has it now.
+func (l *Lake) LoadTable(ctx context.Context, name string) (*table.Table, error) {
+	return l.cat.LoadTable(ctx, l.ident(name))
+}
+
+// Partition fields of the usage table: a partition is what one
+// (organization, month) replacement swaps.
+const (
+	partOrganization = "organization"
+	partMonth        = "date_month"
+)
+
+// Schema is the Iceberg schema of cols, each field optional (DuckDB
+// writes every Parquet column optional).
+func Schema(cols []lake.Column) (*iceberg.Schema, error) {
+	fields := make([]iceberg.NestedField, len(cols))
+	for i, c := range cols {
+		typ, err := icebergType(c.Type)
+		if err != nil {
+			return nil, fmt.Errorf("column %s: %w", c.Name, err)
+		}
+		fields[i] = iceberg.NestedField{ID: c.ID, Name: c.Name, Type: typ}
+	}
+	return iceberg.NewSchema(0, fields...), nil
+}
+
+func icebergType(name string) (iceberg.Type, error) {
+	switch name {
+	case "string":
+		return iceberg.PrimitiveTypes.String, nil
+	case "double":
+		return iceberg.PrimitiveTypes.Float64, nil
+	case "timestamp":
+		return iceberg.PrimitiveTypes.Timestamp, nil
+	case lake.CostType:
+		return iceberg.DecimalTypeOf(38, 12), nil
+	}
+	return nil, fmt.Errorf("type %q is not one this version writes (string, double, timestamp, %s)", name, lake.CostType)
+}
+
+// usageSpec partitions the usage table by organization and the month of
+// date.
+func usageSpec(sc *iceberg.Schema) (iceberg.PartitionSpec, error) {
+	org, ok := sc.FindFieldByName("organization")
+	date, ok2 := sc.FindFieldByName("date")
+	if !ok || !ok2 {
+		return iceberg.PartitionSpec{}, errors.New("the table's columns lack organization or date, its partition columns")
+	}
+	return iceberg.NewPartitionSpec(
+		iceberg.PartitionField{SourceIDs: []int{org.ID}, FieldID: 1000, Name: partOrganization, Transform: iceberg.IdentityTransform{}},
+		iceberg.PartitionField{SourceIDs: []int{date.ID}, FieldID: 1001, Name: partMonth, Transform: iceberg.MonthTransform{}},
+	), nil
+}
+
+// EnsureTable loads the table, creating it with cols, partitioned by
+// organization and month, when the catalog lacks it. Of two writers
+// creating it at once one wins; the other loads the winner's.
+func (l *Lake) EnsureTable(ctx context.Context, name string, cols []lake.Column) (*table.Table, error) {
+	t, err := l.cat.LoadTable(ctx, l.ident(name))
+	if err == nil {
+		return t, nil
+	}
+	if !errors.Is(err, catalog.ErrNoSuchTable) {
+		return nil, err
+	}
+	sc, err := Schema(cols)
+	if err != nil {
+		return nil, err
+	}
+	spec, err := usageSpec(sc)
+	if err != nil {
+		return nil, err
+	}
+	// No retry inside iceberg-go: it would replay an overwrite onto a
+	// table another writer changed, keeping files the overwrite should
+	// have dropped. Replace redoes a lost commit whole instead.
+	t, err = l.cat.CreateTable(ctx, l.ident(name), sc, catalog.WithPartitionSpec(&spec),
+		catalog.WithProperties(iceberg.Properties{"format-version": "2", table.CommitNumRetriesKey: "0"}))
+	if errors.Is(err, catalog.ErrTableAlreadyExists) {
+		return l.cat.LoadTable(ctx, l.ident(name))
+	}
+	return t, err
+}
+
+// State is the table (created when missing) and, from its current
+// snapshot back through its parents, the latest commit from source and
+// the time of the latest change it holds.
+func (l *Lake) State(ctx context.Context, name string, cols []lake.Column, source string) (lake.State, error) {
+	t, err := l.EnsureTable(ctx, name, cols)
+	if err != nil {
+		return lake.State{}, fmt.Errorf("load table %s.%s: %w", l.namespace, name, err)
+	}
+	st := lake.State{Table: l.namespace + "." + name, Location: t.Location()}
+	for s := t.CurrentSnapshot(); s != nil; {
+		if s.Summary != nil && s.Summary.Properties[lake.SummarySource] == source {
+			v := s.Summary.Properties[lake.SummaryChangesThrough]
+			at, err := time.Parse(time.RFC3339Nano, v)
+			if err != nil {
+				return st, fmt.Errorf("table %s, snapshot %d: %s %q: %w", st.Table, s.SnapshotID, lake.SummaryChangesThrough, v, err)
+			}
+			st.Found, st.ChangesThrough = true, at
+			return st, nil
+		}
+		if s.ParentSnapshotID == nil {
+			break
+		}
+		s = t.SnapshotByID(*s.ParentSnapshotID)
+	}
+	return st, nil
+}

@@ -1,0 +1,342 @@
+package ice
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/tally-dev/tally/lake"
+)
+
+var (
+	aug = time.Date(2026, 8, 1, 0, 0, 0, 0, time.UTC)
+	sep = time.Date(2026, 9, 1, 0, 0, 0, 0, time.UTC)
+)
+
+func lakeConfig(t *testing.T) lake.Config {
+	dir := t.TempDir()
+	return lake.Config{SQLite: filepath.Join(dir, "catalog.db"), Warehouse: filepath.Join(dir, "warehouse")}
+}
+
+func open(t *testing.T, c lake.Config) *Lake {
+	t.Helper()
+	l, err := Open(context.Background(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
+// writeFile writes, as tally would, a Parquet file with the table's field
+// ids holding rows of org's month, one a day, each costing cost; the
+// other columns are null.
+func writeFile(t *testing.T, dir, org string, month time.Time, cost string) string {
+	t.Helper()
+	sc, err := Schema(lake.UsageColumns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	asc, err := table.SchemaToArrowSchema(sc, nil, true, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := array.NewRecordBuilder(memory.DefaultAllocator, asc)
+	defer b.Release()
+	dec, err := decimal128.FromString(cost, 38, 12)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for d := month; d.Before(month.AddDate(0, 1, 0)); d = d.AddDate(0, 0, 1) {
+		for i, c := range lake.UsageColumns {
+			fb := b.Field(i)
+			switch c.Name {
+			case "organization":
+				fb.(*array.StringBuilder).Append(org)
+			case "date":
+				fb.(*array.TimestampBuilder).Append(arrow.Timestamp(d.UnixMicro()))
+			case "cost":
+				fb.(*array.Decimal128Builder).Append(dec)
+			case "currency":
+				fb.(*array.StringBuilder).Append("USD")
+			default:
+				fb.AppendNull()
+			}
+		}
+	}
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	tbl := array.NewTableFromRecords(asc, []arrow.RecordBatch{rec})
+	defer tbl.Release()
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, fmt.Sprintf("%s-%s-%d.parquet", org, month.Format("2006-01"), time.Now().UnixNano()))
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pqarrow.WriteTable(tbl, f, 1<<20, parquet.NewWriterProperties(), pqarrow.DefaultWriterProps()); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// replace commits files for parts and fails the test on an error.
+func replace(t *testing.T, l *Lake, parts []lake.Partition, files []string, run string) lake.Commit {
+	t.Helper()
+	c, err := l.Replace(context.Background(), Replacement{Table: lake.UsageTable, Columns: lake.UsageColumns,
+		Partitions: parts, Files: files, Properties: iceberg.Properties{lake.SummaryRunID: run}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// filesByPartition are the data files of the table's current snapshot,
+// by partition ("org 2026-09").
+func filesByPartition(t *testing.T, l *Lake) map[string][]string {
+	t.Helper()
+	tb, err := l.LoadTable(context.Background(), lake.UsageTable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tasks, err := tb.Scan().PlanFiles(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]string{}
+	for _, task := range tasks {
+		p := task.File.Partition()
+		month := p[1001].(int32)
+		k := fmt.Sprintf("%s %s", p[1000], time.Date(1970, time.Month(1+month), 1, 0, 0, 0, 0, time.UTC).Format("2006-01"))
+		out[k] = append(out[k], strings.TrimPrefix(task.File.FilePath(), "file://"))
+	}
+	for _, fs := range out {
+		slices.Sort(fs)
+	}
+	return out
+}
+
+func TestReplaceSwapsWholePartitions(t *testing.T) {
+	c := lakeConfig(t)
+	l := open(t, c)
+	dir := t.TempDir()
+	first := map[string][]string{}
+	var parts []lake.Partition
+	var files []string
+	for _, org := range []string{"acme", "globex"} {
+		for _, m := range []time.Time{aug, sep} {
+			f := writeFile(t, dir, org, m, "1.000000000001")
+			parts, files = append(parts, lake.Partition{Organization: org, Month: m}), append(files, f)
+			first[org+" "+m.Format("2006-01")] = []string{f}
+		}
+	}
+	if c := replace(t, l, parts, files, "run-1"); c.SnapshotID == 0 || c.Dropped != 0 || c.Attempts != 1 {
+		t.Fatalf("first commit %+v; want a snapshot that drops nothing, at the first attempt", c)
+	}
+	if got := filesByPartition(t, l); !mapsEqual(got, first) {
+		t.Fatalf("files %v, want %v", got, first)
+	}
+	tb, _ := l.LoadTable(context.Background(), lake.UsageTable)
+	if got := tb.Metadata().Version(); got != 2 {
+		t.Errorf("format version %d, want 2", got)
+	}
+	if cost, _ := tb.Schema().FindFieldByName("cost"); cost.Type.String() != "decimal(38, 12)" {
+		t.Errorf("cost is %s, want decimal(38, 12)", cost.Type)
+	}
+
+	// acme's September again: exactly its file is swapped.
+	f := writeFile(t, dir, "acme", sep, "2.5")
+	if c := replace(t, l, []lake.Partition{{Organization: "acme", Month: sep}}, []string{f}, "run-2"); c.Dropped != 1 {
+		t.Fatalf("second commit dropped %d files, want acme's September's 1", c.Dropped)
+	}
+	want := maps(first)
+	want["acme 2026-09"] = []string{f}
+	if got := filesByPartition(t, l); !mapsEqual(got, want) {
+		t.Fatalf("after acme's September: files %v, want %v", got, want)
+	}
+	tb, _ = l.LoadTable(context.Background(), lake.UsageTable)
+	if s := tb.CurrentSnapshot(); s.Summary.Operation != table.OpOverwrite || s.Summary.Properties[lake.SummaryRunID] != "run-2" {
+		t.Fatalf("second snapshot: %s %v; want an overwrite naming run-2", s.Summary.Operation, s.Summary.Properties)
+	}
+	// Read back through the scan: 30 days of acme's September at 2.5.
+	at, err := tb.Scan(table.WithRowFilter(iceberg.EqualTo(iceberg.Reference("organization"), "acme"))).ToArrowTable(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer at.Release()
+	if at.NumRows() != 31+30 {
+		t.Fatalf("acme has %d rows, want 61 (August and September)", at.NumRows())
+	}
+
+	// State names the last commit from a source.
+	st, err := l.State(context.Background(), lake.UsageTable, lake.UsageColumns, "db-a")
+	if err != nil || st.Found || st.Table != "tally.usage" || !strings.HasPrefix(st.Location, "file://") {
+		t.Fatalf("state of a source that never committed: %+v, %v", st, err)
+	}
+	at2 := time.Date(2026, 9, 30, 1, 2, 3, 4000, time.UTC)
+	f = writeFile(t, dir, "acme", aug, "3")
+	if _, err := l.Replace(context.Background(), Replacement{Table: lake.UsageTable, Columns: lake.UsageColumns,
+		Partitions: []lake.Partition{{Organization: "acme", Month: aug}}, Files: []string{f},
+		Properties: iceberg.Properties{lake.SummarySource: "db-a", lake.SummaryChangesThrough: at2.Format(time.RFC3339Nano)}}); err != nil {
+		t.Fatal(err)
+	}
+	replace(t, l, []lake.Partition{{Organization: "globex", Month: aug}}, []string{writeFile(t, dir, "globex", aug, "4")}, "other")
+	st, err = l.State(context.Background(), lake.UsageTable, lake.UsageColumns, "db-a")
+	if err != nil || !st.Found || !st.ChangesThrough.Equal(at2) {
+		t.Fatalf("state of db-a behind another writer's commit: %+v, %v; want its commit found, through %s", st, err, at2)
+	}
+}
+
+func maps(m map[string][]string) map[string][]string {
+	out := map[string][]string{}
+	for k, v := range m {
+		out[k] = slices.Clone(v)
+	}
+	return out
+}
+
+func mapsEqual(a, b map[string][]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if !slices.Equal(v, b[k]) {
+			return false
+		}
+	}
+	return true
+}
+
+func TestConflictRecognisesTheSQLCatalogsRequirementError(t *testing.T) {
+	for _, err := range []error{
+		errors.New(`requirement failed: branch "main" has changed: expected id 1, found 2`),
+		errors.New(`requirement failed: branch "main" was created concurrently`),
+		fmt.Errorf("x: %w", table.ErrCommitFailed),
+	} {
+		if !errors.Is(conflict(err), ErrConflict) {
+			t.Errorf("%v: not taken for a conflict", err)
+		}
+	}
+	for _, err := range []error{errors.New("disk full"), errors.New("requirement failed: last assigned partition id is missing")} {
+		if errors.Is(conflict(err), ErrConflict) {
+			t.Errorf("%v: taken for a conflict", err)
+		}
+	}
+}
+
+// TestStaleCommitIsAConflict commits from a table handle another writer
+// made stale: the SQL catalog refuses it with its plain requirement
+// error, which conflict takes for a lost race (Replace redoes it on the
+// reloaded table), and the table is as the other writer left it.
+func TestStaleCommitIsAConflict(t *testing.T) {
+	ctx := context.Background()
+	c := lakeConfig(t)
+	l := open(t, c)
+	dir := t.TempDir()
+	replace(t, l, []lake.Partition{{Organization: "acme", Month: aug}}, []string{writeFile(t, dir, "acme", aug, "1")}, "a-1")
+	stale, err := l.LoadTable(ctx, lake.UsageTable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := open(t, c)
+	replace(t, other, []lake.Partition{{Organization: "globex", Month: aug}}, []string{writeFile(t, dir, "globex", aug, "1")}, "b-1")
+	want := filesByPartition(t, l)
+
+	// The raw error, as iceberg-go gives it.
+	tx := stale.NewTransaction()
+	if err := tx.AddFiles(ctx, []string{writeFile(t, dir, "acme", sep, "1")}, nil, false); err != nil {
+		t.Fatal(err)
+	}
+	_, err = tx.Commit(ctx)
+	if err == nil || !strings.Contains(err.Error(), "requirement failed") || errors.Is(err, table.ErrCommitFailed) {
+		t.Fatalf("a stale commit gave %v; want iceberg-go's plain requirement error (the trap this package wraps)", err)
+	}
+	if !errors.Is(conflict(err), ErrConflict) {
+		t.Fatalf("%v: not taken for a conflict", err)
+	}
+	if got := filesByPartition(t, l); !mapsEqual(got, want) {
+		t.Fatalf("after the refused commit: files %v, want %v", got, want)
+	}
+}
+
+// TestTwoWritersAtOnce has two writers, each its own catalog connection
+// (as two shards' processes), replace disjoint organizations' partitions
+// behind a barrier: both load the table before either commits, so one of
+// them must lose the race and redo; both land, none twice.
+func TestTwoWritersAtOnce(t *testing.T) {
+	ctx := context.Background()
+	c := lakeConfig(t)
+	dir := t.TempDir()
+	orgs := []string{"acme", "globex"}
+	want := map[string][]string{}
+	for round, month := range []time.Time{aug, sep, aug} {
+		var barrier sync.WaitGroup
+		barrier.Add(len(orgs))
+		var mu sync.Mutex
+		var redone []error
+		var wg sync.WaitGroup
+		errs := make([]error, len(orgs))
+		for i, org := range orgs {
+			f := writeFile(t, dir, org, month, fmt.Sprintf("%d.5", round))
+			want[org+" "+month.Format("2006-01")] = []string{f}
+			l := open(t, c)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, errs[i] = l.Replace(ctx, Replacement{
+					Table: lake.UsageTable, Columns: lake.UsageColumns,
+					Partitions: []lake.Partition{{Organization: org, Month: month}}, Files: []string{f},
+					Properties: iceberg.Properties{lake.SummaryRunID: fmt.Sprintf("%s-%d", org, round)},
+					Loaded: func(attempt int) {
+						if attempt == 1 {
+							// Both writers hold the table as it was before
+							// either commits.
+							barrier.Done()
+							barrier.Wait()
+						}
+					},
+					Retried: func(attempt int, err error) {
+						mu.Lock()
+						redone = append(redone, err)
+						mu.Unlock()
+					},
+				})
+			}()
+		}
+		wg.Wait()
+		for i, err := range errs {
+			if err != nil {
+				t.Fatalf("round %d, writer %s: %v", round, orgs[i], err)
+			}
+		}
+		if len(redone) == 0 {
+			t.Fatalf("round %d: no writer had to redo its commit; the barrier should have made one lose", round)
+		}
+		for _, err := range redone {
+			if !errors.Is(err, ErrConflict) {
+				t.Fatalf("round %d: redone after %v, not a conflict", round, err)
+			}
+		}
+		if got := filesByPartition(t, open(t, c)); !mapsEqual(got, want) {
+			t.Fatalf("round %d: files %v, want %v", round, got, want)
+		}
+	}
+}

@@ -1,0 +1,168 @@
+package lake
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// Keys of a Tally snapshot's summary. RunID and Version say which Tally
+// run committed it; Source and ChangesThrough say whose changes it holds
+// up to when, so the next export of that database commits only the ones
+// after.
+const (
+	SummaryRunID          = "tally.run-id"
+	SummaryVersion        = "tally.version"
+	SummarySource         = "tally.source"
+	SummaryChangesThrough = "tally.changes-through"
+	SummaryPartitions     = "tally.partitions"
+)
+
+// Config says where the lake is.
+type Config struct {
+	// SQLite is the SQLite catalog's file (lake.catalog sqlite:PATH),
+	// absolute; created when missing.
+	SQLite string `json:"sqlite"`
+	// Warehouse is the local folder the tables' data and metadata files
+	// go under, absolute; created when missing.
+	Warehouse string `json:"warehouse"`
+	// Namespace holds the tables; "" is the default, tally.
+	Namespace string `json:"namespace,omitempty"`
+}
+
+// Partition is one partition of the usage table: an organization's month.
+type Partition struct {
+	Organization string    `json:"organization"`
+	Month        time.Time `json:"month"` // the month's first day, UTC
+}
+
+func (p Partition) String() string {
+	return fmt.Sprintf("%q %s", p.Organization, p.Month.Format("2006-01"))
+}
+
+// Request is what tally asks of tally-lake, as JSON on its standard
+// input: Op "state" (the table's location and what it holds from Source)
+// or "replace" (swap Files in for Partitions' files, in one snapshot whose
+// summary carries Properties).
+type Request struct {
+	Op         string            `json:"op"`
+	Catalog    Config            `json:"catalog"`
+	Table      string            `json:"table"`
+	Columns    []Column          `json:"columns"`
+	Source     string            `json:"source,omitempty"`
+	Partitions []Partition       `json:"partitions,omitempty"`
+	Files      []string          `json:"files,omitempty"`
+	Properties map[string]string `json:"properties,omitempty"`
+}
+
+// State is tally-lake's answer to "state": the table (created when the
+// catalog lacked it) and the latest commit from the request's source.
+type State struct {
+	Table string `json:"table"` // namespace.table
+	// Location is the table's folder: data files go under its data
+	// folder.
+	Location string `json:"location"`
+	// Found is whether a snapshot, from the current one back, holds a
+	// commit from the source; ChangesThrough the time of the latest
+	// change it holds.
+	Found          bool      `json:"found"`
+	ChangesThrough time.Time `json:"changes_through"`
+}
+
+// Commit is tally-lake's answer to "replace".
+type Commit struct {
+	SnapshotID int64 `json:"snapshot_id"` // 0 when nothing was committed
+	Attempts   int   `json:"attempts"`    // 1, or more when lost races were redone
+	Dropped    int   `json:"dropped"`     // the partitions' files the snapshot dropped
+}
+
+// HelperName is the catalog program's name: tally looks for it beside
+// its own executable, then on PATH.
+const HelperName = "tally-lake"
+
+// FindHelper is the path of the tally-lake program: beside the running
+// tally, or on PATH.
+func FindHelper() (string, error) {
+	if exe, err := os.Executable(); err == nil {
+		p := filepath.Join(filepath.Dir(exe), HelperName)
+		if st, err := os.Stat(p); err == nil && !st.IsDir() {
+			return p, nil
+		}
+	}
+	if p, err := exec.LookPath(HelperName); err == nil {
+		return p, nil
+	}
+	return "", fmt.Errorf("lake: the program %s, which commits to the Iceberg catalog, is neither beside tally nor on PATH: build it with scripts/build (or go build ./cmd/tally-lake) and put it beside tally", HelperName)
+}
+
+// Call runs the helper at path on req and decodes its answer into out.
+// The helper's log lines (JSON, on its standard error) go to log at their
+// level, so they read as the run's; its error, when it fails, is the
+// last error line it logged.
+func Call(ctx context.Context, path string, req Request, out any, log zerolog.Logger) error {
+	in, err := json.Marshal(req)
+	if err != nil {
+		return err
+	}
+	cmd := exec.CommandContext(ctx, path, req.Op)
+	cmd.Stdin = bytes.NewReader(in)
+	var stdout bytes.Buffer
+	cmd.Stdout = &stdout
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("lake: start %s: %w", path, err)
+	}
+	var failure string
+	sc := bufio.NewScanner(stderr)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		if msg, isErr := relog(log, sc.Bytes()); isErr {
+			failure = msg
+		}
+	}
+	werr := cmd.Wait()
+	if werr != nil {
+		if failure != "" {
+			return errors.New(failure)
+		}
+		return fmt.Errorf("lake: %s %s: %w", filepath.Base(path), req.Op, werr)
+	}
+	if err := json.Unmarshal(stdout.Bytes(), out); err != nil {
+		return fmt.Errorf("lake: %s %s answered %q: %w", filepath.Base(path), req.Op, strings.TrimSpace(stdout.String()), err)
+	}
+	return nil
+}
+
+// relog logs one of the helper's lines through log, and says whether it
+// was an error and its message. A line that is not JSON is logged as a
+// warning, as it is.
+func relog(log zerolog.Logger, line []byte) (string, bool) {
+	var fields map[string]any
+	if err := json.Unmarshal(line, &fields); err != nil {
+		log.Warn().Str("program", HelperName).Msg(string(line))
+		return "", false
+	}
+	lvl, _ := zerolog.ParseLevel(fmt.Sprint(fields[zerolog.LevelFieldName]))
+	msg := fmt.Sprint(fields[zerolog.MessageFieldName])
+	for _, k := range []string{zerolog.LevelFieldName, zerolog.MessageFieldName, zerolog.TimestampFieldName} {
+		delete(fields, k)
+	}
+	if lvl == zerolog.NoLevel {
+		lvl = zerolog.InfoLevel
+	}
+	log.WithLevel(lvl).Fields(fields).Msg(msg)
+	return msg, lvl >= zerolog.ErrorLevel
+}
