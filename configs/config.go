@@ -187,7 +187,21 @@ type LakeConfig struct {
 	// absolute; "" for the default, catalog.db in the lake folder of the
 	// export folder (LakeDir).
 	SQLite string
+	// KeepSnapshots is how long tally lake maintain keeps a snapshot that
+	// is no longer current (lake.keep_snapshots); OrphanAge how old a
+	// file that no snapshot holds must be before it deletes it
+	// (lake.orphan_age), never under MinOrphanAge.
+	KeepSnapshots time.Duration
+	OrphanAge     time.Duration
 }
+
+// Defaults and bound of lake maintenance (lake.keep_snapshots,
+// lake.orphan_age).
+const (
+	DefaultKeepSnapshots = 7 * 24 * time.Hour
+	DefaultOrphanAge     = 3 * 24 * time.Hour
+	MinOrphanAge         = 24 * time.Hour
+)
 
 // LakeDir is the folder under an export folder that holds the lake: the
 // default catalog (catalog.db) and the warehouse (warehouse/).

@@ -54,7 +54,7 @@ func TestDefaults(t *testing.T) {
 			LockWait: 10 * time.Minute, Grace: 30 * time.Second,
 		},
 		Export:    ExportConfig{Dir: "/etc/tally/exports", Format: "parquet"},
-		Lake:      LakeConfig{Namespace: DefaultLakeNamespace},
+		Lake:      LakeConfig{Namespace: DefaultLakeNamespace, KeepSnapshots: DefaultKeepSnapshots, OrphanAge: DefaultOrphanAge},
 		Anomalies: AnomalyConfig{MADs: tally.MustDecimal("4"), MinAmount: tally.MustDecimal("1"), MinPercent: tally.MustDecimal("50")},
 	}
 	if !reflect.DeepEqual(cfg, want) {
@@ -125,7 +125,7 @@ schedule:
 			LockWait: 0, Grace: time.Hour,
 		},
 		Export:    ExportConfig{Dir: "/etc/tally/exports", Format: "parquet"},
-		Lake:      LakeConfig{Namespace: DefaultLakeNamespace},
+		Lake:      LakeConfig{Namespace: DefaultLakeNamespace, KeepSnapshots: DefaultKeepSnapshots, OrphanAge: DefaultOrphanAge},
 		Anomalies: AnomalyConfig{MADs: tally.MustDecimal("4"), MinAmount: tally.MustDecimal("1"), MinPercent: tally.MustDecimal("50")},
 	}
 	if !reflect.DeepEqual(cfg, want) {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestExportSection(t *testing.T) {
@@ -40,11 +41,11 @@ func TestExportValidation(t *testing.T) {
 
 func TestLakeSection(t *testing.T) {
 	cfg := mustParse(t, minimal+"export:\n  format: iceberg\n", noEnv)
-	if cfg.Export.Format != ExportIceberg || cfg.Lake != (LakeConfig{Namespace: DefaultLakeNamespace}) {
+	if cfg.Export.Format != ExportIceberg || cfg.Lake != (LakeConfig{Namespace: DefaultLakeNamespace, KeepSnapshots: 7 * 24 * time.Hour, OrphanAge: 3 * 24 * time.Hour}) {
 		t.Errorf("defaults: export %+v, lake %+v", cfg.Export, cfg.Lake)
 	}
-	cfg = mustParse(t, minimal+"lake:\n  namespace: billing_lake\n  catalog: sqlite:../lake/catalog.db\n", noEnv)
-	if want := (LakeConfig{Namespace: "billing_lake", SQLite: "/etc/lake/catalog.db"}); cfg.Lake != want {
+	cfg = mustParse(t, minimal+"lake:\n  namespace: billing_lake\n  catalog: sqlite:../lake/catalog.db\n  keep_snapshots: 36h\n  orphan_age: 1d\n", noEnv)
+	if want := (LakeConfig{Namespace: "billing_lake", SQLite: "/etc/lake/catalog.db", KeepSnapshots: 36 * time.Hour, OrphanAge: 24 * time.Hour}); cfg.Lake != want {
 		t.Errorf("lake = %+v, want %+v (a relative path beside the config)", cfg.Lake, want)
 	}
 }
@@ -56,7 +57,10 @@ func TestLakeValidation(t *testing.T) {
 		{"bare path", "lake:\n  catalog: /srv/catalog.db\n", `lake.catalog: "/srv/catalog.db" is not a catalog this version accepts: only sqlite:PATH`},
 		{"no path", "lake:\n  catalog: 'sqlite:'\n", "lake.catalog: sqlite: needs the catalog file's path"},
 		{"namespace", "lake:\n  namespace: Billing-Lake\n", `lake.namespace: "Billing-Lake" is not a namespace`},
-		{"unknown key", "lake:\n  warehouse: s3://b/p\n", "lake.warehouse: unknown key; known keys in lake: namespace, catalog"},
+		{"keep_snapshots", "lake:\n  keep_snapshots: 30m\n", `lake.keep_snapshots: "30m" is not <n>d or <n>h`},
+		{"keep_snapshots under an hour", "lake:\n  keep_snapshots: 0h\n", `lake.keep_snapshots: "0h" is under an hour`},
+		{"orphan_age under a day", "lake:\n  orphan_age: 12h\n", `lake.orphan_age: "12h" is under a day: a file an export is writing now`},
+		{"unknown key", "lake:\n  warehouse: s3://b/p\n", "lake.warehouse: unknown key; known keys in lake: namespace, catalog, keep_snapshots, orphan_age"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -71,8 +71,10 @@ type rawExport struct {
 }
 
 type rawLake struct {
-	Namespace at[string] `yaml:"namespace"`
-	Catalog   at[string] `yaml:"catalog"`
+	Namespace     at[string] `yaml:"namespace"`
+	Catalog       at[string] `yaml:"catalog"`
+	KeepSnapshots at[span]   `yaml:"keep_snapshots"`
+	OrphanAge     at[span]   `yaml:"orphan_age"`
 }
 
 // lakeNameRE is a namespace every engine reads without quoting.
@@ -83,6 +85,28 @@ func (p *parser) lake(r *rawLake, c *LakeConfig) {
 	if !lakeNameRE.MatchString(c.Namespace) {
 		p.bad(r.Namespace.key, "%q is not a namespace: lower-case letters, digits and _, at most 64, not starting with a digit", c.Namespace)
 		c.Namespace = DefaultLakeNamespace
+	}
+	c.KeepSnapshots = DefaultKeepSnapshots
+	if k := r.KeepSnapshots; p.has(k.key) {
+		switch d := time.Duration(k.V); {
+		case !k.ok:
+			p.bad(k.key, "%q is not <n>d or <n>h, e.g. 7d", k.S)
+		case d < time.Hour:
+			p.bad(k.key, "%q is under an hour: a reader that planned its scan on a snapshot a moment ago would lose its files", k.S)
+		default:
+			c.KeepSnapshots = d
+		}
+	}
+	c.OrphanAge = DefaultOrphanAge
+	if o := r.OrphanAge; p.has(o.key) {
+		switch d := time.Duration(o.V); {
+		case !o.ok:
+			p.bad(o.key, "%q is not <n>d or <n>h, e.g. 3d", o.S)
+		case d < MinOrphanAge:
+			p.bad(o.key, "%q is under a day: a file an export is writing now, not yet committed, would be taken for an orphan", o.S)
+		default:
+			c.OrphanAge = d
+		}
 	}
 	cat := p.text(r.Catalog, "")
 	if cat == "" {

@@ -134,7 +134,11 @@ func CommitLake(ctx context.Context, st *store.Store, o LakeOptions, log zerolog
 			// dropped and none added.
 			os.Remove(f)
 		} else {
-			files, res.Rows = append(files, f), res.Rows+n
+			// As a file URI, as Iceberg writes its own files' paths: a
+			// plain path would never match the files a walk of the
+			// table's folder finds, and tally lake maintain would take
+			// live files for orphans.
+			files, res.Rows = append(files, (&url.URL{Scheme: "file", Path: f}).String()), res.Rows+n
 		}
 		log.Debug().Str("table", res.Table).Str("partition", p.String()).Int64("rows", n).
 			Int("written", i+1).Int("of", len(parts)).Msg("lake: partition written")
@@ -175,11 +179,13 @@ func localFolder(location string) (string, error) {
 }
 
 // writePartition writes p's usage rows as one Parquet file, with the
-// table's field ids, under dir's Hive-style folder for p, named for the
-// run and unique: a file is never overwritten, so one a snapshot holds
+// table's field ids, under dir's folder for p (organization/YYYY-MM, not
+// Hive's key=value: a reader globbing the files with Hive partitioning
+// would take the folder's organization, a folder name, for the rows'),
+// named for the run and unique: a file is never overwritten, so one a snapshot holds
 // stays as it is. It returns the file and its rows.
 func writePartition(ctx context.Context, conn *sql.Conn, dir string, p lake.Partition, runID string) (string, int64, error) {
-	folder := filepath.Join(dir, "organization="+url.PathEscape(p.Organization), "date_month="+p.Month.Format("2006-01"))
+	folder := filepath.Join(dir, folderName(p.Organization), p.Month.Format("2006-01"))
 	if err := os.MkdirAll(folder, 0o750); err != nil {
 		return "", 0, err
 	}
@@ -192,6 +198,19 @@ TO %s (FORMAT parquet, COMPRESSION zstd, FIELD_IDS %s)`, lakeSelect(), store.Quo
 		return "", 0, err
 	}
 	return name, n, nil
+}
+
+// folderName is an organization's name as a folder name: what Iceberg's
+// file URIs carry unchanged (no %, which they would decode), other
+// characters as _. Only for the eye: the table's metadata, not the
+// folder, says which partition a file holds, and file names are unique.
+func folderName(org string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '.' || r == '_' {
+			return r
+		}
+		return '_'
+	}, org)
 }
 
 // allPartitions are the partitions of every usage row.

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"github.com/rs/zerolog"
+
 	"github.com/tally-dev/tally/configs"
 	"github.com/tally-dev/tally/job"
 	"github.com/tally-dev/tally/lake"
@@ -67,4 +69,23 @@ func runLake(ctx context.Context, env *job.Env, dir string, opts Request) (Summa
 	sum.Datasets = []DatasetResult{d}
 	sum.Duration = res.Duration
 	return sum, nil
+}
+
+// MaintainLake runs tally lake maintain on the lake of the export folder
+// dir: the usage table's snapshots older than lake.keep_snapshots expire
+// (never the current one), and files no snapshot holds older than
+// lake.orphan_age are deleted; with dry, it only says what it would do.
+func MaintainLake(ctx context.Context, cfg *configs.Config, dir string, dry bool, log zerolog.Logger) (lake.Maintained, error) {
+	lc, err := LakeConfig(cfg, dir)
+	if err != nil {
+		return lake.Maintained{}, err
+	}
+	helper, err := lake.FindHelper()
+	if err != nil {
+		return lake.Maintained{}, err
+	}
+	var m lake.Maintained
+	err = lake.Call(ctx, helper, lake.Request{Op: "maintain", Catalog: lc, Table: lake.UsageTable,
+		KeepSnapshots: cfg.Lake.KeepSnapshots, OrphanAge: cfg.Lake.OrphanAge, DryRun: dry}, &m, log)
+	return m, err
 }

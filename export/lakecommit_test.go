@@ -590,3 +590,54 @@ func TestLakeCommitKilledAtAnyMoment(t *testing.T) {
 	}
 	t.Logf("%d of %d trials killed tally-lake (a whole export takes %s)", kills, trials, full.Round(time.Millisecond))
 }
+
+// TestLakeMaintainLeavesOnlyTheTable: after exports that replaced
+// partitions and one a kill cut short (a file written, never committed),
+// maintenance with no age to wait for expires the superseded snapshots and
+// deletes the files no snapshot holds: the table reads as before, and
+// the Parquet files under its folder are exactly its current rows, so even
+// a plain glob of the warehouse reads the table.
+func TestLakeMaintainLeavesOnlyTheTable(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t)
+	loadMonth(t, s, "acme", aug, 0)
+	loadMonth(t, s, "globex", aug, 0)
+	c := lakeConfig(t)
+	commit(t, s, c, "run-1")
+	loadMonth(t, s, "acme", aug, 3)
+	commit(t, s, c, "run-2")
+	tb := loadUsage(t, c)
+	dataDir := filepath.Join(strings.TrimPrefix(tb.Location(), "file://"), "data")
+	stray := filepath.Join(dataDir, "acme", "2026-08", "killed.parquet")
+	if _, err := s.DB().ExecContext(ctx, `COPY (SELECT * FROM usage LIMIT 3) TO `+store.QuoteString(stray)+` (FORMAT parquet)`); err != nil {
+		t.Fatal(err)
+	}
+	glob := store.QuoteString(filepath.Join(dataDir, "*", "*", "*.parquet"))
+	count := func() int64 {
+		t.Helper()
+		var n int64
+		if err := s.DB().QueryRowContext(ctx, `SELECT count(*) FROM read_parquet(`+glob+`, union_by_name = true)`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	rows := int64(len(duckRows(t, s)))
+	if n := count(); n == rows {
+		t.Fatalf("before maintenance the glob reads %d rows, the table's count: the superseded and stray files should be there", n)
+	}
+	var m lake.Maintained
+	req := lake.Request{Op: "maintain", Catalog: c, Table: lake.UsageTable, KeepSnapshots: 0, OrphanAge: 0}
+	if err := lake.Call(ctx, laketest.Helper(t), req, &m, zerolog.Nop()); err != nil {
+		t.Fatal(err)
+	}
+	if m.Expired != 1 || m.Snapshots != 1 || m.Orphans < 1 {
+		t.Fatalf("maintain: %+v; want run-1's snapshot expired, run-2's kept, the stray file deleted", m)
+	}
+	sameRows(t, loadUsage(t, c), s)
+	if n := count(); n != rows {
+		t.Fatalf("after maintenance the glob reads %d rows; want the table's %d", n, rows)
+	}
+	if _, err := os.Stat(stray); !os.IsNotExist(err) {
+		t.Fatalf("the stray file is still there: %v", err)
+	}
+}

@@ -51,9 +51,9 @@ func (p Partition) String() string {
 }
 
 // Request is what tally asks of tally-lake, as JSON on its standard
-// input: Op "state" (the table's location and what it holds from Source)
-// or "replace" (swap Files in for Partitions' files, in one snapshot whose
-// summary carries Properties).
+// input: Op "state" (the table's location and what it holds from Source),
+// "replace" (swap Files in for Partitions' files, in one snapshot whose
+// summary carries Properties) or "maintain".
 type Request struct {
 	Op         string            `json:"op"`
 	Catalog    Config            `json:"catalog"`
@@ -63,6 +63,22 @@ type Request struct {
 	Partitions []Partition       `json:"partitions,omitempty"`
 	Files      []string          `json:"files,omitempty"`
 	Properties map[string]string `json:"properties,omitempty"`
+	// Op "maintain": expire the snapshots older than KeepSnapshots (never
+	// the current one), delete the files no snapshot holds once older
+	// than OrphanAge; with DryRun, only say what it would do.
+	KeepSnapshots time.Duration `json:"keep_snapshots,omitempty"`
+	OrphanAge     time.Duration `json:"orphan_age,omitempty"`
+	DryRun        bool          `json:"dry_run,omitempty"`
+}
+
+// Maintained is tally-lake's answer to "maintain".
+type Maintained struct {
+	Table       string `json:"table"`
+	Expired     int    `json:"expired"` // snapshots expired (or, dry, that would be)
+	Snapshots   int    `json:"snapshots"`
+	Orphans     int    `json:"orphans"` // files deleted (or, dry, that would be)
+	OrphanBytes int64  `json:"orphan_bytes"`
+	DryRun      bool   `json:"dry_run"`
 }
 
 // State is tally-lake's answer to "state": the table (created when the

@@ -4,10 +4,10 @@
 // tally does not carry Iceberg's library (package lake says why). It is
 // not meant to be run by hand.
 //
-//	tally-lake state|replace   a lake.Request as JSON on standard input
+//	tally-lake state|replace|maintain   a lake.Request as JSON on standard input
 //	tally-lake version
 //
-// The answer (lake.State, lake.Commit) is JSON on standard output; its log
+// The answer (lake.State, lake.Commit, lake.Maintained) is JSON on standard output; its log
 // is JSON lines on standard error, which tally logs as its own. It exits 1
 // when the request fails, 2 when it is not one it knows.
 package main
@@ -44,7 +44,7 @@ func main() {
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer, log zerolog.Logger) int {
 	if len(args) != 1 {
-		log.Error().Msg("tally-lake: give one of state, replace or version, and the request as JSON on standard input")
+		log.Error().Msg("tally-lake: give one of state, replace, maintain or version, and the request as JSON on standard input")
 		return 2
 	}
 	if args[0] == "version" {
@@ -75,10 +75,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer, 
 }
 
 func serve(ctx context.Context, req lake.Request, log zerolog.Logger) (any, error) {
-	if req.Op != "state" && req.Op != "replace" {
-		return nil, fmt.Errorf("tally-lake: op %q is not one of state, replace", req.Op)
+	if req.Op != "state" && req.Op != "replace" && req.Op != "maintain" {
+		return nil, fmt.Errorf("tally-lake: op %q is not one of state, replace, maintain", req.Op)
 	}
-	if req.Table == "" || len(req.Columns) == 0 {
+	if req.Table == "" || len(req.Columns) == 0 && req.Op != "maintain" {
 		return nil, errors.New("tally-lake: the request names no table or no columns")
 	}
 	l, err := ice.Open(ctx, req.Catalog)
@@ -86,6 +86,9 @@ func serve(ctx context.Context, req lake.Request, log zerolog.Logger) (any, erro
 		return nil, err
 	}
 	defer l.Close()
+	if req.Op == "maintain" {
+		return l.Maintain(ctx, req.Table, req.KeepSnapshots, req.OrphanAge, req.DryRun)
+	}
 	if req.Op == "state" {
 		return l.State(ctx, req.Table, req.Columns, req.Source)
 	}

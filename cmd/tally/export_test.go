@@ -340,4 +340,25 @@ func TestExportIcebergCommand(t *testing.T) {
 	if code != job.ExitOK || !strings.Contains(out, "tally.usage") || !strings.Contains(out, "nothing changed since the last commit; nothing committed") {
 		t.Fatalf("a second export: exit %d\n%s; want nothing committed", code, out)
 	}
+
+	// Maintenance with the config's ages: everything is younger than
+	// them, so nothing goes; the dry run says so in the same words.
+	for _, dry := range []bool{true, false} {
+		args := []string{"lake", "maintain", "--config", cfg}
+		verb := "expired"
+		if dry {
+			args, verb = append(args, "--dry-run"), "would expire"
+		}
+		out, code, stderr = cli(t, args...)
+		if code != job.ExitOK || !strings.Contains(out, "lake tally.usage") ||
+			!strings.Contains(out, "snapshots older than 7d: 0 "+verb+", 1 kept") || !strings.Contains(out, "files no snapshot holds, older than 3d: 0 ") {
+			t.Fatalf("tally %s: exit %d\n%s\n%s", strings.Join(args, " "), code, out, stderr)
+		}
+	}
+	if _, code, stderr := cli(t, "lake", "maintain"); code != job.ExitRefused || !strings.Contains(stderr, "--config is required") {
+		t.Fatalf("tally lake maintain without --config: exit %d, %q", code, stderr)
+	}
+	if got := lines(t, st, `SELECT count(*) FROM read_parquet(`+glob+`)`)[1]; got != rows {
+		t.Fatalf("after maintenance the lake's files hold %s rows, want %s", got, rows)
+	}
 }

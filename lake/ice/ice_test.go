@@ -340,3 +340,74 @@ func TestTwoWritersAtOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestMaintainExpiresAndDeletesOrphans: maintenance expires the snapshots
+// older than its age but the current one, deleting the files only they
+// held, and deletes files no snapshot holds once old enough; a dry run
+// changes nothing; the table reads as before.
+func TestMaintainExpiresAndDeletesOrphans(t *testing.T) {
+	ctx := context.Background()
+	c := lakeConfig(t)
+	l := open(t, c)
+	staged := t.TempDir()
+	aug1 := writeFile(t, staged, "acme", aug, "1")
+	replace(t, l, []lake.Partition{{Organization: "acme", Month: aug}}, []string{aug1}, "run-1")
+	aug2 := writeFile(t, staged, "acme", aug, "2")
+	replace(t, l, []lake.Partition{{Organization: "acme", Month: aug}}, []string{aug2}, "run-2")
+	tb, err := l.LoadTable(ctx, lake.UsageTable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dataDir := filepath.Join(strings.TrimPrefix(tb.Location(), "file://"), "data")
+	stray := writeFile(t, dataDir, "acme", sep, "9") // as a commit a kill cut short leaves it
+	time.Sleep(10 * time.Millisecond)
+
+	dry, err := l.Maintain(ctx, lake.UsageTable, 0, 0, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dry.Expired != 1 || dry.Snapshots != 1 || dry.Orphans < 1 || !dry.DryRun {
+		t.Fatalf("dry run: %+v; want 1 snapshot to expire, 1 kept, the stray file at least", dry)
+	}
+	for _, f := range []string{aug1, aug2, stray} {
+		if _, err := os.Stat(f); err != nil {
+			t.Fatalf("the dry run removed %s: %v", f, err)
+		}
+	}
+	young, err := l.Maintain(ctx, lake.UsageTable, time.Hour, time.Hour, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if young.Expired != 0 || young.Orphans != 0 {
+		t.Fatalf("with an hour's ages: %+v; want nothing expired or deleted, everything is younger", young)
+	}
+
+	m, err := l.Maintain(ctx, lake.UsageTable, 0, 0, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Expired != 1 || m.Snapshots != 1 || m.Orphans < 1 {
+		t.Fatalf("maintain: %+v; want 1 snapshot expired, 1 kept, the stray file deleted", m)
+	}
+	for f, want := range map[string]bool{aug1: false, stray: false, aug2: true} {
+		if _, err := os.Stat(f); (err == nil) != want {
+			t.Errorf("%s: exists %v, want %v", f, err == nil, want)
+		}
+	}
+	tb, err = l.LoadTable(ctx, lake.UsageTable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at, err := tb.Scan().ToArrowTable(ctx)
+	if err != nil {
+		t.Fatalf("the table after maintenance: %v", err)
+	}
+	defer at.Release()
+	if at.NumRows() != 31 || len(tb.Metadata().Snapshots()) != 1 {
+		t.Fatalf("after maintenance: %d rows, %d snapshots; want acme's August, 31 rows, in the one current snapshot", at.NumRows(), len(tb.Metadata().Snapshots()))
+	}
+	// A table the catalog lacks has nothing to maintain.
+	if none, err := l.Maintain(ctx, "absent", 0, 0, false); err != nil || none.Expired != 0 || none.Orphans != 0 {
+		t.Fatalf("a missing table: %+v, %v", none, err)
+	}
+}
