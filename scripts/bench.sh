@@ -20,7 +20,10 @@
 #                a budget, tally status, tally alerts --dry-run, a count(*) of
 #                every view in sql/views, every named query in sql/queries, and
 #                the nightly tally run (lookback fetch from the simulated
-#                interface, the current month's workbook, alerts); prints
+#                interface, the current month's workbook, alerts), and
+#                tally export --format iceberg: the whole history into a new
+#                lake before the nightly run, then what the night changed
+#                (issue 41: within 1.2x of the month alone); prints
 #                seconds, peak RSS and the ratio history/alone.
 #
 # Usage: scripts/bench.sh [--rows N] [--runs N] [--windows N] [--months N] [--only fetch,report,incremental,scale]
@@ -83,6 +86,7 @@ fi
 
 echo "== build"
 go build -o "$out/tally" ./cmd/tally
+go build -o "$out/tally-lake" ./cmd/tally-lake # beside tally, where it finds it
 go build -o "$out/benchtool" ./scripts/benchtool
 export TALLY_BENCH_TOKEN=bench-token # the benchtool server's token (scripts/benchtool)
 
@@ -297,8 +301,13 @@ EOF
       rec "query $q" "$out/tally" query --config "$dir-budget.yaml" --name "$q"
     done
     # Last: the nightly run fetches the lookback from the simulated interface
-    # and so changes the store.
+    # and so changes the store. The lake gets the whole history before it
+    # and what the night changed after it.
+    rec "export iceberg, whole" "$out/tally" export --config "$dir-budget.yaml" --format iceberg --to "m$m-lake"
     rec "nightly run" "$out/tally" run --config "$dir-budget.yaml" --log-format json
+    rec "export iceberg, the night" "$out/tally" export --config "$dir-budget.yaml" --format iceberg --to "m$m-lake"
+    grep -q "partition(s) replaced" "$dir.export_iceberg,_the_night.log" ||
+      { echo "bench: the night's iceberg export committed nothing; see $dir.export_iceberg,_the_night.log" >&2; exit 1; }
   done
   stop_server
   # One line per work: the month alone, the months of history, the ratios.
