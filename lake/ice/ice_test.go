@@ -106,6 +106,18 @@ func writeFile(t *testing.T, dir, org string, month time.Time, cost string) stri
 	return path
 }
 
+// atBarrier is a Replacement's Loaded hook that holds each writer's
+// first attempt at barrier until every writer has loaded the table, so
+// that they race to commit.
+func atBarrier(barrier *sync.WaitGroup) func(attempt int) {
+	return func(attempt int) {
+		if attempt == 1 {
+			barrier.Done()
+			barrier.Wait()
+		}
+	}
+}
+
 // replace commits files for parts and fails the test on an error.
 func replace(t *testing.T, l *Lake, parts []lake.Partition, files []string, run string) lake.Commit {
 	t.Helper()
@@ -313,14 +325,9 @@ func TestTwoWritersAtOnce(t *testing.T) {
 					Table: lake.UsageTable, Columns: lake.UsageColumns,
 					Partitions: []lake.Partition{{Organization: org, Month: month}}, Files: []string{f},
 					Properties: iceberg.Properties{lake.SummaryRunID: fmt.Sprintf("%s-%d", org, round)},
-					Loaded: func(attempt int) {
-						if attempt == 1 {
-							// Both writers hold the table as it was before
-							// either commits.
-							barrier.Done()
-							barrier.Wait()
-						}
-					},
+					// Both writers hold the table as it was before either
+					// commits.
+					Loaded: atBarrier(&barrier),
 					Retried: func(attempt int, err error) {
 						mu.Lock()
 						redone = append(redone, err)
@@ -443,12 +450,7 @@ func TestSamePartitionAtOnce(t *testing.T) {
 			_, errs[i] = l.Replace(ctx, Replacement{
 				Table: lake.UsageTable, Columns: lake.UsageColumns,
 				Partitions: []lake.Partition{{Organization: "acme", Month: aug}}, Files: []string{f},
-				Loaded: func(attempt int) {
-					if attempt == 1 {
-						barrier.Done()
-						barrier.Wait()
-					}
-				},
+				Loaded: atBarrier(&barrier),
 			})
 			mu.Lock()
 			order = append(order, f)
