@@ -177,16 +177,25 @@ type ExportConfig struct {
 	CSVRaw bool
 }
 
-// LakeConfig is lake: the Iceberg catalog the iceberg export commits to
-// and the namespace of its tables. This version has one catalog, an
-// embedded SQLite one, beside a local warehouse folder under the export
-// folder.
+// LakeConfig is lake: the Iceberg catalog the iceberg export commits to,
+// the warehouse folder its files go under and the namespace of its
+// tables. The catalog is an embedded SQLite file (the default) or a
+// PostgreSQL database several machines share.
 type LakeConfig struct {
 	Namespace string // lake.namespace; DefaultLakeNamespace
 	// SQLite is the SQLite catalog's file (lake.catalog sqlite:PATH),
 	// absolute; "" for the default, catalog.db in the lake folder of the
-	// export folder (LakeDir).
+	// export folder (LakeDir), unless Postgres is set.
 	SQLite string
+	// Postgres is lake.catalog's postgres:// URL, without a password;
+	// the password comes from PasswordEnv or PasswordFile
+	// (lake.password_env, lake.password_file), or from ~/.pgpass.
+	Postgres     string
+	PasswordEnv  string
+	PasswordFile string
+	// Warehouse is lake.warehouse, absolute; "" for the default, the
+	// warehouse folder in the lake folder of the export folder.
+	Warehouse string
 	// KeepSnapshots is how long tally lake maintain keeps a snapshot that
 	// is no longer current (lake.keep_snapshots); OrphanAge how old a
 	// file that no snapshot holds must be before it deletes it
@@ -207,7 +216,7 @@ const (
 // default catalog (catalog.db) and the warehouse (warehouse/).
 const LakeDir = "lake"
 
-// CatalogSQLite starts lake.catalog's one form in this version.
+// CatalogSQLite starts lake.catalog's embedded form.
 const CatalogSQLite = "sqlite:"
 
 // DefaultLakeNamespace is lake.namespace's default.

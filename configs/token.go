@@ -109,6 +109,13 @@ func (s *SMTPConfig) Password(getenv func(string) string) (secret.Value, error) 
 	return readSecret("reports.deliver.smtp.password_env", "reports.deliver.smtp.password_file", "the mail password", s.PasswordEnv, s.PasswordFile, getenv)
 }
 
+// Password returns the PostgreSQL catalog's password from password_env
+// (through getenv) or password_file, empty when neither is set (pgx then
+// looks in ~/.pgpass). Errors name the key, never the password.
+func (l *LakeConfig) Password(getenv func(string) string) (secret.Value, error) {
+	return readSecret("lake.password_env", "lake.password_file", "the catalog database's password", l.PasswordEnv, l.PasswordFile, getenv)
+}
+
 // readSecret reads what (a secret other than the API token) from the file
 // file names, else the environment variable env names, trimmed; empty when
 // neither is set. Errors name the key (envKey or fileKey) and what to do.
@@ -155,6 +162,11 @@ func (c *Config) CheckSecrets(getenv func(string) string, steps []string) error 
 			problems = append(problems, err.Error())
 		}
 	}
+	if c.Export.Format == ExportIceberg && slices.Contains(steps, "export") {
+		if _, err := c.Lake.Password(getenv); err != nil {
+			problems = append(problems, err.Error())
+		}
+	}
 	if len(problems) > 0 {
 		return &Error{Path: c.Path, Problems: problems}
 	}
@@ -181,4 +193,5 @@ func (c *Config) RegisterSecrets(getenv func(string) string) {
 		secret.RegisterURL(w.URL)
 		_, _ = w.Secret(getenv)
 	}
+	_, _ = c.Lake.Password(getenv)
 }

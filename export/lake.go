@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 
 	"github.com/rs/zerolog"
@@ -18,8 +19,9 @@ import (
 const FormatIceberg = configs.ExportIceberg
 
 // LakeConfig is where format iceberg writes, for the export folder dir:
-// the config's lake.catalog, or the default SQLite catalog in dir's lake
-// folder, and the warehouse beside it.
+// the config's lake.catalog (a PostgreSQL catalog with its password from
+// lake.password_env or password_file), or the default SQLite catalog in
+// dir's lake folder; lake.warehouse, or the warehouse folder beside it.
 func LakeConfig(cfg *configs.Config, dir string) (lake.Config, error) {
 	if dir == "" {
 		return lake.Config{}, errors.New("export: the export folder is empty; give --to DIR or set export.dir")
@@ -30,10 +32,20 @@ func LakeConfig(cfg *configs.Config, dir string) (lake.Config, error) {
 	}
 	c := lake.Config{
 		SQLite:    cfg.Lake.SQLite,
-		Warehouse: filepath.Join(dir, configs.LakeDir, "warehouse"),
+		Postgres:  cfg.Lake.Postgres,
+		Warehouse: cfg.Lake.Warehouse,
 		Namespace: cfg.Lake.Namespace,
 	}
-	if c.SQLite == "" {
+	if c.Warehouse == "" {
+		c.Warehouse = filepath.Join(dir, configs.LakeDir, "warehouse")
+	}
+	if c.Postgres != "" {
+		pw, err := cfg.Lake.Password(os.Getenv)
+		if err != nil {
+			return lake.Config{}, err
+		}
+		c.Password = pw.Reveal()
+	} else if c.SQLite == "" {
 		c.SQLite = filepath.Join(dir, configs.LakeDir, "catalog.db")
 	}
 	return c, nil

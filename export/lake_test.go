@@ -16,6 +16,7 @@ import (
 	"github.com/tally-dev/tally/fetch/sim"
 	"github.com/tally-dev/tally/internal/secret"
 	"github.com/tally-dev/tally/internal/testkit/laketest"
+	"github.com/tally-dev/tally/internal/testkit/pgtest"
 	"github.com/tally-dev/tally/internal/testkit/storetest"
 	"github.com/tally-dev/tally/job"
 	"github.com/tally-dev/tally/lake"
@@ -124,5 +125,6 @@ lake:
 func TestMain(m *testing.M) {
 	code := m.Run()
 	laketest.Remove()
+	pgtest.Stop()
 	os.Exit(code)
 }

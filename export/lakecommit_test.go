@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -24,6 +25,7 @@ import (
 	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/export"
 	"github.com/tally-dev/tally/internal/testkit/laketest"
+	"github.com/tally-dev/tally/internal/testkit/pgtest"
 	"github.com/tally-dev/tally/lake"
 	"github.com/tally-dev/tally/lake/ice"
 	"github.com/tally-dev/tally/store"
@@ -640,4 +642,78 @@ func TestLakeMaintainLeavesOnlyTheTable(t *testing.T) {
 	if _, err := os.Stat(stray); !os.IsNotExist(err) {
 		t.Fatalf("the stray file is still there: %v", err)
 	}
+}
+
+// TestShardsShareAPostgresCatalog has four shards, each its own DuckDB
+// store holding its own organizations (as four machines), export at once
+// into one PostgreSQL catalog and one warehouse, each through its own
+// tally-lake process: every shard's partitions land, none twice, and the
+// table is exactly the union of the stores. Then each shard fetches one
+// month again with new figures and they export at once again: exactly
+// those partitions change.
+func TestShardsShareAPostgresCatalog(t *testing.T) {
+	c := Config{Postgres: pgtest.Database(t), Password: pgtest.Password, Warehouse: filepath.Join(t.TempDir(), "warehouse")}
+	const shards = 4
+	stores := make([]*store.Store, shards)
+	for i := range stores {
+		stores[i] = openStore(t)
+		for _, org := range []string{fmt.Sprintf("org-%d-a", i), fmt.Sprintf("org-%d-b", i)} {
+			loadMonth(t, stores[i], org, aug, 0)
+			loadMonth(t, stores[i], org, sep, 0)
+		}
+	}
+	exportAll := func(round string) []export.LakeResult {
+		t.Helper()
+		res := make([]export.LakeResult, shards)
+		errs := make([]error, shards)
+		var wg sync.WaitGroup
+		for i, s := range stores {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				res[i], errs[i] = export.CommitLake(context.Background(), s, export.LakeOptions{Config: c, Source: s.Path(),
+					RunID: fmt.Sprintf("%s-shard-%d", round, i), Version: "v-test", Helper: laketest.Helper(t)}, zerolog.Nop())
+			}()
+		}
+		wg.Wait()
+		for i, err := range errs {
+			if err != nil {
+				t.Fatalf("%s, shard %d: %v", round, i, err)
+			}
+		}
+		return res
+	}
+	redone := 0
+	for i, r := range exportAll("first") {
+		if len(r.Partitions) != 4 || r.Commit.SnapshotID == 0 {
+			t.Fatalf("first export of shard %d: %+v; want its 4 partitions committed", i, r)
+		}
+		redone += r.Commit.Attempts - 1
+	}
+	tb := loadUsage(t, c)
+	sameRows(t, tb, stores...)
+	if got := len(tb.Metadata().Snapshots()); got != shards {
+		t.Fatalf("%d snapshots, want one per shard (%d)", got, shards)
+	}
+	before := dataFiles(t, tb)
+
+	for i, s := range stores {
+		loadMonth(t, s, fmt.Sprintf("org-%d-b", i), sep, 7)
+	}
+	for i, r := range exportAll("second") {
+		if want := (Partition{Organization: fmt.Sprintf("org-%d-b", i), Month: sep}); len(r.Partitions) != 1 || r.Partitions[0] != want {
+			t.Fatalf("second export of shard %d: partitions %v; want %v only", i, r.Partitions, want)
+		}
+		redone += r.Commit.Attempts - 1
+	}
+	tb = loadUsage(t, c)
+	sameRows(t, tb, stores...)
+	after := dataFiles(t, tb)
+	for k, fs := range before {
+		changed := strings.HasSuffix(strings.Fields(k)[0], "-b") && strings.HasSuffix(k, "2026-09")
+		if same := slices.Equal(after[k], fs); same == changed {
+			t.Errorf("%s: files %v became %v; want them replaced %v", k, fs, after[k], changed)
+		}
+	}
+	t.Logf("%d shards committed twice each; %d redo(s) after lost races", shards, redone)
 }

@@ -28,11 +28,18 @@ const (
 	SummaryPartitions     = "tally.partitions"
 )
 
-// Config says where the lake is.
+// Config says where the lake is: a catalog (SQLite or PostgreSQL) and
+// a warehouse.
 type Config struct {
 	// SQLite is the SQLite catalog's file (lake.catalog sqlite:PATH),
 	// absolute; created when missing.
-	SQLite string `json:"sqlite"`
+	SQLite string `json:"sqlite,omitempty"`
+	// Postgres is the PostgreSQL catalog's database URL (lake.catalog
+	// postgres://…), never holding the password; Password is the
+	// password (lake.password_env or password_file), "" for none or
+	// ~/.pgpass. It travels only on tally-lake's standard input.
+	Postgres string `json:"postgres,omitempty"`
+	Password string `json:"password,omitempty"`
 	// Warehouse is the local folder the tables' data and metadata files
 	// go under, absolute; created when missing.
 	Warehouse string `json:"warehouse"`

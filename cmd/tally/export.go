@@ -171,6 +171,12 @@ func runExport(cmd *cobra.Command, g *globalFlags, o *exportOptions) error {
 	if format == configs.ExportIceberg && (o.from != "" || o.until != "") {
 		return usageErr("--from and --until do not apply to --format iceberg: it commits the usage partitions the loads changed")
 	}
+	if format == configs.ExportIceberg {
+		// The catalog's password, read before anything is written.
+		if _, err := cfg.Lake.Password(os.Getenv); err != nil {
+			return usageError{err}
+		}
+	}
 	if o.focus != "" && format != configs.ExportFOCUS {
 		return usageErr("--focus-version %s applies to FOCUS rows: use it with --format focus", o.focus)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/tally-dev/tally/fetch/sim"
 	"github.com/tally-dev/tally/internal/testkit/focuscheck"
 	"github.com/tally-dev/tally/internal/testkit/laketest"
+	"github.com/tally-dev/tally/internal/testkit/pgtest"
 	"github.com/tally-dev/tally/job"
 	"github.com/tally-dev/tally/store"
 )
@@ -360,5 +361,62 @@ func TestExportIcebergCommand(t *testing.T) {
 	}
 	if got := lines(t, st, `SELECT count(*) FROM read_parquet(`+glob+`)`)[1]; got != rows {
 		t.Fatalf("after maintenance the lake's files hold %s rows, want %s", got, rows)
+	}
+}
+
+// TestExportIcebergToPostgres: through the commands, the export commits
+// to a PostgreSQL catalog (a real server) with its password from
+// lake.password_env, into a warehouse folder of its own; without the
+// password both commands stop at once with exit 2 naming the key; the
+// password is printed nowhere.
+func TestExportIcebergToPostgres(t *testing.T) {
+	cfg, pub := exportSetup(t)
+	dir := filepath.Dir(cfg)
+	t.Setenv(cliTokenEnv, "")
+	onBinaryEnd(laketest.Remove)
+	onBinaryEnd(pgtest.Stop)
+	t.Setenv("PATH", filepath.Dir(laketest.Helper(t))+string(os.PathListSeparator)+os.Getenv("PATH"))
+	warehouse := filepath.Join(dir, "shared-lake")
+	f, err := os.OpenFile(cfg, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(f, "lake:\n  catalog: %s\n  password_env: TALLY_TEST_LAKE_PASSWORD\n  warehouse: %s\n", pgtest.Database(t), warehouse)
+	f.Close()
+
+	t.Setenv("TALLY_TEST_LAKE_PASSWORD", "")
+	for _, args := range [][]string{{"export", "--config", cfg, "--format", "iceberg"}, {"lake", "maintain", "--config", cfg}} {
+		_, code, stderr := cli(t, args...)
+		if code != job.ExitRefused || !strings.Contains(stderr, "lake.password_env: the environment variable TALLY_TEST_LAKE_PASSWORD is not set or empty") {
+			t.Fatalf("tally %s without the password: exit %d, %q; want exit %d naming lake.password_env", strings.Join(args, " "), code, stderr, job.ExitRefused)
+		}
+	}
+	if _, err := os.Stat(warehouse); !os.IsNotExist(err) {
+		t.Fatalf("a refused export touched the warehouse: %v", err)
+	}
+
+	t.Setenv("TALLY_TEST_LAKE_PASSWORD", pgtest.Password)
+	out, code, stderr := cli(t, "--log-level", "debug", "export", "--config", cfg, "--format", "iceberg")
+	if code != job.ExitOK || !strings.Contains(out, "partition(s) replaced in snapshot") {
+		t.Fatalf("tally export --format iceberg to PostgreSQL: exit %d\n%s\n%s", code, out, stderr)
+	}
+	mout, code, mstderr := cli(t, "lake", "maintain", "--config", cfg)
+	if code != job.ExitOK || !strings.Contains(mout, "lake tally.usage") {
+		t.Fatalf("tally lake maintain: exit %d\n%s\n%s", code, mout, mstderr)
+	}
+	for _, text := range []string{out, stderr, mout, mstderr} {
+		if strings.Contains(text, pgtest.Password) {
+			t.Fatalf("the catalog's password was printed:\n%s", text)
+		}
+	}
+	st := openCopy(t, pub)
+	glob := sqlString(filepath.Join(warehouse, "tally.db", "usage", "data", "*", "*", "*.parquet"))
+	got := lines(t, st, `SELECT organization, currency, count(*), sum(cost) FROM read_parquet(`+glob+`) GROUP BY ALL ORDER BY ALL`)
+	want := lines(t, st, `SELECT organization, currency, count(*), sum(CAST(cost AS DECIMAL(38, 12))) FROM usage GROUP BY ALL ORDER BY ALL`)
+	if len(want) < 2 || !slices.Equal(got[1:], want[1:]) {
+		t.Errorf("the lake's files:\n%v\nwant the copy's usage:\n%v", got, want)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "exports", "lake")); !os.IsNotExist(err) {
+		t.Errorf("with a PostgreSQL catalog and lake.warehouse, the export folder got a lake folder: %v", err)
 	}
 }

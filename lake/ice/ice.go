@@ -8,12 +8,15 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
 	sqlcat "github.com/apache/iceberg-go/catalog/sql"
 	"github.com/apache/iceberg-go/table"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
 	_ "modernc.org/sqlite" // the "sqlite" database/sql driver, pure Go
 
 	"github.com/tally-dev/tally/configs"
@@ -35,17 +38,65 @@ type Lake struct {
 	warehouse string
 }
 
-// Open opens (and creates when missing) the catalog and the warehouse
-// folder, and makes sure the namespace exists.
+// Open opens the catalog (a SQLite file, created when missing, or a
+// PostgreSQL database) and the warehouse folder, and makes sure the
+// namespace exists.
 func Open(ctx context.Context, c lake.Config) (*Lake, error) {
-	path := c.SQLite
-	if !filepath.IsAbs(path) || !filepath.IsAbs(c.Warehouse) {
-		return nil, fmt.Errorf("lake: the catalog file %q and the warehouse %q must be absolute paths", path, c.Warehouse)
+	if !filepath.IsAbs(c.Warehouse) {
+		return nil, fmt.Errorf("lake: the warehouse %q must be an absolute path", c.Warehouse)
 	}
-	for _, dir := range []string{filepath.Dir(path), c.Warehouse} {
-		if err := os.MkdirAll(dir, 0o750); err != nil {
-			return nil, fmt.Errorf("lake: %w", err)
+	if err := os.MkdirAll(c.Warehouse, 0o750); err != nil {
+		return nil, fmt.Errorf("lake: %w", err)
+	}
+	var (
+		db      *sql.DB
+		dialect sqlcat.SupportedDialect
+		where   string
+		err     error
+	)
+	switch {
+	case c.Postgres != "" && c.SQLite != "":
+		return nil, errors.New("lake: a catalog is SQLite or PostgreSQL, not both")
+	case c.Postgres != "":
+		db, where, err = openPostgres(c)
+		dialect = sqlcat.Postgres
+	default:
+		db, where, err = openSQLite(c.SQLite)
+		dialect = sqlcat.SQLite
+	}
+	if err != nil {
+		return nil, err
+	}
+	cat, err := sqlcat.NewCatalog(catalogName, db, dialect, iceberg.Properties{
+		"warehouse": (&url.URL{Scheme: "file", Path: c.Warehouse}).String(),
+	})
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("lake: open catalog %s: %w", where, err)
+	}
+	ns := c.Namespace
+	if ns == "" {
+		ns = DefaultNamespace
+	}
+	l := &Lake{cat: cat, db: db, namespace: ns, warehouse: c.Warehouse}
+	// Two processes meeting a new catalog both create the namespace: the
+	// loser's error varies by database (PostgreSQL reports a unique
+	// violation), so it is judged by whether the namespace exists now.
+	if err := cat.CreateNamespace(ctx, table.Identifier{ns}, nil); err != nil && !errors.Is(err, catalog.ErrNamespaceAlreadyExists) {
+		if ok, err2 := cat.CheckNamespaceExists(ctx, table.Identifier{ns}); err2 != nil || !ok {
+			l.Close()
+			return nil, fmt.Errorf("lake: create namespace %s: %w", ns, err)
 		}
+	}
+	return l, nil
+}
+
+func openSQLite(path string) (*sql.DB, string, error) {
+	if !filepath.IsAbs(path) {
+		return nil, "", fmt.Errorf("lake: the catalog file %q must be an absolute path", path)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+		return nil, "", fmt.Errorf("lake: %w", err)
 	}
 	// Every pooled connection waits for another process's write rather
 	// than failing at once, and takes its write lock when its
@@ -54,25 +105,52 @@ func Open(ctx context.Context, c lake.Config) (*Lake, error) {
 	dsn := (&url.URL{Scheme: "file", Path: path, RawQuery: "_pragma=busy_timeout(30000)&_pragma=journal_mode(WAL)&_txlock=immediate"}).String()
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
-		return nil, fmt.Errorf("lake: open catalog %s: %w", path, err)
+		return nil, "", fmt.Errorf("lake: open catalog %s: %w", path, err)
 	}
-	cat, err := sqlcat.NewCatalog(catalogName, db, sqlcat.SQLite, iceberg.Properties{
-		"warehouse": (&url.URL{Scheme: "file", Path: c.Warehouse}).String(),
-	})
+	return db, path, nil
+}
+
+// openPostgres connects to the PostgreSQL catalog with pgx. The password
+// comes from the request, never the URL, so no error or log line that
+// quotes the URL can carry it.
+func openPostgres(c lake.Config) (*sql.DB, string, error) {
+	where := redactedURL(c.Postgres)
+	cfg, err := pgx.ParseConfig(c.Postgres)
 	if err != nil {
+		return nil, where, fmt.Errorf("lake: the catalog URL %s: %w", where, scrub(err, c.Password))
+	}
+	if c.Password != "" {
+		cfg.Password = c.Password
+	}
+	if cfg.ConnectTimeout == 0 {
+		cfg.ConnectTimeout = 30 * time.Second
+	}
+	db := stdlib.OpenDB(*cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.ConnectTimeout)
+	defer cancel()
+	if err := db.PingContext(ctx); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("lake: open catalog %s: %w", path, err)
+		return nil, where, fmt.Errorf("lake: connect to the catalog %s: %w", where, scrub(err, c.Password))
 	}
-	ns := c.Namespace
-	if ns == "" {
-		ns = DefaultNamespace
+	return db, where, nil
+}
+
+// redactedURL is u without any password it holds, for messages.
+func redactedURL(u string) string {
+	p, err := url.Parse(u)
+	if err != nil {
+		return "(an unreadable URL)"
 	}
-	l := &Lake{cat: cat, db: db, namespace: ns, warehouse: c.Warehouse}
-	if err := cat.CreateNamespace(ctx, table.Identifier{ns}, nil); err != nil && !errors.Is(err, catalog.ErrNamespaceAlreadyExists) {
-		l.Close()
-		return nil, fmt.Errorf("lake: create namespace %s: %w", ns, err)
+	return p.Redacted()
+}
+
+// scrub removes the password from err's text: a driver may quote the
+// connection string back.
+func scrub(err error, password string) error {
+	if password == "" || !strings.Contains(err.Error(), password) {
+		return err
 	}
-	return l, nil
+	return errors.New(strings.ReplaceAll(err.Error(), password, "[redacted]"))
 }
 
 // Close closes the catalog's database.

@@ -23,6 +23,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/tally-dev/tally/internal/testkit/laketest"
+	"github.com/tally-dev/tally/internal/testkit/pgtest"
 	"github.com/tally-dev/tally/lake"
 )
 
@@ -34,12 +35,26 @@ var (
 func TestMain(m *testing.M) {
 	code := m.Run()
 	laketest.Remove()
+	pgtest.Stop()
 	os.Exit(code)
 }
 
 func lakeConfig(t *testing.T) lake.Config {
 	dir := t.TempDir()
 	return lake.Config{SQLite: filepath.Join(dir, "catalog.db"), Warehouse: filepath.Join(dir, "warehouse")}
+}
+
+// postgresConfig is a lake whose catalog is a new database on a real
+// PostgreSQL server, as several machines share one.
+func postgresConfig(t *testing.T) lake.Config {
+	return lake.Config{Postgres: pgtest.Database(t), Password: pgtest.Password, Warehouse: filepath.Join(t.TempDir(), "warehouse")}
+}
+
+// onEachCatalog runs test on the embedded SQLite catalog and on a
+// PostgreSQL one: the races and the redo must hold on both.
+func onEachCatalog(t *testing.T, test func(*testing.T, lake.Config)) {
+	t.Run("sqlite", func(t *testing.T) { test(t, lakeConfig(t)) })
+	t.Run("postgres", func(t *testing.T) { test(t, postgresConfig(t)) })
 }
 
 func open(t *testing.T, c lake.Config) *Lake {
@@ -154,8 +169,9 @@ func filesByPartition(t *testing.T, l *Lake) map[string][]string {
 	return out
 }
 
-func TestReplaceSwapsWholePartitions(t *testing.T) {
-	c := lakeConfig(t)
+func TestReplaceSwapsWholePartitions(t *testing.T) { onEachCatalog(t, testReplaceSwapsWholePartitions) }
+
+func testReplaceSwapsWholePartitions(t *testing.T, c lake.Config) {
 	l := open(t, c)
 	dir := t.TempDir()
 	first := map[string][]string{}
@@ -266,9 +282,10 @@ func TestConflictRecognisesTheSQLCatalogsRequirementError(t *testing.T) {
 // made stale: the SQL catalog refuses it with its plain requirement
 // error, which conflict takes for a lost race (Replace redoes it on the
 // reloaded table), and the table is as the other writer left it.
-func TestStaleCommitIsAConflict(t *testing.T) {
+func TestStaleCommitIsAConflict(t *testing.T) { onEachCatalog(t, testStaleCommitIsAConflict) }
+
+func testStaleCommitIsAConflict(t *testing.T, c lake.Config) {
 	ctx := context.Background()
-	c := lakeConfig(t)
 	l := open(t, c)
 	dir := t.TempDir()
 	replace(t, l, []lake.Partition{{Organization: "acme", Month: aug}}, []string{writeFile(t, dir, "acme", aug, "1")}, "a-1")
@@ -301,9 +318,10 @@ func TestStaleCommitIsAConflict(t *testing.T) {
 // (as two shards' processes), replace disjoint organizations' partitions
 // behind a barrier: both load the table before either commits, so one of
 // them must lose the race and redo; both land, none twice.
-func TestTwoWritersAtOnce(t *testing.T) {
+func TestTwoWritersAtOnce(t *testing.T) { onEachCatalog(t, testTwoWritersAtOnce) }
+
+func testTwoWritersAtOnce(t *testing.T, c lake.Config) {
 	ctx := context.Background()
-	c := lakeConfig(t)
 	dir := t.TempDir()
 	orgs := []string{"acme", "globex"}
 	want := map[string][]string{}
@@ -361,8 +379,11 @@ func TestTwoWritersAtOnce(t *testing.T) {
 // held, and deletes files no snapshot holds once old enough; a dry run
 // changes nothing; the table reads as before.
 func TestMaintainExpiresAndDeletesOrphans(t *testing.T) {
+	onEachCatalog(t, testMaintainExpiresAndDeletesOrphans)
+}
+
+func testMaintainExpiresAndDeletesOrphans(t *testing.T, c lake.Config) {
 	ctx := context.Background()
-	c := lakeConfig(t)
 	l := open(t, c)
 	staged := t.TempDir()
 	aug1 := writeFile(t, staged, "acme", aug, "1")
@@ -431,9 +452,10 @@ func TestMaintainExpiresAndDeletesOrphans(t *testing.T) {
 // behind a barrier: one commits, the other loses the race and redoes its
 // replacement on the table as the first left it, so the partition ends
 // with exactly the later writer's file, never both.
-func TestSamePartitionAtOnce(t *testing.T) {
+func TestSamePartitionAtOnce(t *testing.T) { onEachCatalog(t, testSamePartitionAtOnce) }
+
+func testSamePartitionAtOnce(t *testing.T, c lake.Config) {
 	ctx := context.Background()
-	c := lakeConfig(t)
 	dir := t.TempDir()
 	replace(t, open(t, c), []lake.Partition{{Organization: "acme", Month: aug}}, []string{writeFile(t, dir, "acme", aug, "1")}, "first")
 	var barrier, wg sync.WaitGroup
@@ -472,9 +494,10 @@ func TestSamePartitionAtOnce(t *testing.T) {
 // TestProcessesCommitAtOnce starts tally-lake processes at once, each
 // replacing another organization's partition in one SQLite catalog file:
 // the catalog's lock and the redo of lost races let every one land, once.
-func TestProcessesCommitAtOnce(t *testing.T) {
+func TestProcessesCommitAtOnce(t *testing.T) { onEachCatalog(t, testProcessesCommitAtOnce) }
+
+func testProcessesCommitAtOnce(t *testing.T, c lake.Config) {
 	ctx := context.Background()
-	c := lakeConfig(t)
 	helper := laketest.Helper(t)
 	dir := t.TempDir()
 	const n = 6
@@ -515,4 +538,24 @@ func TestProcessesCommitAtOnce(t *testing.T) {
 		t.Fatalf("%d snapshots, want one per process (%d)", s, n)
 	}
 	t.Logf("%d processes committed; %d redo(s) after lost races", n, redone)
+}
+
+// TestPostgresCatalogErrors: a wrong password and a server that is not
+// there each fail Open with an error naming the catalog, never the
+// password, and a URL holding a password is never quoted with it.
+func TestPostgresCatalogErrors(t *testing.T) {
+	c := postgresConfig(t)
+	ctx := context.Background()
+	wrong := c
+	wrong.Password = "not-the-password-7e1c"
+	_, err := Open(ctx, wrong)
+	if err == nil || !strings.Contains(err.Error(), "connect to the catalog postgres://tally@127.0.0.1") || strings.Contains(err.Error(), wrong.Password) {
+		t.Fatalf("a wrong password: %v; want an error naming the catalog and not the password", err)
+	}
+	gone := c
+	gone.Postgres = "postgres://tally:in-the-url-5d2b@127.0.0.1:1/none?sslmode=disable&connect_timeout=5"
+	_, err = Open(ctx, gone)
+	if err == nil || !strings.Contains(err.Error(), "postgres://tally:xxxxx@127.0.0.1:1/none") || strings.Contains(err.Error(), "in-the-url-5d2b") || strings.Contains(err.Error(), c.Password) {
+		t.Fatalf("no server: %v; want an error naming the catalog without either password", err)
+	}
 }
