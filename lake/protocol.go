@@ -60,7 +60,8 @@ func (p Partition) String() string {
 // Request is what tally asks of tally-lake, as JSON on its standard
 // input: Op "state" (the table's location and what it holds from Source),
 // "replace" (swap Files in for Partitions' files, in one snapshot whose
-// summary carries Properties) or "maintain".
+// summary carries Properties), "files" (the current snapshot's files) or
+// "maintain".
 type Request struct {
 	Op         string            `json:"op"`
 	Catalog    Config            `json:"catalog"`
@@ -100,6 +101,24 @@ type State struct {
 	// change it holds.
 	Found          bool      `json:"found"`
 	ChangesThrough time.Time `json:"changes_through"`
+}
+
+// Files is tally-lake's answer to "files": the table's current snapshot
+// and its data files by partition, for usage.source lake, which reads
+// them itself.
+type Files struct {
+	Table      string           `json:"table"` // namespace.table
+	Found      bool             `json:"found"` // the catalog holds the table
+	SnapshotID int64            `json:"snapshot_id"`
+	Partitions []PartitionFiles `json:"partitions"` // by month, then organization
+}
+
+// PartitionFiles are one partition's data files (URIs, sorted) and the
+// rows they hold.
+type PartitionFiles struct {
+	Partition
+	Files []string `json:"files"`
+	Rows  int64    `json:"rows"`
 }
 
 // Commit is tally-lake's answer to "replace".

@@ -1,13 +1,14 @@
 // Command tally-lake commits Tally's Parquet files to its Apache Iceberg
 // tables. tally runs it during an export to the lake (tally export
-// --format iceberg, the export step): it is a program of its own so that
+// --format iceberg, the export step), to maintain it and, for usage.source
+// lake, to list the files a group job reads: it is a program of its own so that
 // tally does not carry Iceberg's library (package lake says why). It is
 // not meant to be run by hand.
 //
-//	tally-lake state|replace|maintain   a lake.Request as JSON on standard input
+//	tally-lake state|replace|files|maintain   a lake.Request as JSON on standard input
 //	tally-lake version
 //
-// The answer (lake.State, lake.Commit, lake.Maintained) is JSON on standard output; its log
+// The answer (lake.State, lake.Commit, lake.Files, lake.Maintained) is JSON on standard output; its log
 // is JSON lines on standard error, which tally logs as its own. It exits 1
 // when the request fails, 2 when it is not one it knows.
 package main
@@ -44,7 +45,7 @@ func main() {
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer, log zerolog.Logger) int {
 	if len(args) != 1 {
-		log.Error().Msg("tally-lake: give one of state, replace, maintain or version, and the request as JSON on standard input")
+		log.Error().Msg("tally-lake: give one of state, replace, files, maintain or version, and the request as JSON on standard input")
 		return 2
 	}
 	if args[0] == "version" {
@@ -75,10 +76,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer, 
 }
 
 func serve(ctx context.Context, req lake.Request, log zerolog.Logger) (any, error) {
-	if req.Op != "state" && req.Op != "replace" && req.Op != "maintain" {
-		return nil, fmt.Errorf("tally-lake: op %q is not one of state, replace, maintain", req.Op)
+	if req.Op != "state" && req.Op != "replace" && req.Op != "maintain" && req.Op != "files" {
+		return nil, fmt.Errorf("tally-lake: op %q is not one of state, replace, files, maintain", req.Op)
 	}
-	if req.Table == "" || len(req.Columns) == 0 && req.Op != "maintain" {
+	if req.Table == "" || len(req.Columns) == 0 && req.Op != "maintain" && req.Op != "files" {
 		return nil, errors.New("tally-lake: the request names no table or no columns")
 	}
 	l, err := ice.Open(ctx, req.Catalog)
@@ -88,6 +89,9 @@ func serve(ctx context.Context, req lake.Request, log zerolog.Logger) (any, erro
 	defer l.Close()
 	if req.Op == "maintain" {
 		return l.Maintain(ctx, req.Table, req.KeepSnapshots, req.OrphanAge, req.DryRun)
+	}
+	if req.Op == "files" {
+		return l.Files(ctx, req.Table)
 	}
 	if req.Op == "state" {
 		return l.State(ctx, req.Table, req.Columns, req.Source)

@@ -25,12 +25,12 @@ func TestRequestsRefusedAndAnswered(t *testing.T) {
 		name, args, stdin, log string
 		code                   int
 	}{
-		{"no command", "", "", "give one of state, replace, maintain or version", 2},
+		{"no command", "", "", "give one of state, replace, files, maintain or version", 2},
 		{"not JSON", "state", "state please", "read the request", 2},
 		{"unknown field", "state", `{"op":"state","token":"x"}`, `unknown field "token"`, 2},
 		{"op not the command", "replace", string(body), `the request's op "state" is not the command "replace"`, 2},
-		{"unknown op", "drop", strings.Replace(string(body), `"state"`, `"drop"`, 1), `op "drop" is not one of state, replace, maintain`, 1},
-		{"relative catalog", "state", strings.Replace(string(body), dir, "rel", 2), "must be absolute paths", 1},
+		{"unknown op", "drop", strings.Replace(string(body), `"state"`, `"drop"`, 1), `op "drop" is not one of state, replace, files, maintain`, 1},
+		{"relative catalog", "state", strings.Replace(string(body), dir, "rel", 2), "must be an absolute path", 1},
 	} {
 		var out, log bytes.Buffer
 		code := run(context.Background(), strings.Fields(c.args), strings.NewReader(c.stdin), &out, zerolog.New(&log))
