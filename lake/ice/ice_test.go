@@ -559,3 +559,34 @@ func TestPostgresCatalogErrors(t *testing.T) {
 		t.Fatalf("no server: %v; want an error naming the catalog without either password", err)
 	}
 }
+
+// TestFilesListsTheCurrentSnapshot: Files gives each partition's files of
+// the current snapshot only (a replaced file is gone), with their rows;
+// a table the catalog lacks is not found, and not an error.
+func TestFilesListsTheCurrentSnapshot(t *testing.T) {
+	l := open(t, lakeConfig(t))
+	ctx := context.Background()
+	if f, err := l.Files(ctx, lake.UsageTable); err != nil || f.Found || len(f.Partitions) != 0 {
+		t.Fatalf("files of a missing table: %+v, %v", f, err)
+	}
+	dir := t.TempDir()
+	old := writeFile(t, dir, "acme", aug, "1")
+	replace(t, l, []lake.Partition{{Organization: "acme", Month: aug}, {Organization: "globex", Month: sep}},
+		[]string{old, writeFile(t, dir, "globex", sep, "2")}, "run-1")
+	newer := writeFile(t, dir, "acme", aug, "3")
+	c := replace(t, l, []lake.Partition{{Organization: "acme", Month: aug}}, []string{newer}, "run-2")
+	f, err := l.Files(ctx, lake.UsageTable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !f.Found || f.SnapshotID != c.SnapshotID || f.Table != "tally.usage" || len(f.Partitions) != 2 {
+		t.Fatalf("files: %+v; want 2 partitions in snapshot %d", f, c.SnapshotID)
+	}
+	a, g := f.Partitions[0], f.Partitions[1]
+	if a.Organization != "acme" || !a.Month.Equal(aug) || len(a.Files) != 1 || strings.TrimPrefix(a.Files[0], "file://") != newer || a.Rows != 31 {
+		t.Errorf("acme's August: %v %v %d rows; want only the newer file %s, 31 rows", a.Partition, a.Files, a.Rows, newer)
+	}
+	if g.Organization != "globex" || !g.Month.Equal(sep) || g.Rows != 30 {
+		t.Errorf("globex's September: %v %d rows; want 30 rows", g.Partition, g.Rows)
+	}
+}
