@@ -107,6 +107,18 @@ func (p *parser) organization(r *rawOrganization, field string, cfg *Config, see
 	if s := p.text(r.BaseURL, ""); s != "" && !blank {
 		o.BaseURL = p.baseURL(r.BaseURL.n, field+".base_url", s)
 	}
+	if cfg.Usage.Source == tally.SourceLake {
+		// A group job reading the lake sends nothing to the interface.
+		for _, k := range []at[string]{r.TokenEnv, r.TokenFile, r.BaseURL} {
+			if k.given() {
+				p.addf(k.n, k.path, "usage.source lake reads the lake, not the interface: leave it out")
+			}
+		}
+		if r.ProjectNames.given() || r.PaymentMethodIDs.given() || r.MeterNames.given() || r.Paths.given() {
+			p.addf(r.Name.n, field, "usage.source lake takes no project_names, payment_method_ids, meter_names or paths: the lake holds the organization's usage as its shard fetched it")
+		}
+		return o
+	}
 	o.TokenEnv, o.TokenFile = p.tokenKeys(r.TokenEnv, r.TokenFile, field)
 	if o.TokenEnv == "" && o.TokenFile == "" {
 		p.addf(r.Name.n, r.TokenEnv.path, "missing; name the environment variable holding this organization's token (or set token_file): a token gives access to one organization")

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/internal/secret"
 )
 
@@ -162,7 +163,7 @@ func (c *Config) CheckSecrets(getenv func(string) string, steps []string) error 
 			problems = append(problems, err.Error())
 		}
 	}
-	if c.Export.Format == ExportIceberg && slices.Contains(steps, "export") {
+	if c.Export.Format == ExportIceberg && slices.Contains(steps, "export") || c.Usage.Source == tally.SourceLake && slices.Contains(steps, "fetch") {
 		if _, err := c.Lake.Password(getenv); err != nil {
 			problems = append(problems, err.Error())
 		}

@@ -3,8 +3,6 @@ package export
 import (
 	"context"
 	"errors"
-	"fmt"
-	"os"
 	"path/filepath"
 
 	"github.com/rs/zerolog"
@@ -18,39 +16,6 @@ import (
 // (lake/): only the (organization, month) partitions that changed.
 const FormatIceberg = configs.ExportIceberg
 
-// LakeConfig is where format iceberg writes, for the export folder dir:
-// the config's lake.catalog (a PostgreSQL catalog with its password from
-// lake.password_env or password_file), or the default SQLite catalog in
-// dir's lake folder; lake.warehouse, or the warehouse folder beside it.
-func LakeConfig(cfg *configs.Config, dir string) (lake.Config, error) {
-	if dir == "" {
-		return lake.Config{}, errors.New("export: the export folder is empty; give --to DIR or set export.dir")
-	}
-	dir, err := filepath.Abs(dir)
-	if err != nil {
-		return lake.Config{}, fmt.Errorf("export: %w", err)
-	}
-	c := lake.Config{
-		SQLite:    cfg.Lake.SQLite,
-		Postgres:  cfg.Lake.Postgres,
-		Warehouse: cfg.Lake.Warehouse,
-		Namespace: cfg.Lake.Namespace,
-	}
-	if c.Warehouse == "" {
-		c.Warehouse = filepath.Join(dir, configs.LakeDir, "warehouse")
-	}
-	if c.Postgres != "" {
-		pw, err := cfg.Lake.Password(os.Getenv)
-		if err != nil {
-			return lake.Config{}, err
-		}
-		c.Password = pw.Reveal()
-	} else if c.SQLite == "" {
-		c.SQLite = filepath.Join(dir, configs.LakeDir, "catalog.db")
-	}
-	return c, nil
-}
-
 // runLake is Run for format iceberg. Its snapshots name the run (the
 // job's, or tally export's own) and this Tally's version; the changes it
 // commits are those of the database at the config's store.path, whose
@@ -61,7 +26,7 @@ func runLake(ctx context.Context, env *job.Env, dir string, opts Request) (Summa
 	if !opts.From.IsZero() || !opts.Until.IsZero() || opts.CSV != nil && *opts.CSV || opts.FOCUSVersion != "" {
 		return sum, errors.New("export: format iceberg commits the usage partitions that changed; --from, --until, --csv and --focus-version do not apply")
 	}
-	lc, err := LakeConfig(env.Config, dir)
+	lc, err := lake.ConfigFor(env.Config, dir)
 	if err != nil {
 		return sum, err
 	}
@@ -88,7 +53,7 @@ func runLake(ctx context.Context, env *job.Env, dir string, opts Request) (Summa
 // (never the current one), and files no snapshot holds older than
 // lake.orphan_age are deleted; with dry, it only says what it would do.
 func MaintainLake(ctx context.Context, cfg *configs.Config, dir string, dry bool, log zerolog.Logger) (lake.Maintained, error) {
-	lc, err := LakeConfig(cfg, dir)
+	lc, err := lake.ConfigFor(cfg, dir)
 	if err != nil {
 		return lake.Maintained{}, err
 	}

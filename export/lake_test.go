@@ -63,7 +63,7 @@ lake:
 	if sum.Run.Status != store.RunOK {
 		t.Fatalf("job: %+v", sum)
 	}
-	lc, err := LakeConfig(cfg, cfg.Export.Dir)
+	lc, err := lake.ConfigFor(cfg, cfg.Export.Dir)
 	if err != nil {
 		t.Fatal(err)
 	}

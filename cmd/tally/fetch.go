@@ -104,7 +104,8 @@ func newRunner(cmd *cobra.Command, g *globalFlags, cfgPath string, steps stepsOf
 	if err := cfg.CheckSecrets(os.Getenv, run); err != nil {
 		return nil, usageError{err}
 	}
-	fetches := slices.Contains(run, "fetch")
+	// usage.source lake fetches from the lake, not the interface: no token.
+	fetches := slices.Contains(run, "fetch") && cfg.Usage.Source != tally.SourceLake
 	log, err := newLogger(g, os.Stderr)
 	if err != nil {
 		return nil, err
@@ -174,9 +175,12 @@ func fetchOptions(from, to, gran string, refetch bool) (ingest.FetchOptions, err
 
 func printFetchSummary(cmd *cobra.Command, s ingest.FetchSummary) {
 	out := cmd.OutOrStdout()
-	if s.Projects {
+	switch {
+	case s.Projects:
 		fmt.Fprintf(out, "project reports: %d read of %d; estimated rows rebuilt: %d\n", s.Loaded, s.Planned, s.Rows)
-	} else {
+	case s.Lake:
+		fmt.Fprintf(out, "lake partitions: %d changed, %d loaded, %d failed\n", s.Planned, s.Loaded, len(s.Failed))
+	default:
 		fmt.Fprintf(out, "windows: %d planned, %d loaded, %d failed\n", s.Planned, s.Loaded, len(s.Failed))
 	}
 	fmt.Fprintf(out, "rows: %d   requests: %d   retries: %d   bytes: %d   time: %s\n",

@@ -1,0 +1,44 @@
+package lake
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/tally-dev/tally/configs"
+)
+
+// ConfigFor is the lake cfg names, for the export folder dir:
+// the config's lake.catalog (a PostgreSQL catalog with its password from
+// lake.password_env or password_file), or the default SQLite catalog in
+// dir's lake folder; lake.warehouse, or the warehouse folder beside it.
+func ConfigFor(cfg *configs.Config, dir string) (Config, error) {
+	if dir == "" {
+		return Config{}, errors.New("lake: the export folder is empty; give --to DIR or set export.dir")
+	}
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return Config{}, fmt.Errorf("lake: %w", err)
+	}
+	c := Config{
+		SQLite:    cfg.Lake.SQLite,
+		Postgres:  cfg.Lake.Postgres,
+		Warehouse: cfg.Lake.Warehouse,
+		Namespace: cfg.Lake.Namespace,
+	}
+	if c.Warehouse == "" {
+		c.Warehouse = filepath.Join(dir, configs.LakeDir, "warehouse")
+	}
+	if c.Postgres != "" {
+		pw, err := cfg.Lake.Password(os.Getenv)
+		if err != nil {
+			return Config{}, err
+		}
+		c.Password = pw.Reveal()
+	} else if c.SQLite == "" {
+		c.SQLite = filepath.Join(dir, configs.LakeDir, "catalog.db")
+	}
+	return c, nil
+}
+
