@@ -41,4 +41,3 @@ func ConfigFor(cfg *configs.Config, dir string) (Config, error) {
 	}
 	return c, nil
 }
-
