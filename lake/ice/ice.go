@@ -67,29 +67,53 @@ func Open(ctx context.Context, c lake.Config) (*Lake, error) {
 	if err != nil {
 		return nil, err
 	}
-	cat, err := sqlcat.NewCatalog(catalogName, db, dialect, iceberg.Properties{
-		"warehouse": (&url.URL{Scheme: "file", Path: c.Warehouse}).String(),
-	})
-	if err != nil {
-		db.Close()
-		return nil, fmt.Errorf("lake: open catalog %s: %w", where, err)
-	}
 	ns := c.Namespace
 	if ns == "" {
 		ns = DefaultNamespace
 	}
-	l := &Lake{cat: cat, db: db, namespace: ns, warehouse: c.Warehouse}
-	// Two processes meeting a new catalog both create the namespace: the
-	// loser's error varies by database (PostgreSQL reports a unique
-	// violation), so it is judged by whether the namespace exists now.
-	if err := cat.CreateNamespace(ctx, table.Identifier{ns}, nil); err != nil && !errors.Is(err, catalog.ErrNamespaceAlreadyExists) {
-		if ok, err2 := cat.CheckNamespaceExists(ctx, table.Identifier{ns}); err2 != nil || !ok {
-			l.Close()
-			return nil, fmt.Errorf("lake: create namespace %s: %w", ns, err)
-		}
+	l := &Lake{db: db, namespace: ns, warehouse: c.Warehouse}
+	if err := l.setUp(ctx, dialect, c.Warehouse); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("lake: open catalog %s: %w", where, err)
 	}
 	return l, nil
 }
+
+// setUp opens the catalog, creating its tables and the namespace when
+// missing. On PostgreSQL, processes meeting a new catalog database at once
+// would race to create its tables (iceberg-go's CREATE TABLE IF NOT EXISTS
+// fails for the loser: "type iceberg_tables already exists"), so they take
+// turns under a session advisory lock; SQLite's file lock already does it.
+func (l *Lake) setUp(ctx context.Context, dialect sqlcat.SupportedDialect, warehouse string) error {
+	if dialect == sqlcat.Postgres {
+		conn, err := l.db.Conn(ctx)
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		if _, err := conn.ExecContext(ctx, "SELECT pg_advisory_lock($1)", setUpLockKey); err != nil {
+			return fmt.Errorf("take the set-up lock: %w", err)
+		}
+		defer conn.ExecContext(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", setUpLockKey)
+	}
+	cat, err := sqlcat.NewCatalog(catalogName, l.db, dialect, iceberg.Properties{
+		"warehouse": (&url.URL{Scheme: "file", Path: warehouse}).String(),
+	})
+	if err != nil {
+		return err
+	}
+	l.cat = cat
+	if err := cat.CreateNamespace(ctx, table.Identifier{l.namespace}, nil); err != nil && !errors.Is(err, catalog.ErrNamespaceAlreadyExists) {
+		if ok, err2 := cat.CheckNamespaceExists(ctx, table.Identifier{l.namespace}); err2 != nil || !ok {
+			return fmt.Errorf("create namespace %s: %w", l.namespace, err)
+		}
+	}
+	return nil
+}
+
+// setUpLockKey is the PostgreSQL advisory lock every tally-lake takes
+// while it sets the catalog up: any number, the same in every version.
+const setUpLockKey int64 = 0x7a11_1ace
 
 func openSQLite(path string) (*sql.DB, string, error) {
 	if !filepath.IsAbs(path) {

@@ -590,3 +590,34 @@ func TestFilesListsTheCurrentSnapshot(t *testing.T) {
 		t.Errorf("globex's September: %v %d rows; want 30 rows", g.Partition, g.Rows)
 	}
 }
+
+// TestOpenAtOnceOnANewCatalog has eight writers meet a new, empty catalog
+// database at once, as shards' first exports do: each must open it (its
+// tables, the namespace) without tripping over another's set-up.
+func TestOpenAtOnceOnANewCatalog(t *testing.T) { onEachCatalog(t, testOpenAtOnceOnANewCatalog) }
+
+func testOpenAtOnceOnANewCatalog(t *testing.T, c lake.Config) {
+	var start, wg sync.WaitGroup
+	start.Add(1)
+	errs := make([]error, 8)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			start.Wait()
+			l, err := Open(context.Background(), c)
+			if err == nil {
+				_, err = l.EnsureTable(context.Background(), lake.UsageTable, lake.UsageColumns)
+				l.Close()
+			}
+			errs[i] = err
+		}()
+	}
+	start.Done()
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("writer %d: %v", i, err)
+		}
+	}
+}
