@@ -90,7 +90,7 @@ WHERE table_name = 'usage' AND column_name <> 'key_id' ORDER BY column_name`)
 	}
 }
 
-func openStore(t *testing.T) *store.Store {
+func openStore(t testing.TB) *store.Store {
 	t.Helper()
 	s, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "tally.duckdb"))
 	if err != nil {
@@ -100,7 +100,7 @@ func openStore(t *testing.T) *store.Store {
 	return s
 }
 
-func lakeConfig(t *testing.T) Config {
+func lakeConfig(t testing.TB) Config {
 	dir := t.TempDir()
 	return Config{SQLite: filepath.Join(dir, "catalog.db"), Warehouse: filepath.Join(dir, "warehouse")}
 }
@@ -118,7 +118,7 @@ func seq(rows []tally.MeterData) iter.Seq2[tally.MeterData, error] {
 // loadMonth loads org's days of the month starting at month: two meters a
 // day, one in EUR, with costs that carry all 12 decimals and grow with
 // bump, so a reload with another bump changes every figure.
-func loadMonth(t *testing.T, s *store.Store, org string, month time.Time, bump int) {
+func loadMonth(t testing.TB, s *store.Store, org string, month time.Time, bump int) {
 	t.Helper()
 	next := month.AddDate(0, 1, 0)
 	var rows []tally.MeterData
@@ -716,4 +716,59 @@ func TestShardsShareAPostgresCatalog(t *testing.T) {
 		}
 	}
 	t.Logf("%d shards committed twice each; %d redo(s) after lost races", shards, redone)
+}
+
+// BenchmarkShardsCommitAtOnce has eight shards, each its own store of one
+// organization's two months of daily usage, commit at once into one new
+// catalog (the embedded SQLite one, and PostgreSQL), each through its own
+// tally-lake process: every one must land, and the redos after lost races
+// are reported (scripts/bench.sh --only lake):
+//
+//	go test ./export -run '^$' -bench ShardsCommitAtOnce -benchtime 5x
+func BenchmarkShardsCommitAtOnce(b *testing.B) {
+	const shards = 8
+	stores := make([]*store.Store, shards)
+	for i := range stores {
+		stores[i] = openStore(b)
+		loadMonth(b, stores[i], fmt.Sprintf("shard-%d", i), aug, 0)
+		loadMonth(b, stores[i], fmt.Sprintf("shard-%d", i), sep, 0)
+	}
+	helper := laketest.Helper(b)
+	for _, cat := range []string{"sqlite", "postgres"} {
+		b.Run(cat, func(b *testing.B) {
+			var redos, worst, commits int
+			var last []int
+			for b.Loop() {
+				c := lakeConfig(b)
+				if cat == "postgres" {
+					c = Config{Postgres: pgtest.Database(b), Password: pgtest.Password, Warehouse: filepath.Join(b.TempDir(), "warehouse")}
+				}
+				attempts := make([]int, shards)
+				errs := make([]error, shards)
+				var wg sync.WaitGroup
+				for i, s := range stores {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						res, err := export.CommitLake(context.Background(), s, export.LakeOptions{Config: c, Source: s.Path(),
+							RunID: fmt.Sprintf("shard-%d", i), Version: "bench", Helper: helper}, zerolog.Nop())
+						attempts[i], errs[i] = res.Commit.Attempts, err
+					}()
+				}
+				wg.Wait()
+				for i, err := range errs {
+					if err != nil {
+						b.Fatalf("shard %d: %v", i, err)
+					}
+					redos += attempts[i] - 1
+					worst = max(worst, attempts[i])
+					commits++
+				}
+				last = attempts
+			}
+			b.ReportMetric(float64(redos)/float64(commits), "redos/shard")
+			b.ReportMetric(float64(worst), "max-attempts")
+			b.Logf("%d shards committed at once on %s, every one landed; the last round's attempts by shard: %v", shards, cat, last)
+		})
+	}
 }
