@@ -18,13 +18,18 @@ import (
 type Config struct {
 	API APIConfig
 	// Organizations are the organizations fetched: the api: form's one
-	// (Name "") or those organizations: lists. Never empty once loaded.
+	// (Name "") or those organizations: lists. Never empty once loaded,
+	// but for a shard that takes none (TakeShard).
 	Organizations []Organization
-	Usage         UsageConfig
-	Store         StoreConfig
-	Reports       ReportsConfig
-	Schedule      ScheduleConfig
-	Export        ExportConfig
+	// Shard, when not zero (tally run --shard), is the shard whose
+	// organizations Organizations holds, of the Listed the config lists.
+	Shard    Shard
+	Listed   int
+	Usage    UsageConfig
+	Store    StoreConfig
+	Reports  ReportsConfig
+	Schedule ScheduleConfig
+	Export   ExportConfig
 	// Lake is where format iceberg writes its tables (lake).
 	Lake LakeConfig
 	// Budgets are the monthly budgets the alerts step checks (budgets).

@@ -27,8 +27,11 @@ type Organization struct {
 }
 
 // Grouped reports whether the config lists organizations (organizations:)
-// rather than the single api: form.
-func (c *Config) Grouped() bool { return len(c.Organizations) > 0 && c.Organizations[0].Name != "" }
+// rather than the single api: form. A shard's config is grouped, even when
+// the shard takes none of them.
+func (c *Config) Grouped() bool {
+	return !c.Shard.IsZero() || (len(c.Organizations) > 0 && c.Organizations[0].Name != "")
+}
 
 // Organization returns the organization named name, or an error naming
 // the ones there are.
@@ -167,10 +170,10 @@ func (p *parser) orgFilters(r *rawOrganization, field string, cfg *Config, o *Or
 	}
 }
 
-// Orgs returns the organizations to fetch. A Config built by hand rather
-// than loaded (tests) is the api: form.
+// Orgs returns the organizations to fetch: none for a shard that takes
+// none. A Config built by hand rather than loaded (tests) is the api: form.
 func (c *Config) Orgs() []Organization {
-	if len(c.Organizations) > 0 {
+	if len(c.Organizations) > 0 || !c.Shard.IsZero() {
 		return c.Organizations
 	}
 	return []Organization{{
