@@ -137,16 +137,7 @@ func partitionFiles(ctx context.Context, t *table.Table, parts []lake.Partition)
 	if t.CurrentSnapshot() == nil {
 		return nil, nil
 	}
-	spec := t.Spec()
-	var orgID, monthID int
-	for _, f := range spec.Fields() {
-		switch f.Name {
-		case partOrganization:
-			orgID = f.FieldID
-		case partMonth:
-			monthID = f.FieldID
-		}
-	}
+	orgID, monthID := partitionFieldIDs(t)
 	want := map[string]bool{}
 	for _, p := range parts {
 		want[partKey(p.Organization, monthsSinceEpoch(p.Month))] = true
@@ -165,6 +156,21 @@ func partitionFiles(ctx context.Context, t *table.Table, parts []lake.Partition)
 		}
 	}
 	return out, nil
+}
+
+// partitionFieldIDs are the ids of t's organization and month partition
+// fields, which key a data file's partition values.
+func partitionFieldIDs(t *table.Table) (orgID, monthID int) {
+	spec := t.Spec()
+	for _, f := range spec.Fields() {
+		switch f.Name {
+		case partOrganization:
+			orgID = f.FieldID
+		case partMonth:
+			monthID = f.FieldID
+		}
+	}
+	return orgID, monthID
 }
 
 func partKey(org string, month int32) string { return fmt.Sprintf("%d %s", month, org) }

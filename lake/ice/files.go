@@ -31,16 +31,7 @@ func (l *Lake) Files(ctx context.Context, name string) (lake.Files, error) {
 		return out, nil
 	}
 	out.SnapshotID = snap.SnapshotID
-	var orgID, monthID int
-	spec := t.Spec()
-	for _, f := range spec.Fields() {
-		switch f.Name {
-		case partOrganization:
-			orgID = f.FieldID
-		case partMonth:
-			monthID = f.FieldID
-		}
-	}
+	orgID, monthID := partitionFieldIDs(t)
 	tasks, err := t.Scan().PlanFiles(ctx)
 	if err != nil {
 		return out, fmt.Errorf("plan the files of %s: %w", out.Table, err)
