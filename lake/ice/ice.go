@@ -8,12 +8,16 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
 	sqlcat "github.com/apache/iceberg-go/catalog/sql"
+	iceio "github.com/apache/iceberg-go/io"
+	// The s3 scheme's IO, without the other clouds' SDKs.
+	_ "github.com/apache/iceberg-go/io/gocloud/s3"
 	"github.com/apache/iceberg-go/table"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
@@ -39,20 +43,17 @@ type Lake struct {
 }
 
 // Open opens the catalog (a SQLite file, created when missing, or a
-// PostgreSQL database) and the warehouse folder, and makes sure the
-// namespace exists.
+// PostgreSQL database) and the warehouse (a folder, created when missing,
+// or on S3), and makes sure the namespace exists.
 func Open(ctx context.Context, c lake.Config) (*Lake, error) {
-	if !filepath.IsAbs(c.Warehouse) {
-		return nil, fmt.Errorf("lake: the warehouse %q must be an absolute path", c.Warehouse)
-	}
-	if err := os.MkdirAll(c.Warehouse, 0o750); err != nil {
-		return nil, fmt.Errorf("lake: %w", err)
+	props, err := warehouseProperties(c)
+	if err != nil {
+		return nil, err
 	}
 	var (
 		db      *sql.DB
 		dialect sqlcat.SupportedDialect
 		where   string
-		err     error
 	)
 	switch {
 	case c.Postgres != "" && c.SQLite != "":
@@ -67,9 +68,7 @@ func Open(ctx context.Context, c lake.Config) (*Lake, error) {
 	if err != nil {
 		return nil, err
 	}
-	cat, err := sqlcat.NewCatalog(catalogName, db, dialect, iceberg.Properties{
-		"warehouse": (&url.URL{Scheme: "file", Path: c.Warehouse}).String(),
-	})
+	cat, err := sqlcat.NewCatalog(catalogName, db, dialect, props)
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("lake: open catalog %s: %w", where, err)
@@ -89,6 +88,45 @@ func Open(ctx context.Context, c lake.Config) (*Lake, error) {
 		}
 	}
 	return l, nil
+}
+
+// warehouseProperties are the catalog's properties for c's warehouse: a
+// local folder's file URI, or an S3 URL with what iceberg-go's S3 IO
+// needs to reach it, which the catalog hands every table it loads, so that
+// metadata and data files alike go there.
+func warehouseProperties(c lake.Config) (iceberg.Properties, error) {
+	if !lake.OnS3(c.Warehouse) {
+		if !filepath.IsAbs(c.Warehouse) {
+			return nil, fmt.Errorf("lake: the warehouse %q must be an absolute path or s3://BUCKET[/PREFIX]", c.Warehouse)
+		}
+		if err := os.MkdirAll(c.Warehouse, 0o750); err != nil {
+			return nil, fmt.Errorf("lake: %w", err)
+		}
+		return iceberg.Properties{"warehouse": (&url.URL{Scheme: "file", Path: c.Warehouse}).String()}, nil
+	}
+	s := lake.S3{}
+	if c.S3 != nil {
+		s = *c.S3
+	}
+	if (s.AccessKey == "") != (s.SecretKey == "") {
+		return nil, errors.New("lake: S3 takes an access key id and a secret key together, or neither (the AWS SDK's chain)")
+	}
+	props := iceberg.Properties{
+		"warehouse": strings.TrimRight(c.Warehouse, "/"),
+		// Explicit either way: iceberg-go would take path-style for any
+		// endpoint given, which is not what lake.s3.path_style says.
+		iceio.S3ForceVirtualAddressing: strconv.FormatBool(!s.PathStyle),
+	}
+	if s.Region != "" {
+		props[iceio.S3Region] = s.Region
+	}
+	if s.Endpoint != "" {
+		props[iceio.S3EndpointURL] = s.Endpoint
+	}
+	if s.AccessKey != "" {
+		props[iceio.S3AccessKeyID], props[iceio.S3SecretAccessKey] = s.AccessKey, s.SecretKey
+	}
+	return props, nil
 }
 
 func openSQLite(path string) (*sql.DB, string, error) {
