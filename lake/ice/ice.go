@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -20,6 +21,7 @@ import (
 	_ "github.com/apache/iceberg-go/io/gocloud/s3"
 	"github.com/apache/iceberg-go/table"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib"
 	_ "modernc.org/sqlite" // the "sqlite" database/sql driver, pure Go
 
@@ -68,7 +70,7 @@ func Open(ctx context.Context, c lake.Config) (*Lake, error) {
 	if err != nil {
 		return nil, err
 	}
-	cat, err := sqlcat.NewCatalog(catalogName, db, dialect, props)
+	cat, err := newCatalog(db, dialect, props)
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("lake: open catalog %s: %w", where, err)
@@ -88,6 +90,24 @@ func Open(ctx context.Context, c lake.Config) (*Lake, error) {
 		}
 	}
 	return l, nil
+}
+
+// newCatalog opens the SQL catalog on db, creating its tables when the
+// database lacks them. Processes meeting a new PostgreSQL catalog at once
+// all create them, and PostgreSQL's CREATE TABLE IF NOT EXISTS is not
+// safe against itself: the losers get a unique violation on its type
+// catalog (four shards exporting at once to a new database met it), and
+// open the catalog again as the winner left it.
+func newCatalog(db *sql.DB, dialect sqlcat.SupportedDialect, props iceberg.Properties) (*sqlcat.Catalog, error) {
+	for attempt := 1; ; attempt++ {
+		cat, err := sqlcat.NewCatalog(catalogName, db, dialect, props)
+		var pe *pgconn.PgError
+		created := errors.As(err, &pe) && (pe.Code == "23505" || pe.Code == "42P07" || pe.Code == "42710")
+		if err == nil || !created || attempt == 5 {
+			return cat, err
+		}
+		time.Sleep(time.Duration(20*attempt+rand.IntN(30)) * time.Millisecond)
+	}
 }
 
 // warehouseProperties are the catalog's properties for c's warehouse: a

@@ -679,3 +679,36 @@ func TestUploadsStayInTheDataFolder(t *testing.T) {
 		t.Fatal("a refused upload made a snapshot")
 	}
 }
+
+// TestNewPostgresCatalogOpenedAtOnce: shards meeting a new PostgreSQL
+// catalog all create its tables at once; PostgreSQL's CREATE TABLE IF NOT
+// EXISTS is not safe against itself (a unique violation on its type
+// catalog), so the losers must open it as the winner left it.
+func TestNewPostgresCatalogOpenedAtOnce(t *testing.T) {
+	for round := range 3 {
+		c := postgresConfig(t)
+		const n = 8
+		start := make(chan struct{})
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				l, err := Open(context.Background(), c)
+				if err == nil {
+					l.Close()
+				}
+				errs[i] = err
+			}()
+		}
+		close(start)
+		wg.Wait()
+		for i, err := range errs {
+			if err != nil {
+				t.Fatalf("round %d, opener %d: %v", round, i, err)
+			}
+		}
+	}
+}
