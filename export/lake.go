@@ -21,7 +21,8 @@ const FormatIceberg = configs.ExportIceberg
 // LakeConfig is where format iceberg writes, for the export folder dir:
 // the config's lake.catalog (a PostgreSQL catalog with its password from
 // lake.password_env or password_file), or the default SQLite catalog in
-// dir's lake folder; lake.warehouse, or the warehouse folder beside it.
+// dir's lake folder; lake.warehouse, or the warehouse folder beside it; for
+// a warehouse on S3, lake.s3 with its keys from their variables or files.
 func LakeConfig(cfg *configs.Config, dir string) (lake.Config, error) {
 	if dir == "" {
 		return lake.Config{}, errors.New("export: the export folder is empty; give --to DIR or set export.dir")
@@ -48,8 +49,20 @@ func LakeConfig(cfg *configs.Config, dir string) (lake.Config, error) {
 	} else if c.SQLite == "" {
 		c.SQLite = filepath.Join(dir, configs.LakeDir, "catalog.db")
 	}
+	if cfg.Lake.OnS3() {
+		s := cfg.Lake.S3
+		access, secretKey, err := cfg.Lake.S3Keys(os.Getenv)
+		if err != nil {
+			return lake.Config{}, err
+		}
+		c.S3 = &lake.S3{Endpoint: s.Endpoint, Region: s.Region, PathStyle: s.PathStyle, AccessKey: access.Reveal(), SecretKey: secretKey.Reveal()}
+	}
 	return c, nil
 }
+
+// StagingDir is where an export to a warehouse on S3 writes its files
+// before tally-lake uploads them, in the export folder dir's lake folder.
+func StagingDir(dir string) string { return filepath.Join(dir, configs.LakeDir, "staging") }
 
 // runLake is Run for format iceberg. Its snapshots name the run (the
 // job's, or tally export's own) and this Tally's version; the changes it
@@ -66,8 +79,15 @@ func runLake(ctx context.Context, env *job.Env, dir string, opts Request) (Summa
 		return sum, err
 	}
 	sum.Dir = filepath.Dir(lc.Warehouse)
+	if lake.OnS3(lc.Warehouse) {
+		sum.Dir = lc.Warehouse
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return sum, fmt.Errorf("export: %w", err)
+	}
 	res, err := CommitLake(ctx, env.Store, LakeOptions{
-		Config: lc, Source: env.Config.Store.Path, RunID: opts.RunID.String(), Version: env.Version,
+		Config: lc, Source: env.Config.Store.Path, RunID: opts.RunID.String(), Version: env.Version, Staging: StagingDir(abs),
 	}, env.Log)
 	if err != nil {
 		// Only the error: a failed export committed nothing it could

@@ -17,6 +17,7 @@ import (
 	"github.com/tally-dev/tally/internal/secret"
 	"github.com/tally-dev/tally/internal/testkit/laketest"
 	"github.com/tally-dev/tally/internal/testkit/pgtest"
+	"github.com/tally-dev/tally/internal/testkit/s3test"
 	"github.com/tally-dev/tally/internal/testkit/storetest"
 	"github.com/tally-dev/tally/job"
 	"github.com/tally-dev/tally/lake"
@@ -126,5 +127,6 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	laketest.Remove()
 	pgtest.Stop()
+	s3test.Stop()
 	os.Exit(code)
 }
