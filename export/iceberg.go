@@ -195,7 +195,8 @@ type destination struct {
 }
 
 // staleStaged is how old a staged file must be for an export to take it
-// for one a killed tally left behind: no export runs for a day.
+// for one a killed tally left behind: an export takes minutes, not a day,
+// so a running one's files are never taken.
 const staleStaged = configs.MinOrphanAge
 
 func dataFolder(location, staging string) (*destination, error) {
