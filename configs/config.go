@@ -198,9 +198,12 @@ type LakeConfig struct {
 	Postgres     string
 	PasswordEnv  string
 	PasswordFile string
-	// Warehouse is lake.warehouse, absolute; "" for the default, the
-	// warehouse folder in the lake folder of the export folder.
+	// Warehouse is lake.warehouse: a folder, absolute, or an S3 URL
+	// s3://BUCKET[/PREFIX] without a trailing slash; "" for the default,
+	// the warehouse folder in the lake folder of the export folder.
 	Warehouse string
+	// S3 is lake.s3, how to reach an S3 warehouse; zero for a folder.
+	S3 LakeS3
 	// KeepSnapshots is how long tally lake maintain keeps a snapshot that
 	// is no longer current (lake.keep_snapshots); OrphanAge how old a
 	// file that no snapshot holds must be before it deletes it
@@ -208,6 +211,31 @@ type LakeConfig struct {
 	KeepSnapshots time.Duration
 	OrphanAge     time.Duration
 }
+
+// LakeS3 is lake.s3: the S3 service an s3:// warehouse is on and where
+// its keys come from (never the YAML). Without keys, the AWS SDK's own
+// chain is used (AWS_ACCESS_KEY_ID, ~/.aws, an instance's or pod's role).
+type LakeS3 struct {
+	// Endpoint is the service's address, https (http only to a loopback
+	// host), no trailing slash; "" for AWS's own for the region.
+	Endpoint string
+	Region   string // DefaultS3Region when left out
+	// PathStyle addresses the bucket in the path (HOST/BUCKET/KEY), as
+	// most self-hosted servers need, rather than in the host name
+	// (BUCKET.HOST/KEY).
+	PathStyle                   bool
+	AccessKeyEnv, AccessKeyFile string
+	SecretKeyEnv, SecretKeyFile string
+}
+
+// DefaultS3Region is lake.s3.region's default.
+const DefaultS3Region = "us-east-1"
+
+// S3Scheme starts lake.warehouse's S3 form.
+const S3Scheme = "s3://"
+
+// OnS3 says whether the warehouse is on S3.
+func (l *LakeConfig) OnS3() bool { return strings.HasPrefix(l.Warehouse, S3Scheme) }
 
 // Defaults and bound of lake maintenance (lake.keep_snapshots,
 // lake.orphan_age).

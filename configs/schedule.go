@@ -80,6 +80,7 @@ type rawLake struct {
 	Warehouse     at[string] `yaml:"warehouse"`
 	PasswordEnv   at[string] `yaml:"password_env"`
 	PasswordFile  at[string] `yaml:"password_file"`
+	S3            rawS3      `yaml:"s3"`
 	KeepSnapshots at[span]   `yaml:"keep_snapshots"`
 	OrphanAge     at[span]   `yaml:"orphan_age"`
 }
@@ -115,13 +116,19 @@ func (p *parser) lake(r *rawLake, c *LakeConfig) {
 			c.OrphanAge = d
 		}
 	}
-	if w := p.text(r.Warehouse, ""); w != "" {
-		if u, err := url.Parse(w); err == nil && u.Scheme != "" && len(u.Scheme) > 1 {
-			p.bad(r.Warehouse.key, "%q is not a folder: this version keeps the warehouse in a local or mounted folder (no s3:// yet)", w)
-		} else {
+	w := p.text(r.Warehouse, "")
+	if w != "" {
+		switch u, err := url.Parse(w); {
+		case strings.HasPrefix(w, S3Scheme):
+			c.Warehouse = p.s3Warehouse(r.Warehouse.key, w)
+		case err == nil && u.Scheme != "" && len(u.Scheme) > 1:
+			// One letter is a Windows drive.
+			p.bad(r.Warehouse.key, "%q is neither a folder nor s3://BUCKET[/PREFIX]: this version keeps the warehouse in a local or mounted folder or on S3", w)
+		default:
 			c.Warehouse = p.path(w)
 		}
 	}
+	p.s3(&r.S3, c, strings.HasPrefix(w, S3Scheme))
 	c.PasswordEnv = p.text(r.PasswordEnv, "")
 	if c.PasswordEnv != "" && !envNameRE.MatchString(c.PasswordEnv) {
 		p.bad(r.PasswordEnv.key, "%q is not an environment variable name", c.PasswordEnv)

@@ -148,7 +148,8 @@ func readSecret(envKey, fileKey, what, env, file string, getenv func(string) str
 // CheckSecrets reads every secret that steps (the names of
 // schedule.jobs[].run) need, before any of them runs: the webhook's signing
 // secret for fetch (which ends with the alerts check) and alerts, the mail
-// password for deliver. It returns a *Error naming each key that leads to
+// password for deliver, the lake's password and S3 keys for an export to
+// the lake. It returns a *Error naming each key that leads to
 // no secret, never a secret. The API token is read by the command, which
 // knows whether it sends anything to the interface.
 func (c *Config) CheckSecrets(getenv func(string) string, steps []string) error {
@@ -167,6 +168,9 @@ func (c *Config) CheckSecrets(getenv func(string) string, steps []string) error 
 		if _, err := c.Lake.Password(getenv); err != nil {
 			problems = append(problems, err.Error())
 		}
+		if _, _, err := c.Lake.S3Keys(getenv); err != nil {
+			problems = append(problems, err.Error())
+		}
 	}
 	if len(problems) > 0 {
 		return &Error{Path: c.Path, Problems: problems}
@@ -176,7 +180,7 @@ func (c *Config) CheckSecrets(getenv func(string) string, steps []string) error 
 
 // RegisterSecrets gives every secret the config names (the API token, the
 // SMTP password, the webhook's signing secret and the path and query of its
-// address) to the redaction step every log line, printed error and stored
+// address, the lake's catalog password and S3 keys) to the redaction step every log line, printed error and stored
 // message passes through (internal/secret), so a peer that echoes one back
 // cannot get it written anywhere. A secret that cannot be read is skipped:
 // the step that needs it reports that. Load calls it; a secret added to
@@ -195,4 +199,5 @@ func (c *Config) RegisterSecrets(getenv func(string) string) {
 		_, _ = w.Secret(getenv)
 	}
 	_, _ = c.Lake.Password(getenv)
+	_, _, _ = c.Lake.S3Keys(getenv)
 }

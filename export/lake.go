@@ -3,6 +3,7 @@ package export
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 
 	"github.com/rs/zerolog"
@@ -15,6 +16,10 @@ import (
 // FormatIceberg commits the usage table to the lake's Iceberg table
 // (lake/): only the (organization, month) partitions that changed.
 const FormatIceberg = configs.ExportIceberg
+
+// StagingDir is where an export to a warehouse on S3 writes its files
+// before tally-lake uploads them, in the export folder dir's lake folder.
+func StagingDir(dir string) string { return filepath.Join(dir, configs.LakeDir, "staging") }
 
 // runLake is Run for format iceberg. Its snapshots name the run (the
 // job's, or tally export's own) and this Tally's version; the changes it
@@ -31,8 +36,15 @@ func runLake(ctx context.Context, env *job.Env, dir string, opts Request) (Summa
 		return sum, err
 	}
 	sum.Dir = filepath.Dir(lc.Warehouse)
+	if lake.OnS3(lc.Warehouse) {
+		sum.Dir = lc.Warehouse
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return sum, fmt.Errorf("export: %w", err)
+	}
 	res, err := CommitLake(ctx, env.Store, LakeOptions{
-		Config: lc, Source: env.Config.Store.Path, RunID: opts.RunID.String(), Version: env.Version,
+		Config: lc, Source: env.Config.Store.Path, RunID: opts.RunID.String(), Version: env.Version, Staging: StagingDir(abs),
 	}, env.Log)
 	if err != nil {
 		// Only the error: a failed export committed nothing it could

@@ -40,11 +40,37 @@ type Config struct {
 	// ~/.pgpass. It travels only on tally-lake's standard input.
 	Postgres string `json:"postgres,omitempty"`
 	Password string `json:"password,omitempty"`
-	// Warehouse is the local folder the tables' data and metadata files
-	// go under, absolute; created when missing.
+	// Warehouse is where the tables' data and metadata files go: a local
+	// folder, absolute, created when missing; or s3://BUCKET[/PREFIX],
+	// reached as S3 says.
 	Warehouse string `json:"warehouse"`
+	// S3 is how to reach a warehouse on S3; nil for a folder.
+	S3 *S3 `json:"s3,omitempty"`
 	// Namespace holds the tables; "" is the default, tally.
 	Namespace string `json:"namespace,omitempty"`
+}
+
+// S3 is how tally-lake reaches a warehouse on S3 (lake.s3). The keys
+// (lake.s3.access_key_env|file, secret_key_env|file), like the catalog's
+// password, travel only on tally-lake's standard input; without them the
+// AWS SDK's own chain is used.
+type S3 struct {
+	Endpoint  string `json:"endpoint,omitempty"` // "" for AWS's, for the region
+	Region    string `json:"region,omitempty"`
+	PathStyle bool   `json:"path_style,omitempty"` // HOST/BUCKET/KEY rather than BUCKET.HOST/KEY
+	AccessKey string `json:"access_key,omitempty"`
+	SecretKey string `json:"secret_key,omitempty"`
+}
+
+// OnS3 says whether a table location or warehouse is on S3.
+func OnS3(location string) bool { return strings.HasPrefix(location, "s3://") }
+
+// Upload is a file tally wrote on its own disk, From, that tally-lake
+// copies to To, under the table's data folder on S3, before it commits
+// To: DuckDB, as tally links it, writes no further than a local file.
+type Upload struct {
+	From string `json:"from"` // an absolute path
+	To   string `json:"to"`   // s3://…, one of the request's Files
 }
 
 // Partition is one partition of the usage table: an organization's month.
@@ -60,8 +86,8 @@ func (p Partition) String() string {
 // Request is what tally asks of tally-lake, as JSON on its standard
 // input: Op "state" (the table's location and what it holds from Source),
 // "replace" (swap Files in for Partitions' files, in one snapshot whose
-// summary carries Properties), "files" (the current snapshot's files) or
-// "maintain".
+// summary carries Properties, once Uploads are copied to where Files name
+// them), "files" (the current snapshot's files) or "maintain".
 type Request struct {
 	Op         string            `json:"op"`
 	Catalog    Config            `json:"catalog"`
@@ -70,6 +96,7 @@ type Request struct {
 	Source     string            `json:"source,omitempty"`
 	Partitions []Partition       `json:"partitions,omitempty"`
 	Files      []string          `json:"files,omitempty"`
+	Uploads    []Upload          `json:"uploads,omitempty"`
 	Properties map[string]string `json:"properties,omitempty"`
 	// Op "maintain": expire the snapshots older than KeepSnapshots (never
 	// the current one), delete the files no snapshot holds once older

@@ -9,7 +9,8 @@
 //	tally-lake version
 //
 // The answer (lake.State, lake.Commit, lake.Files, lake.Maintained) is JSON on standard output; its log
-// is JSON lines on standard error, which tally logs as its own. It exits 1
+// is JSON lines on standard error, which tally logs as its own, without
+// the request's secrets (the catalog's password, the S3 keys). It exits 1
 // when the request fails, 2 when it is not one it knows.
 package main
 
@@ -22,6 +23,8 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/apache/iceberg-go"
@@ -35,15 +38,19 @@ import (
 var version = "dev"
 
 func main() {
-	log := zerolog.New(os.Stderr).With().Timestamp().Logger()
-	// iceberg-go warns through log/slog: as this program's log, in JSON.
-	slog.SetDefault(slog.New(zerolog.NewSlogHandler(log)))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	os.Exit(run(ctx, os.Args[1:], os.Stdin, os.Stdout, log))
+	os.Exit(run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
-func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer, log zerolog.Logger) int {
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	// Every line goes through out, which drops the request's secrets
+	// once it is read: a driver or a server may quote one back in an
+	// error, and tally would log it as it is.
+	out := &redactor{w: stderr}
+	log := zerolog.New(out).With().Timestamp().Logger()
+	// iceberg-go warns through log/slog: as this program's log, in JSON.
+	slog.SetDefault(slog.New(zerolog.NewSlogHandler(log)))
 	if len(args) != 1 {
 		log.Error().Msg("tally-lake: give one of state, replace, files, maintain or version, and the request as JSON on standard input")
 		return 2
@@ -58,6 +65,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer, 
 	if err := dec.Decode(&req); err != nil {
 		log.Error().Msgf("tally-lake: read the request: %v", err)
 		return 2
+	}
+	out.hide(req.Catalog.Password)
+	if s := req.Catalog.S3; s != nil {
+		out.hide(s.AccessKey, s.SecretKey)
 	}
 	if req.Op != args[0] {
 		log.Error().Msgf("tally-lake: the request's op %q is not the command %q", req.Op, args[0])
@@ -98,7 +109,7 @@ func serve(ctx context.Context, req lake.Request, log zerolog.Logger) (any, erro
 	}
 	table := l.Namespace() + "." + req.Table
 	c, err := l.Replace(ctx, ice.Replacement{
-		Table: req.Table, Columns: req.Columns, Partitions: req.Partitions, Files: req.Files,
+		Table: req.Table, Columns: req.Columns, Partitions: req.Partitions, Files: req.Files, Uploads: req.Uploads,
 		Properties: iceberg.Properties(req.Properties),
 		Retried: func(attempt int, err error) {
 			log.Warn().Str("table", table).Int("attempt", attempt).Int("max_attempts", ice.MaxAttempts).Err(err).
@@ -109,4 +120,39 @@ func serve(ctx context.Context, req lake.Request, log zerolog.Logger) (any, erro
 		return nil, fmt.Errorf("lake: commit to %s: %w", table, err)
 	}
 	return c, nil
+}
+
+// redactor writes log lines to w with every hidden text replaced.
+type redactor struct {
+	w       io.Writer
+	mu      sync.Mutex
+	secrets []string
+}
+
+func (r *redactor) hide(secrets ...string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, s := range secrets {
+		if s != "" {
+			r.secrets = append(r.secrets, s)
+			// As a JSON string holds it, for a secret with a quote,
+			// a backslash or a control character.
+			if b, err := json.Marshal(s); err == nil && string(b[1:len(b)-1]) != s {
+				r.secrets = append(r.secrets, string(b[1:len(b)-1]))
+			}
+		}
+	}
+}
+
+func (r *redactor) Write(p []byte) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	line := string(p)
+	for _, s := range r.secrets {
+		line = strings.ReplaceAll(line, s, "[redacted]")
+	}
+	if _, err := io.WriteString(r.w, line); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }

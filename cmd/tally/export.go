@@ -172,8 +172,9 @@ func runExport(cmd *cobra.Command, g *globalFlags, o *exportOptions) error {
 		return usageErr("--from and --until do not apply to --format iceberg: it commits the usage partitions the loads changed")
 	}
 	if format == configs.ExportIceberg {
-		// The catalog's password, read before anything is written.
-		if _, err := cfg.Lake.Password(os.Getenv); err != nil {
+		// The catalog's password and the S3 keys, read before anything
+		// is written.
+		if err := cfg.Lake.CheckSecrets(os.Getenv); err != nil {
 			return usageError{err}
 		}
 	}

@@ -48,7 +48,7 @@ changes nothing. It runs tally-lake, as export format iceberg does.`,
 			if err != nil {
 				return err
 			}
-			if _, err := cfg.Lake.Password(os.Getenv); err != nil {
+			if err := cfg.Lake.CheckSecrets(os.Getenv); err != nil {
 				return usageError{err}
 			}
 			m, err := export.MaintainLake(cmd.Context(), cfg, cfg.Export.Dir, dry, log)

@@ -8,12 +8,16 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
 	sqlcat "github.com/apache/iceberg-go/catalog/sql"
+	iceio "github.com/apache/iceberg-go/io"
+	// The s3 scheme's IO, without the other clouds' SDKs.
+	_ "github.com/apache/iceberg-go/io/gocloud/s3"
 	"github.com/apache/iceberg-go/table"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
@@ -39,20 +43,17 @@ type Lake struct {
 }
 
 // Open opens the catalog (a SQLite file, created when missing, or a
-// PostgreSQL database) and the warehouse folder, and makes sure the
-// namespace exists.
+// PostgreSQL database) and the warehouse (a folder, created when missing,
+// or on S3), and makes sure the namespace exists.
 func Open(ctx context.Context, c lake.Config) (*Lake, error) {
-	if !filepath.IsAbs(c.Warehouse) {
-		return nil, fmt.Errorf("lake: the warehouse %q must be an absolute path", c.Warehouse)
-	}
-	if err := os.MkdirAll(c.Warehouse, 0o750); err != nil {
-		return nil, fmt.Errorf("lake: %w", err)
+	props, err := warehouseProperties(c)
+	if err != nil {
+		return nil, err
 	}
 	var (
 		db      *sql.DB
 		dialect sqlcat.SupportedDialect
 		where   string
-		err     error
 	)
 	switch {
 	case c.Postgres != "" && c.SQLite != "":
@@ -72,7 +73,7 @@ func Open(ctx context.Context, c lake.Config) (*Lake, error) {
 		ns = DefaultNamespace
 	}
 	l := &Lake{db: db, namespace: ns, warehouse: c.Warehouse}
-	if err := l.setUp(ctx, dialect, c.Warehouse); err != nil {
+	if err := l.setUp(ctx, dialect, props); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("lake: open catalog %s: %w", where, err)
 	}
@@ -84,7 +85,7 @@ func Open(ctx context.Context, c lake.Config) (*Lake, error) {
 // would race to create its tables (iceberg-go's CREATE TABLE IF NOT EXISTS
 // fails for the loser: "type iceberg_tables already exists"), so they take
 // turns under a session advisory lock; SQLite's file lock already does it.
-func (l *Lake) setUp(ctx context.Context, dialect sqlcat.SupportedDialect, warehouse string) error {
+func (l *Lake) setUp(ctx context.Context, dialect sqlcat.SupportedDialect, props iceberg.Properties) error {
 	if dialect == sqlcat.Postgres {
 		conn, err := l.db.Conn(ctx)
 		if err != nil {
@@ -96,9 +97,7 @@ func (l *Lake) setUp(ctx context.Context, dialect sqlcat.SupportedDialect, wareh
 		}
 		defer conn.ExecContext(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", setUpLockKey)
 	}
-	cat, err := sqlcat.NewCatalog(catalogName, l.db, dialect, iceberg.Properties{
-		"warehouse": (&url.URL{Scheme: "file", Path: warehouse}).String(),
-	})
+	cat, err := sqlcat.NewCatalog(catalogName, l.db, dialect, props)
 	if err != nil {
 		return err
 	}
@@ -114,6 +113,45 @@ func (l *Lake) setUp(ctx context.Context, dialect sqlcat.SupportedDialect, wareh
 // setUpLockKey is the PostgreSQL advisory lock every tally-lake takes
 // while it sets the catalog up: any number, the same in every version.
 const setUpLockKey int64 = 0x7a11_1ace
+
+// warehouseProperties are the catalog's properties for c's warehouse: a
+// local folder's file URI, or an S3 URL with what iceberg-go's S3 IO
+// needs to reach it, which the catalog hands every table it loads, so that
+// metadata and data files alike go there.
+func warehouseProperties(c lake.Config) (iceberg.Properties, error) {
+	if !lake.OnS3(c.Warehouse) {
+		if !filepath.IsAbs(c.Warehouse) {
+			return nil, fmt.Errorf("lake: the warehouse %q must be an absolute path or s3://BUCKET[/PREFIX]", c.Warehouse)
+		}
+		if err := os.MkdirAll(c.Warehouse, 0o750); err != nil {
+			return nil, fmt.Errorf("lake: %w", err)
+		}
+		return iceberg.Properties{"warehouse": (&url.URL{Scheme: "file", Path: c.Warehouse}).String()}, nil
+	}
+	s := lake.S3{}
+	if c.S3 != nil {
+		s = *c.S3
+	}
+	if (s.AccessKey == "") != (s.SecretKey == "") {
+		return nil, errors.New("lake: S3 takes an access key id and a secret key together, or neither (the AWS SDK's chain)")
+	}
+	props := iceberg.Properties{
+		"warehouse": strings.TrimRight(c.Warehouse, "/"),
+		// Explicit either way: iceberg-go would take path-style for any
+		// endpoint given, which is not what lake.s3.path_style says.
+		iceio.S3ForceVirtualAddressing: strconv.FormatBool(!s.PathStyle),
+	}
+	if s.Region != "" {
+		props[iceio.S3Region] = s.Region
+	}
+	if s.Endpoint != "" {
+		props[iceio.S3EndpointURL] = s.Endpoint
+	}
+	if s.AccessKey != "" {
+		props[iceio.S3AccessKeyID], props[iceio.S3SecretAccessKey] = s.AccessKey, s.SecretKey
+	}
+	return props, nil
+}
 
 func openSQLite(path string) (*sql.DB, string, error) {
 	if !filepath.IsAbs(path) {

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	iofs "io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -24,6 +26,7 @@ import (
 
 	"github.com/tally-dev/tally/internal/testkit/laketest"
 	"github.com/tally-dev/tally/internal/testkit/pgtest"
+	"github.com/tally-dev/tally/internal/testkit/s3test"
 	"github.com/tally-dev/tally/lake"
 )
 
@@ -36,6 +39,7 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	laketest.Remove()
 	pgtest.Stop()
+	s3test.Stop()
 	os.Exit(code)
 }
 
@@ -50,11 +54,82 @@ func postgresConfig(t *testing.T) lake.Config {
 	return lake.Config{Postgres: pgtest.Database(t), Password: pgtest.Password, Warehouse: filepath.Join(t.TempDir(), "warehouse")}
 }
 
-// onEachCatalog runs test on the embedded SQLite catalog and on a
-// PostgreSQL one: the races and the redo must hold on both.
+// s3Config is a lake as several machines share one with nothing but
+// the network between them: a PostgreSQL catalog and a warehouse in a
+// bucket of a real S3 server.
+func s3Config(t *testing.T) lake.Config {
+	c := postgresConfig(t)
+	c.Warehouse, c.S3 = s3test.Warehouse(t)
+	return c
+}
+
+// onEachCatalog runs test on the embedded SQLite catalog, on a
+// PostgreSQL one, and on a PostgreSQL one with its warehouse on S3: the
+// races and the redo must hold on each.
 func onEachCatalog(t *testing.T, test func(*testing.T, lake.Config)) {
 	t.Run("sqlite", func(t *testing.T) { test(t, lakeConfig(t)) })
 	t.Run("postgres", func(t *testing.T) { test(t, postgresConfig(t)) })
+	t.Run("postgres-s3", func(t *testing.T) { test(t, s3Config(t)) })
+}
+
+// staged are the files a commit of the local files fs adds, and the
+// uploads that put them there, as tally hands them to tally-lake: in a
+// folder, each is committed where it is; on S3, each is copied to the
+// table's data folder under its own name.
+func staged(t *testing.T, l *Lake, fs ...string) ([]string, []lake.Upload) {
+	t.Helper()
+	var files []string
+	var ups []lake.Upload
+	if !lake.OnS3(l.warehouse) {
+		for _, f := range fs {
+			files = append(files, "file://"+f)
+		}
+		return files, nil
+	}
+	tb, err := l.EnsureTable(context.Background(), lake.UsageTable, lake.UsageColumns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fs {
+		to := tb.Location() + "/data/" + filepath.Base(f)
+		files, ups = append(files, to), append(ups, lake.Upload{From: f, To: to})
+	}
+	return files, ups
+}
+
+// put puts the local file f where staged says a commit would, without
+// committing it, and returns where.
+func put(t *testing.T, l *Lake, f string) string {
+	t.Helper()
+	files, ups := staged(t, l, f)
+	if len(ups) > 0 {
+		if err := l.upload(context.Background(), Replacement{Table: lake.UsageTable, Columns: lake.UsageColumns, Files: files, Uploads: ups}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return files[0]
+}
+
+// exists says whether the table's storage holds the file at uri.
+func exists(t *testing.T, l *Lake, uri string) bool {
+	t.Helper()
+	tb, err := l.LoadTable(context.Background(), lake.UsageTable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fsys, err := tb.FS(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := fsys.Open(uri)
+	if errors.Is(err, iofs.ErrNotExist) {
+		return false
+	}
+	if err != nil {
+		t.Fatalf("open %s: %v", uri, err)
+	}
+	f.Close()
+	return true
 }
 
 func open(t *testing.T, c lake.Config) *Lake {
@@ -133,19 +208,22 @@ func atBarrier(barrier *sync.WaitGroup) func(attempt int) {
 	}
 }
 
-// replace commits files for parts and fails the test on an error.
-func replace(t *testing.T, l *Lake, parts []lake.Partition, files []string, run string) lake.Commit {
+// replace commits the local files fs for parts (staged) and fails the
+// test on an error.
+func replace(t *testing.T, l *Lake, parts []lake.Partition, fs []string, run string) lake.Commit {
 	t.Helper()
+	files, ups := staged(t, l, fs...)
 	c, err := l.Replace(context.Background(), Replacement{Table: lake.UsageTable, Columns: lake.UsageColumns,
-		Partitions: parts, Files: files, Properties: iceberg.Properties{lake.SummaryRunID: run}})
+		Partitions: parts, Files: files, Uploads: ups, Properties: iceberg.Properties{lake.SummaryRunID: run}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return c
 }
 
-// filesByPartition are the data files of the table's current snapshot,
-// by partition ("org 2026-09").
+// filesByPartition are the names of the data files of the table's
+// current snapshot, by partition ("org 2026-09"): the names the tests
+// wrote them under, wherever staged put them.
 func filesByPartition(t *testing.T, l *Lake) map[string][]string {
 	t.Helper()
 	tb, err := l.LoadTable(context.Background(), lake.UsageTable)
@@ -161,7 +239,7 @@ func filesByPartition(t *testing.T, l *Lake) map[string][]string {
 		p := task.File.Partition()
 		month := p[1001].(int32)
 		k := fmt.Sprintf("%s %s", p[1000], time.Date(1970, time.Month(1+month), 1, 0, 0, 0, 0, time.UTC).Format("2006-01"))
-		out[k] = append(out[k], strings.TrimPrefix(task.File.FilePath(), "file://"))
+		out[k] = append(out[k], path.Base(task.File.FilePath()))
 	}
 	for _, fs := range out {
 		slices.Sort(fs)
@@ -181,7 +259,7 @@ func testReplaceSwapsWholePartitions(t *testing.T, c lake.Config) {
 		for _, m := range []time.Time{aug, sep} {
 			f := writeFile(t, dir, org, m, "1.000000000001")
 			parts, files = append(parts, lake.Partition{Organization: org, Month: m}), append(files, f)
-			first[org+" "+m.Format("2006-01")] = []string{f}
+			first[org+" "+m.Format("2006-01")] = []string{filepath.Base(f)}
 		}
 	}
 	if c := replace(t, l, parts, files, "run-1"); c.SnapshotID == 0 || c.Dropped != 0 || c.Attempts != 1 {
@@ -204,7 +282,7 @@ func testReplaceSwapsWholePartitions(t *testing.T, c lake.Config) {
 		t.Fatalf("second commit dropped %d files, want acme's September's 1", c.Dropped)
 	}
 	want := maps(first)
-	want["acme 2026-09"] = []string{f}
+	want["acme 2026-09"] = []string{filepath.Base(f)}
 	if got := filesByPartition(t, l); !mapsEqual(got, want) {
 		t.Fatalf("after acme's September: files %v, want %v", got, want)
 	}
@@ -224,13 +302,13 @@ func testReplaceSwapsWholePartitions(t *testing.T, c lake.Config) {
 
 	// State names the last commit from a source.
 	st, err := l.State(context.Background(), lake.UsageTable, lake.UsageColumns, "db-a")
-	if err != nil || st.Found || st.Table != "tally.usage" || !strings.HasPrefix(st.Location, "file://") {
+	if scheme := map[bool]string{false: "file://", true: "s3://"}[lake.OnS3(c.Warehouse)]; err != nil || st.Found || st.Table != "tally.usage" || !strings.HasPrefix(st.Location, scheme) {
 		t.Fatalf("state of a source that never committed: %+v, %v", st, err)
 	}
 	at2 := time.Date(2026, 9, 30, 1, 2, 3, 4000, time.UTC)
-	f = writeFile(t, dir, "acme", aug, "3")
+	files, ups := staged(t, l, writeFile(t, dir, "acme", aug, "3"))
 	if _, err := l.Replace(context.Background(), Replacement{Table: lake.UsageTable, Columns: lake.UsageColumns,
-		Partitions: []lake.Partition{{Organization: "acme", Month: aug}}, Files: []string{f},
+		Partitions: []lake.Partition{{Organization: "acme", Month: aug}}, Files: files, Uploads: ups,
 		Properties: iceberg.Properties{lake.SummarySource: "db-a", lake.SummaryChangesThrough: at2.Format(time.RFC3339Nano)}}); err != nil {
 		t.Fatal(err)
 	}
@@ -299,7 +377,7 @@ func testStaleCommitIsAConflict(t *testing.T, c lake.Config) {
 
 	// The raw error, as iceberg-go gives it.
 	tx := stale.NewTransaction()
-	if err := tx.AddFiles(ctx, []string{writeFile(t, dir, "acme", sep, "1")}, nil, false); err != nil {
+	if err := tx.AddFiles(ctx, []string{put(t, l, writeFile(t, dir, "acme", sep, "1"))}, nil, false); err != nil {
 		t.Fatal(err)
 	}
 	_, err = tx.Commit(ctx)
@@ -334,14 +412,15 @@ func testTwoWritersAtOnce(t *testing.T, c lake.Config) {
 		errs := make([]error, len(orgs))
 		for i, org := range orgs {
 			f := writeFile(t, dir, org, month, fmt.Sprintf("%d.5", round))
-			want[org+" "+month.Format("2006-01")] = []string{f}
+			want[org+" "+month.Format("2006-01")] = []string{filepath.Base(f)}
 			l := open(t, c)
+			files, ups := staged(t, l, f)
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
 				_, errs[i] = l.Replace(ctx, Replacement{
 					Table: lake.UsageTable, Columns: lake.UsageColumns,
-					Partitions: []lake.Partition{{Organization: org, Month: month}}, Files: []string{f},
+					Partitions: []lake.Partition{{Organization: org, Month: month}}, Files: files, Uploads: ups,
 					Properties: iceberg.Properties{lake.SummaryRunID: fmt.Sprintf("%s-%d", org, round)},
 					// Both writers hold the table as it was before either
 					// commits.
@@ -385,17 +464,25 @@ func TestMaintainExpiresAndDeletesOrphans(t *testing.T) {
 func testMaintainExpiresAndDeletesOrphans(t *testing.T, c lake.Config) {
 	ctx := context.Background()
 	l := open(t, c)
-	staged := t.TempDir()
-	aug1 := writeFile(t, staged, "acme", aug, "1")
-	replace(t, l, []lake.Partition{{Organization: "acme", Month: aug}}, []string{aug1}, "run-1")
-	aug2 := writeFile(t, staged, "acme", aug, "2")
-	replace(t, l, []lake.Partition{{Organization: "acme", Month: aug}}, []string{aug2}, "run-2")
+	dir := t.TempDir()
+	f := writeFile(t, dir, "acme", aug, "1")
+	replace(t, l, []lake.Partition{{Organization: "acme", Month: aug}}, []string{f}, "run-1")
+	aug1, _ := staged(t, l, f)
+	f = writeFile(t, dir, "acme", aug, "2")
+	replace(t, l, []lake.Partition{{Organization: "acme", Month: aug}}, []string{f}, "run-2")
+	aug2, _ := staged(t, l, f)
 	tb, err := l.LoadTable(ctx, lake.UsageTable)
 	if err != nil {
 		t.Fatal(err)
 	}
-	dataDir := filepath.Join(strings.TrimPrefix(tb.Location(), "file://"), "data")
-	stray := writeFile(t, dataDir, "acme", sep, "9") // as a commit a kill cut short leaves it
+	// As a commit a kill cut short leaves it: in the table's data
+	// folder, in no snapshot (on S3, uploaded and never committed).
+	var stray string
+	if lake.OnS3(c.Warehouse) {
+		stray = put(t, l, writeFile(t, dir, "acme", sep, "9"))
+	} else {
+		stray = "file://" + writeFile(t, filepath.Join(strings.TrimPrefix(tb.Location(), "file://"), "data"), "acme", sep, "9")
+	}
 	time.Sleep(10 * time.Millisecond)
 
 	dry, err := l.Maintain(ctx, lake.UsageTable, 0, 0, true)
@@ -405,9 +492,9 @@ func testMaintainExpiresAndDeletesOrphans(t *testing.T, c lake.Config) {
 	if dry.Expired != 1 || dry.Snapshots != 1 || dry.Orphans < 1 || !dry.DryRun {
 		t.Fatalf("dry run: %+v; want 1 snapshot to expire, 1 kept, the stray file at least", dry)
 	}
-	for _, f := range []string{aug1, aug2, stray} {
-		if _, err := os.Stat(f); err != nil {
-			t.Fatalf("the dry run removed %s: %v", f, err)
+	for _, f := range []string{aug1[0], aug2[0], stray} {
+		if !exists(t, l, f) {
+			t.Fatalf("the dry run removed %s", f)
 		}
 	}
 	young, err := l.Maintain(ctx, lake.UsageTable, time.Hour, time.Hour, false)
@@ -425,9 +512,9 @@ func testMaintainExpiresAndDeletesOrphans(t *testing.T, c lake.Config) {
 	if m.Expired != 1 || m.Snapshots != 1 || m.Orphans < 1 {
 		t.Fatalf("maintain: %+v; want 1 snapshot expired, 1 kept, the stray file deleted", m)
 	}
-	for f, want := range map[string]bool{aug1: false, stray: false, aug2: true} {
-		if _, err := os.Stat(f); (err == nil) != want {
-			t.Errorf("%s: exists %v, want %v", f, err == nil, want)
+	for f, want := range map[string]bool{aug1[0]: false, stray: false, aug2[0]: true} {
+		if got := exists(t, l, f); got != want {
+			t.Errorf("%s: exists %v, want %v", f, got, want)
 		}
 	}
 	tb, err = l.LoadTable(ctx, lake.UsageTable)
@@ -460,22 +547,23 @@ func testSamePartitionAtOnce(t *testing.T, c lake.Config) {
 	replace(t, open(t, c), []lake.Partition{{Organization: "acme", Month: aug}}, []string{writeFile(t, dir, "acme", aug, "1")}, "first")
 	var barrier, wg sync.WaitGroup
 	barrier.Add(2)
-	files := []string{writeFile(t, dir, "acme", aug, "2"), writeFile(t, dir, "acme", aug, "3")}
+	local := []string{writeFile(t, dir, "acme", aug, "2"), writeFile(t, dir, "acme", aug, "3")}
 	var mu sync.Mutex
 	var order []string
 	errs := make([]error, 2)
-	for i, f := range files {
+	for i, f := range local {
 		l := open(t, c)
+		files, ups := staged(t, l, f)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			_, errs[i] = l.Replace(ctx, Replacement{
 				Table: lake.UsageTable, Columns: lake.UsageColumns,
-				Partitions: []lake.Partition{{Organization: "acme", Month: aug}}, Files: []string{f},
+				Partitions: []lake.Partition{{Organization: "acme", Month: aug}}, Files: files, Uploads: ups,
 				Loaded: atBarrier(&barrier),
 			})
 			mu.Lock()
-			order = append(order, f)
+			order = append(order, filepath.Base(f))
 			mu.Unlock()
 		}()
 	}
@@ -503,12 +591,14 @@ func testProcessesCommitAtOnce(t *testing.T, c lake.Config) {
 	const n = 6
 	want := map[string][]string{}
 	reqs := make([]lake.Request, n)
+	l := open(t, c)
 	for i := range reqs {
 		org := fmt.Sprintf("org-%d", i)
 		f := writeFile(t, dir, org, sep, "1.25")
-		want[org+" 2026-09"] = []string{f}
+		want[org+" 2026-09"] = []string{filepath.Base(f)}
+		files, ups := staged(t, l, f)
 		reqs[i] = lake.Request{Op: "replace", Catalog: c, Table: lake.UsageTable, Columns: lake.UsageColumns,
-			Partitions: []lake.Partition{{Organization: org, Month: sep}}, Files: []string{"file://" + f},
+			Partitions: []lake.Partition{{Organization: org, Month: sep}}, Files: files, Uploads: ups,
 			Properties: map[string]string{lake.SummaryRunID: org}}
 	}
 	var wg sync.WaitGroup
@@ -619,5 +709,35 @@ func testOpenAtOnceOnANewCatalog(t *testing.T, c lake.Config) {
 		if err != nil {
 			t.Errorf("writer %d: %v", i, err)
 		}
+	}
+}
+
+// TestUploadsStayInTheDataFolder: an upload goes only to one of the files
+// the commit adds, under the table's data folder; anything else is
+// refused before a byte is written or a snapshot made.
+func TestUploadsStayInTheDataFolder(t *testing.T) {
+	c := lakeConfig(t)
+	l := open(t, c)
+	f := writeFile(t, t.TempDir(), "acme", aug, "1")
+	tb, err := l.EnsureTable(context.Background(), lake.UsageTable, lake.UsageColumns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := tb.Location() + "/data/"
+	for to, want := range map[string]string{
+		tb.Location() + "/metadata/x.parquet": "not under the table's data folder",
+		data + "../metadata/x.parquet":        "not under the table's data folder",
+		"file:///etc/x.parquet":               "not under the table's data folder",
+		data + "acme/x.parquet":               "not one of the files the commit adds",
+	} {
+		files := []string{data + "acme/y.parquet"}
+		_, err := l.Replace(context.Background(), Replacement{Table: lake.UsageTable, Columns: lake.UsageColumns,
+			Partitions: []lake.Partition{{Organization: "acme", Month: aug}}, Files: files, Uploads: []lake.Upload{{From: f, To: to}}})
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("upload to %s: %v; want %q", to, err, want)
+		}
+	}
+	if tb, _ := l.LoadTable(context.Background(), lake.UsageTable); tb.CurrentSnapshot() != nil {
+		t.Fatal("a refused upload made a snapshot")
 	}
 }
