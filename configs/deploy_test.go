@@ -495,7 +495,11 @@ func TestDeployKubernetesShards(t *testing.T) {
 	if modes := dig(t, pvc, "spec", "accessModes").([]any); !slices.Contains(modes, any("ReadWriteMany")) {
 		t.Errorf("the shards' volume is %v: a night's pods run on several nodes at once, ReadWriteMany", modes)
 	}
-	var dataMount, lakeMount string
+	var dataMount string
+	lakeMount := ""
+	if cfg.Lake.OnS3() {
+		lakeMount = cfg.Lake.Warehouse // every pod reaches the bucket
+	}
 	mounts := map[string]string{}
 	for _, m := range dig(t, c, "volumeMounts").([]any) {
 		m := m.(map[string]any)
@@ -518,9 +522,10 @@ func TestDeployKubernetesShards(t *testing.T) {
 		}
 		dataMount = m["mountPath"].(string)
 	}
-	// The export commits to one table in a catalog every pod reaches.
+	// The export commits to one table in a catalog and a warehouse every
+	// pod reaches.
 	if cfg.Export.Format != ExportIceberg || cfg.Lake.Postgres == "" || cfg.Lake.PasswordEnv == "" || lakeMount == "" {
-		t.Errorf("the shards export %s to catalog %q (password %q) with warehouse %q mounted at %q: want iceberg in a shared PostgreSQL catalog, its password from the environment, the warehouse on the shared volume",
+		t.Errorf("the shards export %s to catalog %q (password %q) with warehouse %q (reached at %q): want iceberg in a shared PostgreSQL catalog, its password from the environment, the warehouse on S3 or the shared volume",
 			cfg.Export.Format, cfg.Lake.Postgres, cfg.Lake.PasswordEnv, cfg.Lake.Warehouse, lakeMount)
 	}
 	for key, p := range map[string]string{"store.path": cfg.Store.Path, "reports.dir": cfg.Reports.Dir, "export.dir": cfg.Export.Dir} {
