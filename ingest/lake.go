@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"iter"
 	"net/url"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -100,7 +101,9 @@ func fetchLake(ctx context.Context, env *job.Env, runID uuid.UUID, opts FetchOpt
 		if err := ctx.Err(); err != nil {
 			return sum, err
 		}
-		rows, err := loadLakePart(ctx, env, runID, p, files.SnapshotID)
+		rows, err := loadLakePart(ctx, env, runID, p, files.SnapshotID, func(uris []string) ([]string, func(), error) {
+			return localFiles(ctx, env, helper, lc, uris)
+		})
 		if err != nil {
 			env.Log.Error().Str("organization", p.org).Str("month", p.month.Format("2006-01")).Err(err).Msg("usage.source lake: partition not loaded")
 			sum.Failed = append(sum.Failed, WindowFailure{Organization: p.org, Err: err,
@@ -117,6 +120,46 @@ func fetchLake(ctx context.Context, env *job.Env, runID uuid.UUID, opts FetchOpt
 		return sum, fmt.Errorf("usage.source lake: none of the %d partitions due loaded; the first: %w", len(due), sum.Failed[0].Err)
 	}
 	return finishFetch(ctx, env, sum, nil)
+}
+
+// localFiles are the lake's files uris as paths DuckDB reads: a folder's
+// as they are, those on S3 (which DuckDB, as tally links it, cannot read)
+// downloaded by tally-lake into a temporary folder, which done removes.
+func localFiles(ctx context.Context, env *job.Env, helper string, lc lake.Config, uris []string) (paths []string, done func(), err error) {
+	done = func() {}
+	onS3 := false
+	for _, f := range uris {
+		if lake.OnS3(f) {
+			onS3 = true
+			continue
+		}
+		u, err := url.Parse(f)
+		if err != nil || u.Scheme != "file" && u.Scheme != "" {
+			return nil, done, fmt.Errorf("the lake's file %s is neither in a folder nor on S3, which usage.source lake reads", f)
+		}
+		paths = append(paths, u.Path)
+	}
+	if !onS3 {
+		return paths, done, nil
+	}
+	dir, err := os.MkdirTemp("", "tally-lake-read-")
+	if err != nil {
+		return nil, done, err
+	}
+	done = func() { os.RemoveAll(dir) }
+	var got lake.Downloaded
+	if err := lake.Call(ctx, helper, lake.Request{Op: "download", Catalog: lc, Table: lake.UsageTable, Files: uris, Dir: dir}, &got, env.Log); err != nil {
+		return nil, done, err
+	}
+	paths = paths[:0]
+	for _, f := range uris {
+		p, ok := got.Files[f]
+		if !ok {
+			return nil, done, fmt.Errorf("tally-lake did not download %s", f)
+		}
+		paths = append(paths, p)
+	}
+	return paths, done, nil
 }
 
 // lakeLoads are the partitions loaded from the lake so far, with the
@@ -143,15 +186,13 @@ func lakeLoads(ctx context.Context, st *store.Store) (map[string]string, error) 
 // or the store hold (a granularity the lake no longer has is emptied),
 // then records the files loaded. A kill between the windows and the
 // record loads the partition again on the next run, to the same rows.
-func loadLakePart(ctx context.Context, env *job.Env, runID uuid.UUID, p lakePart, snapshot int64) (int64, error) {
-	paths := make([]string, len(p.files))
-	for i, f := range p.files {
-		u, err := url.Parse(f)
-		if err != nil || u.Scheme != "file" && u.Scheme != "" {
-			return 0, fmt.Errorf("the lake's file %s is not in a local or mounted folder, which usage.source lake reads", f)
-		}
-		paths[i] = u.Path
+func loadLakePart(ctx context.Context, env *job.Env, runID uuid.UUID, p lakePart, snapshot int64,
+	local func([]string) ([]string, func(), error)) (int64, error) {
+	paths, done, err := local(p.files)
+	if err != nil {
+		return 0, err
 	}
+	defer done()
 	db := env.Store.DB()
 	next := p.month.AddDate(0, 1, 0)
 	grans := map[tally.Granularity]bool{}

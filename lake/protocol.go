@@ -87,7 +87,8 @@ func (p Partition) String() string {
 // input: Op "state" (the table's location and what it holds from Source),
 // "replace" (swap Files in for Partitions' files, in one snapshot whose
 // summary carries Properties, once Uploads are copied to where Files name
-// them), "files" (the current snapshot's files) or "maintain".
+// them), "files" (the current snapshot's files), "download" (copy Files,
+// data files of the table, into the local folder Dir) or "maintain".
 type Request struct {
 	Op         string            `json:"op"`
 	Catalog    Config            `json:"catalog"`
@@ -98,12 +99,20 @@ type Request struct {
 	Files      []string          `json:"files,omitempty"`
 	Uploads    []Upload          `json:"uploads,omitempty"`
 	Properties map[string]string `json:"properties,omitempty"`
+	// Dir is op "download"'s local folder, which must exist.
+	Dir string `json:"dir,omitempty"`
 	// Op "maintain": expire the snapshots older than KeepSnapshots (never
 	// the current one), delete the files no snapshot holds once older
 	// than OrphanAge; with DryRun, only say what it would do.
 	KeepSnapshots time.Duration `json:"keep_snapshots,omitempty"`
 	OrphanAge     time.Duration `json:"orphan_age,omitempty"`
 	DryRun        bool          `json:"dry_run,omitempty"`
+}
+
+// Downloaded is tally-lake's answer to "download": where each file of the
+// request went, by its URI.
+type Downloaded struct {
+	Files map[string]string `json:"files"`
 }
 
 // Maintained is tally-lake's answer to "maintain".

@@ -5,10 +5,10 @@
 // tally does not carry Iceberg's library (package lake says why). It is
 // not meant to be run by hand.
 //
-//	tally-lake state|replace|files|maintain   a lake.Request as JSON on standard input
+//	tally-lake state|replace|files|download|maintain   a lake.Request as JSON on standard input
 //	tally-lake version
 //
-// The answer (lake.State, lake.Commit, lake.Files, lake.Maintained) is JSON on standard output; its log
+// The answer (lake.State, lake.Commit, lake.Files, lake.Downloaded, lake.Maintained) is JSON on standard output; its log
 // is JSON lines on standard error, which tally logs as its own, without
 // the request's secrets (the catalog's password, the S3 keys). It exits 1
 // when the request fails, 2 when it is not one it knows.
@@ -52,7 +52,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	// iceberg-go warns through log/slog: as this program's log, in JSON.
 	slog.SetDefault(slog.New(zerolog.NewSlogHandler(log)))
 	if len(args) != 1 {
-		log.Error().Msg("tally-lake: give one of state, replace, files, maintain or version, and the request as JSON on standard input")
+		log.Error().Msg("tally-lake: give one of state, replace, files, download, maintain or version, and the request as JSON on standard input")
 		return 2
 	}
 	if args[0] == "version" {
@@ -87,10 +87,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 }
 
 func serve(ctx context.Context, req lake.Request, log zerolog.Logger) (any, error) {
-	if req.Op != "state" && req.Op != "replace" && req.Op != "maintain" && req.Op != "files" {
-		return nil, fmt.Errorf("tally-lake: op %q is not one of state, replace, files, maintain", req.Op)
+	if req.Op != "state" && req.Op != "replace" && req.Op != "maintain" && req.Op != "files" && req.Op != "download" {
+		return nil, fmt.Errorf("tally-lake: op %q is not one of state, replace, files, download, maintain", req.Op)
 	}
-	if req.Table == "" || len(req.Columns) == 0 && req.Op != "maintain" && req.Op != "files" {
+	if req.Table == "" || len(req.Columns) == 0 && (req.Op == "state" || req.Op == "replace") {
 		return nil, errors.New("tally-lake: the request names no table or no columns")
 	}
 	l, err := ice.Open(ctx, req.Catalog)
@@ -103,6 +103,9 @@ func serve(ctx context.Context, req lake.Request, log zerolog.Logger) (any, erro
 	}
 	if req.Op == "files" {
 		return l.Files(ctx, req.Table)
+	}
+	if req.Op == "download" {
+		return l.Download(ctx, req.Table, req.Files, req.Dir)
 	}
 	if req.Op == "state" {
 		return l.State(ctx, req.Table, req.Columns, req.Source)

@@ -32,11 +32,11 @@ func TestRequestsRefusedAndAnswered(t *testing.T) {
 		name, args, stdin, log string
 		code                   int
 	}{
-		{"no command", "", "", "give one of state, replace, files, maintain or version", 2},
+		{"no command", "", "", "give one of state, replace, files, download, maintain or version", 2},
 		{"not JSON", "state", "state please", "read the request", 2},
 		{"unknown field", "state", `{"op":"state","token":"x"}`, `unknown field "token"`, 2},
 		{"op not the command", "replace", string(body), `the request's op "state" is not the command "replace"`, 2},
-		{"unknown op", "drop", strings.Replace(string(body), `"state"`, `"drop"`, 1), `op "drop" is not one of state, replace, files, maintain`, 1},
+		{"unknown op", "drop", strings.Replace(string(body), `"state"`, `"drop"`, 1), `op "drop" is not one of state, replace, files, download, maintain`, 1},
 		{"relative warehouse", "state", strings.Replace(string(body), dir, "rel", 2), `the warehouse "rel/warehouse" must be an absolute path or s3://BUCKET[/PREFIX]`, 1},
 	} {
 		var out, log bytes.Buffer

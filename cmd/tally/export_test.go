@@ -557,4 +557,5 @@ FROM usage GROUP BY ALL ORDER BY ALL`)
 	if len(got) != 0 {
 		t.Errorf("the lake holds partitions the copy lacks: %v", got)
 	}
+
 }

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/tally-dev/tally/internal/testkit/laketest"
+	"github.com/tally-dev/tally/internal/testkit/pgtest"
+	"github.com/tally-dev/tally/internal/testkit/s3test"
 	"github.com/tally-dev/tally/job"
 	"github.com/tally-dev/tally/reports"
 )
@@ -160,5 +162,57 @@ reports:
 	out, code, stderr = cli(t, "fetch", "--config", gcfg)
 	if code != job.ExitOK || !strings.Contains(out, "lake partitions: 1 changed, 1 loaded, 0 failed") {
 		t.Fatalf("group fetch with the file back: exit %d\n%s\n%s; want the partition loaded", code, out, stderr)
+	}
+}
+
+// TestGroupFromTheLakeOnS3: with the lake in a PostgreSQL catalog and an
+// S3 bucket (real servers), a shard exports and a group job reads its
+// organization back: tally-lake downloads the files DuckDB cannot read on
+// S3 into a temporary folder, removed after, and the group's usage is the
+// shard's.
+func TestGroupFromTheLakeOnS3(t *testing.T) {
+	g := newOrgGroup(t)
+	onBinaryEnd(laketest.Remove)
+	onBinaryEnd(pgtest.Stop)
+	onBinaryEnd(s3test.Stop)
+	t.Setenv("PATH", filepath.Dir(laketest.Helper(t))+string(os.PathListSeparator)+os.Getenv("PATH"))
+	t.Setenv("TALLY_TEST_LAKE_PASSWORD", pgtest.Password)
+	t.Setenv("TALLY_TEST_S3_ACCESS", s3test.AccessKey)
+	t.Setenv("TALLY_TEST_S3_SECRET", s3test.SecretKey)
+	lakeKeys := fmt.Sprintf("lake:\n  catalog: %s\n  password_env: TALLY_TEST_LAKE_PASSWORD\n  warehouse: s3://%s/finance\n  s3: {endpoint: %s, region: %s, path_style: true, access_key_env: TALLY_TEST_S3_ACCESS, secret_key_env: TALLY_TEST_S3_SECRET}\n",
+		pgtest.Database(t), s3test.Bucket(t), s3test.Endpoint(t), s3test.Region)
+	g.extra = "export:\n  format: iceberg\n" + lakeKeys
+	shard := t.TempDir()
+	cfg := g.config(t, shard, "emea")
+	for _, args := range [][]string{{"fetch"}, {"export"}} {
+		if out, code, stderr := cli(t, append(args, "--config", cfg)...); code != job.ExitOK {
+			t.Fatalf("shard: tally %s: exit %d\n%s\n%s", args[0], code, out, stderr)
+		}
+	}
+	want := sums(t, filepath.Join(shard, "tally.duckdb"), "usage")
+
+	group := t.TempDir()
+	gcfg := filepath.Join(group, "tally.yaml")
+	if err := os.WriteFile(gcfg, []byte(fmt.Sprintf("organizations:\n  - name: emea\nusage:\n  source: lake\n  granularity: day\n  start: %s\nstore:\n  path: tally.duckdb\n%s",
+		g.start.Format("2006-01-02"), lakeKeys)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := filepath.Glob(filepath.Join(os.TempDir(), "tally-lake-read-*"))
+	out, code, stderr := cli(t, "fetch", "--config", gcfg)
+	if code != job.ExitOK || !strings.Contains(out, fmt.Sprintf("lake partitions: %d changed, %d loaded, 0 failed", len(want), len(want))) {
+		t.Fatalf("group fetch from the lake on S3: exit %d\n%s\n%s", code, out, stderr)
+	}
+	if got := sums(t, filepath.Join(group, "tally.duckdb"), "usage"); !slices.Equal(got, want) {
+		t.Fatalf("the group's usage read from S3:\n  %v\nwant the shard's:\n  %v", got, want)
+	}
+	if after, _ := filepath.Glob(filepath.Join(os.TempDir(), "tally-lake-read-*")); len(after) != len(before) {
+		t.Errorf("the downloads were left behind: %v", after)
+	}
+	for _, text := range []string{out, stderr} {
+		for _, secret := range []string{s3test.AccessKey, s3test.SecretKey, pgtest.Password} {
+			if strings.Contains(text, secret) {
+				t.Fatalf("a secret was printed:\n%s", text)
+			}
+		}
 	}
 }
