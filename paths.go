@@ -103,7 +103,7 @@ func CheckBaseURL(raw string) (*url.URL, error) {
 		return nil, fmt.Errorf("%q is not %s: it has no host", shown, baseURLAllowed)
 	case u.Scheme != "https" && u.Scheme != "http":
 		return nil, fmt.Errorf("%q is not %s: its scheme is %q", shown, baseURLAllowed, u.Scheme)
-	case u.Scheme == "http" && !isLoopback(u.Hostname()):
+	case u.Scheme == "http" && !IsLoopback(u.Hostname()):
 		return nil, fmt.Errorf("%q uses http to a host that is not loopback (127.0.0.0/8, ::1, localhost), so the token would cross the network in clear: use %s", shown, baseURLAllowed)
 	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || strings.Contains(raw, "#"):
 		return nil, fmt.Errorf("%q must not have a query or fragment: use %s", shown, baseURLAllowed)
@@ -129,7 +129,10 @@ func redactUserinfo(s string) string {
 	return scheme + "://…@" + authority[at+1:] + path
 }
 
-func isLoopback(host string) bool {
+// IsLoopback says whether host names this machine (127.0.0.0/8, ::1,
+// localhost): the one place plain http is allowed, since nothing crosses
+// the network.
+func IsLoopback(host string) bool {
 	if strings.EqualFold(host, "localhost") {
 		return true
 	}
@@ -154,7 +157,7 @@ func CheckSinkURL(raw string) (*url.URL, error) {
 		return nil, fmt.Errorf("has no host; use an https:// address such as https://hooks.slack.com/services/…")
 	case u.Scheme != "https" && u.Scheme != "http":
 		return nil, fmt.Errorf("has scheme %q; use https:// (http:// only for a loopback host)", u.Scheme)
-	case u.Scheme == "http" && !isLoopback(u.Hostname()):
+	case u.Scheme == "http" && !IsLoopback(u.Hostname()):
 		return nil, fmt.Errorf("%s uses http to a host that is not loopback, so alerts would cross the network in clear; use https://", SinkName(u))
 	}
 	return u, nil

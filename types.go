@@ -48,6 +48,7 @@ const (
 const (
 	SourceOrganization = "organization" // the organization's usage report, with costs
 	SourceProjects     = "projects"     // each project's report, quantities only, priced from the rate card
+	SourceLake         = "lake"         // the lake's usage table, as the shards' exports committed it (no interface)
 )
 
 // ProjectUsage is one read of a project's usage report: the month to date

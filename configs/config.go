@@ -18,13 +18,18 @@ import (
 type Config struct {
 	API APIConfig
 	// Organizations are the organizations fetched: the api: form's one
-	// (Name "") or those organizations: lists. Never empty once loaded.
+	// (Name "") or those organizations: lists. Never empty once loaded,
+	// but for a shard that takes none (TakeShard).
 	Organizations []Organization
-	Usage         UsageConfig
-	Store         StoreConfig
-	Reports       ReportsConfig
-	Schedule      ScheduleConfig
-	Export        ExportConfig
+	// Shard, when not zero (tally run --shard), is the shard whose
+	// organizations Organizations holds, of the Listed the config lists.
+	Shard    Shard
+	Listed   int
+	Usage    UsageConfig
+	Store    StoreConfig
+	Reports  ReportsConfig
+	Schedule ScheduleConfig
+	Export   ExportConfig
 	// Lake is where format iceberg writes its tables (lake).
 	Lake LakeConfig
 	// Budgets are the monthly budgets the alerts step checks (budgets).
@@ -177,16 +182,28 @@ type ExportConfig struct {
 	CSVRaw bool
 }
 
-// LakeConfig is lake: the Iceberg catalog the iceberg export commits to
-// and the namespace of its tables. This version has one catalog, an
-// embedded SQLite one, beside a local warehouse folder under the export
-// folder.
+// LakeConfig is lake: the Iceberg catalog the iceberg export commits to,
+// the warehouse folder its files go under and the namespace of its
+// tables. The catalog is an embedded SQLite file (the default) or a
+// PostgreSQL database several machines share.
 type LakeConfig struct {
 	Namespace string // lake.namespace; DefaultLakeNamespace
 	// SQLite is the SQLite catalog's file (lake.catalog sqlite:PATH),
 	// absolute; "" for the default, catalog.db in the lake folder of the
-	// export folder (LakeDir).
+	// export folder (LakeDir), unless Postgres is set.
 	SQLite string
+	// Postgres is lake.catalog's postgres:// URL, without a password;
+	// the password comes from PasswordEnv or PasswordFile
+	// (lake.password_env, lake.password_file), or from ~/.pgpass.
+	Postgres     string
+	PasswordEnv  string
+	PasswordFile string
+	// Warehouse is lake.warehouse: a folder, absolute, or an S3 URL
+	// s3://BUCKET[/PREFIX] without a trailing slash; "" for the default,
+	// the warehouse folder in the lake folder of the export folder.
+	Warehouse string
+	// S3 is lake.s3, how to reach an S3 warehouse; zero for a folder.
+	S3 LakeS3
 	// KeepSnapshots is how long tally lake maintain keeps a snapshot that
 	// is no longer current (lake.keep_snapshots); OrphanAge how old a
 	// file that no snapshot holds must be before it deletes it
@@ -194,6 +211,31 @@ type LakeConfig struct {
 	KeepSnapshots time.Duration
 	OrphanAge     time.Duration
 }
+
+// LakeS3 is lake.s3: the S3 service an s3:// warehouse is on and where
+// its keys come from (never the YAML). Without keys, the AWS SDK's own
+// chain is used (AWS_ACCESS_KEY_ID, ~/.aws, an instance's or pod's role).
+type LakeS3 struct {
+	// Endpoint is the service's address, https (http only to a loopback
+	// host), no trailing slash; "" for AWS's own for the region.
+	Endpoint string
+	Region   string // DefaultS3Region when left out
+	// PathStyle addresses the bucket in the path (HOST/BUCKET/KEY), as
+	// most self-hosted servers need, rather than in the host name
+	// (BUCKET.HOST/KEY).
+	PathStyle                   bool
+	AccessKeyEnv, AccessKeyFile string
+	SecretKeyEnv, SecretKeyFile string
+}
+
+// DefaultS3Region is lake.s3.region's default.
+const DefaultS3Region = "us-east-1"
+
+// S3Scheme starts lake.warehouse's S3 form.
+const S3Scheme = "s3://"
+
+// OnS3 says whether the warehouse is on S3.
+func (l *LakeConfig) OnS3() bool { return strings.HasPrefix(l.Warehouse, S3Scheme) }
 
 // Defaults and bound of lake maintenance (lake.keep_snapshots,
 // lake.orphan_age).
@@ -207,7 +249,7 @@ const (
 // default catalog (catalog.db) and the warehouse (warehouse/).
 const LakeDir = "lake"
 
-// CatalogSQLite starts lake.catalog's one form in this version.
+// CatalogSQLite starts lake.catalog's embedded form.
 const CatalogSQLite = "sqlite:"
 
 // DefaultLakeNamespace is lake.namespace's default.

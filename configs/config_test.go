@@ -381,7 +381,7 @@ func TestExampleDocumentsEveryKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	keyRE := regexp.MustCompile(`^(\s*)(?:#\s*|-\s*)?([a-z_]+):`)
+	keyRE := regexp.MustCompile(`^(\s*)(?:#\s*|-\s*)?([a-z_][a-z0-9_]*):`)
 	type key struct{ section, name string }
 	found := map[key]bool{}
 	section := ""
@@ -418,6 +418,11 @@ func TestExampleDocumentsEveryKey(t *testing.T) {
 	}
 	for _, f := range []string{"name", "cron", "run"} {
 		want[key{"schedule", f}] = true
+	}
+	// lake.s3's keys are shown one level down, commented out.
+	s3 := reflect.TypeOf(rawS3{})
+	for j := 0; j < s3.NumField(); j++ {
+		want[key{"lake", s3.Field(j).Tag.Get("yaml")}] = true
 	}
 	// allocation's entries, as schedule's jobs, are shown one level down.
 	for _, f := range []string{"name", "owner", "projects", "from", "share", "to", "method", "percent", "driver"} {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -366,5 +367,174 @@ func TestDeployKubernetesDeployment(t *testing.T) {
 		if _, err := ParseCron(j.Cron); err != nil {
 			t.Errorf("job %s: %v", j.Name, err)
 		}
+	}
+}
+
+// The sharded CronJob: an Indexed Job whose pod i runs shard i of as many
+// as it has completions (TALLY_SHARD "/N" read as tally reads it, with the
+// index Kubernetes gives each pod), every organization's token from a
+// Secret, and each shard's store, workbooks and export in a folder of its
+// own on the shared volume.
+func TestDeployKubernetesShards(t *testing.T) {
+	const rel = "kubernetes/shards.yaml"
+	docs := yamlDocs(t, rel)
+	cfg := deployConfig(t, rel)
+	if !cfg.Grouped() || len(cfg.Organizations) < 2 {
+		t.Fatalf("the shards' config lists %d organizations; sharding needs organizations:", len(cfg.Organizations))
+	}
+	cj := byKind(t, docs, "CronJob")
+	if p := dig(t, cj, "spec", "concurrencyPolicy"); p != "Forbid" {
+		t.Errorf("concurrencyPolicy %v, want Forbid: a shard's store has one writer", p)
+	}
+	spec, _ := dig(t, cj, "spec", "schedule").(string)
+	if want := strings.TrimPrefix(cfg.Schedule.Jobs[0].Cron, "CRON_TZ=UTC "); spec != want {
+		t.Errorf("CronJob schedule %q, the job's cron %q", spec, want)
+	}
+	js := dig(t, cj, "spec", "jobTemplate", "spec").(map[string]any)
+	if js["completionMode"] != "Indexed" {
+		t.Errorf("completionMode %v, want Indexed", js["completionMode"])
+	}
+	n, _ := js["completions"].(int)
+	if n < 2 || js["parallelism"] != n {
+		t.Errorf("completions %v, parallelism %v: want the same count of shards, at least 2", js["completions"], js["parallelism"])
+	}
+	if _, ok := js["backoffLimitPerIndex"].(int); !ok {
+		t.Error("no backoffLimitPerIndex: a failed shard would be retried with the others, or not at all")
+	}
+	rule := dig(t, js, "podFailurePolicy", "rules", 0).(map[string]any)
+	if rule["action"] != "FailIndex" || !slices.Contains(dig(t, rule, "onExitCodes", "values").([]any), any(2)) {
+		t.Errorf("podFailurePolicy %v: exit 2 (refused) must fail its shard without retries", rule)
+	}
+	pod := dig(t, js, "template", "spec").(map[string]any)
+	if pod["restartPolicy"] != "Never" {
+		t.Errorf("restartPolicy %v", pod["restartPolicy"])
+	}
+	if g, ok := pod["terminationGracePeriodSeconds"].(int); !ok || float64(g) <= cfg.Schedule.Grace.Seconds() {
+		t.Errorf("terminationGracePeriodSeconds %v leaves no room for schedule.grace %s", pod["terminationGracePeriodSeconds"], cfg.Schedule.Grace)
+	}
+	c := dig(t, pod, "containers", 0).(map[string]any)
+	var args []string
+	for _, a := range dig(t, c, "args").([]any) {
+		args = append(args, a.(string))
+	}
+	if args[0] != "run" || !slices.Contains(args, "--job") || args[slices.Index(args, "--job")+1] != cfg.Schedule.Jobs[0].Name || slices.Contains(args, "--shard") {
+		t.Errorf("args %v: want run --job %s, the shard from TALLY_SHARD", args, cfg.Schedule.Jobs[0].Name)
+	}
+	i := slices.Index(args, "--config")
+	if i < 0 || i+1 >= len(args) {
+		t.Fatalf("args %v lack --config", args)
+	}
+
+	env := map[string]map[string]any{}
+	for _, e := range dig(t, c, "env").([]any) {
+		e := e.(map[string]any)
+		env[e["name"].(string)] = e
+	}
+	spec8, _ := env[ShardEnv]["value"].(string)
+	if got := dig(t, env[ShardIndexEnv], "valueFrom", "fieldRef", "fieldPath"); got != "metadata.annotations['batch.kubernetes.io/job-completion-index']" {
+		t.Errorf("%s from %v, want the pod's completion index", ShardIndexEnv, got)
+	}
+	// Pod i is shard i of n, as tally reads its environment; together
+	// they take every organization once.
+	taken := map[string]int{}
+	idle := 0
+	for i := range n {
+		s, err := ParseShard("", func(k string) string {
+			return map[string]string{ShardEnv: spec8, ShardIndexEnv: fmt.Sprint(i)}[k]
+		})
+		if err != nil || s.Index != i || s.Count != n {
+			t.Fatalf("pod %d: %s %q reads as %+v, %v; want shard %d/%d", i, ShardEnv, spec8, s, err, i, n)
+		}
+		shard := *cfg
+		if err := shard.TakeShard(s); err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range shard.Organizations {
+			taken[o.Name]++
+		}
+		if len(shard.Organizations) == 0 {
+			idle++
+		}
+	}
+	for _, o := range cfg.Organizations {
+		if taken[o.Name] != 1 {
+			t.Errorf("organization %s is taken by %d shards", o.Name, taken[o.Name])
+		}
+	}
+	if text := string(readDeploy(t, rel)); !strings.Contains(text, "with the six organizations below, shards 2, 6 and 7") || idle != 3 || len(cfg.Organizations) != 6 {
+		t.Errorf("the manifest's comment on the shards that take none is out of date: %d of %d shards take none of %d organizations", idle, n, len(cfg.Organizations))
+	}
+
+	// Every organization's token comes from the Secret, none is written.
+	var fromSecret bool
+	for _, f := range dig(t, c, "envFrom").([]any) {
+		if ref, ok := f.(map[string]any)["secretRef"].(map[string]any); ok && ref["name"] != nil {
+			fromSecret = true
+		}
+	}
+	for _, o := range cfg.Organizations {
+		if o.TokenEnv == "" {
+			t.Errorf("organization %s reads no token variable", o.Name)
+		}
+		if e, ok := env[o.TokenEnv]; ok {
+			if _, literal := e["value"]; literal {
+				t.Errorf("%s has a literal value", o.TokenEnv)
+			}
+		} else if !fromSecret {
+			t.Errorf("organization %s's token (%s) comes from no Secret", o.Name, o.TokenEnv)
+		}
+	}
+
+	// Each shard's own folder of the shared volume.
+	volumes := map[string]map[string]any{}
+	for _, v := range dig(t, pod, "volumes").([]any) {
+		v := v.(map[string]any)
+		volumes[v["name"].(string)] = v
+	}
+	pvc := byKind(t, docs, "PersistentVolumeClaim")
+	if modes := dig(t, pvc, "spec", "accessModes").([]any); !slices.Contains(modes, any("ReadWriteMany")) {
+		t.Errorf("the shards' volume is %v: a night's pods run on several nodes at once, ReadWriteMany", modes)
+	}
+	var dataMount string
+	lakeMount := ""
+	if cfg.Lake.OnS3() {
+		lakeMount = cfg.Lake.Warehouse // every pod reaches the bucket
+	}
+	mounts := map[string]string{}
+	for _, m := range dig(t, c, "volumeMounts").([]any) {
+		m := m.(map[string]any)
+		mounts[m["name"].(string)] = m["mountPath"].(string)
+		claim, ok := volumes[m["name"].(string)]["persistentVolumeClaim"].(map[string]any)
+		if !ok || claim["claimName"] != dig(t, pvc, "metadata", "name") {
+			continue
+		}
+		// The lake's warehouse is the one folder every shard shares: the
+		// same path in each pod, as the catalog's file paths name it.
+		if m["mountPath"] == cfg.Lake.Warehouse {
+			if _, per := m["subPathExpr"]; per {
+				t.Errorf("the lake's warehouse %s is mounted per shard: the shards' files would be in different folders", cfg.Lake.Warehouse)
+			}
+			lakeMount = cfg.Lake.Warehouse
+			continue
+		}
+		if sub, _ := m["subPathExpr"].(string); !strings.Contains(sub, "$("+ShardIndexEnv+")") {
+			t.Errorf("the shared volume is mounted at %s with subPathExpr %q: every shard would share one store", m["mountPath"], sub)
+		}
+		dataMount = m["mountPath"].(string)
+	}
+	// The export commits to one table in a catalog and a warehouse every
+	// pod reaches.
+	if cfg.Export.Format != ExportIceberg || cfg.Lake.Postgres == "" || cfg.Lake.PasswordEnv == "" || lakeMount == "" {
+		t.Errorf("the shards export %s to catalog %q (password %q) with warehouse %q (reached at %q): want iceberg in a shared PostgreSQL catalog, its password from the environment, the warehouse on S3 or the shared volume",
+			cfg.Export.Format, cfg.Lake.Postgres, cfg.Lake.PasswordEnv, cfg.Lake.Warehouse, lakeMount)
+	}
+	for key, p := range map[string]string{"store.path": cfg.Store.Path, "reports.dir": cfg.Reports.Dir, "export.dir": cfg.Export.Dir} {
+		if dataMount == "" || !strings.HasPrefix(p, dataMount+"/") {
+			t.Errorf("%s %s is not in the shard's folder (mounted at %q)", key, p, dataMount)
+		}
+	}
+	cmName := dig(t, byKind(t, docs, "ConfigMap"), "metadata", "name")
+	if m, ok := mounts["config"]; !ok || args[i+1] != m+"/tally.yaml" || dig(t, volumes["config"], "configMap", "name") != cmName {
+		t.Errorf("--config %s is not the ConfigMap's tally.yaml", args[i+1])
 	}
 }

@@ -27,8 +27,11 @@ type Organization struct {
 }
 
 // Grouped reports whether the config lists organizations (organizations:)
-// rather than the single api: form.
-func (c *Config) Grouped() bool { return len(c.Organizations) > 0 && c.Organizations[0].Name != "" }
+// rather than the single api: form. A shard's config is grouped, even when
+// the shard takes none of them.
+func (c *Config) Grouped() bool {
+	return !c.Shard.IsZero() || (len(c.Organizations) > 0 && c.Organizations[0].Name != "")
+}
 
 // Organization returns the organization named name, or an error naming
 // the ones there are.
@@ -107,6 +110,18 @@ func (p *parser) organization(r *rawOrganization, field string, cfg *Config, see
 	if s := p.text(r.BaseURL, ""); s != "" && !blank {
 		o.BaseURL = p.baseURL(r.BaseURL.n, field+".base_url", s)
 	}
+	if cfg.Usage.Source == tally.SourceLake {
+		// A group job reading the lake sends nothing to the interface.
+		for _, k := range []at[string]{r.TokenEnv, r.TokenFile, r.BaseURL} {
+			if k.given() {
+				p.addf(k.n, k.path, "usage.source lake reads the lake, not the interface: leave it out")
+			}
+		}
+		if r.ProjectNames.given() || r.PaymentMethodIDs.given() || r.MeterNames.given() || r.Paths.given() {
+			p.addf(r.Name.n, field, "usage.source lake takes no project_names, payment_method_ids, meter_names or paths: the lake holds the organization's usage as its shard fetched it")
+		}
+		return o
+	}
 	o.TokenEnv, o.TokenFile = p.tokenKeys(r.TokenEnv, r.TokenFile, field)
 	if o.TokenEnv == "" && o.TokenFile == "" {
 		p.addf(r.Name.n, r.TokenEnv.path, "missing; name the environment variable holding this organization's token (or set token_file): a token gives access to one organization")
@@ -155,10 +170,10 @@ func (p *parser) orgFilters(r *rawOrganization, field string, cfg *Config, o *Or
 	}
 }
 
-// Orgs returns the organizations to fetch. A Config built by hand rather
-// than loaded (tests) is the api: form.
+// Orgs returns the organizations to fetch: none for a shard that takes
+// none. A Config built by hand rather than loaded (tests) is the api: form.
 func (c *Config) Orgs() []Organization {
-	if len(c.Organizations) > 0 {
+	if len(c.Organizations) > 0 || !c.Shard.IsZero() {
 		return c.Organizations
 	}
 	return []Organization{{

@@ -55,6 +55,19 @@ organizations:
 	}
 }
 
+// TestLakeSourceTakesNames: a group job reading the lake lists its
+// organizations by name alone, with no token anywhere, and a run of its
+// fetch needs the lake's catalog password, not a token.
+func TestLakeSourceTakesNames(t *testing.T) {
+	cfg := mustParse(t, "usage:\n  start: 2026-01-01\n  source: lake\norganizations:\n  - name: emea\n  - name: us\nlake:\n  catalog: postgres://tally@db/lake\n  password_env: LAKE_PW\n", noEnv)
+	if !cfg.Grouped() || len(cfg.Organizations) != 2 || cfg.Organizations[1].Name != "us" || cfg.Organizations[1].TokenEnv != "" {
+		t.Fatalf("organizations %+v", cfg.Organizations)
+	}
+	if err := cfg.CheckSecrets(noEnv, []string{"fetch", "report"}); err == nil || !strings.Contains(err.Error(), "lake.password_env") {
+		t.Fatalf("a fetch from the lake without its password: %v", err)
+	}
+}
+
 func TestOrganizationsErrors(t *testing.T) {
 	for _, tc := range []struct{ name, yml, want, usage string }{
 		{"no name", "organizations:\n  - token_env: A\n", "organizations[0].name: missing", ""},
@@ -72,6 +85,11 @@ func TestOrganizationsErrors(t *testing.T) {
 			"organizations[1].project_names: missing; usage.source projects reads", "  source: projects\n  granularity: day\n"},
 		{"projects with meters", "organizations:\n  - name: a\n    token_env: A\n    project_names: [p]\n    meter_names: [m]\n",
 			"organizations[0]: usage.source projects takes no payment_method_ids or meter_names", "  source: projects\n  granularity: day\n"},
+		{"lake without organizations", "", "usage.source: lake reads the organizations: list's organizations from the lake's usage table: list them by name", "  source: lake\n"},
+		{"lake with a token", "organizations:\n  - name: a\n    token_env: A\n", "organizations[0].token_env: usage.source lake reads the lake, not the interface: leave it out", "  source: lake\n"},
+		{"lake with filters", "organizations:\n  - name: a\n    meter_names: [m]\n", "organizations[0]: usage.source lake takes no project_names, payment_method_ids, meter_names or paths", "  source: lake\n"},
+		{"lake at week", "organizations:\n  - name: a\n", `usage.granularity: "week" with usage.source lake`, "  source: lake\n  granularity: week\n"},
+		{"lake with usage filters", "organizations:\n  - name: a\n", "usage.source: lake takes no project_names, payment_method_ids, meter_names or reported_date", "  source: lake\n  reported_date: true\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse([]byte("usage:\n  start: 2026-01-01\n"+tc.usage+tc.yml), "/etc/tally", noEnv)

@@ -1,12 +1,16 @@
 package configs
 
 import (
+	"errors"
+	"net/url"
 	"regexp"
 	"slices"
 	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/tally-dev/tally/internal/secret"
 )
 
 type rawSchedule struct {
@@ -73,6 +77,10 @@ type rawExport struct {
 type rawLake struct {
 	Namespace     at[string] `yaml:"namespace"`
 	Catalog       at[string] `yaml:"catalog"`
+	Warehouse     at[string] `yaml:"warehouse"`
+	PasswordEnv   at[string] `yaml:"password_env"`
+	PasswordFile  at[string] `yaml:"password_file"`
+	S3            rawS3      `yaml:"s3"`
 	KeepSnapshots at[span]   `yaml:"keep_snapshots"`
 	OrphanAge     at[span]   `yaml:"orphan_age"`
 }
@@ -108,19 +116,76 @@ func (p *parser) lake(r *rawLake, c *LakeConfig) {
 			c.OrphanAge = d
 		}
 	}
+	w := p.text(r.Warehouse, "")
+	if w != "" {
+		switch u, err := url.Parse(w); {
+		case strings.HasPrefix(w, S3Scheme):
+			c.Warehouse = p.s3Warehouse(r.Warehouse.key, w)
+		case err == nil && u.Scheme != "" && len(u.Scheme) > 1:
+			// One letter is a Windows drive.
+			p.bad(r.Warehouse.key, "%q is neither a folder nor s3://BUCKET[/PREFIX]: this version keeps the warehouse in a local or mounted folder or on S3", w)
+		default:
+			c.Warehouse = p.path(w)
+		}
+	}
+	p.s3(&r.S3, c, strings.HasPrefix(w, S3Scheme))
+	c.PasswordEnv = p.text(r.PasswordEnv, "")
+	if c.PasswordEnv != "" && !envNameRE.MatchString(c.PasswordEnv) {
+		p.bad(r.PasswordEnv.key, "%q is not an environment variable name", c.PasswordEnv)
+	}
+	if f := p.text(r.PasswordFile, ""); f != "" {
+		c.PasswordFile = p.path(f)
+	}
+	if c.PasswordEnv != "" && c.PasswordFile != "" {
+		p.addf(r.PasswordFile.n, "lake.password_env and password_file", "set one, not both")
+	}
 	cat := p.text(r.Catalog, "")
 	if cat == "" {
+		if c.PasswordEnv != "" || c.PasswordFile != "" {
+			p.bad(r.Catalog.key, "is not set but lake.password_env or password_file is: the password is for a postgres:// catalog")
+		}
+		return
+	}
+	if strings.HasPrefix(cat, "postgres://") || strings.HasPrefix(cat, "postgresql://") {
+		p.postgresCatalog(r, c, cat)
 		return
 	}
 	path, ok := strings.CutPrefix(cat, CatalogSQLite)
 	switch {
 	case !ok:
-		p.bad(r.Catalog.key, "%q is not a catalog this version accepts: only sqlite:PATH, an embedded SQLite catalog file (no PostgreSQL or REST catalog yet)", cat)
+		p.bad(r.Catalog.key, "%q is not a catalog this version accepts: sqlite:PATH (an embedded SQLite file) or postgres://USER@HOST[:PORT]/DATABASE (a shared PostgreSQL database); no REST catalog yet", cat)
 	case strings.TrimSpace(path) == "":
 		p.bad(r.Catalog.key, "sqlite: needs the catalog file's path, e.g. sqlite:/var/lib/tally/lake/catalog.db")
 	default:
 		c.SQLite = p.path(path)
+		if c.PasswordEnv != "" || c.PasswordFile != "" {
+			p.bad(r.Catalog.key, "is a SQLite file but lake.password_env or password_file is set: a password is for a postgres:// catalog")
+		}
 	}
+}
+
+// postgresCatalog checks lake.catalog's postgres:// form: a URL with a
+// host and a database and no password (that comes from password_env or
+// password_file, or ~/.pgpass when neither is set).
+func (p *parser) postgresCatalog(r *rawLake, c *LakeConfig, cat string) {
+	u, err := url.Parse(cat)
+	switch {
+	case err != nil:
+		// Not the value: a URL that fails to parse may hold a password.
+		p.bad(r.Catalog.key, "is not a URL postgres://USER@HOST[:PORT]/DATABASE: %v", errors.Unwrap(err))
+		return
+	case u.User != nil && func() bool { _, ok := u.User.Password(); return ok }():
+		secret.Register(func() string { pw, _ := u.User.Password(); return pw }())
+		p.bad(r.Catalog.key, "%q holds a password: the password is never in the YAML; set lake.password_env or lake.password_file", u.Redacted())
+		return
+	case u.Host == "":
+		p.bad(r.Catalog.key, "%q names no host: postgres://USER@HOST[:PORT]/DATABASE", cat)
+		return
+	case strings.Trim(u.Path, "/") == "":
+		p.bad(r.Catalog.key, "%q names no database: postgres://USER@HOST[:PORT]/DATABASE", cat)
+		return
+	}
+	c.Postgres = cat
 }
 
 func (p *parser) export(r *rawExport, c *ExportConfig) {

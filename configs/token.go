@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/internal/secret"
 )
 
@@ -109,6 +110,13 @@ func (s *SMTPConfig) Password(getenv func(string) string) (secret.Value, error) 
 	return readSecret("reports.deliver.smtp.password_env", "reports.deliver.smtp.password_file", "the mail password", s.PasswordEnv, s.PasswordFile, getenv)
 }
 
+// Password returns the PostgreSQL catalog's password from password_env
+// (through getenv) or password_file, empty when neither is set (pgx then
+// looks in ~/.pgpass). Errors name the key, never the password.
+func (l *LakeConfig) Password(getenv func(string) string) (secret.Value, error) {
+	return readSecret("lake.password_env", "lake.password_file", "the catalog database's password", l.PasswordEnv, l.PasswordFile, getenv)
+}
+
 // readSecret reads what (a secret other than the API token) from the file
 // file names, else the environment variable env names, trimmed; empty when
 // neither is set. Errors name the key (envKey or fileKey) and what to do.
@@ -140,7 +148,8 @@ func readSecret(envKey, fileKey, what, env, file string, getenv func(string) str
 // CheckSecrets reads every secret that steps (the names of
 // schedule.jobs[].run) need, before any of them runs: the webhook's signing
 // secret for fetch (which ends with the alerts check) and alerts, the mail
-// password for deliver. It returns a *Error naming each key that leads to
+// password for deliver, the lake's password and S3 keys for an export to
+// the lake. It returns a *Error naming each key that leads to
 // no secret, never a secret. The API token is read by the command, which
 // knows whether it sends anything to the interface.
 func (c *Config) CheckSecrets(getenv func(string) string, steps []string) error {
@@ -155,6 +164,14 @@ func (c *Config) CheckSecrets(getenv func(string) string, steps []string) error 
 			problems = append(problems, err.Error())
 		}
 	}
+	if c.Export.Format == ExportIceberg && slices.Contains(steps, "export") || c.Usage.Source == tally.SourceLake && slices.Contains(steps, "fetch") {
+		if _, err := c.Lake.Password(getenv); err != nil {
+			problems = append(problems, err.Error())
+		}
+		if _, _, err := c.Lake.S3Keys(getenv); err != nil {
+			problems = append(problems, err.Error())
+		}
+	}
 	if len(problems) > 0 {
 		return &Error{Path: c.Path, Problems: problems}
 	}
@@ -163,7 +180,7 @@ func (c *Config) CheckSecrets(getenv func(string) string, steps []string) error 
 
 // RegisterSecrets gives every secret the config names (the API token, the
 // SMTP password, the webhook's signing secret and the path and query of its
-// address) to the redaction step every log line, printed error and stored
+// address, the lake's catalog password and S3 keys) to the redaction step every log line, printed error and stored
 // message passes through (internal/secret), so a peer that echoes one back
 // cannot get it written anywhere. A secret that cannot be read is skipped:
 // the step that needs it reports that. Load calls it; a secret added to
@@ -181,4 +198,6 @@ func (c *Config) RegisterSecrets(getenv func(string) string) {
 		secret.RegisterURL(w.URL)
 		_, _ = w.Secret(getenv)
 	}
+	_, _ = c.Lake.Password(getenv)
+	_, _, _ = c.Lake.S3Keys(getenv)
 }

@@ -110,7 +110,20 @@ func (p *parser) usageFilters(r *rawUsage, c *UsageConfig) {
 // usageSource reads usage.source: the organization's usage report, or
 // each project's, which takes fewer settings.
 func (p *parser) usageSource(r *rawUsage, c *UsageConfig) {
-	c.Source = oneOf(p, r.Source, tally.SourceOrganization, tally.SourceOrganization, tally.SourceProjects)
+	c.Source = oneOf(p, r.Source, tally.SourceOrganization, tally.SourceOrganization, tally.SourceProjects, tally.SourceLake)
+	if c.Source == tally.SourceLake {
+		if !p.grouped {
+			p.bad(r.Source.key, "lake reads the organizations: list's organizations from the lake's usage table: list them by name (organizations: [{name: emea}, {name: us}]), as the shards that export them name them")
+		}
+		switch c.Granularity {
+		case tally.Hour, tally.Day, tally.Month:
+		default:
+			p.bad(r.Granularity.key, "%q with usage.source lake: a month of the lake is loaded as month windows, which hold hour, day or month buckets only", c.Granularity)
+		}
+		if len(c.ProjectNames) > 0 || len(c.PaymentMethodIDs) > 0 || len(c.MeterNames) > 0 || c.ReportedDate {
+			p.bad(r.Source.key, "lake takes no project_names, payment_method_ids, meter_names or reported_date: the lake holds each organization's usage as its shard fetched it")
+		}
+	}
 	if c.Source == tally.SourceProjects {
 		if len(c.ProjectNames) == 0 && !p.grouped {
 			p.bad(r.ProjectNames.key, "missing; usage.source projects reads each listed project's usage report, e.g. [newsroom, archive]")

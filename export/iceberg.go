@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/rs/zerolog"
 
+	"github.com/tally-dev/tally/configs"
 	"github.com/tally-dev/tally/lake"
 	"github.com/tally-dev/tally/store"
 )
@@ -30,6 +32,12 @@ type LakeOptions struct {
 	Version string
 	// Helper is the tally-lake program; "" finds it (lake.FindHelper).
 	Helper string
+	// Staging is the local folder an export to a warehouse on S3 writes
+	// its files into for tally-lake to upload (DuckDB, as tally links it,
+	// writes no further than a local file); "" for a temporary folder.
+	// Each export removes its own files from it once the commit returns,
+	// whether it succeeded or not.
+	Staging string
 }
 
 // LakeResult is what one CommitLake did.
@@ -50,9 +58,11 @@ type LakeResult struct {
 // consistent state of the database, and works on a read-only store.
 //
 // A kill leaves the table at its last snapshot: files written and not
-// committed are in no snapshot (tally lake maintenance's orphans), and the
-// next export, finding the same commit last, writes the same partitions
-// again.
+// committed are in no snapshot (tally lake maintenance's orphans, on S3
+// too), and the next export, finding the same commit last, writes the
+// same partitions again. A kill of tally itself leaves its staged files
+// (o.Staging) behind: the next export to that folder removes those older
+// than a day.
 func CommitLake(ctx context.Context, st *store.Store, o LakeOptions, log zerolog.Logger) (LakeResult, error) {
 	began := time.Now()
 	var res LakeResult
@@ -118,27 +128,31 @@ func CommitLake(ctx context.Context, st *store.Store, o LakeOptions, log zerolog
 	if latest.Before(through) {
 		latest = through
 	}
-	dataDir, err := localFolder(state.Location)
+	dst, err := dataFolder(state.Location, o.Staging)
 	if err != nil {
 		return res, err
 	}
-	dataDir = filepath.Join(dataDir, "data")
+	defer dst.clean(log)
 	files := make([]string, 0, len(parts))
+	var uploads []lake.Upload
 	for i, p := range parts {
-		f, n, err := writePartition(ctx, conn, dataDir, p, o.RunID)
+		local, uri, err := dst.place(p, o.RunID)
+		if err != nil {
+			return res, fmt.Errorf("lake: write partition %s: %w", p, err)
+		}
+		n, err := writePartition(ctx, conn, local, p)
 		if err != nil {
 			return res, fmt.Errorf("lake: write partition %s: %w", p, err)
 		}
 		if n == 0 {
 			// The partition holds no rows now: its old files are
 			// dropped and none added.
-			os.Remove(f)
+			os.Remove(local)
 		} else {
-			// As a file URI, as Iceberg writes its own files' paths: a
-			// plain path would never match the files a walk of the
-			// table's folder finds, and tally lake maintain would take
-			// live files for orphans.
-			files, res.Rows = append(files, (&url.URL{Scheme: "file", Path: f}).String()), res.Rows+n
+			files, res.Rows = append(files, uri), res.Rows+n
+			if dst.staging != "" {
+				uploads = append(uploads, lake.Upload{From: local, To: uri})
+			}
 		}
 		log.Debug().Str("table", res.Table).Str("partition", p.String()).Int64("rows", n).
 			Int("written", i+1).Int("of", len(parts)).Msg("lake: partition written")
@@ -149,7 +163,7 @@ func CommitLake(ctx context.Context, st *store.Store, o LakeOptions, log zerolog
 	store.Rollback(conn, nil)
 	req := lake.Request{
 		Op: "replace", Catalog: o.Config, Table: lake.UsageTable, Columns: lake.UsageColumns, Source: o.Source,
-		Partitions: parts, Files: files,
+		Partitions: parts, Files: files, Uploads: uploads,
 		Properties: map[string]string{
 			lake.SummaryRunID:          o.RunID,
 			lake.SummaryVersion:        o.Version,
@@ -169,35 +183,113 @@ func CommitLake(ctx context.Context, st *store.Store, o LakeOptions, log zerolog
 	return res, nil
 }
 
-// localFolder is the folder of a file:// location.
-func localFolder(location string) (string, error) {
-	u, err := url.Parse(location)
-	if err != nil || (u.Scheme != "file" && u.Scheme != "") || u.Path == "" {
-		return "", fmt.Errorf("lake: the table's location %q is not a local folder, the only warehouse this version writes", location)
-	}
-	return u.Path, nil
+// destination is where an export's files go: the table's data folder,
+// local; or, for a table on S3, a local staging folder they are written
+// into and the table's data folder on S3 they are uploaded to.
+type destination struct {
+	data    string // the table's data folder: a local path, or an s3:// URL
+	staging string // "" for a local table
+	// temp is a staging folder of the export's own, removed whole.
+	temp   bool
+	staged []string
 }
 
-// writePartition writes p's usage rows as one Parquet file, with the
-// table's field ids, under dir's folder for p (organization/YYYY-MM, not
-// Hive's key=value: a reader globbing the files with Hive partitioning
-// would take the folder's organization, a folder name, for the rows'),
-// named for the run and unique: a file is never overwritten, so one a snapshot holds
-// stays as it is. It returns the file and its rows.
-func writePartition(ctx context.Context, conn *sql.Conn, dir string, p lake.Partition, runID string) (string, int64, error) {
-	folder := filepath.Join(dir, folderName(p.Organization), p.Month.Format("2006-01"))
-	if err := os.MkdirAll(folder, 0o750); err != nil {
-		return "", 0, err
+// staleStaged is how old a staged file must be for an export to take it
+// for one a killed tally left behind: an export takes minutes, not a day,
+// so a running one's files are never taken.
+const staleStaged = configs.MinOrphanAge
+
+func dataFolder(location, staging string) (*destination, error) {
+	if lake.OnS3(location) {
+		d := &destination{data: strings.TrimRight(location, "/") + "/data"}
+		if staging == "" {
+			dir, err := os.MkdirTemp("", "tally-lake-staging-")
+			if err != nil {
+				return nil, fmt.Errorf("lake: %w", err)
+			}
+			d.staging, d.temp = dir, true
+			return d, nil
+		}
+		if err := os.MkdirAll(staging, 0o750); err != nil {
+			return nil, fmt.Errorf("lake: the staging folder: %w", err)
+		}
+		d.staging = staging
+		removeStale(staging)
+		return d, nil
 	}
-	name := filepath.Join(folder, fmt.Sprintf("%s-%s.parquet", strings.ReplaceAll(runID, "/", "_"), uuid.NewString()))
-	q := fmt.Sprintf(`COPY (SELECT %s FROM usage WHERE organization = ? AND date >= ? AND date < ? ORDER BY date, meter_name)
-TO %s (FORMAT parquet, COMPRESSION zstd, FIELD_IDS %s)`, lakeSelect(), store.QuoteString(name), fieldIDs())
+	u, err := url.Parse(location)
+	if err != nil || (u.Scheme != "file" && u.Scheme != "") || u.Path == "" {
+		return nil, fmt.Errorf("lake: the table's location %q is neither a local folder nor on S3, the warehouses this version writes", location)
+	}
+	return &destination{data: filepath.Join(u.Path, "data")}, nil
+}
+
+// place is where p's file goes, under the data folder's folder for p
+// (organization/YYYY-MM, not Hive's key=value: a reader globbing the files
+// with Hive partitioning would take the folder's organization, a folder
+// name, for the rows'), named for the run and unique: a file is never
+// overwritten, so one a snapshot holds stays as it is. local is the path
+// DuckDB writes; uri is the file as the table records it: a file URI, as
+// Iceberg writes its own files' paths (a plain path would never match the
+// files a walk of the table's folder finds, and tally lake maintain would
+// take live files for orphans), or where on S3 tally-lake uploads it.
+func (d *destination) place(p lake.Partition, runID string) (local, uri string, err error) {
+	name := fmt.Sprintf("%s-%s.parquet", strings.ReplaceAll(runID, "/", "_"), uuid.NewString())
+	rel := folderName(p.Organization) + "/" + p.Month.Format("2006-01") + "/" + name
+	if d.staging != "" {
+		local = filepath.Join(d.staging, name)
+		d.staged = append(d.staged, local)
+		return local, d.data + "/" + rel, nil
+	}
+	local = filepath.Join(d.data, filepath.FromSlash(rel))
+	if err := os.MkdirAll(filepath.Dir(local), 0o750); err != nil {
+		return "", "", err
+	}
+	return local, (&url.URL{Scheme: "file", Path: local}).String(), nil
+}
+
+// clean removes the export's staged files: once the commit has returned
+// they are on S3 or of no use.
+func (d *destination) clean(log zerolog.Logger) {
+	if d.temp {
+		os.RemoveAll(d.staging)
+		return
+	}
+	for _, f := range d.staged {
+		if err := os.Remove(f); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			log.Warn().Err(err).Str("file", f).Msg("lake: a staged file could not be removed")
+		}
+	}
+}
+
+// removeStale removes the staged files of exports a kill cut short.
+func removeStale(staging string) {
+	entries, err := os.ReadDir(staging)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if info, err := e.Info(); err == nil && info.Mode().IsRegular() && strings.HasSuffix(e.Name(), ".parquet") && time.Since(info.ModTime()) > staleStaged {
+			os.Remove(filepath.Join(staging, e.Name()))
+		}
+	}
+}
+
+// writePartition writes p's usage rows as one Parquet file at path, with
+// the table's field ids, and returns its rows.
+func writePartition(ctx context.Context, conn *sql.Conn, path string, p lake.Partition) (int64, error) {
+	// No ORDER BY: sorting a month before writing it held the whole month
+	// in memory (840 MB against the Parquet export's 250 at 650,000
+	// hourly rows, 2.4 times its time); the rows go out as DuckDB reads
+	// them, and readers prune by partition.
+	q := fmt.Sprintf(`COPY (SELECT %s FROM usage WHERE organization = ? AND date >= ? AND date < ?)
+TO %s (FORMAT parquet, COMPRESSION zstd, FIELD_IDS %s)`, lakeSelect(), store.QuoteString(path), fieldIDs())
 	var n int64
 	if err := conn.QueryRowContext(ctx, q, p.Organization, p.Month, p.Month.AddDate(0, 1, 0)).Scan(&n); err != nil {
-		os.Remove(name)
-		return "", 0, err
+		os.Remove(path)
+		return 0, err
 	}
-	return name, n, nil
+	return n, nil
 }
 
 // folderName is an organization's name as a folder name: what Iceberg's

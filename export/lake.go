@@ -17,27 +17,9 @@ import (
 // (lake/): only the (organization, month) partitions that changed.
 const FormatIceberg = configs.ExportIceberg
 
-// LakeConfig is where format iceberg writes, for the export folder dir:
-// the config's lake.catalog, or the default SQLite catalog in dir's lake
-// folder, and the warehouse beside it.
-func LakeConfig(cfg *configs.Config, dir string) (lake.Config, error) {
-	if dir == "" {
-		return lake.Config{}, errors.New("export: the export folder is empty; give --to DIR or set export.dir")
-	}
-	dir, err := filepath.Abs(dir)
-	if err != nil {
-		return lake.Config{}, fmt.Errorf("export: %w", err)
-	}
-	c := lake.Config{
-		SQLite:    cfg.Lake.SQLite,
-		Warehouse: filepath.Join(dir, configs.LakeDir, "warehouse"),
-		Namespace: cfg.Lake.Namespace,
-	}
-	if c.SQLite == "" {
-		c.SQLite = filepath.Join(dir, configs.LakeDir, "catalog.db")
-	}
-	return c, nil
-}
+// StagingDir is where an export to a warehouse on S3 writes its files
+// before tally-lake uploads them, in the export folder dir's lake folder.
+func StagingDir(dir string) string { return filepath.Join(dir, configs.LakeDir, "staging") }
 
 // runLake is Run for format iceberg. Its snapshots name the run (the
 // job's, or tally export's own) and this Tally's version; the changes it
@@ -49,13 +31,20 @@ func runLake(ctx context.Context, env *job.Env, dir string, opts Request) (Summa
 	if !opts.From.IsZero() || !opts.Until.IsZero() || opts.CSV != nil && *opts.CSV || opts.FOCUSVersion != "" {
 		return sum, errors.New("export: format iceberg commits the usage partitions that changed; --from, --until, --csv and --focus-version do not apply")
 	}
-	lc, err := LakeConfig(env.Config, dir)
+	lc, err := lake.ConfigFor(env.Config, dir)
 	if err != nil {
 		return sum, err
 	}
 	sum.Dir = filepath.Dir(lc.Warehouse)
+	if lake.OnS3(lc.Warehouse) {
+		sum.Dir = lc.Warehouse
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return sum, fmt.Errorf("export: %w", err)
+	}
 	res, err := CommitLake(ctx, env.Store, LakeOptions{
-		Config: lc, Source: env.Config.Store.Path, RunID: opts.RunID.String(), Version: env.Version,
+		Config: lc, Source: env.Config.Store.Path, RunID: opts.RunID.String(), Version: env.Version, Staging: StagingDir(abs),
 	}, env.Log)
 	if err != nil {
 		// Only the error: a failed export committed nothing it could
@@ -76,7 +65,7 @@ func runLake(ctx context.Context, env *job.Env, dir string, opts Request) (Summa
 // (never the current one), and files no snapshot holds older than
 // lake.orphan_age are deleted; with dry, it only says what it would do.
 func MaintainLake(ctx context.Context, cfg *configs.Config, dir string, dry bool, log zerolog.Logger) (lake.Maintained, error) {
-	lc, err := LakeConfig(cfg, dir)
+	lc, err := lake.ConfigFor(cfg, dir)
 	if err != nil {
 		return lake.Maintained{}, err
 	}

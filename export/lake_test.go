@@ -16,6 +16,8 @@ import (
 	"github.com/tally-dev/tally/fetch/sim"
 	"github.com/tally-dev/tally/internal/secret"
 	"github.com/tally-dev/tally/internal/testkit/laketest"
+	"github.com/tally-dev/tally/internal/testkit/pgtest"
+	"github.com/tally-dev/tally/internal/testkit/s3test"
 	"github.com/tally-dev/tally/internal/testkit/storetest"
 	"github.com/tally-dev/tally/job"
 	"github.com/tally-dev/tally/lake"
@@ -62,7 +64,7 @@ lake:
 	if sum.Run.Status != store.RunOK {
 		t.Fatalf("job: %+v", sum)
 	}
-	lc, err := LakeConfig(cfg, cfg.Export.Dir)
+	lc, err := lake.ConfigFor(cfg, cfg.Export.Dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,5 +126,52 @@ lake:
 func TestMain(m *testing.M) {
 	code := m.Run()
 	laketest.Remove()
+	pgtest.Stop()
+	s3test.Stop()
 	os.Exit(code)
+}
+
+// TestStaging: for a table on S3, a partition's file is written into the
+// staging folder and goes to the table's data folder for its partition;
+// the export removes its own staged files, and the files a killed export
+// left once a day old, never a younger one's or anything else.
+func TestStaging(t *testing.T) {
+	staging := filepath.Join(t.TempDir(), "staging")
+	if err := os.MkdirAll(staging, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-25 * time.Hour)
+	for name, at := range map[string]time.Time{"killed.parquet": old, "running.parquet": time.Now(), "notes.txt": old} {
+		p := filepath.Join(staging, name)
+		if err := os.WriteFile(p, []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(p, at, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d, err := dataFolder("s3://lake/p/tally.db/usage/", staging)
+	if err != nil {
+		t.Fatal(err)
+	}
+	local, uri, err := d.place(lake.Partition{Organization: "Acme Corp", Month: time.Date(2026, 8, 1, 0, 0, 0, 0, time.UTC)}, "run/1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := filepath.Base(local)
+	if filepath.Dir(local) != staging || !strings.HasPrefix(name, "run_1-") || uri != "s3://lake/p/tally.db/usage/data/Acme_Corp/2026-08/"+name {
+		t.Fatalf("placed at %s, for %s", local, uri)
+	}
+	if err := os.WriteFile(local, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d.clean(zerolog.Nop())
+	var left []string
+	entries, _ := os.ReadDir(staging)
+	for _, e := range entries {
+		left = append(left, e.Name())
+	}
+	if strings.Join(left, " ") != "notes.txt running.parquet" {
+		t.Fatalf("the staging folder holds %v; want the young export's file and the other file only", left)
+	}
 }

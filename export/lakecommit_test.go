@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -22,8 +23,11 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/tally-dev/tally"
+	"github.com/tally-dev/tally/configs"
 	"github.com/tally-dev/tally/export"
 	"github.com/tally-dev/tally/internal/testkit/laketest"
+	"github.com/tally-dev/tally/internal/testkit/pgtest"
+	"github.com/tally-dev/tally/internal/testkit/s3test"
 	"github.com/tally-dev/tally/lake"
 	"github.com/tally-dev/tally/lake/ice"
 	"github.com/tally-dev/tally/store"
@@ -88,7 +92,7 @@ WHERE table_name = 'usage' AND column_name <> 'key_id' ORDER BY column_name`)
 	}
 }
 
-func openStore(t *testing.T) *store.Store {
+func openStore(t testing.TB) *store.Store {
 	t.Helper()
 	s, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "tally.duckdb"))
 	if err != nil {
@@ -98,7 +102,7 @@ func openStore(t *testing.T) *store.Store {
 	return s
 }
 
-func lakeConfig(t *testing.T) Config {
+func lakeConfig(t testing.TB) Config {
 	dir := t.TempDir()
 	return Config{SQLite: filepath.Join(dir, "catalog.db"), Warehouse: filepath.Join(dir, "warehouse")}
 }
@@ -116,7 +120,7 @@ func seq(rows []tally.MeterData) iter.Seq2[tally.MeterData, error] {
 // loadMonth loads org's days of the month starting at month: two meters a
 // day, one in EUR, with costs that carry all 12 decimals and grow with
 // bump, so a reload with another bump changes every figure.
-func loadMonth(t *testing.T, s *store.Store, org string, month time.Time, bump int) {
+func loadMonth(t testing.TB, s *store.Store, org string, month time.Time, bump int) {
 	t.Helper()
 	next := month.AddDate(0, 1, 0)
 	var rows []tally.MeterData
@@ -639,5 +643,228 @@ func TestLakeMaintainLeavesOnlyTheTable(t *testing.T) {
 	}
 	if _, err := os.Stat(stray); !os.IsNotExist(err) {
 		t.Fatalf("the stray file is still there: %v", err)
+	}
+}
+
+// TestShardsShareAPostgresCatalog has four shards, each its own DuckDB
+// store holding its own organizations (as four machines), export at once
+// into one PostgreSQL catalog and one warehouse, each through its own
+// tally-lake process: every shard's partitions land, none twice, and the
+// table is exactly the union of the stores. Then each shard fetches one
+// month again with new figures and they export at once again: exactly
+// those partitions change. The warehouse is a shared folder, or a bucket
+// on a real S3 server, each shard staging its files in a folder of its
+// own, which every export leaves empty.
+func TestShardsShareAPostgresCatalog(t *testing.T) {
+	t.Run("folder", func(t *testing.T) {
+		testShardsShareAPostgresCatalog(t, Config{Postgres: pgtest.Database(t), Password: pgtest.Password, Warehouse: filepath.Join(t.TempDir(), "warehouse")})
+	})
+	t.Run("s3", func(t *testing.T) {
+		c := Config{Postgres: pgtest.Database(t), Password: pgtest.Password}
+		c.Warehouse, c.S3 = s3test.Warehouse(t)
+		testShardsShareAPostgresCatalog(t, c)
+	})
+}
+
+func testShardsShareAPostgresCatalog(t *testing.T, c Config) {
+	const shards = 4
+	stores := make([]*store.Store, shards)
+	staging := make([]string, shards)
+	for i := range stores {
+		staging[i] = filepath.Join(t.TempDir(), "staging")
+		stores[i] = openStore(t)
+		for _, org := range []string{fmt.Sprintf("org-%d-a", i), fmt.Sprintf("org-%d-b", i)} {
+			loadMonth(t, stores[i], org, aug, 0)
+			loadMonth(t, stores[i], org, sep, 0)
+		}
+	}
+	exportAll := func(round string) []export.LakeResult {
+		t.Helper()
+		res := make([]export.LakeResult, shards)
+		errs := make([]error, shards)
+		var wg sync.WaitGroup
+		for i, s := range stores {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				res[i], errs[i] = export.CommitLake(context.Background(), s, export.LakeOptions{Config: c, Source: s.Path(),
+					RunID: fmt.Sprintf("%s-shard-%d", round, i), Version: "v-test", Helper: laketest.Helper(t), Staging: staging[i]}, zerolog.Nop())
+			}()
+		}
+		wg.Wait()
+		for i, err := range errs {
+			if err != nil {
+				t.Fatalf("%s, shard %d: %v", round, i, err)
+			}
+			if left, _ := os.ReadDir(staging[i]); len(left) != 0 {
+				t.Fatalf("%s, shard %d: its export left %d file(s) in its staging folder", round, i, len(left))
+			}
+		}
+		return res
+	}
+	redone := 0
+	for i, r := range exportAll("first") {
+		if len(r.Partitions) != 4 || r.Commit.SnapshotID == 0 {
+			t.Fatalf("first export of shard %d: %+v; want its 4 partitions committed", i, r)
+		}
+		redone += r.Commit.Attempts - 1
+	}
+	tb := loadUsage(t, c)
+	sameRows(t, tb, stores...)
+	if got := len(tb.Metadata().Snapshots()); got != shards {
+		t.Fatalf("%d snapshots, want one per shard (%d)", got, shards)
+	}
+	before := dataFiles(t, tb)
+	scheme := map[bool]string{false: "file://", true: "s3://"}[lake.OnS3(c.Warehouse)]
+	for k, fs := range before {
+		if want := tb.Location() + "/data/" + strings.Replace(k, " ", "/", 1) + "/"; !strings.HasPrefix(fs[0], want) || !strings.HasPrefix(want, scheme) {
+			t.Fatalf("%s: file %s is not in the table's folder for the partition, %s", k, fs[0], want)
+		}
+	}
+
+	for i, s := range stores {
+		loadMonth(t, s, fmt.Sprintf("org-%d-b", i), sep, 7)
+	}
+	for i, r := range exportAll("second") {
+		if want := (Partition{Organization: fmt.Sprintf("org-%d-b", i), Month: sep}); len(r.Partitions) != 1 || r.Partitions[0] != want {
+			t.Fatalf("second export of shard %d: partitions %v; want %v only", i, r.Partitions, want)
+		}
+		redone += r.Commit.Attempts - 1
+	}
+	tb = loadUsage(t, c)
+	sameRows(t, tb, stores...)
+	after := dataFiles(t, tb)
+	for k, fs := range before {
+		changed := strings.HasSuffix(strings.Fields(k)[0], "-b") && strings.HasSuffix(k, "2026-09")
+		if same := slices.Equal(after[k], fs); same == changed {
+			t.Errorf("%s: files %v became %v; want them replaced %v", k, fs, after[k], changed)
+		}
+	}
+	t.Logf("%d shards committed twice each; %d redo(s) after lost races", shards, redone)
+}
+
+// BenchmarkShardsCommitAtOnce has eight shards, each its own store of one
+// organization's two months of daily usage, commit at once into one new
+// catalog (the embedded SQLite one, and PostgreSQL), each through its own
+// tally-lake process: every one must land, and the redos after lost races
+// are reported (scripts/bench.sh --only lake):
+//
+//	go test ./export -run '^$' -bench ShardsCommitAtOnce -benchtime 5x
+func BenchmarkShardsCommitAtOnce(b *testing.B) {
+	const shards = 8
+	stores := make([]*store.Store, shards)
+	for i := range stores {
+		stores[i] = openStore(b)
+		loadMonth(b, stores[i], fmt.Sprintf("shard-%d", i), aug, 0)
+		loadMonth(b, stores[i], fmt.Sprintf("shard-%d", i), sep, 0)
+	}
+	helper := laketest.Helper(b)
+	for _, cat := range []string{"sqlite", "postgres"} {
+		b.Run(cat, func(b *testing.B) {
+			var redos, worst, commits int
+			var last []int
+			for b.Loop() {
+				c := lakeConfig(b)
+				if cat == "postgres" {
+					c = Config{Postgres: pgtest.Database(b), Password: pgtest.Password, Warehouse: filepath.Join(b.TempDir(), "warehouse")}
+				}
+				attempts := make([]int, shards)
+				errs := make([]error, shards)
+				var wg sync.WaitGroup
+				for i, s := range stores {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						res, err := export.CommitLake(context.Background(), s, export.LakeOptions{Config: c, Source: s.Path(),
+							RunID: fmt.Sprintf("shard-%d", i), Version: "bench", Helper: helper}, zerolog.Nop())
+						attempts[i], errs[i] = res.Commit.Attempts, err
+					}()
+				}
+				wg.Wait()
+				for i, err := range errs {
+					if err != nil {
+						b.Fatalf("shard %d: %v", i, err)
+					}
+					redos += attempts[i] - 1
+					worst = max(worst, attempts[i])
+					commits++
+				}
+				last = attempts
+			}
+			b.ReportMetric(float64(redos)/float64(commits), "redos/shard")
+			b.ReportMetric(float64(worst), "max-attempts")
+			b.Logf("%d shards committed at once on %s, every one landed; the last round's attempts by shard: %v", shards, cat, last)
+		})
+	}
+}
+
+// TestLakeOnS3KilledBetweenUploadAndCommit: on a warehouse on S3, a
+// commit that fails after tally-lake uploaded its files (as a kill
+// between the two would leave them) leaves the table as it was and the
+// uploads in no snapshot; maintenance keeps them while younger than
+// lake.orphan_age and then deletes them, so that the bucket's data folder
+// holds exactly the current snapshot's files.
+func TestLakeOnS3KilledBetweenUploadAndCommit(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t)
+	loadMonth(t, s, "acme", aug, 0)
+	loadMonth(t, s, "globex", aug, 0)
+	c := Config{Postgres: pgtest.Database(t), Password: pgtest.Password}
+	c.Warehouse, c.S3 = s3test.Warehouse(t)
+	commit(t, s, c, "run-1")
+	loadMonth(t, s, "acme", aug, 3)
+	commit(t, s, c, "run-2")
+	tb := loadUsage(t, c)
+	before := lakeRows(t, tb)
+
+	local := filepath.Join(t.TempDir(), "killed.parquet")
+	if _, err := s.DB().ExecContext(ctx, `COPY (SELECT * FROM usage LIMIT 3) TO `+store.QuoteString(local)+` (FORMAT parquet)`); err != nil {
+		t.Fatal(err)
+	}
+	data := tb.Location() + "/data/acme/2026-08/"
+	req := lake.Request{Op: "replace", Catalog: c, Table: lake.UsageTable, Columns: lake.UsageColumns,
+		Partitions: []lake.Partition{{Organization: "acme", Month: aug}},
+		Files:      []string{data + "killed.parquet", data + "never-uploaded.parquet"},
+		Uploads:    []lake.Upload{{From: local, To: data + "killed.parquet"}}}
+	var cm lake.Commit
+	if err := lake.Call(ctx, laketest.Helper(t), req, &cm, zerolog.Nop()); err == nil {
+		t.Fatalf("a commit of a file that is not there committed %+v", cm)
+	}
+	tb = loadUsage(t, c)
+	if got := lakeRows(t, tb); !slices.Equal(got, before) {
+		t.Fatal("the failed commit changed the table")
+	}
+	bucket, prefix, _ := strings.Cut(strings.TrimPrefix(tb.Location(), "s3://"), "/")
+	keys := func() []string { return s3test.Keys(t, bucket, prefix+"/data/") }
+	if !slices.Contains(keys(), prefix+"/data/acme/2026-08/killed.parquet") {
+		t.Fatalf("the upload is not in the bucket: %v", keys())
+	}
+
+	maintain := func(orphanAge time.Duration) lake.Maintained {
+		t.Helper()
+		var m lake.Maintained
+		req := lake.Request{Op: "maintain", Catalog: c, Table: lake.UsageTable, KeepSnapshots: 0, OrphanAge: orphanAge}
+		if err := lake.Call(ctx, laketest.Helper(t), req, &m, zerolog.Nop()); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	if m := maintain(configs.MinOrphanAge); m.Expired != 1 || m.Orphans != 0 || !slices.Contains(keys(), prefix+"/data/acme/2026-08/killed.parquet") {
+		t.Fatalf("maintain with a day's age: %+v; want run-1's snapshot expired and the day-young upload kept", m)
+	}
+	if m := maintain(0); m.Orphans != 1 {
+		t.Fatalf("maintain: %+v; want the upload deleted", m)
+	}
+	tb = loadUsage(t, c)
+	sameRows(t, tb, s)
+	var want []string
+	for _, fs := range dataFiles(t, tb) {
+		for _, f := range fs {
+			want = append(want, strings.TrimPrefix(f, "s3://"+bucket+"/"))
+		}
+	}
+	slices.Sort(want)
+	if got := keys(); !slices.Equal(got, want) {
+		t.Fatalf("after maintenance the bucket's data folder holds\n%v\nwant the current snapshot's files\n%v", got, want)
 	}
 }

@@ -63,6 +63,9 @@ type FetchSummary struct {
 	// count project reports, not windows, and Rows the estimated rows
 	// rebuilt.
 	Projects bool
+	// Lake is set for usage.source lake: Planned and Loaded then count
+	// the lake's (organization, month) partitions whose files changed.
+	Lake bool
 }
 
 // partial is the fetch's failures as a run lists them.
@@ -138,6 +141,9 @@ func Fetch(ctx context.Context, env *job.Env, runID uuid.UUID, opts FetchOptions
 	var sent, retried int64
 	if env.Client != nil {
 		sent, retried = env.Client.Requests(), env.Client.Retries()
+	}
+	if env.Config.Usage.Source == tally.SourceLake {
+		return fetchLake(ctx, env, runID, opts)
 	}
 	orgs, err := organizations(ctx, env)
 	if err != nil {

@@ -8,7 +8,9 @@
 // partitions whose rows the loads changed since its last commit from the
 // same database (store.UsageChanges), and nothing when none changed:
 // tally writes each partition as a Parquet file with DuckDB, carrying the
-// table's field ids, into the table's data folder, and tally-lake
+// table's field ids, into the table's data folder (or, for a warehouse on
+// S3, which DuckDB as tally links it cannot write to, into a local staging
+// folder, and tally-lake uploads them: Request.Uploads), and tally-lake
 // (lake/ice, cmd/tally-lake) swaps them in for the partitions' old files.
 //
 // The catalog side is a program of its own because Apache Iceberg's Go

@@ -28,16 +28,49 @@ const (
 	SummaryPartitions     = "tally.partitions"
 )
 
-// Config says where the lake is.
+// Config says where the lake is: a catalog (SQLite or PostgreSQL) and
+// a warehouse.
 type Config struct {
 	// SQLite is the SQLite catalog's file (lake.catalog sqlite:PATH),
 	// absolute; created when missing.
-	SQLite string `json:"sqlite"`
-	// Warehouse is the local folder the tables' data and metadata files
-	// go under, absolute; created when missing.
+	SQLite string `json:"sqlite,omitempty"`
+	// Postgres is the PostgreSQL catalog's database URL (lake.catalog
+	// postgres://…), never holding the password; Password is the
+	// password (lake.password_env or password_file), "" for none or
+	// ~/.pgpass. It travels only on tally-lake's standard input.
+	Postgres string `json:"postgres,omitempty"`
+	Password string `json:"password,omitempty"`
+	// Warehouse is where the tables' data and metadata files go: a local
+	// folder, absolute, created when missing; or s3://BUCKET[/PREFIX],
+	// reached as S3 says.
 	Warehouse string `json:"warehouse"`
+	// S3 is how to reach a warehouse on S3; nil for a folder.
+	S3 *S3 `json:"s3,omitempty"`
 	// Namespace holds the tables; "" is the default, tally.
 	Namespace string `json:"namespace,omitempty"`
+}
+
+// S3 is how tally-lake reaches a warehouse on S3 (lake.s3). The keys
+// (lake.s3.access_key_env|file, secret_key_env|file), like the catalog's
+// password, travel only on tally-lake's standard input; without them the
+// AWS SDK's own chain is used.
+type S3 struct {
+	Endpoint  string `json:"endpoint,omitempty"` // "" for AWS's, for the region
+	Region    string `json:"region,omitempty"`
+	PathStyle bool   `json:"path_style,omitempty"` // HOST/BUCKET/KEY rather than BUCKET.HOST/KEY
+	AccessKey string `json:"access_key,omitempty"`
+	SecretKey string `json:"secret_key,omitempty"`
+}
+
+// OnS3 says whether a table location or warehouse is on S3.
+func OnS3(location string) bool { return strings.HasPrefix(location, "s3://") }
+
+// Upload is a file tally wrote on its own disk, From, that tally-lake
+// copies to To, under the table's data folder on S3, before it commits
+// To: DuckDB, as tally links it, writes no further than a local file.
+type Upload struct {
+	From string `json:"from"` // an absolute path
+	To   string `json:"to"`   // s3://…, one of the request's Files
 }
 
 // Partition is one partition of the usage table: an organization's month.
@@ -53,7 +86,9 @@ func (p Partition) String() string {
 // Request is what tally asks of tally-lake, as JSON on its standard
 // input: Op "state" (the table's location and what it holds from Source),
 // "replace" (swap Files in for Partitions' files, in one snapshot whose
-// summary carries Properties) or "maintain".
+// summary carries Properties, once Uploads are copied to where Files name
+// them), "files" (the current snapshot's files), "download" (copy Files,
+// data files of the table, into the local folder Dir) or "maintain".
 type Request struct {
 	Op         string            `json:"op"`
 	Catalog    Config            `json:"catalog"`
@@ -62,13 +97,22 @@ type Request struct {
 	Source     string            `json:"source,omitempty"`
 	Partitions []Partition       `json:"partitions,omitempty"`
 	Files      []string          `json:"files,omitempty"`
+	Uploads    []Upload          `json:"uploads,omitempty"`
 	Properties map[string]string `json:"properties,omitempty"`
+	// Dir is op "download"'s local folder, which must exist.
+	Dir string `json:"dir,omitempty"`
 	// Op "maintain": expire the snapshots older than KeepSnapshots (never
 	// the current one), delete the files no snapshot holds once older
 	// than OrphanAge; with DryRun, only say what it would do.
 	KeepSnapshots time.Duration `json:"keep_snapshots,omitempty"`
 	OrphanAge     time.Duration `json:"orphan_age,omitempty"`
 	DryRun        bool          `json:"dry_run,omitempty"`
+}
+
+// Downloaded is tally-lake's answer to "download": where each file of the
+// request went, by its URI.
+type Downloaded struct {
+	Files map[string]string `json:"files"`
 }
 
 // Maintained is tally-lake's answer to "maintain".
@@ -93,6 +137,24 @@ type State struct {
 	// change it holds.
 	Found          bool      `json:"found"`
 	ChangesThrough time.Time `json:"changes_through"`
+}
+
+// Files is tally-lake's answer to "files": the table's current snapshot
+// and its data files by partition, for usage.source lake, which reads
+// them itself.
+type Files struct {
+	Table      string           `json:"table"` // namespace.table
+	Found      bool             `json:"found"` // the catalog holds the table
+	SnapshotID int64            `json:"snapshot_id"`
+	Partitions []PartitionFiles `json:"partitions"` // by month, then organization
+}
+
+// PartitionFiles are one partition's data files (URIs, sorted) and the
+// rows they hold.
+type PartitionFiles struct {
+	Partition
+	Files []string `json:"files"`
+	Rows  int64    `json:"rows"`
 }
 
 // Commit is tally-lake's answer to "replace".

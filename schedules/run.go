@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -269,7 +270,16 @@ func (r *Runner) Record(ctx context.Context, command, jobName string, fn job.Ste
 		return out, err
 	}
 	defer st.Close()
+	// A shard's store holds its organizations alone: one of another
+	// shard's (the shard count changed, another shard's store) is refused
+	// before the run begins or anything is fetched.
+	if err := r.checkShard(ctx, st); err != nil {
+		return out, err
+	}
 	r.tidyRuns(ctx, st)
+	if sh := r.Config.Shard; !sh.IsZero() && len(r.Config.Organizations) == 0 {
+		fn = idleShard(r.Config)
+	}
 
 	runCtx, stop := graceful(ctx, r.Config.Schedule.Grace)
 	defer stop()
@@ -383,6 +393,49 @@ func (r *Runner) skipped(ctx context.Context, out RunOutcome, began time.Time, w
 	}
 	r.Log.Warn().Str("run_id", out.ID.String()).Str("command", out.Command).Str("job", out.Job).Err(serr).Msg("run skipped")
 	return out, serr
+}
+
+// checkShard refuses a sharded run on a store that holds an organization
+// its shard does not take (job.ErrRefused, exit 2): mixed, the store's
+// group figures would be neither shard's, and the organization would be
+// fetched by two shards into two stores. The store's organizations table
+// is a few rows, read before the run begins.
+func (r *Runner) checkShard(ctx context.Context, st *store.Store) error {
+	sh := r.Config.Shard
+	if sh.IsZero() {
+		return nil
+	}
+	orgs, err := st.Organizations(ctx)
+	if err != nil {
+		return err
+	}
+	var others []string
+	for _, o := range orgs {
+		if !sh.Takes(o.Name) {
+			others = append(others, fmt.Sprintf("%s (shard %d/%d)", o.Name, configs.ShardOf(o.Name, sh.Count), sh.Count))
+		}
+	}
+	if len(others) == 0 {
+		return nil
+	}
+	what := "organization"
+	if len(others) > 1 {
+		what = "organizations"
+	}
+	return job.Refuse(fmt.Errorf("%s: the store %s holds %s %s, which shard %s does not take; a store holds one shard's organizations "+
+		"(did the shard count change?): give this shard a store of its own (store.path, or TALLY_DB), or run it with the shard that made this store",
+		sh.Source, r.Config.Store.Path, what, strings.Join(others, ", "), sh))
+}
+
+// idleShard is the run of a shard that takes none of the config's
+// organizations: no step runs (a fetch would have no organization, a
+// report no month), and the run is ok, its warning saying why.
+func idleShard(cfg *configs.Config) job.Step {
+	return func(_ context.Context, env *job.Env, _ uuid.UUID) (job.Result, error) {
+		msg := fmt.Sprintf("shard %s takes none of the config's %d organizations: nothing fetched, no step run", cfg.Shard, cfg.Listed)
+		env.Log.Warn().Msg(msg)
+		return job.Result{Warnings: []string{msg}}, nil
+	}
 }
 
 // tidyRuns, run while holding the lock, fails the runs whose process died

@@ -133,7 +133,7 @@ func TestOpenUpgradesAnOlderDatabase(t *testing.T) {
 		o := defaultOptions()
 		o.migrations = migrationsFS(t, len(real)-1, nil)
 		// The older tally shipped views matching its own schema. The last
-		// migration (0019) adds a table no view reads (usage_changes), so
+		// migration (0020) adds a table no view reads (lake_loads), so
 		// this tally's views are that tally's; without views the open
 		// fails where a schema that has month_close_keys reads the
 		// closed_months view (keepMissingCloseKeys), as no tally's did.

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tally-dev/tally/alerts"
+	"github.com/tally-dev/tally/configs"
 	"github.com/tally-dev/tally/job"
 	"github.com/tally-dev/tally/schedules"
 )
@@ -51,7 +52,7 @@ See docs/finance.md "Budgets and alerts" for the forecast and anomaly methods.`,
 			if dryRun {
 				steps = only()
 			}
-			r, err := newRunner(cmd, g, config, steps)
+			r, err := newRunner(cmd, g, config, steps, configs.Shard{})
 			if err != nil {
 				return err
 			}

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tally-dev/tally/closes"
+	"github.com/tally-dev/tally/configs"
 	"github.com/tally-dev/tally/job"
 	"github.com/tally-dev/tally/reports"
 )
@@ -78,7 +79,7 @@ the file in place or publishes the copy, rather than refusing it as closed.`,
 			if err != nil {
 				return err
 			}
-			r, err := newRunner(cmd, g, o.config, only("close"))
+			r, err := newRunner(cmd, g, o.config, only("close"), configs.Shard{})
 			if err != nil {
 				return err
 			}

@@ -171,6 +171,13 @@ func runExport(cmd *cobra.Command, g *globalFlags, o *exportOptions) error {
 	if format == configs.ExportIceberg && (o.from != "" || o.until != "") {
 		return usageErr("--from and --until do not apply to --format iceberg: it commits the usage partitions the loads changed")
 	}
+	if format == configs.ExportIceberg {
+		// The catalog's password and the S3 keys, read before anything
+		// is written.
+		if err := cfg.Lake.CheckSecrets(os.Getenv); err != nil {
+			return usageError{err}
+		}
+	}
 	if o.focus != "" && format != configs.ExportFOCUS {
 		return usageErr("--focus-version %s applies to FOCUS rows: use it with --format focus", o.focus)
 	}

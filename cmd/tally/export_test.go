@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math/big"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -16,11 +17,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+
 	"github.com/tally-dev/tally"
 	"github.com/tally-dev/tally/fetch/sim"
 	"github.com/tally-dev/tally/internal/testkit/focuscheck"
 	"github.com/tally-dev/tally/internal/testkit/laketest"
+	"github.com/tally-dev/tally/internal/testkit/pgtest"
+	"github.com/tally-dev/tally/internal/testkit/s3test"
 	"github.com/tally-dev/tally/job"
+	"github.com/tally-dev/tally/lake"
+	"github.com/tally-dev/tally/lake/ice"
 	"github.com/tally-dev/tally/store"
 )
 
@@ -361,4 +369,193 @@ func TestExportIcebergCommand(t *testing.T) {
 	if got := lines(t, st, `SELECT count(*) FROM read_parquet(`+glob+`)`)[1]; got != rows {
 		t.Fatalf("after maintenance the lake's files hold %s rows, want %s", got, rows)
 	}
+}
+
+// TestExportIcebergToPostgres: through the commands, the export commits
+// to a PostgreSQL catalog (a real server) with its password from
+// lake.password_env, into a warehouse folder of its own; without the
+// password both commands stop at once with exit 2 naming the key; the
+// password is printed nowhere.
+func TestExportIcebergToPostgres(t *testing.T) {
+	cfg, pub := exportSetup(t)
+	dir := filepath.Dir(cfg)
+	t.Setenv(cliTokenEnv, "")
+	onBinaryEnd(laketest.Remove)
+	onBinaryEnd(pgtest.Stop)
+	t.Setenv("PATH", filepath.Dir(laketest.Helper(t))+string(os.PathListSeparator)+os.Getenv("PATH"))
+	warehouse := filepath.Join(dir, "shared-lake")
+	f, err := os.OpenFile(cfg, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(f, "lake:\n  catalog: %s\n  password_env: TALLY_TEST_LAKE_PASSWORD\n  warehouse: %s\n", pgtest.Database(t), warehouse)
+	f.Close()
+
+	t.Setenv("TALLY_TEST_LAKE_PASSWORD", "")
+	for _, args := range [][]string{{"export", "--config", cfg, "--format", "iceberg"}, {"lake", "maintain", "--config", cfg}} {
+		_, code, stderr := cli(t, args...)
+		if code != job.ExitRefused || !strings.Contains(stderr, "lake.password_env: the environment variable TALLY_TEST_LAKE_PASSWORD is not set or empty") {
+			t.Fatalf("tally %s without the password: exit %d, %q; want exit %d naming lake.password_env", strings.Join(args, " "), code, stderr, job.ExitRefused)
+		}
+	}
+	if _, err := os.Stat(warehouse); !os.IsNotExist(err) {
+		t.Fatalf("a refused export touched the warehouse: %v", err)
+	}
+
+	t.Setenv("TALLY_TEST_LAKE_PASSWORD", pgtest.Password)
+	out, code, stderr := cli(t, "--log-level", "debug", "export", "--config", cfg, "--format", "iceberg")
+	if code != job.ExitOK || !strings.Contains(out, "partition(s) replaced in snapshot") {
+		t.Fatalf("tally export --format iceberg to PostgreSQL: exit %d\n%s\n%s", code, out, stderr)
+	}
+	mout, code, mstderr := cli(t, "lake", "maintain", "--config", cfg)
+	if code != job.ExitOK || !strings.Contains(mout, "lake tally.usage") {
+		t.Fatalf("tally lake maintain: exit %d\n%s\n%s", code, mout, mstderr)
+	}
+	for _, text := range []string{out, stderr, mout, mstderr} {
+		if strings.Contains(text, pgtest.Password) {
+			t.Fatalf("the catalog's password was printed:\n%s", text)
+		}
+	}
+	st := openCopy(t, pub)
+	glob := sqlString(filepath.Join(warehouse, "tally.db", "usage", "data", "*", "*", "*.parquet"))
+	got := lines(t, st, `SELECT organization, currency, count(*), sum(cost) FROM read_parquet(`+glob+`) GROUP BY ALL ORDER BY ALL`)
+	want := lines(t, st, `SELECT organization, currency, count(*), sum(CAST(cost AS DECIMAL(38, 12))) FROM usage GROUP BY ALL ORDER BY ALL`)
+	if len(want) < 2 || !slices.Equal(got[1:], want[1:]) {
+		t.Errorf("the lake's files:\n%v\nwant the copy's usage:\n%v", got, want)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "exports", "lake")); !os.IsNotExist(err) {
+		t.Errorf("with a PostgreSQL catalog and lake.warehouse, the export folder got a lake folder: %v", err)
+	}
+}
+
+// TestExportIcebergToS3: through the commands, the export commits to a
+// PostgreSQL catalog with its warehouse on a real S3 server, the keys from
+// lake.s3.access_key_env and secret_key_file; without a key both commands
+// stop at once with exit 2 naming it, and the bucket stays empty; the
+// staging folder is empty after the export; the table read back through
+// iceberg-go holds the copy's usage exactly, per organization, month and
+// currency; no key and no password is printed anywhere.
+func TestExportIcebergToS3(t *testing.T) {
+	ctx := context.Background()
+	cfg, pub := exportSetup(t)
+	dir := filepath.Dir(cfg)
+	t.Setenv(cliTokenEnv, "")
+	onBinaryEnd(laketest.Remove)
+	onBinaryEnd(pgtest.Stop)
+	onBinaryEnd(s3test.Stop)
+	t.Setenv("PATH", filepath.Dir(laketest.Helper(t))+string(os.PathListSeparator)+os.Getenv("PATH"))
+	bucket := s3test.Bucket(t)
+	secretFile := filepath.Join(dir, "s3-secret")
+	if err := os.WriteFile(secretFile, []byte(s3test.SecretKey+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	catalog := pgtest.Database(t)
+	f, err := os.OpenFile(cfg, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(f, "lake:\n  catalog: %s\n  password_env: TALLY_TEST_LAKE_PASSWORD\n  warehouse: s3://%s/finance\n  s3:\n    endpoint: %s\n    region: %s\n    path_style: true\n    access_key_env: TALLY_TEST_S3_ACCESS\n    secret_key_file: %s\n",
+		catalog, bucket, s3test.Endpoint(t), s3test.Region, secretFile)
+	f.Close()
+	t.Setenv("TALLY_TEST_LAKE_PASSWORD", pgtest.Password)
+
+	t.Setenv("TALLY_TEST_S3_ACCESS", "")
+	for _, args := range [][]string{{"export", "--config", cfg, "--format", "iceberg"}, {"lake", "maintain", "--config", cfg}} {
+		_, code, stderr := cli(t, args...)
+		if code != job.ExitRefused || !strings.Contains(stderr, "lake.s3.access_key_env: the environment variable TALLY_TEST_S3_ACCESS is not set or empty") {
+			t.Fatalf("tally %s without the access key: exit %d, %q; want exit %d naming lake.s3.access_key_env", strings.Join(args, " "), code, stderr, job.ExitRefused)
+		}
+	}
+	if keys := s3test.Keys(t, bucket, ""); len(keys) != 0 {
+		t.Fatalf("a refused export wrote to the bucket: %v", keys)
+	}
+
+	t.Setenv("TALLY_TEST_S3_ACCESS", s3test.AccessKey)
+	out, code, stderr := cli(t, "--log-level", "debug", "export", "--config", cfg, "--format", "iceberg")
+	if code != job.ExitOK || !strings.Contains(out, "partition(s) replaced in snapshot") || !strings.Contains(out, "s3://"+bucket+"/finance") {
+		t.Fatalf("tally export --format iceberg to S3: exit %d\n%s\n%s", code, out, stderr)
+	}
+	staging := filepath.Join(dir, "exports", "lake", "staging")
+	if left, err := os.ReadDir(staging); err != nil || len(left) != 0 {
+		t.Fatalf("the staging folder %s after the export: %d file(s), %v; want it there and empty", staging, len(left), err)
+	}
+	mout, code, mstderr := cli(t, "lake", "maintain", "--config", cfg)
+	if code != job.ExitOK || !strings.Contains(mout, "lake tally.usage") {
+		t.Fatalf("tally lake maintain: exit %d\n%s\n%s", code, mout, mstderr)
+	}
+	for _, text := range []string{out, stderr, mout, mstderr} {
+		for _, secret := range []string{s3test.AccessKey, s3test.SecretKey, pgtest.Password} {
+			if strings.Contains(text, secret) {
+				t.Fatalf("a secret was printed:\n%s", text)
+			}
+		}
+	}
+	if keys := s3test.Keys(t, bucket, "finance/tally.db/usage/data/"); len(keys) == 0 {
+		t.Fatal("no data file in the bucket")
+	}
+
+	l, err := ice.Open(ctx, lake.Config{Postgres: catalog, Password: pgtest.Password, Warehouse: "s3://" + bucket + "/finance",
+		S3: &lake.S3{Endpoint: s3test.Endpoint(t), Region: s3test.Region, PathStyle: true, AccessKey: s3test.AccessKey, SecretKey: s3test.SecretKey}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	tb, err := l.LoadTable(ctx, lake.UsageTable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(tb.Location(), "s3://"+bucket+"/finance/") || !strings.HasPrefix(tb.MetadataLocation(), "s3://"+bucket+"/finance/") {
+		t.Fatalf("the table is at %s, its metadata at %s: want both in the bucket", tb.Location(), tb.MetadataLocation())
+	}
+	at, err := tb.Scan().ToArrowTable(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer at.Release()
+	type total struct {
+		rows int64
+		cost *big.Int
+	}
+	got := map[string]*total{}
+	tr := array.NewTableReader(at, 4096)
+	defer tr.Release()
+	for tr.Next() {
+		rec := tr.RecordBatch()
+		col := func(name string) arrow.Array { return rec.Column(rec.Schema().FieldIndices(name)[0]) }
+		org, date, cur, cost := col("organization").(*array.String), col("date").(*array.Timestamp), col("currency").(*array.String), col("cost").(*array.Decimal128)
+		for r := 0; r < int(rec.NumRows()); r++ {
+			k := org.Value(r) + " " + time.UnixMicro(int64(date.Value(r))).UTC().Format("2006-01") + " " + cur.Value(r)
+			if got[k] == nil {
+				got[k] = &total{cost: new(big.Int)}
+			}
+			got[k].rows++
+			got[k].cost.Add(got[k].cost, cost.Value(r).BigInt())
+		}
+	}
+	st := openCopy(t, pub)
+	want := lines(t, st, `SELECT organization || ' ' || strftime(date, '%Y-%m') || ' ' || currency, count(*), CAST(sum(CAST(cost AS DECIMAL(38, 12))) AS VARCHAR)
+FROM usage GROUP BY ALL ORDER BY ALL`)
+	if len(want) < 3 {
+		t.Fatalf("the copy's usage: %v", want)
+	}
+	for _, line := range want[1:] {
+		f := strings.Split(line, ",")
+		d, err := tally.ParseDecimal(f[2])
+		if err != nil {
+			t.Fatal(err)
+		}
+		units, err := d.Scaled(12)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := got[f[0]]
+		if g == nil || strconv.FormatInt(g.rows, 10) != f[1] || g.cost.String() != units.String() {
+			t.Errorf("%s: the lake holds %+v; the copy %s rows costing %s", f[0], g, f[1], f[2])
+		}
+		delete(got, f[0])
+	}
+	if len(got) != 0 {
+		t.Errorf("the lake holds partitions the copy lacks: %v", got)
+	}
+
 }

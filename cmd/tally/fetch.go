@@ -42,7 +42,7 @@ lookback rule is unchanged.`,
 			if err != nil {
 				return err
 			}
-			r, err := newRunner(cmd, g, cfgPath, only("fetch"))
+			r, err := newRunner(cmd, g, cfgPath, only("fetch"), configs.Shard{})
 			if err != nil {
 				return err
 			}
@@ -94,23 +94,32 @@ func only(steps ...string) stepsOf { return func(*configs.Config) []string { ret
 // (the API token only when one fetches: a command that sends nothing to
 // the interface needs no token) and builds the job runner. A secret that
 // cannot be read is bad configuration (exit 2), found before any step runs
-// or the store is touched.
-func newRunner(cmd *cobra.Command, g *globalFlags, cfgPath string, steps stepsOf) (*schedules.Runner, error) {
+// or the store is touched. A shard (tally run --shard) keeps the
+// organizations it takes before anything reads them (configs.TakeShard):
+// every step of its runs sees those alone.
+func newRunner(cmd *cobra.Command, g *globalFlags, cfgPath string, steps stepsOf, shard configs.Shard) (*schedules.Runner, error) {
 	cfg, err := loadConfig(cfgPath)
 	if err != nil {
 		return nil, err
+	}
+	if err := cfg.TakeShard(shard); err != nil {
+		return nil, usageError{err}
 	}
 	run := steps(cfg)
 	if err := cfg.CheckSecrets(os.Getenv, run); err != nil {
 		return nil, usageError{err}
 	}
-	fetches := slices.Contains(run, "fetch")
+	// usage.source lake fetches from the lake, not the interface: no token.
+	fetches := slices.Contains(run, "fetch") && cfg.Usage.Source != tally.SourceLake
 	log, err := newLogger(g, os.Stderr)
 	if err != nil {
 		return nil, err
 	}
 	for _, w := range cfg.Warnings {
 		log.Warn().Msg(w)
+	}
+	if !shard.IsZero() {
+		log = shardLog(log, cfg)
 	}
 	// store.path pointing at no folder or at a file that is not DuckDB is
 	// bad configuration: exit 2, before any lock file is made beside it.
@@ -174,9 +183,12 @@ func fetchOptions(from, to, gran string, refetch bool) (ingest.FetchOptions, err
 
 func printFetchSummary(cmd *cobra.Command, s ingest.FetchSummary) {
 	out := cmd.OutOrStdout()
-	if s.Projects {
+	switch {
+	case s.Projects:
 		fmt.Fprintf(out, "project reports: %d read of %d; estimated rows rebuilt: %d\n", s.Loaded, s.Planned, s.Rows)
-	} else {
+	case s.Lake:
+		fmt.Fprintf(out, "lake partitions: %d changed, %d loaded, %d failed\n", s.Planned, s.Loaded, len(s.Failed))
+	default:
 		fmt.Fprintf(out, "windows: %d planned, %d loaded, %d failed\n", s.Planned, s.Loaded, len(s.Failed))
 	}
 	fmt.Fprintf(out, "rows: %d   requests: %d   retries: %d   bytes: %d   time: %s\n",

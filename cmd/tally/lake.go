@@ -48,6 +48,9 @@ changes nothing. It runs tally-lake, as export format iceberg does.`,
 			if err != nil {
 				return err
 			}
+			if err := cfg.Lake.CheckSecrets(os.Getenv); err != nil {
+				return usageError{err}
+			}
 			m, err := export.MaintainLake(cmd.Context(), cfg, cfg.Export.Dir, dry, log)
 			if err != nil {
 				return fmt.Errorf("lake maintain: %w", err)

@@ -63,6 +63,17 @@ func newPlanCmd(g *globalFlags) *cobra.Command {
 				_, err := fmt.Fprintf(cmd.OutOrStdout(), "usage.source projects: a fetch reads the month to date of %d project(s) (%s), one request each; the report takes no date windows\n", n, list)
 				return err
 			}
+			if cfg.Usage.Source == tally.SourceLake {
+				// The lake's changed partitions are known only to the
+				// catalog, at the fetch: no date windows to plan.
+				if format == "json" {
+					_, err := fmt.Fprintln(cmd.OutOrStdout(), "[]")
+					return err
+				}
+				_, err := fmt.Fprintf(cmd.OutOrStdout(), "usage.source lake: a fetch loads, for %d organization(s), the partitions of the lake's table %s.usage whose files changed since their last load; there are no interface windows to plan\n",
+					len(cfg.Organizations), cfg.Lake.Namespace)
+				return err
+			}
 			now := today(asOf)
 			if _, err := opts.Resolve(cfg, now); err != nil {
 				return usageError{err}

@@ -20,9 +20,9 @@ import (
 func init() { commands = append(commands, newRunCmd) }
 
 func newRunCmd(g *globalFlags) *cobra.Command {
-	var cfgPath, jobName, asOfText string
+	var cfgPath, jobName, asOfText, shardText string
 	cmd := &cobra.Command{
-		Use:   "run --config FILE [--job NAME] [--as-of DATE]",
+		Use:   "run --config FILE [--job NAME] [--as-of DATE] [--shard I/N]",
 		Short: "The nightly job: fetch, then the configured reports",
 		Long: `Fetches the due windows and reference data, then writes the workbooks of
 reports.months (by default the previous month, final, and the current month to
@@ -37,14 +37,24 @@ under its name, so tally status shows it): what a crontab line, systemd timer
 or Kubernetes CronJob calls when it, not tally schedule, keeps the time.
 Without --job, a config whose schedule.jobs names one job runs that job (all
 its steps: close, deliver, alerts… included); one that names several is
-refused (exit 2) with their names, since no step may be skipped silently.`,
+refused (exit 2) with their names, since no step may be skipped silently.
+
+With --shard I/N (or TALLY_SHARD), the run takes only the organizations of
+organizations: whose FNV-1a 64-bit hash of their name, modulo N, is I; /N
+takes I from JOB_COMPLETION_INDEX (a Kubernetes Indexed Job). A shard that
+takes none does nothing and exits 0; a store holding an organization of
+another shard is refused (exit 2). See docs/operators.md "Shards".`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			asOf, err := resolveAsOf(asOfText)
 			if err != nil {
 				return err
 			}
-			r, err := newRunner(cmd, g, cfgPath, func(cfg *configs.Config) []string { return runSteps(cfg, jobName) })
+			shard, err := resolveShard(cmd, shardText)
+			if err != nil {
+				return err
+			}
+			r, err := newRunner(cmd, g, cfgPath, func(cfg *configs.Config) []string { return runSteps(cfg, jobName) }, shard)
 			if err != nil {
 				return err
 			}
@@ -73,6 +83,7 @@ refused (exit 2) with their names, since no step may be skipped silently.`,
 	cmd.Flags().StringVar(&cfgPath, "config", "", "config file (YAML)")
 	cmd.Flags().StringVar(&jobName, "job", "", "run this job of schedule.jobs once")
 	addAsOf(cmd, &asOfText)
+	addShard(cmd, &shardText)
 	return cmd
 }
 

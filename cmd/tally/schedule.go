@@ -16,10 +16,10 @@ import (
 func init() { commands = append(commands, newScheduleCmd) }
 
 func newScheduleCmd(g *globalFlags) *cobra.Command {
-	var cfgPath string
+	var cfgPath, shardText string
 	var opts schedules.ScheduleOptions
 	cmd := &cobra.Command{
-		Use:   "schedule --config FILE [--health-addr HOST:PORT] [--metrics-file FILE.prom]",
+		Use:   "schedule --config FILE [--health-addr HOST:PORT] [--metrics-file FILE.prom] [--shard I/N]",
 		Short: "Stay up and run the configured jobs on their cron schedules",
 		Long: `Runs schedule.jobs on their cron schedules (UTC unless a spec starts with
 CRON_TZ=<zone>) until SIGTERM or SIGINT. Each job's steps (fetch, report,
@@ -33,10 +33,17 @@ A second signal stops at once; what was in flight rolls back.
 --health-addr serves /healthz (200 while every job's latest run succeeded
 within its expected interval, 503 otherwise, JSON details either way) and
 /metrics. --metrics-file writes the same facts in the Prometheus text format
-for node_exporter's textfile collector.`,
+for node_exporter's textfile collector.
+
+--shard I/N (or TALLY_SHARD; /N with JOB_COMPLETION_INDEX) runs every job
+over the organizations of shard I of N only, as tally run --shard does.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkScheduleFlags(opts); err != nil {
+				return err
+			}
+			shard, err := resolveShard(cmd, shardText)
+			if err != nil {
 				return err
 			}
 			r, err := newRunner(cmd, g, cfgPath, func(cfg *configs.Config) []string {
@@ -45,7 +52,7 @@ for node_exporter's textfile collector.`,
 					steps = append(steps, j.Run...)
 				}
 				return steps
-			})
+			}, shard)
 			if err != nil {
 				return err
 			}
@@ -61,6 +68,7 @@ for node_exporter's textfile collector.`,
 	f.StringVar(&cfgPath, "config", "", "config file (YAML)")
 	f.StringVar(&opts.HealthAddr, "health-addr", "", "serve /healthz and /metrics on this address, e.g. 127.0.0.1:9090 or :9090")
 	f.StringVar(&opts.MetricsFile, "metrics-file", "", "write Prometheus text-format metrics to this file (for node_exporter's textfile collector, e.g. /var/lib/node_exporter/textfile/tally.prom)")
+	addShard(cmd, &shardText)
 	return cmd
 }
 

@@ -255,7 +255,9 @@ func runStatus(ctx context.Context, o *statusOptions, w io.Writer) error {
 	if rep.Writer, err = store.LockHolder(cfg.Store.Path); err != nil {
 		return err
 	}
-	if cfg.Grouped() {
+	if cfg.Usage.Source == tally.SourceLake {
+		// A group job reading the lake holds no token.
+	} else if cfg.Grouped() {
 		// api.token_env is not used with organizations: each
 		// organization's own token is what a fetch sends.
 		rep.Tokens = statusTokens(cfg, time.Now())
@@ -388,6 +390,10 @@ func writeStatusTable(w io.Writer, rep *statusReport, cfg *configs.Config) error
 		case tk.Warning != "":
 			fmt.Fprintf(tw, "token (%s)\tNOT READ: %s\n", tk.Organization, statusOneLine(tk.Warning))
 		}
+	}
+	if cfg.Usage.Source == tally.SourceLake {
+		fmt.Fprintf(tw, "source\tlake: the usage of %d organization(s) as their shards exported it to the lake's table %s.usage; each fetch loads the partitions whose files changed (lake_loads)\n",
+			len(cfg.Organizations), cfg.Lake.Namespace)
 	}
 	if cfg.Usage.Source == tally.SourceProjects {
 		first := "none yet"

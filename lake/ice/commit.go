@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"os"
 	"strings"
 	"time"
 
 	"github.com/apache/iceberg-go"
+	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/tally-dev/tally/lake"
@@ -52,6 +55,10 @@ type Replacement struct {
 	Columns    []lake.Column
 	Partitions []lake.Partition
 	Files      []string
+	// Uploads are copied to the table's data folder before the first
+	// attempt, each to one of Files: a warehouse on S3's files, which
+	// tally writes locally.
+	Uploads    []lake.Upload
 	Properties iceberg.Properties
 	// Retried is told of each redo after a lost race.
 	Retried func(attempt int, err error)
@@ -71,6 +78,16 @@ type Replacement struct {
 func (l *Lake) Replace(ctx context.Context, r Replacement) (lake.Commit, error) {
 	if len(r.Partitions) == 0 {
 		return lake.Commit{}, nil
+	}
+	if len(r.Uploads) > 0 {
+		// Once, not per attempt: a redo commits the same files. A kill
+		// or a failure after this leaves files no snapshot holds, which
+		// tally lake maintain deletes once they are lake.orphan_age old;
+		// they are not deleted here, since a commit that failed on its
+		// way back may have landed.
+		if err := l.upload(ctx, r); err != nil {
+			return lake.Commit{}, err
+		}
 	}
 	var last error
 	for attempt := 1; attempt <= MaxAttempts; attempt++ {
@@ -137,16 +154,7 @@ func partitionFiles(ctx context.Context, t *table.Table, parts []lake.Partition)
 	if t.CurrentSnapshot() == nil {
 		return nil, nil
 	}
-	spec := t.Spec()
-	var orgID, monthID int
-	for _, f := range spec.Fields() {
-		switch f.Name {
-		case partOrganization:
-			orgID = f.FieldID
-		case partMonth:
-			monthID = f.FieldID
-		}
-	}
+	orgID, monthID := partitionFieldIDs(t)
 	want := map[string]bool{}
 	for _, p := range parts {
 		want[partKey(p.Organization, monthsSinceEpoch(p.Month))] = true
@@ -165,6 +173,21 @@ func partitionFiles(ctx context.Context, t *table.Table, parts []lake.Partition)
 		}
 	}
 	return out, nil
+}
+
+// partitionFieldIDs are the ids of t's organization and month partition
+// fields, which key a data file's partition values.
+func partitionFieldIDs(t *table.Table) (orgID, monthID int) {
+	spec := t.Spec()
+	for _, f := range spec.Fields() {
+		switch f.Name {
+		case partOrganization:
+			orgID = f.FieldID
+		case partMonth:
+			monthID = f.FieldID
+		}
+	}
+	return orgID, monthID
 }
 
 func partKey(org string, month int32) string { return fmt.Sprintf("%d %s", month, org) }
@@ -188,4 +211,63 @@ func partitionsFilter(parts []lake.Partition) iceberg.BooleanExpression {
 		out = iceberg.NewOr(out, one)
 	}
 	return out
+}
+
+// upload copies r.Uploads to their places, each one of r.Files under the
+// table's data folder, through the table's own IO (the catalog's S3
+// properties).
+func (l *Lake) upload(ctx context.Context, r Replacement) error {
+	t, err := l.EnsureTable(ctx, r.Table, r.Columns)
+	if err != nil {
+		return fmt.Errorf("load table %s.%s: %w", l.namespace, r.Table, err)
+	}
+	data := strings.TrimRight(t.Location(), "/") + "/data/"
+	adds := map[string]bool{}
+	for _, f := range r.Files {
+		adds[f] = true
+	}
+	// Cancelled on a failed copy, which aborts the object's upload
+	// rather than letting Close complete a part of it.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	fsys, err := t.FS(ctx)
+	if err != nil {
+		return fmt.Errorf("open the storage of %s: %w", t.Location(), err)
+	}
+	w, ok := fsys.(iceio.WriteFileIO)
+	if !ok {
+		return fmt.Errorf("the storage of %s cannot be written (%T)", t.Location(), fsys)
+	}
+	for _, u := range r.Uploads {
+		switch {
+		case !strings.HasPrefix(u.To, data) || strings.Contains(u.To[len(data):], ".."):
+			return fmt.Errorf("upload %s: not under the table's data folder %s", u.To, data)
+		case !adds[u.To]:
+			return fmt.Errorf("upload %s: not one of the files the commit adds", u.To)
+		}
+		if err := copyTo(w, u, cancel); err != nil {
+			return fmt.Errorf("upload %s to %s: %w", u.From, u.To, err)
+		}
+	}
+	return nil
+}
+
+func copyTo(w iceio.WriteFileIO, u lake.Upload, abort context.CancelFunc) error {
+	in, err := os.Open(u.From)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := w.Create(u.To)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		abort()
+		out.Close()
+		return err
+	}
+	// Close is what completes an object's upload: its error is the
+	// upload's.
+	return out.Close()
 }

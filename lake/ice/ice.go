@@ -8,12 +8,19 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
 	sqlcat "github.com/apache/iceberg-go/catalog/sql"
+	iceio "github.com/apache/iceberg-go/io"
+	// The s3 scheme's IO, without the other clouds' SDKs.
+	_ "github.com/apache/iceberg-go/io/gocloud/s3"
 	"github.com/apache/iceberg-go/table"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
 	_ "modernc.org/sqlite" // the "sqlite" database/sql driver, pure Go
 
 	"github.com/tally-dev/tally/configs"
@@ -35,17 +42,123 @@ type Lake struct {
 	warehouse string
 }
 
-// Open opens (and creates when missing) the catalog and the warehouse
-// folder, and makes sure the namespace exists.
+// Open opens the catalog (a SQLite file, created when missing, or a
+// PostgreSQL database) and the warehouse (a folder, created when missing,
+// or on S3), and makes sure the namespace exists.
 func Open(ctx context.Context, c lake.Config) (*Lake, error) {
-	path := c.SQLite
-	if !filepath.IsAbs(path) || !filepath.IsAbs(c.Warehouse) {
-		return nil, fmt.Errorf("lake: the catalog file %q and the warehouse %q must be absolute paths", path, c.Warehouse)
+	props, err := warehouseProperties(c)
+	if err != nil {
+		return nil, err
 	}
-	for _, dir := range []string{filepath.Dir(path), c.Warehouse} {
-		if err := os.MkdirAll(dir, 0o750); err != nil {
+	var (
+		db      *sql.DB
+		dialect sqlcat.SupportedDialect
+		where   string
+	)
+	switch {
+	case c.Postgres != "" && c.SQLite != "":
+		return nil, errors.New("lake: a catalog is SQLite or PostgreSQL, not both")
+	case c.Postgres != "":
+		db, where, err = openPostgres(c)
+		dialect = sqlcat.Postgres
+	default:
+		db, where, err = openSQLite(c.SQLite)
+		dialect = sqlcat.SQLite
+	}
+	if err != nil {
+		return nil, err
+	}
+	ns := c.Namespace
+	if ns == "" {
+		ns = DefaultNamespace
+	}
+	l := &Lake{db: db, namespace: ns, warehouse: c.Warehouse}
+	if err := l.setUp(ctx, dialect, props); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("lake: open catalog %s: %w", where, err)
+	}
+	return l, nil
+}
+
+// setUp opens the catalog, creating its tables and the namespace when
+// missing. On PostgreSQL, processes meeting a new catalog database at once
+// would race to create its tables (iceberg-go's CREATE TABLE IF NOT EXISTS
+// fails for the loser: "type iceberg_tables already exists"), so they take
+// turns under a session advisory lock; SQLite's file lock already does it.
+func (l *Lake) setUp(ctx context.Context, dialect sqlcat.SupportedDialect, props iceberg.Properties) error {
+	if dialect == sqlcat.Postgres {
+		conn, err := l.db.Conn(ctx)
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		if _, err := conn.ExecContext(ctx, "SELECT pg_advisory_lock($1)", setUpLockKey); err != nil {
+			return fmt.Errorf("take the set-up lock: %w", err)
+		}
+		defer conn.ExecContext(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", setUpLockKey)
+	}
+	cat, err := sqlcat.NewCatalog(catalogName, l.db, dialect, props)
+	if err != nil {
+		return err
+	}
+	l.cat = cat
+	if err := cat.CreateNamespace(ctx, table.Identifier{l.namespace}, nil); err != nil && !errors.Is(err, catalog.ErrNamespaceAlreadyExists) {
+		if ok, err2 := cat.CheckNamespaceExists(ctx, table.Identifier{l.namespace}); err2 != nil || !ok {
+			return fmt.Errorf("create namespace %s: %w", l.namespace, err)
+		}
+	}
+	return nil
+}
+
+// setUpLockKey is the PostgreSQL advisory lock every tally-lake takes
+// while it sets the catalog up: any number, the same in every version.
+const setUpLockKey int64 = 0x7a11_1ace
+
+// warehouseProperties are the catalog's properties for c's warehouse: a
+// local folder's file URI, or an S3 URL with what iceberg-go's S3 IO
+// needs to reach it, which the catalog hands every table it loads, so that
+// metadata and data files alike go there.
+func warehouseProperties(c lake.Config) (iceberg.Properties, error) {
+	if !lake.OnS3(c.Warehouse) {
+		if !filepath.IsAbs(c.Warehouse) {
+			return nil, fmt.Errorf("lake: the warehouse %q must be an absolute path or s3://BUCKET[/PREFIX]", c.Warehouse)
+		}
+		if err := os.MkdirAll(c.Warehouse, 0o750); err != nil {
 			return nil, fmt.Errorf("lake: %w", err)
 		}
+		return iceberg.Properties{"warehouse": (&url.URL{Scheme: "file", Path: c.Warehouse}).String()}, nil
+	}
+	s := lake.S3{}
+	if c.S3 != nil {
+		s = *c.S3
+	}
+	if (s.AccessKey == "") != (s.SecretKey == "") {
+		return nil, errors.New("lake: S3 takes an access key id and a secret key together, or neither (the AWS SDK's chain)")
+	}
+	props := iceberg.Properties{
+		"warehouse": strings.TrimRight(c.Warehouse, "/"),
+		// Explicit either way: iceberg-go would take path-style for any
+		// endpoint given, which is not what lake.s3.path_style says.
+		iceio.S3ForceVirtualAddressing: strconv.FormatBool(!s.PathStyle),
+	}
+	if s.Region != "" {
+		props[iceio.S3Region] = s.Region
+	}
+	if s.Endpoint != "" {
+		props[iceio.S3EndpointURL] = s.Endpoint
+	}
+	if s.AccessKey != "" {
+		props[iceio.S3AccessKeyID], props[iceio.S3SecretAccessKey] = s.AccessKey, s.SecretKey
+	}
+	return props, nil
+}
+
+func openSQLite(path string) (*sql.DB, string, error) {
+	if !filepath.IsAbs(path) {
+		return nil, "", fmt.Errorf("lake: the catalog file %q must be an absolute path", path)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+		return nil, "", fmt.Errorf("lake: %w", err)
 	}
 	// Every pooled connection waits for another process's write rather
 	// than failing at once, and takes its write lock when its
@@ -54,25 +167,52 @@ func Open(ctx context.Context, c lake.Config) (*Lake, error) {
 	dsn := (&url.URL{Scheme: "file", Path: path, RawQuery: "_pragma=busy_timeout(30000)&_pragma=journal_mode(WAL)&_txlock=immediate"}).String()
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
-		return nil, fmt.Errorf("lake: open catalog %s: %w", path, err)
+		return nil, "", fmt.Errorf("lake: open catalog %s: %w", path, err)
 	}
-	cat, err := sqlcat.NewCatalog(catalogName, db, sqlcat.SQLite, iceberg.Properties{
-		"warehouse": (&url.URL{Scheme: "file", Path: c.Warehouse}).String(),
-	})
+	return db, path, nil
+}
+
+// openPostgres connects to the PostgreSQL catalog with pgx. The password
+// comes from the request, never the URL, so no error or log line that
+// quotes the URL can carry it.
+func openPostgres(c lake.Config) (*sql.DB, string, error) {
+	where := redactedURL(c.Postgres)
+	cfg, err := pgx.ParseConfig(c.Postgres)
 	if err != nil {
+		return nil, where, fmt.Errorf("lake: the catalog URL %s: %w", where, scrub(err, c.Password))
+	}
+	if c.Password != "" {
+		cfg.Password = c.Password
+	}
+	if cfg.ConnectTimeout == 0 {
+		cfg.ConnectTimeout = 30 * time.Second
+	}
+	db := stdlib.OpenDB(*cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.ConnectTimeout)
+	defer cancel()
+	if err := db.PingContext(ctx); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("lake: open catalog %s: %w", path, err)
+		return nil, where, fmt.Errorf("lake: connect to the catalog %s: %w", where, scrub(err, c.Password))
 	}
-	ns := c.Namespace
-	if ns == "" {
-		ns = DefaultNamespace
+	return db, where, nil
+}
+
+// redactedURL is u without any password it holds, for messages.
+func redactedURL(u string) string {
+	p, err := url.Parse(u)
+	if err != nil {
+		return "(an unreadable URL)"
 	}
-	l := &Lake{cat: cat, db: db, namespace: ns, warehouse: c.Warehouse}
-	if err := cat.CreateNamespace(ctx, table.Identifier{ns}, nil); err != nil && !errors.Is(err, catalog.ErrNamespaceAlreadyExists) {
-		l.Close()
-		return nil, fmt.Errorf("lake: create namespace %s: %w", ns, err)
+	return p.Redacted()
+}
+
+// scrub removes the password from err's text: a driver may quote the
+// connection string back.
+func scrub(err error, password string) error {
+	if password == "" || !strings.Contains(err.Error(), password) {
+		return err
 	}
-	return l, nil
+	return errors.New(strings.ReplaceAll(err.Error(), password, "[redacted]"))
 }
 
 // Close closes the catalog's database.
